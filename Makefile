@@ -1,0 +1,47 @@
+# Two entry points on a fresh clone: `make repro` (the pipeline) and `make test`.
+# Both create .venv first when it is missing. torch is pinned to 2.13.0 and installed
+# first, so pip takes the local CPU build where one is provided instead of fetching
+# the CUDA stack.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+STAMP_LLM := $(VENV)/.installed-local-llm
+PYTEST_ARGS ?=
+
+.PHONY: setup setup-llm test repro bench lint clean-venv
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+# llama-cpp-python compiles for about 5 minutes on 2 cores; only tests and
+# `envgen llm record --backend local` need it, `make repro` replays the cache.
+setup-llm: $(STAMP_LLM)
+
+$(STAMP_LLM): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[local-llm,dev]'
+	touch $@
+
+test: setup-llm
+	$(BIN)/ruff check envgen replication tests
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+repro: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
+
+bench: setup
+	$(BIN)/envgen bench env
+	$(BIN)/envgen bench train
+
+lint: setup
+	$(BIN)/ruff check envgen replication tests
+	$(BIN)/ruff format --check envgen replication tests
+
+clean-venv:
+	rm -rf $(VENV)

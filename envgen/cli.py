@@ -1,0 +1,55 @@
+"""The `envgen` command: each subpackage registers its own subcommands.
+
+A subcommand module exposes ``register(subparsers)``; it adds its parser and sets
+``func`` to a callable taking the parsed namespace and returning an exit code.
+Modules are imported lazily by name so that `envgen --help` stays fast and a
+missing optional extra only breaks the subcommand that needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Explicit registry of the modules that register subcommands, in --help order.
+SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "envgen.envs.cli",  # envs preview
+    "envgen.bench",  # bench env | train | heist
+    "envgen.agents.cli",  # train
+    "envgen.llm.cli",  # llm serve | record | ...
+    "envgen.loop.cli",  # run
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="envgen",
+        description=(
+            "EnvGen replication. Environments (envs), benchmarks (bench), PPO training "
+            "(train), the LLM environment designer (llm) and full EnvGen runs (run)."
+        ),
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and (module_name + ".").startswith(exc.name + "."):
+                continue  # that part of the package is not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

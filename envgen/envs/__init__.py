@@ -1,0 +1,1 @@
+"""Training environments: Crafter (configurable, deterministic, fast) and procgen Heist."""

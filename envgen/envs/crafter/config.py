@@ -1,0 +1,252 @@
+"""`CrafterConfig`: what an LLM may set in a Crafter world, validated in one place.
+
+The parameters, their allowed values and the spawn thresholds are the ones of the
+EnvGen authors' prompt and modified Crafter (see ENVGEN_PAPER.md, "Crafter parameters
+the LLM controls"). Every default reproduces stock Crafter: natural biome, coal
+"common" (0.85), iron "common" (0.75), tree "common" (0.8), diamond "rare" (0.994),
+empty inventory, episode length 10000.
+
+`CrafterConfig.from_dict` is the only way untrusted input (an LLM reply, a JSON file)
+becomes a config: unknown keys and bad enums raise `ConfigError` naming the field
+path and the allowed values; numbers out of range are clamped and recorded in
+`.warnings`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from envgen.errors import ConfigError
+
+BIOMES = ("natural", "grassland", "mountain", "beaches")
+RARITIES = ("very_common", "common", "rare")
+
+# Spawn thresholds per rarity: a tile becomes the resource when uniform() > threshold.
+# Source: the EnvGen authors' modified worldgen (ENVGEN_PAPER.md). "common" (and
+# "rare" for diamond) equal stock Crafter's constants.
+SPAWN_THRESHOLDS: dict[str, dict[str, float]] = {
+    "coal": {"rare": 0.95, "common": 0.85, "very_common": 0.75},
+    "iron": {"rare": 0.85, "common": 0.75, "very_common": 0.65},
+    "tree": {"rare": 0.9, "common": 0.8, "very_common": 0.7},
+    "diamond": {"rare": 0.994, "common": 0.9, "very_common": 0.85},
+}
+STOCK_RARITY = {"coal": "common", "iron": "common", "tree": "common", "diamond": "rare"}
+
+# Starting inventory the LLM may set, with its inclusive maximum (minimum 0).
+MATERIAL_ITEMS = ("sapling", "wood", "stone", "coal", "iron", "diamond")
+TOOL_ITEMS = (
+    "wood_pickaxe", "stone_pickaxe", "iron_pickaxe", "wood_sword", "stone_sword", "iron_sword",
+)
+INVENTORY_MAX: dict[str, int] = {**{k: 9 for k in MATERIAL_ITEMS}, **{k: 1 for k in TOOL_ITEMS}}
+
+# The authors' loader gives the tool a starting material implies (ENVGEN_PAPER.md).
+IMPLIED_TOOLS = {"stone": "wood_pickaxe", "iron": "stone_pickaxe", "diamond": "iron_pickaxe"}
+
+STOCK_LENGTH = 10000  # crafter.Env's default episode length
+LLM_ENV_LENGTH = 1024  # episode length of the authors' generated environments
+MAX_LENGTH = 100_000
+
+# Spellings LLMs produce for the same value.
+_BIOME_ALIASES = {"none": "natural", "all": "natural", "beach": "beaches",
+                  "mountains": "mountain", "grasslands": "grassland"}
+_RARITY_ALIASES = {"verycommon": "very_common", "uncommon": "rare", "normal": "common"}
+_TOP_KEYS = ("environment_settings", "inventory_settings", "length", "purpose")
+
+
+@dataclasses.dataclass(frozen=True)
+class CrafterConfig:
+    """One Crafter world design. Frozen: hashable and safe to share across workers."""
+
+    target_biome: str = "natural"
+    """Biome the world is rescaled towards; "natural" is stock Crafter's mix."""
+    coal_rarity: str = "common"
+    """Coal spawn rarity in mountain caves ("common" = stock 0.85 threshold)."""
+    iron_rarity: str = "common"
+    """Iron spawn rarity in tunnels ("common" = stock 0.75 threshold)."""
+    diamond_rarity: str = "rare"
+    """Diamond spawn rarity deep in mountains ("rare" = stock 0.994 threshold)."""
+    tree_rarity: str = "common"
+    """Tree density in grassland ("common" = stock 0.8 threshold)."""
+    inventory: tuple[tuple[str, int], ...] = ()
+    """Starting items as sorted (name, count) pairs, implied tools included; empty = stock."""
+    length: int = STOCK_LENGTH
+    """Episode length in steps (stock 10000; the authors' LLM environments use 1024)."""
+    purpose: str = ""
+    """The LLM's stated purpose for this environment; informational only."""
+    warnings: list[str] = dataclasses.field(default_factory=list, compare=False, hash=False)
+    """What validation clamped or adjusted; not part of the config's identity."""
+
+    # --- derived values, computed in one place -------------------------------------
+    def threshold(self, resource: str) -> float:
+        """Spawn threshold for coal, iron, tree or diamond under this config."""
+        rarity = getattr(self, f"{resource}_rarity")
+        return SPAWN_THRESHOLDS[resource][rarity]
+
+    @property
+    def inventory_dict(self) -> dict[str, int]:
+        return dict(self.inventory)
+
+    @property
+    def is_stock(self) -> bool:
+        """True when the world, start and length are exactly stock Crafter's."""
+        return self.world_key == CrafterConfig().world_key and not self.inventory and (
+            self.length == STOCK_LENGTH)
+
+    @property
+    def world_key(self) -> tuple[str, ...]:
+        """The fields that change world generation (not inventory or length)."""
+        return (self.target_biome, self.coal_rarity, self.iron_rarity, self.diamond_rarity,
+                self.tree_rarity)
+
+    # --- (de)serialisation ---------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The authors' JSON layout; `from_dict(to_dict())` round-trips."""
+        out: dict[str, Any] = {
+            "environment_settings": {
+                "target_biome": self.target_biome,
+                "coal_rarity": self.coal_rarity,
+                "iron_rarity": self.iron_rarity,
+                "diamond_rarity": self.diamond_rarity,
+                "tree_rarity": self.tree_rarity,
+            },
+            "inventory_settings": dict(self.inventory),
+            "length": self.length,
+        }
+        if self.purpose:
+            out["purpose"] = self.purpose
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, default_length: int = STOCK_LENGTH,
+                  path: str = "") -> CrafterConfig:
+        """Validate untrusted input into a config (see module docstring).
+
+        Accepts the authors' nested layout or a flat mapping of the same keys.
+        `default_length` applies when the input names no length (LLM environments
+        pass `LLM_ENV_LENGTH`). `path` prefixes field paths in errors and warnings.
+        """
+        if not isinstance(data, Mapping):
+            raise ConfigError(path or "<config>",
+                              f"expected a JSON object, got {type(data).__name__}")
+        warnings: list[str] = []
+        env_fields: dict[str, Any] = {}
+        inv_fields: dict[str, Any] = {}
+        length: Any = default_length
+        purpose = ""
+        for key, value in data.items():
+            norm = _norm_key(key)
+            where = _join(path, str(key))
+            if norm == "environment_settings":
+                env_fields.update(_mapping(value, where))
+            elif norm == "inventory_settings":
+                inv_fields.update(_mapping(value, where))
+            elif norm in ENV_FIELDS:
+                env_fields[key] = value
+            elif norm in INVENTORY_MAX:
+                inv_fields[key] = value
+            elif norm in ("length", "episode_length"):
+                length = value
+            elif norm == "purpose":
+                purpose = str(value)[:500]
+            else:
+                allowed = ", ".join((*_TOP_KEYS, *ENV_FIELDS, *INVENTORY_MAX))
+                raise ConfigError(where, f"unknown key; allowed keys: {allowed}")
+
+        settings: dict[str, str] = {}
+        for key, value in env_fields.items():
+            norm = _norm_key(key)
+            where = _join(path, f"environment_settings.{key}")
+            if norm not in ENV_FIELDS:
+                raise ConfigError(where, f"unknown key; allowed keys: {', '.join(ENV_FIELDS)}")
+            default = getattr(cls, norm)  # "default" means stock Crafter's value
+            settings[norm] = _enum(value, ENV_FIELDS[norm], where, default)
+
+        inventory: dict[str, int] = {}
+        for key, value in inv_fields.items():
+            norm = _norm_key(key)
+            where = _join(path, f"inventory_settings.{key}")
+            if norm not in INVENTORY_MAX:
+                raise ConfigError(where, f"unknown item; allowed items: {', '.join(INVENTORY_MAX)}")
+            inventory[norm] = _int_clamped(value, 0, INVENTORY_MAX[norm], where, warnings)
+        for material, tool in IMPLIED_TOOLS.items():
+            if inventory.get(material, 0) > 0 and inventory.get(tool, 0) < 1:
+                inventory[tool] = 1
+                warnings.append(
+                    f"{_join(path, 'inventory_settings.' + tool)}: set to 1 because the "
+                    f"starting {material} implies it (the authors' loader rule)")
+
+        length_int = _int_clamped(length, 1, MAX_LENGTH, _join(path, "length"), warnings)
+        return cls(
+            **settings,
+            inventory=tuple(sorted((k, v) for k, v in inventory.items() if v > 0)),
+            length=length_int,
+            purpose=purpose,
+            warnings=warnings,
+        )
+
+
+ENV_FIELDS: dict[str, tuple[str, ...]] = {
+    "target_biome": BIOMES,
+    "coal_rarity": RARITIES,
+    "iron_rarity": RARITIES,
+    "diamond_rarity": RARITIES,
+    "tree_rarity": RARITIES,
+}
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _norm_key(key: Any) -> str:
+    return str(key).strip().lower().replace(" ", "_").replace("-", "_")
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(where, f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _enum(value: Any, allowed: tuple[str, ...], where: str, default: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(where, f"expected one of {', '.join(allowed)}; got {value!r}")
+    norm = _norm_key(value)
+    aliases = _BIOME_ALIASES if allowed is BIOMES else _RARITY_ALIASES
+    norm = default if norm == "default" else aliases.get(norm, norm)
+    if norm not in allowed:
+        raise ConfigError(where, f"{value!r} is not allowed; allowed values: "
+                                 f"{', '.join(allowed)}")
+    return norm
+
+
+def _int_clamped(value: Any, lo: int, hi: int, where: str, warnings: list[str]) -> int:
+    """Coerce to int (bools, numeric strings, whole floats) and clamp to [lo, hi]."""
+    if isinstance(value, bool):
+        number: float = int(value)
+    elif isinstance(value, int | float):
+        number = value
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise ConfigError(
+                where, f"expected an integer in [{lo}, {hi}]; got {value!r}") from None
+    else:
+        raise ConfigError(where, f"expected an integer in [{lo}, {hi}]; "
+                                 f"got {type(value).__name__}")
+    if not math.isfinite(number):
+        raise ConfigError(where, f"expected an integer in [{lo}, {hi}]; got {value!r}")
+    if number != int(number):
+        warnings.append(f"{where}: {value!r} rounded down to {int(number)}")
+    result = int(number)
+    if result < lo or result > hi:
+        clamped = min(max(result, lo), hi)
+        warnings.append(f"{where}: {value!r} out of range [{lo}, {hi}], clamped to {clamped}")
+        result = clamped
+    return result

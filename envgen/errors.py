@@ -1,0 +1,28 @@
+"""Errors the package raises on bad input; each message names the field and the fix."""
+
+
+class EnvGenError(Exception):
+    """Base class for every error this package raises on purpose."""
+
+
+class ConfigError(EnvGenError, ValueError):
+    """A configuration field is unknown or holds a value that cannot be coerced.
+
+    `path` is the dotted field path (e.g. ``environment_settings.coal_rarity``).
+    """
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+class LLMResponseError(EnvGenError):
+    """An LLM reply did not yield the environments that were asked for."""
+
+
+class CacheMissError(EnvGenError):
+    """Replay mode found no recorded response for a request (never calls the network)."""
+
+
+class CacheIntegrityError(EnvGenError):
+    """A cache file's request does not hash to its name, or a record would overwrite."""
