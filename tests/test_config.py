@@ -16,11 +16,17 @@ def test_defaults_are_stock_crafter():
 
 
 def test_llm_spellings_are_accepted():
-    c = CrafterConfig.from_dict({
-        "environment_settings": {"target_biome": "none", "coal_rarity": "very common",
-                                 "iron_rarity": "Very_Common", "diamond_rarity": "default"},
-        "inventory_settings": {"wood": "3", "sapling": 2.0},
-    })
+    c = CrafterConfig.from_dict(
+        {
+            "environment_settings": {
+                "target_biome": "none",
+                "coal_rarity": "very common",
+                "iron_rarity": "Very_Common",
+                "diamond_rarity": "default",
+            },
+            "inventory_settings": {"wood": "3", "sapling": 2.0},
+        }
+    )
     assert c.target_biome == "natural"
     assert c.coal_rarity == c.iron_rarity == "very_common"
     assert c.diamond_rarity == "rare"  # "default" is stock's value for that field
@@ -48,8 +54,7 @@ def test_non_numeric_inventory_rejected(bad):
 
 
 def test_out_of_range_clamped_with_warning():
-    c = CrafterConfig.from_dict({"inventory_settings": {"wood": 50, "iron_sword": 3,
-                                                        "coal": -2}})
+    c = CrafterConfig.from_dict({"inventory_settings": {"wood": 50, "iron_sword": 3, "coal": -2}})
     assert c.inventory_dict == {"wood": 9, "iron_sword": 1}
     assert any("inventory_settings.wood" in w and "clamped to 9" in w for w in c.warnings)
     assert any("inventory_settings.coal" in w for w in c.warnings)
@@ -62,8 +67,13 @@ def test_implied_tools_added():
 
 
 def test_round_trip_and_hash():
-    c = CrafterConfig.from_dict({"environment_settings": {"target_biome": "mountain"},
-                                 "inventory_settings": {"wood": 2}, "length": 1024})
+    c = CrafterConfig.from_dict(
+        {
+            "environment_settings": {"target_biome": "mountain"},
+            "inventory_settings": {"wood": 2},
+            "length": 1024,
+        }
+    )
     assert CrafterConfig.from_dict(c.to_dict()) == c
     assert hash(c) == hash(CrafterConfig.from_dict(c.to_dict()))
     assert not c.is_stock

@@ -38,7 +38,12 @@ STOCK_RARITY = {"coal": "common", "iron": "common", "tree": "common", "diamond":
 # Starting inventory the LLM may set, with its inclusive maximum (minimum 0).
 MATERIAL_ITEMS = ("sapling", "wood", "stone", "coal", "iron", "diamond")
 TOOL_ITEMS = (
-    "wood_pickaxe", "stone_pickaxe", "iron_pickaxe", "wood_sword", "stone_sword", "iron_sword",
+    "wood_pickaxe",
+    "stone_pickaxe",
+    "iron_pickaxe",
+    "wood_sword",
+    "stone_sword",
+    "iron_sword",
 )
 INVENTORY_MAX: dict[str, int] = {**{k: 9 for k in MATERIAL_ITEMS}, **{k: 1 for k in TOOL_ITEMS}}
 
@@ -50,8 +55,13 @@ LLM_ENV_LENGTH = 1024  # episode length of the authors' generated environments
 MAX_LENGTH = 100_000
 
 # Spellings LLMs produce for the same value.
-_BIOME_ALIASES = {"none": "natural", "all": "natural", "beach": "beaches",
-                  "mountains": "mountain", "grasslands": "grassland"}
+_BIOME_ALIASES = {
+    "none": "natural",
+    "all": "natural",
+    "beach": "beaches",
+    "mountains": "mountain",
+    "grasslands": "grassland",
+}
 _RARITY_ALIASES = {"verycommon": "very_common", "uncommon": "rare", "normal": "common"}
 _TOP_KEYS = ("environment_settings", "inventory_settings", "length", "purpose")
 
@@ -92,14 +102,22 @@ class CrafterConfig:
     @property
     def is_stock(self) -> bool:
         """True when the world, start and length are exactly stock Crafter's."""
-        return self.world_key == CrafterConfig().world_key and not self.inventory and (
-            self.length == STOCK_LENGTH)
+        return (
+            self.world_key == CrafterConfig().world_key
+            and not self.inventory
+            and (self.length == STOCK_LENGTH)
+        )
 
     @property
     def world_key(self) -> tuple[str, ...]:
         """The fields that change world generation (not inventory or length)."""
-        return (self.target_biome, self.coal_rarity, self.iron_rarity, self.diamond_rarity,
-                self.tree_rarity)
+        return (
+            self.target_biome,
+            self.coal_rarity,
+            self.iron_rarity,
+            self.diamond_rarity,
+            self.tree_rarity,
+        )
 
     # --- (de)serialisation ---------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -120,8 +138,9 @@ class CrafterConfig:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, default_length: int = STOCK_LENGTH,
-                  path: str = "") -> CrafterConfig:
+    def from_dict(
+        cls, data: Mapping[str, Any], *, default_length: int = STOCK_LENGTH, path: str = ""
+    ) -> CrafterConfig:
         """Validate untrusted input into a config (see module docstring).
 
         Accepts the authors' nested layout or a flat mapping of the same keys.
@@ -129,8 +148,9 @@ class CrafterConfig:
         pass `LLM_ENV_LENGTH`). `path` prefixes field paths in errors and warnings.
         """
         if not isinstance(data, Mapping):
-            raise ConfigError(path or "<config>",
-                              f"expected a JSON object, got {type(data).__name__}")
+            raise ConfigError(
+                path or "<config>", f"expected a JSON object, got {type(data).__name__}"
+            )
         warnings: list[str] = []
         env_fields: dict[str, Any] = {}
         inv_fields: dict[str, Any] = {}
@@ -176,7 +196,8 @@ class CrafterConfig:
                 inventory[tool] = 1
                 warnings.append(
                     f"{_join(path, 'inventory_settings.' + tool)}: set to 1 because the "
-                    f"starting {material} implies it (the authors' loader rule)")
+                    f"starting {material} implies it (the authors' loader rule)"
+                )
 
         length_int = _int_clamped(length, 1, MAX_LENGTH, _join(path, "length"), warnings)
         return cls(
@@ -220,8 +241,7 @@ def _enum(value: Any, allowed: tuple[str, ...], where: str, default: str) -> str
     aliases = _BIOME_ALIASES if allowed is BIOMES else _RARITY_ALIASES
     norm = default if norm == "default" else aliases.get(norm, norm)
     if norm not in allowed:
-        raise ConfigError(where, f"{value!r} is not allowed; allowed values: "
-                                 f"{', '.join(allowed)}")
+        raise ConfigError(where, f"{value!r} is not allowed; allowed values: {', '.join(allowed)}")
     return norm
 
 
@@ -236,10 +256,10 @@ def _int_clamped(value: Any, lo: int, hi: int, where: str, warnings: list[str]) 
             number = float(value.strip())
         except ValueError:
             raise ConfigError(
-                where, f"expected an integer in [{lo}, {hi}]; got {value!r}") from None
+                where, f"expected an integer in [{lo}, {hi}]; got {value!r}"
+            ) from None
     else:
-        raise ConfigError(where, f"expected an integer in [{lo}, {hi}]; "
-                                 f"got {type(value).__name__}")
+        raise ConfigError(where, f"expected an integer in [{lo}, {hi}]; got {type(value).__name__}")
     if not math.isfinite(number):
         raise ConfigError(where, f"expected an integer in [{lo}, {hi}]; got {value!r}")
     if number != int(number):
