@@ -1,0 +1,1 @@
+"""The EnvGen loop (generate, train, evaluate, adapt) and its baselines, as resumable runs."""

@@ -1,0 +1,125 @@
+"""`RunConfig`: one row of one table, as a typed config with a stable hash.
+
+A run is fully described by its `RunConfig` plus a seed. Rows shared by several
+tables (e.g. EnvGen with 4 cycles appears in Tables 1-4, 6 and 7) are the same config,
+hence the same hash, hence the same directory under ``results/runs/``: trained once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from envgen.errors import ConfigError
+
+METHODS = ("envgen", "fixed", "original_only", "easy_to_hard", "adversarial")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """A training run's protocol; defaults are the paper's PPO + EnvGen row (Table 1)."""
+
+    method: str = "envgen"
+    """envgen (adaptive) | fixed | original_only (no LLM) | easy_to_hard | adversarial."""
+    game: str = "crafter"
+    """crafter | heist."""
+    n_cycles: int = 4
+    """EnvGen cycles N_cycle (paper: 4 for Crafter, 1 for Heist)."""
+    llm_env_steps: int = 120_000
+    """T_LLM-Env: steps per cycle in the LLM environments (paper: 0.12M)."""
+    orig_env_steps: int = 120_000
+    """T_Orig-Env: steps per cycle in the original game (paper: 0.12M)."""
+    final_steps: int = 1_000_000
+    """Steps in the original game after the EnvGen phase (paper: 1M); scored window."""
+    original_only_steps: int = 0
+    """For original_only: total steps in the original game (0 = the EnvGen protocol's total)."""
+    envs_per_call: int = 4
+    """N: environments the LLM writes per call (paper: 4; Table 6: 1, 2, 4, 8)."""
+    llm_model: str = "smollm2-135m-instruct"
+    """Model id the LLM cache is keyed by (paper: gpt-4-1106-preview)."""
+    obfuscated: bool = False
+    """Replace parameter names by parameter1.., optionA.., item1.. (ablation)."""
+    initial_set: int = 0
+    """Which initial LLM environment set (paper averages 3 sets x 10 seeds)."""
+    curriculum_pool: int = 16
+    """Easy-to-hard / adversarial: environments generated for the validation ranking."""
+    curriculum_switch_steps: int = 240_000
+    """Easy-to-hard / adversarial: steps between moves to the next 4 environments."""
+    validation_steps: int = 20_000
+    """Easy-to-hard / adversarial: budget of each validation agent (paper: unstated)."""
+    eval_episodes: int = 12
+    """Evaluation seeds in the original game after each cycle (paper: 12)."""
+    model: str = "nature"
+    """Policy network by registry name (paper: the 4M-parameter IMPALA ResNet)."""
+    ppo: tuple[tuple[str, Any], ...] = ()
+    """PPO overrides of Table 9's defaults, as sorted (name, value) pairs."""
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError("method", f"{self.method!r}; allowed: {', '.join(METHODS)}")
+        for name in ("n_cycles", "envs_per_call", "eval_episodes"):
+            if getattr(self, name) < 1:
+                raise ConfigError(name, "must be >= 1")
+        for name in ("llm_env_steps", "orig_env_steps", "final_steps", "original_only_steps"):
+            if getattr(self, name) < 0:
+                raise ConfigError(name, "must be >= 0")
+
+    # --- derived values --------------------------------------------------------------
+    @property
+    def uses_llm(self) -> bool:
+        return self.method != "original_only"
+
+    @property
+    def envgen_phase_steps(self) -> int:
+        """Steps before the final phase (LLM envs + original game, all cycles)."""
+        return self.n_cycles * (self.llm_env_steps + self.orig_env_steps)
+
+    @property
+    def total_steps(self) -> int:
+        if self.method == "original_only":
+            return self.original_only_steps or self.envgen_phase_steps + self.final_steps
+        return self.envgen_phase_steps + self.final_steps
+
+    @property
+    def ppo_overrides(self) -> dict[str, Any]:
+        return dict(self.ppo)
+
+    # --- identity ---------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["ppo"] = dict(self.ppo)
+        return out
+
+    def config_hash(self) -> str:
+        """12 hex digits of sha256 over the canonical JSON of every field."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
+        """Typed construction: an unknown key fails loudly, naming the allowed ones."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ConfigError(
+                unknown[0], f"unknown run option; allowed: {', '.join(sorted(names))}"
+            )
+        values = dict(data)
+        if "ppo" in values:
+            values["ppo"] = tuple(sorted(dict(values["ppo"] or {}).items()))
+        return cls(**values)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> RunConfig:
+        with open(path) as f:
+            return cls.from_dict(yaml.safe_load(f) or {})
+
+    def replace(self, **changes: Any) -> RunConfig:
+        merged = {**self.to_dict(), **changes}
+        return RunConfig.from_dict(merged)
