@@ -1,0 +1,54 @@
+"""procgen's batched Heist engine, with per-game state access that reuses one buffer.
+
+`ProcgenGym3Env.callmethod("get_state")` copies every game through a freshly allocated
+1 MiB buffer; Heist-EnvGen touches one game at a time at episode boundaries, so it calls
+procgen's C entry points (`get_state(env, i, buf, n)`, `set_state(env, i, buf, n)`,
+vecgame.cpp) directly. `set_state` re-renders that game's observation in the engine.
+"""
+
+import numpy as np
+from procgen import ProcgenGym3Env
+
+from envgen.envs.heist.state import MAX_STATE_BYTES
+
+MODES = ("easy", "hard")
+NUM_ACTIONS = 15  # procgen's full action space (ProcgenGym3Env.get_combos)
+FORCE_RESET = -1  # an action of -1 makes the engine end the episode (game.cpp Game::step)
+
+
+class Engine:
+    """`num` Heist games stepped together by procgen's own threads."""
+
+    def __init__(self, num: int, mode: str, seed: int, num_threads: int = 4):
+        if mode not in MODES:
+            raise ValueError(f"distribution mode {mode!r}: allowed values: {', '.join(MODES)}")
+        self.num = num
+        self.mode = mode
+        self.env = ProcgenGym3Env(
+            num=num,
+            env_name="heist",
+            distribution_mode=mode,
+            start_level=0,
+            num_levels=0,
+            rand_seed=seed,
+            num_threads=num_threads,
+        )
+        self._buf = self.env._ffi.new(f"char[{MAX_STATE_BYTES}]")
+
+    def act(self, actions: np.ndarray) -> None:
+        self.env.act(np.asarray(actions, dtype=np.int32))
+
+    def observe(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(reward float32 (N,), rgb uint8 (N,64,64,3), first bool (N,)) of the last step."""
+        reward, obs, first = self.env.observe()
+        return reward, obs["rgb"], first
+
+    def info(self) -> list[dict]:
+        return self.env.get_info()
+
+    def get_state(self, index: int) -> bytes:
+        size = self.env.call_c_func("get_state", index, self._buf, MAX_STATE_BYTES)
+        return bytes(self.env._ffi.buffer(self._buf, size))
+
+    def set_state(self, index: int, state: bytes) -> None:
+        self.env.call_c_func("set_state", index, state, len(state))
