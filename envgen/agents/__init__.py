@@ -1,0 +1,1 @@
+"""The paper's PPO agent: networks, PPO, a resumable trainer, evaluation and `envgen train`."""

@@ -1,0 +1,136 @@
+"""Typed configs of the PPO agent: the network (`ModelConfig`) and the algorithm (`PPOConfig`).
+
+`PPOConfig`'s defaults are the paper's Table 9 (ENVGEN_PAPER.md, "Agent and training
+protocol"), which are also Achievement Distillation's `configs/ppo.yaml`. The model
+presets trade the paper's network for ones a CPU can train (docs/agent.md, "Sizes").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import crafter.constants
+
+from envgen.errors import ConfigError
+
+MODEL_KINDS = ("impala", "nature")
+NUM_ACTIONS = len(crafter.constants.actions)  # 17, from crafter's own data
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """Shape of the policy/value network; `kind` picks the class in `networks.MODELS`."""
+
+    kind: str = "impala"
+    """"impala" (residual stacks, the paper's family) or "nature" (strided 3-conv encoder)."""
+    channels: tuple[int, ...] = (64, 128, 128)
+    """Output channels of each conv stack (impala) or conv layer (nature)."""
+    blocks_per_stack: int = 2
+    """Residual blocks per impala stack (ignored by nature)."""
+    embed_size: int = 256
+    """Units of the dense layer after the conv encoder."""
+    hidden_size: int = 1024
+    """Units of the final linear layer, followed by layer norm (EnvGen's change)."""
+    num_actions: int = NUM_ACTIONS
+    """Policy head size: Crafter's action count."""
+    channels_last: bool = False
+    """Run convolutions in NHWC memory layout (GPU option; unmeasured on CPU)."""
+    bf16_autocast: bool = False
+    """Autocast forward passes to bfloat16 on CUDA (GPU option; off = exact float32)."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in MODEL_KINDS:
+            raise ConfigError("model.kind", f"{self.kind!r} is not one of {', '.join(MODEL_KINDS)}")
+        if self.kind == "nature" and len(self.channels) != 3:
+            raise ConfigError("model.channels", "the nature encoder has exactly 3 conv layers")
+        for name in ("blocks_per_stack", "embed_size", "hidden_size", "num_actions"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"model.{name}", "must be a positive integer")
+        if not self.channels or min(self.channels) < 1:
+            raise ConfigError("model.channels", "give at least one positive channel count")
+
+
+# Named presets; `envgen train --model NAME` and `bench train --model NAME` pick one.
+MODEL_PRESETS: dict[str, ModelConfig] = {
+    "paper": ModelConfig(),  # Moon et al. 2023's network with EnvGen's layer-norm move
+    "impala-small": ModelConfig(channels=(16, 32, 32), embed_size=256, hidden_size=256),
+    "nature": ModelConfig(kind="nature", channels=(32, 64, 64), embed_size=256, hidden_size=256),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """PPO hyper-parameters; defaults are the paper's Table 9."""
+
+    gamma: float = 0.95
+    """Discount factor."""
+    gae_lambda: float = 0.65
+    """GAE lambda."""
+    num_envs: int = 8
+    """Parallel environments per rollout."""
+    num_steps: int = 512
+    """Steps per environment per rollout (8 x 512 = 4096 transitions)."""
+    epochs: int = 3
+    """Passes over each rollout."""
+    minibatches: int = 8
+    """Minibatches per epoch."""
+    clip: float = 0.2
+    """PPO ratio clip."""
+    ent_coef: float = 0.01
+    """Entropy bonus coefficient."""
+    vf_coef: float = 0.5
+    """Value loss coefficient."""
+    lr: float = 3e-4
+    """Adam learning rate (constant, as in the Achievement Distillation code)."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clip."""
+    value_norm_decay: float = 0.99
+    """EWMA decay of the value-target normaliser."""
+    checkpoint_every: int = 102_400
+    """Write a checkpoint every this many global env steps (rounded up to rollouts)."""
+
+    def __post_init__(self) -> None:
+        for name in ("num_envs", "num_steps", "epochs", "minibatches", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"ppo.{name}", "must be a positive integer")
+        if self.rollout_size % self.minibatches:
+            raise ConfigError(
+                "ppo.minibatches",
+                f"must divide num_envs * num_steps = {self.rollout_size}; pick a divisor",
+            )
+        for name in ("gamma", "gae_lambda", "value_norm_decay"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"ppo.{name}", "must lie in [0, 1]")
+
+    @property
+    def rollout_size(self) -> int:
+        """Transitions (global env steps) per rollout."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def checkpoint_rollouts(self) -> int:
+        """Rollouts between checkpoints."""
+        return -(-self.checkpoint_every // self.rollout_size)
+
+
+def from_mapping(cls: type, data: Mapping[str, Any], section: str) -> Any:
+    """Build a config dataclass from a mapping, rejecting unknown keys by name."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - fields)
+    if unknown:
+        raise ConfigError(
+            f"{section}.{unknown[0]}", f"unknown key; allowed keys: {', '.join(sorted(fields))}"
+        )
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    return cls(**values)
+
+
+def model_preset(name: str) -> ModelConfig:
+    """The named preset, or a `ConfigError` listing the names."""
+    if name not in MODEL_PRESETS:
+        raise ConfigError(
+            "model", f"unknown preset {name!r}; choose one of {', '.join(MODEL_PRESETS)}"
+        )
+    return MODEL_PRESETS[name]

@@ -1,0 +1,191 @@
+"""PPO, readable top to bottom: rollout, GAE, update (CleanRL layout, AD semantics).
+
+Follows the Achievement Distillation PPO that EnvGen trains (ENVGEN_PAPER.md, "Agent and
+training protocol"; paper Table 9): GAE on denormalised values, advantages normalised
+over the whole rollout, value targets normalised by an EWMA normaliser that is updated
+on every minibatch before the loss (AD's `ScaledMSEHead.mse_loss`), unclipped value
+loss, no reward normalisation. An episode end of either kind (death or time limit)
+cuts the bootstrap, as in AD (the vec env auto-resets and keeps no final observation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from envgen.agents.config import PPOConfig
+from envgen.agents.networks import OBS_SHAPE, ActorCritic
+
+
+class VecEnv(Protocol):
+    """What PPO needs of a vector env (`envgen.envs.vector.CrafterVecEnv` provides it)."""
+
+    num_envs: int
+
+    def reset(self) -> np.ndarray: ...
+
+    def step(
+        self, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]: ...
+
+    def set_mixture(self, configs: Sequence[Any], weights: Sequence[float] | None = None): ...
+
+    def close(self) -> None: ...
+
+
+@dataclasses.dataclass
+class Rollout:
+    """One rollout's tensors, time-major: (num_steps, num_envs, ...)."""
+
+    obs: torch.Tensor  # uint8 (T, N, 64, 64, 3)
+    actions: torch.Tensor  # int64 (T, N)
+    logprobs: torch.Tensor  # float32 (T, N)
+    values: torch.Tensor  # float32 (T + 1, N), raw return units; row T bootstraps
+    rewards: torch.Tensor  # float32 (T, N)
+    dones: torch.Tensor  # float32 (T, N): 1 where the episode ended after step t
+
+    @classmethod
+    def empty(cls, cfg: PPOConfig, device: torch.device) -> Rollout:
+        t, n = cfg.num_steps, cfg.num_envs
+        return cls(
+            obs=torch.zeros((t, n, *OBS_SHAPE), dtype=torch.uint8, device=device),
+            actions=torch.zeros((t, n), dtype=torch.int64, device=device),
+            logprobs=torch.zeros((t, n), device=device),
+            values=torch.zeros((t + 1, n), device=device),
+            rewards=torch.zeros((t, n), device=device),
+            dones=torch.zeros((t, n), device=device),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class FinishedEpisode:
+    """An episode that ended during a rollout: at vec step `t` (0-based) in env `env`."""
+
+    t: int
+    env: int
+    info: dict[str, Any]
+
+
+def sample_actions(logprobs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Categorical sample via Gumbel-max, drawing noise only from `generator`."""
+    u = torch.rand(logprobs.shape, generator=generator, device=logprobs.device)
+    gumbel = -torch.log(-torch.log(u.clamp(1e-12, 1.0 - 1e-7)))
+    return (logprobs + gumbel).argmax(dim=-1)
+
+
+@torch.inference_mode()
+def policy_step(
+    model: ActorCritic, obs: torch.Tensor, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Actions, their log-probabilities and denormalised values for a batch of observations."""
+    logprobs, value = model(obs)
+    actions = sample_actions(logprobs, generator)
+    return actions, logprobs.gather(1, actions[:, None])[:, 0], model.value_norm.denormalize(value)
+
+
+# ------------------------------------------------------------------------------------
+# 1. Rollout: num_steps vec-env steps with the current policy
+# ------------------------------------------------------------------------------------
+def collect_rollout(
+    model: ActorCritic,
+    env: VecEnv,
+    obs: np.ndarray,
+    buf: Rollout,
+    generator: torch.Generator,
+) -> tuple[np.ndarray, list[FinishedEpisode]]:
+    """Fill `buf` from `env` starting at `obs`; returns the next obs and finished episodes."""
+    model.eval()
+    device = buf.obs.device
+    finished: list[FinishedEpisode] = []
+    for t in range(buf.obs.shape[0]):
+        obs_t = torch.from_numpy(obs).to(device)
+        actions, logprobs, values = policy_step(model, obs_t, generator)
+        obs, reward, terminated, truncated, infos = env.step(actions.cpu().numpy())
+        buf.obs[t] = obs_t
+        buf.actions[t] = actions
+        buf.logprobs[t] = logprobs
+        buf.values[t] = values
+        buf.rewards[t] = torch.from_numpy(np.asarray(reward, np.float32)).to(device)
+        done = np.logical_or(terminated, truncated)
+        buf.dones[t] = torch.from_numpy(done.astype(np.float32)).to(device)
+        finished += [FinishedEpisode(t, i, infos[i]["episode"]) for i in np.flatnonzero(done)]
+    buf.values[-1] = policy_step(model, torch.from_numpy(obs).to(device), generator)[2]
+    return obs, finished
+
+
+# ------------------------------------------------------------------------------------
+# 2. GAE: advantages and value targets (raw units)
+# ------------------------------------------------------------------------------------
+def compute_gae(buf: Rollout, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(advantages, returns), each (T, N); returns = advantages + values."""
+    advantages = torch.zeros_like(buf.rewards)
+    last = torch.zeros_like(buf.rewards[0])
+    for t in reversed(range(buf.rewards.shape[0])):
+        keep = 1.0 - buf.dones[t]
+        delta = buf.rewards[t] + gamma * buf.values[t + 1] * keep - buf.values[t]
+        last = delta + gamma * lam * keep * last
+        advantages[t] = last
+    return advantages, advantages + buf.values[:-1]
+
+
+# ------------------------------------------------------------------------------------
+# 3. Update: epochs x minibatches of clipped-surrogate PPO
+# ------------------------------------------------------------------------------------
+def ppo_update(
+    model: ActorCritic,
+    optimizer: torch.optim.Optimizer,
+    buf: Rollout,
+    cfg: PPOConfig,
+    rng: np.random.Generator,
+) -> dict[str, float]:
+    """Run the PPO epochs on one rollout; returns mean losses and diagnostics."""
+    advantages, returns = compute_gae(buf, cfg.gamma, cfg.gae_lambda)
+    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+    obs = buf.obs.flatten(0, 1)
+    actions, old_logprobs = buf.actions.flatten(), buf.logprobs.flatten()
+    advantages, returns = advantages.flatten(), returns.flatten()
+    batch = obs.shape[0]
+    mb_size = batch // cfg.minibatches
+
+    model.train()
+    stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy", "kl", "clip")}
+    for _ in range(cfg.epochs):
+        order = torch.from_numpy(rng.permutation(batch)).to(obs.device)
+        for start in range(0, batch, mb_size):
+            idx = order[start : start + mb_size]
+            logprobs_all, value_pred = model(obs[idx])
+            logprobs = logprobs_all.gather(1, actions[idx, None])[:, 0]
+            log_ratio = logprobs - old_logprobs[idx]
+            ratio = log_ratio.exp()
+
+            # Policy: clipped surrogate on rollout-normalised advantages.
+            adv = advantages[idx]
+            clipped = ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip)
+            policy_loss = -torch.min(adv * ratio, adv * clipped).mean()
+
+            # Value: MSE to targets normalised after folding them into the EWMA.
+            model.value_norm.update(returns[idx])
+            value_loss = F.mse_loss(value_pred, model.value_norm.normalize(returns[idx]))
+
+            entropy = -(logprobs_all.exp() * logprobs_all).sum(-1).mean()
+            loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+            optimizer.step()
+
+            with torch.no_grad():
+                stats["policy"].append(policy_loss.item())
+                stats["value"].append(value_loss.item())
+                stats["entropy"].append(entropy.item())
+                stats["kl"].append(((ratio - 1) - log_ratio).mean().item())
+                stats["clip"].append(((ratio - 1).abs() > cfg.clip).float().mean().item())
+    return {key: float(np.mean(values)) for key, values in stats.items()}

@@ -1,0 +1,252 @@
+"""`Trainer`: PPO on a mixture of Crafter configs, resumable, callable phase after phase.
+
+The EnvGen loop calls `train(steps, configs)` (or `train_until(step, configs)`) once per
+phase with a new mixture; optimiser, normaliser, RNG streams and the vec env carry over
+(the mixture switches with `set_mixture`). Steps are global env steps over all envs,
+counted in whole rollouts: a call stops at the first rollout boundary at or past its
+target, and the next call's target is absolute, so overshoot never accumulates.
+
+Resume semantics (docs/agent.md, "Resume"): envs cannot be pickled mid-episode, so
+every checkpoint is also a *re-seed boundary*. A checkpoint is written every
+`PPOConfig.checkpoint_every` steps (whole rollouts) and on `checkpoint()`; right after
+it the vec env is closed, unfinished episodes are dropped, and the next rollout opens a
+fresh vec env seeded from (seed, checkpoint index). An uninterrupted run and a run
+killed and resumed from a checkpoint therefore continue from identical states.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from envgen.agents import ppo
+from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
+from envgen.agents.config import ModelConfig, PPOConfig
+from envgen.agents.networks import ActorCritic
+from envgen.agents.runlog import JsonlLog, episode_record
+from envgen.agents.seeding import derive_seed
+from envgen.envs.crafter.config import CrafterConfig
+from envgen.errors import ConfigError
+from envgen.scoring import summarize
+
+# (configs, num_envs, seed, weights) -> vec env
+EnvFactory = Callable[[Sequence[CrafterConfig], int, int, Sequence[float] | None], ppo.VecEnv]
+
+
+def crafter_vec_env_factory(num_workers: int | None = None) -> EnvFactory:
+    """The default factory: `envgen.envs.vector.CrafterVecEnv` over `num_workers` processes."""
+    from envgen.envs.vector import CrafterVecEnv
+
+    def make(configs, num_envs, seed, weights):
+        return CrafterVecEnv(configs, num_envs, seed, weights=weights, num_workers=num_workers)
+
+    return make
+
+
+@dataclasses.dataclass
+class Counters:
+    """Progress that checkpoints carry."""
+
+    global_step: int = 0
+    rollouts: int = 0
+    checkpoints: int = 0
+
+
+class Trainer:
+    """PPO trainer writing `run_dir/{episodes,metrics}.jsonl` and `run_dir/checkpoints/`."""
+
+    def __init__(
+        self,
+        model_cfg: ModelConfig,
+        ppo_cfg: PPOConfig,
+        seed: int,
+        run_dir: Path | str,
+        device: str | torch.device = "cpu",
+        *,
+        env_factory: EnvFactory | None = None,
+        progress: bool = False,
+    ):
+        self.model_cfg, self.ppo_cfg, self.seed = model_cfg, ppo_cfg, seed
+        self.run_dir = Path(run_dir)
+        self.device = torch.device(device)
+        self.env_factory = env_factory or crafter_vec_env_factory()
+        self.progress = progress
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(derive_seed(seed, "model"))
+            self.model = ActorCritic(model_cfg, ppo_cfg.value_norm_decay)
+        self.model.to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=ppo_cfg.lr)
+        self.action_rng = torch.Generator(device=self.device)
+        self.action_rng.manual_seed(derive_seed(seed, "actions"))
+        self.shuffle_rng = np.random.default_rng(derive_seed(seed, "minibatches"))
+        self.counters = Counters()
+        self.buf = ppo.Rollout.empty(ppo_cfg, self.device)
+
+        self.env: ppo.VecEnv | None = None
+        self.obs: np.ndarray | None = None
+        self.mixture: tuple[tuple[CrafterConfig, ...], tuple[float, ...] | None] | None = None
+        self.episodes = JsonlLog(self.run_dir / "episodes.jsonl")
+        self.metrics = JsonlLog(self.run_dir / "metrics.jsonl")
+        self.recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
+
+    @property
+    def global_step(self) -> int:
+        return self.counters.global_step
+
+    # --- training ------------------------------------------------------------------
+    def train(
+        self,
+        steps: int,
+        configs: Sequence[CrafterConfig],
+        weights: Sequence[float] | None = None,
+        phase: str = "crafter",
+    ) -> dict[str, Any]:
+        """Train about `steps` more env steps (whole rollouts); see `train_until`."""
+        return self.train_until(self.global_step + steps, configs, weights, phase)
+
+    def train_until(
+        self,
+        step: int,
+        configs: Sequence[CrafterConfig],
+        weights: Sequence[float] | None = None,
+        phase: str = "crafter",
+    ) -> dict[str, Any]:
+        """Train on the mixture until the global step reaches `step` (rollout granularity).
+
+        Idempotent under resume: a call whose target is already reached returns at once.
+        Returns the summary (`envgen.scoring.summarize`) of the episodes it finished, or
+        {"episodes": 0} when none finished.
+        """
+        if not configs:
+            raise ConfigError("configs", "give at least one CrafterConfig to train on")
+        mixture = (tuple(configs), tuple(weights) if weights is not None else None)
+        if self.env is not None and mixture != self.mixture:
+            self.env.set_mixture(*mixture)
+        self.mixture = mixture
+        finished: list[dict[str, Any]] = []
+        bar = tqdm(
+            total=max(step - self.global_step, 0),
+            desc=phase,
+            unit="step",
+            disable=not self.progress,
+            dynamic_ncols=True,
+        )
+        while self.global_step < step:
+            start = time.perf_counter()
+            records, losses = self._rollout_and_update(phase)
+            finished += records
+            sps = self.ppo_cfg.rollout_size / (time.perf_counter() - start)
+            self.metrics.write(
+                {
+                    "step": self.global_step,
+                    "phase": phase,
+                    "episodes": len(records),
+                    **{f"losses/{k}": v for k, v in losses.items()},
+                    "time/sps": sps,
+                }
+            )
+            bar.update(self.ppo_cfg.rollout_size)
+            bar.set_postfix(sps=f"{sps:.0f}", score=self._running_score())
+            if self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0:
+                self.checkpoint()
+        bar.close()
+        return summarize(finished) if finished else {"episodes": 0}
+
+    def _rollout_and_update(self, phase: str) -> tuple[list[dict[str, Any]], dict[str, float]]:
+        if self.env is None:
+            self._open_env()
+        start_step = self.global_step
+        self.obs, done = ppo.collect_rollout(
+            self.model, self.env, self.obs, self.buf, self.action_rng
+        )
+        losses = ppo.ppo_update(
+            self.model, self.optimizer, self.buf, self.ppo_cfg, self.shuffle_rng
+        )
+        self.counters.global_step += self.ppo_cfg.rollout_size
+        self.counters.rollouts += 1
+        records = []
+        for ep in done:
+            record = episode_record(ep.info, start_step + (ep.t + 1) * self.ppo_cfg.num_envs, phase)
+            self.episodes.write(record)
+            records.append(record)
+        self.recent.extend(records)
+        return records, losses
+
+    def _open_env(self) -> None:
+        assert self.mixture is not None
+        seed = derive_seed(self.seed, "env", self.counters.checkpoints)
+        configs, weights = self.mixture
+        self.env = self.env_factory(configs, self.ppo_cfg.num_envs, seed, weights)
+        self.obs = self.env.reset()
+
+    def _running_score(self) -> str:
+        return f"{summarize(list(self.recent))['score']:.2f}%" if self.recent else "-"
+
+    # --- checkpoints ---------------------------------------------------------------
+    def checkpoint(self) -> Path:
+        """Write a checkpoint and make this a re-seed boundary (see module docstring)."""
+        self.counters.checkpoints += 1
+        path = save_checkpoint(
+            self.run_dir / "checkpoints",
+            {
+                "model_cfg": dataclasses.asdict(self.model_cfg),
+                "ppo_cfg": dataclasses.asdict(self.ppo_cfg),
+                "seed": self.seed,
+                "counters": dataclasses.asdict(self.counters),
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "action_rng": self.action_rng.get_state(),
+                "shuffle_rng": self.shuffle_rng.bit_generator.state,
+            },
+        )
+        self.close_env()
+        return path
+
+    def resume(self) -> bool:
+        """Load the latest checkpoint if there is one; truncate logs to its step.
+
+        Raises `ConfigError` when the checkpoint was written with other configs or seed.
+        """
+        state = load_checkpoint(self.run_dir / "checkpoints", self.device)
+        if state is None:
+            return False
+        for key, ours in (
+            ("model_cfg", dataclasses.asdict(self.model_cfg)),
+            ("ppo_cfg", dataclasses.asdict(self.ppo_cfg)),
+            ("seed", self.seed),
+        ):
+            if state[key] != ours:
+                raise ConfigError(
+                    key,
+                    f"checkpoint in {self.run_dir} was written with {state[key]!r}, not "
+                    f"{ours!r}; resume with the same settings or use a new --out directory",
+                )
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.action_rng.set_state(state["action_rng"].cpu())
+        self.shuffle_rng.bit_generator.state = state["shuffle_rng"]
+        self.counters = Counters(**state["counters"])
+        self.episodes.truncate_after(self.global_step)
+        self.metrics.truncate_after(self.global_step)
+        self.close_env()
+        return True
+
+    def close_env(self) -> None:
+        """Close the vec env (unfinished episodes are dropped); the next rollout reopens it."""
+        if self.env is not None:
+            self.env.close()
+        self.env, self.obs = None, None
+
+    def close(self) -> None:
+        self.close_env()
+        self.episodes.close()
+        self.metrics.close()
