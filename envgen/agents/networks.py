@@ -91,7 +91,7 @@ class ImpalaEncoder(nn.Module):
 
 
 class NatureEncoder(nn.Module):
-    """(N, 3, 64, 64) in [0, 1] -> (N, embed_size): Nature-DQN-style strided convs (8/4, 4/2, 3/1)."""
+    """(N, 3, 64, 64) in [0, 1] -> (N, embed_size): Nature-DQN strided convs 8/4, 4/2, 3/1."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
