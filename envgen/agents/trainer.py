@@ -56,8 +56,13 @@ class Counters:
     """Progress that checkpoints carry."""
 
     global_step: int = 0
+    """Env steps taken over all envs."""
     rollouts: int = 0
+    """Rollouts (PPO updates) done."""
     checkpoints: int = 0
+    """Checkpoints written; the env seed after a checkpoint derives from it."""
+    checkpoint_step: int = 0
+    """Global step of the latest checkpoint."""
 
 
 class Trainer:
@@ -195,6 +200,7 @@ class Trainer:
     def checkpoint(self) -> Path:
         """Write a checkpoint and make this a re-seed boundary (see module docstring)."""
         self.counters.checkpoints += 1
+        self.counters.checkpoint_step = self.global_step
         path = save_checkpoint(
             self.run_dir / "checkpoints",
             {

@@ -1,0 +1,93 @@
+"""Evaluation: scores over a window of training episodes, and separate evaluation episodes.
+
+The paper scores the episodes played during the final 1M Crafter steps of training
+(`training_window`), and between EnvGen cycles evaluates the agent without updates in
+the original environment over 12 seeds, feeding per-skill mean and std to the LLM
+(`evaluate_policy`; ENVGEN_PAPER.md, "The method in four steps", step 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from envgen.agents.networks import ActorCritic
+from envgen.agents.ppo import policy_step
+from envgen.agents.runlog import episode_record
+from envgen.agents.seeding import derive_seed
+from envgen.agents.trainer import EnvFactory, crafter_vec_env_factory
+from envgen.envs.crafter.config import CrafterConfig
+from envgen.scoring import ACHIEVEMENTS, crafter_score, success_rates, summarize
+
+
+def training_window(
+    episodes: Sequence[Mapping[str, Any]], last_steps: int, phase: str | None = None
+) -> dict[str, Any]:
+    """`summarize` of the episodes that ended in the last `last_steps` global env steps.
+
+    `phase` keeps only episodes logged under that phase (e.g. the original-env phase);
+    the window ends at the last such episode's step.
+    """
+    selected = [ep for ep in episodes if phase is None or ep["phase"] == phase]
+    if not selected:
+        raise ValueError(f"episodes: none logged{f' in phase {phase!r}' if phase else ''}")
+    end = max(ep["step"] for ep in selected)
+    return summarize([ep for ep in selected if ep["step"] > end - last_steps])
+
+
+def evaluate_policy(
+    model: ActorCritic,
+    seed: int,
+    num_seeds: int = 12,
+    episodes_per_seed: int = 1,
+    device: str | torch.device = "cpu",
+    env_factory: EnvFactory | None = None,
+    config: CrafterConfig | None = None,
+) -> dict[str, Any]:
+    """Play `num_seeds * episodes_per_seed` episodes without updates; stats over seeds.
+
+    All episodes run at once in one vec env of that many slots, seeded by `seed` (its
+    slots get distinct worlds); slot j counts for evaluation seed j // episodes_per_seed
+    and plays exactly one episode. `config` defaults to stock Crafter. Returns
+    `success_mean` / `success_std` ({achievement: percent}, std over seeds, ddof 0),
+    `score_mean` / `score_std`, `reward_mean` / `reward_std` and the `episodes` records.
+    """
+    factory = env_factory or crafter_vec_env_factory()
+    slots = num_seeds * episodes_per_seed
+    generator = torch.Generator(device=device)
+    generator.manual_seed(derive_seed(seed, "eval-actions"))
+    env = factory([config or CrafterConfig()], slots, seed, None)
+    episodes: list[dict[str, Any] | None] = [None] * slots
+    was_training = model.training
+    model.eval()
+    try:
+        obs = env.reset()
+        while any(ep is None for ep in episodes):
+            actions = policy_step(model, torch.from_numpy(obs).to(device), generator)[0]
+            obs, _, terminated, truncated, infos = env.step(actions.cpu().numpy())
+            for i in np.flatnonzero(np.logical_or(terminated, truncated)):
+                if episodes[i] is None:
+                    episodes[i] = episode_record(infos[i]["episode"], 0, "eval")
+    finally:
+        env.close()
+        model.train(was_training)
+
+    per_seed = [
+        episodes[s * episodes_per_seed : (s + 1) * episodes_per_seed] for s in range(num_seeds)
+    ]
+    rates = np.array([list(success_rates(eps).values()) for eps in per_seed])  # (seeds, 22)
+    scores = np.array([crafter_score(r) for r in rates])
+    rewards = np.array([np.mean([ep["reward"] for ep in eps]) for eps in per_seed])
+    return {
+        "success_mean": dict(zip(ACHIEVEMENTS, rates.mean(0).tolist(), strict=True)),
+        "success_std": dict(zip(ACHIEVEMENTS, rates.std(0).tolist(), strict=True)),
+        "score_mean": float(scores.mean()),
+        "score_std": float(scores.std()),
+        "reward_mean": float(rewards.mean()),
+        "reward_std": float(rewards.std()),
+        "pooled": summarize(episodes),
+        "episodes": episodes,
+    }
