@@ -1,0 +1,194 @@
+"""`envgen llm ...`: serve the local model, record planned calls, inspect the cache."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from envgen.errors import EnvGenError, LLMResponseError
+from envgen.llm.accounting import write_accounting
+from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache
+from envgen.llm.client import BACKENDS, BackendConfig, backend_config
+from envgen.llm.designer import EnvironmentDesigner
+from envgen.llm.parse import parse_environments
+from envgen.llm.plan import PLANNED_CALLS, planned_call
+from envgen.llm.schema import DIALECTS
+from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "llm",
+        help="the LLM environment designer: local server, recording, cache",
+        description=(
+            "The pipeline replays LLM replies from data/llm_cache/ and never calls a "
+            "server. These commands run the bundled local model, record the planned "
+            "calls into the cache, and inspect or verify the cache."
+        ),
+    )
+    sub = parser.add_subparsers(dest="llm_command", metavar="SUBCOMMAND", required=True)
+
+    serve = sub.add_parser(
+        "serve",
+        help="run the bundled SmolLM2-135M server until Ctrl-C",
+        description="Start llama-cpp-python's OpenAI-compatible server with the bundled "
+        "SmolLM2-135M-Instruct model on 127.0.0.1 and print its base URL.",
+    )
+    _server_arguments(serve)
+    serve.set_defaults(func=_serve)
+
+    record = sub.add_parser(
+        "record",
+        help="record planned initial calls into the cache",
+        description="Run the planned initial generation calls (all, or those named by "
+        "--call) through a backend and store the replies. --backend local starts the "
+        "bundled server for the duration; --backend openai needs OPENAI_API_KEY (or .env).",
+        epilog="planned calls: " + ", ".join(PLANNED_CALLS),
+    )
+    record.add_argument("--backend", choices=list(BACKENDS), required=True)
+    record.add_argument("--model", help="model name (default: the backend's preset)")
+    record.add_argument("--base-url", help="OpenAI-compatible server URL ending in /v1")
+    record.add_argument(
+        "--structured", choices=DIALECTS, help="structured-output dialect (default: preset)"
+    )
+    record.add_argument(
+        "--call", action="append", choices=list(PLANNED_CALLS), help="repeatable; default all"
+    )
+    record.add_argument(
+        "--mode",
+        choices=("record", "fill"),
+        default="record",
+        help="record: call even if cached (refuses a different reply); fill: only misses",
+    )
+    record.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    record.add_argument("--accounting", type=Path, help="write calls/tokens/cost JSON here")
+    _server_arguments(record)
+    record.set_defaults(func=_record)
+
+    show = sub.add_parser(
+        "show",
+        help="list cache entries, or print one in full",
+        description="Without KEY: one line per entry (label, model, tokens, how its reply "
+        "parses). With KEY (or a unique prefix): the request messages and the reply.",
+    )
+    show.add_argument("key", nargs="?")
+    show.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    show.set_defaults(func=_show)
+
+    verify = sub.add_parser(
+        "verify",
+        help="check every cache file's request hashes to its name",
+        description="Exit 1 if any cache file is unreadable, edited or renamed.",
+    )
+    verify.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    verify.set_defaults(func=_verify)
+
+
+def _server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, default=0, help="local server port (0 = free)")
+    parser.add_argument("--threads", type=int, default=2, help="local server CPU threads")
+
+
+def _server_options(args: argparse.Namespace) -> ServerOptions:
+    return ServerOptions(model_path=bundled_model_path(), port=args.port, threads=args.threads)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    with LocalServer(_server_options(args)) as server:
+        print(f"serving model {BACKENDS['local'].model!r} at {server.base_url} (Ctrl-C stops)")
+        try:
+            return server.wait()
+        except KeyboardInterrupt:
+            return 0
+
+
+@contextlib.contextmanager
+def _backend(args: argparse.Namespace) -> Iterator[BackendConfig]:
+    """The chosen backend; for "local", with the bundled server running meanwhile."""
+    config = backend_config(
+        args.backend, model=args.model, base_url=args.base_url, structured=args.structured
+    )
+    if args.backend != "local" or args.base_url:
+        yield config
+        return
+    with LocalServer(_server_options(args)) as server:
+        yield backend_config("local", base_url=server.base_url, structured=args.structured)
+
+
+def _record(args: argparse.Namespace) -> int:
+    labels = args.call or list(PLANNED_CALLS)
+    failed = 0
+    with _backend(args) as backend:
+        llm = CachedLLM(args.mode, args.cache_dir, backend)
+        for label in labels:
+            call = planned_call(label)
+            designer = EnvironmentDesigner(call.options(backend), llm)
+            started = time.monotonic()
+            try:
+                parsed = designer.generate(call.n)
+                outcome = f"{len(parsed.configs)} environments, {len(parsed.warnings)} warnings"
+            except LLMResponseError as exc:
+                failed += 1
+                outcome = f"UNUSABLE: {exc}"
+            print(f"{label}: {time.monotonic() - started:.1f} s, {outcome}", flush=True)
+        summary = llm.ledger.summary()
+    if args.accounting:
+        write_accounting(llm.ledger, args.accounting)
+    print(json.dumps(summary, indent=2))
+    return 1 if failed else 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    cache = ResponseCache(args.cache_dir)
+    if args.key:
+        matches = [(k, e) for k, e in cache.entries() if k.startswith(args.key)]
+        if len(matches) != 1:
+            print(f"{len(matches)} entries match {args.key!r}", file=sys.stderr)
+            return 1
+        _, entry = matches[0]
+        for message in entry["request"]["messages"]:
+            print(f"--- {message['role']}\n{message['content']}")
+        print(f"--- reply ({entry['response']['model']})\n{entry['response']['text']}")
+        return 0
+    for key, entry in cache.entries():
+        usage = entry["response"].get("usage", {})
+        print(
+            f"{key[:12]}  {entry.get('label', ''):34s} {entry['request']['model']:22s} "
+            f"in {usage.get('prompt_tokens', 0):5d} out {usage.get('completion_tokens', 0):5d}"
+            f"  {entry.get('elapsed_s', 0):6.1f} s  {_parse_outcome(entry)}"
+        )
+    return 0
+
+
+def _parse_outcome(entry: dict) -> str:
+    """How the stored reply parses, for entries of planned calls."""
+    label = entry.get("label", "")
+    if label.split("/reask")[0] not in PLANNED_CALLS:
+        return ""
+    call = planned_call(label)
+    try:
+        parsed = parse_environments(entry["response"]["text"], call.n, obfuscated=call.obfuscate)
+    except LLMResponseError as exc:
+        return f"unusable ({str(exc).splitlines()[0]})"
+    clamped = sum(1 for c in parsed.configs if c.warnings)
+    return f"ok: {len(parsed.warnings)} warnings, {clamped}/{call.n} envs adjusted" + (
+        ", JSON repaired" if parsed.repaired else ""
+    )
+
+
+def _verify(args: argparse.Namespace) -> int:
+    cache = ResponseCache(args.cache_dir)
+    count = 0
+    try:
+        for _ in cache.entries():
+            count += 1
+    except EnvGenError as exc:
+        print(f"FAILED after {count} good files: {exc}", file=sys.stderr)
+        return 1
+    print(f"{count} cache files verified in {cache.directory}")
+    return 0

@@ -1,0 +1,70 @@
+"""The initial LLM calls the pipeline makes, by name, so they can be recorded ahead.
+
+Adaptation calls depend on training results and are recorded by running the loop
+in mode "fill"; these initial calls depend on nothing and are committed in
+`data/llm_cache/` for the bundled local model (docs/llm.md, "Recorded calls").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from envgen.errors import ConfigError
+from envgen.llm.client import BackendConfig
+from envgen.llm.designer import PromptOptions, call_label
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedCall:
+    """One initial generation call."""
+
+    n: int
+    """Environments asked for."""
+    initial_set: int
+    """Initial-set index (the request seed)."""
+    obfuscate: bool
+    """Obfuscated parameter names (ablation)."""
+    used_by: str
+    """Which experiments consume it."""
+
+    def options(self, backend: BackendConfig, env: str = "crafter") -> PromptOptions:
+        """The designer options that reproduce this call on `backend`."""
+        return PromptOptions(
+            env=env,
+            initial_set=self.initial_set,
+            obfuscate=self.obfuscate,
+            structured=backend.structured,
+        )
+
+    def label(self, env: str = "crafter") -> str:
+        return call_label(
+            PromptOptions(env=env, initial_set=self.initial_set, obfuscate=self.obfuscate),
+            self.n,
+            cycle=1,
+        )
+
+
+_CALLS = (
+    *(PlannedCall(4, s, False, "EnvGen and Fixed (3 initial sets)") for s in range(3)),
+    *(PlannedCall(n, 0, False, "environments per call ablation") for n in (1, 2, 8)),
+    PlannedCall(4, 0, True, "obfuscated-prompt ablation"),
+    # One call of 16 per curriculum set: easy-to-hard uses set 0, adversarial sets 0-3.
+    *(PlannedCall(16, s, False, "easy-to-hard and adversarial curricula") for s in range(4)),
+)
+PLANNED_CALLS: dict[str, PlannedCall] = {c.label(): c for c in _CALLS}
+
+
+def planned_call(label: str) -> PlannedCall:
+    """The planned call named `label` (a re-ask suffix is ignored)."""
+    base = label.split("/reask")[0]
+    if base not in PLANNED_CALLS:
+        raise ConfigError("call", f"{label!r} is not planned; known: {', '.join(PLANNED_CALLS)}")
+    return PLANNED_CALLS[base]
+
+
+def record_command(label: str, backend: BackendConfig) -> str | None:
+    """The command that records a planned call on `backend` (None if not planned)."""
+    base = label.split("/reask")[0]
+    if base not in PLANNED_CALLS:
+        return None
+    return f"envgen llm record {backend.record_flags()} --call {base}"

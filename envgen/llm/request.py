@@ -1,0 +1,101 @@
+"""What one chat call sends and gets back, and the cache key of a request.
+
+A `ChatRequest` holds everything that determines the reply except the model, which
+the backend supplies; `request_record` adds the model and the endpoint kind and is
+exactly what the cache hashes and stores. It never holds credentials.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+ENDPOINT = "chat.completions"
+
+
+@dataclasses.dataclass(frozen=True)
+class Message:
+    """One conversation turn."""
+
+    role: str
+    """"system", "user" or "assistant"."""
+    content: str
+    """The turn's text."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ChatRequest:
+    """A chat completion request, minus the model (the backend names it)."""
+
+    messages: tuple[Message, ...]
+    """The whole conversation so far, last turn the user's."""
+    temperature: float
+    """Sampling temperature; the paper uses 0."""
+    seed: int
+    """Request seed; the designer passes the initial-set index here."""
+    max_tokens: int
+    """Upper bound on reply tokens (keeps cost and runtime bounded)."""
+    response_format: Mapping[str, Any] | None = None
+    """Structured-output request sent as is, or None for free text."""
+    label: str = ""
+    """Human-readable name of the call (e.g. ``initial/n4/set0``); not part of the key."""
+    reask: bool = False
+    """True when this call re-asks after an unusable reply; not part of the key."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """Token counts the server reported for one call."""
+
+    prompt_tokens: int
+    """Tokens in the request's messages."""
+    completion_tokens: int
+    """Tokens in the reply."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ChatResponse:
+    """A reply, live or replayed from the cache."""
+
+    text: str
+    """The assistant message's content."""
+    model: str
+    """The model id the server returned (may be more specific than the one requested)."""
+    usage: Usage
+    """Token counts as recorded."""
+    finish_reason: str
+    """"stop", or "length" when `max_tokens` cut the reply."""
+    created: int
+    """Server timestamp of the completion (Unix seconds)."""
+    cached: bool = False
+    """True when the reply came from the response cache."""
+
+
+# The callable every backend implements: one request in, one reply out.
+LLMCallable = Callable[[ChatRequest], ChatResponse]
+
+
+def request_record(request: ChatRequest, model: str) -> dict[str, Any]:
+    """The canonical request: every field that determines the reply, nothing else."""
+    return {
+        "endpoint": ENDPOINT,
+        "model": model,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "temperature": request.temperature,
+        "seed": request.seed,
+        "max_tokens": request.max_tokens,
+        "response_format": request.response_format,
+    }
+
+
+def canonical_json(obj: Any) -> str:
+    """Sorted keys, no whitespace, UTF-8 kept: the same object always gives the same text."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def record_key(record: Mapping[str, Any]) -> str:
+    """sha256 hex digest of a canonical request record."""
+    return hashlib.sha256(canonical_json(record).encode("utf-8")).hexdigest()
