@@ -1,0 +1,266 @@
+"""`CrafterEnv`: stock Crafter's game with EnvGen's world settings, deterministic and fast.
+
+The episode logic follows `crafter.Env` (reset, step, `_balance_chunk`) step for step,
+on stock's game objects (`world.py`), compiled world generation (`worldgen.py`) and an
+atlas renderer (`render.py`). With the default `CrafterConfig` an episode equals
+`crafter.Env(seed)`'s made deterministic by `determinism.make_deterministic`: same
+world, observations, rewards and achievements (tests/test_crafter_fidelity.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from crafter import constants
+
+from envgen.envs.crafter import render, worldgen
+from envgen.envs.crafter.config import CrafterConfig
+from envgen.envs.crafter.world import Arrow, Cow, Plant, Player, Skeleton, Vec, World, Zombie
+
+AREA = (64, 64)
+CHUNK = (12, 12)
+UPDATE_RADIUS = 2 * max(render.VIEW)  # stock: objects closer than this are updated
+ACTIONS: tuple[str, ...] = tuple(constants.actions)
+_HOSTILE = {worldgen.ZOMBIE: Zombie, worldgen.SKELETON: Skeleton}
+# Stock SemanticView's object ids, after the material ids, in this order.
+_SEMANTIC_CLASSES = (Player, Cow, Zombie, Skeleton, Arrow, Plant)
+
+
+@functools.cache
+def _daylight(step: int) -> float:
+    """Stock `Env._update_time`, with NumPy's cos as stock calls it."""
+    progress = (step / 300) % 1 + 0.3
+    return float(1 - np.abs(np.cos(np.pi * progress)) ** 3)
+
+
+class CrafterEnv:
+    """One Crafter world per episode under `config`; gymnasium-style API.
+
+    Episode k (from 1) after `reset(seed=s)` or construction with `seed=s` uses world
+    seed `hash((s, k)) % (2**31 - 1)`, as `crafter.Env(seed=s)`. `length=None` takes
+    `config.length`. `semantic=True` adds stock's semantic map as `info["semantic"]`.
+    """
+
+    num_actions = len(ACTIONS)
+    observation_shape = (render.SIZE, render.SIZE, 3)
+
+    def __init__(
+        self,
+        config: CrafterConfig | None = None,
+        seed: int = 0,
+        length: int | None = None,
+        semantic: bool = False,
+    ):
+        self.config = config if config is not None else CrafterConfig()
+        self.length = self.config.length if length is None else int(length)
+        if self.length < 1:
+            raise ValueError(f"length: must be a positive number of steps, got {length}")
+        self._seed = int(seed)
+        self._semantic = semantic
+        self._episode = 0
+        self._step = 0
+        self._world = World(AREA, constants.materials, CHUNK)
+        self._player: Player | None = None
+        self._last_health = 0
+        self._unlocked: set[str] = set()
+        self._atlas = render.atlas()
+        self._textures = np.zeros(1024, np.int64)
+        self._obs = np.zeros(self.observation_shape, np.uint8)
+
+    @property
+    def episode(self) -> int:
+        """Episodes started since construction or the last `reset(seed=...)`."""
+        return self._episode
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start the next episode; `seed` re-seeds and restarts the episode count."""
+        if seed is not None:
+            self._seed = int(seed)
+            self._episode = 0
+        self._episode += 1
+        self._step = 0
+        world = self._world
+        world.reset(seed=hash((self._seed, self._episode)) % (2**31 - 1))
+        world.daylight = _daylight(0)
+        center = (AREA[0] // 2, AREA[1] // 2)
+        self._player = player = Player(world, center)
+        self._last_health = player.health
+        world.add(player)
+        self._unlocked = set()
+        for kind, x, y in worldgen.generate(world, center, self.config).tolist():
+            if kind == worldgen.COW:
+                world.add(Cow(world, (x, y)))
+            else:
+                world.add(_HOSTILE[kind](world, (x, y), player))
+        for name, count in self.config.inventory:
+            player.inventory[name] = count
+        return self._render(), self._info(dead=False)
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Advance one step: (obs, reward, terminated = dead, truncated = length reached, info)."""
+        player, world = self._player, self._world
+        if player is None:
+            raise RuntimeError("step() before reset(): call reset() first")
+        self._step += 1
+        world.daylight = _daylight(self._step)
+        player.action = ACTIONS[action]
+        px, py = player.pos
+        for obj in [obj for obj in world._objects if obj]:
+            if obj is player:
+                obj.update()
+                px, py = player.pos
+            elif abs(obj.pos[0] - px) + abs(obj.pos[1] - py) < UPDATE_RADIUS:
+                obj.update()
+        if self._step % 10 == 0:
+            self._balance()
+        obs = self._render()
+        reward = (player.health - self._last_health) / 10
+        self._last_health = player.health
+        unlocked = {
+            name
+            for name, count in player.achievements.items()
+            if count > 0 and name not in self._unlocked
+        }
+        if unlocked:
+            self._unlocked |= unlocked
+            reward += 1.0
+        dead = player.health <= 0
+        truncated = not dead and self._step >= self.length
+        return obs, reward, dead, truncated, self._info(dead)
+
+    # --- internals ---------------------------------------------------------------
+    def _info(self, dead: bool) -> dict[str, Any]:
+        player = self._player
+        info = {
+            "inventory": player.inventory.copy(),
+            "achievements": player.achievements.copy(),
+            "discount": 1 - float(dead),
+            "player_pos": player.pos,
+        }
+        if self._semantic:
+            info["semantic"] = self.semantic()
+        return info
+
+    def semantic(self) -> np.ndarray:
+        """Stock's semantic map: material ids, objects as ids after the materials."""
+        world = self._world
+        canvas = world._mat_map.copy()
+        ids = {cls: len(world._mat_ids) + i for i, cls in enumerate(_SEMANTIC_CLASSES)}
+        for obj in world.objects:
+            if type(obj) in ids:
+                canvas[obj.pos] = ids[type(obj)]
+        return canvas
+
+    def _render(self) -> np.ndarray:
+        world, player = self._world, self._player
+        px, py = player.pos
+        half_w, half_h = render.LOCAL_GRID[0] // 2, render.LOCAL_GRID[1] // 2
+        window = world._obj_map[
+            max(px - half_w, 0) : px + half_w + 1, max(py - half_h, 0) : py + half_h + 1
+        ]
+        if len(world._objects) > len(self._textures):
+            self._textures = np.zeros(2 * len(world._objects), np.int64)
+        for index in window[window > 0].tolist():
+            self._textures[index] = render.TEXTURE_INDEX[world._objects[index].texture]
+        noise = _NO_NOISE
+        if world.daylight < 0.5:
+            noise = world.random.uniform(32, 127, render.NOISE_SHAPE)
+        inventory = np.fromiter(player.inventory.values(), np.int64, len(player.inventory))
+        atlas = self._atlas
+        render.render(
+            self._obs,
+            world._mat_map,
+            world._obj_map,
+            self._textures,
+            px,
+            py,
+            world.daylight,
+            player.sleeping,
+            noise,
+            inventory,
+            atlas["materials"],
+            atlas["objects"],
+            atlas["items"],
+            atlas["vignette"],
+        )
+        return self._obs.copy()
+
+    def _balance(self) -> None:
+        """Stock `Env._balance_chunk` over every chunk that ever held an object."""
+        world = self._world
+        light = world.daylight
+        for chunk, objs in world.chunks.items():
+            self._balance_object(
+                chunk,
+                objs,
+                Zombie,
+                "grass",
+                6,
+                0,
+                0.3,
+                0.4,
+                lambda pos: Zombie(world, pos, self._player),
+                lambda num, space: (0 if space < 50 else 3.5 - 3 * light, 3.5 - 3 * light),
+            )
+            self._balance_object(
+                chunk,
+                objs,
+                Skeleton,
+                "path",
+                7,
+                7,
+                0.1,
+                0.1,
+                lambda pos: Skeleton(world, pos, self._player),
+                lambda num, space: (0 if space < 6 else 1, 2),
+            )
+            self._balance_object(
+                chunk,
+                objs,
+                Cow,
+                "grass",
+                5,
+                5,
+                0.01,
+                0.1,
+                lambda pos: Cow(world, pos),
+                lambda num, space: (0 if space < 30 else 1, 1.5 + light),
+            )
+
+    def _balance_object(
+        self,
+        chunk,
+        objs,
+        cls,
+        material,
+        span_dist,
+        despan_dist,
+        spawn_prob,
+        despawn_prob,
+        ctor,
+        target_fn,
+    ) -> None:
+        xmin, xmax, ymin, ymax = chunk
+        world = self._world
+        random = world.random
+        creatures = [obj for obj in objs if isinstance(obj, cls)]
+        mask = world.mask(*chunk, material)
+        target_min, target_max = target_fn(len(creatures), mask.sum())
+        if len(creatures) < int(target_min) and random.uniform() < spawn_prob:
+            xs, ys = np.nonzero(mask)
+            i = random.randint(0, len(xs))
+            pos = Vec((xmin + xs[i], ymin + ys[i]))
+            empty = world[pos][1] is None
+            away = self._player.distance(pos) >= span_dist
+            if empty and away:
+                world.add(ctor(pos))
+        elif len(creatures) > int(target_max) and random.uniform() < despawn_prob:
+            obj = creatures[random.randint(0, len(creatures))]
+            away = self._player.distance(obj.pos) >= despan_dist
+            if away:
+                world.remove(obj)
+
+
+_NO_NOISE = np.zeros(render.NOISE_SHAPE)

@@ -1,0 +1,166 @@
+"""Crafter's 64x64 observation from a precomputed tile atlas, pixel-identical to stock.
+
+Stock `crafter.Env.render` draws 63 tiles and every object through NumPy slices and
+PIL every step (~1 ms). Here the pixels that can occur are computed once by stock's own
+code, then composed in numba:
+
+- material tiles: `crafter.engine.Textures.get(name, unit)` (PIL nearest resize);
+- object tiles: each object texture alpha-blended onto each material tile by stock's
+  `engine._draw_alpha` (an object always sits alone on one in-area tile);
+- inventory cells: stock's `ItemView` drawn once per (slot, amount);
+- lighting: stock's `LocalView._light`/`_sleep` arithmetic, redone per pixel in the same
+  float64 order; PIL's `ImageEnhance.Color` is its RGB->L conversion
+  (`(19595 R + 38470 G + 7471 B + 2**15) >> 16`) and its float32 `Image.blend`.
+  Night noise is drawn by the caller from `world.random` with stock's exact call.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+from crafter import constants, engine
+
+OBJECT_TEXTURES = (
+    "player-left",
+    "player-right",
+    "player-up",
+    "player-down",
+    "player-sleep",
+    "cow",
+    "zombie",
+    "skeleton",
+    "arrow-left",
+    "arrow-right",
+    "arrow-up",
+    "arrow-down",
+    "plant",
+    "plant-ripe",
+    "fence",
+)
+TEXTURE_INDEX = {name: index for index, name in enumerate(OBJECT_TEXTURES)}
+VIEW = (9, 9)  # stock crafter.Env's view, in tiles
+SIZE = 64  # stock observation size, in pixels
+UNIT = SIZE // VIEW[0]  # 7 pixels per tile
+ITEM_ROWS = int(np.ceil(len(constants.items) / VIEW[0]))
+LOCAL_GRID = (VIEW[0], VIEW[1] - ITEM_ROWS)  # the 9x7 tiles around the player
+MAX_AMOUNT = 10  # amounts above 9 show stock's 'unknown' texture
+
+
+@functools.cache
+def atlas() -> dict[str, np.ndarray]:
+    """The tile atlas at the default unit size, built once per process by stock code."""
+    textures = engine.Textures(constants.root / "assets")
+    unit = (UNIT, UNIT)
+    names = [None, *constants.materials]
+    materials = np.stack([textures.get(name, unit)[..., :3] for name in names])
+    objects = np.empty((len(OBJECT_TEXTURES), len(names), UNIT, UNIT, 3), np.uint8)
+    for t, texture_name in enumerate(OBJECT_TEXTURES):
+        texture = textures.get(texture_name, unit)
+        for m in range(len(names)):
+            tile = materials[m].copy()
+            engine._draw_alpha(tile, (0, 0), texture)
+            objects[t, m] = tile
+    item_view = engine.ItemView(textures, [VIEW[0], ITEM_ROWS])
+    items = np.zeros((len(constants.items), MAX_AMOUNT + 1, UNIT, UNIT, 3), np.uint8)
+    for slot, name in enumerate(constants.items):
+        for amount in range(1, MAX_AMOUNT + 1):
+            inventory = {other: 0 for other in constants.items}
+            inventory[name] = amount
+            panel = item_view(inventory, np.array((UNIT, UNIT)))
+            x, y = (slot % VIEW[0]) * UNIT, (slot // VIEW[0]) * UNIT
+            items[slot, amount] = panel[x : x + UNIT, y : y + UNIT]
+    shape = (LOCAL_GRID[0] * UNIT, LOCAL_GRID[1] * UNIT)
+    # Stock LocalView._vignette(shape, stddev=0.5), same NumPy expression.
+    xs, ys = np.meshgrid(np.linspace(-1, 1, shape[0]), np.linspace(-1, 1, shape[1]))
+    vignette = 1 - np.exp(-0.5 * (xs**2 + ys**2) / (0.5**2)).T
+    return {"materials": materials, "objects": objects, "items": items, "vignette": vignette}
+
+
+NOISE_SHAPE = (LOCAL_GRID[0] * UNIT, LOCAL_GRID[1] * UNIT)
+
+
+@numba.njit(cache=True)
+def render(
+    out,
+    mat_map,
+    obj_map,
+    obj_texture,
+    px,
+    py,
+    daylight,
+    sleeping,
+    noise,
+    inventory,
+    materials,
+    objects,
+    items,
+    vignette,
+):
+    """Write the observation (SIZE, SIZE, 3) uint8 into `out`, as stock `Env.render`.
+
+    `obj_texture[i]` is the texture index of object i in `obj_map`'s numbering (read only
+    for objects in view). `noise` (NOISE_SHAPE) is read only when daylight < 0.5.
+    """
+    grid_w, grid_h = 9, 7
+    unit = materials.shape[1]
+    width, height = mat_map.shape
+    local = np.empty((grid_w * unit, grid_h * unit, 3), np.uint8)
+    local[:] = 127
+    for gx in range(grid_w):
+        for gy in range(grid_h):
+            x, y = px + gx - grid_w // 2, py + gy - grid_h // 2
+            if x < 0 or x >= width or y < 0 or y >= height:
+                continue
+            material = mat_map[x, y]
+            index = obj_map[x, y]
+            if index > 0:
+                tile = objects[obj_texture[index], material]
+            else:
+                tile = materials[material]
+            local[gx * unit : (gx + 1) * unit, gy * unit : (gy + 1) * unit] = tile
+    amount = 2 * (0.5 - daylight)
+    color = (0.0, 16.0, 64.0)
+    sleep_color = (0.0, 0.0, 16.0)
+    out[:] = 0
+    lum = np.empty(3, np.uint8)
+    lit = np.empty(3)
+    for i in range(local.shape[0]):
+        for j in range(local.shape[1]):
+            for k in range(3):
+                lum[k] = local[i, j, k]
+            if daylight < 0.5:
+                mask = amount * vignette[i, j]
+                for k in range(3):
+                    lum[k] = np.uint8((1 - mask) * local[i, j, k] + mask * noise[i, j])
+            gray = _gray(lum)
+            for k in range(3):
+                faded = np.float32(gray) + np.float32(0.4) * np.float32(np.int32(lum[k]) - gray)
+                night = 0.5 * np.uint8(faded) + 0.5 * color[k]
+                lit[k] = daylight * local[i, j, k] + (1 - daylight) * night
+            if sleeping:
+                for k in range(3):
+                    lum[k] = np.uint8(lit[k])
+                gray = _gray(lum)
+                for k in range(3):
+                    lit[k] = 0.5 * gray + 0.5 * sleep_color[k]
+            for k in range(3):
+                out[j, i, k] = np.uint8(lit[k])
+    top = grid_h * unit
+    for slot in range(inventory.shape[0]):
+        count = min(inventory[slot], items.shape[1] - 1)
+        if count < 1:
+            continue
+        x0, y0 = (slot % grid_w) * unit, top + (slot // grid_w) * unit
+        for i in range(unit):
+            for j in range(unit):
+                for k in range(3):
+                    out[y0 + j, x0 + i, k] = items[slot, count, i, j, k]
+
+
+@numba.njit(cache=True, inline="always")
+def _gray(rgb):
+    return (
+        np.int32(rgb[0]) * 19595 + np.int32(rgb[1]) * 38470 + np.int32(rgb[2]) * 7471 + 32768
+    ) >> 16

@@ -1,0 +1,211 @@
+"""Compiled Crafter world generation: stock `crafter.worldgen`, bit for bit, plus EnvGen's knobs.
+
+Stock generation walks the 64x64 area twice in Python (materials, then creatures),
+calling OpenSimplex noise up to ten times per tile; it costs ~40 ms per reset. Here the
+same walks run in numba. What keeps the worlds identical:
+
+- noise: opensimplex 0.4.5's own compiled `_noise3`, called with the same arguments;
+- the start-area sigmoid uses NumPy's `exp` on an array (NumPy's SIMD `exp` may differ
+  from libm's in the last bit, and stock calls NumPy's);
+- random draws: `world.random` is handed to compiled code (`mt19937`) and consumed in
+  stock's order, with the same short-circuits (a draw only happens when the conditions
+  before it in the `and` chain hold), then handed back.
+
+EnvGen's settings (ENVGEN_PAPER.md, "Crafter parameters the LLM controls") enter as the
+spawn thresholds of coal, iron, diamond and trees, and as the biome rescale applied to
+the final water and mountain fields (after the start area is subtracted), with the
+start-area threshold and material; see docs/crafter.md.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import opensimplex
+from crafter import constants
+from opensimplex.internals import _noise3
+
+from envgen.envs.crafter import mt19937
+from envgen.envs.crafter.config import CrafterConfig
+
+# Material ids as `crafter.engine.World` assigns them (0 is "no material").
+MATERIAL_IDS = {name: index + 1 for index, name in enumerate(constants.materials)}
+_WATER = MATERIAL_IDS["water"]
+_GRASS = MATERIAL_IDS["grass"]
+_STONE = MATERIAL_IDS["stone"]
+_PATH = MATERIAL_IDS["path"]
+_SAND = MATERIAL_IDS["sand"]
+_TREE = MATERIAL_IDS["tree"]
+_LAVA = MATERIAL_IDS["lava"]
+_COAL = MATERIAL_IDS["coal"]
+_IRON = MATERIAL_IDS["iron"]
+_DIAMOND = MATERIAL_IDS["diamond"]
+
+# Creature kinds in the spawn list `generate` returns.
+COW, ZOMBIE, SKELETON = 0, 1, 2
+
+# target_biome -> (code, start-area threshold, start-area material); the authors' values.
+_BIOMES = {
+    "natural": (0, 0.5, _GRASS),
+    "grassland": (1, 0.6, _GRASS),
+    "mountain": (2, 0.6, _PATH),
+    "beaches": (3, 0.8, _GRASS),
+}
+
+
+def generate(world, center: tuple[int, int], config: CrafterConfig) -> np.ndarray:
+    """Fill `world._mat_map` for `config`, advancing `world.random` as stock does.
+
+    Returns the creatures to add, in stock's order, as int64 rows (kind, x, y).
+    """
+    seed = world.random.randint(0, 2**31 - 1)
+    simplex = opensimplex.OpenSimplex(seed=seed)
+    perm, grad = simplex._perm, simplex._perm_grad_index3
+    width, height = world.area
+    px, py = center
+    neg_start, water_raw, mountain_raw = _noise_fields(perm, grad, width, height, px, py)
+    start = 1 / (1 + np.exp(neg_start))
+    biome, start_threshold, start_material = _BIOMES[config.target_biome]
+    key, pos = mt19937.export_state(world.random)
+    materials, tunnels = _materials(
+        perm,
+        grad,
+        start,
+        water_raw,
+        mountain_raw,
+        key,
+        pos,
+        biome,
+        start_threshold,
+        start_material,
+        config.threshold("coal"),
+        config.threshold("iron"),
+        config.threshold("diamond"),
+        config.threshold("tree"),
+    )
+    spawns = _creatures(materials, tunnels, key, pos, px, py)
+    mt19937.import_state(world.random, key, pos)
+    world._mat_map[:] = materials
+    return spawns
+
+
+@numba.njit(cache=True)
+def _noise(perm, grad, x, y, z, size):
+    return _noise3(x / size, y / size, z, perm, grad)
+
+
+@numba.njit(cache=True)
+def _noise_fields(perm, grad, width, height, px, py):
+    """Stock's start-area value before the sigmoid (negated), raw water and mountain noise."""
+    neg_start = np.empty((width, height))
+    water = np.empty((width, height))
+    mountain = np.empty((width, height))
+    for x in range(width):
+        for y in range(height):
+            start = 4 - np.sqrt(float((x - px) ** 2 + (y - py) ** 2))
+            neg_start[x, y] = -(start + 2 * _noise(perm, grad, x, y, 8, 3))
+            water[x, y] = _noise(perm, grad, x, y, 3, 15) + 0.15 * _noise(perm, grad, x, y, 3, 5)
+            value = _noise(perm, grad, x, y, 0, 15) + 0.3 * _noise(perm, grad, x, y, 0, 5)
+            mountain[x, y] = value / 1.3
+    return neg_start, water, mountain
+
+
+@numba.njit(cache=True)
+def _materials(
+    perm,
+    grad,
+    start,
+    water_raw,
+    mountain_raw,
+    key,
+    pos,
+    biome,
+    start_threshold,
+    start_material,
+    coal_threshold,
+    iron_threshold,
+    diamond_threshold,
+    tree_threshold,
+):
+    """Stock `_set_material` over the area in stock's order, with EnvGen's settings."""
+    width, height = start.shape
+    materials = np.zeros((width, height), np.uint8)
+    tunnels = np.zeros((width, height), np.bool_)
+    for x in range(width):
+        for y in range(height):
+            water = water_raw[x, y] + 0.1
+            water -= 2 * start[x, y]
+            mountain = mountain_raw[x, y]
+            mountain -= 4 * start[x, y] + 0.3 * water
+            if biome == 2:
+                mountain = abs(mountain) * 2
+                water *= 0.1
+            elif biome == 3:
+                mountain *= 0.1
+            elif biome == 1:
+                water *= 0.1
+                mountain *= 0.1
+            if start[x, y] > start_threshold:
+                material = start_material
+            elif mountain > 0.15:
+                if _noise(perm, grad, x, y, 6, 7) > 0.15 and mountain > 0.3:
+                    material = _PATH
+                elif _noise3((2 * x) / 3, (y / 5) / 3, 7, perm, grad) > 0.4:
+                    material = _PATH
+                    tunnels[x, y] = True
+                elif _noise3((x / 5) / 3, (2 * y) / 3, 7, perm, grad) > 0.4:
+                    material = _PATH
+                    tunnels[x, y] = True
+                elif (
+                    _noise(perm, grad, x, y, 1, 8) > 0
+                    and mt19937.uniform(key, pos) > coal_threshold
+                ):
+                    material = _COAL
+                elif (
+                    _noise(perm, grad, x, y, 2, 6) > 0.4
+                    and mt19937.uniform(key, pos) > iron_threshold
+                ):
+                    material = _IRON
+                elif mountain > 0.18 and mt19937.uniform(key, pos) > diamond_threshold:
+                    material = _DIAMOND
+                elif mountain > 0.3 and _noise(perm, grad, x, y, 6, 5) > 0.35:
+                    material = _LAVA
+                else:
+                    material = _STONE
+            elif 0.25 < water <= 0.35 and _noise(perm, grad, x, y, 4, 9) > -0.2:
+                material = _SAND
+            elif 0.3 < water:
+                material = _WATER
+            elif _noise(perm, grad, x, y, 5, 7) > 0 and mt19937.uniform(key, pos) > tree_threshold:
+                material = _TREE
+            else:
+                material = _GRASS
+            materials[x, y] = material
+    return materials, tunnels
+
+
+@numba.njit(cache=True)
+def _creatures(materials, tunnels, key, pos, px, py):
+    """Stock `_set_object` over the area: the creatures to add, in order."""
+    width, height = materials.shape
+    spawns = np.empty((width * height, 3), np.int64)
+    count = 0
+    for x in range(width):
+        for y in range(height):
+            material = materials[x, y]
+            if material != _GRASS and material != _PATH and material != _SAND:
+                continue
+            dist = np.sqrt(float((x - px) ** 2 + (y - py) ** 2))
+            kind = -1
+            if dist > 3 and material == _GRASS and mt19937.uniform(key, pos) > 0.985:
+                kind = COW
+            elif dist > 10 and mt19937.uniform(key, pos) > 0.993:
+                kind = ZOMBIE
+            elif material == _PATH and tunnels[x, y] and mt19937.uniform(key, pos) > 0.95:
+                kind = SKELETON
+            if kind >= 0:
+                spawns[count, 0] = kind
+                spawns[count, 1] = x
+                spawns[count, 2] = y
+                count += 1
+    return spawns[:count]
