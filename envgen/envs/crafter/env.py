@@ -69,6 +69,11 @@ class CrafterEnv:
         self._textures = np.zeros(1024, np.int64)
         self._obs = np.zeros(self.observation_shape, np.uint8)
 
+    def set_config(self, config: CrafterConfig, length: int | None = None) -> None:
+        """Use `config` from the next `reset()` on; the episode count (and seeds) go on."""
+        self.config = config
+        self.length = config.length if length is None else int(length)
+
     @property
     def episode(self) -> int:
         """Episodes started since construction or the last `reset(seed=...)`."""
