@@ -26,3 +26,14 @@ class CacheMissError(EnvGenError):
 
 class CacheIntegrityError(EnvGenError):
     """A cache file's request does not hash to its name, or a record would overwrite."""
+
+
+class StatsInputError(EnvGenError, ValueError):
+    """Run arrays or reported numbers given to `envgen.stats` are malformed.
+
+    `field` names the row, claim or column at fault.
+    """
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")

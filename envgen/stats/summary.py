@@ -1,0 +1,169 @@
+"""Per-row summaries: mean, std, IQM and stratified-bootstrap confidence intervals.
+
+Follows rliable (Agarwal et al., 2021): scores are `{row: array(n_runs x n_tasks)}`,
+aggregates map a runs x tasks matrix to one number, and intervals come from a
+stratified bootstrap that resamples runs independently within each task. The
+bootstrap is scipy's (`scipy.stats.bootstrap`, percentile method, each task column
+an independent sample), which is rliable's stratified bootstrap; rliable's own
+`get_interval_estimates` cannot be imported here (docs/stats.md, "Dependencies").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import scipy.stats
+from numpy.typing import ArrayLike
+
+from envgen.errors import StatsInputError
+from envgen.stats.runs import clean_runs, clean_score_matrix, moments
+
+Aggregate = Callable[[np.ndarray], np.ndarray]
+"""Maps scores of shape (..., n_runs, n_tasks) to shape (...)."""
+
+DEFAULT_REPS = 10_000
+
+
+def aggregate_mean(scores: np.ndarray) -> np.ndarray:
+    """Mean over runs and tasks, shape (..., n_runs, n_tasks) -> (...) (rliable's mean)."""
+    return np.mean(scores, axis=(-2, -1))
+
+
+def aggregate_iqm(scores: np.ndarray) -> np.ndarray:
+    """Interquartile mean: 25%-trimmed mean over all runs x tasks (rliable's IQM).
+
+    scipy's `trim_mean` cuts int(0.25 * n) values from each end, so under 4 values it
+    equals the mean; ties are cut by position in sorted order.
+    """
+    flat = scores.reshape(*scores.shape[:-2], -1)
+    return scipy.stats.trim_mean(flat, proportiontocut=0.25, axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """A point estimate with its bootstrap confidence interval."""
+
+    point: float
+    """The aggregate of the observed scores."""
+    low: float
+    """Lower bound; NaN with a single run (no spread to resample)."""
+    high: float
+    """Upper bound; NaN with a single run."""
+
+
+def interval_estimates(
+    scores: Mapping[str, ArrayLike],
+    aggregate: Aggregate,
+    *,
+    seed: int,
+    reps: int = DEFAULT_REPS,
+    confidence: float = 0.95,
+) -> dict[str, Interval]:
+    """Stratified-bootstrap percentile CI of `aggregate` for each row.
+
+    `scores`: {row: array of shape (n_runs,) or (n_runs, n_tasks)}; runs holding a NaN
+    are dropped. Every row is resampled from the same `seed`, so a row's interval does
+    not depend on which other rows are present.
+    """
+    _check_bootstrap_args(seed, reps, confidence)
+    out: dict[str, Interval] = {}
+    for name, raw in scores.items():
+        matrix, _ = clean_score_matrix(raw, name)
+        point = float(aggregate(matrix))
+        if matrix.shape[0] < 2:
+            out[name] = Interval(point=point, low=math.nan, high=math.nan)
+            continue
+        if np.all(matrix == matrix[0]):  # runs tie within every task: resamples = data
+            out[name] = Interval(point=point, low=point, high=point)
+            continue
+        result = scipy.stats.bootstrap(
+            tuple(matrix.T),
+            lambda *columns, axis: aggregate(np.stack(columns, axis=-1)),
+            n_resamples=reps,
+            batch=1000,
+            vectorized=True,
+            paired=False,
+            axis=-1,
+            confidence_level=confidence,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
+        ci = result.confidence_interval
+        out[name] = Interval(point=point, low=float(ci.low), high=float(ci.high))
+    return out
+
+
+def _check_bootstrap_args(seed: int, reps: int, confidence: float) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise StatsInputError("seed", f"must be an explicit integer; got {seed!r}")
+    if reps < 100:
+        raise StatsInputError("reps", f"use at least 100 bootstrap resamples; got {reps}")
+    if not 0 < confidence < 1:
+        raise StatsInputError("confidence", f"must be in (0, 1), e.g. 0.95; got {confidence}")
+
+
+@dataclasses.dataclass(frozen=True)
+class RowSummary:
+    """One row of a results table: its runs summarised."""
+
+    n: int
+    """Runs with a finite value."""
+    n_nan: int
+    """Runs dropped because their value was NaN (failed or missing)."""
+    mean: float
+    """Mean over runs."""
+    std: float
+    """Sample std over runs (ddof=1); 0.0 when all runs tie, NaN for a single run."""
+    iqm: float
+    """Interquartile mean over runs (the mean when n < 4)."""
+    ci_low: float
+    """Lower bound of the bootstrap CI of the mean; NaN for a single run."""
+    ci_high: float
+    """Upper bound of the bootstrap CI of the mean; NaN for a single run."""
+    confidence: float
+    """Coverage of [ci_low, ci_high], e.g. 0.95."""
+
+
+def summarize(
+    runs: ArrayLike,
+    *,
+    name: str = "runs",
+    seed: int,
+    reps: int = DEFAULT_REPS,
+    confidence: float = 0.95,
+) -> RowSummary:
+    """Summary of one row's per-run values, shape (n_runs,); NaN runs dropped and counted."""
+    values, n_nan = clean_runs(runs, name)
+    ci = interval_estimates(
+        {name: values}, aggregate_mean, seed=seed, reps=reps, confidence=confidence
+    )[name]
+    mean, std = moments(values)
+    if std == 0:  # all runs tie; keep the CI on the exact mean, not a round-off neighbour
+        ci = Interval(point=mean, low=mean, high=mean)
+    return RowSummary(
+        n=int(values.size),
+        n_nan=n_nan,
+        mean=mean,
+        std=std,
+        iqm=float(aggregate_iqm(values[:, None])),
+        ci_low=ci.low,
+        ci_high=ci.high,
+        confidence=confidence,
+    )
+
+
+def summarize_rows(
+    runs: Mapping[str, ArrayLike],
+    *,
+    seed: int,
+    reps: int = DEFAULT_REPS,
+    confidence: float = 0.95,
+) -> dict[str, RowSummary]:
+    """`summarize` for every row of {row: array(n_runs,)}, all from the same seed."""
+    return {
+        name: summarize(values, name=name, seed=seed, reps=reps, confidence=confidence)
+        for name, values in runs.items()
+    }

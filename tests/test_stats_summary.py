@@ -1,0 +1,112 @@
+"""Row summaries: moments, IQM and the stratified bootstrap, checked by hand and by numpy."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.stats
+from rliable import metrics
+
+from envgen.errors import StatsInputError
+from envgen.stats.summary import (
+    aggregate_iqm,
+    aggregate_mean,
+    interval_estimates,
+    summarize,
+    summarize_rows,
+)
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+
+def test_moments_hand_computed():
+    s = summarize([1.0, 2.0, 3.0, 4.0], seed=0, reps=500)
+    assert (s.n, s.n_nan, s.mean) == (4, 0, 2.5)
+    assert s.std == pytest.approx(math.sqrt(5 / 3))  # ddof=1: (2.25+0.25+0.25+2.25)/3
+    assert s.ci_low <= s.mean <= s.ci_high and s.confidence == 0.95
+
+
+def test_iqm_with_ties_and_against_rliable():
+    # 8 values, 2 cut from each end: mean of 1, 1, 5, 5.
+    assert aggregate_iqm(np.array([[1, 1, 1, 1, 5, 5, 5, 5]], float).T) == 3.0
+    assert summarize([9.0, 1.0, 2.0], seed=0, reps=500).iqm == 4.0  # n < 4: the mean
+    scores = np.random.default_rng(3).random((10, 5))
+    assert aggregate_iqm(scores) == pytest.approx(metrics.aggregate_iqm(scores))
+    assert aggregate_mean(scores) == pytest.approx(metrics.aggregate_mean(scores))
+
+
+def test_single_run_has_nan_spread_not_a_warning():
+    s = summarize([7.0], seed=0)
+    assert (s.n, s.mean, s.iqm) == (1, 7.0, 7.0)
+    assert math.isnan(s.std) and math.isnan(s.ci_low) and math.isnan(s.ci_high)
+
+
+def test_zero_variance_gives_exact_point_interval():
+    s = summarize([0.1, 0.1, 0.1], seed=0)
+    assert (s.mean, s.std, s.ci_low, s.ci_high) == (0.1, 0.0, 0.1, 0.1)
+
+
+def test_nan_runs_dropped_and_counted():
+    s = summarize([1.0, np.nan, 3.0], seed=0, reps=500)
+    assert (s.n, s.n_nan, s.mean) == (2, 1, 2.0)
+    with pytest.raises(StatsInputError, match="row x: no finite run"):
+        summarize([np.nan], name="row x", seed=0)
+
+
+def test_seed_is_required_and_explicit():
+    with pytest.raises(TypeError):
+        summarize([1.0, 2.0])  # type: ignore[call-arg]
+    with pytest.raises(StatsInputError, match="seed"):
+        summarize([1.0, 2.0], seed=None)  # type: ignore[arg-type]
+
+
+def test_bootstrap_is_deterministic_and_order_independent():
+    rng = np.random.default_rng(1)
+    rows = {"a": rng.normal(30, 1, 10), "b": rng.normal(25, 2, 10)}
+    first = summarize_rows(rows, seed=7, reps=1000)
+    again = summarize_rows(dict(reversed(rows.items())), seed=7, reps=1000)
+    assert first == again
+    assert summarize_rows(rows, seed=8, reps=1000)["a"].ci_low != first["a"].ci_low
+
+
+def _numpy_stratified_percentile(scores, reps, seed, confidence=0.95):
+    """Independent reference: resample runs within each task column, percentile CI."""
+    rng = np.random.default_rng(seed)
+    n_runs, n_tasks = scores.shape
+    idx = rng.integers(0, n_runs, size=(reps, n_runs, n_tasks))
+    stats = scores[idx, np.arange(n_tasks)].mean(axis=(1, 2))
+    tail = (1 - confidence) / 2 * 100
+    return np.percentile(stats, [tail, 100 - tail])
+
+
+def test_stratified_bootstrap_matches_independent_reference():
+    scores = np.random.default_rng(2).gamma(2.0, 10.0, size=(12, 4))
+    ours = interval_estimates({"row": scores}, aggregate_mean, seed=0, reps=20_000)["row"]
+    ref = _numpy_stratified_percentile(scores, reps=20_000, seed=99)
+    tolerance = 0.03 * (ref[1] - ref[0])  # Monte Carlo noise of two different streams
+    assert ours.point == pytest.approx(scores.mean())
+    assert ours.low == pytest.approx(ref[0], abs=tolerance)
+    assert ours.high == pytest.approx(ref[1], abs=tolerance)
+
+
+def test_bootstrap_is_stratified_by_task():
+    # Each task constant across runs: resampling within tasks never changes the mean.
+    scores = np.array([[0.0, 10.0]] * 5)
+    ci = interval_estimates({"row": scores}, aggregate_mean, seed=0)["row"]
+    assert (ci.point, ci.low, ci.high) == (5.0, 5.0, 5.0)
+
+
+def test_bootstrap_interval_of_a_normal_mean_is_close_to_t_interval():
+    runs = np.random.default_rng(4).normal(0.0, 1.0, 30)
+    s = summarize(runs, seed=0)
+    half = scipy.stats.t.ppf(0.975, 29) * runs.std(ddof=1) / math.sqrt(30)
+    assert s.ci_high - s.ci_low == pytest.approx(2 * half, rel=0.15)
+
+
+def test_bad_shapes_and_arguments_name_the_field():
+    with pytest.raises(StatsInputError, match=r"cube: expected scores of shape"):
+        interval_estimates({"cube": np.zeros((2, 2, 2))}, aggregate_mean, seed=0)
+    with pytest.raises(StatsInputError, match="reps"):
+        summarize([1.0, 2.0], seed=0, reps=10)
+    with pytest.raises(StatsInputError, match="confidence"):
+        summarize([1.0, 2.0], seed=0, confidence=95)
