@@ -70,6 +70,22 @@ class HeistConfig:
     warnings: list[str] = dataclasses.field(default_factory=list, compare=False, hash=False)
     """What validation clamped or adjusted; not part of the config's identity."""
 
+    def __post_init__(self) -> None:
+        """Reject out-of-range values from code that builds a config directly."""
+        if self.distribution_mode not in MODES:
+            raise ConfigError("distribution_mode", f"allowed values: {', '.join(MODES)}")
+        top = MAX_MAZE[self.distribution_mode]
+        if self.maze_size is not None and (
+            self.maze_size % 2 == 0 or not MIN_MAZE <= self.maze_size <= top
+        ):
+            raise ConfigError("maze_size", f"expected an odd size in [{MIN_MAZE}, {top}] or None")
+        colours = MAX_COLOURS if self.maze_size is None else max_colours(self.maze_size)
+        if self.num_keys is not None and not 0 <= self.num_keys <= colours:
+            raise ConfigError("num_keys", f"expected an integer in [0, {colours}] or None")
+        held = colours if self.num_keys is None else self.num_keys
+        if not 0 <= self.keys_held <= held:
+            raise ConfigError("keys_held", f"expected an integer in [0, {held}]")
+
     @property
     def is_stock(self) -> bool:
         """True when levels are plain procgen Heist of this mode, unedited."""

@@ -3,7 +3,9 @@
 `ProcgenGym3Env.callmethod("get_state")` copies every game through a freshly allocated
 1 MiB buffer; Heist-EnvGen touches one game at a time at episode boundaries, so it calls
 procgen's C entry points (`get_state(env, i, buf, n)`, `set_state(env, i, buf, n)`,
-vecgame.cpp) directly. `set_state` re-renders that game's observation in the engine.
+vecgame.cpp) directly. `set_state` re-renders that game's observation into the engine's
+buffers, so `observe` hands out views of gym3's buffers (`CEnv._rew`, `_ob`, `_first`)
+and the caller copies once, after its edits, instead of gym3 copying every frame twice.
 """
 
 import numpy as np
@@ -39,9 +41,10 @@ class Engine:
         self.env.act(np.asarray(actions, dtype=np.int32))
 
     def observe(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(reward float32 (N,), rgb uint8 (N,64,64,3), first bool (N,)) of the last step."""
-        reward, obs, first = self.env.observe()
-        return reward, obs["rgb"], first
+        """Views (reward float32 (N,), rgb uint8 (N,64,64,3), first bool (N,)) of the
+        engine's buffers: valid until the next `act` or `set_state`; copy what you keep."""
+        self.env._c_lib.libenv_observe(self.env._c_env)
+        return self.env._rew, self.env._ob["rgb"], self.env._first
 
     def info(self) -> list[dict]:
         return self.env.get_info()

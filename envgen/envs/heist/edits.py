@@ -1,0 +1,66 @@
+"""Edits of a Heist level through its saved state, and the facts they are checked by.
+
+Heist's generator (openai/procgen src/mazegen.cpp `generate_maze_with_doors`) chains the
+colours: key 0 lies in the agent's region, key c lies behind door c-1 and the gem behind
+the last door. So removing the *first* colours keeps the chain intact (the level plays
+as if those doors were already open), and holding the first keys is exactly the state
+after picking them up (heist.cpp `handle_agent_collision` erases the key and sets
+`has_keys`). A colour's key, door and ring icon share `image_theme` = colour index.
+"""
+
+import numpy as np
+
+from envgen.envs.heist.state import KEY, KEY_ON_RING, LOCKED_DOOR, WALL_OBJ, HeistState
+
+MODE_IDS = {"easy": 0, "hard": 1}  # game.h DistributionMode
+ALL_LEVELS = (0, 2**31 - 1)  # vecgame.cpp: the seed range when num_levels = 0
+
+
+def maze_size(state: HeistState) -> int:
+    """Side of the maze in cells: the extent of the open cells in the world grid."""
+    open_rows, open_cols = np.nonzero(state.grid != WALL_OBJ)
+    return int(max(np.ptp(open_rows), np.ptp(open_cols))) + 1
+
+
+def colours(state: HeistState) -> int:
+    """Key/door colours still locked: the doors standing (all of them at the start)."""
+    return int(np.count_nonzero(state.entities["type"] == LOCKED_DOOR))
+
+
+def keys_on_floor(state: HeistState) -> int:
+    """Keys not yet picked up."""
+    return int(np.count_nonzero(state.entities["type"] == KEY))
+
+
+def remove_colours(state: HeistState, count: int) -> None:
+    """Delete the first `count` colours (key, door, ring icon) and renumber the rest from 0."""
+    if count <= 0:
+        return
+    ents = state.entities
+    coloured = np.isin(ents["type"], (KEY, LOCKED_DOOR, KEY_ON_RING))
+    keep = ~(coloured & (ents["image_theme"] < count))
+    ents = ents[keep]
+    ents["image_theme"][coloured[keep]] -= count
+    state.entities = ents
+    state.num_keys = max(state.num_keys - count, 0)
+    state.has_keys = state.has_keys[count:]
+
+
+def hold_keys(state: HeistState, count: int) -> None:
+    """Give the agent the keys of the first `count` colours, as if it had picked them up."""
+    count = min(count, colours(state))
+    if count <= 0:
+        return
+    ents = state.entities
+    state.entities = ents[~((ents["type"] == KEY) & (ents["image_theme"] < count))]
+    state.has_keys = [True] * count + state.has_keys[count:]
+
+
+def schedule_next_level(state: HeistState, mode: str, seeds: tuple[int, int]) -> None:
+    """Make the engine's next reset generate a level of `mode` with a seed in [lo, hi).
+
+    `Game::reset` (game.cpp) draws the next seed from [level_seed_low, level_seed_high)
+    and `HeistGame::choose_world_dim` reads the mode from the options, both in the state.
+    """
+    state.game.distribution_mode = MODE_IDS[mode]
+    state.game.level_seed_low, state.game.level_seed_high = seeds

@@ -1,0 +1,236 @@
+"""Heist-EnvGen: procgen's own batched Heist, with each episode's level chosen and edited.
+
+The engine steps all games in its threads exactly as plain procgen does. Python touches a
+game only when one of its episodes starts (procgen resets a game inside the step that
+ends its episode, game.cpp `Game::step`): it reads the new level's state, applies the
+config's edits (colours removed, keys held), schedules the *next* episode's mode and
+level seed (from the level bank when the config asks for a maze size or colours, else
+procgen's full seed range), and writes the state back. Episodes end when the gem is
+stolen (terminated, reward 10) or at procgen's 1000-step timeout (truncated); as in
+procgen the step that ends an episode returns the next episode's first observation.
+
+Sub-goals per episode: a stolen gem implies every key picked up and every door opened
+(the colour chain, see `edits`); a timed-out episode's last step is replayed on a
+one-game scratch engine that does not reset, to read the final state exactly.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from envgen.envs.heist import edits
+from envgen.envs.heist.config import HeistConfig
+from envgen.envs.heist.engine import FORCE_RESET, NUM_ACTIONS, Engine
+from envgen.envs.heist.levels import LevelBank
+from envgen.envs.heist.state import HeistState, parse, serialise
+
+OBS_SHAPE = (64, 64, 3)
+
+
+class HeistVecEnv:
+    """`num_envs` Heist games; episodes draw a config from the mixture, then a level.
+
+    reset() -> obs uint8 (N, 64, 64, 3); step(actions int (N,)) -> (obs, reward float32
+    (N,), terminated bool (N,), truncated bool (N,), infos); at an episode's end
+    infos[i]["episode"] holds return, length, success, keys_collected, keys_total,
+    doors_opened, doors_total, config_index (into the mixture current when the episode
+    started), level_seed and maze_size.
+    """
+
+    num_actions = NUM_ACTIONS
+    observation_shape = OBS_SHAPE
+
+    def __init__(
+        self,
+        num_envs: int,
+        configs: Sequence[HeistConfig] = (HeistConfig(),),
+        weights: Sequence[float] | None = None,
+        *,
+        seed: int,
+        num_threads: int = 4,
+        bank: LevelBank | None = None,
+    ):
+        if num_envs < 1:
+            raise ValueError(f"num_envs: expected at least 1, got {num_envs}")
+        self.num_envs = num_envs
+        self._seed = seed
+        self._engine = Engine(num_envs, "easy", seed=seed, num_threads=num_threads)
+        self._scratch: Engine | None = None
+        self._bank = bank if bank is not None else LevelBank()
+        self._rng = np.random.default_rng(seed)
+        self._seeds_cache: dict[tuple[str, int | None, int | None], np.ndarray] = {}
+        self._started = False
+        self._config = np.zeros(num_envs, dtype=np.int64)
+        self._next_config = np.zeros(num_envs, dtype=np.int64)
+        self._level_seed = np.zeros(num_envs, dtype=np.int64)
+        self._length = np.zeros(num_envs, dtype=np.int64)
+        self._return = np.zeros(num_envs, dtype=np.float64)
+        self._keys_total = np.zeros(num_envs, dtype=np.int64)
+        self._doors_total = np.zeros(num_envs, dtype=np.int64)
+        self._timeout = np.zeros(num_envs, dtype=np.int64)
+        self._maze_size = np.zeros(num_envs, dtype=np.int64)
+        self.set_mixture(configs, weights)
+
+    # --- public API ------------------------------------------------------------------
+    def set_mixture(
+        self, configs: Sequence[HeistConfig], weights: Sequence[float] | None = None
+    ) -> None:
+        """Episodes starting from now draw their config from `configs` with `weights`."""
+        configs = tuple(configs)
+        if not configs or not all(isinstance(c, HeistConfig) for c in configs):
+            raise ValueError("configs: expected a non-empty sequence of HeistConfig")
+        if weights is None:
+            probs = np.full(len(configs), 1.0 / len(configs))
+        else:
+            probs = np.asarray(weights, dtype=np.float64)
+            if probs.shape != (len(configs),) or not np.all(probs >= 0) or probs.sum() <= 0:
+                raise ValueError(
+                    f"weights: expected {len(configs)} non-negative numbers with a positive "
+                    f"sum, got {list(weights)}"
+                )
+            probs = probs / probs.sum()
+        self.configs, self.weights = configs, probs
+        if self._started:
+            for i in range(self.num_envs):
+                state = parse(self._engine.get_state(i))
+                self._schedule_next(i, state)
+                self._engine.set_state(i, serialise(state))
+
+    def reset(self) -> np.ndarray:
+        """Start a fresh episode in every game; returns obs uint8 (N, 64, 64, 3)."""
+        for i in range(self.num_envs):
+            state = parse(self._engine.get_state(i))
+            self._schedule_next(i, state)
+            self._engine.set_state(i, serialise(state))
+        self._engine.act(np.full(self.num_envs, FORCE_RESET))
+        for i in range(self.num_envs):
+            self._begin(i)
+        self._started = True
+        return self._engine.observe()[1].copy()
+
+    def step(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,) or not np.all(
+            (actions >= 0) & (actions < NUM_ACTIONS)
+        ):
+            raise ValueError(
+                f"actions: expected {self.num_envs} integers in [0, {NUM_ACTIONS}), "
+                f"got shape {actions.shape}"
+            )
+        finals = {
+            int(i): self._replay_last_step(int(i), int(actions[i]))
+            for i in np.flatnonzero(self._length + 1 >= self._timeout)
+        }
+        self._engine.act(actions)
+        reward, obs, first = self._engine.observe()
+        reward, first = reward.copy(), first.copy()
+        self._length += 1
+        self._return += reward
+        terminated = first & (reward > 0)
+        truncated = first & ~terminated
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        ended = np.flatnonzero(first)
+        for i in ended:
+            infos[i]["episode"] = self._episode_info(i, bool(terminated[i]), finals.get(i))
+            self._begin(i)
+        return obs.copy(), reward, terminated, truncated, infos
+
+    def state(self, i: int) -> HeistState:
+        """The parsed current state of game i (a copy: editing it changes nothing)."""
+        return parse(self._engine.get_state(i))
+
+    def close(self) -> None:
+        self._engine.env.close()
+        if self._scratch is not None:
+            self._scratch.env.close()
+
+    # --- episode boundaries ------------------------------------------------------------
+    def _begin(self, i: int) -> None:
+        """Edit the level game i has just generated, and schedule its next one."""
+        state = parse(self._engine.get_state(i))
+        config = self.configs[self._next_config[i]]
+        self._config[i] = self._next_config[i]
+        if config.num_keys is not None:
+            edits.remove_colours(state, edits.colours(state) - config.num_keys)
+        edits.hold_keys(state, config.keys_held)
+        self._keys_total[i] = edits.keys_on_floor(state)
+        self._doors_total[i] = edits.colours(state)
+        self._timeout[i] = state.game.timeout
+        self._level_seed[i] = state.game.current_level_seed
+        self._maze_size[i] = edits.maze_size(state)
+        self._length[i] = 0
+        self._return[i] = 0.0
+        self._schedule_next(i, state)
+        self._engine.set_state(i, serialise(state))
+
+    def _schedule_next(self, i: int, state: HeistState) -> None:
+        """Draw game i's next config and level seed; write them into its state."""
+        index = int(self._rng.choice(len(self.configs), p=self.weights))
+        config = self.configs[index]
+        seeds = edits.ALL_LEVELS
+        if config.constrains_level:
+            pool = self._pool(config)
+            seed = int(pool[self._rng.integers(len(pool))])
+            seeds = (seed, seed + 1)
+        self._next_config[i] = index
+        edits.schedule_next_level(state, config.distribution_mode, seeds)
+
+    def _pool(self, config: HeistConfig) -> np.ndarray:
+        key = (config.distribution_mode, config.maze_size, config.num_keys)
+        if key not in self._seeds_cache:
+            self._seeds_cache[key] = self._bank.seeds(*key)
+        return self._seeds_cache[key]
+
+    def _replay_last_step(self, i: int, action: int) -> HeistState:
+        """Game i's state after its final step, replayed on a scratch game that won't reset."""
+        if self._scratch is None:
+            self._scratch = Engine(1, "easy", seed=self._seed, num_threads=0)
+        state = parse(self._engine.get_state(i))
+        state.game.timeout += 1
+        self._scratch.set_state(0, serialise(state))
+        self._scratch.act(np.array([action]))
+        return parse(self._scratch.get_state(0))
+
+    def _episode_info(self, i: int, success: bool, final: HeistState | None) -> dict[str, Any]:
+        keys, doors = int(self._keys_total[i]), int(self._doors_total[i])
+        if not success:
+            if final is None:
+                raise RuntimeError(f"game {i} ended without the gem before its timeout")
+            keys -= edits.keys_on_floor(final)
+            doors -= edits.colours(final)
+        return {
+            "return": float(self._return[i]),
+            "length": int(self._length[i]),
+            "success": success,
+            "keys_collected": keys,
+            "keys_total": int(self._keys_total[i]),
+            "doors_opened": doors,
+            "doors_total": int(self._doors_total[i]),
+            "config_index": int(self._config[i]),
+            "level_seed": int(self._level_seed[i]),
+            "maze_size": int(self._maze_size[i]),
+        }
+
+
+class HeistEnv:
+    """One Heist-EnvGen game (config None = plain easy Heist), gymnasium-like."""
+
+    def __init__(self, config: HeistConfig | None = None, seed: int = 0):
+        config = config if config is not None else HeistConfig()
+        self._vec = HeistVecEnv(1, (config,), seed=seed, num_threads=0)
+
+    def reset(self) -> np.ndarray:
+        """Observation uint8 (64, 64, 3) of a fresh episode."""
+        return self._vec.reset()[0]
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, infos = self._vec.step(np.array([action]))
+        return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), infos[0]
+
+    def close(self) -> None:
+        self._vec.close()

@@ -1,0 +1,76 @@
+"""The level bank: Heist level seeds characterised by maze size and colours, on disk.
+
+A Heist level is a pure function of (distribution mode, level seed) (game.cpp
+`Game::reset` seeds the level generator with it). procgen has no parameter for maze
+size or key count, so a config asking for them draws from seeds whose generated level
+has them. `scan` finds out by letting the real engine generate each seed; the result
+is one byte per seed (maze_size * 4 + colours), cached beside this module as
+`levels_{mode}.npy` and rebuilt by `build_bank` if missing. Deterministic: the bytes
+depend only on procgen's generator.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from envgen.envs.heist import edits
+from envgen.envs.heist.engine import FORCE_RESET, Engine
+from envgen.envs.heist.state import parse, serialise
+
+BANK_SEEDS = 16384  # seeds 0 .. BANK_SEEDS-1 per mode: about 2700 levels per (size, colours)
+BANK_DIR = Path(__file__).parent
+
+
+def encode(maze_size: int, colours: int) -> int:
+    return maze_size * 4 + colours
+
+
+def scan(mode: str, seeds: np.ndarray, batch: int = 64) -> np.ndarray:
+    """Generate each seed's level on the engine; uint8 codes (see `encode`), one per seed."""
+    seeds = np.asarray(seeds, dtype=np.int64)
+    num = int(min(batch, len(seeds))) or 1
+    engine = Engine(num, mode, seed=0)
+    codes = np.zeros(len(seeds), dtype=np.uint8)
+    for start in range(0, len(seeds), num):
+        chunk = seeds[start : start + num]
+        for i, seed in enumerate(chunk):
+            state = parse(engine.get_state(i))
+            edits.schedule_next_level(state, mode, (int(seed), int(seed) + 1))
+            engine.set_state(i, serialise(state))
+        engine.act(np.full(num, FORCE_RESET))
+        for i, seed in enumerate(chunk):
+            state = parse(engine.get_state(i))
+            if state.game.current_level_seed != seed or state.game.cur_time != 0:
+                raise RuntimeError(f"procgen did not generate level seed {seed} on request")
+            codes[start + i] = encode(edits.maze_size(state), edits.colours(state))
+    return codes
+
+
+def build_bank(mode: str, size: int = BANK_SEEDS) -> np.ndarray:
+    """Scan seeds 0..size-1 and write `levels_{mode}.npy`; returns the codes."""
+    codes = scan(mode, np.arange(size))
+    np.save(BANK_DIR / f"levels_{mode}.npy", codes)
+    return codes
+
+
+class LevelBank:
+    """Seed codes per mode, loaded (or built) once, queried per config."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, np.ndarray] = {}
+
+    def codes(self, mode: str) -> np.ndarray:
+        if mode not in self._codes:
+            path = BANK_DIR / f"levels_{mode}.npy"
+            self._codes[mode] = np.load(path) if path.exists() else build_bank(mode)
+        return self._codes[mode]
+
+    def seeds(self, mode: str, maze_size: int | None, min_colours: int | None) -> np.ndarray:
+        """Bank seeds of `mode` with this maze size and at least `min_colours` (None: any)."""
+        codes = self.codes(mode)
+        match = np.ones(len(codes), dtype=bool)
+        if maze_size is not None:
+            match &= codes // 4 == maze_size
+        if min_colours is not None:
+            match &= codes % 4 >= min_colours
+        return np.flatnonzero(match)

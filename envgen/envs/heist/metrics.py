@@ -1,0 +1,106 @@
+"""Heist test metrics: success (gem stolen), reward and sub-goal rates, in percent.
+
+The paper scores Heist as the mean success over 100 test episodes for each of 10 seeds
+(ENVGEN_PAPER.md, "Agent and training protocol"; Table 8 gives success % and reward,
+mean and std over seeds). Sub-goal rates are this project's: the percentage of the keys
+lying on the floor at the start that were picked up, and of the doors that were opened,
+pooled over episodes (NaN when no episode had any).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from envgen.envs.heist.config import HeistConfig
+from envgen.envs.heist.env import HeistVecEnv
+
+TEST_EPISODES = 100  # per seed, the paper's protocol
+Policy = Callable[[np.ndarray], np.ndarray]  # obs uint8 (N, 64, 64, 3) -> actions int (N,)
+
+
+@dataclasses.dataclass(frozen=True)
+class HeistMetrics:
+    """Summary of some finished episodes."""
+
+    episodes: int
+    """Episodes summarised."""
+    success: float
+    """Percent of episodes in which the gem was stolen."""
+    reward: float
+    """Mean episode return (10 per stolen gem)."""
+    keys_collected: float
+    """Percent of the keys on the floor at episode start that were picked up."""
+    doors_opened: float
+    """Percent of the doors standing at episode start that were opened."""
+    length: float
+    """Mean episode length in steps."""
+
+
+def summarise(episodes: Sequence[Mapping[str, Any]]) -> HeistMetrics:
+    """Metrics of episode infos (the `infos[i]["episode"]` dicts of `HeistVecEnv`)."""
+    if not episodes:
+        raise ValueError("episodes: need at least one finished episode")
+
+    def pooled(done: str, total: str) -> float:
+        available = sum(ep[total] for ep in episodes)
+        return 100.0 * sum(ep[done] for ep in episodes) / available if available else np.nan
+
+    return HeistMetrics(
+        episodes=len(episodes),
+        success=100.0 * float(np.mean([ep["success"] for ep in episodes])),
+        reward=float(np.mean([ep["return"] for ep in episodes])),
+        keys_collected=pooled("keys_collected", "keys_total"),
+        doors_opened=pooled("doors_opened", "doors_total"),
+        length=float(np.mean([ep["length"] for ep in episodes])),
+    )
+
+
+def aggregate(runs: Sequence[HeistMetrics]) -> dict[str, tuple[float, float]]:
+    """{metric: (mean, std)} over runs (e.g. seeds), std with ddof=0; NaN runs skipped."""
+    if not runs:
+        raise ValueError("runs: need at least one run")
+    out: dict[str, tuple[float, float]] = {}
+    for field in dataclasses.fields(HeistMetrics):
+        values = np.array([getattr(run, field.name) for run in runs], dtype=np.float64)
+        values = values[~np.isnan(values)]
+        out[field.name] = (
+            (float(values.mean()), float(values.std())) if values.size else (np.nan, np.nan)
+        )
+    return out
+
+
+def run_episodes(
+    policy: Policy,
+    *,
+    seed: int,
+    episodes: int = TEST_EPISODES,
+    num_envs: int = 10,
+    configs: Sequence[HeistConfig] = (HeistConfig(),),
+) -> list[dict[str, Any]]:
+    """Play `episodes` episodes with `policy`; each game plays a fixed share, in order,
+    so that short (successful) episodes are not over-counted."""
+    num_envs = min(num_envs, episodes)
+    quota = np.full(num_envs, episodes // num_envs)
+    quota[: episodes % num_envs] += 1
+    env = HeistVecEnv(num_envs, configs, seed=seed, num_threads=min(num_envs, 4))
+    finished: list[dict[str, Any]] = []
+    try:
+        obs = env.reset()
+        while np.any(quota > 0):
+            obs, _, _, _, infos = env.step(policy(obs))
+            for i, info in enumerate(infos):
+                if "episode" in info and quota[i] > 0:
+                    quota[i] -= 1
+                    finished.append(info["episode"])
+    finally:
+        env.close()
+    return finished
+
+
+def evaluate(policy: Policy, *, seed: int, episodes: int = TEST_EPISODES) -> HeistMetrics:
+    """Test metrics of `policy` on plain easy Heist (the original environment)."""
+    return summarise(run_episodes(policy, seed=seed, episodes=episodes))
