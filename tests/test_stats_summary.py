@@ -1,6 +1,7 @@
 """Row summaries: moments, IQM and the stratified bootstrap, checked by hand and by numpy."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -110,3 +111,27 @@ def test_bad_shapes_and_arguments_name_the_field():
         summarize([1.0, 2.0], seed=0, reps=10)
     with pytest.raises(StatsInputError, match="confidence"):
         summarize([1.0, 2.0], seed=0, confidence=95)
+
+
+def test_bootstrap_agrees_with_rliable_when_importable():
+    try:
+        from rliable import library
+    except (ImportError, TypeError) as exc:  # arch 7.2 fails to import under pandas 3
+        pytest.skip(f"rliable.library not importable here: {exc}")
+    scores = np.random.default_rng(5).gamma(2.0, 10.0, size=(10, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # arch deprecates random_state
+        points, intervals = library.get_interval_estimates(
+            {"row": scores},
+            lambda x: np.array([metrics.aggregate_iqm(x)]),
+            reps=20_000,
+            random_state=np.random.RandomState(0),
+        )
+    ours = interval_estimates({"row": scores}, aggregate_iqm, seed=0, reps=20_000)["row"]
+    low, high = intervals["row"][:, 0]
+    tolerance = 0.03 * (high - low)  # Monte Carlo noise of two different streams
+    assert ours.point == pytest.approx(points["row"][0])
+    assert (ours.low, ours.high) == (
+        pytest.approx(low, abs=tolerance),
+        pytest.approx(high, abs=tolerance),
+    )
