@@ -9,9 +9,12 @@ world, observations, rewards and achievements (tests/test_crafter_fidelity.py).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from collections.abc import Callable
 from typing import Any
 
+import numba
 import numpy as np
 from crafter import constants
 
@@ -111,12 +114,15 @@ class CrafterEnv:
         self._step += 1
         world.daylight = _daylight(self._step)
         player.action = ACTIONS[action]
+        # Stock updates, in world order, the objects present before the step that are
+        # closer than UPDATE_RADIUS to the player at the time; the player is always
+        # first, and only its own update moves it.
+        objs = [obj for obj in world._objects if obj]
+        player.update()
         px, py = player.pos
-        for obj in [obj for obj in world._objects if obj]:
-            if obj is player:
-                obj.update()
-                px, py = player.pos
-            elif abs(obj.pos[0] - px) + abs(obj.pos[1] - py) < UPDATE_RADIUS:
+        for obj in objs[1:]:
+            x, y = obj.pos
+            if abs(x - px) + abs(y - py) < UPDATE_RADIUS:
                 obj.update()
         if self._step % 10 == 0:
             self._balance()
@@ -193,79 +199,92 @@ class CrafterEnv:
         return self._obs.copy()
 
     def _balance(self) -> None:
-        """Stock `Env._balance_chunk` over every chunk that ever held an object."""
+        """Stock `Env._balance_chunk` over every chunk that ever held an object, in order."""
         world = self._world
         light = world.daylight
+        spaces = {
+            name: _chunk_counts(world._mat_map, worldgen.MATERIAL_IDS[name], CHUNK[0], CHUNK[1])
+            for name in ("grass", "path")
+        }
         for chunk, objs in world.chunks.items():
-            self._balance_object(
-                chunk,
-                objs,
-                Zombie,
-                "grass",
-                6,
-                0,
-                0.3,
-                0.4,
-                lambda pos: Zombie(world, pos, self._player),
-                lambda num, space: (0 if space < 50 else 3.5 - 3 * light, 3.5 - 3 * light),
-            )
-            self._balance_object(
-                chunk,
-                objs,
-                Skeleton,
-                "path",
-                7,
-                7,
-                0.1,
-                0.1,
-                lambda pos: Skeleton(world, pos, self._player),
-                lambda num, space: (0 if space < 6 else 1, 2),
-            )
-            self._balance_object(
-                chunk,
-                objs,
-                Cow,
-                "grass",
-                5,
-                5,
-                0.01,
-                0.1,
-                lambda pos: Cow(world, pos),
-                lambda num, space: (0 if space < 30 else 1, 1.5 + light),
-            )
+            cx, cy = chunk[0] // CHUNK[0], chunk[2] // CHUNK[1]
+            for rule in _BALANCE_RULES:
+                space = int(spaces[rule.material][cx, cy])
+                self._balance_object(chunk, objs, rule, space, light)
 
     def _balance_object(
-        self,
-        chunk,
-        objs,
-        cls,
-        material,
-        span_dist,
-        despan_dist,
-        spawn_prob,
-        despawn_prob,
-        ctor,
-        target_fn,
+        self, chunk: tuple[int, ...], objs: Any, rule: _Balance, space: int, light: float
     ) -> None:
-        xmin, xmax, ymin, ymax = chunk
-        world = self._world
+        """Stock `Env._balance_object`; `space` is the chunk's count of `rule.material`."""
+        world, player = self._world, self._player
         random = world.random
-        creatures = [obj for obj in objs if isinstance(obj, cls)]
-        mask = world.mask(*chunk, material)
-        target_min, target_max = target_fn(len(creatures), mask.sum())
-        if len(creatures) < int(target_min) and random.uniform() < spawn_prob:
+        creatures = [obj for obj in objs if isinstance(obj, rule.cls)]
+        target_min, target_max = rule.targets(space, light)
+        if len(creatures) < int(target_min) and random.uniform() < rule.spawn_prob:
+            xmin, xmax, ymin, ymax = chunk
+            mask = world._mat_map[xmin:xmax, ymin:ymax] == worldgen.MATERIAL_IDS[rule.material]
             xs, ys = np.nonzero(mask)
             i = random.randint(0, len(xs))
             pos = Vec((xmin + xs[i], ymin + ys[i]))
-            empty = world[pos][1] is None
-            away = self._player.distance(pos) >= span_dist
-            if empty and away:
-                world.add(ctor(pos))
-        elif len(creatures) > int(target_max) and random.uniform() < despawn_prob:
+            if world[pos][1] is None and player.distance(pos) >= rule.spawn_dist:
+                if rule.cls is Cow:
+                    world.add(Cow(world, pos))
+                else:
+                    world.add(rule.cls(world, pos, player))
+        elif len(creatures) > int(target_max) and random.uniform() < rule.despawn_prob:
             obj = creatures[random.randint(0, len(creatures))]
-            away = self._player.distance(obj.pos) >= despan_dist
-            if away:
+            if player.distance(obj.pos) >= rule.despawn_dist:
                 world.remove(obj)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Balance:
+    """One creature's spawn/despawn rule in stock `Env._balance_chunk`."""
+
+    cls: type
+    """Creature class."""
+    material: str
+    """Material it spawns on; its count in the chunk is the rule's `space`."""
+    spawn_dist: int
+    """Minimum distance from the player to spawn."""
+    despawn_dist: int
+    """Minimum distance from the player to despawn."""
+    spawn_prob: float
+    """Chance per balance to spawn when below the minimum."""
+    despawn_prob: float
+    """Chance per balance to despawn when above the maximum."""
+    targets: Callable[[int, float], tuple[float, float]]
+    """(space, daylight) -> (target minimum, target maximum) creatures in the chunk."""
+
+
+# Stock's three rules, in stock's order (zombies, skeletons, cows).
+_BALANCE_RULES = (
+    _Balance(
+        Zombie,
+        "grass",
+        6,
+        0,
+        0.3,
+        0.4,
+        lambda space, light: (0 if space < 50 else 3.5 - 3 * light, 3.5 - 3 * light),
+    ),
+    _Balance(Skeleton, "path", 7, 7, 0.1, 0.1, lambda space, light: (0 if space < 6 else 1, 2)),
+    _Balance(
+        Cow, "grass", 5, 5, 0.01, 0.1, lambda space, light: (0 if space < 30 else 1, 1.5 + light)
+    ),
+)
+
+
+@numba.njit(cache=True)
+def _chunk_counts(mat_map, material, size_x, size_y):
+    """Tiles of `material` per chunk, indexed by chunk (x, y): stock's `mask().sum()`."""
+    width, height = mat_map.shape
+    counts = np.zeros(((width + size_x - 1) // size_x, (height + size_y - 1) // size_y), np.int64)
+    for x in range(width):
+        for y in range(height):
+            if mat_map[x, y] == material:
+                counts[x // size_x, y // size_y] += 1
+    return counts
 
 
 _NO_NOISE = np.zeros(render.NOISE_SHAPE)

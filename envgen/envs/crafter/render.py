@@ -121,32 +121,29 @@ def render(
                 tile = materials[material]
             local[gx * unit : (gx + 1) * unit, gy * unit : (gy + 1) * unit] = tile
     amount = 2 * (0.5 - daylight)
-    color = (0.0, 16.0, 64.0)
-    sleep_color = (0.0, 0.0, 16.0)
+    noisy = daylight < 0.5
     out[:] = 0
-    lum = np.empty(3, np.uint8)
-    lit = np.empty(3)
     for i in range(local.shape[0]):
         for j in range(local.shape[1]):
-            for k in range(3):
-                lum[k] = local[i, j, k]
-            if daylight < 0.5:
+            r, g, b = local[i, j, 0], local[i, j, 1], local[i, j, 2]
+            nr, ng, nb = r, g, b
+            if noisy:
                 mask = amount * vignette[i, j]
-                for k in range(3):
-                    lum[k] = np.uint8((1 - mask) * local[i, j, k] + mask * noise[i, j])
-            gray = _gray(lum)
-            for k in range(3):
-                faded = np.float32(gray) + np.float32(0.4) * np.float32(np.int32(lum[k]) - gray)
-                night = 0.5 * np.uint8(faded) + 0.5 * color[k]
-                lit[k] = daylight * local[i, j, k] + (1 - daylight) * night
+                nr = np.uint8((1 - mask) * r + mask * noise[i, j])
+                ng = np.uint8((1 - mask) * g + mask * noise[i, j])
+                nb = np.uint8((1 - mask) * b + mask * noise[i, j])
+            gray = _gray(nr, ng, nb)
+            lr = daylight * r + (1 - daylight) * (0.5 * _fade(nr, gray) + 0.5 * 0.0)
+            lg = daylight * g + (1 - daylight) * (0.5 * _fade(ng, gray) + 0.5 * 16.0)
+            lb = daylight * b + (1 - daylight) * (0.5 * _fade(nb, gray) + 0.5 * 64.0)
             if sleeping:
-                for k in range(3):
-                    lum[k] = np.uint8(lit[k])
-                gray = _gray(lum)
-                for k in range(3):
-                    lit[k] = 0.5 * gray + 0.5 * sleep_color[k]
-            for k in range(3):
-                out[j, i, k] = np.uint8(lit[k])
+                gray = _gray(np.uint8(lr), np.uint8(lg), np.uint8(lb))
+                lr = 0.5 * gray + 0.5 * 0.0
+                lg = 0.5 * gray + 0.5 * 0.0
+                lb = 0.5 * gray + 0.5 * 16.0
+            out[j, i, 0] = np.uint8(lr)
+            out[j, i, 1] = np.uint8(lg)
+            out[j, i, 2] = np.uint8(lb)
     top = grid_h * unit
     for slot in range(inventory.shape[0]):
         count = min(inventory[slot], items.shape[1] - 1)
@@ -160,7 +157,12 @@ def render(
 
 
 @numba.njit(cache=True, inline="always")
-def _gray(rgb):
-    return (
-        np.int32(rgb[0]) * 19595 + np.int32(rgb[1]) * 38470 + np.int32(rgb[2]) * 7471 + 32768
-    ) >> 16
+def _gray(r, g, b):
+    """PIL's RGB -> L conversion."""
+    return (np.int32(r) * 19595 + np.int32(g) * 38470 + np.int32(b) * 7471 + 32768) >> 16
+
+
+@numba.njit(cache=True, inline="always")
+def _fade(value, gray):
+    """PIL's `ImageEnhance.Color(...).enhance(0.4)` on one channel: a float32 blend."""
+    return np.uint8(np.float32(gray) + np.float32(0.4) * np.float32(np.int32(value) - gray))

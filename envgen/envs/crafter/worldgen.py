@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-import opensimplex
 from crafter import constants
+from opensimplex.constants import GRADIENTS3
 from opensimplex.internals import _noise3
 
 from envgen.envs.crafter import mt19937
@@ -58,9 +58,7 @@ def generate(world, center: tuple[int, int], config: CrafterConfig) -> np.ndarra
 
     Returns the creatures to add, in stock's order, as int64 rows (kind, x, y).
     """
-    seed = world.random.randint(0, 2**31 - 1)
-    simplex = opensimplex.OpenSimplex(seed=seed)
-    perm, grad = simplex._perm, simplex._perm_grad_index3
+    perm, grad = _permutation(world.random.randint(0, 2**31 - 1))
     width, height = world.area
     px, py = center
     neg_start, water_raw, mountain_raw = _noise_fields(perm, grad, width, height, px, py)
@@ -87,6 +85,30 @@ def generate(world, center: tuple[int, int], config: CrafterConfig) -> np.ndarra
     mt19937.import_state(world.random, key, pos)
     world._mat_map[:] = materials
     return spawns
+
+
+_GRADIENT_SLOTS = len(GRADIENTS3) / 3  # a float, as opensimplex computes it
+
+
+@numba.njit(cache=True)
+def _permutation(seed):
+    """`opensimplex.OpenSimplex(seed)`'s permutation tables (0.4.5 `_init`), compiled.
+
+    int64 products wrap as `ctypes.c_int64` does; the modulo is split so that, unlike
+    a wrapping `seed + 31`, it equals Python's on unbounded integers.
+    """
+    perm = np.zeros(256, np.int64)
+    grad = np.zeros(256, np.int64)
+    source = np.arange(256)
+    for _ in range(3):
+        seed = seed * 6364136223846793005 + 1442695040888963407
+    for i in range(255, -1, -1):
+        seed = seed * 6364136223846793005 + 1442695040888963407
+        r = (seed % (i + 1) + 31 % (i + 1)) % (i + 1)
+        perm[i] = source[r]
+        grad[i] = int((perm[i] % _GRADIENT_SLOTS) * 3)
+        source[r] = source[i]
+    return perm, grad
 
 
 @numba.njit(cache=True)
