@@ -9,13 +9,14 @@ is one byte per seed (maze_size * 4 + colours), cached beside this module as
 depend only on procgen's generator.
 """
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from envgen.envs.heist import edits
 from envgen.envs.heist.engine import FORCE_RESET, Engine
-from envgen.envs.heist.state import parse, serialise
+from envgen.envs.heist.state import HeistState, parse, serialise
 
 BANK_SEEDS = 16384  # seeds 0 .. BANK_SEEDS-1 per mode: about 2700 levels per (size, colours)
 BANK_DIR = Path(__file__).parent
@@ -25,12 +26,11 @@ def encode(maze_size: int, colours: int) -> int:
     return maze_size * 4 + colours
 
 
-def scan(mode: str, seeds: np.ndarray, batch: int = 64) -> np.ndarray:
-    """Generate each seed's level on the engine; uint8 codes (see `encode`), one per seed."""
+def generate(mode: str, seeds: np.ndarray, batch: int = 64) -> Iterator[HeistState]:
+    """The freshly generated level of each seed, in order, made by the engine itself."""
     seeds = np.asarray(seeds, dtype=np.int64)
-    num = int(min(batch, len(seeds))) or 1
+    num = max(1, min(batch, len(seeds)))
     engine = Engine(num, mode, seed=0)
-    codes = np.zeros(len(seeds), dtype=np.uint8)
     for start in range(0, len(seeds), num):
         chunk = seeds[start : start + num]
         for i, seed in enumerate(chunk):
@@ -42,8 +42,13 @@ def scan(mode: str, seeds: np.ndarray, batch: int = 64) -> np.ndarray:
             state = parse(engine.get_state(i))
             if state.game.current_level_seed != seed or state.game.cur_time != 0:
                 raise RuntimeError(f"procgen did not generate level seed {seed} on request")
-            codes[start + i] = encode(edits.maze_size(state), edits.colours(state))
-    return codes
+            yield state
+
+
+def scan(mode: str, seeds: np.ndarray) -> np.ndarray:
+    """uint8 code (see `encode`) of each seed's level."""
+    codes = (encode(edits.maze_size(s), edits.colours(s)) for s in generate(mode, seeds))
+    return np.fromiter(codes, dtype=np.uint8, count=len(seeds))
 
 
 def build_bank(mode: str, size: int = BANK_SEEDS) -> np.ndarray:

@@ -1,0 +1,160 @@
+"""HeistVecEnv / HeistEnv on the real procgen engine: levels as promised, edits held,
+exact episode accounting, determinism."""
+
+import numpy as np
+import pytest
+
+from envgen.envs.heist import HeistConfig, HeistEnv, HeistVecEnv, edits
+from envgen.envs.heist.levels import BANK_SEEDS
+from envgen.envs.heist.state import KEY, serialise
+
+WORLD = {"easy": 9, "hard": 13}
+
+
+def _assert_level_as_promised(env: HeistVecEnv, i: int, config: HeistConfig) -> None:
+    state = env.state(i)
+    assert state.world_dim == WORLD[config.distribution_mode]
+    if config.maze_size is not None:
+        assert edits.maze_size(state) == config.maze_size
+    if config.num_keys is not None:
+        assert edits.colours(state) == config.num_keys
+    held = min(config.keys_held, edits.colours(state))
+    assert state.has_keys[:held] == [True] * held
+    assert edits.keys_on_floor(state) == edits.colours(state) - held
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        HeistConfig(maze_size=9, num_keys=1, keys_held=1),
+        HeistConfig(maze_size=5, num_keys=0),
+        HeistConfig(maze_size=7, keys_held=2),
+        HeistConfig(distribution_mode="hard", maze_size=13, num_keys=2),
+        HeistConfig(distribution_mode="hard", maze_size=5, num_keys=1),
+    ],
+    ids=lambda c: f"{c.distribution_mode}-{c.maze_size}-{c.num_keys}-{c.keys_held}",
+)
+def test_generated_levels_have_the_promised_size_and_keys(config):
+    env = HeistVecEnv(6, (config,), seed=1)
+    env.reset()
+    for i in range(env.num_envs):
+        _assert_level_as_promised(env, i, config)
+    rng = np.random.default_rng(0)
+    starts = 0
+    for _ in range(1100):  # past the 1000-step timeout: every game starts a second level
+        _, _, term, trunc, infos = env.step(rng.integers(0, 15, env.num_envs))
+        for i in np.flatnonzero(term | trunc):
+            starts += 1
+            _assert_level_as_promised(env, i, config)
+            if config.maze_size is not None:
+                assert infos[i]["episode"]["maze_size"] == config.maze_size
+    env.close()
+    assert starts >= env.num_envs
+
+
+def test_mixture_draws_by_weight_and_reports_the_config():
+    configs = (HeistConfig(maze_size=5, num_keys=0), HeistConfig(maze_size=7, num_keys=0))
+    env = HeistVecEnv(8, configs, weights=(0.0, 1.0), seed=2)
+    env.reset()
+    rng = np.random.default_rng(2)
+    episodes = []
+    switch = 1200  # after every game's first episode has ended (timeout 1000)
+    for step in range(2400):
+        if step == switch:
+            env.set_mixture(configs[:1])
+        _, _, _, _, infos = env.step(rng.integers(0, 15, env.num_envs))
+        episodes += [(step, info["episode"]) for info in infos if "episode" in info]
+    early = [ep for s, ep in episodes if s < switch]
+    assert early and {(ep["config_index"], ep["maze_size"]) for ep in early} == {(1, 7)}
+    late = [ep for s, ep in episodes if ep["length"] < s - switch]  # started after the switch
+    assert late and {(ep["config_index"], ep["maze_size"]) for ep in late} == {(0, 5)}
+    env.close()
+
+
+def test_stock_config_plays_procgens_full_seed_range():
+    env = HeistVecEnv(4, seed=0)
+    env.reset()
+    seeds = [env.state(i).game.current_level_seed for i in range(4)]
+    assert max(seeds) > BANK_SEEDS and env.state(0).world_dim == 9
+    env.close()
+
+
+def test_same_seed_same_episodes():
+    def rollout(seed: int):
+        env = HeistVecEnv(3, (HeistConfig(), HeistConfig(maze_size=5)), seed=seed)
+        frames = [env.reset()]
+        rng = np.random.default_rng(0)
+        rewards, infos = [], []
+        for _ in range(150):
+            obs, rew, _, _, info = env.step(rng.integers(0, 15, 3))
+            frames.append(obs)
+            rewards.append(rew)
+            infos.append(info)
+        env.close()
+        return np.stack(frames), np.stack(rewards), infos
+
+    a, b, c = rollout(5), rollout(5), rollout(6)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and a[2] == b[2]
+    assert not np.array_equal(a[0], c[0])
+    assert a[0].dtype == np.uint8 and a[0].shape == (151, 3, 64, 64, 3)
+    assert a[1].dtype == np.float32
+
+
+def test_timeout_counts_a_key_taken_on_the_very_last_step():
+    """Truncation is exact: the final step's pickup is seen through the scratch replay."""
+    env = HeistVecEnv(1, (HeistConfig(maze_size=9, num_keys=2),), seed=4)
+    env.reset()
+    for _ in range(999):
+        _, _, term, trunc, _ = env.step([4])  # stand still
+        assert not (term[0] or trunc[0])
+    state = env.state(0)
+    key = state.entities[state.of_type(KEY)[0]]
+    agent = state.entities[0]
+    agent["x"], agent["y"] = key["x"], key["y"]
+    env._engine.set_state(0, serialise(state))  # white-box: move the agent onto a key
+    _, reward, term, trunc, infos = env.step([4])
+    episode = infos[0]["episode"]
+    assert trunc[0] and not term[0] and reward[0] == 0
+    assert episode["length"] == 1000 and not episode["success"]
+    assert (episode["keys_collected"], episode["keys_total"]) == (1, 2)
+    assert (episode["doors_opened"], episode["doors_total"]) == (0, 2)
+    env.close()
+
+
+def test_success_counts_every_key_and_door():
+    env = HeistVecEnv(8, (HeistConfig(maze_size=5, num_keys=1),), seed=0)
+    env.reset()
+    rng = np.random.default_rng(0)
+    wins = []
+    for _ in range(1000):
+        _, reward, term, trunc, infos = env.step(rng.integers(0, 15, env.num_envs))
+        for i in np.flatnonzero(term):
+            assert reward[i] == 10.0 and not trunc[i]
+            wins.append(infos[i]["episode"])
+        if wins:
+            break
+    assert wins
+    for ep in wins:
+        assert ep["success"] and ep["return"] == 10.0
+        assert ep["keys_collected"] == ep["keys_total"] == 1
+        assert ep["doors_opened"] == ep["doors_total"] == 1
+    env.close()
+
+
+def test_single_env_api_and_bad_input():
+    env = HeistEnv(HeistConfig(maze_size=5, num_keys=0), seed=0)
+    obs = env.reset()
+    assert obs.shape == (64, 64, 3) and obs.dtype == np.uint8
+    obs, reward, terminated, truncated, info = env.step(3)
+    assert isinstance(reward, float) and isinstance(terminated, bool)
+    with pytest.raises(ValueError, match="actions"):
+        env.step(15)
+    env.close()
+    vec = HeistVecEnv(2, seed=0)
+    with pytest.raises(RuntimeError, match="reset"):
+        vec.step([0, 0])
+    with pytest.raises(ValueError, match="weights"):
+        vec.set_mixture([HeistConfig()], weights=[0.0])
+    with pytest.raises(ValueError, match="configs"):
+        vec.set_mixture([{"maze_size": 5}])
+    vec.close()

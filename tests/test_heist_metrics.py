@@ -1,0 +1,71 @@
+"""Heist metrics: hand-checked summaries, and a tiny real test run."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from envgen.cli import main
+from envgen.envs.heist import HeistConfig
+from envgen.envs.heist.metrics import HeistMetrics, aggregate, run_episodes, summarise
+
+
+def _episode(success, keys, keys_total, doors, doors_total, length):
+    return {
+        "return": 10.0 * success,
+        "length": length,
+        "success": success,
+        "keys_collected": keys,
+        "keys_total": keys_total,
+        "doors_opened": doors,
+        "doors_total": doors_total,
+    }
+
+
+def test_summarise_by_hand():
+    m = summarise(
+        [
+            _episode(True, 2, 2, 2, 2, 100),
+            _episode(False, 1, 3, 0, 3, 1000),
+            _episode(False, 0, 0, 0, 0, 1000),
+            _episode(True, 0, 0, 0, 0, 60),
+        ]
+    )
+    assert m == HeistMetrics(
+        episodes=4, success=50.0, reward=5.0, keys_collected=60.0, doors_opened=40.0, length=540.0
+    )
+    none = summarise([_episode(False, 0, 0, 0, 0, 1000)])
+    assert math.isnan(none.keys_collected) and none.success == 0.0
+    with pytest.raises(ValueError, match="episodes"):
+        summarise([])
+
+
+def test_aggregate_by_hand():
+    runs = [
+        HeistMetrics(100, 20.0, 2.0, 50.0, float("nan"), 500.0),
+        HeistMetrics(100, 40.0, 4.0, 70.0, 30.0, 300.0),
+    ]
+    agg = aggregate(runs)
+    assert agg["success"] == (30.0, 10.0) and agg["reward"] == (3.0, 1.0)
+    assert agg["doors_opened"] == (30.0, 0.0)  # the NaN run has no doors to open
+
+
+def test_run_episodes_gives_each_game_its_share():
+    rng = np.random.default_rng(0)
+
+    def policy(obs):
+        return rng.integers(0, 15, len(obs))
+
+    config = HeistConfig(maze_size=5, num_keys=0)
+    episodes = run_episodes(policy, seed=0, episodes=7, num_envs=3, configs=(config,))
+    assert len(episodes) == 7
+    assert all(ep["maze_size"] == 5 and ep["config_index"] == 0 for ep in episodes)
+    assert summarise(episodes).episodes == 7
+
+
+def test_bench_heist_cli_prints_json_last(capsys):
+    assert main(["bench", "heist", "--num-envs", "4", "--steps", "40", "--chunk", "20"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(result) >= {"ours_sps", "stock_sps", "ratio"}
+    assert result["ours_sps"] > 0 and result["stock_sps"] > 0
