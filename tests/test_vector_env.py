@@ -1,0 +1,78 @@
+"""CrafterVecEnv: config spread, auto-reset episodes, independence from num_workers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envgen.envs.crafter import CrafterConfig, CrafterEnv
+from envgen.envs.vector import CrafterVecEnv, assign_configs, env_seed
+
+CONFIGS = [CrafterConfig(length=40), CrafterConfig(target_biome="mountain", length=25)]
+
+
+def test_assign_configs_spreads_envs() -> None:
+    assert assign_configs(4, 8) == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert assign_configs(2, 8, [3, 1]) == [0] * 6 + [1] * 2
+    assert assign_configs(3, 4) == [0, 0, 1, 2]
+    with pytest.raises(ValueError, match="weights"):
+        assign_configs(2, 4, [1, -1])
+
+
+def _run(num_workers: int, steps: int = 60):
+    rng = np.random.RandomState(0)
+    trace, episodes = [], []
+    with CrafterVecEnv(CONFIGS, 4, seed=5, num_workers=num_workers) as vec:
+        trace.append(vec.reset())
+        for _ in range(steps):
+            obs, reward, terminated, truncated, infos = vec.step(rng.randint(17, size=4))
+            trace += [obs, reward, terminated, truncated]
+            episodes += [(i, info["episode"]) for i, info in enumerate(infos) if info]
+        vec.set_mixture([CrafterConfig(target_biome="grassland")])
+        trace.append(vec.last_obs)
+        _, _, _, _, infos = vec.step(np.zeros(4, np.int64))
+    return trace, episodes
+
+
+def test_results_do_not_depend_on_num_workers() -> None:
+    trace_1, episodes_1 = _run(1)
+    trace_2, episodes_2 = _run(2)
+    assert all(np.array_equal(a, b) for a, b in zip(trace_1, trace_2, strict=True))
+    assert episodes_1 == episodes_2
+    # Mountain envs (2, 3) are truncated at 25 steps; episode infos carry the config.
+    ended = {i: e for i, e in episodes_1 if e["length"] == 25}
+    assert {2, 3} <= set(ended) and all(ended[i]["config_index"] == 1 for i in (2, 3))
+    assert all(
+        set(e) == {"achievements", "return", "length", "config_index"} for _, e in episodes_1
+    )
+
+
+def test_env_matches_single_crafter_env() -> None:
+    """Env i runs CrafterEnv(config, seed=env_seed(seed, i)), auto-reset included."""
+    single = CrafterEnv(CONFIGS[1], seed=env_seed(5, 3))
+    first, _ = single.reset()
+    trace, _ = _run(1, steps=30)
+    assert np.array_equal(trace[0][3], first)
+    rng = np.random.RandomState(0)
+    for t in range(30):
+        actions = rng.randint(17, size=4)
+        obs, *_ = single.step(int(actions[3]))
+        if t == 24:  # truncated: the vector env shows the next episode's first frame
+            obs, _ = single.reset()
+        assert np.array_equal(trace[1 + 4 * t][3], obs)
+
+
+def test_set_mixture_resets_into_new_configs() -> None:
+    """Each env starts its next episode (seeds go on) in its new config at once."""
+    trace, _ = _run(1, steps=3)
+    for i in range(4):
+        expected = CrafterEnv(CrafterConfig(target_biome="grassland"), seed=env_seed(5, i))
+        expected.reset()
+        assert np.array_equal(trace[-1][i], expected.reset()[0])
+
+
+def test_bad_actions_shape_is_rejected() -> None:
+    with CrafterVecEnv(CONFIGS, 2, seed=0, num_workers=1) as vec:
+        vec.reset()
+        with pytest.raises(ValueError, match="actions"):
+            vec.step(np.zeros(3, np.int64))
