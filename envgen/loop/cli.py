@@ -1,0 +1,88 @@
+"""`envgen run CONFIG.yaml --seed K`: one EnvGen / baseline run, resumable."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from envgen.errors import EnvGenError
+from envgen.llm.cache import DEFAULT_CACHE_DIR, MODES, CachedLLM
+from envgen.llm.client import BACKENDS, LOCAL_MODEL, BackendConfig, backend_config
+from envgen.loop.config import RunConfig
+from envgen.loop.runner import RunOptions, execute_run
+
+DESCRIPTION = """\
+Run one row of a table for one seed: EnvGen (generate -> train in the LLM environments
+-> train in Crafter -> evaluate -> adapt, N_cycle times, then the final Crafter steps),
+or a baseline (fixed, original_only, easy_to_hard, adversarial), as CONFIG.yaml says
+(fields: envgen.loop.config.RunConfig; replication/*.yaml lists every table's rows).
+
+Outputs go to RUNS_ROOT/<config-hash>/seed-K/: run.yaml, cycles/cycle-NN/
+(environments.json, feedback.txt, evaluation.json), episodes.jsonl, metrics.jsonl,
+llm_calls.json, llm_accounting.json, checkpoints/ and, last, final_metrics.json.
+A finished run is never redone; a killed one continues with --resume.
+
+LLM replies come from the response cache (--llm-mode replay, the default: a miss stops
+the run before training with the command that records it). --llm-mode fill records
+what is missing through --backend (local: the bundled SmolLM2 server is started).
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="one EnvGen or baseline run (resumable)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("config", type=Path, help="run configuration YAML")
+    parser.add_argument("--seed", type=int, required=True, help="run seed")
+    parser.add_argument("--resume", action="store_true", help="continue a partial run")
+    parser.add_argument(
+        "--runs-root", type=Path, default=Path("results/runs"), help="where runs are kept"
+    )
+    parser.add_argument("--llm-mode", choices=MODES, default="replay", help="cache mode")
+    parser.add_argument(
+        "--backend",
+        choices=list(BACKENDS),
+        default=None,
+        help="LLM backend for fill/record (default: local for the bundled model, else openai)",
+    )
+    parser.add_argument("--base-url", help="OpenAI-compatible server URL ending in /v1")
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    parser.add_argument("--device", default="cpu", help="torch device")
+    parser.add_argument("--workers", type=int, default=None, help="vec-env worker processes")
+    parser.add_argument("--progress", action="store_true", help="show progress bars")
+    parser.set_defaults(func=main)
+
+
+@contextlib.contextmanager
+def _backend(args: argparse.Namespace, model: str) -> Iterator[BackendConfig]:
+    """The backend the cache keys by; a local server only when calls may go out."""
+    name = args.backend or ("local" if model == LOCAL_MODEL else "openai")
+    config = backend_config(name, model=model, base_url=args.base_url)
+    if args.llm_mode == "replay" or name != "local" or args.base_url:
+        yield config
+        return
+    from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
+
+    with LocalServer(ServerOptions(model_path=bundled_model_path())) as server:
+        yield backend_config(name, model=model, base_url=server.base_url)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        config = RunConfig.from_yaml(args.config)
+        options = RunOptions(args.device, args.workers, args.progress, args.resume)
+        with _backend(args, config.llm_model) as backend:
+            llm = CachedLLM(args.llm_mode, args.cache_dir, backend) if config.uses_llm else None
+            root = execute_run(config, args.seed, args.runs_root, llm, options)
+    except EnvGenError as exc:
+        print(f"envgen run: {exc}")
+        return 1
+    metrics = json.loads((root / "final_metrics.json").read_text())
+    print(f"{root}: score {metrics['score']:.2f}%, reward {metrics['reward']:.2f}")
+    return 0

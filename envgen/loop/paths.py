@@ -1,0 +1,85 @@
+"""Where a run keeps what it produced: ``<runs_root>/<config-hash>/seed-<K>/``.
+
+`final_metrics.json` is written last and atomically: it is the only mark of a finished
+run. Everything else in the directory belongs to a run in progress (resumable) or to
+one that stopped with an error; nothing reads it as a result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from envgen.loop.config import RunConfig
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to a temporary sibling, then rename it over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPaths:
+    """The files of one (config, seed) run."""
+
+    root: Path
+    """``<runs_root>/<config-hash>/seed-<K>``."""
+
+    @classmethod
+    def of(cls, runs_root: Path | str, config: RunConfig, seed: int) -> RunPaths:
+        return cls(Path(runs_root) / config.config_hash() / f"seed-{seed}")
+
+    @property
+    def config(self) -> Path:
+        return self.root / "run.yaml"
+
+    @property
+    def final_metrics(self) -> Path:
+        return self.root / "final_metrics.json"
+
+    @property
+    def episodes(self) -> Path:
+        return self.root / "episodes.jsonl"
+
+    @property
+    def llm_calls(self) -> Path:
+        return self.root / "llm_calls.jsonl"
+
+    @property
+    def llm_accounting(self) -> Path:
+        return self.root / "llm_accounting.json"
+
+    @property
+    def finished(self) -> bool:
+        return self.final_metrics.is_file()
+
+    def cycle(self, index: int) -> Path:
+        """Directory of cycle `index` (1-based): environments, feedback, evaluation."""
+        return self.root / "cycles" / f"cycle-{index:02d}"
+
+    def write_config(self, config: RunConfig, seed: int) -> None:
+        """Record the run's protocol; refuse a directory that holds another one."""
+        data = {"seed": seed, "config_hash": config.config_hash(), **config.to_dict()}
+        if self.config.is_file():
+            existing = yaml.safe_load(self.config.read_text(encoding="utf-8"))
+            if existing != data:
+                raise RuntimeError(
+                    f"{self.config} describes another run; remove {self.root} to start over"
+                )
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.config.with_name(self.config.name + ".tmp")
+        tmp.write_text(yaml.safe_dump(data, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, self.config)

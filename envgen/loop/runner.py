@@ -1,0 +1,289 @@
+"""Execute one run: EnvGen, its Fixed variant, the original-game baseline, or a curriculum.
+
+The schedule follows ENVGEN_PAPER.md ("The method in four steps"): per cycle, the LLM
+writes (cycle 1) or adapts (later cycles) N environments, the agent trains
+T_LLM-Env steps in them (envs spread over the N configs) and T_Orig-Env steps in the
+original game, and is evaluated there without updates over 12 seeds; the per-skill
+mean and std go back to the LLM. Then T_final steps in the original game, whose
+episodes are scored.
+
+Every phase ends at an absolute global step, so a resumed run (trainer checkpoint +
+the per-cycle files written so far + LLM replies replayed from the cache) walks the
+same schedule and skips what is done. `final_metrics.json` is written last.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from envgen.agents.config import PPOConfig, from_mapping, model_preset
+from envgen.agents.evaluate import evaluate_policy
+from envgen.agents.runlog import read_jsonl
+from envgen.agents.seeding import derive_seed
+from envgen.agents.trainer import Trainer, crafter_vec_env_factory
+from envgen.envs.crafter.config import CrafterConfig
+from envgen.llm.accounting import write_accounting
+from envgen.llm.cache import CachedLLM
+from envgen.llm.designer import EnvironmentDesigner, PromptOptions
+from envgen.llm.request import ChatRequest, ChatResponse, record_key, request_record
+from envgen.loop.config import RunConfig
+from envgen.loop.paths import RunPaths, read_json, write_json_atomic
+from envgen.scoring import ACHIEVEMENTS, summarize
+
+STOCK = CrafterConfig()  # the original game: stock Crafter, length 10000
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How (not what) to run: these never change a run's result or its hash."""
+
+    device: str = "cpu"
+    """torch device."""
+    num_workers: int | None = None
+    """Vec-env worker processes (results do not depend on it)."""
+    progress: bool = False
+    """Show tqdm progress bars."""
+    resume: bool = True
+    """Continue a partial run directory instead of refusing it."""
+
+
+class CallLog:
+    """Wraps the cached LLM to remember each exchange's label and cache key."""
+
+    def __init__(self, llm: CachedLLM):
+        self.llm = llm
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, request: ChatRequest) -> ChatResponse:
+        response = self.llm(request)
+        self.calls.append(
+            {
+                "label": request.label,
+                "key": record_key(request_record(request, self.llm.backend.model)),
+                "reask": request.reask,
+                "cached": response.cached,
+                "model": response.model,
+            }
+        )
+        return response
+
+
+@dataclasses.dataclass
+class Run:
+    """What one run's phases share."""
+
+    config: RunConfig
+    seed: int
+    paths: RunPaths
+    trainer: Trainer
+    options: RunOptions
+    llm: CallLog | None
+    designer: EnvironmentDesigner | None
+
+    def train_until(self, step: int, configs: Sequence[CrafterConfig], phase: str) -> None:
+        self.trainer.train_until(step, list(configs), phase=phase)
+
+    def evaluate(self, index: int, config: CrafterConfig = STOCK, episodes: int = 0) -> dict:
+        """Evaluation without updates; seeds derive from (run seed, index)."""
+        return evaluate_policy(
+            self.trainer.model,
+            derive_seed(self.seed, "evaluation", index),
+            num_seeds=episodes or self.config.eval_episodes,
+            device=self.options.device,
+            env_factory=crafter_vec_env_factory(self.options.num_workers),
+            config=config,
+        )
+
+    def save_llm_calls(self) -> None:
+        if self.llm is not None:
+            write_json_atomic(self.paths.llm_calls, self.llm.calls)
+            write_accounting(self.llm.llm.ledger, self.paths.llm_accounting)
+
+
+# --- the methods -----------------------------------------------------------------------
+def run_original_only(run: Run) -> None:
+    """All steps in the original game; the last `final_steps` are scored."""
+    total = run.config.total_steps
+    run.train_until(max(total - run.config.final_steps, 0), [STOCK], "pretrain")
+    run.train_until(total, [STOCK], "final")
+
+
+def run_envgen(run: Run) -> None:
+    """EnvGen (adaptive) and Fixed (environments generated once, never adapted)."""
+    cfg, step = run.config, 0
+    adaptive = cfg.method == "envgen"
+    configs: list[CrafterConfig] = []
+    stats: dict[str, tuple[float, float]] | None = None
+    for cycle in range(1, cfg.n_cycles + 1):
+        cycle_dir = run.paths.cycle(cycle)
+        if cycle == 1 or adaptive:
+            configs = ask_designer(run, cycle, stats)
+        step += cfg.llm_env_steps
+        run.train_until(step, configs, f"llm{cycle}")
+        step += cfg.orig_env_steps
+        run.train_until(step, [STOCK], f"orig{cycle}")
+        if adaptive:
+            stats = cycle_evaluation(run, cycle, cycle_dir)
+    run.train_until(step + cfg.final_steps, [STOCK], "final")
+
+
+def ask_designer(
+    run: Run, cycle: int, stats: dict[str, tuple[float, float]] | None
+) -> list[CrafterConfig]:
+    """Cycle 1 generates, later cycles adapt; writes the environments and feedback."""
+    assert run.designer is not None
+    cycle_dir = run.paths.cycle(cycle)
+    first_new = len(run.designer.messages)
+    if cycle == 1:
+        parsed = run.designer.results[0]  # asked before the run started (execute_run)
+    else:
+        assert stats is not None
+        parsed = run.designer.adapt(stats)
+        feedback = run.designer.messages[first_new].content
+        if not (cycle_dir / "feedback.txt").is_file():
+            (cycle_dir).mkdir(parents=True, exist_ok=True)
+            (cycle_dir / "feedback.txt").write_text(feedback, encoding="utf-8")
+    write_json_atomic(
+        cycle_dir / "environments.json",
+        {
+            "configs": [c.to_dict() for c in parsed.configs],
+            "warnings": parsed.warnings,
+            "repaired": parsed.repaired,
+        },
+    )
+    run.save_llm_calls()
+    return list(parsed.configs)
+
+
+def cycle_evaluation(run: Run, cycle: int, cycle_dir: Path) -> dict[str, tuple[float, float]]:
+    """Evaluate in the original game after a cycle (once; a resumed run reads the file)."""
+    path = cycle_dir / "evaluation.json"
+    if path.is_file():
+        result = read_json(path)
+    else:
+        result = run.evaluate(cycle)
+        result.pop("episodes")
+        result["step"] = run.trainer.global_step
+        write_json_atomic(path, result)
+    return {a: (result["success_mean"][a], result["success_std"][a]) for a in ACHIEVEMENTS}
+
+
+def _curricula(run: Run) -> None:
+    from envgen.loop.curricula import run_curriculum
+
+    run_curriculum(run)
+
+
+METHODS: dict[str, Callable[[Run], None]] = {
+    "envgen": run_envgen,
+    "fixed": run_envgen,
+    "original_only": run_original_only,
+    "easy_to_hard": _curricula,
+    "adversarial": _curricula,
+}
+
+
+# --- one run, end to end -------------------------------------------------------------------
+def execute_run(
+    config: RunConfig,
+    seed: int,
+    runs_root: Path | str,
+    llm: CachedLLM | None = None,
+    options: RunOptions = RunOptions(),
+) -> Path:
+    """Run (or resume, or skip if finished) one (config, seed); returns its directory.
+
+    `llm` is required when the method uses the LLM; its backend's model must be the
+    config's `llm_model`. The first LLM reply is obtained before anything is written,
+    so a run that cannot get it leaves no directory behind.
+    """
+    paths = RunPaths.of(runs_root, config, seed)
+    if paths.finished:
+        return paths.root
+    if config.game != "crafter":
+        raise NotImplementedError(f"game {config.game!r}: only crafter runs are wired up yet")
+    if paths.root.exists() and not options.resume:
+        raise RuntimeError(
+            f"{paths.root} holds a partial run; pass --resume to continue it or remove it"
+        )
+    call_log, designer = None, None
+    if config.uses_llm:
+        if llm is None:
+            raise ValueError(f"method {config.method!r} needs an LLM (cache replay at least)")
+        if llm.backend.model != config.llm_model:
+            raise ValueError(
+                f"LLM backend model {llm.backend.model!r} differs from the run's "
+                f"llm_model {config.llm_model!r}"
+            )
+        call_log = CallLog(llm)
+        designer = EnvironmentDesigner(
+            PromptOptions(
+                env=config.game,
+                initial_set=config.initial_set,
+                obfuscate=config.obfuscated,
+                structured=llm.backend.structured,
+            ),
+            call_log,
+        )
+        if config.method in ("envgen", "fixed"):
+            designer.generate(config.envs_per_call)  # fails before any file is written
+
+    started = time.monotonic()
+    paths.write_config(config, seed)
+    torch.manual_seed(derive_seed(seed, "torch"))
+    ppo_cfg = from_mapping(PPOConfig, config.ppo_overrides, "ppo")
+    trainer = Trainer(
+        model_preset(config.model),
+        ppo_cfg,
+        seed,
+        paths.root,
+        options.device,
+        env_factory=crafter_vec_env_factory(options.num_workers),
+        progress=options.progress,
+    )
+    run = Run(config, seed, paths, trainer, options, call_log, designer)
+    try:
+        trainer.resume()
+        METHODS[config.method](run)
+        trainer.close_env()
+        run.save_llm_calls()
+        write_json_atomic(paths.final_metrics, final_metrics(run, time.monotonic() - started))
+    finally:
+        trainer.close()
+    return paths.root
+
+
+def final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
+    """Score and reward over the final phase's episodes, first unlocks, LLM accounting."""
+    episodes = read_jsonl(run.paths.episodes)
+    final = [ep for ep in episodes if ep["phase"] == "final"]
+    if not final:
+        raise RuntimeError(
+            f"{run.paths.root}: no episode finished in the scored phase; "
+            "raise final_steps (episodes last ~100-10000 steps)"
+        )
+    start = min(ep["step"] - ep["length"] for ep in final)
+    first_unlock = {
+        a: min((ep["step"] - start for ep in final if ep[f"achievement_{a}"] > 0), default=None)
+        for a in ACHIEVEMENTS
+    }
+    summary = summarize(final)
+    return {
+        "config_hash": run.config.config_hash(),
+        "seed": run.seed,
+        "method": run.config.method,
+        "score": summary["score"],
+        "reward": summary["reward"],
+        "episodes": summary["episodes"],
+        "success_rates": summary["success_rates"],
+        "first_unlock_step": first_unlock,
+        "global_steps": run.trainer.global_step,
+        "llm_calls": len(run.llm.calls) if run.llm else 0,
+        "wall_s": round(wall_s, 1),
+    }
