@@ -91,7 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=0, help="local server port (0 = free)")
-    parser.add_argument("--threads", type=int, default=2, help="local server CPU threads")
+    parser.add_argument("--threads", type=int, default=1, help="local server CPU threads")
 
 
 def _server_options(args: argparse.Namespace) -> ServerOptions:

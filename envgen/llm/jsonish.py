@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 # One alternative per token kind; strings first so that nothing inside them is touched.
@@ -22,7 +23,6 @@ _TOKEN = re.compile(
 )
 _PY_WORDS = {"True": "true", "False": "false", "None": "null"}
 _TRAILING_COMMA = re.compile(r'("(?:[^"\\]|\\.)*")|,(\s*[}\]])', re.S)
-_VALUE_START = re.compile(r"[\[{:,]\s*\Z")
 _SPECIAL = re.compile(r'[{}\[\]"]')
 _STRING_BODY = re.compile(r'(?:[^"\\]|\\.)*"', re.S)
 _CLOSER = {"{": "}", "[": "]"}
@@ -44,14 +44,13 @@ def loads(text: str) -> tuple[Any, bool]:
         return _strict(repaired), True
 
 
-def regions(text: str) -> list[tuple[int, int, bool]]:
+def regions(text: str) -> Iterator[tuple[int, int, bool]]:
     """Top-level {...} / [...] spans as (start, end, complete).
 
     Quotes matter only inside a span (prose apostrophes and quotes are ignored). A
     span still open when the text ends is returned with complete=False (a truncated
     reply); a closing bracket that does not match discards the open span.
     """
-    spans: list[tuple[int, int, bool]] = []
     stack: list[str] = []
     start = 0
     pos = 0
@@ -72,10 +71,9 @@ def regions(text: str) -> list[tuple[int, int, bool]]:
             if token != stack.pop():
                 stack.clear()
             elif not stack:
-                spans.append((start, pos, True))
+                yield start, pos, True
     if stack:
-        spans.append((start, len(text), False))
-    return spans
+        yield start, len(text), False
 
 
 def _strict(text: str) -> Any:
@@ -94,19 +92,23 @@ def _strict(text: str) -> Any:
 def _repair(text: str) -> str:
     pieces: list[str] = []
     last = 0
+    before = "{"  # last non-blank character written: decides if a ' starts a string
     for match in _TOKEN.finditer(text):
         kind = match.lastgroup
-        pieces.append(text[last : match.start()])
+        gap = text[last : match.start()]
+        pieces.append(gap)
+        before = gap.rstrip()[-1:] or before
         last = match.end()
         token = match.group()
         if kind in ("line", "block"):
             pieces.append(" ")
-        elif kind == "word":
-            pieces.append(_PY_WORDS[token])
-        elif kind == "sq" and _VALUE_START.search("".join(pieces[-2:]) or "{"):
-            pieces.append(json.dumps(_unescape_single(token[1:-1])))
-        else:
-            pieces.append(token)
+            continue
+        if kind == "word":
+            token = _PY_WORDS[token]
+        elif kind == "sq" and before in "[{:,":
+            token = json.dumps(_unescape_single(token[1:-1]))
+        pieces.append(token)
+        before = token[-1]
     pieces.append(text[last:])
     return _TRAILING_COMMA.sub(lambda m: m.group(1) or m.group(2), "".join(pieces))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from envgen.errors import ConfigError, LLMResponseError
@@ -21,9 +21,13 @@ from envgen.llm.envs import env_spec
 
 # Replies are bounded by max_tokens (a few thousand tokens); a longer text is hostile
 # or broken, and only its head is read so that parsing time stays bounded.
-MAX_REPLY_CHARS = 256 * 1024
+MAX_REPLY_CHARS = 64 * 1024
 
-_FENCE = re.compile(r"^[ \t]*```[ \t]*[\w+-]*[ \t]*\n(.*?)(?:^[ \t]*```[ \t]*$|\Z)", re.M | re.S)
+# More JSON values than this in one reply is hostile or broken; the rest is ignored.
+MAX_CANDIDATES = 256
+
+_OPEN_FENCE = re.compile(r"^[ \t]*```[ \t]*[\w+-]*[ \t]*\n", re.M)
+_CLOSE_FENCE = re.compile(r"^[ \t]*```[ \t]*$", re.M)
 _PURPOSE = re.compile(r"purpose\W{0,4}\s*[:=-]\s*\**\s*(.+)", re.I)
 _ENV_KEY = re.compile(r"^\W*env(ironment)?\W*\d+\W*$", re.I)
 
@@ -63,16 +67,18 @@ def parse_environments(
         warnings.append(f"reply is {len(text)} characters; only the first {MAX_REPLY_CHARS} read")
         text = text[:MAX_REPLY_CHARS]
 
-    configs: list[Any] = []
+    usable: list[tuple[Any, list[str], bool]] = []  # (config, its warnings, repaired)
     failures: list[str] = []
-    repaired = False
     for i, cand in enumerate(_candidates(text)):
+        if i == MAX_CANDIDATES:
+            warnings.append(f"reply holds more than {MAX_CANDIDATES} JSON values; the rest ignored")
+            break
         where = f"environment[{i}]"
         if cand.error:
             failures.append(f"{cand.source}: {cand.error}")
             continue
-        repaired |= cand.repaired
-        value = names.reveal(cand.value)
+        notes = [f"{cand.source} ({where}): JSON needed repairs to parse"] if cand.repaired else []
+        value = _drop_nulls(names.reveal(cand.value), where, notes)
         if isinstance(value, Mapping) and cand.purpose and "purpose" not in value:
             value = {**value, "purpose": cand.purpose}
         try:
@@ -82,67 +88,78 @@ def parse_environments(
         except ConfigError as exc:
             failures.append(f"{cand.source} ({where}): {names.hide(str(exc))}")
             continue
-        if cand.repaired:
-            warnings.append(f"{cand.source} ({where}): JSON needed repairs to parse")
-        warnings.extend(names.hide(w) for w in config.warnings)
-        configs.append(config)
+        usable.append((config, notes + [names.hide(w) for w in config.warnings], cand.repaired))
 
-    if len(configs) < n:
-        raise LLMResponseError(_shortfall(len(configs), n, failures))
+    if len(usable) < n:
+        raise LLMResponseError(_shortfall(len(usable), n, failures, warnings))
+    for _, notes, _ in usable[:n]:
+        warnings.extend(notes)
     warnings.extend(f"skipped {f}" for f in failures)
-    if len(configs) > n:
-        warnings.append(f"reply holds {len(configs)} usable environments; kept the first {n}")
-    return ParsedEnvironments(configs=configs[:n], warnings=warnings, repaired=repaired)
+    if len(usable) > n:
+        warnings.append(f"reply holds {len(usable)} usable environments; kept the first {n}")
+    return ParsedEnvironments(
+        configs=[c for c, _, _ in usable[:n]],
+        warnings=warnings,
+        repaired=any(r for _, _, r in usable[:n]),
+    )
 
 
-def _shortfall(found: int, n: int, failures: list[str]) -> str:
-    head = f"expected {n} environments, found {found} usable"
+def _shortfall(found: int, n: int, failures: list[str], notes: list[str]) -> str:
+    lines = [f"- {x}" for x in (*notes, *failures)]
     if not failures:
-        return head + (
-            "; the reply contains no JSON object. Write each environment as a JSON object "
-            "in its own ```json block."
+        lines.append(
+            "- the reply contains no JSON object; write each environment as a JSON object "
+            "in its own ```json block"
         )
-    return head + ":\n" + "\n".join(f"- {f}" for f in failures)
+    return f"expected {n} environment(s), found {found} usable:\n" + "\n".join(lines)
 
 
-def _candidates(text: str) -> list[_Candidate]:
-    blocks = list(_FENCE.finditer(text))
-    if not blocks:
-        return _from_spans(text, "JSON at character {start}", "")
-    out: list[_Candidate] = []
+def _fenced_blocks(text: str) -> Iterator[tuple[int, int, str]]:
+    """(fence start, fence end, body) of each fenced block; an unclosed one runs to the end."""
+    pos = 0
+    while (opening := _OPEN_FENCE.search(text, pos)) is not None:
+        closing = _CLOSE_FENCE.search(text, opening.end())
+        end = closing.end() if closing else len(text)
+        body_end = closing.start() if closing else len(text)
+        yield opening.start(), end, text[opening.end() : body_end]
+        pos = end
+
+
+def _candidates(text: str) -> Iterator[_Candidate]:
+    if _OPEN_FENCE.search(text) is None:
+        yield from _from_spans(text, "JSON at character {start}", "")
+        return
     previous_end = 0
-    for b, block in enumerate(blocks, start=1):
-        purpose = _last_purpose(text[previous_end : block.start()])
-        previous_end = block.end()
-        body = block.group(1)
+    for b, (start, end, body) in enumerate(_fenced_blocks(text), start=1):
+        purpose = _last_purpose(text[previous_end:start])
+        previous_end = end
         if not body.strip():
-            out.append(_Candidate(f"block {b}", error="empty code block"))
+            yield _Candidate(f"block {b}", error="empty code block")
             continue
         try:
             value, repaired = jsonish.loads(body)
         except jsonish.JSONishError:
-            out.extend(_from_spans(body, f"block {b} (JSON at character {{start}})", purpose))
+            yield from _from_spans(body, f"block {b} (JSON at character {{start}})", purpose)
             continue
-        out.extend(_expand(value, f"block {b}", purpose, repaired))
-    return out
+        yield from _expand(value, f"block {b}", purpose, repaired)
 
 
-def _from_spans(text: str, source: str, purpose: str) -> list[_Candidate]:
-    out: list[_Candidate] = []
+def _from_spans(text: str, source: str, purpose: str) -> Iterator[_Candidate]:
+    found = False
     for start, end, complete in jsonish.regions(text):
+        found = True
         where = source.format(start=start)
         if not complete:
-            out.append(_Candidate(where, error="truncated JSON (the reply ends inside it)"))
+            yield _Candidate(where, error="truncated JSON (the reply ends inside it)")
             continue
         try:
             value, repaired = jsonish.loads(text[start:end])
         except jsonish.JSONishError as exc:
-            out.append(_Candidate(where, error=str(exc)))
+            yield _Candidate(where, error=str(exc))
             continue
-        out.extend(_expand(value, where, purpose, repaired))
-    if not out and text.strip() and source.startswith("block"):
-        out.append(_Candidate(source.split(" (")[0], error="no JSON object in the code block"))
-    return out
+        yield from _expand(value, where, purpose, repaired)
+    if not found and source.startswith("block"):
+        yield _Candidate(source.split(" (")[0], error="no JSON object in the code block")
 
 
 def _expand(value: Any, source: str, purpose: str, repaired: bool) -> list[_Candidate]:
@@ -169,6 +186,19 @@ def _wrapped_items(value: Any) -> list[Any] | None:
     return None
 
 
+def _drop_nulls(value: Any, where: str, warnings: list[str]) -> Any:
+    """A null setting means "not set": drop it so that the default applies."""
+    if not isinstance(value, Mapping):
+        return value
+    out = {}
+    for key, inner in value.items():
+        if inner is None:
+            warnings.append(f"{where}.{key}: null, so the default applies")
+        else:
+            out[key] = _drop_nulls(inner, f"{where}.{key}", warnings)
+    return out
+
+
 def _last_purpose(prose: str) -> str:
     found = _PURPOSE.findall(prose[-2000:])
-    return found[-1].strip().strip("*").strip()[:500] if found else ""
+    return found[-1].strip().strip("*\"' ")[:500] if found else ""
