@@ -48,11 +48,10 @@ class RunConfig:
     initial_set: int = 0
     """Which initial LLM environment set (paper averages 3 sets x 10 seeds)."""
     curriculum_pool: int = 16
-    """Easy-to-hard / adversarial: environments generated for the validation ranking."""
-    curriculum_switch_steps: int = 240_000
-    """Easy-to-hard / adversarial: steps between moves to the next 4 environments."""
+    """Easy-to-hard / adversarial: environments generated per ranking (paper: 16); the
+    agent trains on `envs_per_call` of them per cycle (paper: 4 for 0.24M steps)."""
     validation_steps: int = 20_000
-    """Easy-to-hard / adversarial: budget of each validation agent (paper: unstated)."""
+    """Easy-to-hard / adversarial: env steps of each validation agent (paper: unstated)."""
     eval_episodes: int = 12
     """Evaluation seeds in the original game after each cycle (paper: 12)."""
     model: str = "nature"

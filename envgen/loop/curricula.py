@@ -1,0 +1,112 @@
+"""The curriculum baselines of Table 2 (ENVGEN_PAPER.md, "Baselines and ablations").
+
+- Easy-to-hard: the LLM writes 16 environments; a fresh validation agent trains in
+  each; environments are sorted by its Crafter score (easiest first) and the agent
+  trains on the 4 easiest, then the next 4, one group per cycle.
+- Adversarial: the same start, but the 4 hardest; every later cycle the LLM writes a
+  new set of 16 (a new conversation, the next initial-set index), the current agent
+  is tested on each without updates, and it trains on the 4 hardest.
+
+Each cycle is the paper's 0.24M block; the project splits it as EnvGen does
+(T_LLM-Env in the selected environments, then T_Orig-Env in Crafter), so both
+methods see the same amount of the original game (docs/loop.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from envgen.agents.runlog import read_jsonl
+from envgen.agents.seeding import derive_seed
+from envgen.agents.trainer import Trainer, crafter_vec_env_factory
+from envgen.envs.crafter.config import CrafterConfig
+from envgen.llm.designer import EnvironmentDesigner
+from envgen.loop.paths import read_json, write_json_atomic
+from envgen.scoring import summarize
+
+if TYPE_CHECKING:
+    from envgen.loop.runner import Run
+
+STOCK = CrafterConfig()
+
+
+def run_curriculum(run: Run) -> None:
+    cfg, step, k = run.config, 0, run.config.envs_per_call
+    pool = generate_pool(run, set_offset=0)
+    order = rank_by_validation_agents(run, pool)  # pool indices, easiest first
+    for cycle in range(1, cfg.n_cycles + 1):
+        if cfg.method == "easy_to_hard":
+            groups = [order[j : j + k] for j in range(0, len(order), k)]
+            chosen = groups[(cycle - 1) % len(groups)]
+        elif cycle == 1:
+            chosen = order[-k:]
+        else:
+            pool = generate_pool(run, set_offset=cycle - 1)
+            chosen = hardest_for_agent(run, pool, cycle)
+        selected = [pool[i] for i in chosen]
+        write_json_atomic(
+            run.paths.cycle(cycle) / "environments.json",
+            {"configs": [c.to_dict() for c in selected], "pool_indices": chosen},
+        )
+        step += cfg.llm_env_steps
+        run.train_until(step, selected, f"llm{cycle}")
+        step += cfg.orig_env_steps
+        run.train_until(step, [STOCK], f"orig{cycle}")
+    run.train_until(step + cfg.final_steps, [STOCK], "final")
+
+
+def generate_pool(run: Run, set_offset: int) -> list[CrafterConfig]:
+    """`curriculum_pool` environments from a fresh conversation (initial set + offset)."""
+    assert run.designer is not None and run.llm is not None
+    options = dataclasses.replace(
+        run.designer.options, initial_set=run.config.initial_set + set_offset
+    )
+    parsed = EnvironmentDesigner(options, run.llm).generate(run.config.curriculum_pool)
+    run.save_llm_calls()
+    return list(parsed.configs)
+
+
+def rank_by_validation_agents(run: Run, pool: list[CrafterConfig]) -> list[int]:
+    """Pool indices sorted by a fresh validation agent's Crafter score, highest first.
+
+    Each agent trains `validation_steps` in one environment and is scored over the
+    episodes it finished; scores are kept in validation.json as they come, so a
+    resumed run trains only the agents it has not scored yet.
+    """
+    path = run.paths.root / "validation.json"
+    scores: dict[str, float] = read_json(path) if path.is_file() else {}
+    for i, env in enumerate(pool):
+        if str(i) in scores:
+            continue
+        agent_dir = run.paths.root / "validation" / f"env-{i:02d}"
+        trainer = Trainer(
+            run.trainer.model_cfg,
+            run.trainer.ppo_cfg,
+            derive_seed(run.seed, "validation", i),
+            agent_dir,
+            run.options.device,
+            env_factory=crafter_vec_env_factory(run.options.num_workers),
+        )
+        try:
+            trainer.resume()
+            trainer.train_until(run.config.validation_steps, [env], phase="validation")
+        finally:
+            trainer.close()
+        episodes = read_jsonl(agent_dir / "episodes.jsonl")
+        scores[str(i)] = summarize(episodes)["score"] if episodes else 0.0
+        write_json_atomic(path, scores)
+    return sorted(range(len(pool)), key=lambda i: -scores[str(i)])
+
+
+def hardest_for_agent(run: Run, pool: list[CrafterConfig], cycle: int) -> list[int]:
+    """The `envs_per_call` pool indices where the current agent scores lowest."""
+    path = run.paths.cycle(cycle) / "adversarial_test.json"
+    if path.is_file():
+        scores = read_json(path)
+    else:
+        scores = [
+            run.evaluate(1000 * cycle + i, config=env)["score_mean"] for i, env in enumerate(pool)
+        ]
+        write_json_atomic(path, scores)
+    return sorted(range(len(pool)), key=lambda i: scores[i])[: run.config.envs_per_call]
