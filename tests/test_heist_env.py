@@ -5,8 +5,10 @@ import numpy as np
 import pytest
 
 from envgen.envs.heist import HeistConfig, HeistEnv, HeistVecEnv, edits
+from envgen.envs.heist.engine import Engine
+from envgen.envs.heist.env import REACH
 from envgen.envs.heist.levels import BANK_SEEDS
-from envgen.envs.heist.state import KEY, serialise
+from envgen.envs.heist.state import KEY, parse, serialise
 
 WORLD = {"easy": 9, "hard": 13}
 
@@ -119,6 +121,30 @@ def test_timeout_counts_a_key_taken_on_the_very_last_step():
     assert (episode["keys_collected"], episode["keys_total"]) == (1, 2)
     assert (episode["doors_opened"], episode["doors_total"]) == (0, 2)
     env.close()
+
+
+def test_no_step_changes_keys_or_doors_out_of_reach():
+    """The replay shortcut's premise, checked on random play: every action, one step."""
+    engine, scratch = Engine(8, "easy", seed=9), Engine(1, "easy", seed=0, num_threads=0)
+    rng = np.random.default_rng(9)
+    far = near = 0
+    for _ in range(40):
+        engine.act(rng.integers(0, 15, engine.num))
+        for i in range(0, engine.num, 2):
+            data = engine.get_state(i)
+            state = parse(data)
+            if edits.key_or_door_within(state, REACH):
+                near += 1
+                continue
+            far += 1
+            for action in range(15):
+                scratch.set_state(0, data)
+                scratch.act(np.array([action]))
+                after = parse(scratch.get_state(0))
+                if after.game.cur_time == state.game.cur_time + 1:  # same episode
+                    assert edits.keys_on_floor(after) == edits.keys_on_floor(state)
+                    assert edits.colours(after) == edits.colours(state)
+    assert far > 20 and near > 0
 
 
 def test_success_counts_every_key_and_door():

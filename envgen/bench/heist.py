@@ -5,7 +5,10 @@ Heist-EnvGen is `HeistVecEnv` on a mixture of four LLM-style easy-mode configs (
 colours, keys held), so every episode start pays for the level choice and edits; easy
 mode on both sides, since a hard-mode world (13x13) costs more to render by itself.
 Both take the same pre-drawn uniform random actions and are timed in alternating chunks
-of `--chunk` batched steps, so that load from other processes falls on both alike.
+of `--chunk` batched steps (which goes first alternates too). Steps/s are medians over
+chunks and `ratio` is the median of the paired per-chunk ratios, so that bursts of load
+from other processes do not decide the result; `cpu_ratio` compares the process CPU
+time (all engine threads) spent on each, which load from others does not inflate.
 """
 
 from __future__ import annotations
@@ -31,8 +34,25 @@ BENCH_CONFIGS = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-envs", type=int, default=64, help="games stepped together")
     parser.add_argument("--steps", type=int, default=3000, help="batched steps timed, each")
-    parser.add_argument("--chunk", type=int, default=100, help="batched steps per alternation")
+    parser.add_argument("--chunk", type=int, default=50, help="batched steps per alternation")
     parser.add_argument("--seed", type=int, default=0, help="engine and action seed")
+
+
+def _chunk_times(
+    stock: ProcgenGym3Env, ours: HeistVecEnv, chunk: np.ndarray, ours_first: bool
+) -> dict[str, tuple[float, float]]:
+    """{name: (wall s, process CPU s, all threads)} of stepping both through `chunk`."""
+    times: dict[str, tuple[float, float]] = {}
+    for name in ("ours", "stock") if ours_first else ("stock", "ours"):
+        wall, cpu = time.perf_counter(), time.process_time()
+        for action in chunk:
+            if name == "stock":
+                stock.act(action)
+                stock.observe()
+            else:
+                ours.step(action)
+        times[name] = (time.perf_counter() - wall, time.process_time() - cpu)
+    return times
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,25 +64,20 @@ def run(args: argparse.Namespace) -> int:
     ours = HeistVecEnv(args.num_envs, BENCH_CONFIGS, seed=args.seed)
     stock.observe()
     ours.reset()
-    stock_s = ours_s = 0.0
-    for start in range(0, args.steps, args.chunk):
-        chunk = actions[start : start + args.chunk]
-        t0 = time.perf_counter()
-        for action in chunk:
-            stock.act(action)
-            stock.observe()
-        t1 = time.perf_counter()
-        for action in chunk:
-            ours.step(action)
-        t2 = time.perf_counter()
-        stock_s += t1 - t0
-        ours_s += t2 - t1
+    pairs = [
+        _chunk_times(stock, ours, actions[start : start + args.chunk], ours_first=n % 2 == 1)
+        for n, start in enumerate(range(0, args.steps, args.chunk))
+    ]
     stock.close()
     ours.close()
+    steps = np.array([min(args.chunk, args.steps - s) for s in range(0, args.steps, args.chunk)])
+    wall = {k: np.array([p[k][0] for p in pairs]) for k in ("stock", "ours")}
+    cpu = {k: sum(p[k][1] for p in pairs) for k in ("stock", "ours")}
     result = {
-        "ours_sps": round(actions.size / ours_s, 1),
-        "stock_sps": round(actions.size / stock_s, 1),
-        "ratio": round(stock_s / ours_s, 3),
+        "ours_sps": round(float(np.median(steps * args.num_envs / wall["ours"])), 1),
+        "stock_sps": round(float(np.median(steps * args.num_envs / wall["stock"])), 1),
+        "ratio": round(float(np.median(wall["stock"] / wall["ours"])), 3),
+        "cpu_ratio": round(cpu["stock"] / cpu["ours"], 3),
         "num_envs": args.num_envs,
         "steps": int(actions.size),
     }

@@ -10,7 +10,7 @@ after picking them up (heist.cpp `handle_agent_collision` erases the key and set
 
 import numpy as np
 
-from envgen.envs.heist.state import KEY, KEY_ON_RING, LOCKED_DOOR, WALL_OBJ, HeistState
+from envgen.envs.heist.state import KEY, KEY_ON_RING, LOCKED_DOOR, PLAYER, WALL_OBJ, HeistState
 
 MODE_IDS = {"easy": 0, "hard": 1}  # game.h DistributionMode
 ALL_LEVELS = (0, 2**31 - 1)  # vecgame.cpp: the seed range when num_levels = 0
@@ -30,6 +30,18 @@ def colours(state: HeistState) -> int:
 def keys_on_floor(state: HeistState) -> int:
     """Keys not yet picked up."""
     return int(np.count_nonzero(state.entities["type"] == KEY))
+
+
+def key_or_door_within(state: HeistState, reach: float) -> bool:
+    """Whether a key or door would touch the agent were the agent `reach` cells closer
+    (heist.cpp collisions: |dx| < rx + rx' + margin and |dy| < ry + ry' + margin)."""
+    ents = state.entities
+    agent = ents[ents["type"] == PLAYER][0]
+    near = np.isin(ents["type"], (KEY, LOCKED_DOOR))
+    for axis, radius in (("x", "rx"), ("y", "ry")):
+        gap = np.abs(ents[axis] - agent[axis]) - ents[radius] - agent[radius]
+        near &= gap < ents["collision_margin"] + reach
+    return bool(near.any())
 
 
 def remove_colours(state: HeistState, count: int) -> None:

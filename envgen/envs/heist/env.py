@@ -11,7 +11,8 @@ procgen the step that ends an episode returns the next episode's first observati
 
 Sub-goals per episode: a stolen gem implies every key picked up and every door opened
 (the colour chain, see `edits`); a timed-out episode's last step is replayed on a
-one-game scratch engine that does not reset, to read the final state exactly.
+one-game scratch engine that does not reset, to read the final state exactly (skipped
+when no key or door is within a step's reach: the step cannot change them).
 """
 
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from envgen.envs.heist.levels import LevelBank
 from envgen.envs.heist.state import HeistState, parse, serialise
 
 OBS_SHAPE = (64, 64, 3)
+REACH = 2.0  # cells: more than the agent moves in one step (speed 0.75, heist.cpp)
 
 
 class HeistVecEnv:
@@ -91,6 +93,7 @@ class HeistVecEnv:
                 )
             probs = probs / probs.sum()
         self.configs, self.weights = configs, probs
+        self._cumulative = np.cumsum(probs)
         if self._started:
             for i in range(self.num_envs):
                 state = parse(self._engine.get_state(i))
@@ -123,7 +126,7 @@ class HeistVecEnv:
                 f"got shape {actions.shape}"
             )
         finals = {
-            int(i): self._replay_last_step(int(i), int(actions[i]))
+            int(i): self._final_state(int(i), int(actions[i]))
             for i in np.flatnonzero(self._length + 1 >= self._timeout)
         }
         self._engine.act(actions)
@@ -152,7 +155,8 @@ class HeistVecEnv:
     # --- episode boundaries ------------------------------------------------------------
     def _begin(self, i: int) -> None:
         """Edit the level game i has just generated, and schedule its next one."""
-        state = parse(self._engine.get_state(i))
+        data = self._engine.get_state(i)
+        state = parse(data)
         config = self.configs[self._next_config[i]]
         self._config[i] = self._next_config[i]
         if config.num_keys is not None:
@@ -166,11 +170,14 @@ class HeistVecEnv:
         self._length[i] = 0
         self._return[i] = 0.0
         self._schedule_next(i, state)
-        self._engine.set_state(i, serialise(state))
+        edited = serialise(state)
+        if edited != data:  # plain levels with a plain next level need no write
+            self._engine.set_state(i, edited)
 
     def _schedule_next(self, i: int, state: HeistState) -> None:
         """Draw game i's next config and level seed; write them into its state."""
-        index = int(self._rng.choice(len(self.configs), p=self.weights))
+        draw = np.searchsorted(self._cumulative, self._rng.random(), side="right")
+        index = int(min(draw, len(self.configs) - 1))
         config = self.configs[index]
         seeds = edits.ALL_LEVELS
         if config.constrains_level:
@@ -186,12 +193,14 @@ class HeistVecEnv:
             self._seeds_cache[key] = self._bank.seeds(*key)
         return self._seeds_cache[key]
 
-    def _replay_last_step(self, i: int, action: int) -> HeistState:
-        """Game i's state after its final step, replayed on a scratch game that won't reset."""
+    def _final_state(self, i: int, action: int) -> HeistState:
+        """Game i's keys and doors after its final step, about to be taken with `action`."""
+        state = parse(self._engine.get_state(i))
+        if not edits.key_or_door_within(state, REACH):
+            return state
         if self._scratch is None:
             self._scratch = Engine(1, "easy", seed=self._seed, num_threads=0)
-        state = parse(self._engine.get_state(i))
-        state.game.timeout += 1
+        state.game.timeout += 1  # the scratch game must not reset after the step
         self._scratch.set_state(0, serialise(state))
         self._scratch.act(np.array([action]))
         return parse(self._scratch.get_state(0))
