@@ -37,7 +37,7 @@ def _assert_level_as_promised(env: HeistVecEnv, i: int, config: HeistConfig) -> 
     ids=lambda c: f"{c.distribution_mode}-{c.maze_size}-{c.num_keys}-{c.keys_held}",
 )
 def test_generated_levels_have_the_promised_size_and_keys(config):
-    env = HeistVecEnv(6, (config,), seed=1)
+    env = HeistVecEnv((config,), 6, seed=1)
     env.reset()
     for i in range(env.num_envs):
         _assert_level_as_promised(env, i, config)
@@ -54,27 +54,32 @@ def test_generated_levels_have_the_promised_size_and_keys(config):
     assert starts >= env.num_envs
 
 
-def test_mixture_draws_by_weight_and_reports_the_config():
+def test_mixture_spreads_configs_over_games_and_switches_at_once():
     configs = (HeistConfig(maze_size=5, num_keys=0), HeistConfig(maze_size=7, num_keys=0))
-    env = HeistVecEnv(8, configs, weights=(0.0, 1.0), seed=2)
+    env = HeistVecEnv(configs, 8, seed=2, weights=(1.0, 3.0))
+    assert env.config_indices == [0, 0, 1, 1, 1, 1, 1, 1]
     env.reset()
     rng = np.random.default_rng(2)
     episodes = []
-    switch = 1200  # after every game's first episode has ended (timeout 1000)
-    for step in range(2400):
-        if step == switch:
-            env.set_mixture(configs[:1])
+    for _ in range(1100):  # past the timeout: every game ends an episode
         _, _, _, _, infos = env.step(rng.integers(0, 15, env.num_envs))
-        episodes += [(step, info["episode"]) for info in infos if "episode" in info]
-    early = [ep for s, ep in episodes if s < switch]
-    assert early and {(ep["config_index"], ep["maze_size"]) for ep in early} == {(1, 7)}
-    late = [ep for s, ep in episodes if ep["length"] < s - switch]  # started after the switch
-    assert late and {(ep["config_index"], ep["maze_size"]) for ep in late} == {(0, 5)}
+        episodes += [(i, info["episode"]) for i, info in enumerate(infos) if info]
+    assert {i for i, _ in episodes} == set(range(8))
+    for i, ep in episodes:
+        assert ep["config_index"] == env.config_indices[i]
+        assert ep["maze_size"] == configs[ep["config_index"]].maze_size
+    before = env.last_obs
+    env.set_mixture(configs[:1])
+    assert env.config_indices == [0] * 8
+    assert {edits.maze_size(env.state(i)) for i in range(8)} == {5}
+    assert not np.array_equal(env.last_obs, before)
+    with pytest.raises(ValueError, match="weights"):
+        env.set_mixture(configs, weights=[0.0, 0.0])
     env.close()
 
 
 def test_stock_config_plays_procgens_full_seed_range():
-    env = HeistVecEnv(4, seed=0)
+    env = HeistVecEnv((HeistConfig(),), 4, seed=0)
     env.reset()
     seeds = [env.state(i).game.current_level_seed for i in range(4)]
     assert max(seeds) > BANK_SEEDS and env.state(0).world_dim == 9
@@ -83,7 +88,7 @@ def test_stock_config_plays_procgens_full_seed_range():
 
 def test_same_seed_same_episodes():
     def rollout(seed: int):
-        env = HeistVecEnv(3, (HeistConfig(), HeistConfig(maze_size=5)), seed=seed)
+        env = HeistVecEnv((HeistConfig(), HeistConfig(maze_size=5)), 3, seed=seed)
         frames = [env.reset()]
         rng = np.random.default_rng(0)
         rewards, infos = [], []
@@ -104,7 +109,7 @@ def test_same_seed_same_episodes():
 
 def test_timeout_counts_a_key_taken_on_the_very_last_step():
     """Truncation is exact: the final step's pickup is seen through the scratch replay."""
-    env = HeistVecEnv(1, (HeistConfig(maze_size=9, num_keys=2),), seed=4)
+    env = HeistVecEnv((HeistConfig(maze_size=9, num_keys=2),), 1, seed=4)
     env.reset()
     for _ in range(999):
         _, _, term, trunc, _ = env.step([4])  # stand still
@@ -148,7 +153,7 @@ def test_no_step_changes_keys_or_doors_out_of_reach():
 
 
 def test_success_counts_every_key_and_door():
-    env = HeistVecEnv(8, (HeistConfig(maze_size=5, num_keys=1),), seed=0)
+    env = HeistVecEnv((HeistConfig(maze_size=5, num_keys=1),), 8, seed=0)
     env.reset()
     rng = np.random.default_rng(0)
     wins = []
@@ -176,11 +181,8 @@ def test_single_env_api_and_bad_input():
     with pytest.raises(ValueError, match="actions"):
         env.step(15)
     env.close()
-    vec = HeistVecEnv(2, seed=0)
-    with pytest.raises(RuntimeError, match="reset"):
-        vec.step([0, 0])
-    with pytest.raises(ValueError, match="weights"):
-        vec.set_mixture([HeistConfig()], weights=[0.0])
-    with pytest.raises(ValueError, match="configs"):
-        vec.set_mixture([{"maze_size": 5}])
-    vec.close()
+    with HeistVecEnv((HeistConfig(),), 2, seed=0) as vec:
+        with pytest.raises(RuntimeError, match="reset"):
+            vec.step([0, 0])
+        with pytest.raises(ValueError, match="configs"):
+            vec.set_mixture([{"maze_size": 5}])

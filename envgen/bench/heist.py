@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     stock = ProcgenGym3Env(
         num=args.num_envs, env_name="heist", distribution_mode="easy", rand_seed=args.seed
     )
-    ours = HeistVecEnv(args.num_envs, BENCH_CONFIGS, seed=args.seed)
+    ours = HeistVecEnv(BENCH_CONFIGS, args.num_envs, seed=args.seed)
     stock.observe()
     ours.reset()
     pairs = [

@@ -15,6 +15,8 @@ one-game scratch engine that does not reset, to read the final state exactly (sk
 when no key or door is within a step's reach: the step cannot change them).
 """
 
+from __future__ import annotations
+
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,19 +27,22 @@ from envgen.envs.heist.config import HeistConfig
 from envgen.envs.heist.engine import FORCE_RESET, NUM_ACTIONS, Engine
 from envgen.envs.heist.levels import LevelBank
 from envgen.envs.heist.state import HeistState, parse, serialise
+from envgen.envs.vector import assign_configs
 
 OBS_SHAPE = (64, 64, 3)
 REACH = 2.0  # cells: more than the agent moves in one step (speed 0.75, heist.cpp)
 
 
 class HeistVecEnv:
-    """`num_envs` Heist games; episodes draw a config from the mixture, then a level.
+    """`num_envs` Heist games with auto-reset, the API of `CrafterVecEnv`.
 
-    reset() -> obs uint8 (N, 64, 64, 3); step(actions int (N,)) -> (obs, reward float32
-    (N,), terminated bool (N,), truncated bool (N,), infos); at an episode's end
-    infos[i]["episode"] holds return, length, success, keys_collected, keys_total,
-    doors_opened, doors_total, config_index (into the mixture current when the episode
-    started), level_seed and maze_size.
+    Configs are spread over the games as `CrafterVecEnv` does (`assign_configs`:
+    contiguous blocks sized by `weights`); each episode of game i plays a level of
+    config `config_indices[i]`. reset() -> obs uint8 (N, 64, 64, 3); step(actions int
+    (N,)) -> (obs, reward float32 (N,), terminated bool (N,), truncated bool (N,), infos);
+    at an episode's end infos[i]["episode"] holds return, length, success,
+    keys_collected, keys_total, doors_opened, doors_total, config_index, level_seed and
+    maze_size; other infos are empty dicts.
     """
 
     num_actions = NUM_ACTIONS
@@ -45,63 +50,36 @@ class HeistVecEnv:
 
     def __init__(
         self,
+        configs: Sequence[HeistConfig],
         num_envs: int,
-        configs: Sequence[HeistConfig] = (HeistConfig(),),
-        weights: Sequence[float] | None = None,
-        *,
         seed: int,
+        weights: Sequence[float] | None = None,
         num_threads: int = 4,
-        bank: LevelBank | None = None,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs: expected at least 1, got {num_envs}")
-        self.num_envs = num_envs
+        self.num_envs = int(num_envs)
         self._seed = seed
-        self._engine = Engine(num_envs, "easy", seed=seed, num_threads=num_threads)
+        self._engine = Engine(self.num_envs, "easy", seed=seed, num_threads=num_threads)
         self._scratch: Engine | None = None
-        self._bank = bank if bank is not None else LevelBank()
+        self._bank = LevelBank()
         self._rng = np.random.default_rng(seed)
-        self._seeds_cache: dict[tuple[str, int | None, int | None], np.ndarray] = {}
+        self._pools: dict[tuple[str, int | None, int | None], np.ndarray] = {}
+        self._obs = np.zeros((self.num_envs, *OBS_SHAPE), dtype=np.uint8)
         self._started = False
-        self._config = np.zeros(num_envs, dtype=np.int64)
-        self._next_config = np.zeros(num_envs, dtype=np.int64)
-        self._level_seed = np.zeros(num_envs, dtype=np.int64)
-        self._length = np.zeros(num_envs, dtype=np.int64)
-        self._return = np.zeros(num_envs, dtype=np.float64)
-        self._keys_total = np.zeros(num_envs, dtype=np.int64)
-        self._doors_total = np.zeros(num_envs, dtype=np.int64)
-        self._timeout = np.zeros(num_envs, dtype=np.int64)
-        self._maze_size = np.zeros(num_envs, dtype=np.int64)
-        self.set_mixture(configs, weights)
+        self._closed = False
+        self._level_seed = np.zeros(self.num_envs, dtype=np.int64)
+        self._length = np.zeros(self.num_envs, dtype=np.int64)
+        self._return = np.zeros(self.num_envs, dtype=np.float64)
+        self._keys_total = np.zeros(self.num_envs, dtype=np.int64)
+        self._doors_total = np.zeros(self.num_envs, dtype=np.int64)
+        self._timeout = np.zeros(self.num_envs, dtype=np.int64)
+        self._maze_size = np.zeros(self.num_envs, dtype=np.int64)
+        self._assign(configs, weights)
 
     # --- public API ------------------------------------------------------------------
-    def set_mixture(
-        self, configs: Sequence[HeistConfig], weights: Sequence[float] | None = None
-    ) -> None:
-        """Episodes starting from now draw their config from `configs` with `weights`."""
-        configs = tuple(configs)
-        if not configs or not all(isinstance(c, HeistConfig) for c in configs):
-            raise ValueError("configs: expected a non-empty sequence of HeistConfig")
-        if weights is None:
-            probs = np.full(len(configs), 1.0 / len(configs))
-        else:
-            probs = np.asarray(weights, dtype=np.float64)
-            if probs.shape != (len(configs),) or not np.all(probs >= 0) or probs.sum() <= 0:
-                raise ValueError(
-                    f"weights: expected {len(configs)} non-negative numbers with a positive "
-                    f"sum, got {list(weights)}"
-                )
-            probs = probs / probs.sum()
-        self.configs, self.weights = configs, probs
-        self._cumulative = np.cumsum(probs)
-        if self._started:
-            for i in range(self.num_envs):
-                state = parse(self._engine.get_state(i))
-                self._schedule_next(i, state)
-                self._engine.set_state(i, serialise(state))
-
     def reset(self) -> np.ndarray:
-        """Start a fresh episode in every game; returns obs uint8 (N, 64, 64, 3)."""
+        """Start a new episode in every game; returns obs uint8 (N, 64, 64, 3)."""
         for i in range(self.num_envs):
             state = parse(self._engine.get_state(i))
             self._schedule_next(i, state)
@@ -110,11 +88,18 @@ class HeistVecEnv:
         for i in range(self.num_envs):
             self._begin(i)
         self._started = True
-        return self._engine.observe()[1].copy()
+        self._obs = self._engine.observe()[1].copy()
+        return self._obs.copy()
+
+    @property
+    def last_obs(self) -> np.ndarray:
+        """The latest observations (after `reset`, `step` or `set_mixture`)."""
+        return self._obs.copy()
 
     def step(
         self, actions: Any
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        """Step every game: obs, reward float32, terminated bool, truncated bool, infos."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
         actions = np.asarray(actions)
@@ -137,28 +122,53 @@ class HeistVecEnv:
         terminated = first & (reward > 0)
         truncated = first & ~terminated
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        ended = np.flatnonzero(first)
-        for i in ended:
+        for i in np.flatnonzero(first):
             infos[i]["episode"] = self._episode_info(i, bool(terminated[i]), finals.get(i))
             self._begin(i)
-        return obs.copy(), reward, terminated, truncated, infos
+        self._obs = obs.copy()
+        return self._obs.copy(), reward, terminated, truncated, infos
+
+    def set_mixture(
+        self, configs: Sequence[HeistConfig], weights: Sequence[float] | None = None
+    ) -> None:
+        """Switch to a new config mixture: every game resets into its new config at once.
+
+        The new first observations are in `last_obs`.
+        """
+        self._assign(configs, weights)
+        self.reset()
 
     def state(self, i: int) -> HeistState:
         """The parsed current state of game i (a copy: editing it changes nothing)."""
         return parse(self._engine.get_state(i))
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self._engine.env.close()
         if self._scratch is not None:
             self._scratch.env.close()
+
+    def __enter__(self) -> HeistVecEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _assign(self, configs: Sequence[HeistConfig], weights: Sequence[float] | None) -> None:
+        configs = list(configs)
+        if not configs or not all(isinstance(c, HeistConfig) for c in configs):
+            raise ValueError("configs: expected a non-empty sequence of HeistConfig")
+        self.config_indices = assign_configs(len(configs), self.num_envs, weights)
+        self.configs = configs
 
     # --- episode boundaries ------------------------------------------------------------
     def _begin(self, i: int) -> None:
         """Edit the level game i has just generated, and schedule its next one."""
         data = self._engine.get_state(i)
         state = parse(data)
-        config = self.configs[self._next_config[i]]
-        self._config[i] = self._next_config[i]
+        config = self.configs[self.config_indices[i]]
         if config.num_keys is not None:
             edits.remove_colours(state, edits.colours(state) - config.num_keys)
         edits.hold_keys(state, config.keys_held)
@@ -175,23 +185,20 @@ class HeistVecEnv:
             self._engine.set_state(i, edited)
 
     def _schedule_next(self, i: int, state: HeistState) -> None:
-        """Draw game i's next config and level seed; write them into its state."""
-        draw = np.searchsorted(self._cumulative, self._rng.random(), side="right")
-        index = int(min(draw, len(self.configs) - 1))
-        config = self.configs[index]
+        """Draw game i's next level (a bank seed if its config asks for size or colours)."""
+        config = self.configs[self.config_indices[i]]
         seeds = edits.ALL_LEVELS
         if config.constrains_level:
             pool = self._pool(config)
             seed = int(pool[self._rng.integers(len(pool))])
             seeds = (seed, seed + 1)
-        self._next_config[i] = index
         edits.schedule_next_level(state, config.distribution_mode, seeds)
 
     def _pool(self, config: HeistConfig) -> np.ndarray:
         key = (config.distribution_mode, config.maze_size, config.num_keys)
-        if key not in self._seeds_cache:
-            self._seeds_cache[key] = self._bank.seeds(*key)
-        return self._seeds_cache[key]
+        if key not in self._pools:
+            self._pools[key] = self._bank.seeds(*key)
+        return self._pools[key]
 
     def _final_state(self, i: int, action: int) -> HeistState:
         """Game i's keys and doors after its final step, about to be taken with `action`."""
@@ -220,7 +227,7 @@ class HeistVecEnv:
             "keys_total": int(self._keys_total[i]),
             "doors_opened": doors,
             "doors_total": int(self._doors_total[i]),
-            "config_index": int(self._config[i]),
+            "config_index": int(self.config_indices[i]),
             "level_seed": int(self._level_seed[i]),
             "maze_size": int(self._maze_size[i]),
         }
@@ -231,7 +238,7 @@ class HeistEnv:
 
     def __init__(self, config: HeistConfig | None = None, seed: int = 0):
         config = config if config is not None else HeistConfig()
-        self._vec = HeistVecEnv(1, (config,), seed=seed, num_threads=0)
+        self._vec = HeistVecEnv((config,), 1, seed=seed, num_threads=0)
 
     def reset(self) -> np.ndarray:
         """Observation uint8 (64, 64, 3) of a fresh episode."""

@@ -86,7 +86,7 @@ def run_episodes(
     num_envs = min(num_envs, episodes)
     quota = np.full(num_envs, episodes // num_envs)
     quota[: episodes % num_envs] += 1
-    env = HeistVecEnv(num_envs, configs, seed=seed, num_threads=min(num_envs, 4))
+    env = HeistVecEnv(configs, num_envs, seed=seed, num_threads=min(num_envs, 4))
     finished: list[dict[str, Any]] = []
     try:
         obs = env.reset()
