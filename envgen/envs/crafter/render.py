@@ -105,9 +105,11 @@ def render(
     """
     grid_w, grid_h = 9, 7
     unit = materials.shape[1]
+    n_mat = materials.shape[0]
     width, height = mat_map.shape
     local = np.empty((grid_w * unit, grid_h * unit, 3), np.uint8)
     local[:] = 127
+    keys = np.zeros((grid_w, grid_h), np.int64)  # which tile: 0 = outside the area
     for gx in range(grid_w):
         for gy in range(grid_h):
             x, y = px + gx - grid_w // 2, py + gy - grid_h // 2
@@ -117,33 +119,44 @@ def render(
             index = obj_map[x, y]
             if index > 0:
                 tile = objects[obj_texture[index], material]
+                keys[gx, gy] = 1 + n_mat + obj_texture[index] * n_mat + material
             else:
                 tile = materials[material]
+                keys[gx, gy] = 1 + material
             local[gx * unit : (gx + 1) * unit, gy * unit : (gy + 1) * unit] = tile
-    amount = 2 * (0.5 - daylight)
-    noisy = daylight < 0.5
     out[:] = 0
-    for i in range(local.shape[0]):
-        for j in range(local.shape[1]):
-            r, g, b = local[i, j, 0], local[i, j, 1], local[i, j, 2]
-            nr, ng, nb = r, g, b
-            if noisy:
+    if daylight < 0.5:  # night noise: every pixel differs
+        amount = 2 * (0.5 - daylight)
+        for i in range(local.shape[0]):
+            for j in range(local.shape[1]):
+                r, g, b = local[i, j, 0], local[i, j, 1], local[i, j, 2]
                 mask = amount * vignette[i, j]
                 nr = np.uint8((1 - mask) * r + mask * noise[i, j])
                 ng = np.uint8((1 - mask) * g + mask * noise[i, j])
                 nb = np.uint8((1 - mask) * b + mask * noise[i, j])
-            gray = _gray(nr, ng, nb)
-            lr = daylight * r + (1 - daylight) * (0.5 * _fade(nr, gray) + 0.5 * 0.0)
-            lg = daylight * g + (1 - daylight) * (0.5 * _fade(ng, gray) + 0.5 * 16.0)
-            lb = daylight * b + (1 - daylight) * (0.5 * _fade(nb, gray) + 0.5 * 64.0)
-            if sleeping:
-                gray = _gray(np.uint8(lr), np.uint8(lg), np.uint8(lb))
-                lr = 0.5 * gray + 0.5 * 0.0
-                lg = 0.5 * gray + 0.5 * 0.0
-                lb = 0.5 * gray + 0.5 * 16.0
-            out[j, i, 0] = np.uint8(lr)
-            out[j, i, 1] = np.uint8(lg)
-            out[j, i, 2] = np.uint8(lb)
+                out[j, i, 0], out[j, i, 1], out[j, i, 2] = _light(
+                    r, g, b, nr, ng, nb, daylight, sleeping
+                )
+    else:  # lighting is a function of the tile: light each distinct tile once
+        lit = np.empty((1 + n_mat + objects.shape[0] * n_mat, unit, unit, 3), np.uint8)
+        done = np.zeros(lit.shape[0], np.bool_)
+        for gx in range(grid_w):
+            for gy in range(grid_h):
+                key = keys[gx, gy]
+                if not done[key]:
+                    done[key] = True
+                    for i in range(unit):
+                        for j in range(unit):
+                            r = local[gx * unit + i, gy * unit + j, 0]
+                            g = local[gx * unit + i, gy * unit + j, 1]
+                            b = local[gx * unit + i, gy * unit + j, 2]
+                            lit[key, i, j, 0], lit[key, i, j, 1], lit[key, i, j, 2] = _light(
+                                r, g, b, r, g, b, daylight, sleeping
+                            )
+                for i in range(unit):
+                    for j in range(unit):
+                        for k in range(3):
+                            out[gy * unit + j, gx * unit + i, k] = lit[key, i, j, k]
     top = grid_h * unit
     for slot in range(inventory.shape[0]):
         count = min(inventory[slot], items.shape[1] - 1)
@@ -154,6 +167,22 @@ def render(
             for j in range(unit):
                 for k in range(3):
                     out[y0 + j, x0 + i, k] = items[slot, count, i, j, k]
+
+
+@numba.njit(cache=True, inline="always")
+def _light(r, g, b, nr, ng, nb, daylight, sleeping):
+    """Stock `LocalView._light` (and `_sleep`) for one pixel (r, g, b) whose noisy
+    version is (nr, ng, nb); the same float64 operations in the same order."""
+    gray = _gray(nr, ng, nb)
+    lr = daylight * r + (1 - daylight) * (0.5 * _fade(nr, gray) + 0.5 * 0.0)
+    lg = daylight * g + (1 - daylight) * (0.5 * _fade(ng, gray) + 0.5 * 16.0)
+    lb = daylight * b + (1 - daylight) * (0.5 * _fade(nb, gray) + 0.5 * 64.0)
+    if sleeping:
+        gray = _gray(np.uint8(lr), np.uint8(lg), np.uint8(lb))
+        lr = 0.5 * gray + 0.5 * 0.0
+        lg = 0.5 * gray + 0.5 * 0.0
+        lb = 0.5 * gray + 0.5 * 16.0
+    return np.uint8(lr), np.uint8(lg), np.uint8(lb)
 
 
 @numba.njit(cache=True, inline="always")
