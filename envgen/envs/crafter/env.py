@@ -199,42 +199,49 @@ class CrafterEnv:
         return self._obs.copy()
 
     def _balance(self) -> None:
-        """Stock `Env._balance_chunk` over every chunk that ever held an object, in order."""
-        world = self._world
+        """Stock `Env._balance_chunk` over every chunk that ever held an object, in order.
+
+        Per chunk, stock's `_balance_object` for zombies, skeletons and cows: the same
+        conditions and draws; tile counts come from one compiled pass per material and
+        creature counts from one pass over the chunk (a rule only changes its own kind).
+        """
+        world, player = self._world, self._player
+        random = world.random
         light = world.daylight
         spaces = {
-            name: _chunk_counts(world._mat_map, worldgen.MATERIAL_IDS[name], CHUNK[0], CHUNK[1])
+            name: _chunk_counts(world._mat_map, worldgen.MATERIAL_IDS[name], *CHUNK).tolist()
             for name in ("grass", "path")
         }
         for chunk, objs in world.chunks.items():
             cx, cy = chunk[0] // CHUNK[0], chunk[2] // CHUNK[1]
+            counts = dict.fromkeys(_BALANCED, 0)
+            for obj in objs:
+                if type(obj) in counts:
+                    counts[type(obj)] += 1
             for rule in _BALANCE_RULES:
-                space = int(spaces[rule.material][cx, cy])
-                self._balance_object(chunk, objs, rule, space, light)
+                count = counts[rule.cls]
+                target_min, target_max = rule.targets(spaces[rule.material][cx][cy], light)
+                if count < int(target_min) and random.uniform() < rule.spawn_prob:
+                    self._spawn(chunk, rule)
+                elif count > int(target_max) and random.uniform() < rule.despawn_prob:
+                    creatures = [obj for obj in objs if type(obj) is rule.cls]
+                    obj = creatures[random.randint(0, len(creatures))]
+                    if player.distance(obj.pos) >= rule.despawn_dist:
+                        world.remove(obj)
 
-    def _balance_object(
-        self, chunk: tuple[int, ...], objs: Any, rule: _Balance, space: int, light: float
-    ) -> None:
-        """Stock `Env._balance_object`; `space` is the chunk's count of `rule.material`."""
+    def _spawn(self, chunk: tuple[int, int, int, int], rule: _Balance) -> None:
+        """Stock's spawn branch: a random tile of the rule's material in the chunk."""
         world, player = self._world, self._player
-        random = world.random
-        creatures = [obj for obj in objs if isinstance(obj, rule.cls)]
-        target_min, target_max = rule.targets(space, light)
-        if len(creatures) < int(target_min) and random.uniform() < rule.spawn_prob:
-            xmin, xmax, ymin, ymax = chunk
-            mask = world._mat_map[xmin:xmax, ymin:ymax] == worldgen.MATERIAL_IDS[rule.material]
-            xs, ys = np.nonzero(mask)
-            i = random.randint(0, len(xs))
-            pos = Vec((xmin + xs[i], ymin + ys[i]))
-            if world[pos][1] is None and player.distance(pos) >= rule.spawn_dist:
-                if rule.cls is Cow:
-                    world.add(Cow(world, pos))
-                else:
-                    world.add(rule.cls(world, pos, player))
-        elif len(creatures) > int(target_max) and random.uniform() < rule.despawn_prob:
-            obj = creatures[random.randint(0, len(creatures))]
-            if player.distance(obj.pos) >= rule.despawn_dist:
-                world.remove(obj)
+        xmin, xmax, ymin, ymax = chunk
+        mask = world._mat_map[xmin:xmax, ymin:ymax] == worldgen.MATERIAL_IDS[rule.material]
+        xs, ys = np.nonzero(mask)
+        i = world.random.randint(0, len(xs))
+        pos = Vec((xmin + xs[i], ymin + ys[i]))
+        if world[pos][1] is None and player.distance(pos) >= rule.spawn_dist:
+            if rule.cls is Cow:
+                world.add(Cow(world, pos))
+            else:
+                world.add(rule.cls(world, pos, player))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,6 +280,7 @@ _BALANCE_RULES = (
         Cow, "grass", 5, 5, 0.01, 0.1, lambda space, light: (0 if space < 30 else 1, 1.5 + light)
     ),
 )
+_BALANCED = tuple(rule.cls for rule in _BALANCE_RULES)
 
 
 @numba.njit(cache=True)
