@@ -18,8 +18,9 @@ ALL_LEVELS = (0, 2**31 - 1)  # vecgame.cpp: the seed range when num_levels = 0
 
 def maze_size(state: HeistState) -> int:
     """Side of the maze in cells: the extent of the open cells in the world grid."""
-    open_rows, open_cols = np.nonzero(state.grid != WALL_OBJ)
-    return int(max(np.ptp(open_rows), np.ptp(open_cols))) + 1
+    open_cells = state.grid != WALL_OBJ
+    rows, cols = np.flatnonzero(open_cells.any(axis=1)), np.flatnonzero(open_cells.any(axis=0))
+    return int(max(rows[-1] - rows[0], cols[-1] - cols[0])) + 1
 
 
 def colours(state: HeistState) -> int:
