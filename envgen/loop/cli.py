@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from envgen.errors import EnvGenError
+from envgen.errors import CacheMissError, EnvGenError
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MODES, CachedLLM
 from envgen.llm.client import BACKENDS, LOCAL_MODEL, BackendConfig, backend_config
 from envgen.loop.config import RunConfig
@@ -80,6 +80,13 @@ def main(args: argparse.Namespace) -> int:
         with _backend(args, config.llm_model) as backend:
             llm = CachedLLM(args.llm_mode, args.cache_dir, backend) if config.uses_llm else None
             root = execute_run(config, args.seed, args.runs_root, llm, options)
+    except CacheMissError as exc:
+        print(
+            f"envgen run: {exc}\nTo record every missing reply of this run through the "
+            f"bundled local model:\n  envgen run {args.config} --seed {args.seed} --resume "
+            f"--runs-root {args.runs_root} --llm-mode fill --backend local"
+        )
+        return 1
     except EnvGenError as exc:
         print(f"envgen run: {exc}")
         return 1

@@ -55,7 +55,7 @@ class RunPaths:
 
     @property
     def llm_calls(self) -> Path:
-        return self.root / "llm_calls.jsonl"
+        return self.root / "llm_calls.json"
 
     @property
     def llm_accounting(self) -> Path:
