@@ -1,0 +1,108 @@
+"""Prompts come from the game and config tables; the designer keeps the conversation."""
+
+import json
+import re
+
+import crafter.constants
+import pytest
+
+from envgen.envs.crafter.config import BIOMES, ENV_FIELDS, INVENTORY_MAX, RARITIES
+from envgen.errors import ConfigError, LLMResponseError
+from envgen.llm import (
+    ChatResponse,
+    EnvironmentDesigner,
+    PromptOptions,
+    Usage,
+    reply_schema,
+)
+from envgen.llm import crafter as crafter_prompts
+
+GOOD = (
+    '```json\n{"environment_settings": {"target_biome": "mountain"}, '
+    '"inventory_settings": {"wood": 2}}\n```'
+)
+STATS = {name: (12.34, 4.5) for name in crafter.constants.achievements}
+
+
+class Scripted:
+    """An LLMCallable answering the given texts in turn; keeps the requests it got."""
+
+    def __init__(self, *texts: str):
+        self.texts = list(texts)
+        self.requests = []
+
+    def __call__(self, request):
+        self.requests.append(request)
+        return ChatResponse(self.texts.pop(0), "scripted", Usage(1, 1), "stop", 0)
+
+
+def test_initial_prompt_lists_skills_parameters_and_format():
+    prompt = crafter_prompts.initial_prompt(4, crafter_prompts.name_map(False), False)
+    for skill in crafter.constants.achievements:
+        assert f"- {skill}\n" in prompt
+    for field, allowed in ENV_FIELDS.items():
+        assert f"- {field}: one of {', '.join(allowed)}" in prompt
+    for item, hi in INVENTORY_MAX.items():
+        assert f"- {item}: integer 0-{hi}" in prompt
+    assert "Create 4 environments" in prompt and "```json" in prompt
+    assert set(crafter_prompts.PARAMETER_NOTES) == set(ENV_FIELDS)
+
+
+def test_obfuscated_prompt_and_schema_hide_parameter_names():
+    names = crafter_prompts.name_map(True)
+    prompt = crafter_prompts.initial_prompt(4, names, True)
+    parameters = prompt[prompt.index("Parameters") : prompt.index("Game rules")]
+    schema = json.dumps(crafter_prompts.environment_schema(names))
+    for real in (*ENV_FIELDS, *BIOMES, *RARITIES, *INVENTORY_MAX):
+        assert not re.search(rf"\b{real}\b", parameters), real
+        assert f'"{real}"' not in schema, real
+    assert "parameter5" in parameters and "optionG" in parameters and "item12" in parameters
+
+
+def test_reply_schema_asks_for_exactly_n():
+    names = crafter_prompts.name_map(False)
+    schema = reply_schema(crafter_prompts.environment_schema(names), 8, explain=True)
+    envs = schema["properties"]["environments"]
+    assert envs["minItems"] == envs["maxItems"] == 8
+    assert schema["required"] == ["information_used", "environments"]
+    inventory = envs["items"]["properties"]["inventory_settings"]["properties"]
+    assert inventory["iron_sword"]["enum"] == [0, 1]
+
+
+def test_conversation_reask_and_adaptation():
+    llm = Scripted("no json here", GOOD, GOOD)
+    designer = EnvironmentDesigner(PromptOptions(initial_set=2), llm)
+    first = designer.generate(1)
+    assert first.configs[0].target_biome == "mountain"
+    assert [r.reask for r in llm.requests] == [False, True]
+    assert {r.seed for r in llm.requests} == {2} and {r.temperature for r in llm.requests} == {0}
+    assert "could not be used" in llm.requests[1].messages[-1].content
+    assert llm.requests[1].label == "crafter/initial/n1/set2/reask1"
+
+    designer.adapt(STATS)
+    adapt = llm.requests[-1]
+    assert [m.role for m in adapt.messages] == ["user", "assistant"] * 2 + ["user"]
+    prompt = adapt.messages[-1].content
+    assert "- collect_coal: 12.3% +/- 4.5%" in prompt
+    assert '"target_biome": "mountain"' in prompt and "which of the information" in prompt
+    assert adapt.label == "crafter/adapt2/n1/set2" and designer.cycle == 2
+
+
+def test_gives_up_after_max_reasks_with_the_reason():
+    designer = EnvironmentDesigner(PromptOptions(max_reasks=0), Scripted("{}"))
+    expected = r"(?s)crafter/initial/n2/set0: expected 2 .*after 0 re-ask"
+    with pytest.raises(LLMResponseError, match=expected):
+        designer.generate(2)
+
+
+def test_bad_use_is_reported():
+    designer = EnvironmentDesigner(PromptOptions(), Scripted(GOOD))
+    with pytest.raises(RuntimeError, match="generate"):
+        designer.adapt(STATS)
+    designer.generate(1)
+    with pytest.raises(ConfigError, match="success_stats.collect_gold: unknown skill"):
+        designer.adapt({**STATS, "collect_gold": (1.0, 0.0)})
+    with pytest.raises(ConfigError, match="missing skills wake_up"):
+        designer.adapt({k: v for k, v in STATS.items() if k != "wake_up"})
+    with pytest.raises(ConfigError, match="structured"):
+        PromptOptions(structured="xml")
