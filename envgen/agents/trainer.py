@@ -135,7 +135,8 @@ class Trainer:
             raise ConfigError("configs", "give at least one CrafterConfig to train on")
         mixture = (tuple(configs), tuple(weights) if weights is not None else None)
         if self.env is not None and mixture != self.mixture:
-            self.env.set_mixture(*mixture)
+            self.env.set_mixture(*mixture)  # resets every env into the new mixture
+            self.obs = self.env.last_obs
         self.mixture = mixture
         finished: list[dict[str, Any]] = []
         bar = tqdm(

@@ -63,16 +63,21 @@ class StockCrafterPipeVecEnv:
             proc.start()
             self._conns.append(parent)
             self._procs.append(proc)
-        self._first_obs = np.stack([conn.recv() for conn in self._conns])
+        self._obs = np.stack([conn.recv() for conn in self._conns])
 
     def reset(self) -> np.ndarray:
-        return self._first_obs
+        """The first observations (workers reset their env on start)."""
+        return self._obs
+
+    @property
+    def last_obs(self) -> np.ndarray:
+        return self._obs
 
     def step(self, actions: np.ndarray):
         for conn, action in zip(self._conns, actions, strict=True):
             conn.send(("step", action))
         results = [conn.recv() for conn in self._conns]
-        obs = np.stack([r[0] for r in results])
+        obs = self._obs = np.stack([r[0] for r in results])
         reward = np.array([r[1] for r in results], np.float32)
         done = np.array([r[2] for r in results])
         terminated = np.array([r[3] for r in results]) & done
@@ -80,6 +85,7 @@ class StockCrafterPipeVecEnv:
         return obs, reward, terminated, done & ~terminated, infos
 
     def set_mixture(self, configs: Sequence[CrafterConfig], weights=None) -> None:
+        """Stock Crafter is the only mixture; episodes continue."""
         _require_stock(configs)
 
     def close(self) -> None:
@@ -116,6 +122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--num-steps", type=int, default=512, help="steps per env per rollout (default 512)"
     )
+    parser.add_argument("--minibatches", type=int, default=8, help="minibatches (default 8)")
     parser.add_argument("--workers", type=int, default=None, help="our vec env's worker count")
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
     parser.add_argument("--seed", type=int, default=0, help="seed (default 0)")

@@ -1,0 +1,102 @@
+"""Trainer at tiny scale on the real CrafterVecEnv: phases, determinism, kill-and-resume."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from envgen.agents.config import PPOConfig, model_preset
+from envgen.agents.evaluate import evaluate_policy, training_window
+from envgen.agents.runlog import read_jsonl
+from envgen.agents.trainer import Trainer, crafter_vec_env_factory
+from envgen.envs.crafter.config import CrafterConfig
+from envgen.errors import ConfigError
+from envgen.scoring import ACHIEVEMENTS
+
+# 4 envs x 16 steps = 64 steps per rollout; checkpoint (and env re-seed) every 2 rollouts.
+PPO = PPOConfig(num_envs=4, num_steps=16, minibatches=2, checkpoint_every=128)
+# Short episodes so that a few hundred steps finish many of them.
+PHASE_1 = [CrafterConfig(length=20), CrafterConfig(target_biome="mountain", length=12)]
+PHASE_2 = [CrafterConfig(length=20, inventory=(("wood", 5),))]
+
+
+def _trainer(run_dir: Path, seed: int = 7) -> Trainer:
+    return Trainer(
+        model_preset("nature"), PPO, seed, run_dir, env_factory=crafter_vec_env_factory(1)
+    )
+
+
+def _schedule(trainer: Trainer, stop: int | None = None) -> None:
+    """Two phases (mixture switch mid-segment at 192), optionally stopping early at `stop`."""
+    trainer.train_until(192 if stop is None else min(192, stop), PHASE_1, phase="llm")
+    trainer.train_until(384 if stop is None else stop, PHASE_2, phase="crafter")
+
+
+def _outcome(run_dir: Path, trainer: Trainer) -> tuple:
+    metrics = [
+        {k: v for k, v in m.items() if not k.startswith("time/")}
+        for m in read_jsonl(run_dir / "metrics.jsonl")
+    ]
+    params = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    return (run_dir / "episodes.jsonl").read_text(), metrics, params, trainer.global_step
+
+
+def test_killed_and_resumed_run_ends_identical(tmp_path):
+    # Uninterrupted run.
+    full = _trainer(tmp_path / "full")
+    _schedule(full)
+    expected = _outcome(tmp_path / "full", full)
+    full.close()
+
+    # Same seed, stopped one rollout after its 2nd checkpoint (step 256) without saving,
+    # as if killed; its logs hold a rollout the resumed run must redo.
+    killed = _trainer(tmp_path / "resumed")
+    _schedule(killed, stop=320)
+    assert killed.counters.checkpoints == 2 and killed.global_step == 320
+    killed.close()
+    resumed = _trainer(tmp_path / "resumed")
+    assert resumed.resume() and resumed.global_step == 256
+    _schedule(resumed)
+    got = _outcome(tmp_path / "resumed", resumed)
+    resumed.close()
+
+    assert got[3] == expected[3] == 384
+    assert got[0] == expected[0]  # every episode line, bit for bit
+    assert got[1] == expected[1]  # losses of every rollout
+    assert all(torch.equal(got[2][k], expected[2][k]) for k in expected[2])
+
+    episodes = read_jsonl(tmp_path / "full" / "episodes.jsonl")
+    assert {ep["phase"] for ep in episodes} == {"llm", "crafter"}
+    assert {ep["config_index"] for ep in episodes if ep["phase"] == "llm"} == {0, 1}
+    assert all(ep["step"] <= 192 for ep in episodes if ep["phase"] == "llm")
+    assert set(episodes[0]) >= {"length", "reward", *(f"achievement_{a}" for a in ACHIEVEMENTS)}
+    window = training_window(episodes, 100, phase="llm")
+    end = max(ep["step"] for ep in episodes if ep["phase"] == "llm")
+    in_window = [ep for ep in episodes if ep["phase"] == "llm" and ep["step"] > end - 100]
+    assert 0 < window["episodes"] == len(in_window) < sum(ep["phase"] == "llm" for ep in episodes)
+
+
+def test_other_seed_differs_and_resume_checks_settings(tmp_path):
+    a, b = _trainer(tmp_path / "a", seed=1), _trainer(tmp_path / "b", seed=2)
+    for t in (a, b):
+        t.train_until(64, PHASE_1)
+        t.checkpoint()
+        t.close()
+    episodes = [read_jsonl(tmp_path / name / "episodes.jsonl") for name in "ab"]
+    assert episodes[0] and episodes[0] != episodes[1]
+    with pytest.raises(ConfigError, match="seed: checkpoint .* was written with 1"):
+        _trainer(tmp_path / "a", seed=3).resume()
+    with pytest.raises(ConfigError, match="configs"):
+        _trainer(tmp_path / "c").train(64, [])
+
+
+def test_evaluate_policy_reports_mean_and_std_over_seeds(tmp_path):
+    model = _trainer(tmp_path).model
+    out = evaluate_policy(
+        model, seed=5, num_seeds=3, config=CrafterConfig(length=20), env_factory=None
+    )
+    assert len(out["episodes"]) == 3 and all(ep["length"] == 20 for ep in out["episodes"])
+    assert list(out["success_mean"]) == list(ACHIEVEMENTS) == list(out["success_std"])
+    assert 0.0 <= out["score_mean"] <= 100.0 and out["score_std"] >= 0.0
+    json.dumps(out)  # serialisable, ready for the LLM prompt
