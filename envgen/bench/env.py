@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections.abc import Callable
 
@@ -78,6 +79,8 @@ def vec_sps(seconds: float, seed: int, workers: int) -> float:
 
 def run(args: argparse.Namespace) -> int:
     result: dict[str, float] = {}
+    load = os.getloadavg()[0]
+    print(f"load average (1 min) at start: {load:.2f} on {os.cpu_count()} cores")
     result["stock_sps"] = stock_sps(args.seconds, args.seed)
     print(f"stock crafter.Env:   {result['stock_sps']:8.0f} steps/s (random policy, resets)")
     result["ours_sps"] = ours_sps(args.seconds, args.seed)
@@ -93,5 +96,6 @@ def run(args: argparse.Namespace) -> int:
             f"CrafterVecEnv x{VEC_ENVS}, {args.workers} workers: {result['vec_sps']:8.0f} steps/s "
             f"({result['vec_speedup']:.2f}x 1 worker)"
         )
+    result["load_average"] = (load + os.getloadavg()[0]) / 2  # others' jobs skew figures
     print(json.dumps({key: round(value, 2) for key, value in result.items()}))
     return 0
