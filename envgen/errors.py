@@ -37,3 +37,14 @@ class StatsInputError(EnvGenError, ValueError):
     def __init__(self, field: str, message: str):
         self.field = field
         super().__init__(f"{field}: {message}")
+
+
+class ReportInputError(EnvGenError, ValueError):
+    """A results file read by `envgen.report` (runs.json, a run directory) is malformed.
+
+    `path` names the file and field at fault.
+    """
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"{path}: {message}")
