@@ -106,3 +106,14 @@ def test_bad_use_is_reported():
         designer.adapt({k: v for k, v in STATS.items() if k != "wake_up"})
     with pytest.raises(ConfigError, match="structured"):
         PromptOptions(structured="xml")
+
+
+def test_obfuscated_reask_speaks_obfuscated_names():
+    bad = '```json\n{"environment_settings": {"parameter1": "optionF"}}\n```'
+    good = '```json\n{"environment_settings": {"parameter1": "optionC"}}\n```'
+    llm = Scripted(bad, good)
+    parsed = EnvironmentDesigner(PromptOptions(obfuscate=True), llm).generate(1)
+    assert parsed.configs[0].target_biome == "mountain"
+    reask = llm.requests[1].messages[-1].content
+    assert "parameter1: 'optionF' is not allowed; allowed values: optionA" in reask
+    assert "target_biome" not in reask and "natural" not in reask

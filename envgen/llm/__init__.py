@@ -2,8 +2,10 @@
 
 Typical use by the EnvGen loop::
 
-    llm = CachedLLM("replay", DEFAULT_CACHE_DIR, BACKENDS["local"])
-    designer = EnvironmentDesigner(PromptOptions(structured="json_object"), llm)
+    backend = BACKENDS["local"]          # or backend_config("openai", model=...)
+    llm = CachedLLM("replay", DEFAULT_CACHE_DIR, backend)
+    options = PromptOptions(initial_set=0, structured=backend.structured)
+    designer = EnvironmentDesigner(options, llm)
     configs = designer.generate(4).configs            # cycle 1
     configs = designer.adapt(success_stats).configs   # cycles 2..N
     write_accounting(llm.ledger, run_dir / "llm_accounting.json")

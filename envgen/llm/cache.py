@@ -140,7 +140,7 @@ class CachedLLM:
 
     def _miss_message(self, request: ChatRequest, key: str) -> str:
         command = self._record_command(request.label, self.backend)
-        if command and self.cache.directory != DEFAULT_CACHE_DIR:
+        if command and self.cache.directory.resolve() != DEFAULT_CACHE_DIR.resolve():
             command += f" --cache-dir {self.cache.directory}"
         how = (
             f"Record it with:\n  {command}"

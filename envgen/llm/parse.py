@@ -106,11 +106,13 @@ def parse_environments(
 
 def _shortfall(found: int, n: int, failures: list[str], notes: list[str]) -> str:
     lines = [f"- {x}" for x in (*notes, *failures)]
-    if not failures:
+    if not failures and not found:
         lines.append(
             "- the reply contains no JSON object; write each environment as a JSON object "
             "in its own ```json block"
         )
+    elif not failures:
+        lines.append(f"- the reply holds only {found}; write exactly {n}, each in its own block")
     return f"expected {n} environment(s), found {found} usable:\n" + "\n".join(lines)
 
 
