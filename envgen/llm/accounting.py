@@ -8,13 +8,11 @@ from the cache.
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from envgen.llm.client import LOCAL_MODEL
+from envgen.llm.files import write_json_atomic
 from envgen.llm.request import ChatResponse
 
 # USD per 1M tokens (input, output), OpenAI's published prices for these model ids.
@@ -89,19 +87,3 @@ def cost_usd(model: str, tally: Tally) -> float | None:
 def write_accounting(ledger: Ledger, path: Path) -> None:
     """Write `ledger.summary()` as JSON (atomically) to `path`, e.g. next to results."""
     write_json_atomic(path, ledger.summary())
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temporary file beside `path`, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, ensure_ascii=False, sort_keys=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

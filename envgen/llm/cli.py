@@ -121,6 +121,14 @@ def _backend(args: argparse.Namespace) -> Iterator[BackendConfig]:
 
 
 def _record(args: argparse.Namespace) -> int:
+    try:
+        return _record_calls(args)
+    except EnvGenError as exc:  # missing key, unreachable server, cache conflict
+        print(f"envgen llm record: {exc}", file=sys.stderr)
+        return 2
+
+
+def _record_calls(args: argparse.Namespace) -> int:
     labels = args.call or list(PLANNED_CALLS)
     failed = 0
     with _backend(args) as backend:
