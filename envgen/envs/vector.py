@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -145,6 +146,10 @@ class CrafterVecEnv:
         self.config_indices = assign_configs(len(self.configs), self.num_envs, weights)
         self._call("mixture", (self.configs, self.config_indices))
 
+    def worker_cpu_seconds(self) -> list[float]:
+        """CPU seconds each worker process has used so far (for benchmarks)."""
+        return self._call("cpu", None)
+
     def close(self) -> None:
         if self._closed:
             return
@@ -232,6 +237,8 @@ def _worker(conn, block, seeds, shared, configs, config_indices) -> None:
                     else:
                         obs[i] = ob
                 conn.send(episodes)
+            elif command == "cpu":
+                conn.send(time.process_time())
             elif command == "mixture":
                 new_configs, new_indices = data
                 for i in indices:

@@ -1,0 +1,14 @@
+"""`envgen bench env` at a tiny budget: runs both envs and ends with its JSON line."""
+
+from __future__ import annotations
+
+import json
+
+from envgen.cli import main
+
+
+def test_bench_env_prints_json_last(capsys) -> None:
+    assert main(["bench", "env", "--seconds", "0.2", "--workers", "2"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    for key in ("ours_sps", "stock_sps", "ratio", "vec_sps", "vec_sps_1_worker"):
+        assert result[key] > 0, key
