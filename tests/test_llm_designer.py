@@ -117,3 +117,22 @@ def test_obfuscated_reask_speaks_obfuscated_names():
     reask = llm.requests[1].messages[-1].content
     assert "parameter1: 'optionF' is not allowed; allowed values: optionA" in reask
     assert "target_biome" not in reask and "natural" not in reask
+
+
+@pytest.mark.parametrize("keep", [0, 1, 2])
+def test_bounded_history_keeps_first_and_last_cycles(keep):
+    llm = Scripted(*[GOOD] * 6)
+    designer = EnvironmentDesigner(PromptOptions(history_cycles=keep), llm)
+    designer.generate(1)
+    for _ in range(5):
+        designer.adapt(STATS)
+    sent = [len(r.messages) for r in llm.requests]
+    if keep == 0:
+        assert sent == [1, 3, 5, 7, 9, 11]  # the paper: the whole conversation
+    else:
+        full = [1, 3, 5, 7, 9, 11]
+        cap = 2 + 2 * keep + 1  # first exchange, `keep` earlier cycles, the new prompt
+        assert sent == [min(n, cap) for n in full]
+        last = llm.requests[-1].messages
+        assert last[:2] == tuple(designer.messages[:2])
+        assert last[-1] == designer.messages[-2]  # the newest prompt, before its reply

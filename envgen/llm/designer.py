@@ -42,6 +42,9 @@ class PromptOptions:
     """Sampling temperature; the paper uses 0."""
     max_reasks: int = 1
     """Re-asks after an unusable reply before giving up."""
+    history_cycles: int = 0
+    """0 keeps the whole conversation (the paper); k > 0 sends the first cycle's exchange
+    and only the last k earlier cycles, so many cycles fit a small model's context."""
 
     def __post_init__(self) -> None:
         env_spec(self.env)
@@ -49,8 +52,8 @@ class PromptOptions:
             raise ConfigError(
                 "structured", f"{self.structured!r} unknown; use one of {', '.join(DIALECTS)}"
             )
-        if self.initial_set < 0 or self.max_reasks < 0:
-            raise ConfigError("initial_set/max_reasks", "must be >= 0")
+        if self.initial_set < 0 or self.max_reasks < 0 or self.history_cycles < 0:
+            raise ConfigError("initial_set/max_reasks/history_cycles", "must be >= 0")
 
 
 def max_tokens(n: int) -> int:
@@ -76,6 +79,7 @@ class EnvironmentDesigner:
         self._spec = env_spec(options.env)
         self._names = self._spec.name_map(options.obfuscate)
         self._n = 0
+        self._cycle_starts: list[int] = []  # index in `messages` of each cycle's prompt
 
     @property
     def cycle(self) -> int:
@@ -107,11 +111,12 @@ class EnvironmentDesigner:
         opts = self.options
         label = call_label(opts, self._n, self.cycle + 1)
         schema = reply_schema(self._spec.environment_schema(self._names), self._n, explain)
+        self._cycle_starts.append(len(self.messages))
         self.messages.append(Message("user", prompt))
         attempt = 0
         while True:
             request = ChatRequest(
-                messages=tuple(self.messages),
+                messages=self._sent_messages(),
                 temperature=opts.temperature,
                 seed=opts.initial_set,
                 max_tokens=max_tokens(self._n),
@@ -136,6 +141,16 @@ class EnvironmentDesigner:
                 continue
             self.results.append(parsed)
             return parsed
+
+
+    def _sent_messages(self) -> tuple[Message, ...]:
+        """The conversation as sent: whole, or first cycle + last `history_cycles` + now."""
+        keep = self.options.history_cycles
+        starts = self._cycle_starts
+        if keep == 0 or len(starts) <= keep + 2:
+            return tuple(self.messages)
+        first = self.messages[: starts[1]]
+        return tuple(first + self.messages[starts[-1 - keep] :])
 
 
 def _reask_text(error: str, n: int, cut: bool) -> str:

@@ -228,6 +228,7 @@ def execute_run(
                 initial_set=config.initial_set,
                 obfuscate=config.obfuscated,
                 structured=llm.backend.structured,
+                history_cycles=config.llm_history_cycles,
             ),
             call_log,
         )

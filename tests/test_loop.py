@@ -1,0 +1,177 @@
+"""Tiny real runs of the EnvGen loop and its baselines (replayed LLM, small network).
+
+The EnvGen run replays `tests/data/loop_cache/`: the bundled local model's replies to
+this tiny run's four calls (the adaptation prompts hold the agent's evaluation, so
+they were recorded by running this exact config once with `--llm-mode fill`; see
+`record_command` below). A miss therefore means training is no longer bit-identical
+to the recorded run on this machine: the failure names the command that re-records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envgen.errors import CacheMissError
+from envgen.llm.cache import CachedLLM
+from envgen.llm.client import backend_config
+from envgen.loop.config import RunConfig
+from envgen.loop.paths import RunPaths
+from envgen.loop.runner import RunOptions, execute_run
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+LOOP_CACHE = REPO / "tests" / "data" / "loop_cache"
+PIPELINE_CACHE = REPO / "data" / "llm_cache"
+TINY_PPO = {"num_envs": 4, "num_steps": 64, "minibatches": 4, "checkpoint_every": 512}
+TINY = RunConfig(
+    n_cycles=4,
+    llm_env_steps=512,
+    orig_env_steps=512,
+    final_steps=1024,
+    eval_episodes=2,
+    model="nature",
+    ppo=tuple(sorted(TINY_PPO.items())),
+)
+VOLATILE = {"wall_s"}  # the only final metric allowed to differ between equal runs
+
+
+def record_command(config_path: Path) -> str:
+    return (
+        f"envgen run {config_path} --seed 0 --llm-mode fill --backend local "
+        f"--cache-dir tests/data/loop_cache --runs-root /tmp/loop-record"
+    )
+
+
+def replay_llm(cache_dir: Path = LOOP_CACHE) -> CachedLLM:
+    return CachedLLM("replay", cache_dir, backend_config("local"))
+
+
+def stable(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if k not in VOLATILE}
+
+
+@pytest.fixture(scope="module")
+def envgen_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    try:
+        return execute_run(TINY, 0, root, replay_llm())
+    except CacheMissError as exc:
+        config_path = root / "tiny.yaml"
+        config_path.write_text(json.dumps(TINY.to_dict()))
+        pytest.fail(
+            f"{exc}\nThe tiny run no longer reproduces the recorded one. If training "
+            f"changed on purpose, re-record with:\n  {record_command(config_path)}"
+        )
+
+
+def test_envgen_run_artifacts(envgen_run: Path):
+    calls = json.loads((envgen_run / "llm_calls.json").read_text())
+    assert [c["label"] for c in calls] == [
+        "crafter/initial/n4/set0",
+        "crafter/adapt2/n4/set0",
+        "crafter/adapt3/n4/set0",
+        "crafter/adapt4/n4/set0",
+    ]
+    assert all(c["cached"] for c in calls)
+    cycles = sorted((envgen_run / "cycles").iterdir())
+    assert len(cycles) == 4
+    for i, cycle in enumerate(cycles, start=1):
+        envs = json.loads((cycle / "environments.json").read_text())["configs"]
+        assert len(envs) == 4
+        evaluation = json.loads((cycle / "evaluation.json").read_text())
+        assert set(evaluation["success_mean"]) == set(evaluation["success_std"])
+        assert (cycle / "feedback.txt").is_file() == (i > 1)
+    feedback = (cycles[1] / "feedback.txt").read_text()
+    assert "+/-" in feedback and "collect_wood" in feedback.replace(" ", "_").lower()
+    metrics = json.loads((envgen_run / "final_metrics.json").read_text())
+    assert metrics["llm_calls"] == 4
+    assert metrics["global_steps"] >= TINY.total_steps
+    accounting = json.loads((envgen_run / "llm_accounting.json").read_text())
+    assert accounting["calls"] == 4 and accounting["cost_usd"] == 0.0
+
+
+def test_finished_run_is_not_redone(envgen_run: Path):
+    before = (envgen_run / "final_metrics.json").stat().st_mtime_ns
+    again = execute_run(TINY, 0, envgen_run.parent.parent, replay_llm())
+    assert again == envgen_run
+    assert (envgen_run / "final_metrics.json").stat().st_mtime_ns == before
+
+
+def test_killed_run_resumes_to_the_same_result(envgen_run: Path, tmp_path: Path):
+    config_path = tmp_path / "tiny.yaml"
+    config_path.write_text(json.dumps(TINY.to_dict()))
+    root = tmp_path / "runs"
+    command = [
+        sys.executable,
+        "-m",
+        "envgen.cli",
+        "run",
+        str(config_path),
+        "--seed",
+        "0",
+        "--runs-root",
+        str(root),
+        "--cache-dir",
+        str(LOOP_CACHE),
+    ]
+    paths = RunPaths.of(root, TINY, 0)
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not (paths.cycle(2) / "evaluation.json").is_file():
+        assert proc.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline, "the run made no progress"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not paths.finished
+    done = subprocess.run([*command, "--resume"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    resumed = json.loads(paths.final_metrics.read_text())
+    uninterrupted = json.loads((envgen_run / "final_metrics.json").read_text())
+    assert stable(resumed) == stable(uninterrupted)
+
+
+def test_cache_miss_stops_before_anything_is_written(tmp_path: Path):
+    empty = tmp_path / "empty_cache"
+    empty.mkdir()
+    with pytest.raises(CacheMissError, match="crafter/initial/n4/set0"):
+        execute_run(TINY, 0, tmp_path / "runs", replay_llm(empty))
+    assert not (tmp_path / "runs").exists()
+
+
+def test_partial_run_needs_resume(tmp_path: Path):
+    paths = RunPaths.of(tmp_path, TINY, 0)
+    paths.root.mkdir(parents=True)
+    with pytest.raises(RuntimeError, match="--resume"):
+        execute_run(TINY, 0, tmp_path, replay_llm(), RunOptions(resume=False))
+
+
+BASELINES = {
+    "original_only": {"method": "original_only"},
+    "fixed": {"method": "fixed", "n_cycles": 2},
+    "easy_to_hard": {"method": "easy_to_hard", "n_cycles": 2, "validation_steps": 256},
+    "adversarial": {"method": "adversarial", "n_cycles": 2, "validation_steps": 256},
+}
+
+
+@pytest.mark.parametrize("name", sorted(BASELINES))
+def test_baseline_runs(name: str, tmp_path: Path):
+    config = TINY.replace(**BASELINES[name], final_steps=512)
+    root = execute_run(config, 0, tmp_path / "runs", replay_llm(PIPELINE_CACHE))
+    metrics = json.loads((root / "final_metrics.json").read_text())
+    assert metrics["method"] == name and metrics["episodes"] > 0
+    assert metrics["llm_calls"] == {"original_only": 0, "fixed": 1}.get(name, metrics["llm_calls"])
+    if name in ("easy_to_hard", "adversarial"):
+        scores = json.loads((root / "validation.json").read_text())
+        assert len(scores) == config.curriculum_pool
+        chosen = json.loads((root / "cycles/cycle-01/environments.json").read_text())
+        assert len(chosen["pool_indices"]) == config.envs_per_call
