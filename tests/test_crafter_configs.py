@@ -98,6 +98,12 @@ def test_semantic_map_only_on_request() -> None:
     assert info["semantic"][32, 32] == len(MATERIAL_IDS) + 1  # the player
 
 
-def test_bad_length_names_the_field() -> None:
+def test_bad_input_names_the_field() -> None:
     with pytest.raises(ValueError, match="length"):
         CrafterEnv(length=0)
+    env = CrafterEnv(seed=0)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
+    env.reset()
+    with pytest.raises(ValueError, match="action"):
+        env.step(17)

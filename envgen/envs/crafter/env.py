@@ -111,6 +111,10 @@ class CrafterEnv:
         player, world = self._player, self._world
         if player is None:
             raise RuntimeError("step() before reset(): call reset() first")
+        if not 0 <= action < len(ACTIONS):
+            raise ValueError(
+                f"action: expected an integer in [0, {len(ACTIONS) - 1}], got {action}"
+            )
         self._step += 1
         world.daylight = _daylight(self._step)
         player.action = ACTIONS[action]
