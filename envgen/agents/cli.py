@@ -6,13 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-import torch
-
 from envgen.agents.config import MODEL_PRESETS, PPOConfig, model_preset
-from envgen.agents.evaluate import training_window
-from envgen.agents.runlog import read_jsonl
-from envgen.agents.trainer import Trainer, crafter_vec_env_factory
-from envgen.envs.crafter.config import CrafterConfig
 
 DESCRIPTION = """\
 Train the paper's PPO agent (Table 9 hyper-parameters) in stock Crafter.
@@ -72,6 +66,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import torch  # heavy imports here keep `envgen --help` fast
+
+    from envgen.agents.evaluate import training_window
+    from envgen.agents.runlog import read_jsonl
+    from envgen.agents.trainer import Trainer, crafter_vec_env_factory
+    from envgen.envs.crafter.config import CrafterConfig
+
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     ppo_cfg = PPOConfig(
         num_envs=args.num_envs,
