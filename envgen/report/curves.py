@@ -1,0 +1,49 @@
+"""Crafter score against environment steps, from runs' episodes.jsonl.
+
+Steps are cut into bins of equal width from step 0; each bin's score is the Crafter
+score (`envgen.scoring.summarize`) of the episodes that ended in it, pooled over the
+row's runs. Only episodes of the original game count (phases `ORIGINAL_GAME_PHASES`): the
+LLM environments start with items and differ per cycle, so their scores do not
+compare with Crafter's. The paper draws no such curve; bins, not a moving window,
+so that rows given the same `bin_steps` are scored at the same steps (docs/report.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from envgen.scoring import summarize
+
+ORIGINAL_GAME_PHASES = re.compile(r"^(orig\d+|pretrain|final)$")
+BINS_PER_CURVE = 40  # `bin_width` divides a table's longest run into this many bins
+
+
+def bin_width(total_steps: int, bins: int = BINS_PER_CURVE) -> int:
+    """Bin width in steps that cuts `total_steps` into about `bins` bins (at least 1)."""
+    return max(1, -(-total_steps // bins))
+
+
+def score_vs_step(
+    runs: Sequence[Sequence[Mapping[str, Any]]],
+    bin_steps: int,
+    phases: re.Pattern[str] = ORIGINAL_GAME_PHASES,
+) -> pd.DataFrame:
+    """Columns step (a bin's right edge), score (%), reward, episodes; empty bins left out.
+
+    `runs`: each run's episodes (episodes.jsonl lines with `step`, `phase`); an episode
+    ending at step s falls in the bin (k * bin_steps, (k + 1) * bin_steps] holding s.
+    """
+    by_bin: dict[int, list[Mapping[str, Any]]] = {}
+    for run in runs:
+        for ep in run:
+            if phases.match(ep["phase"]):
+                by_bin.setdefault(-(-ep["step"] // bin_steps), []).append(ep)
+    lines = []
+    for k in sorted(by_bin):
+        s = summarize(by_bin[k])
+        lines.append([k * bin_steps, s["score"], s["reward"], s["episodes"]])
+    return pd.DataFrame(lines, columns=["step", "score", "reward", "episodes"])

@@ -1,0 +1,327 @@
+"""The paper's figures from our runs: one function per figure (inputs, output path).
+
+Each figure function takes plain data and an output path without suffix and writes
+<path>.png and <path>.pdf (matplotlib's object API, whose `Figure` draws with Agg:
+no pyplot, no global figure state). `main` reads runs.json files, picks the
+rows each figure needs (by the paper's labels, `RowRecord.claim_label`) and writes
+every figure it has data for, plus the score-vs-step CSVs for `dvc plots show`:
+
+    python -m envgen.report.figures RUNS_JSON... --out paper_figures --plots results/plots
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from envgen.errors import EnvGenError
+from envgen.report.curves import bin_width, score_vs_step
+from envgen.report.inputs import (
+    DONE,
+    Cycle,
+    RowRecord,
+    RunRecord,
+    TableRecord,
+    load_tables,
+    read_cycles,
+    read_episodes,
+    read_run_config,
+)
+from envgen.report.select import CRAFTER_ONLY, rows_by_label
+from envgen.scoring import ACHIEVEMENTS
+from envgen.stats.claims import ENVGEN
+from envgen.stats.paper import load_reported_per_achievement
+
+FORMATS = ("png", "pdf")
+# Figure 5's achievements (the paper's three, after the easier steps leading to them,
+# so that a smoke-scale run, which unlocks only the first ones, still draws a curve).
+FIRST_UNLOCK_ACHIEVEMENTS = (
+    "collect_wood",
+    "place_table",
+    "make_wood_pickaxe",
+    "make_stone_pickaxe",
+    "make_iron_pickaxe",
+    "make_iron_sword",
+)
+LOG_FLOOR = 0.01  # percent: the bottom of Figure 4's log axis (0% has no log)
+GALLERY_SEED = 0  # world seed of every gallery preview
+
+
+def save(fig: Figure, out: Path) -> list[Path]:
+    """Write `fig` as <out>.png and <out>.pdf."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    paths = [out.with_name(f"{out.name}.{fmt}") for fmt in FORMATS]
+    for path in paths:
+        fig.savefig(path, dpi=120, bbox_inches="tight", metadata=_metadata(path))
+    return paths
+
+
+def _metadata(path: Path) -> dict[str, Any]:
+    """No creation date in the files, so equal inputs give equal bytes."""
+    return {"CreationDate": None} if path.suffix == ".pdf" else {"Software": None}
+
+
+# --- Figure 4: per-achievement success rates --------------------------------------------
+def per_achievement(
+    ours: Mapping[str, Mapping[str, float]], paper: pd.DataFrame, out: Path
+) -> list[Path]:
+    """Success rate (%) of each achievement, log scale: ours beside the paper's Figure 4.
+
+    `ours`: {"Crafter only": rates, "EnvGen": rates}, rates {achievement: % averaged over
+    runs}. `paper`: `load_reported_per_achievement()` (approximate values read off the
+    paper's bars). Zero rates have no bar (log scale).
+    """
+    bars = {
+        "paper: PPO 1.96M Crafter": paper["ppo_1.96M_crafter"],
+        "paper: PPO + EnvGen": paper["ppo_envgen"],
+        **{f"ours: {label}": pd.Series(rates) for label, rates in ours.items()},
+    }
+    colors = ["#bbbbbb", "#7aa6d6", "#555555", "#1f4e99"]
+    x = np.arange(len(ACHIEVEMENTS))
+    width = 0.8 / len(bars)
+    fig = Figure(layout="constrained", figsize=(14, 4.5))
+    ax = fig.subplots()
+    for i, (label, rates) in enumerate(bars.items()):
+        values = np.array([rates.get(a, np.nan) for a in ACHIEVEMENTS], dtype=float)
+        values[values <= 0] = np.nan
+        ax.bar(x + (i - (len(bars) - 1) / 2) * width, values, width, label=label, color=colors[i])
+    ax.set_yscale("log")
+    ax.set_ylim(LOG_FLOOR, 100)
+    ax.set_xticks(x, [a.replace("_", " ") for a in ACHIEVEMENTS], rotation=60, ha="right")
+    ax.set_ylabel("success rate (%)")
+    ax.set_title(
+        "Per-achievement success rate (paper Figure 4; paper values approximate; no bar = 0%)",
+        pad=28,
+    )
+    ax.legend(ncol=len(bars), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    return save(fig, out)
+
+
+# --- Figure 5: first unlocks over the final Crafter steps -------------------------------
+def first_unlock(
+    runs: Mapping[str, Sequence[RunRecord]],
+    final_steps: int,
+    out: Path,
+    achievements: Sequence[str] = FIRST_UNLOCK_ACHIEVEMENTS,
+) -> list[Path]:
+    """Fraction of runs that have unlocked each achievement by step t of the final phase.
+
+    `runs`: {label: runs of that row}; `final_steps`: length of the final phase (x axis).
+    """
+    fig = Figure(layout="constrained", figsize=(3 * len(achievements), 3))
+    axes = fig.subplots(1, len(achievements), sharey=True, squeeze=False)[0]
+    grid = np.linspace(0, final_steps, 200)
+    for ax, achievement in zip(axes, achievements, strict=True):
+        for label, row_runs in runs.items():
+            steps = [r.first_unlock_step.get(achievement) for r in row_runs]
+            unlocked = np.array([s for s in steps if s is not None], dtype=float)
+            fraction = [(unlocked <= t).sum() / len(row_runs) for t in grid]
+            ax.step(grid, fraction, where="post", label=f"{label} ({len(row_runs)} runs)")
+        ax.set_title(achievement.replace("_", " "), fontsize=9)
+        ax.set_xlabel("step of the final phase")
+        ax.set_ylim(-0.05, 1.05)
+    axes[0].set_ylabel("fraction of runs unlocked")
+    axes[0].legend(fontsize=7)
+    fig.suptitle("First unlock during the final Crafter steps (paper Figure 5)")
+    return save(fig, out)
+
+
+# --- Figure 6: adaptation across cycles ------------------------------------------------
+def adaptation(cycles: Sequence[Cycle], out: Path, title: str) -> list[Path]:
+    """Each skill's success per cycle (heatmap) beside what the LLM changed each cycle.
+
+    `cycles`: one run's cycles, each with its evaluation (adaptive EnvGen runs).
+    """
+    evaluated = [c for c in cycles if c.evaluation is not None]
+    success = np.array([[c.evaluation["success_mean"][a] for c in evaluated] for a in ACHIEVEMENTS])
+    fig = Figure(layout="constrained", figsize=(14, 7))
+    ax, text = fig.subplots(1, 2, width_ratios=[max(len(evaluated), 2), 5])
+    image = ax.imshow(success, aspect="auto", cmap="viridis", vmin=0, vmax=100)
+    for (i, j), value in np.ndenumerate(success):
+        ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=7, color="w")
+    ax.set_xticks(range(len(evaluated)), [f"cycle {c.index}" for c in evaluated])
+    ax.set_yticks(range(len(ACHIEVEMENTS)), [a.replace("_", " ") for a in ACHIEVEMENTS])
+    ax.set_title("success % in Crafter after each cycle")
+    fig.colorbar(image, ax=ax, fraction=0.05)
+    text.axis("off")
+    text.set_title("what the LLM set (cycle 1) and changed (later cycles)")
+    text.text(0, 1, "\n".join(change_lines(cycles)), va="top", family="monospace", fontsize=7)
+    fig.suptitle(title)
+    return save(fig, out)
+
+
+def change_lines(cycles: Sequence[Cycle], width: int = 110) -> list[str]:
+    """Text lines: cycle 1's environments in full, later ones as changes per environment.
+
+    Settings are flattened (`target_biome`, `coal_rarity`, ..., inventory items; an
+    item not given counts as 0); a change reads `name old->new`.
+    """
+    lines: list[str] = []
+    previous: list[dict[str, Any]] = []
+    for cycle in cycles:
+        lines.append(f"cycle {cycle.index}:")
+        current = [_flat(env) for env in cycle.environments]
+        for i, env in enumerate(current):
+            if i < len(previous):
+                old = previous[i]
+                keys = sorted(set(old) | set(env), key=lambda k: (k not in _SETTINGS, k))
+                changes = [
+                    f"{k} {old.get(k, 0)}->{env.get(k, 0)}"
+                    for k in keys
+                    if old.get(k, 0) != env.get(k, 0)
+                ]
+                text = ", ".join(changes) or "unchanged"
+            else:
+                text = ", ".join(f"{k}={v}" for k, v in env.items())
+            lines += textwrap.wrap(
+                f"env {i + 1}: {text}", width, initial_indent="  ", subsequent_indent="      "
+            )
+        previous = current
+    return lines
+
+
+_SETTINGS = ("target_biome", "coal_rarity", "iron_rarity", "diamond_rarity", "tree_rarity")
+
+
+def _flat(env: Mapping[str, Any]) -> dict[str, Any]:
+    """Environment settings, then the inventory items given (non-zero), in that order."""
+    settings = env.get("environment_settings", {})
+    flat = {k: settings[k] for k in _SETTINGS if k in settings}
+    flat.update({k: v for k, v in sorted(env.get("inventory_settings", {}).items()) if v})
+    return flat
+
+
+# --- score against steps -----------------------------------------------------------------
+def score_curves(curves: Mapping[str, pd.DataFrame], out: Path, title: str) -> list[Path]:
+    """Crafter score against global step, one line per row (`curves`: {row: step, score})."""
+    fig = Figure(layout="constrained", figsize=(8, 4.5))
+    ax = fig.subplots()
+    for label, curve in curves.items():
+        ax.plot(curve["step"], curve["score"], marker=".", label=label)
+    ax.set_xlabel("environment step")
+    ax.set_ylabel("Crafter score (%), original-game episodes")
+    ax.set_title(title)
+    if curves:
+        ax.legend(fontsize=7)
+    return save(fig, out)
+
+
+# --- gallery of generated environments --------------------------------------------------
+def gallery(cycles: Sequence[Cycle], out: Path, title: str) -> list[Path]:
+    """World maps of every cycle's LLM environments (rows: cycles, columns: environments)."""
+    from envgen.envs.crafter.config import LLM_ENV_LENGTH, CrafterConfig
+    from envgen.envs.crafter.preview import render_world_map
+
+    n_cols = max(len(c.environments) for c in cycles)
+    fig = Figure(layout="constrained", figsize=(2.6 * n_cols, 2.9 * len(cycles)))
+    axes = fig.subplots(len(cycles), n_cols, squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for row, cycle in enumerate(cycles):
+        for col, env in enumerate(cycle.environments):
+            config = CrafterConfig.from_dict(env, default_length=LLM_ENV_LENGTH)
+            axes[row, col].imshow(render_world_map(config, GALLERY_SEED))
+            items = sum(v for _, v in config.inventory)
+            purpose = textwrap.shorten(config.purpose or "-", 28, placeholder="...")
+            axes[row, col].set_title(
+                f"cycle {cycle.index}, env {col + 1}: {purpose}\n"
+                f"{config.target_biome}, {items} items at start",
+                fontsize=8,
+            )
+    fig.suptitle(f"{title} (world seed {GALLERY_SEED})")
+    return save(fig, out)
+
+
+# --- main: pick the rows each figure needs ----------------------------------------------
+def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path) -> list[str]:
+    """Every figure the runs allow; returns one line per figure (written or why not)."""
+    log: list[str] = []
+    by_label = rows_by_label(tables)
+    pair = {"Crafter only": by_label.get(CRAFTER_ONLY, ()), "EnvGen": by_label.get(ENVGEN, ())}
+    if all(pair.values()):
+        ours = {label: _mean_rates(runs) for label, runs in pair.items()}
+        log += _done(
+            per_achievement(ours, load_reported_per_achievement(), out_dir / "fig4_per_achievement")
+        )
+        final_steps = int(read_run_config(pair["EnvGen"][0].run_dir)["final_steps"])
+        log += _done(first_unlock(pair, final_steps, out_dir / "fig5_first_unlock"))
+    else:
+        missing = [
+            f"{CRAFTER_ONLY!r}" * (not pair["Crafter only"]),
+            f"{ENVGEN!r}" * (not pair["EnvGen"]),
+        ]
+        log.append(
+            f"skipped fig4, fig5: no finished runs of {' and '.join(m for m in missing if m)}"
+        )
+    adaptive = _first_adaptive_run(by_label.get(ENVGEN, ()))
+    if adaptive is None:
+        log.append(f"skipped fig6, gallery: no {ENVGEN!r} run with evaluated cycles")
+    else:
+        cycles = read_cycles(adaptive.run_dir)
+        name = f"{ENVGEN}, seed {adaptive.seed}, initial set {adaptive.initial_set}"
+        log += _done(adaptation(cycles, out_dir / "fig6_adaptation", f"Adaptation: {name}"))
+        log += _done(gallery(cycles, out_dir / "gallery", f"LLM environments of {name}"))
+    for table in tables:
+        done = [row for row in table.rows if row.status == DONE]
+        width = bin_width(max((r.global_steps for row in done for r in row.runs), default=1))
+        curves = {row.row: _curve(row, width) for row in done}
+        curves = {label: c for label, c in curves.items() if len(c)}
+        plot_dir = plots_dir / table.table
+        plot_dir.mkdir(parents=True, exist_ok=True)
+        for label, curve in curves.items():
+            curve.to_csv(plot_dir / f"{_slug(label)}.csv", index=False, float_format="%.6g")
+        title = f"{table.table}: score against steps ({table.profile} profile)"
+        log += _done(score_curves(curves, out_dir / f"score_vs_step_{table.table}", title))
+    return log
+
+
+def _mean_rates(runs: Sequence[RunRecord]) -> dict[str, float]:
+    return {a: float(np.mean([r.success_rates[a] for r in runs])) for a in ACHIEVEMENTS}
+
+
+def _first_adaptive_run(runs: Sequence[RunRecord]) -> RunRecord | None:
+    for run in sorted(runs, key=lambda r: (r.initial_set, r.seed)):
+        if any(c.evaluation is not None for c in read_cycles(run.run_dir)):
+            return run
+    return None
+
+
+def _curve(row: RowRecord, width: int) -> pd.DataFrame:
+    return score_vs_step([read_episodes(r.run_dir) for r in row.runs], width)
+
+
+def _slug(label: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in label).strip("_").lower()
+
+
+def _done(paths: list[Path]) -> list[str]:
+    return [f"wrote {p}" for p in paths]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m envgen.report.figures", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("runs", nargs="+", type=Path, help="runs.json files, one per table")
+    parser.add_argument("--out", type=Path, required=True, help="figure directory")
+    parser.add_argument("--plots", type=Path, required=True, help="score-vs-step CSV directory")
+    args = parser.parse_args(argv)
+    try:
+        lines = write_figures(load_tables(args.runs), args.out, args.plots)
+    except EnvGenError as exc:
+        print(f"envgen.report.figures: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

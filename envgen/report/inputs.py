@@ -1,0 +1,260 @@
+"""Read what the pipeline's train stages wrote: `runs.json` per table and run directories.
+
+`runs.json` (one per table, written by the pipeline) lists each row of the table with
+its status and, for rows that ran, one record per (seed, initial set) run. A run's
+`run_dir` is `results/runs/<config-hash>/seed-<K>/` as `envgen run` lays it out
+(envgen/loop/paths.py); a relative `run_dir` is resolved against the working
+directory, which is the repository root under `dvc repro`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from envgen.agents.runlog import read_jsonl
+from envgen.errors import ReportInputError
+from envgen.scoring import ACHIEVEMENTS
+from envgen.stats.claims import SAME_EXPERIMENT
+
+DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY = (
+    "done",
+    "not_recorded",
+    "failed",
+    "not_implemented",
+    "reported_only",
+)
+STATUSES = (DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    """One finished (config, seed) run of a row, as runs.json lists it."""
+
+    seed: int
+    """The run's seed."""
+    initial_set: int
+    """Which initial LLM environment set the run used."""
+    run_dir: Path
+    """Its directory (`results/runs/<hash>/seed-<K>`)."""
+    score: float
+    """Crafter score (%) over the final phase's episodes (Heist: success %)."""
+    reward: float
+    """Mean episode return over the final phase."""
+    success_rates: Mapping[str, float]
+    """Percent of final-phase episodes unlocking each achievement."""
+    first_unlock_step: Mapping[str, int | None]
+    """Steps into the final phase at which each achievement was first unlocked."""
+    llm_calls: int
+    """LLM calls the run made (cache hits included)."""
+    global_steps: int
+    """Environment steps the run took in all."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RowRecord:
+    """One row of a table: its status and its runs (empty unless status is done)."""
+
+    row: str
+    """Row label as in replication/<table>.yaml."""
+    status: str
+    """One of `STATUSES`."""
+    reason: str
+    """For rows not done: why, and the command that fixes it."""
+    config_hash: str | None
+    """RunConfig hash of the row's runs; None for rows that are not run."""
+    reported_as: tuple[str, str] | None
+    """(table, row) of the paper's number this row is compared with, when not its own."""
+    runs: tuple[RunRecord, ...]
+    """Finished runs, in the order runs.json lists them."""
+
+    def claim_label(self) -> str:
+        """The paper's label for this experiment as `envgen.stats.PAPER_CLAIMS` name it."""
+        label = self.reported_as[1] if self.reported_as else self.row
+        return SAME_EXPERIMENT.get(label, label)
+
+
+@dataclasses.dataclass(frozen=True)
+class TableRecord:
+    """One table's runs.json."""
+
+    table: str
+    """Table id, e.g. "table2" (replication/<table>.yaml)."""
+    caption: str
+    """The table's caption."""
+    profile: str
+    """Profile the runs were made under ("smoke", "paper", ...)."""
+    claim_grade: bool
+    """Whether that profile may reproduce or contradict the paper's claims."""
+    rows: tuple[RowRecord, ...]
+    """Rows in the table's order."""
+    source: Path
+    """The runs.json file read."""
+
+    @property
+    def n_runs(self) -> int:
+        return sum(len(r.runs) for r in self.rows)
+
+
+def load_table(path: Path) -> TableRecord:
+    """Parse and check one runs.json; errors name the file and the field at fault."""
+    where = str(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ReportInputError(where, f"cannot read: {exc.strerror}; run the train stage") from None
+    except json.JSONDecodeError as exc:
+        raise ReportInputError(where, f"not JSON ({exc}); re-run the train stage") from None
+    data = _mapping(data, where)
+    rows = _field(data, "rows", list, where)
+    return TableRecord(
+        table=_field(data, "table", str, where),
+        caption=_field(data, "caption", str, where),
+        profile=_field(data, "profile", str, where),
+        claim_grade=_field(data, "claim_grade", bool, where),
+        rows=tuple(_row(r, f"{where}:rows[{i}]") for i, r in enumerate(rows)),
+        source=path,
+    )
+
+
+def load_tables(paths: list[Path]) -> list[TableRecord]:
+    """`load_table` for each path; table ids must be unique."""
+    tables = [load_table(p) for p in paths]
+    seen: dict[str, Path] = {}
+    for t in tables:
+        if t.table in seen:
+            raise ReportInputError(
+                str(t.source), f"table {t.table!r} is also in {seen[t.table]}; pass each once"
+            )
+        seen[t.table] = t.source
+    return tables
+
+
+def _row(data: Any, where: str) -> RowRecord:
+    data = _mapping(data, where)
+    status = _field(data, "status", str, where)
+    if status not in STATUSES:
+        raise ReportInputError(f"{where}.status", f"{status!r}; allowed: {', '.join(STATUSES)}")
+    runs = tuple(_run(r, f"{where}.runs[{i}]") for i, r in enumerate(data.get("runs") or []))
+    if (status == DONE) != bool(runs):
+        raise ReportInputError(
+            f"{where}.runs",
+            f"status {status!r} with {len(runs)} runs; a done row lists its runs, others none",
+        )
+    reported_as = data.get("reported_as")
+    if reported_as is not None:
+        reported_as = _mapping(reported_as, f"{where}.reported_as")
+        reported_as = (
+            _field(reported_as, "table", str, f"{where}.reported_as"),
+            _field(reported_as, "row", str, f"{where}.reported_as"),
+        )
+    return RowRecord(
+        row=_field(data, "row", str, where),
+        status=status,
+        reason=str(data.get("reason") or ""),
+        config_hash=data.get("config_hash"),
+        reported_as=reported_as,
+        runs=runs,
+    )
+
+
+def _run(data: Any, where: str) -> RunRecord:
+    data = _mapping(data, where)
+    rates = _mapping(_field(data, "success_rates", dict, where), f"{where}.success_rates")
+    missing = [a for a in ACHIEVEMENTS if a not in rates]
+    if missing and rates:
+        raise ReportInputError(f"{where}.success_rates", f"missing {missing}")
+    return RunRecord(
+        seed=_field(data, "seed", int, where),
+        initial_set=int(data.get("initial_set", 0)),
+        run_dir=Path(_field(data, "run_dir", str, where)),
+        score=_finite(data, "score", where),
+        reward=_finite(data, "reward", where),
+        success_rates={k: float(v) for k, v in rates.items()},
+        first_unlock_step=dict(data.get("first_unlock_step") or {}),
+        llm_calls=int(data.get("llm_calls", 0)),
+        global_steps=int(data.get("global_steps", 0)),
+    )
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ReportInputError(where, f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _field(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in data:
+        raise ReportInputError(f"{where}.{key}", "missing; the train stage writes it")
+    value = data[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if (bool not in kinds and isinstance(value, bool)) or not isinstance(value, kinds):
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise ReportInputError(f"{where}.{key}", f"expected {expected}, got {type(value).__name__}")
+    return value
+
+
+def _finite(data: Mapping[str, Any], key: str, where: str) -> float:
+    value = _field(data, key, (int, float), where)
+    if not math.isfinite(value):
+        raise ReportInputError(f"{where}.{key}", f"must be a finite number, got {value!r}")
+    return float(value)
+
+
+# --- a run directory -------------------------------------------------------------------
+def read_episodes(run_dir: Path) -> list[dict[str, Any]]:
+    """episodes.jsonl of a run: crafter stats.jsonl lines plus `step`, `phase`."""
+    path = run_dir / "episodes.jsonl"
+    if not path.is_file():
+        raise ReportInputError(str(path), "missing; the run is not finished or was moved")
+    return read_jsonl(path)
+
+
+def read_run_config(run_dir: Path) -> dict[str, Any]:
+    """run.yaml of a run (its RunConfig fields, seed and hash)."""
+    import yaml
+
+    path = run_dir / "run.yaml"
+    if not path.is_file():
+        raise ReportInputError(str(path), "missing; the run is not finished or was moved")
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Cycle:
+    """What one EnvGen cycle left in `cycles/cycle-NN/`."""
+
+    index: int
+    """1-based cycle number."""
+    environments: tuple[dict[str, Any], ...]
+    """The cycle's CrafterConfig dicts (the authors' JSON layout)."""
+    evaluation: dict[str, Any] | None
+    """evaluation.json (success_mean/std per achievement, step); None if not evaluated."""
+
+
+def read_cycles(run_dir: Path) -> list[Cycle]:
+    """The run's cycles in order; empty for runs without LLM environments."""
+    root = run_dir / "cycles"
+    if not root.is_dir():
+        return []
+    cycles = []
+    for directory in sorted(root.glob("cycle-*")):
+        index = int(directory.name.split("-")[1])
+        envs_path = directory / "environments.json"
+        if not envs_path.is_file():
+            continue
+        environments = json.loads(envs_path.read_text(encoding="utf-8"))["configs"]
+        eval_path = directory / "evaluation.json"
+        evaluation = json.loads(eval_path.read_text()) if eval_path.is_file() else None
+        cycles.append(Cycle(index, tuple(environments), evaluation))
+    return cycles
+
+
+def read_accounting(run_dir: Path) -> dict[str, Any] | None:
+    """llm_accounting.json (calls, tokens, cost_usd); None for runs that used no LLM."""
+    path = run_dir / "llm_accounting.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None

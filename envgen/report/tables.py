@@ -1,0 +1,204 @@
+"""Results tables: our rows beside the paper's, as CSV and Markdown, plus a metrics JSON.
+
+One table per runs.json. A row shows our mean, std, bootstrap 95% CI and number of
+runs (envgen.stats, docs/stats.md) next to the paper's mean +/- std
+(data/paper/reported_results.csv). Rows that did not run say why and how to fix it;
+reported-only rows show the paper's numbers alone.
+
+    python -m envgen.report.tables RUNS_JSON... --out results/tables \
+        --metrics results/metrics.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from envgen.errors import EnvGenError
+from envgen.report.inputs import DONE, RowRecord, TableRecord, load_tables
+from envgen.stats.paper import load_reported
+from envgen.stats.summary import summarize
+
+BOOTSTRAP_SEED = 0  # every row's CI resamples from this seed (docs/stats.md, "Per row")
+METRICS = ("score", "reward")
+COLUMNS = (
+    "row",
+    "status",
+    "n_runs",
+    *(f"{m}_{s}" for m in METRICS for s in ("mean", "std", "ci_low", "ci_high")),
+    *(f"paper_{m}_{s}" for m in METRICS for s in ("mean", "std")),
+    "paper_n_runs",
+    "note",
+)
+
+
+def table_frame(table: TableRecord, reported: pd.DataFrame) -> pd.DataFrame:
+    """One line per row with `COLUMNS`; NaN where a value does not exist.
+
+    `reported`: `envgen.stats.paper.load_reported()`.
+    """
+    lines = []
+    for row in table.rows:
+        line: dict[str, object] = {"row": row.row, "status": row.status, "n_runs": len(row.runs)}
+        if row.status == DONE:
+            for metric in METRICS:
+                values = [getattr(run, metric) for run in row.runs]
+                summary = summarize(values, name=f"{table.table}/{row.row}", seed=BOOTSTRAP_SEED)
+                line[f"{metric}_mean"], line[f"{metric}_std"] = summary.mean, summary.std
+                line[f"{metric}_ci_low"], line[f"{metric}_ci_high"] = (
+                    summary.ci_low,
+                    summary.ci_high,
+                )
+        line.update(_paper(reported, table.table, row))
+        line["note"] = _note(row)
+        lines.append(line)
+    return pd.DataFrame(lines, columns=list(COLUMNS))
+
+
+def _paper(reported: pd.DataFrame, table: str, row: RowRecord) -> dict[str, object]:
+    """The paper's numbers for `reported_as`, else (table, label), else the label alone.
+
+    Row labels are unique across the paper's tables (data/paper/README.md), so a row
+    that a table of ours borrows from another table is still found.
+    """
+    key = row.reported_as or (table, row.row)
+    if key in reported.index:
+        record = reported.loc[key]
+    else:
+        matches = reported[reported.index.get_level_values("row") == key[1]]
+        if len(matches) != 1:
+            return {"paper_n_runs": math.nan}
+        record = matches.iloc[0]
+    out: dict[str, object] = {
+        f"paper_{m}_{s}": float(record[f"{m}_{s}"]) for m in METRICS for s in ("mean", "std")
+    }
+    out["paper_n_runs"] = math.nan if pd.isna(record["n_runs"]) else int(record["n_runs"])
+    return out
+
+
+def _note(row: RowRecord) -> str:
+    if row.status == DONE:
+        return (
+            f"paper's number: {row.reported_as[0]} / {row.reported_as[1]}"
+            if row.reported_as
+            else ""
+        )
+    words = row.status.replace("_", " ")
+    return f"{words}: {row.reason}" if row.reason else words
+
+
+# --- Markdown ---------------------------------------------------------------------------
+def caption(table: TableRecord) -> str:
+    """The caption line: table, caption, profile, run count, and whether claim-grade."""
+    grade = "claim-grade" if table.claim_grade else "NOT claim-grade: smoke-scale numbers"
+    return (
+        f"{table.table}: {table.caption}. Profile `{table.profile}`, {grade}; "
+        f"{table.n_runs} runs. Ours: mean ± std, 95% bootstrap CI of the mean, n runs; "
+        f"paper: mean ± std."
+    )
+
+
+def to_markdown(table: TableRecord, frame: pd.DataFrame) -> str:
+    """The table as GitHub Markdown, caption first."""
+    header = (
+        "| Row | Score % (ours) | 95% CI | n | Reward (ours) | Score % (paper) | "
+        "Reward (paper) | Note |"
+    )
+    lines = [f"**{caption(table)}**", "", header, "|" + "---|" * 8]
+    for r in frame.itertuples(index=False):
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r.row,
+                    _pm(r.score_mean, r.score_std),
+                    _ci(r.score_ci_low, r.score_ci_high),
+                    str(r.n_runs) if r.status == DONE else "-",
+                    _pm(r.reward_mean, r.reward_std),
+                    _pm(r.paper_score_mean, r.paper_score_std),
+                    _pm(r.paper_reward_mean, r.paper_reward_std),
+                    r.note.replace("|", "\\|"),
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _pm(mean: float, std: float) -> str:
+    if pd.isna(mean):
+        return "-"
+    if pd.isna(std):
+        return f"{mean:.2f} (one run)"
+    return f"{mean:.2f} ± {std:.2f}"
+
+
+def _ci(low: float, high: float) -> str:
+    return "-" if pd.isna(low) else f"[{low:.2f}, {high:.2f}]"
+
+
+# --- metrics for `dvc metrics show` -----------------------------------------------------
+def metrics(frames: dict[str, pd.DataFrame]) -> dict[str, dict[str, dict[str, float]]]:
+    """{table: {row: {score_mean, reward_mean, n_runs, paper_score_mean}}} of done rows."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for table, frame in frames.items():
+        done = frame[frame["status"] == DONE]
+        out[table] = {
+            r.row: {
+                "score_mean": round(float(r.score_mean), 4),
+                "reward_mean": round(float(r.reward_mean), 4),
+                "n_runs": int(r.n_runs),
+                **(
+                    {}
+                    if pd.isna(r.paper_score_mean)
+                    else {"paper_score_mean": float(r.paper_score_mean)}
+                ),
+            }
+            for r in done.itertuples(index=False)
+        }
+    return out
+
+
+def write_tables(tables: Sequence[TableRecord], out_dir: Path, metrics_path: Path) -> list[Path]:
+    """Write <out_dir>/<table>.csv and .md for each table and the metrics JSON."""
+    reported = load_reported()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    frames: dict[str, pd.DataFrame] = {}
+    written = []
+    for table in tables:
+        frame = table_frame(table, reported)
+        frames[table.table] = frame
+        csv, md = out_dir / f"{table.table}.csv", out_dir / f"{table.table}.md"
+        frame.to_csv(csv, index=False, float_format="%.6g")
+        md.write_text(to_markdown(table, frame), encoding="utf-8")
+        written += [csv, md]
+    metrics_path.parent.mkdir(parents=True, exist_ok=True)
+    metrics_path.write_text(json.dumps(metrics(frames), indent=2, sort_keys=True) + "\n")
+    return [*written, metrics_path]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m envgen.report.tables", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("runs", nargs="+", type=Path, help="runs.json files, one per table")
+    parser.add_argument("--out", type=Path, required=True, help="directory for <table>.csv/.md")
+    parser.add_argument("--metrics", type=Path, required=True, help="summary metrics JSON")
+    args = parser.parse_args(argv)
+    try:
+        written = write_tables(load_tables(args.runs), args.out, args.metrics)
+    except EnvGenError as exc:
+        print(f"envgen.report.tables: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(f"wrote {path}" for path in written))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,160 @@
+"""Results tables from hand-made runs.json files: numbers, notes, captions, errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from envgen.errors import ReportInputError
+from envgen.report import tables
+from envgen.report.inputs import load_table, load_tables
+from envgen.scoring import ACHIEVEMENTS
+
+RECORD_CMD = "envgen llm record --model gpt-3.5-turbo --backend openai"
+
+
+def run(seed: int, score: float, reward: float = 5.0, run_dir: str = "results/runs/x") -> dict:
+    return {
+        "seed": seed,
+        "initial_set": 0,
+        "run_dir": f"{run_dir}/seed-{seed}",
+        "score": score,
+        "reward": reward,
+        "success_rates": dict.fromkeys(ACHIEVEMENTS, 50.0),
+        "first_unlock_step": dict.fromkeys(ACHIEVEMENTS),
+        "llm_calls": 4,
+        "global_steps": 1000,
+    }
+
+
+def row(name: str, status: str = "done", runs=(), reason: str = "", reported_as=None) -> dict:
+    return {
+        "row": name,
+        "status": status,
+        "reason": reason,
+        "config_hash": "abc" if status == "done" else None,
+        "reported_as": reported_as,
+        "runs": list(runs),
+    }
+
+
+def table(name: str, rows: list[dict], profile: str = "smoke") -> dict:
+    return {
+        "table": name,
+        "caption": f"caption of {name}",
+        "profile": profile,
+        "claim_grade": profile == "paper",
+        "rows": rows,
+    }
+
+
+def write(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / data["table"] / "runs.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+TABLE5 = table(
+    "table5",
+    [
+        row("GPT-3.5-Turbo (fixed)", "not_recorded", reason=f"no recorded replies: {RECORD_CMD}"),
+        row("GPT-4-Turbo (fixed)", runs=[run(0, 10.0, 4.0), run(1, 12.0, 5.0), run(2, 14.0, 6.0)]),
+        row("SmolLM2-135M-Instruct (fixed, bundled local model)", runs=[run(0, 3.0)]),
+        row("Deepseek Coder 33B Instruct (fixed)", "not_implemented", reason="no backend"),
+    ],
+)
+
+
+def test_row_numbers_paper_numbers_and_notes(tmp_path: Path):
+    frame = tables.table_frame(load_table(write(tmp_path, TABLE5)), tables.load_reported())
+    by_row = frame.set_index("row")
+    gpt4 = by_row.loc["GPT-4-Turbo (fixed)"]
+    assert (gpt4.n_runs, gpt4.score_mean, gpt4.score_std) == (3, 12.0, 2.0)
+    assert (gpt4.reward_mean, gpt4.reward_std) == (5.0, 1.0)
+    assert 10.0 <= gpt4.score_ci_low < 12.0 < gpt4.score_ci_high <= 14.0
+    assert (gpt4.paper_score_mean, gpt4.paper_score_std, gpt4.paper_n_runs) == (29.9, 0.9, 30)
+    smol = by_row.loc["SmolLM2-135M-Instruct (fixed, bundled local model)"]
+    assert smol.score_mean == 3.0 and math.isnan(smol.score_std) and math.isnan(smol.score_ci_low)
+    assert math.isnan(smol.paper_score_mean)  # not a row of the paper
+    gpt35 = by_row.loc["GPT-3.5-Turbo (fixed)"]
+    assert gpt35.n_runs == 0 and math.isnan(gpt35.score_mean)
+    assert gpt35.note == f"not recorded: no recorded replies: {RECORD_CMD}"
+    assert gpt35.paper_score_mean == 21.5
+    assert by_row.loc["Deepseek Coder 33B Instruct (fixed)"].note == "not implemented: no backend"
+
+
+def test_reported_only_and_reported_as_rows(tmp_path: Path):
+    data = table(
+        "obfuscation",
+        [
+            row("AD", "reported_only"),
+            row(
+                "PPO + EnvGen",
+                runs=[run(0, 20.0)],
+                reported_as={"table": "table1", "row": "PPO + EnvGen"},
+            ),
+        ],
+    )
+    frame = tables.table_frame(load_table(write(tmp_path, data)), tables.load_reported())
+    ad, envgen = frame.iloc[0], frame.iloc[1]
+    assert ad.status == "reported_only" and math.isnan(ad.score_mean) and ad.note == "reported only"
+    assert envgen.paper_score_mean == 32.2 and "table1 / PPO + EnvGen" in envgen.note
+    text = tables.to_markdown(load_table(write(tmp_path, data)), frame)
+    assert "| AD | - | - | - | - | 21.80 ± 1.40 | 12.60 ± 0.30 | reported only |" in text
+
+
+def test_cli_writes_csv_markdown_and_metrics(tmp_path: Path, capsys):
+    path = write(tmp_path, TABLE5)
+    out, metrics_path = tmp_path / "tables", tmp_path / "metrics.json"
+    assert tables.main([str(path), "--out", str(out), "--metrics", str(metrics_path)]) == 0
+    csv = pd.read_csv(out / "table5.csv")
+    assert list(csv.columns) == list(tables.COLUMNS) and len(csv) == 4
+    md = (out / "table5.md").read_text()
+    assert md.startswith("**table5: caption of table5. Profile `smoke`, NOT claim-grade")
+    assert "4 runs" in md.splitlines()[0]
+    assert f"not recorded: no recorded replies: {RECORD_CMD}" in md
+    assert "| GPT-4-Turbo (fixed) | 12.00 ± 2.00 | [" in md
+    metrics = json.loads(metrics_path.read_text())
+    assert metrics["table5"]["GPT-4-Turbo (fixed)"] == {
+        "score_mean": 12.0,
+        "reward_mean": 5.0,
+        "n_runs": 3,
+        "paper_score_mean": 29.9,
+    }
+    assert "GPT-3.5-Turbo (fixed)" not in metrics["table5"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda d: d["rows"][0].update(status="pending"), "rows[0].status"),
+        (lambda d: d["rows"][1].update(runs=[]), "rows[1].runs"),
+        (lambda d: d["rows"][1]["runs"][0].pop("score"), "rows[1].runs[0].score"),
+        (lambda d: d["rows"][1]["runs"][0].update(score=float("nan")), "rows[1].runs[0].score"),
+        (lambda d: d["rows"][1]["runs"][0].update(seed=True), "rows[1].runs[0].seed"),
+        (lambda d: d.pop("profile"), "runs.json.profile"),
+    ],
+)
+def test_malformed_runs_json_names_the_field(tmp_path: Path, change, field: str):
+    data = json.loads(json.dumps(TABLE5))
+    change(data)
+    with pytest.raises(ReportInputError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        load_table(write(tmp_path, data))
+
+
+def test_a_table_given_twice_is_refused(tmp_path: Path):
+    path = write(tmp_path, TABLE5)
+    with pytest.raises(ReportInputError, match="table 'table5' is also in"):
+        load_tables([path, path])
+
+
+def test_cli_reports_a_missing_file(tmp_path: Path, capsys):
+    missing = tmp_path / "table9" / "runs.json"
+    code = tables.main([str(missing), "--out", str(tmp_path), "--metrics", str(tmp_path / "m")])
+    assert code == 1
+    assert "runs.json: cannot read" in capsys.readouterr().err
