@@ -37,20 +37,26 @@ def _assert_level_as_promised(env: HeistVecEnv, i: int, config: HeistConfig) -> 
     ids=lambda c: f"{c.distribution_mode}-{c.maze_size}-{c.num_keys}-{c.keys_held}",
 )
 def test_generated_levels_have_the_promised_size_and_keys(config):
-    env = HeistVecEnv((config,), 6, seed=1)
-    env.reset()
-    for i in range(env.num_envs):
-        _assert_level_as_promised(env, i, config)
-    rng = np.random.default_rng(0)
-    starts = 0
-    for _ in range(1100):  # past the 1000-step timeout: every game starts a second level
-        _, _, term, trunc, infos = env.step(rng.integers(0, 15, env.num_envs))
-        for i in np.flatnonzero(term | trunc):
-            starts += 1
+    with HeistVecEnv((config,), 6, seed=1) as env:
+        env.reset()
+        for i in range(env.num_envs):
             _assert_level_as_promised(env, i, config)
-            if config.maze_size is not None:
-                assert infos[i]["episode"]["maze_size"] == config.maze_size
-    env.close()
+        rng = np.random.default_rng(0)
+        starts = 0
+        for step in range(1100):  # past the 1000-step timeout: every game plays a second level
+            _, _, term, trunc, infos = env.step(rng.integers(0, 15, env.num_envs))
+            for i in np.flatnonzero(term | trunc):
+                starts += 1
+                _assert_level_as_promised(env, i, config)
+                if config.maze_size is not None:
+                    assert infos[i]["episode"]["maze_size"] == config.maze_size
+            if step % 250 == 0:  # mid-episode, the edits still hold
+                for i in range(env.num_envs):
+                    state = env.state(i)
+                    held = min(config.keys_held, state.num_keys)
+                    assert state.has_keys[:held] == [True] * held
+                    if config.num_keys is not None:
+                        assert state.num_keys == len(state.has_keys) == config.num_keys
     assert starts >= env.num_envs
 
 

@@ -80,5 +80,5 @@ def test_colour_chain_holds_and_survives_removing_first_colours(mode):
     seeds = BANK.seeds(mode, None, 2)[:40]
     for state in generate(mode, seeds):
         _assert_chain(state)
-        edits.remove_colours(state, 1)
+        edits.keep_colours(state, edits.colours(state) - 1)
         _assert_chain(state)

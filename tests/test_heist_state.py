@@ -60,7 +60,7 @@ def test_edited_state_is_accepted_and_the_edit_holds():
     assert playing.sum() >= 3
 
 
-def test_remove_colours_renumbers_the_rest():
+def test_keep_colours_drops_the_first_and_renumbers_the_rest():
     engine = Engine(32, "easy", seed=5)
     seen = 0
     for i in range(engine.num):
@@ -69,7 +69,7 @@ def test_remove_colours_renumbers_the_rest():
         if before < 2:
             continue
         seen += 1
-        edits.remove_colours(state, 1)
+        edits.keep_colours(state, before - 1)
         ents = state.entities
         for kind in (KEY, LOCKED_DOOR):
             assert sorted(ents["image_theme"][ents["type"] == kind]) == list(range(before - 1))

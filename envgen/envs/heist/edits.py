@@ -45,18 +45,24 @@ def key_or_door_within(state: HeistState, reach: float) -> bool:
     return bool(near.any())
 
 
-def remove_colours(state: HeistState, count: int) -> None:
-    """Delete the first `count` colours (key, door, ring icon) and renumber the rest from 0."""
-    if count <= 0:
-        return
+def keep_colours(state: HeistState, keep: int) -> None:
+    """Keep only the last `keep` colours of the chain, renumbered from 0.
+
+    The first colours' keys, doors and ring icons are deleted, and so are colours the
+    generator counted but found no fork for (no door; `num_keys` can exceed the doors).
+    """
+    doors = colours(state)
+    drop = doors - keep
+    if drop < 0:
+        raise ValueError(f"keep: the level has {doors} colours, cannot keep {keep}")
     ents = state.entities
     coloured = np.isin(ents["type"], (KEY, LOCKED_DOOR, KEY_ON_RING))
-    keep = ~(coloured & (ents["image_theme"] < count))
-    ents = ents[keep]
-    ents["image_theme"][coloured[keep]] -= count
+    theme = ents["image_theme"]
+    ents = ents[~(coloured & ((theme < drop) | (theme >= doors)))]
+    ents["image_theme"][np.isin(ents["type"], (KEY, LOCKED_DOOR, KEY_ON_RING))] -= drop
     state.entities = ents
-    state.num_keys = max(state.num_keys - count, 0)
-    state.has_keys = state.has_keys[count:]
+    state.num_keys = keep
+    state.has_keys = state.has_keys[drop:doors]
 
 
 def hold_keys(state: HeistState, count: int) -> None:

@@ -170,7 +170,7 @@ class HeistVecEnv:
         state = parse(data)
         config = self.configs[self.config_indices[i]]
         if config.num_keys is not None:
-            edits.remove_colours(state, edits.colours(state) - config.num_keys)
+            edits.keep_colours(state, config.num_keys)
         edits.hold_keys(state, config.keys_held)
         self._keys_total[i] = edits.keys_on_floor(state)
         self._doors_total[i] = edits.colours(state)

@@ -251,7 +251,10 @@ _FIXED = {int: "i", float: "f"}
 
 
 def _plan(cls: type) -> list[tuple[Any, tuple[str, ...]]]:
-    """Group a dataclass's fields into runs of fixed-size values (one Struct each)."""
+    """Group a dataclass's fields into runs of fixed-size values (one Struct each).
+
+    Reads `field.type` as a class, so this module must not use postponed annotations.
+    """
     plan: list[tuple[Any, tuple[str, ...]]] = []
     run: list[str] = []
     codes = ""
