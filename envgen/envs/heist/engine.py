@@ -11,9 +11,9 @@ and the caller copies once, after its edits, instead of gym3 copying every frame
 import numpy as np
 from procgen import ProcgenGym3Env
 
+from envgen.envs.heist.config import MODES
 from envgen.envs.heist.state import MAX_STATE_BYTES
 
-MODES = ("easy", "hard")
 NUM_ACTIONS = 15  # procgen's full action space (ProcgenGym3Env.get_combos)
 FORCE_RESET = -1  # an action of -1 makes the engine end the episode (game.cpp Game::step)
 

@@ -59,6 +59,7 @@ class HeistVecEnv:
         if num_envs < 1:
             raise ValueError(f"num_envs: expected at least 1, got {num_envs}")
         self.num_envs = int(num_envs)
+        self._assign(configs, weights)
         self._seed = seed
         self._engine = Engine(self.num_envs, "easy", seed=seed, num_threads=num_threads)
         self._scratch: Engine | None = None
@@ -75,7 +76,6 @@ class HeistVecEnv:
         self._doors_total = np.zeros(self.num_envs, dtype=np.int64)
         self._timeout = np.zeros(self.num_envs, dtype=np.int64)
         self._maze_size = np.zeros(self.num_envs, dtype=np.int64)
-        self._assign(configs, weights)
 
     # --- public API ------------------------------------------------------------------
     def reset(self) -> np.ndarray:
