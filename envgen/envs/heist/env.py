@@ -110,9 +110,10 @@ class HeistVecEnv:
                 f"actions: expected {self.num_envs} integers in [0, {NUM_ACTIONS}), "
                 f"got shape {actions.shape}"
             )
+        counted = (self._keys_total + self._doors_total) > 0  # else nothing to count at the end
         finals = {
             int(i): self._final_state(int(i), int(actions[i]))
-            for i in np.flatnonzero(self._length + 1 >= self._timeout)
+            for i in np.flatnonzero((self._length + 1 >= self._timeout) & counted)
         }
         self._engine.act(actions)
         reward, obs, first = self._engine.observe()
@@ -214,7 +215,7 @@ class HeistVecEnv:
 
     def _episode_info(self, i: int, success: bool, final: HeistState | None) -> dict[str, Any]:
         keys, doors = int(self._keys_total[i]), int(self._doors_total[i])
-        if not success:
+        if not success and keys + doors > 0:
             if final is None:
                 raise RuntimeError(f"game {i} ended without the gem before its timeout")
             keys -= edits.keys_on_floor(final)
