@@ -1,0 +1,1 @@
+"""The replication pipeline: profiles, table plans, parallel execution, `runs.json` files."""

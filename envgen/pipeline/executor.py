@@ -1,0 +1,158 @@
+"""Run many jobs in parallel: local worker processes, or Ray tasks on a cluster.
+
+Both executors take the same jobs and `Settings` and call `run_job` once per attempt.
+A job whose attempt failed is retried up to `ExecutorConfig.retries` more times;
+not-recorded jobs are not retried (only recording the reply fixes them). Finished
+runs are skipped inside `run_job`, so a killed executor run, started again, only
+does the jobs that had not finished.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from envgen.errors import ConfigError
+from envgen.pipeline.jobs import FAILED, JobResult, Settings, job_dir, run_job
+from envgen.pipeline.plan import Job, RandomJob
+
+EXECUTORS = ("local", "ray")
+AnyJob = Job | RandomJob
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutorConfig:
+    """How many runs at once, and where."""
+
+    kind: str = "local"
+    """local (worker processes on this machine) | ray (tasks on a Ray cluster)."""
+    workers: int = 0
+    """Runs at once (local); 0 = sized to the machine's cores and GPUs."""
+    env_workers: int = 1
+    """Vec-env worker processes per run; also the CPUs each run declares to Ray."""
+    gpus_per_run: float = 0.0
+    """GPUs each run declares (fractions share a GPU); 0 on CPU."""
+    retries: int = 1
+    """Further attempts of a failed job."""
+    ray_address: str | None = None
+    """None starts a local Ray instance; "auto" or host:port joins a running cluster."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXECUTORS:
+            raise ConfigError("executor", f"{self.kind!r}; use one of {', '.join(EXECUTORS)}")
+        for name in ("workers", "retries"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"execution.{name}", "must be >= 0")
+        if self.env_workers < 1:
+            raise ConfigError("execution.env_workers", "must be >= 1")
+        if self.gpus_per_run < 0:
+            raise ConfigError("execution.gpus_per_run", "must be >= 0")
+
+    def local_workers(self, cores: int, gpus: int) -> int:
+        """Parallel runs on one machine: each run takes `env_workers` cores (its learner
+        alternates with its env workers) and `gpus_per_run` GPUs."""
+        if self.workers:
+            return self.workers
+        by_cpu = max(1, cores // self.env_workers)
+        if self.gpus_per_run > 0:
+            return max(1, min(by_cpu, int(gpus / self.gpus_per_run)))
+        return by_cpu
+
+
+def execute(
+    jobs: Sequence[AnyJob],
+    settings: Settings,
+    config: ExecutorConfig,
+    log: Callable[[str], Any] = print,
+) -> dict[tuple[str, int], JobResult]:
+    """Run every job (retrying failures); returns the final result per job key."""
+    run = _ray_runner(config) if config.kind == "ray" else _local_runner(config)
+    results: dict[tuple[str, int], JobResult] = {}
+    pending = list(jobs)
+    for attempt in range(1, config.retries + 2):
+        if not pending:
+            break
+        log(f"[pipeline] attempt {attempt}: {len(pending)} job(s) on {config.kind}")
+        retry = []
+        for job, result in zip(pending, run(pending, settings), strict=True):
+            result = dataclasses.replace(result, attempts=attempt)
+            results[job.key] = result
+            log(f"[pipeline] {result.status:12s} {result.run_dir} {result.reason[:200]}")
+            if result.status == FAILED:
+                retry.append(job)
+        pending = retry
+    return results
+
+
+Runner = Callable[[Sequence[AnyJob], Settings], list[JobResult]]
+
+
+def _local_runner(config: ExecutorConfig) -> Runner:
+    def run(jobs: Sequence[AnyJob], settings: Settings) -> list[JobResult]:
+        workers = min(len(jobs), config.local_workers(_cores(), _gpus()))
+        context = multiprocessing.get_context("spawn")  # torch and forked workers do not mix
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            futures = [pool.submit(run_job, job, settings) for job in jobs]
+            pairs = zip(jobs, futures, strict=True)
+            return [_result_of(job, future, settings) for job, future in pairs]
+
+    return run
+
+
+def _result_of(job: AnyJob, future: concurrent.futures.Future, settings: Settings) -> JobResult:
+    """A worker that died (killed, out of memory) fails its job instead of the executor."""
+    try:
+        return future.result()
+    except Exception as exc:  # noqa: BLE001 - e.g. BrokenProcessPool
+        return JobResult(job.key, FAILED, str(job_dir(job, settings.runs_root)), repr(exc))
+
+
+def _ray_runner(config: ExecutorConfig) -> Runner:
+    import ray
+
+    def run(jobs: Sequence[AnyJob], settings: Settings) -> list[JobResult]:
+        if not ray.is_initialized():
+            if config.ray_address:
+                ray.init(address=config.ray_address, runtime_env=_ray_runtime_env())
+            else:
+                ray.init(num_cpus=_cores(), num_gpus=_gpus(), runtime_env=_ray_runtime_env())
+        task = ray.remote(num_cpus=config.env_workers, num_gpus=config.gpus_per_run)(run_job)
+        remote_settings = _absolute(settings)
+        refs = [task.options(max_retries=0).remote(job, remote_settings) for job in jobs]
+        return [_ray_result(job, ref, settings) for job, ref in zip(jobs, refs, strict=True)]
+
+    return run
+
+
+def _ray_result(job: AnyJob, ref: Any, settings: Settings) -> JobResult:
+    import ray
+
+    try:
+        return ray.get(ref)
+    except Exception as exc:  # noqa: BLE001 - a lost node or a killed worker
+        return JobResult(job.key, FAILED, str(job_dir(job, settings.runs_root)), repr(exc)[:500])
+
+
+def _ray_runtime_env() -> dict[str, Any]:
+    """Ray workers start elsewhere: make them import this checkout's `envgen`."""
+    return {"env_vars": {"PYTHONPATH": os.getcwd()}}
+
+
+def _absolute(settings: Settings) -> Settings:
+    """Paths a Ray worker resolves from any directory (the store must be shared)."""
+    llm = dataclasses.replace(settings.llm, cache_dir=os.path.abspath(settings.llm.cache_dir))
+    return dataclasses.replace(settings, runs_root=os.path.abspath(settings.runs_root), llm=llm)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def _gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count()

@@ -1,0 +1,139 @@
+"""One job, start to finish, inside whichever worker process or Ray task runs it.
+
+`run_job` never raises for a run that cannot complete: it returns a `JobResult` whose
+status says why (not_recorded: an LLM reply is missing from the cache; failed: any
+other error, retried by the executor). A finished run whose code fingerprint matches
+is returned as is; one started under other code is removed and run again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import traceback
+from pathlib import Path
+
+import torch
+
+from envgen.errors import CacheMissError
+from envgen.llm.cache import CachedLLM
+from envgen.llm.client import LOCAL_MODEL, backend_config
+from envgen.loop.runner import RunOptions, execute_run
+from envgen.pipeline.fingerprint import (
+    FINGERPRINT_FILE,
+    record_fingerprint,
+    recorded_fingerprint,
+)
+from envgen.pipeline.plan import Job, RandomJob
+from envgen.pipeline.random_policy import play_random
+
+DONE, FAILED, NOT_RECORDED = "done", "failed", "not_recorded"
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMSpec:
+    """Where a job's LLM replies come from; built into a `CachedLLM` inside the worker."""
+
+    mode: str = "replay"
+    """Cache mode: replay (the pipeline) or fill (recording the local model's calls)."""
+    cache_dir: str = "data/llm_cache"
+    """The response cache directory."""
+    local_base_url: str | None = None
+    """A running local server's /v1 URL (fill mode only)."""
+
+    def build(self, model: str) -> CachedLLM:
+        """Replay for every model but the local one, which may fill through its server."""
+        if model == LOCAL_MODEL:
+            backend = backend_config("local", base_url=self.local_base_url)
+            mode = self.mode if self.local_base_url else "replay"
+        else:
+            backend, mode = backend_config("openai", model=model), "replay"
+        return CachedLLM(mode, Path(self.cache_dir), backend)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """How every job runs; none of it changes a run's numbers except `torch_threads`."""
+
+    runs_root: str
+    """Run store root (``results/runs``)."""
+    fingerprint: str
+    """Code fingerprint of the current tree (`envgen.pipeline.fingerprint`)."""
+    device: str = "cpu"
+    """Torch device."""
+    env_workers: int = 1
+    """Vec-env worker processes per run."""
+    torch_threads: int = 1
+    """Torch intra-op threads per run (part of the profile: float sums depend on it)."""
+    llm: LLMSpec = LLMSpec()
+    """LLM cache access."""
+
+
+@dataclasses.dataclass(frozen=True)
+class JobResult:
+    """What became of one job."""
+
+    key: tuple[str, int]
+    """(config hash, seed)."""
+    status: str
+    """done | failed | not_recorded."""
+    run_dir: str
+    """The run directory, relative to the working directory as given."""
+    reason: str = ""
+    """Why a job did not finish, with the command that fixes it where there is one."""
+    attempts: int = 1
+    """Times the executor ran it."""
+
+
+def job_dir(job: Job | RandomJob, runs_root: Path | str) -> Path:
+    return Path(runs_root) / job.key[0] / f"seed-{job.seed}"
+
+
+def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
+    """Run one job (see the module docstring); safe to call again after a kill."""
+    run_dir = job_dir(job, settings.runs_root)
+    torch.set_num_threads(settings.torch_threads)
+    try:
+        _drop_if_stale(run_dir, settings.fingerprint)
+        if (run_dir / "final_metrics.json").is_file():
+            return JobResult(job.key, DONE, str(run_dir))
+        if isinstance(job, RandomJob):
+            record_fingerprint(run_dir, settings.fingerprint)
+            play_random(job.episodes, job.seed, run_dir)
+            return JobResult(job.key, DONE, str(run_dir))
+        llm = settings.llm.build(job.config.llm_model) if job.config.uses_llm else None
+        options = RunOptions(device=settings.device, num_workers=settings.env_workers)
+        record_fingerprint(run_dir, settings.fingerprint)
+        try:
+            execute_run(job.config, job.seed, settings.runs_root, llm, options)
+        except CacheMissError:
+            _drop_if_empty(run_dir)
+            raise
+        return JobResult(job.key, DONE, str(run_dir))
+    except CacheMissError as exc:
+        return JobResult(job.key, NOT_RECORDED, str(run_dir), str(exc))
+    except Exception as exc:  # noqa: BLE001 - reported per job, retried by the executor
+        last = traceback.format_exception_only(exc)[-1].strip()
+        return JobResult(job.key, FAILED, str(run_dir), last)
+
+
+def _drop_if_stale(run_dir: Path, fingerprint: str) -> None:
+    """Remove a run directory that cannot be reused or resumed as it is.
+
+    That is one started under other code (or by hand: no fingerprint), and an
+    unfinished one without a checkpoint (nothing to resume from; its logs would be
+    appended to twice).
+    """
+    if not run_dir.exists():
+        return
+    stale = recorded_fingerprint(run_dir) != fingerprint
+    finished = (run_dir / "final_metrics.json").is_file()
+    resumable = (run_dir / "checkpoints" / "latest.pt").is_file()
+    if stale or not (finished or resumable):
+        shutil.rmtree(run_dir)
+
+
+def _drop_if_empty(run_dir: Path) -> None:
+    """A run refused at its first LLM call leaves only its fingerprint: remove it."""
+    if [p.name for p in run_dir.iterdir()] == [FINGERPRINT_FILE]:
+        shutil.rmtree(run_dir)

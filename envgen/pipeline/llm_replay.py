@@ -1,0 +1,66 @@
+"""DVC stage `llm_replay`: replay every planned initial LLM call from the cache.
+
+    python -m envgen.pipeline.llm_replay --cache-dir data/llm_cache \
+        --out results/llm/replay.json
+
+Each planned call (`envgen.llm.plan.PLANNED_CALLS`) of the bundled local model is
+asked through the designer in replay mode, so its cached reply is verified, parsed and
+counted; a missing one is listed with the command that records it. Every cache file
+is integrity-checked on the way (`envgen.llm.cache`). Never calls the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from envgen.errors import CacheMissError
+from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM
+from envgen.llm.client import backend_config
+from envgen.llm.designer import EnvironmentDesigner
+from envgen.llm.plan import PLANNED_CALLS
+from envgen.loop.paths import write_json_atomic
+
+
+def replay_planned(cache_dir: Path) -> dict[str, Any]:
+    """{"calls": {label: {...}}, "recorded": n, "missing": n, "cache_files": n}."""
+    backend = backend_config("local")
+    llm = CachedLLM("replay", cache_dir, backend)
+    calls: dict[str, dict[str, Any]] = {}
+    for label, call in PLANNED_CALLS.items():
+        designer = EnvironmentDesigner(call.options(backend), llm)
+        try:
+            parsed = designer.generate(call.n)
+        except CacheMissError as exc:
+            calls[label] = {"recorded": False, "reason": str(exc)}
+            continue
+        calls[label] = {
+            "recorded": True,
+            "environments": len(parsed.configs),
+            "repaired": bool(parsed.repaired),
+        }
+    recorded = sum(c["recorded"] for c in calls.values())
+    return {
+        "calls": calls,
+        "recorded": recorded,
+        "missing": len(calls) - recorded,
+        "cache_files": sum(1 for _ in llm.cache.entries()),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    parser.add_argument("--out", type=Path, required=True, help="replay summary (JSON)")
+    args = parser.parse_args(argv)
+    summary = replay_planned(args.cache_dir)
+    write_json_atomic(args.out, summary)
+    print(f"[llm_replay] {summary['recorded']} recorded, {summary['missing']} missing")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Expand one replication file and a profile into rows of concrete (RunConfig, seed) jobs.
+
+A replication file (replication/*.yaml) lists a table's rows in paper units: a `run:`
+override of `RunConfig`, or `random_policy: true`, plus `reported_as` (the row the
+paper reports it under) and a `reported_only` list of rows no one trains here. The
+profile scales each row; rows that end up equal, in this table or another, get the
+same config hash and so the same run directory: they are trained once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from envgen.errors import ConfigError
+from envgen.loop.config import RunConfig
+from envgen.pipeline.profile import Profile
+
+TRAIN, RANDOM = "train", "random"
+NOT_IMPLEMENTED, REPORTED_ONLY = "not_implemented", "reported_only"
+GAMES_WIRED = ("crafter",)  # games `envgen.loop.runner.execute_run` can train
+ROW_KEYS = ("row", "run", "random_policy", "reported_as")
+TABLE_KEYS = ("table", "caption", "rows", "reported_only")
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One run: a concrete config and a seed."""
+
+    config: RunConfig
+    seed: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.config.config_hash(), self.seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomJob:
+    """The Random row for one seed: `episodes` uniform-random episodes in stock Crafter."""
+
+    episodes: int
+    seed: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (random_hash(self.episodes), self.seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class RowPlan:
+    """One table row and the jobs that produce it."""
+
+    name: str
+    """The row's label, as in the replication file."""
+    kind: str
+    """train | random | not_implemented | reported_only."""
+    jobs: tuple[Job | RandomJob, ...] = ()
+    """Runs behind the row (initial sets x seeds for LLM methods, seeds otherwise)."""
+    reported_as: Mapping[str, str] | None = None
+    """{"table": .., "row": ..}: the paper row this row repeats, or None."""
+
+    @property
+    def config_hash(self) -> str | None:
+        """The hash of the row's first initial set (the one its runs.json entry names)."""
+        return self.jobs[0].key[0] if self.jobs else None
+
+
+@dataclasses.dataclass(frozen=True)
+class TablePlan:
+    """A whole table under one profile."""
+
+    table: str
+    caption: str
+    rows: tuple[RowPlan, ...]
+
+    @property
+    def jobs(self) -> list[Job | RandomJob]:
+        """Every distinct job the table can run (train and random rows), in row order."""
+        seen: dict[tuple[str, int], Job | RandomJob] = {}
+        for row in self.rows:
+            if row.kind not in (TRAIN, RANDOM):
+                continue
+            for job in row.jobs:
+                seen.setdefault(job.key, job)
+        return list(seen.values())
+
+
+def random_hash(episodes: int) -> str:
+    """Run-directory name of the Random row (it has no RunConfig)."""
+    return f"random-{episodes}ep"
+
+
+def load_table(path: Path | str) -> dict[str, Any]:
+    """A replication file as a mapping, its keys checked."""
+    path = Path(path)
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    unknown = sorted(set(data) - set(TABLE_KEYS))
+    if unknown:
+        raise ConfigError(f"{path}:{unknown[0]}", f"unknown key; allowed: {', '.join(TABLE_KEYS)}")
+    for key in ("table", "rows"):
+        if key not in data:
+            raise ConfigError(f"{path}:{key}", "missing; every replication file sets it")
+    return data
+
+
+def plan_table(spec: Mapping[str, Any], profile: Profile) -> TablePlan:
+    """The table's rows as jobs under `profile` (see the module docstring)."""
+    rows = [_plan_row(spec["table"], row, profile) for row in spec["rows"]]
+    rows += [RowPlan(name, REPORTED_ONLY) for name in spec.get("reported_only") or ()]
+    return TablePlan(spec["table"], spec.get("caption", ""), tuple(rows))
+
+
+def _plan_row(table: str, row: Mapping[str, Any], profile: Profile) -> RowPlan:
+    where = f"{table}.rows[{row.get('row', '?')}]"
+    unknown = sorted(set(row) - set(ROW_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}", f"unknown key; allowed: {', '.join(ROW_KEYS)}")
+    if "row" not in row:
+        raise ConfigError(f"{where}.row", "missing; name every row")
+    reported_as = row.get("reported_as")
+    if row.get("random_policy"):
+        jobs = tuple(RandomJob(profile.random_episodes, seed) for seed in profile.seeds)
+        return RowPlan(row["row"], RANDOM, jobs, reported_as)
+    try:
+        paper = RunConfig.from_dict(row.get("run") or {})
+    except ConfigError as exc:
+        raise ConfigError(f"{where}.run.{exc.path}", str(exc).split(": ", 1)[-1]) from None
+    sets = profile.initial_sets if paper.uses_llm else profile.initial_sets[:1]
+    jobs = tuple(Job(profile.apply(paper, s), seed) for s in sets for seed in profile.seeds)
+    kind = TRAIN if paper.game in GAMES_WIRED else NOT_IMPLEMENTED
+    return RowPlan(row["row"], kind, jobs, reported_as)

@@ -1,0 +1,70 @@
+"""Table 1's Random row: a uniform random policy's Crafter score in stock Crafter.
+
+Episodes are played in the unmodified `crafter.Env` (the original game, length 10000)
+with actions from a seeded generator; the run directory holds them in crafter's
+stats.jsonl schema and a `final_metrics.json` shaped like a trained run's.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import crafter
+import numpy as np
+
+from envgen.agents.runlog import JsonlLog, episode_record
+from envgen.agents.seeding import derive_seed
+from envgen.loop.paths import write_json_atomic
+from envgen.scoring import ACHIEVEMENTS, summarize
+
+
+def play_random(episodes: int, seed: int, run_dir: Path) -> Path:
+    """Play `episodes` random episodes (world seeds derive from `seed`); returns `run_dir`."""
+    started = time.monotonic()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log_path = run_dir / "episodes.jsonl"
+    log_path.unlink(missing_ok=True)  # a killed attempt restarts from its first episode
+    log = JsonlLog(log_path)
+    rng = np.random.default_rng(derive_seed(seed, "random_actions"))
+    records, step = [], 0
+    try:
+        for index in range(episodes):
+            env = crafter.Env(seed=derive_seed(seed, "random_world", index))
+            env.reset()
+            done, ret, length, info = False, 0.0, 0, {}
+            while not done:
+                _, reward, done, info = env.step(int(rng.integers(env.action_space.n)))
+                ret, length = ret + reward, length + 1
+            step += length
+            episode = {"length": length, "return": ret, "config_index": 0}
+            episode["achievements"] = info["achievements"]
+            records.append(episode_record(episode, step, "final"))
+            log.write(records[-1])
+    finally:
+        log.close()
+    write_json_atomic(run_dir / "final_metrics.json", random_metrics(records, seed, started))
+    return run_dir
+
+
+def random_metrics(records: list[dict[str, Any]], seed: int, started: float) -> dict[str, Any]:
+    """The `final_metrics.json` of a random run (no training, no LLM)."""
+    summary = summarize(records)
+    first_unlock = {
+        a: next((r["step"] for r in records if r[f"achievement_{a}"] > 0), None)
+        for a in ACHIEVEMENTS
+    }
+    return {
+        "config_hash": None,
+        "seed": seed,
+        "method": "random",
+        "score": summary["score"],
+        "reward": summary["reward"],
+        "episodes": summary["episodes"],
+        "success_rates": summary["success_rates"],
+        "first_unlock_step": first_unlock,
+        "global_steps": records[-1]["step"],
+        "llm_calls": 0,
+        "wall_s": round(time.monotonic() - started, 1),
+    }

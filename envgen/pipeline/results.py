@@ -1,0 +1,110 @@
+"""`results/<table>/runs.json`: one table's rows, their status and their runs' numbers.
+
+The format (docs/pipeline.md, "runs.json") is what `envgen.report` reads. A row is
+"done" only when every one of its runs finished; otherwise its status names the first
+problem in the order failed, not_recorded, and `reason` says how to fix it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from envgen.loop.paths import read_json
+from envgen.pipeline.jobs import DONE, FAILED, NOT_RECORDED, JobResult, job_dir
+from envgen.pipeline.plan import NOT_IMPLEMENTED, REPORTED_ONLY, Job, RowPlan, TablePlan
+from envgen.pipeline.profile import Profile
+
+RUN_KEYS = ("score", "reward", "success_rates", "first_unlock_step", "llm_calls", "global_steps")
+REASONS = {
+    REPORTED_ONLY: "reported from the paper only (data/paper); this package does not train it",
+    NOT_IMPLEMENTED: (
+        "game 'heist' is not wired into envgen.loop.runner.execute_run yet; "
+        "the row runs once it is (dvc repro)"
+    ),
+}
+
+
+def table_results(
+    plan: TablePlan,
+    profile: Profile,
+    results: Mapping[tuple[str, int], JobResult],
+    runs_root: Path | str,
+    fingerprint: str,
+    fill_command: str = "",
+) -> dict[str, Any]:
+    """The runs.json mapping of one table; `fill_command` records its missing replies."""
+    return {
+        "table": plan.table,
+        "caption": plan.caption,
+        "profile": profile.name,
+        "claim_grade": profile.claim_grade,
+        "code_fingerprint": fingerprint,
+        "rows": [_row(row, results, runs_root, fill_command) for row in plan.rows],
+    }
+
+
+def _row(
+    row: RowPlan,
+    results: Mapping[tuple[str, int], JobResult],
+    runs_root: Path | str,
+    fill_command: str,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "row": row.name,
+        "config_hash": row.config_hash,
+        "reported_as": dict(row.reported_as) if row.reported_as else None,
+        "runs": [],
+    }
+    if row.kind in REASONS:
+        return {**out, "status": row.kind, "reason": REASONS[row.kind]}
+    outcomes = [results[job.key] for job in row.jobs]
+    out["runs"] = [
+        _run(job, runs_root) for job, r in zip(row.jobs, outcomes, strict=True) if r.status == DONE
+    ]
+    for status in (FAILED, NOT_RECORDED):
+        problems = [r for r in outcomes if r.status == status]
+        if problems:
+            reason = f"{len(problems)} of {len(outcomes)} run(s) {status}: {problems[0].reason}"
+            if status == NOT_RECORDED and fill_command:
+                reason += f" Replies of the bundled local model: {fill_command}"
+            return {**out, "status": status, "reason": reason}
+    return {**out, "status": DONE, "reason": ""}
+
+
+def _run(job: Job, runs_root: Path | str) -> dict[str, Any]:
+    run_dir = job_dir(job, runs_root)
+    metrics = read_json(run_dir / "final_metrics.json")
+    return {
+        "seed": job.seed,
+        "initial_set": job.config.initial_set if isinstance(job, Job) else 0,
+        "config_hash": job.key[0],
+        "run_dir": run_dir.as_posix(),
+        "episodes": metrics["episodes"],
+        **{key: metrics[key] for key in RUN_KEYS},
+    }
+
+
+def table_metrics(table: Mapping[str, Any]) -> dict[str, Any]:
+    """`dvc metrics show` input: per done row, mean score and reward and the run count."""
+    metrics: dict[str, Any] = {}
+    for row in table["rows"]:
+        runs = row["runs"]
+        if row["status"] != DONE or not runs:
+            continue
+        metrics[row["row"]] = {
+            "score": round(sum(r["score"] for r in runs) / len(runs), 4),
+            "reward": round(sum(r["reward"] for r in runs) / len(runs), 4),
+            "runs": len(runs),
+        }
+    return metrics
+
+
+def table_scores(table: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """`dvc plots show` input: one record per finished run (row, seed, score, reward)."""
+    return [
+        {"row": row["row"], "seed": run["seed"], "score": run["score"], "reward": run["reward"]}
+        for row in table["rows"]
+        for run in row["runs"]
+    ]

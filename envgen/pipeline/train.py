@@ -1,0 +1,130 @@
+"""DVC stage `train@<table>`: run a table's jobs under the chosen profile, write runs.json.
+
+    python -m envgen.pipeline.train replication/table2.yaml --params params.yaml \
+        --runs-root results/runs --out results/table2/runs.json \
+        --metrics results/table2/metrics.json --plots results/table2/scores.json
+
+Reads `profile`, `profiles.<profile>`, `executor` and `execution` from params.yaml.
+LLM replies are replayed from the cache; a missing one makes its row "not_recorded"
+(never a failed stage). `--llm-mode fill` records the bundled local model's missing
+replies through a local server started here (docs/pipeline.md, "Recording").
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from envgen.errors import EnvGenError
+from envgen.llm.cache import DEFAULT_CACHE_DIR
+from envgen.loop.paths import write_json_atomic
+from envgen.pipeline.executor import ExecutorConfig, execute
+from envgen.pipeline.fingerprint import code_fingerprint
+from envgen.pipeline.jobs import LLMSpec, Settings
+from envgen.pipeline.plan import Job, RandomJob, TablePlan, load_table, plan_table
+from envgen.pipeline.profile import Profile, load_profile
+from envgen.pipeline.results import table_metrics, table_results, table_scores
+
+
+def read_params(path: Path) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def executor_config(params: dict[str, Any]) -> ExecutorConfig:
+    """`executor` and `execution` of params.yaml, unknown keys rejected by name."""
+    execution = dict(params.get("execution") or {})
+    allowed = {"workers", "env_workers", "gpus_per_run", "retries", "ray_address"}
+    unknown = sorted(set(execution) - allowed)
+    if unknown:
+        raise EnvGenError(f"execution.{unknown[0]}: unknown key; allowed: {sorted(allowed)}")
+    return ExecutorConfig(kind=params.get("executor", "local"), **execution)
+
+
+@contextlib.contextmanager
+def llm_spec(mode: str, cache_dir: Path) -> Iterator[LLMSpec]:
+    """Replay needs nothing; fill starts the bundled local model's server for the jobs."""
+    if mode == "replay":
+        yield LLMSpec("replay", str(cache_dir))
+        return
+    from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
+
+    with LocalServer(ServerOptions(model_path=bundled_model_path())) as server:
+        yield LLMSpec(mode, str(cache_dir), server.base_url)
+
+
+def run_plans(
+    plans: Sequence[TablePlan],
+    profile: Profile,
+    executor: ExecutorConfig,
+    runs_root: Path,
+    llm: LLMSpec,
+) -> dict:
+    """Run the distinct jobs of all `plans` together; returns results by job key."""
+    jobs: dict[tuple[str, int], Job | RandomJob] = {}
+    for plan in plans:
+        for job in plan.jobs:
+            jobs.setdefault(job.key, job)
+    settings = Settings(
+        runs_root=str(runs_root),
+        fingerprint=code_fingerprint(),
+        device=profile.device,
+        env_workers=executor.env_workers,
+        torch_threads=profile.torch_threads,
+        llm=llm,
+    )
+    return execute(list(jobs.values()), settings, executor)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tables", type=Path, nargs="+", help="replication/*.yaml files")
+    parser.add_argument("--params", type=Path, default=Path("params.yaml"))
+    parser.add_argument("--profile", help="override params.yaml's `profile`")
+    parser.add_argument("--runs-root", type=Path, required=True, help="the run store")
+    parser.add_argument(
+        "--out", type=Path, nargs="*", default=[], help="runs.json per table, in order"
+    )
+    parser.add_argument("--metrics", type=Path, nargs="*", default=[], help="per --out")
+    parser.add_argument("--plots", type=Path, nargs="*", default=[], help="per --out")
+    parser.add_argument("--llm-mode", choices=("replay", "fill"), default="replay")
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    args = parser.parse_args(argv)
+    for name in ("out", "metrics", "plots"):
+        if getattr(args, name) and len(getattr(args, name)) != len(args.tables):
+            parser.error(f"give one --{name} path per table (or none)")
+    try:
+        params = read_params(args.params)
+        profile = load_profile(params, args.profile)
+        executor = executor_config(params)
+        plans = [plan_table(load_table(path), profile) for path in args.tables]
+        with llm_spec(args.llm_mode, args.cache_dir) as llm:
+            results = run_plans(plans, profile, executor, args.runs_root, llm)
+    except EnvGenError as exc:
+        print(f"envgen.pipeline.train: {exc}", file=sys.stderr)
+        return 1
+    fingerprint = code_fingerprint()
+    for i, (plan, path) in enumerate(zip(plans, args.tables, strict=True)):
+        fill = (
+            f"python -m envgen.pipeline.train {path} --params {args.params} "
+            f"--runs-root {args.runs_root} --llm-mode fill"
+        )
+        table = table_results(plan, profile, results, args.runs_root, fingerprint, fill)
+        for paths, data in (
+            (args.out, table),
+            (args.metrics, table_metrics(table)),
+            (args.plots, table_scores(table)),
+        ):
+            if paths:
+                write_json_atomic(paths[i], data)
+                print(f"[pipeline] wrote {paths[i]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The executor on real tiny runs: parallel workers, skip, stale redo, retry, kill + rerun."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envgen.loop.config import RunConfig
+from envgen.pipeline.executor import ExecutorConfig, execute
+from envgen.pipeline.jobs import DONE, FAILED, NOT_RECORDED, LLMSpec, Settings, job_dir
+from envgen.pipeline.plan import Job, RandomJob
+
+TINY_PPO = {"num_envs": 2, "num_steps": 32, "minibatches": 2, "checkpoint_every": 100_000}
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tiny_job(seed: int, final_steps: int = 1024) -> Job:
+    config = RunConfig(
+        method="original_only",
+        n_cycles=1,
+        llm_env_steps=0,
+        orig_env_steps=0,
+        final_steps=final_steps,
+        model="nature",
+        ppo=tuple(sorted(TINY_PPO.items())),
+    )
+    return Job(config, seed)
+
+
+def settings(tmp_path: Path, fingerprint: str = "f0") -> Settings:
+    llm = LLMSpec("replay", str(REPO / "data" / "llm_cache"))
+    return Settings(runs_root=str(tmp_path / "runs"), fingerprint=fingerprint, llm=llm)
+
+
+def mtime(job, s: Settings) -> int:
+    return (job_dir(job, s.runs_root) / "final_metrics.json").stat().st_mtime_ns
+
+
+def quiet(_message: str) -> None:
+    pass
+
+
+def test_parallel_runs_then_skip_then_stale_redo(tmp_path):
+    jobs = [tiny_job(0), RandomJob(episodes=1, seed=0)]
+    s = settings(tmp_path)
+    config = ExecutorConfig(workers=2, retries=0)
+    results = execute(jobs, s, config, log=quiet)
+    assert [results[j.key].status for j in jobs] == [DONE, DONE]
+    first = {j.key: mtime(j, s) for j in jobs}
+    metrics = json.loads((job_dir(jobs[0], s.runs_root) / "final_metrics.json").read_text())
+    assert metrics["global_steps"] == 1024 and metrics["episodes"] >= 1
+
+    execute(jobs, s, config, log=quiet)  # same code: nothing is redone
+    assert {j.key: mtime(j, s) for j in jobs} == first
+
+    execute(jobs[1:], settings(tmp_path, fingerprint="f1"), config, log=quiet)
+    assert mtime(jobs[1], s) != first[jobs[1].key]  # other code: the run is redone
+
+
+def test_failed_runs_are_retried_and_reported(tmp_path):
+    job = tiny_job(0, final_steps=64)  # no episode can finish in 32 steps per env
+    results = execute([job], settings(tmp_path), ExecutorConfig(workers=1, retries=1), quiet)
+    result = results[job.key]
+    assert result.status == FAILED and result.attempts == 2
+    assert "no episode finished in the scored phase" in result.reason
+
+
+def test_missing_llm_reply_is_not_recorded_and_leaves_no_directory(tmp_path):
+    config = RunConfig(method="fixed", llm_model="gpt-3.5-turbo", model="nature")
+    job = Job(config, 0)
+    s = settings(tmp_path)
+    result = execute([job], s, ExecutorConfig(workers=1, retries=3), quiet)[job.key]
+    assert result.status == NOT_RECORDED and result.attempts == 1
+    assert "envgen llm record --backend openai --model gpt-3.5-turbo" in result.reason
+    assert not job_dir(job, s.runs_root).exists()
+
+
+KILL_SCRIPT = """
+import sys
+from envgen.pipeline.executor import ExecutorConfig, execute
+from tests.test_pipeline_executor import settings, tiny_job
+from pathlib import Path
+execute([tiny_job(0), tiny_job(1, final_steps=4096)], settings(Path(sys.argv[1])),
+        ExecutorConfig(workers=1, retries=0))
+"""
+
+
+def test_killed_executor_reruns_without_redoing_finished_runs(tmp_path):
+    s = settings(tmp_path)
+    first, second = tiny_job(0), tiny_job(1, final_steps=4096)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, str(tmp_path)],
+        cwd=REPO,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    done_file = job_dir(first, s.runs_root) / "final_metrics.json"
+    deadline = time.monotonic() + 240
+    while not done_file.is_file() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert done_file.is_file(), "the first run should finish before the kill"
+    os.killpg(proc.pid, signal.SIGKILL)  # the executor, its worker and its env processes
+    proc.wait()
+    assert not (job_dir(second, s.runs_root) / "final_metrics.json").is_file()
+    finished_at = mtime(first, s)
+
+    results = execute([first, second], s, ExecutorConfig(workers=1, retries=0), quiet)
+    assert results[second.key].status == DONE
+    assert mtime(first, s) == finished_at
+
+
+@pytest.mark.parametrize(("cores", "gpus", "expected"), [(2, 0, 2), (16, 1, 4), (16, 0, 8)])
+def test_local_workers_are_sized_to_the_machine(cores, gpus, expected):
+    config = ExecutorConfig(env_workers=2 if cores == 16 and not gpus else 1, gpus_per_run=0.25)
+    if not gpus:
+        config = ExecutorConfig(env_workers=config.env_workers)
+    assert config.local_workers(cores, gpus) == expected

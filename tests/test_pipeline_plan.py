@@ -1,0 +1,81 @@
+"""Plans: every replication file expands; rows shared across tables share one hash."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envgen.errors import ConfigError
+from envgen.pipeline.plan import (
+    NOT_IMPLEMENTED,
+    RANDOM,
+    REPORTED_ONLY,
+    TRAIN,
+    load_table,
+    plan_table,
+)
+from envgen.pipeline.profile import load_profile
+
+PARAMS = yaml.safe_load(Path("params.yaml").read_text())
+SMOKE = load_profile(PARAMS, "smoke")
+TABLES = sorted(Path("replication").glob("*.yaml"))
+
+
+def plans(profile=SMOKE):
+    return {p.stem: plan_table(load_table(p), profile) for p in TABLES}
+
+
+def row(plan, name):
+    return next(r for r in plan.rows if r.name == name)
+
+
+def test_envgen_default_row_is_one_config_in_every_table():
+    p = plans()
+    hashes = {
+        row(p["table1"], "PPO + EnvGen").config_hash,
+        row(p["table2"], "Adaptive+Dynamic (EnvGen)").config_hash,
+        row(p["table3"], "update every 0.12M (4 cycles)").config_hash,
+        row(p["table4"], "0.48M EnvGen + 1.48M Crafter").config_hash,
+        row(p["table6"], "4 envs per call").config_hash,
+        row(p["table7"], "ratio 1:1").config_hash,
+        row(p["obfuscation"], "PPO + EnvGen").config_hash,
+    }
+    assert len(hashes) == 1
+    fixed = {row(p["table2"], "Fixed (no curriculum)").config_hash}
+    fixed.add(row(p["table5"], "SmolLM2-135M-Instruct (fixed, bundled local model)").config_hash)
+    assert len(fixed) == 1
+
+
+def test_row_kinds_and_job_counts():
+    p = plans()
+    assert row(p["table1"], "Random").kind == RANDOM
+    assert row(p["table1"], "Human").kind == REPORTED_ONLY
+    assert all(r.kind == NOT_IMPLEMENTED for r in p["table8"].rows)
+    assert p["table8"].jobs == []  # nothing runs for a game the loop cannot train
+    envgen = row(p["table1"], "PPO + EnvGen")
+    assert envgen.kind == TRAIN and len(envgen.jobs) == len(SMOKE.seeds) * len(SMOKE.initial_sets)
+    assert row(p["obfuscation"], "PPO + EnvGen").reported_as == {
+        "table": "table1",
+        "row": "PPO + EnvGen",
+    }
+
+
+def test_paper_profile_runs_three_sets_times_ten_seeds_for_llm_rows_only():
+    p = plans(load_profile(PARAMS, "paper"))
+    assert len(row(p["table1"], "PPO + EnvGen").jobs) == 30
+    assert len(row(p["table1"], "PPO").jobs) == 10  # no LLM: the initial set is moot
+
+
+def test_unknown_row_key_is_named(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text("table: t\nrows:\n  - row: x\n    rnu: {}\n")
+    with pytest.raises(ConfigError, match=r"t.rows\[x\].rnu"):
+        plan_table(load_table(path), SMOKE)
+
+
+def test_bad_run_override_names_the_row_and_field(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text("table: t\nrows:\n  - row: x\n    run: {n_cycle: 3}\n")
+    with pytest.raises(ConfigError) as info:
+        plan_table(load_table(path), SMOKE)
+    assert info.value.path == "t.rows[x].run.n_cycle"

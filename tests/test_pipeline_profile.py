@@ -1,0 +1,65 @@
+"""Profiles: params.yaml's three budgets load; scaling rounds to rollouts; bad keys fail."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envgen.errors import ConfigError
+from envgen.loop.config import RunConfig
+from envgen.pipeline.profile import load_profile
+
+PARAMS = yaml.safe_load(Path("params.yaml").read_text())
+
+
+def test_params_yaml_profiles_load_and_smoke_is_default():
+    assert PARAMS["profile"] == "smoke"
+    for name in ("smoke", "reduced", "paper"):
+        assert load_profile(PARAMS, name).name == name
+
+
+def test_paper_profile_keeps_the_papers_protocol_exactly():
+    paper = load_profile(PARAMS, "paper")
+    config = paper.apply(RunConfig(), initial_set=2)
+    assert config.total_steps == 1_960_000
+    assert (config.llm_env_steps, config.final_steps) == (120_000, 1_000_000)
+    assert config.model == "paper" and config.ppo == () and config.initial_set == 2
+    assert len(paper.seeds) * len(paper.initial_sets) == 30 and paper.claim_grade
+
+
+def test_smoke_scales_phases_to_whole_rollouts_with_a_minimum():
+    smoke = load_profile(PARAMS, "smoke")
+    rollout = smoke.rollout_size
+    assert rollout == 8 * 64
+    config = smoke.apply(RunConfig(), initial_set=0)
+    assert config.llm_env_steps % rollout == 0 and config.final_steps % rollout == 0
+    forty = smoke.apply(RunConfig(n_cycles=40, llm_env_steps=12_000, orig_env_steps=12_000), 0)
+    assert forty.llm_env_steps == rollout  # min_rollouts keeps a phase non-empty
+    assert smoke.steps(0) == 0  # a phase the paper does not have stays absent
+
+
+def test_original_only_rows_ignore_the_initial_set():
+    smoke = load_profile(PARAMS, "smoke")
+    assert smoke.apply(RunConfig(method="original_only"), initial_set=2).initial_set == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"stepscale": 1.0}, "profiles.smoke.stepscale"),
+        ({"seeds": []}, "profiles.smoke.seeds"),
+        ({"ppo": {"num_env": 2}}, "profiles.smoke.ppo.num_env"),
+        ({"model": "huge"}, "model"),
+    ],
+)
+def test_bad_profile_fields_are_named(change, field):
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["profiles"]["smoke"].update(change)
+    with pytest.raises(ConfigError) as info:
+        load_profile(params)
+    assert info.value.path == field
+
+
+def test_unknown_profile_lists_the_known_ones():
+    with pytest.raises(ConfigError, match="smoke, reduced, paper"):
+        load_profile(PARAMS, "huge")
