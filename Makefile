@@ -38,6 +38,7 @@ repro: setup
 bench: setup
 	$(BIN)/envgen bench env
 	$(BIN)/envgen bench train
+	$(BIN)/envgen bench heist
 
 lint: setup
 	$(BIN)/ruff check envgen replication tests

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from envgen.envs.crafter import CrafterConfig, CrafterEnv
-from envgen.envs.vector import CrafterVecEnv, assign_configs, env_seed
+from envgen.envs.mixture import assign_configs, env_seed
+from envgen.envs.vector import CrafterVecEnv
 
 CONFIGS = [CrafterConfig(length=40), CrafterConfig(target_biome="mountain", length=25)]
 

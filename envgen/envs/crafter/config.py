@@ -15,10 +15,10 @@ path and the allowed values; numbers out of range are clamped and recorded in
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import Any
 
+from envgen.envs.validation import as_mapping, int_clamped, join_path, norm_key
 from envgen.errors import ConfigError
 
 BIOMES = ("natural", "grassland", "mountain", "beaches")
@@ -157,12 +157,12 @@ class CrafterConfig:
         length: Any = default_length
         purpose = ""
         for key, value in data.items():
-            norm = _norm_key(key)
-            where = _join(path, str(key))
+            norm = norm_key(key)
+            where = join_path(path, str(key))
             if norm == "environment_settings":
-                env_fields.update(_mapping(value, where))
+                env_fields.update(as_mapping(value, where))
             elif norm == "inventory_settings":
-                inv_fields.update(_mapping(value, where))
+                inv_fields.update(as_mapping(value, where))
             elif norm in ENV_FIELDS:
                 env_fields[key] = value
             elif norm in INVENTORY_MAX:
@@ -177,8 +177,8 @@ class CrafterConfig:
 
         settings: dict[str, str] = {}
         for key, value in env_fields.items():
-            norm = _norm_key(key)
-            where = _join(path, f"environment_settings.{key}")
+            norm = norm_key(key)
+            where = join_path(path, f"environment_settings.{key}")
             if norm not in ENV_FIELDS:
                 raise ConfigError(where, f"unknown key; allowed keys: {', '.join(ENV_FIELDS)}")
             default = getattr(cls, norm)  # "default" means stock Crafter's value
@@ -186,20 +186,20 @@ class CrafterConfig:
 
         inventory: dict[str, int] = {}
         for key, value in inv_fields.items():
-            norm = _norm_key(key)
-            where = _join(path, f"inventory_settings.{key}")
+            norm = norm_key(key)
+            where = join_path(path, f"inventory_settings.{key}")
             if norm not in INVENTORY_MAX:
                 raise ConfigError(where, f"unknown item; allowed items: {', '.join(INVENTORY_MAX)}")
-            inventory[norm] = _int_clamped(value, 0, INVENTORY_MAX[norm], where, warnings)
+            inventory[norm] = int_clamped(value, 0, INVENTORY_MAX[norm], where, warnings)
         for material, tool in IMPLIED_TOOLS.items():
             if inventory.get(material, 0) > 0 and inventory.get(tool, 0) < 1:
                 inventory[tool] = 1
                 warnings.append(
-                    f"{_join(path, 'inventory_settings.' + tool)}: set to 1 because the "
+                    f"{join_path(path, 'inventory_settings.' + tool)}: set to 1 because the "
                     f"starting {material} implies it (the authors' loader rule)"
                 )
 
-        length_int = _int_clamped(length, 1, MAX_LENGTH, _join(path, "length"), warnings)
+        length_int = int_clamped(length, 1, MAX_LENGTH, join_path(path, "length"), warnings)
         return cls(
             **settings,
             inventory=tuple(sorted((k, v) for k, v in inventory.items() if v > 0)),
@@ -218,55 +218,12 @@ ENV_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _norm_key(key: Any) -> str:
-    return str(key).strip().lower().replace(" ", "_").replace("-", "_")
-
-
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(where, f"expected a JSON object, got {type(value).__name__}")
-    return value
-
-
 def _enum(value: Any, allowed: tuple[str, ...], where: str, default: str) -> str:
     if not isinstance(value, str):
         raise ConfigError(where, f"expected one of {', '.join(allowed)}; got {value!r}")
-    norm = _norm_key(value)
+    norm = norm_key(value)
     aliases = _BIOME_ALIASES if allowed is BIOMES else _RARITY_ALIASES
     norm = default if norm == "default" else aliases.get(norm, norm)
     if norm not in allowed:
         raise ConfigError(where, f"{value!r} is not allowed; allowed values: {', '.join(allowed)}")
     return norm
-
-
-def _int_clamped(value: Any, lo: int, hi: int, where: str, warnings: list[str]) -> int:
-    """Coerce to int (bools, numeric strings, whole floats) and clamp to [lo, hi]."""
-    if isinstance(value, bool):
-        number: float = int(value)
-    elif isinstance(value, int | float):
-        number = value
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            raise ConfigError(
-                where, f"expected an integer in [{lo}, {hi}]; got {value!r}"
-            ) from None
-    else:
-        raise ConfigError(where, f"expected an integer in [{lo}, {hi}]; got {type(value).__name__}")
-    if not math.isfinite(number):
-        raise ConfigError(where, f"expected an integer in [{lo}, {hi}]; got {value!r}")
-    if number != int(number):
-        warnings.append(f"{where}: {value!r} rounded down to {int(number)}")
-    result = int(number)
-    if result < lo or result > hi:
-        clamped = min(max(result, lo), hi)
-        warnings.append(f"{where}: {value!r} out of range [{lo}, {hi}], clamped to {clamped}")
-        result = clamped
-    return result

@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from envgen.envs.crafter.config import _int_clamped, _join, _mapping, _norm_key
+from envgen.envs.validation import as_mapping, int_clamped, join_path, norm_key
 from envgen.errors import ConfigError
 
 MODES = ("easy", "hard")
@@ -125,12 +125,12 @@ class HeistConfig:
         fields: dict[str, tuple[Any, str]] = {}
         purpose = ""
         for key, value in data.items():
-            norm = _norm_key(key)
-            where = _join(path, str(key))
+            norm = norm_key(key)
+            where = join_path(path, str(key))
             if norm in ("environment_settings", "inventory_settings"):
                 section = _ENV_KEYS if norm == "environment_settings" else _INVENTORY_KEYS
-                for sub_key, sub_value in _mapping(value, where).items():
-                    sub_where = _join(where, str(sub_key))
+                for sub_key, sub_value in as_mapping(value, where).items():
+                    sub_where = join_path(where, str(sub_key))
                     fields[_field_name(sub_key, section, sub_where, ())] = (sub_value, sub_where)
             elif norm == "purpose":
                 purpose = str(value)[:500]
@@ -153,7 +153,7 @@ class HeistConfig:
         if "keys_held" in fields:
             value, where = fields["keys_held"]
             top = MAX_COLOURS if num_keys is None else num_keys
-            if isinstance(value, str) and _norm_key(value) == "all":
+            if isinstance(value, str) and norm_key(value) == "all":
                 keys_held = top
             else:
                 keys_held = _optional_int(value, where, 0, top, warnings) or 0
@@ -171,7 +171,7 @@ def _field_name(
     key: Any, section: Mapping[str, tuple[str, ...]], where: str, also: tuple[str, ...]
 ) -> str:
     """The canonical field a key (or an LLM spelling of it) names; `also` lists other keys."""
-    norm = _norm_key(key)
+    norm = norm_key(key)
     for name, spellings in section.items():
         if norm in spellings:
             return name
@@ -182,7 +182,7 @@ def _mode(value: Any, where: str) -> str:
     allowed = ", ".join(MODES)
     if not isinstance(value, str):
         raise ConfigError(where, f"expected one of {allowed}; got {value!r}")
-    norm = _norm_key(value)
+    norm = norm_key(value)
     norm = _MODE_ALIASES.get(norm, norm)
     if norm not in MODES:
         raise ConfigError(where, f"{value!r} is not allowed; allowed values: {allowed}")
@@ -190,14 +190,14 @@ def _mode(value: Any, where: str) -> str:
 
 
 def _is_random(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and _norm_key(value) in _RANDOM_WORDS)
+    return value is None or (isinstance(value, str) and norm_key(value) in _RANDOM_WORDS)
 
 
 def _optional_int(value: Any, where: str, lo: int, hi: int, warnings: list[str]) -> int | None:
     """None for "random"-like input, else an int clamped to [lo, hi] (clamping recorded)."""
     if _is_random(value):
         return None
-    return _int_clamped(value, lo, hi, where, warnings)
+    return int_clamped(value, lo, hi, where, warnings)
 
 
 def _maze_size(value: Any, where: str, mode: str, warnings: list[str]) -> int | None:

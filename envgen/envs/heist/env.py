@@ -27,7 +27,7 @@ from envgen.envs.heist.config import HeistConfig
 from envgen.envs.heist.engine import FORCE_RESET, NUM_ACTIONS, Engine
 from envgen.envs.heist.levels import LevelBank
 from envgen.envs.heist.state import HeistState, parse, serialise
-from envgen.envs.vector import assign_configs
+from envgen.envs.mixture import assign_configs
 
 OBS_SHAPE = (64, 64, 3)
 REACH = 2.0  # cells: more than the agent moves in one step (speed 0.75, heist.cpp)

@@ -1,0 +1,57 @@
+"""Coercions shared by every config's `from_dict`: field paths, key spellings, clamping.
+
+Untrusted input (LLM replies, JSON files) goes through these so that every game's
+config reports errors the same way: a `ConfigError` naming the dotted field path, or
+a clamped value with a warning appended to the caller's list.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from envgen.errors import ConfigError
+
+
+def join_path(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def norm_key(key: Any) -> str:
+    return str(key).strip().lower().replace(" ", "_").replace("-", "_")
+
+
+def as_mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(where, f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def int_clamped(value: Any, lo: int, hi: int, where: str, warnings: list[str]) -> int:
+    """Coerce to int (bools, numeric strings, whole floats) and clamp to [lo, hi]."""
+    if isinstance(value, bool):
+        number: float = int(value)
+    elif isinstance(value, int | float):
+        number = value
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise ConfigError(
+                where, f"expected an integer in [{lo}, {hi}]; got {value!r}"
+            ) from None
+    else:
+        raise ConfigError(where, f"expected an integer in [{lo}, {hi}]; got {type(value).__name__}")
+    if not math.isfinite(number):
+        raise ConfigError(where, f"expected an integer in [{lo}, {hi}]; got {value!r}")
+    if number != int(number):
+        warnings.append(f"{where}: {value!r} rounded down to {int(number)}")
+    result = int(number)
+    if result < lo or result > hi:
+        clamped = min(max(result, lo), hi)
+        warnings.append(f"{where}: {value!r} out of range [{lo}, {hi}], clamped to {clamped}")
+        result = clamped
+    return result
