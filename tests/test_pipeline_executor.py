@@ -63,11 +63,12 @@ def test_parallel_runs_then_skip_then_stale_redo(tmp_path):
 
 
 def test_failed_runs_are_retried_and_reported(tmp_path):
-    job = tiny_job(0, final_steps=64)  # no episode can finish in 32 steps per env
+    bad = tiny_job(0).config.replace(ppo={**TINY_PPO, "minibatches": 3})  # 3 does not divide 64
+    job = Job(bad, 0)
     results = execute([job], settings(tmp_path), ExecutorConfig(workers=1, retries=1), quiet)
     result = results[job.key]
     assert result.status == FAILED and result.attempts == 2
-    assert "no episode finished in the scored phase" in result.reason
+    assert "ppo.minibatches" in result.reason
 
 
 def test_missing_llm_reply_is_not_recorded_and_leaves_no_directory(tmp_path):
@@ -83,16 +84,17 @@ def test_missing_llm_reply_is_not_recorded_and_leaves_no_directory(tmp_path):
 KILL_SCRIPT = """
 import sys
 from envgen.pipeline.executor import ExecutorConfig, execute
+from envgen.pipeline.plan import RandomJob
 from tests.test_pipeline_executor import settings, tiny_job
 from pathlib import Path
-execute([tiny_job(0), tiny_job(1, final_steps=4096)], settings(Path(sys.argv[1])),
+execute([RandomJob(1, 0), tiny_job(1)], settings(Path(sys.argv[1])),
         ExecutorConfig(workers=1, retries=0))
 """
 
 
 def test_killed_executor_reruns_without_redoing_finished_runs(tmp_path):
     s = settings(tmp_path)
-    first, second = tiny_job(0), tiny_job(1, final_steps=4096)
+    first, second = RandomJob(1, 0), tiny_job(1)
     proc = subprocess.Popen(
         [sys.executable, "-c", KILL_SCRIPT, str(tmp_path)],
         cwd=REPO,
@@ -105,6 +107,7 @@ def test_killed_executor_reruns_without_redoing_finished_runs(tmp_path):
     while not done_file.is_file() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
     assert done_file.is_file(), "the first run should finish before the kill"
+    time.sleep(1.0)  # the second run is under way
     os.killpg(proc.pid, signal.SIGKILL)  # the executor, its worker and its env processes
     proc.wait()
     assert not (job_dir(second, s.runs_root) / "final_metrics.json").is_file()

@@ -1,0 +1,84 @@
+"""The Ray executor: a local Ray instance, and a two-node cluster on this machine."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from envgen.pipeline.executor import ExecutorConfig, execute
+from envgen.pipeline.jobs import DONE, job_dir
+from envgen.pipeline.plan import RandomJob
+from tests.test_pipeline_executor import quiet, settings
+
+ray = pytest.importorskip("ray")
+RAY = str(Path(sys.executable).with_name("ray"))
+PORT = 6391 + os.getpid() % 500
+
+
+def test_local_ray_instance_runs_jobs_and_skips_finished_ones(tmp_path):
+    jobs = [RandomJob(1, 0), RandomJob(1, 1)]
+    s = settings(tmp_path)
+    ray.init(num_cpus=2, include_dashboard=False)
+    try:
+        results = execute(jobs, s, ExecutorConfig(kind="ray", retries=0), quiet)
+        assert [results[j.key].status for j in jobs] == [DONE, DONE]
+        stamp = (job_dir(jobs[0], s.runs_root) / "final_metrics.json").stat().st_mtime_ns
+        execute(jobs, s, ExecutorConfig(kind="ray", retries=0), quiet)
+        assert (job_dir(jobs[0], s.runs_root) / "final_metrics.json").stat().st_mtime_ns == stamp
+    finally:
+        ray.shutdown()
+
+
+def _own_processes(temp_dir: str) -> list[int]:
+    """PIDs of the Ray processes started under `temp_dir`, and their children."""
+    table = [
+        line.split(None, 2)
+        for line in subprocess.check_output(
+            ["ps", "-ww", "-eo", "pid=,ppid=,args="], text=True
+        ).splitlines()
+    ]
+    own = {int(p[0]) for p in table if len(p) == 3 and temp_dir in p[2]}
+    own |= {int(p[0]) for p in table if int(p[1]) in own}
+    return sorted(own)
+
+
+def test_two_node_cluster_on_loopback(tmp_path):
+    temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths
+    common = ["--num-cpus", "1", "--disable-usage-stats", "--node-ip-address", "127.0.0.1"]
+    address = f"127.0.0.1:{PORT}"
+    try:
+        subprocess.run(
+            [
+                RAY,
+                "start",
+                "--head",
+                "--port",
+                str(PORT),
+                "--temp-dir",
+                temp_dir,
+                "--include-dashboard",
+                "false",
+                *common,
+            ],
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(
+            [RAY, "start", "--address", address, *common], check=True, capture_output=True
+        )
+        jobs = [RandomJob(1, 0), RandomJob(1, 1)]
+        config = ExecutorConfig(kind="ray", retries=0, ray_address=address)
+        results = execute(jobs, settings(tmp_path), config, quiet)
+        assert [results[j.key].status for j in jobs] == [DONE, DONE]
+        assert sum(node["Alive"] for node in ray.nodes()) == 2
+    finally:
+        ray.shutdown()
+        for pid in _own_processes(temp_dir):
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+    assert _own_processes(temp_dir) == []

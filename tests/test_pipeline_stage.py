@@ -1,0 +1,88 @@
+"""The train stage's real CLI on a tiny table: runs.json rows of every status, metrics, plots."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+TABLE = """
+table: tiny
+caption: "a tiny table"
+rows:
+  - row: "PPO"
+    run: {method: original_only, original_only_steps: 1000000}
+  - row: "Random"
+    random_policy: true
+  - row: "GPT-3.5-Turbo (fixed)"
+    run: {method: fixed, llm_model: gpt-3.5-turbo}
+  - row: "Heist PPO"
+    run: {game: heist, method: original_only}
+    reported_as: {table: table8, row: "Heist PPO"}
+reported_only: [Human]
+"""
+
+
+def tiny_params(path: Path) -> None:
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["profiles"]["smoke"].update(
+        step_scale=0.001,  # the final 1M steps -> 16 rollouts of 64
+        seeds=[3],
+        ppo={"num_envs": 2, "num_steps": 32, "minibatches": 2},
+        random_episodes=1,
+    )
+    params["execution"]["retries"] = 0
+    path.write_text(yaml.safe_dump(params))
+
+
+def test_train_stage_writes_runs_metrics_and_plots(tmp_path):
+    (tmp_path / "tiny.yaml").write_text(TABLE)
+    tiny_params(tmp_path / "params.yaml")
+    out, metrics, plots = (tmp_path / n for n in ("runs.json", "metrics.json", "scores.json"))
+    cmd = [sys.executable, "-m", "envgen.pipeline.train", str(tmp_path / "tiny.yaml")]
+    cmd += ["--params", str(tmp_path / "params.yaml"), "--runs-root", str(tmp_path / "runs")]
+    cmd += ["--out", str(out), "--metrics", str(metrics), "--plots", str(plots)]
+    subprocess.run(cmd, cwd=REPO, check=True, capture_output=True)
+
+    table = json.loads(out.read_text())
+    assert (table["table"], table["profile"], table["claim_grade"]) == ("tiny", "smoke", False)
+    rows = {row["row"]: row for row in table["rows"]}
+    assert {name: row["status"] for name, row in rows.items()} == {
+        "PPO": "done",
+        "Random": "done",
+        "GPT-3.5-Turbo (fixed)": "not_recorded",
+        "Heist PPO": "not_implemented",
+        "Human": "reported_only",
+    }
+    assert (
+        "envgen llm record --backend openai --model gpt-3.5-turbo"
+        in rows["GPT-3.5-Turbo (fixed)"]["reason"]
+    )
+    assert rows["Heist PPO"]["reported_as"] == {"table": "table8", "row": "Heist PPO"}
+    (run,) = rows["PPO"]["runs"]
+    assert run["seed"] == 3 and run["global_steps"] == 1024 and run["llm_calls"] == 0
+    assert len(run["success_rates"]) == len(run["first_unlock_step"]) == 22
+    assert (Path(run["run_dir"]) / "final_metrics.json").is_file()
+    assert set(json.loads(metrics.read_text())) == {"PPO", "Random"}
+    assert {r["row"] for r in json.loads(plots.read_text())} == {"PPO", "Random"}
+
+
+def test_every_path_a_stage_writes_is_passed_in_its_cmd():
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    variables = {k: v for entry in dvc.get("vars", []) for k, v in entry.items()}
+    for name, stage in dvc["stages"].items():
+        items = variables["tables"] if "foreach" in stage else [None]
+        body = stage.get("do", stage)
+        for item in items:
+            text = yaml.safe_dump(body)
+            text = re.sub(r"\$\{item\}", str(item), text)
+            for key, value in variables.items():
+                text = text.replace("${" + key + "}", str(value))
+            expanded = yaml.safe_load(text)
+            for kind in ("outs", "metrics", "plots"):
+                for entry in expanded.get(kind, []):
+                    path = next(iter(entry)) if isinstance(entry, dict) else entry
+                    assert path in expanded["cmd"], f"{name}: {path} is not passed in cmd"
