@@ -12,6 +12,7 @@ every figure it has data for, plus the score-vs-step CSVs for `dvc plots show`:
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -299,7 +300,8 @@ def _curve(row: RowRecord, width: int) -> pd.DataFrame:
 
 
 def _slug(label: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in label).strip("_").lower()
+    """File name of a row's curve: "PPO + EnvGen" -> "ppo_envgen"."""
+    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
 
 
 def _done(paths: list[Path]) -> list[str]:
