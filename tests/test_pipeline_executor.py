@@ -19,7 +19,7 @@ TINY_PPO = {"num_envs": 2, "num_steps": 32, "minibatches": 2, "checkpoint_every"
 REPO = Path(__file__).resolve().parents[1]
 
 
-def tiny_job(seed: int, final_steps: int = 1024) -> Job:
+def tiny_job(seed: int, final_steps: int = 512) -> Job:
     config = RunConfig(
         method="original_only",
         n_cycles=1,
@@ -53,7 +53,7 @@ def test_parallel_runs_then_skip_then_stale_redo(tmp_path):
     assert [results[j.key].status for j in jobs] == [DONE, DONE]
     first = {j.key: mtime(j, s) for j in jobs}
     metrics = json.loads((job_dir(jobs[0], s.runs_root) / "final_metrics.json").read_text())
-    assert metrics["global_steps"] == 1024 and metrics["episodes"] >= 1
+    assert metrics["global_steps"] == 512 and metrics["episodes"] >= 1
 
     execute(jobs, s, config, log=quiet)  # same code: nothing is redone
     assert {j.key: mtime(j, s) for j in jobs} == first
