@@ -12,6 +12,7 @@ every figure it has data for, plus the score-vs-step CSVs for `dvc plots show`:
 from __future__ import annotations
 
 import argparse
+import itertools
 import re
 import sys
 import textwrap
@@ -54,6 +55,7 @@ FIRST_UNLOCK_ACHIEVEMENTS = (
 )
 LOG_FLOOR = 0.01  # percent: the bottom of Figure 4's log axis (0% has no log)
 GALLERY_SEED = 0  # world seed of every gallery preview
+LINE_STYLES = ("-", "--", ":", "-.")  # rows that overlap stay visible
 
 
 def save(fig: Figure, out: Path) -> list[Path]:
@@ -121,11 +123,13 @@ def first_unlock(
     axes = fig.subplots(1, len(achievements), sharey=True, squeeze=False)[0]
     grid = np.linspace(0, final_steps, 200)
     for ax, achievement in zip(axes, achievements, strict=True):
-        for label, row_runs in runs.items():
+        for style, (label, row_runs) in zip(
+            itertools.cycle(LINE_STYLES), runs.items(), strict=False
+        ):
             steps = [r.first_unlock_step.get(achievement) for r in row_runs]
             unlocked = np.array([s for s in steps if s is not None], dtype=float)
             fraction = [(unlocked <= t).sum() / len(row_runs) for t in grid]
-            ax.step(grid, fraction, where="post", label=f"{label} ({len(row_runs)} runs)")
+            ax.step(grid, fraction, style, where="post", label=f"{label} ({len(row_runs)} runs)")
         ax.set_title(achievement.replace("_", " "), fontsize=9)
         ax.set_xlabel("step of the final phase")
         ax.set_ylim(-0.05, 1.05)

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from envgen.agents.runlog import read_jsonl
 from envgen.errors import ReportInputError
 from envgen.scoring import ACHIEVEMENTS
@@ -216,8 +218,6 @@ def read_episodes(run_dir: Path) -> list[dict[str, Any]]:
 
 def read_run_config(run_dir: Path) -> dict[str, Any]:
     """run.yaml of a run (its RunConfig fields, seed and hash)."""
-    import yaml
-
     path = run_dir / "run.yaml"
     if not path.is_file():
         raise ReportInputError(str(path), "missing; the run is not finished or was moved")
