@@ -158,3 +158,14 @@ def test_cli_reports_a_missing_file(tmp_path: Path, capsys):
     code = tables.main([str(missing), "--out", str(tmp_path), "--metrics", str(tmp_path / "m")])
     assert code == 1
     assert "runs.json: cannot read" in capsys.readouterr().err
+
+
+def test_runs_of_a_row_not_done_are_listed_but_not_reported(tmp_path: Path):
+    partial = row("GPT-3.5-Turbo (fixed)", runs=[run(0, 9.0)])
+    partial |= {"status": "not_recorded", "reason": f"1 of 2 run(s) not_recorded: {RECORD_CMD}"}
+    data = table("table5", [partial, TABLE5["rows"][1]])
+    loaded = load_table(write(tmp_path, data))
+    assert len(loaded.rows[0].runs) == 1 and loaded.n_runs == 3
+    line = tables.table_frame(loaded, tables.load_reported()).iloc[0]
+    assert line.n_runs == 0 and math.isnan(line.score_mean)
+    assert line.note == f"not recorded: 1 of 2 run(s) not_recorded: {RECORD_CMD}"

@@ -72,7 +72,8 @@ class RowRecord:
     reported_as: tuple[str, str] | None
     """(table, row) of the paper's number this row is compared with, when not its own."""
     runs: tuple[RunRecord, ...]
-    """Finished runs, in the order runs.json lists them."""
+    """Finished runs, in the order runs.json lists them. A row not done may list the
+    runs that finished; the report uses a row's runs only once it is done (all ran)."""
 
     def claim_label(self) -> str:
         """The paper's label for this experiment as `envgen.stats.PAPER_CLAIMS` name it."""
@@ -99,7 +100,8 @@ class TableRecord:
 
     @property
     def n_runs(self) -> int:
-        return sum(len(r.runs) for r in self.rows)
+        """Finished runs of done rows."""
+        return sum(len(r.runs) for r in self.rows if r.status == DONE)
 
 
 def load_table(path: Path) -> TableRecord:
@@ -142,11 +144,8 @@ def _row(data: Any, where: str) -> RowRecord:
     if status not in STATUSES:
         raise ReportInputError(f"{where}.status", f"{status!r}; allowed: {', '.join(STATUSES)}")
     runs = tuple(_run(r, f"{where}.runs[{i}]") for i, r in enumerate(data.get("runs") or []))
-    if (status == DONE) != bool(runs):
-        raise ReportInputError(
-            f"{where}.runs",
-            f"status {status!r} with {len(runs)} runs; a done row lists its runs, others none",
-        )
+    if status == DONE and not runs:
+        raise ReportInputError(f"{where}.runs", "a done row lists its finished runs; found none")
     reported_as = data.get("reported_as")
     if reported_as is not None:
         reported_as = _mapping(reported_as, f"{where}.reported_as")

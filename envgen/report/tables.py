@@ -45,7 +45,8 @@ def table_frame(table: TableRecord, reported: pd.DataFrame) -> pd.DataFrame:
     """
     lines = []
     for row in table.rows:
-        line: dict[str, object] = {"row": row.row, "status": row.status, "n_runs": len(row.runs)}
+        n_runs = len(row.runs) if row.status == DONE else 0
+        line: dict[str, object] = {"row": row.row, "status": row.status, "n_runs": n_runs}
         if row.status == DONE:
             for metric in METRICS:
                 values = [getattr(run, metric) for run in row.runs]
