@@ -77,28 +77,33 @@ def execute(
         if not pending:
             break
         log(f"[pipeline] attempt {attempt}: {len(pending)} job(s) on {config.kind}")
-        retry = []
-        for job, result in zip(pending, run(pending, settings), strict=True):
-            result = dataclasses.replace(result, attempts=attempt)
-            results[job.key] = result
+
+        def report(result: JobResult) -> None:
             log(f"[pipeline] {result.status:12s} {result.run_dir} {result.reason[:200]}")
-            if result.status == FAILED:
-                retry.append(job)
-        pending = retry
+
+        outcomes = run(pending, settings, report)
+        for job, result in zip(pending, outcomes, strict=True):
+            results[job.key] = dataclasses.replace(result, attempts=attempt)
+        pending = [job for job in pending if results[job.key].status == FAILED]
     return results
 
 
-Runner = Callable[[Sequence[AnyJob], Settings], list[JobResult]]
+Report = Callable[[JobResult], None]  # called with each result as it arrives
+Runner = Callable[[Sequence[AnyJob], Settings, Report], list[JobResult]]  # results in job order
 
 
 def _local_runner(config: ExecutorConfig) -> Runner:
-    def run(jobs: Sequence[AnyJob], settings: Settings) -> list[JobResult]:
+    def run(jobs: Sequence[AnyJob], settings: Settings, report: Report) -> list[JobResult]:
         workers = min(len(jobs), config.local_workers(_cores(), _gpus()))
         context = multiprocessing.get_context("spawn")  # torch and forked workers do not mix
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            futures = [pool.submit(run_job, job, settings) for job in jobs]
-            pairs = zip(jobs, futures, strict=True)
-            return [_result_of(job, future, settings) for job, future in pairs]
+            futures = {pool.submit(run_job, job, settings): job for job in jobs}
+            done: dict[tuple[str, int], JobResult] = {}
+            for future in concurrent.futures.as_completed(futures):
+                job = futures[future]
+                done[job.key] = _result_of(job, future, settings)
+                report(done[job.key])
+        return [done[job.key] for job in jobs]
 
     return run
 
@@ -114,7 +119,7 @@ def _result_of(job: AnyJob, future: concurrent.futures.Future, settings: Setting
 def _ray_runner(config: ExecutorConfig) -> Runner:
     import ray
 
-    def run(jobs: Sequence[AnyJob], settings: Settings) -> list[JobResult]:
+    def run(jobs: Sequence[AnyJob], settings: Settings, report: Report) -> list[JobResult]:
         if not ray.is_initialized():
             if config.ray_address:
                 ray.init(address=config.ray_address, runtime_env=_ray_runtime_env())
@@ -122,8 +127,15 @@ def _ray_runner(config: ExecutorConfig) -> Runner:
                 ray.init(num_cpus=_cores(), num_gpus=_gpus(), runtime_env=_ray_runtime_env())
         task = ray.remote(num_cpus=config.env_workers, num_gpus=config.gpus_per_run)(run_job)
         remote_settings = _absolute(settings)
-        refs = [task.options(max_retries=0).remote(job, remote_settings) for job in jobs]
-        return [_ray_result(job, ref, settings) for job, ref in zip(jobs, refs, strict=True)]
+        refs = {task.options(max_retries=0).remote(job, remote_settings): job for job in jobs}
+        done: dict[tuple[str, int], JobResult] = {}
+        waiting = list(refs)
+        while waiting:
+            (ref,), waiting = ray.wait(waiting, num_returns=1)
+            job = refs[ref]
+            done[job.key] = _ray_result(job, ref, settings)
+            report(done[job.key])
+        return [done[job.key] for job in jobs]
 
     return run
 

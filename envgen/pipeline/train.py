@@ -6,8 +6,10 @@
 
 Reads `profile`, `profiles.<profile>`, `executor` and `execution` from params.yaml.
 LLM replies are replayed from the cache; a missing one makes its row "not_recorded"
-(never a failed stage). `--llm-mode fill` records the bundled local model's missing
-replies through a local server started here (docs/pipeline.md, "Recording").
+(never a failed stage). A run that still fails after its retries fails the stage
+(exit 2, after runs.json is written) so that the next `dvc repro` retries it.
+`--llm-mode fill` records the bundled local model's missing replies through a local
+server started here (docs/pipeline.md, "Recording the local model's adaptation calls").
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from envgen.llm.cache import DEFAULT_CACHE_DIR
 from envgen.loop.paths import write_json_atomic
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.fingerprint import code_fingerprint
-from envgen.pipeline.jobs import LLMSpec, Settings
+from envgen.pipeline.jobs import FAILED, LLMSpec, Settings
 from envgen.pipeline.plan import Job, RandomJob, TablePlan, load_table, plan_table
 from envgen.pipeline.profile import Profile, load_profile
 from envgen.pipeline.results import table_metrics, table_results, table_scores
@@ -123,6 +125,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             if paths:
                 write_json_atomic(paths[i], data)
                 print(f"[pipeline] wrote {paths[i]}")
+    failed = [r for r in results.values() if r.status == FAILED]
+    if failed:
+        print(
+            f"envgen.pipeline.train: {len(failed)} run(s) failed after retries (first: "
+            f"{failed[0].run_dir}: {failed[0].reason}); the stage fails so that the next "
+            "`dvc repro` tries them again",
+            file=sys.stderr,
+        )
+        return 2
     return 0
 
 
