@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from envgen.agents.config import MODEL_PRESETS, PPOConfig, model_preset
+from envgen.agents.threads import add_threads_argument, set_torch_threads
 
 DESCRIPTION = """\
 Train the paper's PPO agent (Table 9 hyper-parameters) in stock Crafter.
@@ -62,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="summary.json scores episodes of the last this many steps (paper: 1M)",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_threads_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -73,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from envgen.agents.trainer import Trainer, crafter_vec_env_factory
     from envgen.envs.crafter.config import CrafterConfig
 
+    set_torch_threads(args.torch_threads)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     ppo_cfg = PPOConfig(
         num_envs=args.num_envs,

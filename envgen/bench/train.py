@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from envgen.agents.config import MODEL_PRESETS, PPOConfig, model_preset
+from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.agents.trainer import EnvFactory, Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
@@ -126,6 +127,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=None, help="our vec env's worker count")
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
     parser.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    add_threads_argument(parser)
 
 
 def _timed_sps(factory: EnvFactory, args: argparse.Namespace, ppo_cfg: PPOConfig) -> float:
@@ -144,6 +146,7 @@ def _timed_sps(factory: EnvFactory, args: argparse.Namespace, ppo_cfg: PPOConfig
 
 
 def run(args: argparse.Namespace) -> int:
+    set_torch_threads(args.torch_threads)
     ppo_cfg = PPOConfig(num_envs=args.num_envs, num_steps=args.num_steps, checkpoint_every=10**12)
     ours = _timed_sps(crafter_vec_env_factory(args.workers), args, ppo_cfg)
     print(f"ours: {ours:.1f} env steps/s ({args.model})", flush=True)

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.errors import CacheMissError, EnvGenError
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MODES, CachedLLM
 from envgen.llm.client import BACKENDS, LOCAL_MODEL, BackendConfig, backend_config
@@ -56,6 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default="cpu", help="torch device")
     parser.add_argument("--workers", type=int, default=None, help="vec-env worker processes")
     parser.add_argument("--progress", action="store_true", help="show progress bars")
+    add_threads_argument(parser)
     parser.set_defaults(func=main)
 
 
@@ -74,6 +76,7 @@ def _backend(args: argparse.Namespace, model: str) -> Iterator[BackendConfig]:
 
 
 def main(args: argparse.Namespace) -> int:
+    set_torch_threads(args.torch_threads)
     try:
         config = RunConfig.from_yaml(args.config)
         options = RunOptions(args.device, args.workers, args.progress, args.resume)

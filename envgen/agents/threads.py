@@ -1,0 +1,31 @@
+"""How many CPU threads torch may use while vec-env workers share the machine.
+
+Measured on the 2-core machine (docs/agent.md, "Threads"): with torch's default of one
+thread per core, its OpenMP workers spin while the env workers step and the trainer
+ran at 65 steps/s; with one thread it ran at 1,000 steps/s (`envgen bench train
+--model nature`). The thread count can change float reduction order, so it is part of
+what makes a run reproducible: keep it fixed between a run and its replay.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DEFAULT_TORCH_THREADS = 1
+
+
+def add_threads_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=DEFAULT_TORCH_THREADS,
+        help="torch CPU threads (default 1: the vec-env workers use the other cores)",
+    )
+
+
+def set_torch_threads(threads: int) -> None:
+    import torch
+
+    if threads < 1:
+        raise ValueError(f"--torch-threads must be >= 1, got {threads}")
+    torch.set_num_threads(threads)
