@@ -33,8 +33,10 @@ class ServerOptions:
     """TCP port on 127.0.0.1; 0 picks a free one."""
     threads: int = 1
     """CPU threads; 1 is fastest on a shared 2-core machine (busy-waiting threads stall)."""
-    n_ctx: int = 8192
-    """Context window in tokens (SmolLM2's trained maximum)."""
+    n_ctx: int = 16384
+    """Context window in tokens: twice SmolLM2's trained 8192, so that Table 6's 8-env
+    adaptation prompts (about 10k tokens by cycle 4) still run; replies to prompts within
+    8192 tokens are unchanged (docs/llm.md, "Local backend")."""
     startup_timeout_s: float = 120.0
     """How long to wait for /v1/models to answer."""
 
