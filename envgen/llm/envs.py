@@ -2,7 +2,7 @@
 
 A family brings its config class (with the `from_dict(data, *, default_length, path)`
 contract of `CrafterConfig`), the episode length of LLM environments, its skills,
-prompts, reply schema and obfuscation names. Heist registers here the same way.
+prompts, reply schema and obfuscation names.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from envgen.envs.crafter.config import LLM_ENV_LENGTH, CrafterConfig
 from envgen.errors import ConfigError
-from envgen.llm import crafter
+from envgen.llm import crafter, heist
 from envgen.llm.names import NameMap
 
 
@@ -48,6 +48,15 @@ ENVIRONMENTS: dict[str, EnvSpec] = {
         environment_schema=crafter.environment_schema,
         initial_prompt=crafter.initial_prompt,
         adaptation_prompt=crafter.adaptation_prompt,
+    ),
+    "heist": EnvSpec(
+        config_cls=heist.HeistReplyConfig,
+        default_length=heist.EPISODE_STEPS,
+        skills=heist.skills,
+        name_map=heist.name_map,
+        environment_schema=heist.environment_schema,
+        initial_prompt=heist.initial_prompt,
+        adaptation_prompt=heist.adaptation_prompt,
     ),
 }
 

@@ -1,0 +1,252 @@
+"""Heist as the LLM designer sees it: prompts and the reply schema.
+
+The paper gives no Heist prompt (ENVGEN_PAPER.md, "What the paper does not say"); this
+one follows the Crafter prompt's four parts (task and skills, parameters with their
+allowed values, game rules, output format). Parameter names, allowed values and
+limits come from `envgen.envs.heist.config`, never retyped; the notes below are prose
+of this project (docs/heist.md, "The LLM prompt").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from envgen.envs.heist.config import (
+    MAX_COLOURS,
+    MAX_MAZE,
+    MIN_MAZE,
+    MODES,
+    RANDOM,
+    HeistConfig,
+    max_colours,
+)
+from envgen.errors import ConfigError
+from envgen.llm.names import NameMap, obfuscated_names
+
+EPISODE_STEPS = 1000  # procgen's Heist timeout; Heist has no episode-length setting
+
+# The skills, each with what it means; keys are the names of `success_stats`.
+SKILLS = {
+    "collect_keys": "find and pick up the keys",
+    "open_doors": "open each locked door with the key of its colour, in the chain's order",
+    "steal_gem": "reach and touch the gem (the goal: reward 10, the episode ends)",
+}
+
+ENV_FIELDS = ("distribution_mode", "maze_size", "num_keys")
+INVENTORY_FIELDS = ("keys_held",)
+
+PARAMETER_NOTES = {
+    "distribution_mode": "procgen's level family: easy levels are small, hard levels "
+    "can be larger; the agent is tested on easy levels",
+    "maze_size": "side of the square maze in cells (larger = longer paths)",
+    "num_keys": "number of key colours; each colour has one key and one locked door",
+    "keys_held": "keys the agent holds at the start, the first ones of the chain; their "
+    "doors still stand but open at a touch",
+}
+
+GAME_RULES = (
+    "Keys and doors form a chain: the first key lies where the agent starts, each "
+    "further key lies behind the door of the previous colour, and the gem lies behind "
+    "the last door.",
+    "A door opens when the agent touches it while holding the key of its colour.",
+    "With 0 keys there are no doors: the agent only has to find the gem.",
+    f"An episode ends when the gem is stolen or after {EPISODE_STEPS} steps.",
+)
+
+
+class HeistReplyConfig:
+    """`HeistConfig.from_dict` under the designer's `from_dict(data, *, default_length,
+    path)` contract; Heist has no episode-length setting, so the length is unused."""
+
+    @staticmethod
+    def from_dict(data: Any, *, default_length: int, path: str = "") -> HeistConfig:
+        return HeistConfig.from_dict(data, path=path)
+
+
+def skills() -> tuple[str, ...]:
+    """The skills the agent must learn, in the order of the chain."""
+    return tuple(SKILLS)
+
+
+def name_map(obfuscate: bool) -> NameMap:
+    """Real names, or parameter1..3 / optionA.. / item1 as in the Crafter ablation."""
+    if not obfuscate:
+        return NameMap({})
+    return obfuscated_names(ENV_FIELDS, MODES, INVENTORY_FIELDS)
+
+
+def _sizes(mode: str | None = None) -> list[int]:
+    top = max(MAX_MAZE.values()) if mode is None else MAX_MAZE[mode]
+    return list(range(MIN_MAZE, top + 1, 2))
+
+
+def environment_schema(names: NameMap) -> dict[str, Any]:
+    """JSON schema of one environment as the LLM writes it (every field required)."""
+    env_props = {
+        names.show("distribution_mode"): {
+            "type": "string",
+            "enum": [names.show(m) for m in MODES],
+        },
+        names.show("maze_size"): {"type": "integer", "enum": _sizes()},
+        names.show("num_keys"): {"type": "integer", "enum": list(range(MAX_COLOURS + 1))},
+    }
+    inv_props = {names.show("keys_held"): {"type": "integer", "enum": list(range(MAX_COLOURS + 1))}}
+    return {
+        "type": "object",
+        "properties": {
+            "purpose": {"type": "string", "maxLength": 200},
+            "environment_settings": _closed_object(env_props),
+            "inventory_settings": _closed_object(inv_props),
+        },
+        "required": ["purpose", "environment_settings", "inventory_settings"],
+        "additionalProperties": False,
+    }
+
+
+def initial_prompt(n: int, names: NameMap, structured: bool) -> str:
+    """Step 1 of the method for Heist: task, skills, parameters, rules, output format."""
+    skill_lines = "\n".join(f"- {name}: {what}" for name, what in SKILLS.items())
+    return "\n\n".join(
+        (
+            "You design training environments for a reinforcement-learning agent that "
+            "plays Heist, a 2D maze game of the Procgen benchmark: the agent must steal "
+            "a gem, collecting keys and opening the locked doors in colour order on the "
+            "way. After training, the agent is tested in the original game (random "
+            "easy levels), where it should steal the gem as often as possible. "
+            f"The skills it needs:\n{skill_lines}",
+            _parameters_section(names),
+            "Game rules to respect:\n" + "\n".join(f"- {r}" for r in GAME_RULES),
+            f"Create {n} environments in which the agent can practise the skills it needs, "
+            "especially those that are hard to learn in the original game.",
+            _format_section(n, names, structured),
+        )
+    )
+
+
+def adaptation_prompt(
+    previous: Sequence[HeistConfig],
+    success_stats: Mapping[str, tuple[float, float]],
+    n: int,
+    names: NameMap,
+    structured: bool,
+) -> str:
+    """Step 4: the previous environments and each skill's success in the original game."""
+    rates = "\n".join(
+        f"- {skill}: {mean:.1f}% +/- {std:.1f}%"
+        for skill, (mean, std) in _checked_stats(success_stats).items()
+    )
+    envs = "\n\n".join(_render(i, c, names) for i, c in enumerate(previous, start=1))
+    where = 'in the "information_used" field' if structured else "at the start of your reply"
+    return "\n\n".join(
+        (
+            f"The agent trained in the {len(previous)} environments you created, then in "
+            "the original game, and was tested in the original game. "
+            f"The environments were:\n\n{envs}",
+            "Success rate of each skill in the original game "
+            f"(mean% +/- std% over the test episodes):\n{rates}",
+            f"Create {n} new environments that help the agent improve the skills it is "
+            "still poor at without losing the skills it has. Say briefly "
+            f"{where} which of the information above you used and how.",
+            _format_section(n, names, structured),
+        )
+    )
+
+
+def _closed_object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _note(names: NameMap, field: str) -> str:
+    return "" if not names.is_identity else f" - {PARAMETER_NOTES[field]}"
+
+
+def _parameters_section(names: NameMap) -> str:
+    default = HeistConfig()
+    show = names.show
+    sizes = "; ".join(f"{', '.join(map(str, _sizes(mode)))} in {show(mode)} mode" for mode in MODES)
+    caps = ", ".join(
+        f"size {size}{' and larger' if max_colours(size) == MAX_COLOURS else ''}: "
+        f"at most {max_colours(size)}"
+        for size in _sizes()
+        if size == MIN_MAZE or max_colours(size) > max_colours(size - 2)
+    )
+    return "\n".join(
+        (
+            "Parameters of an environment (leave one out to keep its default):",
+            '"environment_settings":',
+            f"- {show('distribution_mode')}: one of {', '.join(show(m) for m in MODES)} "
+            f"(default {show(default.distribution_mode)}){_note(names, 'distribution_mode')}",
+            f'- {show("maze_size")}: {sizes}, or "{RANDOM}" (default "{RANDOM}": the '
+            f"game's own choice){_note(names, 'maze_size')}",
+            f'- {show("num_keys")}: integer 0-{MAX_COLOURS}, or "{RANDOM}" (default '
+            f'"{RANDOM}"); a maze holds only so many colours ({caps})'
+            f"{_note(names, 'num_keys')}",
+            '"inventory_settings":',
+            f"- {show('keys_held')}: integer 0-{MAX_COLOURS}, at most {show('num_keys')} "
+            f"(default {default.keys_held}){_note(names, 'keys_held')}",
+            "Numbers outside their range are clamped to it.",
+        )
+    )
+
+
+def _format_section(n: int, names: NameMap, structured: bool) -> str:
+    if structured:
+        return (
+            'Reply with one JSON object whose "environments" list holds exactly '
+            f'{n} environments, each with "purpose" (one sentence), '
+            '"environment_settings" and "inventory_settings".'
+        )
+    example = HeistConfig(purpose="which skills this environment trains")
+    return (
+        'For each environment write a line "Purpose: ..." saying which skills it trains, '
+        "then its settings in one ```json code block, for example:\n\n"
+        + _render(1, example, names)
+        + f"\n\nWrite exactly {n} such environments and no other JSON."
+    )
+
+
+def _render(index: int, config: HeistConfig, names: NameMap) -> str:
+    data = config.to_dict()
+    shown = {
+        section: {names.show(k): names.show(v) if isinstance(v, str) else v for k, v in items}
+        for section, items in (
+            ("environment_settings", data["environment_settings"].items()),
+            ("inventory_settings", data["inventory_settings"].items()),
+        )
+    }
+    return (
+        f"Environment {index}\nPurpose: {config.purpose}\n```json\n"
+        f"{json.dumps(shown, indent=2)}\n```"
+    )
+
+
+def _checked_stats(stats: Mapping[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    """Every skill exactly once, as (mean %, std %), in the chain's order."""
+    known = skills()
+    for name in stats:
+        if name not in known:
+            raise ConfigError(
+                f"success_stats.{name}", f"unknown skill; expected the names {', '.join(known)}"
+            )
+    missing = [s for s in known if s not in stats]
+    if missing:
+        raise ConfigError(
+            "success_stats", f"missing skills {', '.join(missing)}; give (mean %, std %) for each"
+        )
+    out: dict[str, tuple[float, float]] = {}
+    for skill in known:
+        try:
+            mean, std = (float(x) for x in stats[skill])
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"success_stats.{skill}", f"expected (mean %, std %); got {stats[skill]!r}"
+            ) from None
+        out[skill] = (mean, std)
+    return out
