@@ -165,7 +165,7 @@ BASELINES = {
 
 @pytest.mark.parametrize("name", sorted(BASELINES))
 def test_baseline_runs(name: str, tmp_path: Path):
-    config = TINY.replace(**BASELINES[name], final_steps=512)
+    config = TINY.replace(**BASELINES[name])
     root = execute_run(config, 0, tmp_path / "runs", replay_llm(PIPELINE_CACHE))
     metrics = json.loads((root / "final_metrics.json").read_text())
     assert metrics["method"] == name and metrics["episodes"] > 0
