@@ -34,7 +34,7 @@ class ModelConfig:
     hidden_size: int = 1024
     """Units of the final linear layer, followed by layer norm (EnvGen's change)."""
     num_actions: int = NUM_ACTIONS
-    """Policy head size: Crafter's action count."""
+    """Policy head size: Crafter's action count (`envgen.games` sets each game's)."""
     channels_last: bool = False
     """Run convolutions in NHWC memory layout (GPU option; unmeasured on CPU)."""
     bf16_autocast: bool = False

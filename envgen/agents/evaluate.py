@@ -8,7 +8,7 @@ the original environment over 12 seeds, feeding per-skill mean and std to the LL
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,23 @@ def training_window(
         raise ValueError(f"episodes: none logged{f' in phase {phase!r}' if phase else ''}")
     end = max(ep["step"] for ep in selected)
     return summarize([ep for ep in selected if ep["step"] > end - last_steps])
+
+
+def sampling_policy(
+    model: ActorCritic, seed: int, device: str | torch.device = "cpu"
+) -> Callable[[np.ndarray], np.ndarray]:
+    """The model's stochastic policy as obs uint8 (N, 64, 64, 3) -> actions int (N,).
+
+    Puts the model in eval mode; action noise comes from `seed` alone.
+    """
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    model.eval()
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        return policy_step(model, torch.from_numpy(obs).to(device), generator)[0].cpu().numpy()
+
+    return act
 
 
 def evaluate_policy(

@@ -1,26 +1,43 @@
 """Append-only JSONL logs of a run (episodes, metrics), truncatable to a checkpoint's step.
 
-Episode lines use crafter's `stats.jsonl` schema (`length`, `reward` rounded to 0.1 as
-crafter does, `achievement_<name>` counts) plus `step` (global env step at which the
-episode ended), `phase` and `config_index`, so crafter's analysis and ours read them.
+Crafter episode lines use crafter's `stats.jsonl` schema (`length`, `reward` rounded to
+0.1 as crafter does, `achievement_<name>` counts); Heist lines hold the sub-goal counts
+of `HeistVecEnv` (`return`, `length`, `success`, keys and doors), which
+`envgen.envs.heist.metrics.summarise` reads as they are. Both add `step` (global env
+step at which the episode ended), `phase` and `config_index`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from envgen.scoring import ACHIEVEMENTS
 
 
-def episode_record(info: dict[str, Any], step: int, phase: str) -> dict[str, Any]:
+def episode_record(info: Mapping[str, Any], step: int, phase: str) -> dict[str, Any]:
     """A stats.jsonl line from a vec env's `infos[i]["episode"]`."""
     record: dict[str, Any] = {"length": int(info["length"]), "reward": round(info["return"], 1)}
     counts = info["achievements"]
     record.update({f"achievement_{name}": int(counts.get(name, 0)) for name in ACHIEVEMENTS})
+    record.update(step=step, phase=phase, config_index=int(info["config_index"]))
+    return record
+
+
+HEIST_COUNTS = ("keys_collected", "keys_total", "doors_opened", "doors_total")
+
+
+def heist_episode_record(info: Mapping[str, Any], step: int, phase: str) -> dict[str, Any]:
+    """A Heist episodes.jsonl line from `HeistVecEnv`'s `infos[i]["episode"]`."""
+    record: dict[str, Any] = {
+        "return": float(info["return"]),
+        "length": int(info["length"]),
+        "success": bool(info["success"]),
+    }
+    record.update({key: int(info[key]) for key in HEIST_COUNTS})
     record.update(step=step, phase=phase, config_index=int(info["config_index"]))
     return record
 

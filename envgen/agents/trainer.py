@@ -1,4 +1,7 @@
-"""`Trainer`: PPO on a mixture of Crafter configs, resumable, callable phase after phase.
+"""`Trainer`: PPO on a mixture of level configs, resumable, callable phase after phase.
+
+The game enters only through the vec-env factory and the episode-log functions
+(`envgen.games` holds them per game); Crafter's are the defaults.
 
 The EnvGen loop calls `train(steps, configs)` (or `train_until(step, configs)`) once per
 phase with a new mixture; optimiser, normaliser, RNG streams and the vec env carry over
@@ -19,7 +22,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +36,15 @@ from envgen.agents.config import ModelConfig, PPOConfig
 from envgen.agents.networks import ActorCritic
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
-from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
 from envgen.scoring import summarize
 
 # (configs, num_envs, seed, weights) -> vec env
-EnvFactory = Callable[[Sequence[CrafterConfig], int, int, Sequence[float] | None], ppo.VecEnv]
+EnvFactory = Callable[[Sequence[Any], int, int, Sequence[float] | None], ppo.VecEnv]
+# (vec env's episode info, global step, phase) -> the episodes.jsonl line
+EpisodeRecord = Callable[[Mapping[str, Any], int, str], dict[str, Any]]
+# logged episodes -> summary with the game's "score" (percent)
+Summarize = Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]
 
 
 def crafter_vec_env_factory(num_workers: int | None = None) -> EnvFactory:
@@ -77,12 +83,16 @@ class Trainer:
         device: str | torch.device = "cpu",
         *,
         env_factory: EnvFactory | None = None,
+        episode_record: EpisodeRecord = episode_record,
+        summarize: Summarize = summarize,
         progress: bool = False,
     ):
         self.model_cfg, self.ppo_cfg, self.seed = model_cfg, ppo_cfg, seed
         self.run_dir = Path(run_dir)
         self.device = torch.device(device)
         self.env_factory = env_factory or crafter_vec_env_factory()
+        self.episode_record = episode_record
+        self.summarize = summarize
         self.progress = progress
 
         with torch.random.fork_rng(devices=[]):
@@ -98,7 +108,7 @@ class Trainer:
 
         self.env: ppo.VecEnv | None = None
         self.obs: np.ndarray | None = None
-        self.mixture: tuple[tuple[CrafterConfig, ...], tuple[float, ...] | None] | None = None
+        self.mixture: tuple[tuple[Any, ...], tuple[float, ...] | None] | None = None
         self.episodes = JsonlLog(self.run_dir / "episodes.jsonl")
         self.metrics = JsonlLog(self.run_dir / "metrics.jsonl")
         self.recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
@@ -111,7 +121,7 @@ class Trainer:
     def train(
         self,
         steps: int,
-        configs: Sequence[CrafterConfig],
+        configs: Sequence[Any],
         weights: Sequence[float] | None = None,
         phase: str = "crafter",
     ) -> dict[str, Any]:
@@ -121,18 +131,18 @@ class Trainer:
     def train_until(
         self,
         step: int,
-        configs: Sequence[CrafterConfig],
+        configs: Sequence[Any],
         weights: Sequence[float] | None = None,
         phase: str = "crafter",
     ) -> dict[str, Any]:
         """Train on the mixture until the global step reaches `step` (rollout granularity).
 
         Idempotent under resume: a call whose target is already reached returns at once.
-        Returns the summary (`envgen.scoring.summarize`) of the episodes it finished, or
-        {"episodes": 0} when none finished.
+        Returns the summary (the `summarize` given, Crafter's by default) of the episodes
+        it finished, or {"episodes": 0} when none finished.
         """
         if not configs:
-            raise ConfigError("configs", "give at least one CrafterConfig to train on")
+            raise ConfigError("configs", "give at least one environment config to train on")
         mixture = (tuple(configs), tuple(weights) if weights is not None else None)
         if self.env is not None and mixture != self.mixture:
             self.env.set_mixture(*mixture)  # resets every env into the new mixture
@@ -165,7 +175,7 @@ class Trainer:
             if self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0:
                 self.checkpoint()
         bar.close()
-        return summarize(finished) if finished else {"episodes": 0}
+        return self.summarize(finished) if finished else {"episodes": 0}
 
     def _rollout_and_update(self, phase: str) -> tuple[list[dict[str, Any]], dict[str, float]]:
         if self.env is None:
@@ -181,7 +191,8 @@ class Trainer:
         self.counters.rollouts += 1
         records = []
         for ep in done:
-            record = episode_record(ep.info, start_step + (ep.t + 1) * self.ppo_cfg.num_envs, phase)
+            step = start_step + (ep.t + 1) * self.ppo_cfg.num_envs
+            record = self.episode_record(ep.info, step, phase)
             self.episodes.write(record)
             records.append(record)
         self.recent.extend(records)
@@ -195,7 +206,7 @@ class Trainer:
         self.obs = self.env.reset()
 
     def _running_score(self) -> str:
-        return f"{summarize(list(self.recent))['score']:.2f}%" if self.recent else "-"
+        return f"{self.summarize(list(self.recent))['score']:.2f}%" if self.recent else "-"
 
     # --- checkpoints ---------------------------------------------------------------
     def checkpoint(self) -> Path:

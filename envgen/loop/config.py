@@ -19,6 +19,8 @@ import yaml
 from envgen.errors import ConfigError
 
 METHODS = ("envgen", "fixed", "original_only", "easy_to_hard", "adversarial")
+GAMES = ("crafter", "heist")  # the keys of `envgen.games.GAMES`
+CRAFTER_ONLY_METHODS = ("easy_to_hard", "adversarial")  # curricula rank by Crafter score
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +30,7 @@ class RunConfig:
     method: str = "envgen"
     """envgen (adaptive) | fixed | original_only (no LLM) | easy_to_hard | adversarial."""
     game: str = "crafter"
-    """crafter | heist."""
+    """crafter | heist (Table 8: envgen with n_cycles 1, or original_only)."""
     n_cycles: int = 4
     """EnvGen cycles N_cycle (paper: 4 for Crafter, 1 for Heist)."""
     llm_env_steps: int = 120_000
@@ -56,15 +58,25 @@ class RunConfig:
     validation_steps: int = 20_000
     """Easy-to-hard / adversarial: env steps of each validation agent (paper: unstated)."""
     eval_episodes: int = 12
-    """Evaluation seeds in the original game after each cycle (paper: 12)."""
+    """Evaluation seeds in the original game after each cycle (paper: 12); for Heist
+    also the test episodes of the final agent (paper: 100)."""
     model: str = "nature"
     """Policy network by registry name (paper: the 4M-parameter IMPALA ResNet)."""
     ppo: tuple[tuple[str, Any], ...] = ()
-    """PPO overrides of Table 9's defaults, as sorted (name, value) pairs."""
+    """PPO overrides of the game's defaults (Crafter: Table 9; Heist: CleanRL's
+    ppo_procgen, `envgen.games`), as sorted (name, value) pairs."""
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ConfigError("method", f"{self.method!r}; allowed: {', '.join(METHODS)}")
+        if self.game not in GAMES:
+            raise ConfigError("game", f"{self.game!r}; allowed: {', '.join(GAMES)}")
+        if self.game != "crafter" and self.method in CRAFTER_ONLY_METHODS:
+            raise ConfigError(
+                "method",
+                f"{self.method!r} ranks environments by the Crafter score and runs on "
+                f"crafter only; for {self.game} use envgen, fixed or original_only",
+            )
         for name in ("n_cycles", "envs_per_call", "eval_episodes"):
             if getattr(self, name) < 1:
                 raise ConfigError(name, "must be >= 1")

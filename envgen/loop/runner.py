@@ -4,8 +4,10 @@ The schedule follows ENVGEN_PAPER.md ("The method in four steps"): per cycle, th
 writes (cycle 1) or adapts (later cycles) N environments, the agent trains
 T_LLM-Env steps in them (envs spread over the N configs) and T_Orig-Env steps in the
 original game, and is evaluated there without updates over 12 seeds; the per-skill
-mean and std go back to the LLM. Then T_final steps in the original game, whose
-episodes are scored.
+mean and std go back to the LLM. Then T_final steps in the original game. Crafter is
+scored over the episodes of that final phase; Heist by testing the final agent on
+plain Heist (100 episodes per seed in the paper, `eval_episodes` here). Everything
+game-specific comes from the game's entry in `envgen.games`.
 
 Every phase ends at an absolute global step, so a resumed run (trainer checkpoint +
 the per-cycle files written so far + LLM replies replayed from the cache) walks the
@@ -22,21 +24,22 @@ from typing import Any
 
 import torch
 
-from envgen.agents.config import PPOConfig, from_mapping, model_preset
 from envgen.agents.evaluate import evaluate_policy
-from envgen.agents.runlog import read_jsonl
+from envgen.agents.runlog import JsonlLog, read_jsonl
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
+from envgen.games import GameSpec, game_spec, heist_summary, heist_test
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import CachedLLM
 from envgen.llm.designer import EnvironmentDesigner, PromptOptions
+from envgen.llm.envs import env_spec
 from envgen.llm.request import ChatRequest, ChatResponse, record_key, request_record
 from envgen.loop.config import RunConfig
 from envgen.loop.paths import RunPaths, read_json, write_json_atomic
 from envgen.scoring import ACHIEVEMENTS, summarize
 
-STOCK = CrafterConfig()  # the original game: stock Crafter, length 10000
+STOCK = CrafterConfig()  # Crafter's original game: stock Crafter, length 10000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,12 +88,13 @@ class Run:
     options: RunOptions
     llm: CallLog | None
     designer: EnvironmentDesigner | None
+    game: GameSpec
 
-    def train_until(self, step: int, configs: Sequence[CrafterConfig], phase: str) -> None:
+    def train_until(self, step: int, configs: Sequence[Any], phase: str) -> None:
         self.trainer.train_until(step, list(configs), phase=phase)
 
     def evaluate(self, index: int, config: CrafterConfig = STOCK, episodes: int = 0) -> dict:
-        """Evaluation without updates; seeds derive from (run seed, index)."""
+        """Crafter evaluation without updates (curricula); seeds from (run seed, index)."""
         return evaluate_policy(
             self.trainer.model,
             derive_seed(self.seed, "evaluation", index),
@@ -109,16 +113,16 @@ class Run:
 # --- the methods -----------------------------------------------------------------------
 def run_original_only(run: Run) -> None:
     """All steps in the original game; the last `final_steps` are scored."""
-    total = run.config.total_steps
-    run.train_until(max(total - run.config.final_steps, 0), [STOCK], "pretrain")
-    run.train_until(total, [STOCK], "final")
+    total, original = run.config.total_steps, run.game.original
+    run.train_until(max(total - run.config.final_steps, 0), [original], "pretrain")
+    run.train_until(total, [original], "final")
 
 
 def run_envgen(run: Run) -> None:
     """EnvGen (adaptive) and Fixed (environments generated once, never adapted)."""
     cfg, step = run.config, 0
     adaptive = cfg.method == "envgen"
-    configs: list[CrafterConfig] = []
+    configs: list[Any] = []
     stats: dict[str, tuple[float, float]] | None = None
     for cycle in range(1, cfg.n_cycles + 1):
         cycle_dir = run.paths.cycle(cycle)
@@ -127,15 +131,13 @@ def run_envgen(run: Run) -> None:
         step += cfg.llm_env_steps
         run.train_until(step, configs, f"llm{cycle}")
         step += cfg.orig_env_steps
-        run.train_until(step, [STOCK], f"orig{cycle}")
+        run.train_until(step, [run.game.original], f"orig{cycle}")
         if adaptive:
             stats = cycle_evaluation(run, cycle, cycle_dir)
-    run.train_until(step + cfg.final_steps, [STOCK], "final")
+    run.train_until(step + cfg.final_steps, [run.game.original], "final")
 
 
-def ask_designer(
-    run: Run, cycle: int, stats: dict[str, tuple[float, float]] | None
-) -> list[CrafterConfig]:
+def ask_designer(run: Run, cycle: int, stats: dict[str, tuple[float, float]] | None) -> list[Any]:
     """Cycle 1 generates, later cycles adapt; writes the environments and feedback."""
     assert run.designer is not None
     cycle_dir = run.paths.cycle(cycle)
@@ -167,11 +169,17 @@ def cycle_evaluation(run: Run, cycle: int, cycle_dir: Path) -> dict[str, tuple[f
     if path.is_file():
         result = read_json(path)
     else:
-        result = run.evaluate(cycle)
-        result.pop("episodes")
+        result = run.game.evaluate(
+            run.trainer.model,
+            derive_seed(run.seed, "evaluation", cycle),
+            run.config.eval_episodes,
+            run.options.device,
+            run.options.num_workers,
+        )
         result["step"] = run.trainer.global_step
         write_json_atomic(path, result)
-    return {a: (result["success_mean"][a], result["success_std"][a]) for a in ACHIEVEMENTS}
+    skills = env_spec(run.config.game).skills()
+    return {s: (result["success_mean"][s], result["success_std"][s]) for s in skills}
 
 
 def _curricula(run: Run) -> None:
@@ -206,8 +214,7 @@ def execute_run(
     paths = RunPaths.of(runs_root, config, seed)
     if paths.finished:
         return paths.root
-    if config.game != "crafter":
-        raise NotImplementedError(f"game {config.game!r}: only crafter runs are wired up yet")
+    game = game_spec(config.game)
     if paths.root.exists() and not options.resume:
         raise RuntimeError(
             f"{paths.root} holds a partial run; pass --resume to continue it or remove it"
@@ -238,29 +245,31 @@ def execute_run(
     started = time.monotonic()
     paths.write_config(config, seed)
     torch.manual_seed(derive_seed(seed, "torch"))
-    ppo_cfg = from_mapping(PPOConfig, config.ppo_overrides, "ppo")
     trainer = Trainer(
-        model_preset(config.model),
-        ppo_cfg,
+        game.model_config(config.model),
+        game.ppo_config(config.ppo_overrides),
         seed,
         paths.root,
         options.device,
-        env_factory=crafter_vec_env_factory(options.num_workers),
+        env_factory=game.vec_env_factory(options.num_workers),
+        episode_record=game.episode_record,
+        summarize=game.summarize,
         progress=options.progress,
     )
-    run = Run(config, seed, paths, trainer, options, call_log, designer)
+    run = Run(config, seed, paths, trainer, options, call_log, designer, game)
     try:
         trainer.resume()
         METHODS[config.method](run)
         trainer.close_env()
         run.save_llm_calls()
-        write_json_atomic(paths.final_metrics, final_metrics(run, time.monotonic() - started))
+        metrics = FINAL_METRICS[config.game](run, time.monotonic() - started)
+        write_json_atomic(paths.final_metrics, metrics)
     finally:
         trainer.close()
     return paths.root
 
 
-def final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
+def crafter_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
     """Score and reward over the final phase's episodes, first unlocks, LLM accounting."""
     episodes = read_jsonl(run.paths.episodes)
     final = [ep for ep in episodes if ep["phase"] == "final"]
@@ -288,3 +297,48 @@ def final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
         "llm_calls": len(run.llm.calls) if run.llm else 0,
         "wall_s": round(wall_s, 1),
     }
+
+
+def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
+    """The final agent tested on plain Heist: success rate (= score), reward, sub-goals.
+
+    The paper's Heist score is the success over 100 test episodes per seed (ENVGEN_PAPER.md,
+    "Agent and training protocol"); here `eval_episodes` per run, levels and action noise
+    from the run seed. The test episodes are kept in test_episodes.jsonl.
+    """
+    records = heist_test(
+        run.trainer.model,
+        derive_seed(run.seed, "test"),
+        run.config.eval_episodes,
+        run.options.device,
+    )
+    log_path = run.paths.root / "test_episodes.jsonl"
+    log_path.unlink(missing_ok=True)
+    log = JsonlLog(log_path)
+    for record in records:
+        log.write(record)
+    log.close()
+    test = heist_summary(records)
+    return {
+        "config_hash": run.config.config_hash(),
+        "seed": run.seed,
+        "method": run.config.method,
+        "game": run.config.game,
+        "score": test["score"],
+        "success_rate": test["success_rate"],
+        "reward": test["reward"],
+        "keys_collected": test["keys_collected"],
+        "doors_opened": test["doors_opened"],
+        "length": test["length"],
+        "episodes": test["episodes"],
+        "global_steps": run.trainer.global_step,
+        "llm_calls": len(run.llm.calls) if run.llm else 0,
+        "wall_s": round(wall_s, 1),
+    }
+
+
+# Explicit registry: RunConfig.game -> its final metrics (final_metrics.json).
+FINAL_METRICS: dict[str, Callable[[Run, float], dict[str, Any]]] = {
+    "crafter": crafter_final_metrics,
+    "heist": heist_final_metrics,
+}
