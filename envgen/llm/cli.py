@@ -180,7 +180,9 @@ def _parse_outcome(entry: dict) -> str:
         return ""
     call = planned_call(label)
     try:
-        parsed = parse_environments(entry["response"]["text"], call.n, obfuscated=call.obfuscate)
+        parsed = parse_environments(
+            entry["response"]["text"], call.n, call.env, obfuscated=call.obfuscate
+        )
     except LLMResponseError as exc:
         return f"unusable ({str(exc).splitlines()[0]})"
     clamped = sum(1 for c in parsed.configs if c.warnings)
