@@ -1,8 +1,10 @@
 """Table 1's Random row: a uniform random policy's Crafter score in stock Crafter.
 
-Episodes are played in the unmodified `crafter.Env` (the original game, length 10000)
-with actions from a seeded generator; the run directory holds them in crafter's
-stats.jsonl schema and a `final_metrics.json` shaped like a trained run's.
+Episodes are played in stock `crafter.Env` (the original game, length 10000) with its
+chunk order made deterministic (`envgen.envs.crafter.determinism`: stock Crafter's
+set-ordered chunks diverge run to run) and actions from a seeded generator. The run
+directory holds them in crafter's stats.jsonl schema and a `final_metrics.json`
+shaped like a trained run's.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
+from envgen.envs.crafter.determinism import make_deterministic
 from envgen.loop.paths import write_json_atomic
 from envgen.scoring import ACHIEVEMENTS, summarize
 
@@ -31,7 +34,7 @@ def play_random(episodes: int, seed: int, run_dir: Path) -> Path:
     records, step = [], 0
     try:
         for index in range(episodes):
-            env = crafter.Env(seed=derive_seed(seed, "random_world", index))
+            env = make_deterministic(crafter.Env(seed=derive_seed(seed, "random_world", index)))
             env.reset()
             done, ret, length, info = False, 0.0, 0, {}
             while not done:
