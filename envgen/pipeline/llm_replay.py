@@ -26,28 +26,24 @@ from envgen.loop.paths import write_json_atomic
 
 
 def replay_planned(cache_dir: Path) -> dict[str, Any]:
-    """{"calls": {label: {...}}, "recorded": n, "missing": n, "cache_files": n}."""
+    """Counts for `dvc metrics show` and, by label, the calls that are missing and why:
+    {"recorded": n, "missing": n, "environments": n, "cache_files": n, "missing_calls": {}}."""
     backend = backend_config("local")
     llm = CachedLLM("replay", cache_dir, backend)
-    calls: dict[str, dict[str, Any]] = {}
+    missing: dict[str, str] = {}
+    environments = 0
     for label, call in PLANNED_CALLS.items():
         designer = EnvironmentDesigner(call.options(backend), llm)
         try:
-            parsed = designer.generate(call.n)
+            environments += len(designer.generate(call.n).configs)
         except CacheMissError as exc:
-            calls[label] = {"recorded": False, "reason": str(exc)}
-            continue
-        calls[label] = {
-            "recorded": True,
-            "environments": len(parsed.configs),
-            "repaired": bool(parsed.repaired),
-        }
-    recorded = sum(c["recorded"] for c in calls.values())
+            missing[label] = str(exc)
     return {
-        "calls": calls,
-        "recorded": recorded,
-        "missing": len(calls) - recorded,
+        "recorded": len(PLANNED_CALLS) - len(missing),
+        "missing": len(missing),
+        "environments": environments,
         "cache_files": sum(1 for _ in llm.cache.entries()),
+        "missing_calls": missing,
     }
 
 
