@@ -142,7 +142,6 @@ class EnvironmentDesigner:
             self.results.append(parsed)
             return parsed
 
-
     def _sent_messages(self) -> tuple[Message, ...]:
         """The conversation as sent: whole, or first cycle + last `history_cycles` + now."""
         keep = self.options.history_cycles
