@@ -3,9 +3,12 @@
 The paper trains "spread in parallel across the N configs" (ENVGEN_PAPER.md, step 2):
 `assign_configs` gives each env one config of a weighted mixture, deterministically.
 Env i's seed derives from (seed, i) only, so results do not depend on `num_workers`.
-Workers hold contiguous blocks of envs and exchange only a command word per call:
-actions, observations, rewards and flags live in shared arrays; finished episodes'
-summaries come back through the pipe.
+Envs are split into `num_workers` contiguous blocks. The parent process steps the
+first block itself and `num_workers - 1` worker processes step the others, so on a
+machine with as many cores as workers no process waits idle for another's core
+(measured: docs/crafter.md, "Vector env"). Workers exchange only a command word per
+call: actions, observations, rewards and flags live in shared arrays; finished
+episodes' summaries come back through the pipe.
 """
 
 from __future__ import annotations
@@ -59,10 +62,17 @@ class CrafterVecEnv:
         self._flags = np.frombuffer(self._flags_raw, np.int8).reshape(2, n)
         bounds = np.linspace(0, n, workers + 1).astype(int)
         self._slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        self._local = _Block(
+            self._slices[0],
+            [env_seed(seed, i) for i in range(self._slices[0].start, self._slices[0].stop)],
+            self._shared(),
+            self.configs,
+            self.config_indices,
+        )
         context = mp.get_context("forkserver")
         self._conns = []
         self._procs = []
-        for block in self._slices:
+        for block in self._slices[1:]:
             parent, child = context.Pipe()
             seeds = [env_seed(seed, i) for i in range(block.start, block.stop)]
             proc = context.Process(
@@ -121,7 +131,7 @@ class CrafterVecEnv:
         self._call("mixture", (self.configs, self.config_indices))
 
     def worker_cpu_seconds(self) -> list[float]:
-        """CPU seconds each worker process has used so far (for benchmarks)."""
+        """CPU seconds used so far by each process stepping envs, the parent first (benchmarks)."""
         return self._call("cpu", None)
 
     def close(self) -> None:
@@ -155,7 +165,12 @@ class CrafterVecEnv:
             raise RuntimeError("CrafterVecEnv is closed")
         for conn in self._conns:
             conn.send((command, data))
-        replies = [conn.recv() for conn in self._conns]
+        try:
+            local = self._local.handle(command, data)
+        except Exception:
+            self.close()
+            raise
+        replies = [local] + [conn.recv() for conn in self._conns]
         for reply in replies:
             if isinstance(reply, BaseException):
                 self.close()
@@ -163,63 +178,77 @@ class CrafterVecEnv:
         return replies
 
 
+class _Block:
+    """Envs block.start..block.stop-1 over the shared arrays; one method per command."""
+
+    def __init__(self, block: slice, seeds: list[int], shared: tuple, configs, config_indices):
+        obs_raw, actions_raw, rewards_raw, flags_raw, n = shared
+        self.obs = np.frombuffer(obs_raw, np.uint8).reshape((n, *OBS_SHAPE))
+        self.actions = np.frombuffer(actions_raw, np.int64)
+        self.rewards = np.frombuffer(rewards_raw, np.float32)
+        self.flags = np.frombuffer(flags_raw, np.int8).reshape(2, n)
+        self.indices = range(block.start, block.stop)
+        self.envs = {
+            i: CrafterEnv(configs[config_indices[i]], seed=s)
+            for i, s in zip(self.indices, seeds, strict=True)
+        }
+        self.config_of = {i: config_indices[i] for i in self.indices}
+        self.returns = dict.fromkeys(self.indices, 0.0)
+        self.lengths = dict.fromkeys(self.indices, 0)
+
+    def reset_env(self, i: int) -> None:
+        self.obs[i], _ = self.envs[i].reset()
+        self.returns[i], self.lengths[i] = 0.0, 0
+
+    def handle(self, command: str, data: Any) -> Any:
+        """Carry out one command; returns the reply the parent collects."""
+        if command == "reset":
+            for i in self.indices:
+                self.reset_env(i)
+            return None
+        if command == "step":
+            return self.step()
+        if command == "cpu":
+            return time.process_time()
+        if command == "mixture":
+            new_configs, new_indices = data
+            for i in self.indices:
+                self.config_of[i] = new_indices[i]
+                self.envs[i].set_config(new_configs[new_indices[i]])
+                self.reset_env(i)
+            return None
+        raise ValueError(f"unknown vec-env command {command!r}")
+
+    def step(self) -> list[tuple[int, dict[str, Any]]]:
+        episodes = []
+        for i in self.indices:
+            ob, reward, terminated, truncated, info = self.envs[i].step(int(self.actions[i]))
+            self.returns[i] += reward
+            self.lengths[i] += 1
+            self.rewards[i], self.flags[0, i], self.flags[1, i] = reward, terminated, truncated
+            if terminated or truncated:
+                episode = {
+                    "achievements": info["achievements"],
+                    "return": self.returns[i],
+                    "length": self.lengths[i],
+                    "config_index": self.config_of[i],
+                }
+                episodes.append((i, episode))
+                self.reset_env(i)
+            else:
+                self.obs[i] = ob
+        return episodes
+
+
 def _worker(conn, block, seeds, shared, configs, config_indices) -> None:
-    """Run envs block.start..block.stop-1 until told to close."""
-    obs_raw, actions_raw, rewards_raw, flags_raw, n = shared
-    obs = np.frombuffer(obs_raw, np.uint8).reshape((n, *OBS_SHAPE))
-    actions = np.frombuffer(actions_raw, np.int64)
-    rewards = np.frombuffer(rewards_raw, np.float32)
-    flags = np.frombuffer(flags_raw, np.int8).reshape(2, n)
-    indices = range(block.start, block.stop)
-    envs = {
-        i: CrafterEnv(configs[config_indices[i]], seed=s)
-        for i, s in zip(indices, seeds, strict=True)
-    }
-    config_of = {i: config_indices[i] for i in indices}
-    returns = dict.fromkeys(indices, 0.0)
-    lengths = dict.fromkeys(indices, 0)
-
-    def reset(i: int) -> None:
-        obs[i], _ = envs[i].reset()
-        returns[i], lengths[i] = 0.0, 0
-
+    """A worker process: run one `_Block` until told to close."""
+    envs = _Block(block, seeds, shared, configs, config_indices)
     while True:
         command, data = conn.recv()
+        if command == "close":
+            break
         try:
-            if command == "close":
-                break
-            if command == "reset":
-                for i in indices:
-                    reset(i)
-                conn.send(None)
-            elif command == "step":
-                episodes = []
-                for i in indices:
-                    ob, reward, terminated, truncated, info = envs[i].step(int(actions[i]))
-                    returns[i] += reward
-                    lengths[i] += 1
-                    rewards[i], flags[0, i], flags[1, i] = reward, terminated, truncated
-                    if terminated or truncated:
-                        episode = {
-                            "achievements": info["achievements"],
-                            "return": returns[i],
-                            "length": lengths[i],
-                            "config_index": config_of[i],
-                        }
-                        episodes.append((i, episode))
-                        reset(i)
-                    else:
-                        obs[i] = ob
-                conn.send(episodes)
-            elif command == "cpu":
-                conn.send(time.process_time())
-            elif command == "mixture":
-                new_configs, new_indices = data
-                for i in indices:
-                    config_of[i] = new_indices[i]
-                    envs[i].set_config(new_configs[new_indices[i]])
-                    reset(i)
-                conn.send(None)
+            conn.send(envs.handle(command, data))
         except Exception as exc:  # report to the parent, which raises it
             conn.send(exc)
     conn.close()
