@@ -11,8 +11,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from envgen.files import write_json_atomic
 from envgen.llm.client import LOCAL_MODEL
-from envgen.llm.files import write_json_atomic
 from envgen.llm.request import ChatResponse
 
 # USD per 1M tokens (input, output), OpenAI's published prices for these model ids.

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from envgen.errors import CacheIntegrityError, CacheMissError, ConfigError
+from envgen.files import write_json_atomic
 from envgen.llm.accounting import Ledger
 from envgen.llm.client import BackendConfig, OpenAIChat
-from envgen.llm.files import write_json_atomic
 from envgen.llm.plan import record_command as planned_record_command
 from envgen.llm.request import (
     ChatRequest,

@@ -21,8 +21,9 @@ from envgen.agents.runlog import read_jsonl
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
+from envgen.files import write_json_atomic
 from envgen.llm.designer import EnvironmentDesigner
-from envgen.loop.paths import read_json, write_json_atomic
+from envgen.loop.paths import read_json
 from envgen.scoring import summarize
 
 if TYPE_CHECKING:

@@ -18,14 +18,6 @@ import yaml
 from envgen.loop.config import RunConfig
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temporary sibling, then rename it over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 

@@ -29,6 +29,7 @@ from envgen.agents.runlog import JsonlLog, read_jsonl
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
+from envgen.files import write_json_atomic
 from envgen.games import GameSpec, game_spec, heist_summary, heist_test
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import CachedLLM
@@ -36,7 +37,7 @@ from envgen.llm.designer import EnvironmentDesigner, PromptOptions
 from envgen.llm.envs import env_spec
 from envgen.llm.request import ChatRequest, ChatResponse, record_key, request_record
 from envgen.loop.config import RunConfig
-from envgen.loop.paths import RunPaths, read_json, write_json_atomic
+from envgen.loop.paths import RunPaths, read_json
 from envgen.scoring import ACHIEVEMENTS, summarize
 
 STOCK = CrafterConfig()  # Crafter's original game: stock Crafter, length 10000

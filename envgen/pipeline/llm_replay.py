@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from envgen.errors import CacheMissError
+from envgen.files import write_json_atomic
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM
 from envgen.llm.client import backend_config
 from envgen.llm.designer import EnvironmentDesigner
 from envgen.llm.plan import PLANNED_CALLS
-from envgen.loop.paths import write_json_atomic
 
 
 def replay_planned(cache_dir: Path) -> dict[str, Any]:

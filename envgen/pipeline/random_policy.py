@@ -19,7 +19,7 @@ import numpy as np
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
 from envgen.envs.crafter.determinism import make_deterministic
-from envgen.loop.paths import write_json_atomic
+from envgen.files import write_json_atomic
 from envgen.scoring import ACHIEVEMENTS, summarize
 
 

@@ -24,8 +24,8 @@ from typing import Any
 import yaml
 
 from envgen.errors import EnvGenError
+from envgen.files import write_json_atomic
 from envgen.llm.cache import DEFAULT_CACHE_DIR
-from envgen.loop.paths import write_json_atomic
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.fingerprint import code_fingerprint
 from envgen.pipeline.jobs import FAILED, LLMSpec, Settings

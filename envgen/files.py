@@ -1,4 +1,4 @@
-"""Atomic JSON files: readers never see a half-written cache entry or report."""
+"""Atomic JSON files: readers never see a half-written cache entry, run file or report."""
 
 from __future__ import annotations
 
