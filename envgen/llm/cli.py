@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from envgen.errors import EnvGenError, LLMResponseError
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache
-from envgen.llm.client import BACKENDS, BackendConfig, backend_config
+from envgen.llm.client import BACKENDS, backend_config
 from envgen.llm.designer import EnvironmentDesigner
 from envgen.llm.parse import parse_environments
 from envgen.llm.plan import PLANNED_CALLS, planned_call
 from envgen.llm.schema import DIALECTS
-from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
+from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path, running_backend
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -107,19 +105,6 @@ def _serve(args: argparse.Namespace) -> int:
             return 0
 
 
-@contextlib.contextmanager
-def _backend(args: argparse.Namespace) -> Iterator[BackendConfig]:
-    """The chosen backend; for "local", with the bundled server running meanwhile."""
-    config = backend_config(
-        args.backend, model=args.model, base_url=args.base_url, structured=args.structured
-    )
-    if args.backend != "local" or args.base_url:
-        yield config
-        return
-    with LocalServer(_server_options(args)) as server:
-        yield backend_config("local", base_url=server.base_url, structured=args.structured)
-
-
 def _record(args: argparse.Namespace) -> int:
     try:
         return _record_calls(args)
@@ -131,7 +116,10 @@ def _record(args: argparse.Namespace) -> int:
 def _record_calls(args: argparse.Namespace) -> int:
     labels = args.call or list(PLANNED_CALLS)
     failed = 0
-    with _backend(args) as backend:
+    config = backend_config(
+        args.backend, model=args.model, base_url=args.base_url, structured=args.structured
+    )
+    with running_backend(config, _server_options(args)) as backend:
         llm = CachedLLM(args.mode, args.cache_dir, backend)
         for label in labels:
             call = planned_call(label)

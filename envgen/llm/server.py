@@ -7,6 +7,7 @@ waits until /v1/models answers, and stops it on exit.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.resources
 import socket
@@ -14,13 +15,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
 import httpx
 
 from envgen.errors import ConfigError
-from envgen.llm.client import LOCAL_MODEL
+from envgen.llm.client import LOCAL_MODEL, BackendConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,3 +155,16 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def running_backend(
+    config: BackendConfig, options: ServerOptions | None = None
+) -> Iterator[BackendConfig]:
+    """`config` itself, or for the local backend with no base URL, the bundled server
+    started for the duration and `config` pointed at it."""
+    if config.name != "local" or config.base_url:
+        yield config
+        return
+    with LocalServer(options or ServerOptions(model_path=bundled_model_path())) as server:
+        yield dataclasses.replace(config, base_url=server.base_url)

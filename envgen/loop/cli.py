@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.errors import CacheMissError, EnvGenError
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MODES, CachedLLM
 from envgen.llm.client import BACKENDS, LOCAL_MODEL, BackendConfig, backend_config
+from envgen.llm.server import running_backend
 from envgen.loop.config import RunConfig
 from envgen.loop.runner import RunOptions, execute_run
 
@@ -61,18 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=main)
 
 
-@contextlib.contextmanager
-def _backend(args: argparse.Namespace, model: str) -> Iterator[BackendConfig]:
-    """The backend the cache keys by; a local server only when calls may go out."""
+def _backend(args: argparse.Namespace, model: str) -> BackendConfig:
+    """The backend the cache keys by (local for the bundled model, else openai)."""
     name = args.backend or ("local" if model == LOCAL_MODEL else "openai")
-    config = backend_config(name, model=model, base_url=args.base_url)
-    if args.llm_mode == "replay" or name != "local" or args.base_url:
-        yield config
-        return
-    from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
-
-    with LocalServer(ServerOptions(model_path=bundled_model_path())) as server:
-        yield backend_config(name, model=model, base_url=server.base_url)
+    return backend_config(name, model=model, base_url=args.base_url)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -80,7 +72,14 @@ def main(args: argparse.Namespace) -> int:
     try:
         config = RunConfig.from_yaml(args.config)
         options = RunOptions(args.device, args.workers, args.progress, args.resume)
-        with _backend(args, config.llm_model) as backend:
+        backend = _backend(args, config.llm_model)
+        # a server is started only when calls may go out (never in replay)
+        serving = (
+            running_backend(backend)
+            if args.llm_mode != "replay"
+            else contextlib.nullcontext(backend)
+        )
+        with serving as backend:
             llm = CachedLLM(args.llm_mode, args.cache_dir, backend) if config.uses_llm else None
             root = execute_run(config, args.seed, args.runs_root, llm, options)
     except CacheMissError as exc:
