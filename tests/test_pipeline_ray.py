@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -35,16 +36,34 @@ def test_local_ray_instance_runs_jobs_and_skips_finished_ones(tmp_path):
 
 
 def _own_processes(temp_dir: str) -> list[int]:
-    """PIDs of the Ray processes started under `temp_dir`, and their children."""
+    """Live PIDs of the Ray processes started under `temp_dir`, and their children.
+
+    Zombies are left out: a killed daemon's exit status waits for whichever init
+    process reaps it, which a container may do late or never.
+    """
     table = [
-        line.split(None, 2)
+        line.split(None, 3)
         for line in subprocess.check_output(
-            ["ps", "-ww", "-eo", "pid=,ppid=,args="], text=True
+            ["ps", "-ww", "-eo", "pid=,ppid=,stat=,args="], text=True
         ).splitlines()
     ]
-    own = {int(p[0]) for p in table if len(p) == 3 and temp_dir in p[2]}
-    own |= {int(p[0]) for p in table if int(p[1]) in own}
+    live = [p for p in table if len(p) >= 3 and not p[2].startswith("Z")]
+    own = {int(p[0]) for p in live if len(p) == 4 and temp_dir in p[3]}
+    own |= {int(p[0]) for p in live if int(p[1]) in own}
     return sorted(own)
+
+
+def _kill_own_processes(temp_dir: str, timeout: float = 30.0) -> list[int]:
+    """SIGKILL them until none is left (a dying raylet may still fork); returns survivors."""
+    deadline = time.monotonic() + timeout
+    while (left := _own_processes(temp_dir)) and time.monotonic() < deadline:
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+    return left
 
 
 def test_two_node_cluster_on_loopback(tmp_path):
@@ -78,7 +97,6 @@ def test_two_node_cluster_on_loopback(tmp_path):
         assert sum(node["Alive"] for node in ray.nodes()) == 2
     finally:
         ray.shutdown()
-        for pid in _own_processes(temp_dir):
-            os.kill(pid, signal.SIGKILL)
+        survivors = _kill_own_processes(temp_dir)
         shutil.rmtree(temp_dir, ignore_errors=True)
-    assert _own_processes(temp_dir) == []
+    assert survivors == []
