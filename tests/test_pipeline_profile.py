@@ -38,6 +38,13 @@ def test_smoke_scales_phases_to_whole_rollouts_with_a_minimum():
     assert smoke.steps(0) == 0  # a phase the paper does not have stays absent
 
 
+def test_history_bound_comes_from_the_profile_unless_the_row_sets_one():
+    smoke, paper = load_profile(PARAMS, "smoke"), load_profile(PARAMS, "paper")
+    assert paper.apply(RunConfig(n_cycles=40), 0).llm_history_cycles == 0  # whole history
+    assert smoke.apply(RunConfig(n_cycles=40), 0).llm_history_cycles == 2
+    assert smoke.apply(RunConfig(llm_history_cycles=5), 0).llm_history_cycles == 5
+
+
 def test_original_only_rows_ignore_the_initial_set():
     smoke = load_profile(PARAMS, "smoke")
     assert smoke.apply(RunConfig(method="original_only"), initial_set=2).initial_set == 0
@@ -50,6 +57,7 @@ def test_original_only_rows_ignore_the_initial_set():
         ({"seeds": []}, "profiles.smoke.seeds"),
         ({"ppo": {"num_env": 2}}, "profiles.smoke.ppo.num_env"),
         ({"model": "huge"}, "model"),
+        ({"llm_history_cycles": -1}, "profiles.smoke.llm_history_cycles"),
     ],
 )
 def test_bad_profile_fields_are_named(change, field):

@@ -49,6 +49,10 @@ class Profile:
     """Evaluation episodes after each cycle (paper: 12)."""
     validation_steps: int
     """Env steps of each curriculum validation agent (paper: unstated)."""
+    llm_history_cycles: int
+    """History bound of adaptation prompts (0 = whole conversation, the paper); a row's
+    own non-zero `llm_history_cycles` wins. Small-context local models need it for
+    Table 3's 8- and 40-cycle rows."""
     random_episodes: int
     """Episodes per seed of the Random row (a uniform random policy in stock Crafter)."""
     torch_threads: int
@@ -61,6 +65,10 @@ class Profile:
     def __post_init__(self) -> None:
         if self.step_scale <= 0:
             raise ConfigError(f"profiles.{self.name}.step_scale", "must be > 0 (1.0 = paper)")
+        if self.llm_history_cycles < 0:
+            raise ConfigError(
+                f"profiles.{self.name}.llm_history_cycles", "must be >= 0 (0 = whole history)"
+            )
         for name in ("min_rollouts", "eval_episodes", "random_episodes", "torch_threads"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"profiles.{self.name}.{name}", "must be a positive integer")
@@ -102,6 +110,7 @@ class Profile:
             ppo=dict(self.ppo),
             eval_episodes=self.eval_episodes,
             validation_steps=self.validation_steps,
+            llm_history_cycles=config.llm_history_cycles or self.llm_history_cycles,
         )
         return config.replace(**changes)
 
