@@ -107,3 +107,33 @@ def test_bad_input_names_the_field() -> None:
     env.reset()
     with pytest.raises(ValueError, match="action"):
         env.step(17)
+
+
+def _episodes(env: CrafterEnv, prepare: bool, switch_at: int = 2) -> list[np.ndarray]:
+    """Three short episodes' frames; the config changes before the third."""
+    rng = np.random.RandomState(1)
+    frames = []
+    for episode in range(3):
+        if episode == switch_at:
+            env.set_config(CrafterConfig(target_biome="mountain", coal_rarity="very_common"))
+        frames.append(env.reset()[0])
+        if prepare:
+            env.prepare_next_world()
+        for _ in range(40):
+            frames.append(env.step(int(rng.randint(17)))[0])
+    return frames
+
+
+def test_a_world_prepared_ahead_is_the_world_reset_would_make() -> None:
+    plain = _episodes(CrafterEnv(seed=3), prepare=False)
+    prepared_env = CrafterEnv(seed=3)
+    prepared = _episodes(prepared_env, prepare=True)
+    assert all(np.array_equal(a, b) for a, b in zip(plain, prepared, strict=True))
+    # A world prepared for one config is not used after a switch to another.
+    assert prepared_env.next_world_ready
+    prepared_env.set_config(CrafterConfig(target_biome="grassland"))
+    assert not prepared_env.next_world_ready
+    fresh = CrafterEnv(CrafterConfig(target_biome="grassland"), seed=3)
+    for _ in range(3):
+        fresh.reset()
+    assert np.array_equal(prepared_env.reset()[0], fresh.reset()[0])

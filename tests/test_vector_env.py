@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import time
+
 import numpy as np
 import pytest
 
 from envgen.envs.crafter import CrafterConfig, CrafterEnv
 from envgen.envs.mixture import assign_configs, env_seed
-from envgen.envs.vector import CrafterVecEnv
+from envgen.envs.vector import CrafterVecEnv, _Block
 
 CONFIGS = [CrafterConfig(length=40), CrafterConfig(target_biome="mountain", length=25)]
 
@@ -77,3 +80,36 @@ def test_bad_actions_shape_is_rejected() -> None:
         vec.reset()
         with pytest.raises(ValueError, match="actions"):
             vec.step(np.zeros(3, np.int64))
+
+
+def test_idle_time_prepares_next_worlds_without_changing_episodes() -> None:
+    """A block that waits while another generates a world prepares one of its own."""
+    n = 2
+    shared = (
+        mp.RawArray("B", n * int(np.prod(CrafterEnv.observation_shape))),
+        mp.RawArray("q", n),
+        mp.RawArray("f", n),
+        mp.RawArray("b", 2 * n),
+        n,
+    )
+    seeds = [env_seed(5, i) for i in range(n)]
+    block = _Block(slice(0, n), seeds, shared, CONFIGS, [0, 1], busy_words=[])
+    block.handle("reset", None)
+    other = np.zeros(1, np.int64)
+    block.use_idle_time([(other, 0)])  # no estimate of a world's cost yet: nothing
+    assert not any(env.next_world_ready for env in block.envs.values())
+    block.reset_ns = 1e6
+    block.use_idle_time([(other, 0)])  # the other block is not busy: nothing
+    assert not any(env.next_world_ready for env in block.envs.values())
+    other[0] = time.perf_counter_ns() + 10**12  # busy for long
+    block.use_idle_time([(other, 0)])
+    block.use_idle_time([(other, 0)])
+    assert all(env.next_world_ready for env in block.envs.values()) and block.prepare_ns > 0
+    reference = CrafterEnv(CONFIGS[1], seed=seeds[1])
+    reference.reset()
+    block.actions[:] = 0
+    for _ in range(25):  # env 1's config truncates at 25: its prepared world comes next
+        episodes = block.step()
+        reference.step(0)
+    assert [i for i, _ in episodes] == [1] and not block.envs[1].next_world_ready
+    assert np.array_equal(block.obs[1], reference.reset()[0])

@@ -5,18 +5,26 @@ The paper trains "spread in parallel across the N configs" (ENVGEN_PAPER.md, ste
 Env i's seed derives from (seed, i) only, so results do not depend on `num_workers`.
 Envs are split into `num_workers` contiguous blocks. The parent process steps the
 first block itself and `num_workers - 1` worker processes step the others, so on a
-machine with as many cores as workers no process waits idle for another's core
-(measured: docs/crafter.md, "Vector env"). Workers exchange only a command word per
-call: actions, observations, rewards and flags live in shared arrays; finished
-episodes' summaries come back through the pipe.
+machine with as many cores as workers no process waits idle for another's core.
+Actions, observations, rewards and flags live in shared arrays.
+
+A lock step is signalled through shared control words, not the pipe: waking a process
+blocked on a pipe costs tens of microseconds, a large share of the ~300 us a block of
+four envs takes. Each side spins briefly on the word it waits for, then dozes on the
+pipe with a flag up so the other side sends a wake-up (`_Link`). Finished episodes,
+errors and the rare commands (reset, mixture, close) go through the pipe. The spin
+relies on x86's ordered stores (the worker's observations are visible before its
+"done" word); elsewhere every step goes through the pipe (`SHARED_SIGNALS`).
+Measured in docs/crafter.md, "Vector env".
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import platform
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +34,20 @@ from envgen.envs.crafter.env import CrafterEnv
 from envgen.envs.mixture import assign_configs, env_seed
 
 OBS_SHAPE = CrafterEnv.observation_shape
+
+# x86 keeps stores in order (TSO): data written before a control word is seen with it.
+SHARED_SIGNALS = platform.machine().lower() in {"x86_64", "amd64", "i386", "i686"}
+SPIN_SECONDS = 0.004
+"""How long a side spins for its control word before dozing: covers a reset (~3 ms) on
+the other side. No spinning when the processes outnumber the usable cores."""
+DOZE_SECONDS = 0.001
+"""Poll timeout while dozing: bounds the delay if a wake-up crosses the dozing flag."""
+
+# Control words of one worker (a row of the shared control array).
+_COMMAND, _DONE, _MESSAGE, _WORKER_DOZING, _PARENT_DOZING, _WORKER_BUSY, _PARENT_BUSY = range(7)
+_WORDS = 7
+_WAKE = "wake"
+_REACHED = object()
 
 
 class CrafterVecEnv:
@@ -56,34 +78,47 @@ class CrafterVecEnv:
         self._actions_raw = mp.RawArray("q", n)
         self._rewards_raw = mp.RawArray("f", n)
         self._flags_raw = mp.RawArray("b", 2 * n)
+        self._control_raw = mp.RawArray("q", _WORDS * max(workers - 1, 1))
         self._obs = np.frombuffer(self._obs_raw, np.uint8).reshape((n, *OBS_SHAPE))
         self._actions = np.frombuffer(self._actions_raw, np.int64)
         self._rewards = np.frombuffer(self._rewards_raw, np.float32)
         self._flags = np.frombuffer(self._flags_raw, np.int8).reshape(2, n)
         bounds = np.linspace(0, n, workers + 1).astype(int)
         self._slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        control = np.frombuffer(self._control_raw, np.int64).reshape(-1, _WORDS)
+        spin = SPIN_SECONDS if _usable_cores() >= workers else 0.0
+        context = mp.get_context("forkserver")
+        self._links: list[_Link] = []
+        self._procs = []
+        for k, block in enumerate(self._slices[1:]):
+            parent, child = context.Pipe()
+            seeds = [env_seed(seed, i) for i in range(block.start, block.stop)]
+            proc = context.Process(
+                target=_worker,
+                args=(
+                    child,
+                    (self._control_raw, k, spin),
+                    block,
+                    seeds,
+                    self._shared(),
+                    self.configs,
+                    self.config_indices,
+                ),
+                daemon=True,
+            )
+            proc.start()
+            child.close()
+            self._links.append(_Link(control[k], parent, spin))
+            self._procs.append(proc)
         self._local = _Block(
             self._slices[0],
             [env_seed(seed, i) for i in range(self._slices[0].start, self._slices[0].stop)],
             self._shared(),
             self.configs,
             self.config_indices,
+            busy_words=[(link.words, _PARENT_BUSY) for link in self._links],
         )
-        context = mp.get_context("forkserver")
-        self._conns = []
-        self._procs = []
-        for block in self._slices[1:]:
-            parent, child = context.Pipe()
-            seeds = [env_seed(seed, i) for i in range(block.start, block.stop)]
-            proc = context.Process(
-                target=_worker,
-                args=(child, block, seeds, self._shared(), self.configs, self.config_indices),
-                daemon=True,
-            )
-            proc.start()
-            child.close()
-            self._conns.append(parent)
-            self._procs.append(proc)
+        self._workers_busy = [(link.words, _WORKER_BUSY) for link in self._links]
         self._closed = False
 
     def _shared(self) -> tuple[Any, ...]:
@@ -108,7 +143,8 @@ class CrafterVecEnv:
             raise ValueError(f"actions: expected shape ({self.num_envs},), got {actions.shape}")
         self._actions[:] = actions
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        for episodes in self._call("step", None):
+        replies = self._lock_step() if SHARED_SIGNALS else self._call("step", None)
+        for episodes in replies:
             for index, episode in episodes:
                 infos[index]["episode"] = episode
         return (
@@ -138,17 +174,17 @@ class CrafterVecEnv:
         if self._closed:
             return
         self._closed = True
-        for conn in self._conns:
+        for link in self._links:
             try:
-                conn.send(("close", None))
+                link.conn.send(("close", None))
             except (BrokenPipeError, OSError):
                 pass
         for proc in self._procs:
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.terminate()
-        for conn in self._conns:
-            conn.close()
+        for link in self._links:
+            link.conn.close()
 
     def __enter__(self) -> CrafterVecEnv:
         return self
@@ -161,16 +197,42 @@ class CrafterVecEnv:
             self.close()
 
     def _call(self, command: str, data: Any) -> list[Any]:
+        """Run `command` in every block through the pipes; the replies, parent's first."""
+        self._check_open()
+        for link in self._links:
+            link.conn.send((command, data))
+        local = self._run_local(command, data)
+        return self._checked([local] + [link.recv() for link in self._links])
+
+    def _lock_step(self) -> list[Any]:
+        """`_call("step")` signalled through the control words (see the module docstring)."""
+        self._check_open()
+        for link in self._links:
+            link.words[_COMMAND] += 1
+            link.wake(_WORKER_DOZING)
+        replies = [self._run_local("step", None)]
+        for link in self._links:
+            reply = link.wait(_DONE, int(link.words[_COMMAND]), _PARENT_DOZING, self._idle)
+            if reply is _REACHED:
+                reply = link.recv() if link.words[_MESSAGE] else []
+            replies.append(reply)
+        return self._checked(replies)
+
+    def _idle(self) -> None:
+        self._local.use_idle_time(self._workers_busy)
+
+    def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("CrafterVecEnv is closed")
-        for conn in self._conns:
-            conn.send((command, data))
+
+    def _run_local(self, command: str, data: Any) -> Any:
         try:
-            local = self._local.handle(command, data)
+            return self._local.handle(command, data)
         except Exception:
             self.close()
             raise
-        replies = [local] + [conn.recv() for conn in self._conns]
+
+    def _checked(self, replies: list[Any]) -> list[Any]:
         for reply in replies:
             if isinstance(reply, BaseException):
                 self.close()
@@ -178,10 +240,65 @@ class CrafterVecEnv:
         return replies
 
 
+class _Link:
+    """One worker's control words and pipe end, as either side sees them.
+
+    Words: _COMMAND (steps asked, parent writes), _DONE (steps finished, worker writes),
+    _MESSAGE (the last step's reply is in the pipe), and a dozing flag per side.
+    """
+
+    def __init__(self, words: np.ndarray, conn: Any, spin_seconds: float):
+        self.words = words
+        self.conn = conn
+        self.spin_seconds = spin_seconds
+
+    def wake(self, dozing: int) -> None:
+        """Send a wake-up if the other side dozes on the pipe."""
+        if self.words[dozing]:
+            self.conn.send(_WAKE)
+
+    def wait(self, word: int, target: int, dozing: int, idle: Callable[[], None]) -> Any:
+        """Until words[word] == target (returns _REACHED) or a pipe message comes (returns it).
+
+        Spins for `spin_seconds`, calling `idle` (which may do useful work), then blocks
+        on the pipe with words[dozing] up.
+        """
+        words, conn = self.words, self.conn
+        deadline = time.perf_counter() + self.spin_seconds
+        while time.perf_counter() < deadline:
+            if words[word] == target:
+                return _REACHED
+            if conn.poll(0) and (message := conn.recv()) != _WAKE:
+                return message
+            idle()
+        words[dozing] = 1
+        try:
+            while words[word] != target:
+                if conn.poll(DOZE_SECONDS) and (message := conn.recv()) != _WAKE:
+                    return message
+            return _REACHED
+        finally:
+            words[dozing] = 0
+
+    def recv(self) -> Any:
+        """The next pipe message that is not a stale wake-up."""
+        while (message := self.conn.recv()) == _WAKE:
+            pass
+        return message
+
+
 class _Block:
     """Envs block.start..block.stop-1 over the shared arrays; one method per command."""
 
-    def __init__(self, block: slice, seeds: list[int], shared: tuple, configs, config_indices):
+    def __init__(
+        self,
+        block: slice,
+        seeds: list[int],
+        shared: tuple,
+        configs,
+        config_indices,
+        busy_words: list[tuple[np.ndarray, int]],
+    ):
         obs_raw, actions_raw, rewards_raw, flags_raw, n = shared
         self.obs = np.frombuffer(obs_raw, np.uint8).reshape((n, *OBS_SHAPE))
         self.actions = np.frombuffer(actions_raw, np.int64)
@@ -195,10 +312,48 @@ class _Block:
         self.config_of = {i: config_indices[i] for i in self.indices}
         self.returns = dict.fromkeys(self.indices, 0.0)
         self.lengths = dict.fromkeys(self.indices, 0)
+        self.busy_words = busy_words
+        self.reset_ns = 0.0  # running means of a reset that generates its world,
+        self.prepare_ns = 0.0  # and of generating a world ahead
+        self.cursor = 0
 
     def reset_env(self, i: int) -> None:
         self.obs[i], _ = self.envs[i].reset()
         self.returns[i], self.lengths[i] = 0.0, 0
+
+    def reset_ended(self, i: int) -> None:
+        """Auto-reset env i; one that must generate its world is announced as busy time."""
+        generates = self.busy_words and not self.envs[i].next_world_ready
+        if not generates:
+            self.reset_env(i)
+            return
+        start = time.perf_counter_ns()
+        self._announce(start + int(self.reset_ns) if self.reset_ns else 0)
+        self.reset_env(i)
+        self.reset_ns = _running_mean(self.reset_ns, time.perf_counter_ns() - start)
+        self._announce(0)
+
+    def use_idle_time(self, others_busy: list[tuple[np.ndarray, int]]) -> None:
+        """While another block generates a world for longer than it takes us, generate the
+        next world of one of our envs: lock-step waits for the slowest block, and world
+        generation is most of a reset (see CrafterEnv.prepare_next_world)."""
+        cost = self.prepare_ns or self.reset_ns
+        if not cost:
+            return
+        now = time.perf_counter_ns()
+        if not any(words[k] - now > cost for words, k in others_busy):
+            return
+        for _ in self.indices:
+            i = self.indices[self.cursor]
+            self.cursor = (self.cursor + 1) % len(self.indices)
+            start = time.perf_counter_ns()
+            if self.envs[i].prepare_next_world():
+                self.prepare_ns = _running_mean(self.prepare_ns, time.perf_counter_ns() - start)
+                return
+
+    def _announce(self, busy_until_ns: int) -> None:
+        for words, k in self.busy_words:
+            words[k] = busy_until_ns
 
     def handle(self, command: str, data: Any) -> Any:
         """Carry out one command; returns the reply the parent collects."""
@@ -234,21 +389,50 @@ class _Block:
                     "config_index": self.config_of[i],
                 }
                 episodes.append((i, episode))
-                self.reset_env(i)
+                self.reset_ended(i)
             else:
                 self.obs[i] = ob
         return episodes
 
 
-def _worker(conn, block, seeds, shared, configs, config_indices) -> None:
+def _usable_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):  # Linux: the cores this process may run on
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _running_mean(mean: float, value: float) -> float:
+    return value if not mean else 0.8 * mean + 0.2 * value
+
+
+def _worker(conn, control, block, seeds, shared, configs, config_indices) -> None:
     """A worker process: run one `_Block` until told to close."""
-    envs = _Block(block, seeds, shared, configs, config_indices)
+    control_raw, k, spin = control
+    link = _Link(np.frombuffer(control_raw, np.int64).reshape(-1, _WORDS)[k], conn, spin)
+    envs = _Block(block, seeds, shared, configs, config_indices, [(link.words, _WORKER_BUSY)])
+    parent_busy = [(link.words, _PARENT_BUSY)]
+    steps = 0
     while True:
-        command, data = conn.recv()
+        message = link.wait(
+            _COMMAND, steps + 1, _WORKER_DOZING, lambda: envs.use_idle_time(parent_busy)
+        )
+        if message is _REACHED:
+            steps += 1
+            try:
+                reply = envs.step()
+            except Exception as exc:  # report to the parent, which raises it
+                reply = exc
+            link.words[_MESSAGE] = bool(reply)
+            if reply:
+                conn.send(reply)
+            link.words[_DONE] = steps
+            link.wake(_PARENT_DOZING)
+            continue
+        command, data = message
         if command == "close":
             break
         try:
             conn.send(envs.handle(command, data))
-        except Exception as exc:  # report to the parent, which raises it
+        except Exception as exc:
             conn.send(exc)
     conn.close()

@@ -23,12 +23,18 @@ from envgen.envs.crafter.config import CrafterConfig
 from envgen.envs.crafter.world import Arrow, Cow, Plant, Player, Skeleton, Vec, World, Zombie
 
 AREA = (64, 64)
+CENTER = (AREA[0] // 2, AREA[1] // 2)  # the player's start
 CHUNK = (12, 12)
 UPDATE_RADIUS = 2 * max(render.VIEW)  # stock: objects closer than this are updated
 ACTIONS: tuple[str, ...] = tuple(constants.actions)
 _HOSTILE = {worldgen.ZOMBIE: Zombie, worldgen.SKELETON: Skeleton}
 # Stock SemanticView's object ids, after the material ids, in this order.
 _SEMANTIC_CLASSES = (Player, Cow, Zombie, Skeleton, Arrow, Plant)
+
+
+def _world_seed(seed: int, episode: int) -> int:
+    """Stock `crafter.Env`'s world seed of an episode."""
+    return hash((seed, episode)) % (2**31 - 1)
 
 
 @functools.cache
@@ -68,6 +74,7 @@ class CrafterEnv:
         self._player: Player | None = None
         self._last_health = 0
         self._unlocked: set[str] = set()
+        self._next_world: tuple[tuple, worldgen.World] | None = None
         self._atlas = render.atlas()
         self._textures = np.zeros(1024, np.int64)
         self._obs = np.zeros(self.observation_shape, np.uint8)
@@ -90,14 +97,15 @@ class CrafterEnv:
         self._episode += 1
         self._step = 0
         world = self._world
-        world.reset(seed=hash((self._seed, self._episode)) % (2**31 - 1))
+        world_seed = _world_seed(self._seed, self._episode)
+        world.reset(seed=world_seed)
         world.daylight = _daylight(0)
-        center = (AREA[0] // 2, AREA[1] // 2)
-        self._player = player = Player(world, center)
+        self._player = player = Player(world, CENTER)
         self._last_health = player.health
         world.add(player)
         self._unlocked = set()
-        for kind, x, y in worldgen.generate(world, center, self.config).tolist():
+        built = self._take_next_world(world_seed)
+        for kind, x, y in worldgen.install(world, built).tolist():
             if kind == worldgen.COW:
                 world.add(Cow(world, (x, y)))
             else:
@@ -145,7 +153,31 @@ class CrafterEnv:
         truncated = not dead and self._step >= self.length
         return obs, reward, dead, truncated, self._info(dead)
 
+    def prepare_next_world(self) -> bool:
+        """Generate the next episode's world now, for the next `reset()` to install.
+
+        A world depends only on the seed, the episode number and the config, so this
+        changes nothing but when the work is done: a vector env does it in time it
+        would spend waiting (envgen.envs.vector). Returns False if it was ready already.
+        """
+        key = (_world_seed(self._seed, self._episode + 1), self.config)
+        if self._next_world is not None and self._next_world[0] == key:
+            return False
+        self._next_world = (key, worldgen.build(key[0], AREA, CENTER, self.config))
+        return True
+
+    @property
+    def next_world_ready(self) -> bool:
+        key = (_world_seed(self._seed, self._episode + 1), self.config)
+        return self._next_world is not None and self._next_world[0] == key
+
     # --- internals ---------------------------------------------------------------
+    def _take_next_world(self, world_seed: int) -> worldgen.World:
+        prepared, self._next_world = self._next_world, None
+        if prepared is not None and prepared[0] == (world_seed, self.config):
+            return prepared[1]
+        return worldgen.build(world_seed, AREA, CENTER, self.config)
+
     def _info(self, dead: bool) -> dict[str, Any]:
         player = self._player
         info = {

@@ -19,6 +19,8 @@ start-area threshold and material; see docs/crafter.md.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numba
 import numpy as np
 from crafter import constants
@@ -53,18 +55,31 @@ _BIOMES = {
 }
 
 
-def generate(world, center: tuple[int, int], config: CrafterConfig) -> np.ndarray:
-    """Fill `world._mat_map` for `config`, advancing `world.random` as stock does.
+@dataclasses.dataclass(frozen=True)
+class World:
+    """A generated world, ready to install: it depends on the world seed, the area, the
+    centre and the config only, so it can be built ahead of the reset that uses it."""
 
-    Returns the creatures to add, in stock's order, as int64 rows (kind, x, y).
-    """
-    perm, grad = _permutation(world.random.randint(0, 2**31 - 1))
-    width, height = world.area
+    materials: np.ndarray
+    """Material ids (uint8, area-shaped), `world._mat_map`'s content."""
+    spawns: np.ndarray
+    """Creatures to add, in stock's order, as int64 rows (kind, x, y)."""
+    random_state: tuple[np.ndarray, np.ndarray]
+    """`world.random`'s MT19937 key and position after generation."""
+
+
+def build(
+    seed: int, area: tuple[int, int], center: tuple[int, int], config: CrafterConfig
+) -> World:
+    """The world stock generates after `world.reset(seed)` with the player at `center`."""
+    random = np.random.RandomState(seed)
+    perm, grad = _permutation(random.randint(0, 2**31 - 1))
+    width, height = area
     px, py = center
     neg_start, water_raw, mountain_raw = _noise_fields(perm, grad, width, height, px, py)
     start = 1 / (1 + np.exp(neg_start))
     biome, start_threshold, start_material = _BIOMES[config.target_biome]
-    key, pos = mt19937.export_state(world.random)
+    key, pos = mt19937.export_state(random)
     materials, tunnels = _materials(
         perm,
         grad,
@@ -82,9 +97,17 @@ def generate(world, center: tuple[int, int], config: CrafterConfig) -> np.ndarra
         config.threshold("tree"),
     )
     spawns = _creatures(materials, tunnels, key, pos, px, py)
-    mt19937.import_state(world.random, key, pos)
-    world._mat_map[:] = materials
-    return spawns
+    return World(materials, spawns, (key, pos))
+
+
+def install(world, built: World) -> np.ndarray:
+    """Put `built` into `world`, just reset with its seed; returns the creatures to add.
+
+    `world.random` continues from where generation left it, as in stock.
+    """
+    mt19937.import_state(world.random, *built.random_state)
+    world._mat_map[:] = built.materials
+    return built.spawns
 
 
 _GRADIENT_SLOTS = len(GRADIENTS3) / 3  # a float, as opensimplex computes it
