@@ -34,7 +34,8 @@ def tiny_job(seed: int, final_steps: int = 512) -> Job:
 
 def settings(tmp_path: Path, fingerprint: str = "f0") -> Settings:
     llm = LLMSpec("replay", str(REPO / "data" / "llm_cache"))
-    return Settings(runs_root=str(tmp_path / "runs"), fingerprint=fingerprint, llm=llm)
+    fingerprints = {"crafter": fingerprint}
+    return Settings(runs_root=str(tmp_path / "runs"), fingerprints=fingerprints, llm=llm)
 
 
 def mtime(job, s: Settings) -> int:

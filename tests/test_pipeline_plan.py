@@ -7,7 +7,6 @@ import yaml
 
 from envgen.errors import ConfigError
 from envgen.pipeline.plan import (
-    NOT_IMPLEMENTED,
     RANDOM,
     REPORTED_ONLY,
     TRAIN,
@@ -50,8 +49,7 @@ def test_row_kinds_and_job_counts():
     p = plans()
     assert row(p["table1"], "Random").kind == RANDOM
     assert row(p["table1"], "Human").kind == REPORTED_ONLY
-    assert all(r.kind == NOT_IMPLEMENTED for r in p["table8"].rows)
-    assert p["table8"].jobs == []  # nothing runs for a game the loop cannot train
+    assert [(r.kind, r.game) for r in p["table8"].rows] == [(TRAIN, "heist")] * 2
     envgen = row(p["table1"], "PPO + EnvGen")
     assert envgen.kind == TRAIN and len(envgen.jobs) == len(SMOKE.seeds) * len(SMOKE.initial_sets)
     assert row(p["obfuscation"], "PPO + EnvGen").reported_as == {
@@ -79,3 +77,25 @@ def test_bad_run_override_names_the_row_and_field(tmp_path):
     with pytest.raises(ConfigError) as info:
         plan_table(load_table(path), SMOKE)
     assert info.value.path == "t.rows[x].run.n_cycle"
+
+
+def test_table8_under_smoke_is_tiny_heist_training_with_the_papers_step_ratio():
+    plain, envgen = plans()["table8"].rows
+    assert len(plain.jobs) == len(envgen.jobs) == 2  # games.heist: 2 seeds x 1 set
+    for job in (*plain.jobs, *envgen.jobs):
+        c = job.config
+        assert (c.game, c.model, c.eval_episodes) == ("heist", "nature", 10)
+        assert dict(c.ppo) == {"num_envs": 8, "num_steps": 64, "minibatches": 4}
+        assert c.total_steps == 2560  # 25M x 0.0001, in whole 512-step rollouts
+    c = envgen.jobs[0].config
+    assert (c.n_cycles, c.llm_env_steps, c.orig_env_steps, c.final_steps) == (1, 512, 0, 2048)
+    assert plain.jobs[0].config.final_steps == 2560  # original_only: all of it scored
+
+
+def test_table8_under_paper_is_the_papers_heist_protocol():
+    plain, envgen = plans(load_profile(PARAMS, "paper"))["table8"].rows
+    assert len(plain.jobs) == len(envgen.jobs) == 10  # 100 test episodes x 10 seeds
+    c = envgen.jobs[0].config
+    assert (c.model, c.ppo, c.eval_episodes) == ("impala-small", (), 100)
+    assert (c.llm_env_steps, c.final_steps, c.total_steps) == (5_000_000, 20_000_000, 25_000_000)
+    assert plain.jobs[0].config.total_steps == 25_000_000

@@ -10,6 +10,7 @@ from envgen.loop.config import RunConfig
 from envgen.pipeline.profile import load_profile
 
 PARAMS = yaml.safe_load(Path("params.yaml").read_text())
+HEIST = PARAMS["profiles"]["smoke"]["games"]["heist"]
 
 
 def test_params_yaml_profiles_load_and_smoke_is_default():
@@ -58,6 +59,16 @@ def test_original_only_rows_ignore_the_initial_set():
         ({"ppo": {"num_env": 2}}, "profiles.smoke.ppo.num_env"),
         ({"model": "huge"}, "model"),
         ({"llm_history_cycles": -1}, "profiles.smoke.llm_history_cycles"),
+        ({"games": {"heist": {"seed": [0]}}}, "profiles.smoke.games.heist.seed"),
+        ({"games": {"crafter": {}}}, "profiles.smoke.games.crafter"),
+        (
+            {"games": {"heist": {**HEIST, "eval_episodes": 0}}},
+            "profiles.smoke.games.heist.eval_episodes",
+        ),
+        (
+            {"games": {"heist": {**HEIST, "ppo": {"num_env": 2}}}},
+            "profiles.smoke.games.heist.ppo.num_env",
+        ),
     ],
 )
 def test_bad_profile_fields_are_named(change, field):
@@ -71,3 +82,24 @@ def test_bad_profile_fields_are_named(change, field):
 def test_unknown_profile_lists_the_known_ones():
     with pytest.raises(ConfigError, match="smoke, reduced, paper"):
         load_profile(PARAMS, "huge")
+
+
+def test_heist_rows_take_the_games_section_and_round_to_heist_rollouts():
+    smoke = load_profile(PARAMS, "smoke")
+    row = RunConfig(game="heist", method="original_only", model="impala-small")
+    config = smoke.apply(row.replace(original_only_steps=25_000_000), 0)
+    assert (config.model, config.eval_episodes) == ("nature", 10)  # not Crafter's 3
+    assert config.total_steps == 5 * 512
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["profiles"]["smoke"]["games"]["heist"]["ppo"] = {}  # CleanRL's 64 x 256 rollouts
+    heist = load_profile(params).for_game("heist")
+    assert heist.rollout_size == 64 * 256 and heist.steps(25_000_000) == 16_384
+
+
+def test_a_profile_without_a_heist_section_names_what_to_add():
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["profiles"]["smoke"]["games"] = {}
+    with pytest.raises(ConfigError) as info:
+        load_profile(params).apply(RunConfig(game="heist"), 0)
+    assert info.value.path == "profiles.smoke.games.heist"
+    assert "step_scale, seeds, initial_sets, model, ppo, eval_episodes" in str(info.value)

@@ -33,6 +33,16 @@ def tiny_params(path: Path) -> None:
         seeds=[3],
         ppo={"num_envs": 2, "num_steps": 32, "minibatches": 2},
         random_episodes=1,
+        games={  # the Heist row: 10 rollouts of 64 (every phase rounded up to one), 2 test episodes
+            "heist": {
+                "step_scale": 0.0001,
+                "seeds": [3],
+                "initial_sets": [0],
+                "model": "nature",
+                "ppo": {"num_envs": 2, "num_steps": 32, "minibatches": 2},
+                "eval_episodes": 2,
+            }
+        },
     )
     params["execution"]["retries"] = 0
     path.write_text(yaml.safe_dump(params))
@@ -54,7 +64,7 @@ def test_train_stage_writes_runs_metrics_and_plots(tmp_path):
         "PPO": "done",
         "Random": "done",
         "GPT-3.5-Turbo (fixed)": "not_recorded",
-        "Heist PPO": "not_implemented",
+        "Heist PPO": "done",
         "Human": "reported_only",
     }
     assert (
@@ -62,12 +72,16 @@ def test_train_stage_writes_runs_metrics_and_plots(tmp_path):
         in rows["GPT-3.5-Turbo (fixed)"]["reason"]
     )
     assert rows["Heist PPO"]["reported_as"] == {"table": "table8", "row": "Heist PPO"}
+    (heist,) = rows["Heist PPO"]["runs"]
+    assert (heist["game"], heist["global_steps"], heist["episodes"]) == ("heist", 640, 2)
+    assert "keys_collected" in heist and "success_rates" not in heist
+    assert set(table["code_fingerprint"]) == {"crafter", "heist"}
     (run,) = rows["PPO"]["runs"]
     assert run["seed"] == 3 and run["global_steps"] == 512 and run["llm_calls"] == 0
     assert len(run["success_rates"]) == len(run["first_unlock_step"]) == 22
     assert (Path(run["run_dir"]) / "final_metrics.json").is_file()
-    assert set(json.loads(metrics.read_text())) == {"PPO", "Random"}
-    assert {r["row"] for r in json.loads(plots.read_text())} == {"PPO", "Random"}
+    assert set(json.loads(metrics.read_text())) == {"PPO", "Random", "Heist PPO"}
+    assert {r["row"] for r in json.loads(plots.read_text())} == {"PPO", "Random", "Heist PPO"}
 
 
 def test_every_path_a_stage_writes_is_passed_in_its_cmd():

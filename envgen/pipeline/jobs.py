@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -57,8 +58,9 @@ class Settings:
 
     runs_root: str
     """Run store root (``results/runs``)."""
-    fingerprint: str
-    """Code fingerprint of the current tree (`envgen.pipeline.fingerprint`)."""
+    fingerprints: Mapping[str, str]
+    """{game: code fingerprint of its training path in the current tree}
+    (`envgen.pipeline.fingerprint`)."""
     device: str = "cpu"
     """Torch device."""
     env_workers: int = 1
@@ -93,17 +95,18 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
     """Run one job (see the module docstring); safe to call again after a kill."""
     run_dir = job_dir(job, settings.runs_root)
     torch.set_num_threads(settings.torch_threads)
+    fingerprint = settings.fingerprints[job.config.game if isinstance(job, Job) else "crafter"]
     try:
-        _drop_if_stale(run_dir, settings.fingerprint)
+        _drop_if_stale(run_dir, fingerprint)
         if (run_dir / "final_metrics.json").is_file():
             return JobResult(job.key, DONE, str(run_dir))
         if isinstance(job, RandomJob):
-            record_fingerprint(run_dir, settings.fingerprint)
+            record_fingerprint(run_dir, fingerprint)
             play_random(job.episodes, job.seed, run_dir)
             return JobResult(job.key, DONE, str(run_dir))
         llm = settings.llm.build(job.config.llm_model) if job.config.uses_llm else None
         options = RunOptions(device=settings.device, num_workers=settings.env_workers)
-        record_fingerprint(run_dir, settings.fingerprint)
+        record_fingerprint(run_dir, fingerprint)
         try:
             execute_run(job.config, job.seed, settings.runs_root, llm, options)
         except CacheMissError:

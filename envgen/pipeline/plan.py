@@ -3,8 +3,10 @@
 A replication file (replication/*.yaml) lists a table's rows in paper units: a `run:`
 override of `RunConfig`, or `random_policy: true`, plus `reported_as` (the row the
 paper reports it under) and a `reported_only` list of rows no one trains here. The
-profile scales each row; rows that end up equal, in this table or another, get the
-same config hash and so the same run directory: they are trained once.
+profile scales each row with the budget of the row's game (`Profile.for_game`: Crafter's
+is the profile's own, Heist's its `games.heist` section); rows that end up equal, in
+this table or another, get the same config hash and so the same run directory: they
+are trained once.
 """
 
 from __future__ import annotations
@@ -20,9 +22,7 @@ from envgen.errors import ConfigError
 from envgen.loop.config import RunConfig
 from envgen.pipeline.profile import Profile
 
-TRAIN, RANDOM = "train", "random"
-NOT_IMPLEMENTED, REPORTED_ONLY = "not_implemented", "reported_only"
-GAMES_WIRED = ("crafter",)  # games `envgen.loop.runner.execute_run` can train
+TRAIN, RANDOM, REPORTED_ONLY = "train", "random", "reported_only"
 ROW_KEYS = ("row", "run", "random_policy", "reported_as")
 TABLE_KEYS = ("table", "caption", "rows", "reported_only")
 
@@ -58,11 +58,13 @@ class RowPlan:
     name: str
     """The row's label, as in the replication file."""
     kind: str
-    """train | random | not_implemented | reported_only."""
+    """train | random | reported_only."""
     jobs: tuple[Job | RandomJob, ...] = ()
     """Runs behind the row (initial sets x seeds for LLM methods, seeds otherwise)."""
     reported_as: Mapping[str, str] | None = None
     """{"table": .., "row": ..}: the paper row this row repeats, or None."""
+    game: str | None = None
+    """The game its runs play (the Random row: crafter); None for reported-only rows."""
 
     @property
     def config_hash(self) -> str | None:
@@ -125,12 +127,12 @@ def _plan_row(table: str, row: Mapping[str, Any], profile: Profile) -> RowPlan:
     reported_as = row.get("reported_as")
     if row.get("random_policy"):
         jobs = tuple(RandomJob(profile.random_episodes, seed) for seed in profile.seeds)
-        return RowPlan(row["row"], RANDOM, jobs, reported_as)
+        return RowPlan(row["row"], RANDOM, jobs, reported_as, "crafter")
     try:
         paper = RunConfig.from_dict(row.get("run") or {})
     except ConfigError as exc:
         raise ConfigError(f"{where}.run.{exc.path}", str(exc).split(": ", 1)[-1]) from None
-    sets = profile.initial_sets if paper.uses_llm else profile.initial_sets[:1]
-    jobs = tuple(Job(profile.apply(paper, s), seed) for s in sets for seed in profile.seeds)
-    kind = TRAIN if paper.game in GAMES_WIRED else NOT_IMPLEMENTED
-    return RowPlan(row["row"], kind, jobs, reported_as)
+    budget = profile.for_game(paper.game)
+    sets = budget.initial_sets if paper.uses_llm else budget.initial_sets[:1]
+    jobs = tuple(Job(profile.apply(paper, s), seed) for s in sets for seed in budget.seeds)
+    return RowPlan(row["row"], TRAIN, jobs, reported_as, paper.game)

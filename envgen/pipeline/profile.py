@@ -4,6 +4,11 @@ A profile is one entry of ``profiles:`` in params.yaml; the top-level ``profile:
 picks it. Scaling is the only place the pipeline departs from the paper's numbers
 (docs/pipeline.md, "Profiles"); everything it changes is part of each run's config,
 hence of its hash, so runs of different profiles never share a directory.
+
+The profile's own step scale, seeds, initial sets, network, PPO overrides and
+evaluation size are Crafter's (Tables 1-7). Rows of another game (Heist, Table 8) take
+these from the profile's `games.<game>` section instead, since the games differ in
+rollout size, network, test protocol and number of runs.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 
 from envgen.agents.config import PPOConfig, from_mapping, model_preset
 from envgen.errors import ConfigError
+from envgen.games import GAMES, game_spec
 from envgen.loop.config import RunConfig
 
 # RunConfig fields counted in env steps; a profile scales each of them.
@@ -23,11 +29,23 @@ STEP_FIELDS: tuple[str, ...] = (
     "final_steps",
     "original_only_steps",
 )
+# Profile fields a `games.<game>` section sets for that game's rows (all of them).
+GAME_FIELDS: tuple[str, ...] = (
+    "step_scale",
+    "seeds",
+    "initial_sets",
+    "model",
+    "ppo",
+    "eval_episodes",
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    """One named budget: step scale, seeds, network, PPO overrides, evaluation sizes."""
+    """One named budget: step scale, seeds, network, PPO overrides, evaluation sizes.
+
+    The top-level values budget Crafter rows; `for_game` gives the view of another game.
+    """
 
     name: str
     """The key under ``profiles:`` (smoke | reduced | paper)."""
@@ -44,9 +62,10 @@ class Profile:
     model: str
     """Network preset (`envgen.agents.config.MODEL_PRESETS`)."""
     ppo: tuple[tuple[str, Any], ...]
-    """PPO overrides of Table 9, as sorted (name, value) pairs."""
+    """PPO overrides of the game's defaults (Crafter: Table 9), as sorted (name, value) pairs."""
     eval_episodes: int
-    """Evaluation episodes after each cycle (paper: 12)."""
+    """Evaluation episodes after each cycle (paper: 12); Heist: also the final agent's
+    test episodes (paper: 100)."""
     validation_steps: int
     """Env steps of each curriculum validation agent (paper: unstated)."""
     llm_history_cycles: int
@@ -61,35 +80,60 @@ class Profile:
     """Torch device of every run (cpu | cuda)."""
     claim_grade: bool
     """Whether runs may reproduce or contradict the paper's claims (paper budgets only)."""
+    games: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    """Per game other than Crafter: its `GAME_FIELDS` as sorted (name, value) pairs."""
+    game: str = "crafter"
+    """The game whose rows this profile budgets (`for_game` sets it)."""
 
     def __post_init__(self) -> None:
+        where = self.where
         if self.step_scale <= 0:
-            raise ConfigError(f"profiles.{self.name}.step_scale", "must be > 0 (1.0 = paper)")
+            raise ConfigError(f"{where}.step_scale", "must be > 0 (1.0 = paper)")
         if self.llm_history_cycles < 0:
-            raise ConfigError(
-                f"profiles.{self.name}.llm_history_cycles", "must be >= 0 (0 = whole history)"
-            )
+            raise ConfigError(f"{where}.llm_history_cycles", "must be >= 0 (0 = whole history)")
         for name in ("min_rollouts", "eval_episodes", "random_episodes", "torch_threads"):
             if getattr(self, name) < 1:
-                raise ConfigError(f"profiles.{self.name}.{name}", "must be a positive integer")
+                raise ConfigError(f"{where}.{name}", "must be a positive integer")
         for name in ("seeds", "initial_sets"):
             values = getattr(self, name)
             if not values or min(values) < 0 or len(set(values)) != len(values):
                 raise ConfigError(
-                    f"profiles.{self.name}.{name}",
-                    "give a non-empty list of distinct non-negative integers",
+                    f"{where}.{name}", "give a non-empty list of distinct non-negative integers"
                 )
         model_preset(self.model)
-        from_mapping(PPOConfig, dict(self.ppo), f"profiles.{self.name}.ppo")
+        from_mapping(PPOConfig, dict(self.ppo), f"{where}.ppo")  # a bad key, named
+        game_spec(self.game).ppo_config(dict(self.ppo))  # e.g. minibatches vs rollout size
+        for game, _ in self.games:
+            self.for_game(game)
+
+    @property
+    def where(self) -> str:
+        """Where this profile's values sit in params.yaml (for error messages)."""
+        base = f"profiles.{self.name}"
+        return base if self.game == "crafter" else f"{base}.games.{self.game}"
 
     @property
     def ppo_config(self) -> PPOConfig:
-        return from_mapping(PPOConfig, dict(self.ppo), f"profiles.{self.name}.ppo")
+        """The game's PPO defaults with this profile's overrides applied."""
+        return game_spec(self.game).ppo_config(dict(self.ppo))
 
     @property
     def rollout_size(self) -> int:
-        """Env steps per PPO rollout under this profile."""
+        """Env steps per PPO rollout of this profile's game (Heist: 64 x 256 by default)."""
         return self.ppo_config.rollout_size
+
+    def for_game(self, game: str) -> Profile:
+        """This profile as it budgets `game`'s rows: Crafter's is the profile itself."""
+        if game == self.game:
+            return self
+        sections = dict(self.games)
+        if game not in sections:
+            raise ConfigError(
+                f"profiles.{self.name}.games.{game}",
+                f"missing; a profile that runs {game} rows sets {', '.join(GAME_FIELDS)} "
+                "for them (see params.yaml's smoke profile)",
+            )
+        return dataclasses.replace(self, game=game, games=(), **dict(sections[game]))
 
     def steps(self, paper_steps: int) -> int:
         """A paper step count under this profile; zero stays zero."""
@@ -102,13 +146,20 @@ class Profile:
         return rollouts * self.rollout_size
 
     def apply(self, config: RunConfig, initial_set: int) -> RunConfig:
-        """`config` (paper units) as this profile runs it for one initial set."""
-        changes: dict[str, Any] = {name: self.steps(getattr(config, name)) for name in STEP_FIELDS}
+        """`config` (paper units) as this profile runs it for one initial set.
+
+        The step scale, network, PPO overrides and evaluation size are those of the
+        config's game (`for_game`); a row's own network is replaced like Crafter's.
+        """
+        budget = self.for_game(config.game)
+        changes: dict[str, Any] = {
+            name: budget.steps(getattr(config, name)) for name in STEP_FIELDS
+        }
         changes.update(
             initial_set=initial_set if config.uses_llm else 0,
-            model=self.model,
-            ppo=dict(self.ppo),
-            eval_episodes=self.eval_episodes,
+            model=budget.model,
+            ppo=dict(budget.ppo),
+            eval_episodes=budget.eval_episodes,
             validation_steps=self.validation_steps,
             llm_history_cycles=config.llm_history_cycles or self.llm_history_cycles,
         )
@@ -126,7 +177,7 @@ def load_profile(params: Mapping[str, Any], name: str | None = None) -> Profile:
             "profile", f"{name!r} is not under `profiles:`; choose one of {', '.join(profiles)}"
         )
     data = dict(profiles[name])
-    fields = {f.name for f in dataclasses.fields(Profile)} - {"name"}
+    fields = {f.name for f in dataclasses.fields(Profile)} - {"name", "game"}
     unknown = sorted(set(data) - fields)
     if unknown:
         raise ConfigError(
@@ -135,7 +186,43 @@ def load_profile(params: Mapping[str, Any], name: str | None = None) -> Profile:
     missing = sorted(fields - set(data))
     if missing:
         raise ConfigError(f"profiles.{name}.{missing[0]}", "missing; every profile sets it")
-    data["seeds"] = tuple(data["seeds"])
-    data["initial_sets"] = tuple(data["initial_sets"])
-    data["ppo"] = tuple(sorted(dict(data["ppo"] or {}).items()))
+    data = _typed(data)
+    data["games"] = tuple(
+        (game, _game_section(section, f"profiles.{name}.games.{game}", game))
+        for game, section in sorted(dict(data["games"] or {}).items())
+    )
     return Profile(name=name, **data)
+
+
+def _typed(data: dict[str, Any]) -> dict[str, Any]:
+    """Lists and mappings of a profile (or game section) as hashable tuples."""
+    for key in ("seeds", "initial_sets"):
+        if key in data:
+            data[key] = tuple(data[key])
+    if "ppo" in data:
+        data["ppo"] = tuple(sorted(dict(data["ppo"] or {}).items()))
+    return data
+
+
+def _game_section(section: Any, where: str, game: str) -> tuple[tuple[str, Any], ...]:
+    """One `games.<game>` section, its keys checked, as sorted (name, value) pairs."""
+    if game == "crafter" or game not in GAMES:
+        others = ", ".join(g for g in GAMES if g != "crafter")
+        raise ConfigError(
+            where,
+            f"not a game with its own section; Crafter's budget is the profile's own, "
+            f"sections exist for: {others}",
+        )
+    data = dict(section or {})
+    unknown = sorted(set(data) - set(GAME_FIELDS))
+    if unknown:
+        raise ConfigError(
+            f"{where}.{unknown[0]}", f"unknown key; allowed: {', '.join(GAME_FIELDS)}"
+        )
+    missing = [key for key in GAME_FIELDS if key not in data]
+    if missing:
+        raise ConfigError(
+            f"{where}.{missing[0]}",
+            "missing; a game section sets every one of " + ", ".join(GAME_FIELDS),
+        )
+    return tuple(sorted(_typed(data).items()))

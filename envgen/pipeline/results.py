@@ -13,16 +13,20 @@ from typing import Any
 
 from envgen.loop.paths import read_json
 from envgen.pipeline.jobs import DONE, FAILED, NOT_RECORDED, JobResult, job_dir
-from envgen.pipeline.plan import NOT_IMPLEMENTED, REPORTED_ONLY, Job, RowPlan, TablePlan
+from envgen.pipeline.plan import REPORTED_ONLY, Job, RandomJob, RowPlan, TablePlan
 from envgen.pipeline.profile import Profile
 
-RUN_KEYS = ("score", "reward", "success_rates", "first_unlock_step", "llm_calls", "global_steps")
+# final_metrics.json keys every run entry copies: "score" is the game's table number
+# (Crafter score %, Heist success rate %), "reward" its mean episode return.
+RUN_KEYS = ("score", "reward", "llm_calls", "global_steps")
+# ... and those of one game: Crafter's per-achievement numbers (Figures 4, 5), Heist's
+# sub-goal rates (percent; None when no test level had keys).
+GAME_RUN_KEYS = {
+    "crafter": ("success_rates", "first_unlock_step"),
+    "heist": ("keys_collected", "doors_opened"),
+}
 REASONS = {
     REPORTED_ONLY: "reported from the paper only (data/paper); this package does not train it",
-    NOT_IMPLEMENTED: (
-        "game 'heist' is not wired into envgen.loop.runner.execute_run yet; "
-        "the row runs once it is (dvc repro)"
-    ),
 }
 
 
@@ -31,16 +35,19 @@ def table_results(
     profile: Profile,
     results: Mapping[tuple[str, int], JobResult],
     runs_root: Path | str,
-    fingerprint: str,
+    fingerprints: Mapping[str, str],
     fill_command: str = "",
 ) -> dict[str, Any]:
-    """The runs.json mapping of one table; `fill_command` records its missing replies."""
+    """The runs.json mapping of one table; `fill_command` records its missing replies.
+
+    `fingerprints`: {game: code fingerprint} the runs were checked against.
+    """
     return {
         "table": plan.table,
         "caption": plan.caption,
         "profile": profile.name,
         "claim_grade": profile.claim_grade,
-        "code_fingerprint": fingerprint,
+        "code_fingerprint": dict(fingerprints),
         "rows": [_row(row, results, runs_root, fill_command) for row in plan.rows],
     }
 
@@ -53,6 +60,7 @@ def _row(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "row": row.name,
+        "game": row.game,
         "config_hash": row.config_hash,
         "reported_as": dict(row.reported_as) if row.reported_as else None,
         "runs": [],
@@ -73,16 +81,18 @@ def _row(
     return {**out, "status": DONE, "reason": ""}
 
 
-def _run(job: Job, runs_root: Path | str) -> dict[str, Any]:
+def _run(job: Job | RandomJob, runs_root: Path | str) -> dict[str, Any]:
     run_dir = job_dir(job, runs_root)
     metrics = read_json(run_dir / "final_metrics.json")
+    game = job.config.game if isinstance(job, Job) else "crafter"
     return {
         "seed": job.seed,
         "initial_set": job.config.initial_set if isinstance(job, Job) else 0,
         "config_hash": job.key[0],
         "run_dir": run_dir.as_posix(),
+        "game": game,
         "episodes": metrics["episodes"],
-        **{key: metrics[key] for key in RUN_KEYS},
+        **{key: metrics[key] for key in (*RUN_KEYS, *GAME_RUN_KEYS[game])},
     }
 
 

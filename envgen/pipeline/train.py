@@ -25,6 +25,7 @@ import yaml
 
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
+from envgen.games import GAMES
 from envgen.llm.cache import DEFAULT_CACHE_DIR
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.fingerprint import code_fingerprint
@@ -60,6 +61,11 @@ def llm_spec(mode: str, cache_dir: Path) -> Iterator[LLMSpec]:
         yield LLMSpec(mode, str(cache_dir), server.base_url)
 
 
+def fingerprints() -> dict[str, str]:
+    """{game: code fingerprint of its training path} of the current tree."""
+    return {game: code_fingerprint(game) for game in GAMES}
+
+
 def run_plans(
     plans: Sequence[TablePlan],
     profile: Profile,
@@ -74,7 +80,7 @@ def run_plans(
             jobs.setdefault(job.key, job)
     settings = Settings(
         runs_root=str(runs_root),
-        fingerprint=code_fingerprint(),
+        fingerprints=fingerprints(),
         device=profile.device,
         env_workers=executor.env_workers,
         torch_threads=profile.torch_threads,
@@ -110,13 +116,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EnvGenError as exc:
         print(f"envgen.pipeline.train: {exc}", file=sys.stderr)
         return 1
-    fingerprint = code_fingerprint()
+    codes = fingerprints()
     for i, (plan, path) in enumerate(zip(plans, args.tables, strict=True)):
         fill = (
             f"python -m envgen.pipeline.train {path} --params {args.params} "
             f"--runs-root {args.runs_root} --llm-mode fill"
         )
-        table = table_results(plan, profile, results, args.runs_root, fingerprint, fill)
+        table = table_results(plan, profile, results, args.runs_root, codes, fill)
         for paths, data in (
             (args.out, table),
             (args.metrics, table_metrics(table)),

@@ -1,24 +1,27 @@
-"""Crafter score against environment steps, from runs' episodes.jsonl.
+"""Score against environment steps, from runs' episodes.jsonl.
 
-Steps are cut into bins of equal width from step 0; each bin's score is the Crafter
-score (`envgen.scoring.summarize`) of the episodes that ended in it, pooled over the
-row's runs. Only episodes of the original game count (phases `ORIGINAL_GAME_PHASES`): the
-LLM environments start with items and differ per cycle, so their scores do not
-compare with Crafter's. The paper draws no such curve; bins, not a moving window,
-so that rows given the same `bin_steps` are scored at the same steps (docs/report.md).
+Steps are cut into bins of equal width from step 0; each bin's score is the game's
+table number (`GameSpec.summarize`: the Crafter score, or Heist's success rate) of the
+training episodes that ended in it, pooled over the row's runs. Only episodes of the
+original game count (phases `ORIGINAL_GAME_PHASES`): the LLM environments start with
+items (or keys) and differ per cycle, so their scores do not compare with the game's.
+The paper draws no such curve; bins, not a moving window, so that rows given the same
+`bin_steps` are scored at the same steps (docs/report.md).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from envgen.scoring import summarize
+from envgen.scoring import summarize as crafter_summary
 
 ORIGINAL_GAME_PHASES = re.compile(r"^(orig\d+|pretrain|final)$")
+# episodes -> {"score": %, "reward": .., "episodes": n}, as `GameSpec.summarize`
+Summarize = Callable[[Sequence[Mapping[str, Any]]], Mapping[str, Any]]
 BINS_PER_CURVE = 40  # `bin_width` divides a table's longest run into this many bins
 
 
@@ -31,11 +34,13 @@ def score_vs_step(
     runs: Sequence[Sequence[Mapping[str, Any]]],
     bin_steps: int,
     phases: re.Pattern[str] = ORIGINAL_GAME_PHASES,
+    summarize: Summarize = crafter_summary,
 ) -> pd.DataFrame:
     """Columns step (a bin's right edge), score (%), reward, episodes; empty bins left out.
 
     `runs`: each run's episodes (episodes.jsonl lines with `step`, `phase`); an episode
     ending at step s falls in the bin (k * bin_steps, (k + 1) * bin_steps] holding s.
+    `summarize`: the game's summary of episodes (`GameSpec.summarize`; Crafter's default).
     """
     by_bin: dict[int, list[Mapping[str, Any]]] = {}
     for run in runs:

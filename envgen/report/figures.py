@@ -25,6 +25,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from envgen.errors import EnvGenError
+from envgen.games import game_spec
 from envgen.report.curves import bin_width, score_vs_step
 from envgen.report.inputs import (
     DONE,
@@ -205,14 +206,19 @@ def _flat(env: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # --- score against steps -----------------------------------------------------------------
-def score_curves(curves: Mapping[str, pd.DataFrame], out: Path, title: str) -> list[Path]:
-    """Crafter score against global step, one line per row (`curves`: {row: step, score})."""
+def score_curves(
+    curves: Mapping[str, pd.DataFrame],
+    out: Path,
+    title: str,
+    ylabel: str = "Crafter score (%), original-game episodes",
+) -> list[Path]:
+    """Score against global step, one line per row (`curves`: {row: step, score})."""
     fig = Figure(layout="constrained", figsize=(8, 4.5))
     ax = fig.subplots()
     for label, curve in curves.items():
         ax.plot(curve["step"], curve["score"], marker=".", label=label)
     ax.set_xlabel("environment step")
-    ax.set_ylabel("Crafter score (%), original-game episodes")
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
     if curves:
         ax.legend(fontsize=7)
@@ -284,7 +290,8 @@ def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path)
         for label, curve in curves.items():
             curve.to_csv(plot_dir / f"{_slug(label)}.csv", index=False, float_format="%.6g")
         title = f"{table.table}: score against steps ({table.profile} profile)"
-        log += _done(score_curves(curves, out_dir / f"score_vs_step_{table.table}", title))
+        out = out_dir / f"score_vs_step_{table.table}"
+        log += _done(score_curves(curves, out, title, *_ylabel(table)))
     return log
 
 
@@ -300,7 +307,17 @@ def _first_adaptive_run(runs: Sequence[RunRecord]) -> RunRecord | None:
 
 
 def _curve(row: RowRecord, width: int) -> pd.DataFrame:
-    return score_vs_step([read_episodes(r.run_dir) for r in row.runs], width)
+    """The row's curve, each run's training episodes summarised by its game's summary."""
+    (game,) = {r.game for r in row.runs}
+    summary = game_spec(game).summarize
+    return score_vs_step([read_episodes(r.run_dir) for r in row.runs], width, summarize=summary)
+
+
+def _ylabel(table: TableRecord) -> tuple[str, ...]:
+    """Heist's curves plot success in training episodes; Crafter's the default label."""
+    if table.games == {"heist"}:
+        return ("Heist success (%), training episodes in plain Heist",)
+    return ()
 
 
 def _slug(label: str) -> str:

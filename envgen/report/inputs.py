@@ -20,6 +20,7 @@ import yaml
 
 from envgen.agents.runlog import read_jsonl
 from envgen.errors import ReportInputError
+from envgen.loop.config import GAMES
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.claims import SAME_EXPERIMENT
 
@@ -44,17 +45,20 @@ class RunRecord:
     run_dir: Path
     """Its directory (`results/runs/<hash>/seed-<K>`)."""
     score: float
-    """Crafter score (%) over the final phase's episodes (Heist: success %)."""
+    """Crafter score (%) over the final phase's episodes (Heist: success % in the test)."""
     reward: float
-    """Mean episode return over the final phase."""
+    """Mean episode return over the final phase (Heist: over the test episodes)."""
     success_rates: Mapping[str, float]
-    """Percent of final-phase episodes unlocking each achievement."""
+    """Percent of final-phase episodes unlocking each achievement (Heist: empty)."""
     first_unlock_step: Mapping[str, int | None]
-    """Steps into the final phase at which each achievement was first unlocked."""
+    """Steps into the final phase at which each achievement was first unlocked (Heist:
+    empty)."""
     llm_calls: int
     """LLM calls the run made (cache hits included)."""
     global_steps: int
     """Environment steps the run took in all."""
+    game: str = "crafter"
+    """The game it played (runs.json written before Heist was wired name none: Crafter)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +78,9 @@ class RowRecord:
     runs: tuple[RunRecord, ...]
     """Finished runs, in the order runs.json lists them. A row not done may list the
     runs that finished; the report uses a row's runs only once it is done (all ran)."""
+    game: str | None = None
+    """The game its runs play; None for rows not run here (and in runs.json written
+    before Heist was wired)."""
 
     def claim_label(self) -> str:
         """The paper's label for this experiment as `envgen.stats.PAPER_CLAIMS` name it."""
@@ -102,6 +109,13 @@ class TableRecord:
     def n_runs(self) -> int:
         """Finished runs of done rows."""
         return sum(len(r.runs) for r in self.rows if r.status == DONE)
+
+    @property
+    def games(self) -> frozenset[str]:
+        """Games its rows play, from the rows and their runs (empty if none says)."""
+        return frozenset(
+            {r.game for r in self.rows if r.game} | {run.game for r in self.rows for run in r.runs}
+        )
 
 
 def load_table(path: Path) -> TableRecord:
@@ -153,6 +167,7 @@ def _row(data: Any, where: str) -> RowRecord:
             _field(reported_as, "table", str, f"{where}.reported_as"),
             _field(reported_as, "row", str, f"{where}.reported_as"),
         )
+    game = data.get("game")
     return RowRecord(
         row=_field(data, "row", str, where),
         status=status,
@@ -160,15 +175,19 @@ def _row(data: Any, where: str) -> RowRecord:
         config_hash=data.get("config_hash"),
         reported_as=reported_as,
         runs=runs,
+        game=None if game is None else _game(data, where),
     )
 
 
 def _run(data: Any, where: str) -> RunRecord:
     data = _mapping(data, where)
-    rates = _mapping(_field(data, "success_rates", dict, where), f"{where}.success_rates")
-    missing = [a for a in ACHIEVEMENTS if a not in rates]
-    if missing and rates:
-        raise ReportInputError(f"{where}.success_rates", f"missing {missing}")
+    game = _game(data, where) if "game" in data else "crafter"
+    rates: Mapping[str, Any] = {}
+    if game == "crafter":  # Heist has no achievements: its number is the test's success
+        rates = _mapping(_field(data, "success_rates", dict, where), f"{where}.success_rates")
+        missing = [a for a in ACHIEVEMENTS if a not in rates]
+        if missing and rates:
+            raise ReportInputError(f"{where}.success_rates", f"missing {missing}")
     return RunRecord(
         seed=_field(data, "seed", int, where),
         initial_set=int(data.get("initial_set", 0)),
@@ -179,7 +198,15 @@ def _run(data: Any, where: str) -> RunRecord:
         first_unlock_step=dict(data.get("first_unlock_step") or {}),
         llm_calls=int(data.get("llm_calls", 0)),
         global_steps=int(data.get("global_steps", 0)),
+        game=game,
     )
+
+
+def _game(data: Mapping[str, Any], where: str) -> str:
+    game = _field(data, "game", str, where)
+    if game not in GAMES:
+        raise ReportInputError(f"{where}.game", f"{game!r}; allowed: {', '.join(GAMES)}")
+    return game
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:

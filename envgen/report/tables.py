@@ -3,7 +3,9 @@
 One table per runs.json. A row shows our mean, std, bootstrap 95% CI and number of
 runs (envgen.stats, docs/stats.md) next to the paper's mean +/- std
 (data/paper/reported_results.csv). Rows that did not run say why and how to fix it;
-reported-only rows show the paper's numbers alone.
+reported-only rows show the paper's numbers alone. "Score" is the game's table number:
+the Crafter score, or for Heist (Table 8) the test success rate, which the Markdown
+header then names.
 
     python -m envgen.report.tables RUNS_JSON... --out results/tables \
         --metrics results/metrics.json
@@ -27,6 +29,7 @@ from envgen.stats.summary import summarize
 
 BOOTSTRAP_SEED = 0  # every row's CI resamples from this seed (docs/stats.md, "Per row")
 METRICS = ("score", "reward")
+SCORE_NAMES = {"crafter": "Score %", "heist": "Success %"}  # the paper's column names
 COLUMNS = (
     "row",
     "status",
@@ -105,10 +108,17 @@ def caption(table: TableRecord) -> str:
     )
 
 
+def score_name(table: TableRecord) -> str:
+    """The score column's name: the game's (Heist: success %), "Score %" if mixed or unknown."""
+    names = {SCORE_NAMES[game] for game in table.games}
+    return names.pop() if len(names) == 1 else SCORE_NAMES["crafter"]
+
+
 def to_markdown(table: TableRecord, frame: pd.DataFrame) -> str:
     """The table as GitHub Markdown, caption first."""
+    score = score_name(table)
     header = (
-        "| Row | Score % (ours) | 95% CI | n | Reward (ours) | Score % (paper) | "
+        f"| Row | {score} (ours) | 95% CI | n | Reward (ours) | {score} (paper) | "
         "Reward (paper) | Note |"
     )
     lines = [f"**{caption(table)}**", "", header, "|" + "---|" * 8]
