@@ -1,8 +1,10 @@
 """One job, start to finish, inside whichever worker process or Ray task runs it.
 
 `run_job` never raises for a run that cannot complete: it returns a `JobResult` whose
-status says why (not_recorded: an LLM reply is missing from the cache; failed: any
-other error, retried by the executor). A finished run whose code fingerprint matches
+status says why (not_recorded: an LLM reply is missing from the cache; llm_unusable:
+the recorded reply stays unusable after the designer's re-asks, which replays the same
+way every time, so it is the row's result and not retried; failed: any other error,
+retried by the executor). A finished run whose code fingerprint matches
 is returned as is; one started under other code is removed and run again.
 """
 
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from envgen.errors import CacheMissError
+from envgen.errors import CacheMissError, LLMResponseError
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import LOCAL_MODEL, backend_config
 from envgen.loop.runner import RunOptions, execute_run
@@ -29,6 +31,7 @@ from envgen.pipeline.plan import Job, RandomJob
 from envgen.pipeline.random_policy import play_random
 
 DONE, FAILED, NOT_RECORDED = "done", "failed", "not_recorded"
+LLM_UNUSABLE = "llm_unusable"  # the recorded reply is unusable even after re-asks: a result
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,6 +118,8 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
         return JobResult(job.key, DONE, str(run_dir))
     except CacheMissError as exc:
         return JobResult(job.key, NOT_RECORDED, str(run_dir), str(exc))
+    except LLMResponseError as exc:  # replays the same way every time: not retried
+        return JobResult(job.key, LLM_UNUSABLE, str(run_dir), str(exc).splitlines()[0])
     except Exception as exc:  # noqa: BLE001 - reported per job, retried by the executor
         last = traceback.format_exception_only(exc)[-1].strip()
         return JobResult(job.key, FAILED, str(run_dir), last)

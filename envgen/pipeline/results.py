@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.loop.paths import read_json
-from envgen.pipeline.jobs import DONE, FAILED, NOT_RECORDED, JobResult, job_dir
+from envgen.pipeline.jobs import DONE, FAILED, LLM_UNUSABLE, NOT_RECORDED, JobResult, job_dir
 from envgen.pipeline.plan import REPORTED_ONLY, Job, RandomJob, RowPlan, TablePlan
 from envgen.pipeline.profile import Profile
 
@@ -71,7 +71,7 @@ def _row(
     out["runs"] = [
         _run(job, runs_root) for job, r in zip(row.jobs, outcomes, strict=True) if r.status == DONE
     ]
-    for status in (FAILED, NOT_RECORDED):
+    for status in (FAILED, NOT_RECORDED, LLM_UNUSABLE):
         problems = [r for r in outcomes if r.status == status]
         if problems:
             reason = f"{len(problems)} of {len(outcomes)} run(s) {status}: {problems[0].reason}"

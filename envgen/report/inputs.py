@@ -24,14 +24,15 @@ from envgen.loop.config import GAMES
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.claims import SAME_EXPERIMENT
 
-DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY = (
+DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE = (
     "done",
     "not_recorded",
     "failed",
     "not_implemented",
     "reported_only",
+    "llm_unusable",
 )
-STATUSES = (DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY)
+STATUSES = (DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE)
 
 
 @dataclasses.dataclass(frozen=True)
