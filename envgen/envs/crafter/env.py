@@ -160,10 +160,11 @@ class CrafterEnv:
         changes nothing but when the work is done: a vector env does it in time it
         would spend waiting (envgen.envs.vector). Returns False if it was ready already.
         """
-        key = (_world_seed(self._seed, self._episode + 1), self.config)
-        if self._next_world is not None and self._next_world[0] == key:
+        if self.next_world_ready:
             return False
-        self._next_world = (key, worldgen.build(key[0], AREA, CENTER, self.config))
+        world_seed = _world_seed(self._seed, self._episode + 1)
+        built = worldgen.build(world_seed, AREA, CENTER, self.config)
+        self._next_world = ((world_seed, self.config), built)
         return True
 
     @property
