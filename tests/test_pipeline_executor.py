@@ -10,9 +10,22 @@ from pathlib import Path
 
 import pytest
 
+from envgen.errors import LLMResponseError
+from envgen.llm.cache import CachedLLM
+from envgen.llm.client import backend_config
+from envgen.llm.request import ChatRequest, ChatResponse, Usage
 from envgen.loop.config import RunConfig
+from envgen.loop.runner import RunOptions, execute_run
 from envgen.pipeline.executor import ExecutorConfig, execute
-from envgen.pipeline.jobs import DONE, FAILED, NOT_RECORDED, LLMSpec, Settings, job_dir
+from envgen.pipeline.jobs import (
+    DONE,
+    FAILED,
+    LLM_UNUSABLE,
+    NOT_RECORDED,
+    LLMSpec,
+    Settings,
+    job_dir,
+)
 from envgen.pipeline.plan import Job, RandomJob
 
 TINY_PPO = {"num_envs": 2, "num_steps": 32, "minibatches": 2, "checkpoint_every": 100_000}
@@ -80,6 +93,27 @@ def test_missing_llm_reply_is_not_recorded_and_leaves_no_directory(tmp_path):
     assert result.status == NOT_RECORDED and result.attempts == 1
     assert "envgen llm record --backend openai --model gpt-3.5-turbo" in result.reason
     assert not job_dir(job, s.runs_root).exists()
+
+
+def refusal(request: ChatRequest) -> ChatResponse:
+    """A server that answers every call with prose instead of environments."""
+    return ChatResponse("I cannot design environments.", "gpt-3.5-turbo", Usage(9, 6), "stop", 0)
+
+
+def test_recorded_unusable_reply_is_llm_unusable_and_not_retried(tmp_path):
+    cache = tmp_path / "cache"
+    config = RunConfig(method="fixed", llm_model="gpt-3.5-turbo", model="nature")
+    backend = backend_config("openai", model="gpt-3.5-turbo")
+    recorder = CachedLLM("record", cache, backend, client_factory=lambda _b: refusal)
+    with pytest.raises(LLMResponseError):  # records the reply and the designer's re-asks
+        execute_run(config, 0, str(tmp_path / "recording"), recorder, RunOptions())
+    assert recorder.ledger.summary()["calls"] >= 2
+
+    job = Job(config, 0)
+    s = Settings(str(tmp_path / "runs"), {"crafter": "f0"}, llm=LLMSpec("replay", str(cache)))
+    result = execute([job], s, ExecutorConfig(workers=1, retries=3), quiet)[job.key]
+    assert result.status == LLM_UNUSABLE and result.attempts == 1
+    assert result.reason.startswith("crafter/initial/")
 
 
 KILL_SCRIPT = """
