@@ -100,3 +100,31 @@ def test_every_path_a_stage_writes_is_passed_in_its_cmd():
                 for entry in expanded.get(kind, []):
                     path = next(iter(entry)) if isinstance(entry, dict) else entry
                     assert path in expanded["cmd"], f"{name}: {path} is not passed in cmd"
+
+
+def test_plan_prints_runs_and_steps_and_trains_nothing(tmp_path, capsys):
+    from envgen.pipeline.train import main
+
+    (tmp_path / "tiny.yaml").write_text(TABLE)
+    runs = tmp_path / "runs"
+    args = [str(tmp_path / "tiny.yaml"), "--profile", "paper", "--runs-root", str(runs)]
+    assert main([*args, "--plan"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # PPO 10 seeds x 1M; GPT-3.5 3 sets x 10 seeds and Heist PPO 10 seeds x the default 1.96M
+    steps = 10 * 1.0 + (30 + 10) * 1.96
+    assert re.search(rf"tiny +50 training runs, +{steps:.2f}M env steps \(\+1000 random", lines[1])
+    assert not runs.exists()
+
+
+def test_gpu_profile_without_a_gpu_fails_before_training_naming_the_field(tmp_path, capsys):
+    import torch
+
+    from envgen.pipeline.train import main
+
+    if torch.cuda.is_available():
+        return  # the check only fires without a GPU
+    (tmp_path / "tiny.yaml").write_text(TABLE)
+    runs = tmp_path / "runs"
+    assert main([str(tmp_path / "tiny.yaml"), "--profile", "paper", "--runs-root", str(runs)]) == 1
+    assert "profiles.paper.device: 'cuda', but torch finds no GPU" in capsys.readouterr().err
+    assert not runs.exists()

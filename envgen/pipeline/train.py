@@ -10,6 +10,7 @@ LLM replies are replayed from the cache; a missing one makes its row "not_record
 (exit 2, after runs.json is written) so that the next `dvc repro` retries it.
 `--llm-mode fill` records the bundled local model's missing replies through a local
 server started here (docs/pipeline.md, "Recording the local model's adaptation calls").
+`--plan` prints what a profile would run (runs and env steps per table) and exits.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from envgen.errors import EnvGenError
+from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.games import GAMES
 from envgen.llm.cache import DEFAULT_CACHE_DIR
@@ -59,6 +60,44 @@ def llm_spec(mode: str, cache_dir: Path) -> Iterator[LLMSpec]:
 
     with LocalServer(ServerOptions(model_path=bundled_model_path())) as server:
         yield LLMSpec(mode, str(cache_dir), server.base_url)
+
+
+def check_device(profile: Profile, executor: ExecutorConfig) -> None:
+    """Fail before any run starts when a local GPU profile meets a machine without one."""
+    if executor.kind != "local" or not profile.device.startswith("cuda"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError(
+            f"profiles.{profile.name}.device",
+            f"{profile.device!r}, but torch finds no GPU on this machine (the local executor "
+            "trains here). Run it on a GPU machine; or send the runs to a cluster with "
+            "`-S executor=ray -S execution.ray_address=auto`; or train on CPU (slow) with "
+            f'`-S profiles.{profile.name}.device=cpu` (docs/pipeline.md, "Paper scale").',
+        )
+
+
+def plan_summary(plans: Sequence[TablePlan], profile: Profile) -> str:
+    """Runs and env steps per table and in all (a run shared by tables counted once)."""
+    lines = [f"profile {profile.name!r} (device {profile.device}):"]
+    everything: dict[tuple[str, int], Job | RandomJob] = {}
+    for plan in plans:
+        jobs = plan.jobs
+        everything.update((job.key, job) for job in jobs)
+        lines.append(f"  {plan.table:12s} {_budget(jobs)}")
+    lines.append(f"  {'distinct':12s} {_budget(list(everything.values()))}")
+    return "\n".join(lines)
+
+
+def _budget(jobs: Sequence[Job | RandomJob]) -> str:
+    trained = [job for job in jobs if isinstance(job, Job)]
+    steps = sum(job.config.total_steps for job in trained)
+    episodes = sum(job.episodes for job in jobs if isinstance(job, RandomJob))
+    return (
+        f"{len(trained):4d} training runs, {steps / 1e6:9.2f}M env steps"
+        f" (+{episodes} random-policy episodes)"
+    )
 
 
 def fingerprints() -> dict[str, str]:
@@ -102,6 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plots", type=Path, nargs="*", default=[], help="per --out")
     parser.add_argument("--llm-mode", choices=("replay", "fill"), default="replay")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    parser.add_argument(
+        "--plan", action="store_true", help="print the runs and env steps; train nothing"
+    )
     args = parser.parse_args(argv)
     for name in ("out", "metrics", "plots"):
         if getattr(args, name) and len(getattr(args, name)) != len(args.tables):
@@ -111,6 +153,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         profile = load_profile(params, args.profile)
         executor = executor_config(params)
         plans = [plan_table(load_table(path), profile) for path in args.tables]
+        if args.plan:
+            print(plan_summary(plans, profile))
+            return 0
+        check_device(profile, executor)
         with llm_spec(args.llm_mode, args.cache_dir) as llm:
             results = run_plans(plans, profile, executor, args.runs_root, llm)
     except EnvGenError as exc:
