@@ -1,5 +1,6 @@
 """The Ray executor: a local Ray instance, and a two-node cluster on this machine."""
 
+import json
 import os
 import shutil
 import signal
@@ -10,11 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.jobs import DONE, job_dir
 from envgen.pipeline.plan import RandomJob
-from tests.test_pipeline_executor import quiet, settings
+from tests.test_pipeline_executor import REPO, quiet, settings
 
 ray = pytest.importorskip("ray")
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -100,3 +102,29 @@ def test_two_node_cluster_on_loopback(tmp_path):
         survivors = _kill_own_processes(temp_dir)
         shutil.rmtree(temp_dir, ignore_errors=True)
     assert survivors == []
+
+
+@pytest.mark.slow
+def test_smoke_table1_through_the_ray_executor_reproduces_the_committed_results(tmp_path):
+    """The train stage as DVC runs it, with `executor: ray` (a local Ray instance):
+    Table 1's smoke runs (PPO, PPO + pretraining, EnvGen with its replayed adaptation
+    calls, Random; 2 seeds) must give the committed results/table1/runs.json."""
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    assert params["profile"] == "smoke"
+    params["executor"] = "ray"
+    params["execution"]["retries"] = 0
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    out = tmp_path / "runs.json"
+    cmd = [sys.executable, "-m", "envgen.pipeline.train", "replication/table1.yaml"]
+    cmd += ["--params", str(tmp_path / "params.yaml"), "--runs-root", str(tmp_path / "runs")]
+    subprocess.run([*cmd, "--out", str(out)], cwd=REPO, check=True, capture_output=True)
+
+    ours = json.loads(out.read_text())
+    committed = json.loads((REPO / "results" / "table1" / "runs.json").read_text())
+    assert [r["status"] for r in ours["rows"][:4]] == ["done"] * 4  # then reported-only rows
+    assert ours["code_fingerprint"] == committed["code_fingerprint"], (
+        "results/ are from other code: run `make repro` and commit them"
+    )
+    for mine, theirs in zip(ours["rows"], committed["rows"], strict=True):
+        assert mine["row"] == theirs["row"]
+        assert [r["score"] for r in mine["runs"]] == [r["score"] for r in theirs["runs"]]
