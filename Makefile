@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 STAMP_LLM := $(VENV)/.installed-local-llm
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-llm test repro bench lint clean-venv
+.PHONY: setup setup-llm test repro repro-from-scratch bench lint clean-venv
 
 setup: $(STAMP)
 
@@ -34,6 +34,12 @@ test: setup-llm
 
 repro: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
+
+# A fresh clone's `make repro` finds the committed results up to date. This retrains
+# every run instead: it empties the run store, then re-runs every stage.
+repro-from-scratch: setup
+	rm -rf results/runs
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro --force
 
 bench: setup
 	$(BIN)/envgen bench env
