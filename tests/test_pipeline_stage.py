@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -106,14 +107,13 @@ def test_plan_prints_runs_and_steps_and_trains_nothing(tmp_path, capsys):
     from envgen.pipeline.train import main
 
     (tmp_path / "tiny.yaml").write_text(TABLE)
-    runs = tmp_path / "runs"
-    args = [str(tmp_path / "tiny.yaml"), "--profile", "paper", "--runs-root", str(runs)]
-    assert main([*args, "--plan"]) == 0
+    assert main([str(tmp_path / "tiny.yaml"), "--profile", "paper", "--plan"]) == 0
     lines = capsys.readouterr().out.splitlines()
     # PPO 10 seeds x 1M; GPT-3.5 3 sets x 10 seeds and Heist PPO 10 seeds x the default 1.96M
     steps = 10 * 1.0 + (30 + 10) * 1.96
     assert re.search(rf"tiny +50 training runs, +{steps:.2f}M env steps \(\+1000 random", lines[1])
-    assert not runs.exists()
+    with pytest.raises(SystemExit):  # training needs the run store named
+        main([str(tmp_path / "tiny.yaml"), "--profile", "paper"])
 
 
 def test_gpu_profile_without_a_gpu_fails_before_training_naming_the_field(tmp_path, capsys):
@@ -122,7 +122,7 @@ def test_gpu_profile_without_a_gpu_fails_before_training_naming_the_field(tmp_pa
     from envgen.pipeline.train import main
 
     if torch.cuda.is_available():
-        return  # the check only fires without a GPU
+        pytest.skip("the check only fires on a machine without a GPU")
     (tmp_path / "tiny.yaml").write_text(TABLE)
     runs = tmp_path / "runs"
     assert main([str(tmp_path / "tiny.yaml"), "--profile", "paper", "--runs-root", str(runs)]) == 1

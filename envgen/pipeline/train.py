@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("tables", type=Path, nargs="+", help="replication/*.yaml files")
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     parser.add_argument("--profile", help="override params.yaml's `profile`")
-    parser.add_argument("--runs-root", type=Path, required=True, help="the run store")
+    parser.add_argument("--runs-root", type=Path, help="the run store (all but --plan)")
     parser.add_argument(
         "--out", type=Path, nargs="*", default=[], help="runs.json per table, in order"
     )
@@ -145,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--plan", action="store_true", help="print the runs and env steps; train nothing"
     )
     args = parser.parse_args(argv)
+    if args.runs_root is None and not args.plan:
+        parser.error("--runs-root is required (the run store, e.g. results/runs)")
     for name in ("out", "metrics", "plots"):
         if getattr(args, name) and len(getattr(args, name)) != len(args.tables):
             parser.error(f"give one --{name} path per table (or none)")
