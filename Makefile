@@ -36,9 +36,11 @@ repro: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
 
 # A fresh clone's `make repro` finds the committed results up to date. This retrains
-# every run instead: it empties the run store, then re-runs every stage.
+# every run instead: it empties the run store and removes the train stages' runs.json,
+# then re-runs every stage. If it is interrupted, `make repro` finishes the job: the
+# stages whose runs.json is missing re-run, and finished runs are kept.
 repro-from-scratch: setup
-	rm -rf results/runs
+	rm -rf results/runs results/*/runs.json
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro --force
 
 bench: setup
