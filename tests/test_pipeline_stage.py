@@ -127,4 +127,10 @@ def test_gpu_profile_without_a_gpu_fails_before_training_naming_the_field(tmp_pa
     runs = tmp_path / "runs"
     assert main([str(tmp_path / "tiny.yaml"), "--profile", "paper", "--runs-root", str(runs)]) == 1
     assert "profiles.paper.device: 'cuda', but torch finds no GPU" in capsys.readouterr().err
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["executor"] = "ray"  # without ray_address: a local Ray instance, on this machine
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    args = ["--params", str(tmp_path / "params.yaml"), "--profile", "paper"]
+    assert main([str(tmp_path / "tiny.yaml"), *args, "--runs-root", str(runs)]) == 1
+    assert "profiles.paper.device" in capsys.readouterr().err
     assert not runs.exists()

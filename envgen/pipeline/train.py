@@ -63,16 +63,18 @@ def llm_spec(mode: str, cache_dir: Path) -> Iterator[LLMSpec]:
 
 
 def check_device(profile: Profile, executor: ExecutorConfig) -> None:
-    """Fail before any run starts when a local GPU profile meets a machine without one."""
-    if executor.kind != "local" or not profile.device.startswith("cuda"):
+    """Fail before any run starts when a GPU profile would train on this machine (local
+    workers or a local Ray instance) and it has no GPU; a cluster's workers may have one."""
+    on_cluster = executor.kind == "ray" and executor.ray_address is not None
+    if on_cluster or not profile.device.startswith("cuda"):
         return
     import torch
 
     if not torch.cuda.is_available():
         raise ConfigError(
             f"profiles.{profile.name}.device",
-            f"{profile.device!r}, but torch finds no GPU on this machine (the local executor "
-            "trains here). Run it on a GPU machine; or send the runs to a cluster with "
+            f"{profile.device!r}, but torch finds no GPU on this machine, where the runs "
+            "would train. Run it on a GPU machine; or send the runs to a cluster with "
             "`-S executor=ray -S execution.ray_address=auto`; or train on CPU (slow) with "
             f'`-S profiles.{profile.name}.device=cpu` (docs/pipeline.md, "Paper scale").',
         )
