@@ -83,13 +83,18 @@ def check_device(profile: Profile, executor: ExecutorConfig) -> None:
 def plan_summary(plans: Sequence[TablePlan], profile: Profile) -> str:
     """Runs and env steps per table and in all (a run shared by tables counted once)."""
     lines = [f"profile {profile.name!r} (device {profile.device}):"]
-    everything: dict[tuple[str, int], Job | RandomJob] = {}
-    for plan in plans:
-        jobs = plan.jobs
-        everything.update((job.key, job) for job in jobs)
-        lines.append(f"  {plan.table:12s} {_budget(jobs)}")
-    lines.append(f"  {'distinct':12s} {_budget(list(everything.values()))}")
+    lines += [f"  {plan.table:12s} {_budget(plan.jobs)}" for plan in plans]
+    lines.append(f"  {'distinct':12s} {_budget(distinct_jobs(plans))}")
     return "\n".join(lines)
+
+
+def distinct_jobs(plans: Sequence[TablePlan]) -> list[Job | RandomJob]:
+    """Every job of `plans` once, in table order: a row shared by tables trains once."""
+    jobs: dict[tuple[str, int], Job | RandomJob] = {}
+    for plan in plans:
+        for job in plan.jobs:
+            jobs.setdefault(job.key, job)
+    return list(jobs.values())
 
 
 def _budget(jobs: Sequence[Job | RandomJob]) -> str:
@@ -115,10 +120,6 @@ def run_plans(
     llm: LLMSpec,
 ) -> dict:
     """Run the distinct jobs of all `plans` together; returns results by job key."""
-    jobs: dict[tuple[str, int], Job | RandomJob] = {}
-    for plan in plans:
-        for job in plan.jobs:
-            jobs.setdefault(job.key, job)
     settings = Settings(
         runs_root=str(runs_root),
         fingerprints=fingerprints(),
@@ -127,7 +128,7 @@ def run_plans(
         torch_threads=profile.torch_threads,
         llm=llm,
     )
-    return execute(list(jobs.values()), settings, executor)
+    return execute(distinct_jobs(plans), settings, executor)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
