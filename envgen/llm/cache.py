@@ -9,13 +9,23 @@ Modes of `CachedLLM`:
   adaptation calls of a run whose initial calls are already committed).
 - ``live``: call the backend, store nothing.
 Every file is checked when read: its request must hash to its name.
+
+How replay matches a request (`MATCHES`, docs/llm.md "Replay modes"):
+- ``slot`` (the default): the exactly recorded request first; else the reply recorded
+  for the call's protocol slot (`envgen.llm.slots`) when the two requests differ only in
+  feedback numbers, with the drift reported on the response. This is what makes replies
+  recorded on one machine replay on another, whose float results differ.
+- ``strict``: the exactly recorded request only (same-machine audits).
+A file lists its slots in ``slots``; a slot belongs to at most one file. Only requests
+that carry feedback get slots: the others are machine-independent and replay exactly.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +42,17 @@ from envgen.llm.request import (
     record_key,
     request_record,
 )
+from envgen.llm.slots import (
+    NO_DRIFT,
+    SlotMismatchError,
+    carries_feedback,
+    compare,
+    run_id,
+    slot_id,
+)
 
 MODES = ("replay", "record", "fill", "live")
+MATCHES = ("slot", "strict")
 DEFAULT_CACHE_DIR = Path("data/llm_cache")
 FILE_FORMAT = 1
 
@@ -43,6 +62,7 @@ class ResponseCache:
 
     def __init__(self, directory: Path):
         self.directory = Path(directory)
+        self._slots: dict[tuple[str, str], str] | None = None
 
     def path(self, key: str) -> Path:
         return self.directory / f"{key}.json"
@@ -64,7 +84,37 @@ class ResponseCache:
                 )
             return self.path(key)
         write_json_atomic(self.path(key), entry)
+        for slot in entry.get("slots", []):
+            self.claim_slot(key, entry["request"]["model"], slot)
         return self.path(key)
+
+    def slot_key(self, model: str, slot: str) -> str | None:
+        """The key of the file that holds `slot` for `model`, or None."""
+        if self._slots is None:
+            self._slots = {}
+            for key, entry in self.entries():
+                for s in entry.get("slots", []):
+                    self._slots[(entry["request"]["model"], s)] = key
+        return self._slots.get((model, slot))
+
+    def claim_slot(self, key: str, model: str, slot: str) -> None:
+        """List `slot` in the file `key`, removing it from the file that held it before."""
+        previous = self.slot_key(model, slot)
+        if previous == key and slot in (self.load(key) or {}).get("slots", []):
+            return
+        if previous is not None and previous != key:
+            old = self.load(previous)
+            if old is not None:
+                old["slots"] = [s for s in old.get("slots", []) if s != slot]
+                write_json_atomic(self.path(previous), old)
+        entry = self.load(key)
+        if entry is None:
+            raise CacheIntegrityError(f"{self.path(key)}: missing; cannot file slot {slot}")
+        if slot not in entry.get("slots", []):
+            entry["slots"] = sorted([*entry.get("slots", []), slot])
+            write_json_atomic(self.path(key), entry)
+        assert self._slots is not None
+        self._slots[(model, slot)] = key
 
     def entries(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """(key, verified entry) for every file, sorted by name."""
@@ -83,10 +133,14 @@ class CachedLLM:
         *,
         client_factory: Callable[[BackendConfig], LLMCallable] = OpenAIChat,
         record_command: Callable[[str, BackendConfig], str | None] = planned_record_command,
+        match: str = "slot",
     ):
         if mode not in MODES:
             raise ConfigError("llm_mode", f"{mode!r} unknown; use one of {', '.join(MODES)}")
+        if match not in MATCHES:
+            raise ConfigError("replay", f"{match!r} unknown; use one of {', '.join(MATCHES)}")
         self.mode = mode
+        self.match = match
         self.cache = ResponseCache(cache_dir)
         self.backend = backend
         self.ledger = Ledger()
@@ -95,16 +149,33 @@ class CachedLLM:
         self._record_command = record_command
 
     def __call__(self, request: ChatRequest) -> ChatResponse:
-        record = request_record(request, self.backend.model)
+        model = self.backend.model
+        record = request_record(request, model)
         key = record_key(record)
+        feedback = carries_feedback(record["messages"])
+        slot = slot_id(request.run, request.label) if request.run and feedback else None
         if self.mode in ("replay", "fill"):
             entry = self.cache.load(key)
             if entry is not None:
-                return self._count(request, _response(entry))
+                if slot and self.mode == "fill":
+                    self.cache.claim_slot(key, model, slot)
+                drift = compare(entry["request"], record, slot or key) if feedback else None
+                return self._count(request, _response(entry, "exact", drift))
+            slot_key = self.cache.slot_key(model, slot) if slot and self.match == "slot" else None
+            if slot_key is not None:
+                recorded = self.cache.load(slot_key)
+                assert recorded is not None and slot is not None
+                try:
+                    drift = compare(recorded["request"], record, slot)
+                    return self._count(request, _response(recorded, "slot", drift))
+                except SlotMismatchError as exc:
+                    if self.mode == "replay":
+                        raise SlotMismatchError(f"{exc}. {self._how_to_record(request)}") from None
             if self.mode == "replay":
-                raise CacheMissError(self._miss_message(request, key))
+                raise CacheMissError(self._miss_message(request, key, slot))
         started = time.monotonic()
         response = self._live()(request)
+        _check_model(response, model, self.backend.name)
         if self.mode != "live":
             self.cache.store(
                 key,
@@ -113,6 +184,7 @@ class CachedLLM:
                     "key": key,
                     "label": request.label,
                     "backend": self.backend.name,
+                    **({"slots": [slot]} if slot else {}),
                     "request": record,
                     "response": {
                         "text": response.text,
@@ -128,7 +200,8 @@ class CachedLLM:
                     "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 },
             )
-        return self._count(request, response)
+        drift = NO_DRIFT.to_dict() if feedback else None
+        return self._count(request, dataclasses.replace(response, served="live", drift=drift))
 
     def _live(self) -> LLMCallable:
         if self._client is None:
@@ -139,21 +212,77 @@ class CachedLLM:
         self.ledger.add(self.backend.model, response, reask=request.reask)
         return response
 
-    def _miss_message(self, request: ChatRequest, key: str) -> str:
+    def _how_to_record(self, request: ChatRequest) -> str:
         command = self._record_command(request.label, self.backend)
         if command and self.cache.directory.resolve() != DEFAULT_CACHE_DIR.resolve():
             command += f" --cache-dir {self.cache.directory}"
-        how = (
+        return (
             f"Record it with:\n  {command}"
             if command
             else "Record it by re-running the step that makes this call with LLM mode 'fill' "
             f"and backend options `{self.backend.record_flags()}`."
         )
+
+    def _miss_message(self, request: ChatRequest, key: str, slot: str | None) -> str:
+        where = f"slot {slot}, " if slot else ""
+        strict = (
+            " (strict replay: the reply recorded for its slot is not used)"
+            if slot and self.match == "strict" and self.cache.slot_key(self.backend.model, slot)
+            else ""
+        )
         return (
             f"no recorded reply for model {self.backend.model!r}, call "
-            f"{request.label or '(unlabelled)'!r}, request key {key} in {self.cache.directory} "
-            f"(replay mode never calls the network). {how}"
+            f"{request.label or '(unlabelled)'!r}, {where}request key {key} in "
+            f"{self.cache.directory}{strict} (replay mode never calls the network). "
+            f"{self._how_to_record(request)}"
         )
+
+
+def file_run_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> int:
+    """List in `cache` the slots of the feedback-carrying calls of every finished run under
+    `runs_roots` (``<root>/<config hash>/seed-<n>/llm_calls.json``); returns how many.
+
+    A call whose cache file is missing is an error: the run's replies are not all here.
+    """
+    filed = 0
+    for root in runs_roots:
+        for calls_path in sorted(Path(root).glob("*/seed-*/llm_calls.json")):
+            run_dir = calls_path.parent
+            if not (run_dir / "final_metrics.json").is_file():
+                continue
+            run = run_id(run_dir.parent.name, int(run_dir.name.removeprefix("seed-")))
+            for call in json.loads(calls_path.read_text(encoding="utf-8")):
+                entry = cache.load(call["key"])
+                if entry is None:
+                    raise CacheIntegrityError(
+                        f"{calls_path}: call {call['label']!r} has no file {call['key']}.json "
+                        f"in {cache.directory}"
+                    )
+                if carries_feedback(entry["request"]["messages"]):
+                    cache.claim_slot(
+                        call["key"], entry["request"]["model"], slot_id(run, call["label"])
+                    )
+                    filed += 1
+    return filed
+
+
+def _check_model(response: ChatResponse, model: str, backend: str) -> None:
+    """Refuse a reply written by another model than the one it would be stored under.
+
+    Servers may name a more specific version of the requested model (OpenAI answers
+    "gpt-3.5-turbo" with "gpt-3.5-turbo-0125"), never another model.
+    """
+    if not model_matches(response.model, model):
+        raise CacheIntegrityError(
+            f"backend {backend!r} answered with model {response.model!r}, not the requested "
+            f"{model!r}; the reply is not stored (a cache entry names the model that wrote "
+            "it). Use a backend that serves the requested model."
+        )
+
+
+def model_matches(answered: str, requested: str) -> bool:
+    """True when `answered` names `requested` or a dated/specific version of it."""
+    return answered == requested or answered.startswith(requested + "-")
 
 
 def _verified(path: Path) -> dict[str, Any]:
@@ -162,8 +291,18 @@ def _verified(path: Path) -> dict[str, Any]:
         request = entry["request"]
         stored_key = entry["key"]
         entry["response"]["text"]
+        answered, requested = entry["response"].get("model", ""), request["model"]
+        slots = entry.get("slots", [])
+        if not isinstance(slots, list) or not all(isinstance(s, str) for s in slots):
+            raise TypeError("'slots' must be a list of strings")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CacheIntegrityError(f"{path}: unreadable cache file ({exc}); delete it") from None
+    if answered and not model_matches(answered, requested):
+        raise CacheIntegrityError(
+            f"{path}: a reply written by model {answered!r} is stored under model "
+            f"{requested!r}; delete the file and record the call with a backend that "
+            "serves the requested model"
+        )
     actual = record_key(request)
     if actual != path.stem or stored_key != path.stem:
         raise CacheIntegrityError(
@@ -173,7 +312,7 @@ def _verified(path: Path) -> dict[str, Any]:
     return entry
 
 
-def _response(entry: dict[str, Any]) -> ChatResponse:
+def _response(entry: dict[str, Any], served: str, drift: Any) -> ChatResponse:
     reply = entry["response"]
     usage = reply.get("usage", {})
     return ChatResponse(
@@ -183,4 +322,6 @@ def _response(entry: dict[str, Any]) -> ChatResponse:
         finish_reason=reply.get("finish_reason", ""),
         created=int(reply.get("created", 0)),
         cached=True,
+        served=served,
+        drift=drift.to_dict() if drift is not None else None,
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from envgen.errors import EnvGenError, LLMResponseError
 from envgen.llm.accounting import write_accounting
-from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache
+from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
 from envgen.llm.client import BACKENDS, backend_config
 from envgen.llm.designer import EnvironmentDesigner
 from envgen.llm.parse import parse_environments
@@ -77,6 +77,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("key", nargs="?")
     show.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     show.set_defaults(func=_show)
+
+    slots = sub.add_parser(
+        "slots",
+        help="file cache entries under the protocol slots of finished runs (migration)",
+        description="Read each finished run's llm_calls.json under RUNS_ROOT and list, in the "
+        "cache file of every call that carries feedback, that call's slot (config hash, "
+        "seed, label). Slot replay then finds the reply on machines whose feedback numbers "
+        "differ. Caches recorded before slots existed are migrated this way; recording "
+        "files slots by itself.",
+    )
+    slots.add_argument("--runs-root", type=Path, action="append", required=True)
+    slots.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    slots.set_defaults(func=_slots)
 
     verify = sub.add_parser(
         "verify",
@@ -177,6 +190,16 @@ def _parse_outcome(entry: dict) -> str:
     return f"ok: {len(parsed.warnings)} warnings, {clamped}/{call.n} envs adjusted" + (
         ", JSON repaired" if parsed.repaired else ""
     )
+
+
+def _slots(args: argparse.Namespace) -> int:
+    try:
+        filed = file_run_slots(ResponseCache(args.cache_dir), args.runs_root)
+    except EnvGenError as exc:
+        print(f"envgen llm slots: {exc}", file=sys.stderr)
+        return 1
+    print(f"{filed} slot(s) filed in {args.cache_dir}")
+    return 0
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -90,6 +90,13 @@ def backend_config(
     config = dataclasses.replace(config, **changes)
     if not config.model:
         raise ConfigError("model", f"backend {name!r} needs --model (the server's model name)")
+    if name == "local" and config.model != LOCAL_MODEL:
+        raise ConfigError(
+            "model",
+            f"the local backend serves only the bundled {LOCAL_MODEL!r}, not {config.model!r}; "
+            "record that model's replies with `--backend openai` (OpenAI models) or "
+            "`--backend compatible --base-url URL` (a server that serves it)",
+        )
     if name == "compatible" and not config.base_url:
         raise ConfigError("base_url", "backend 'compatible' needs --base-url (e.g. .../v1)")
     if config.structured not in DIALECTS:

@@ -44,6 +44,10 @@ class ChatRequest:
     """Human-readable name of the call (e.g. ``initial/n4/set0``); not part of the key."""
     reask: bool = False
     """True when this call re-asks after an unusable reply; not part of the key."""
+    run: str = ""
+    """The run that makes the call, ``<config hash>/seed-<n>`` (`envgen.llm.slots.run_id`);
+    with `label` it names the call's protocol slot. Not part of the key; empty outside
+    runs (planned calls), whose requests carry no feedback and replay exactly anywhere."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +76,12 @@ class ChatResponse:
     """Server timestamp of the completion (Unix seconds)."""
     cached: bool = False
     """True when the reply came from the response cache."""
+    served: str = "live"
+    """How it was obtained: "exact" (the same request was recorded), "slot" (the reply
+    recorded for this call's slot, whose feedback numbers differ) or "live"."""
+    drift: dict[str, Any] | None = None
+    """For calls that carry feedback: `envgen.llm.slots.Drift.to_dict()` against the
+    recorded request (zero when exact); None otherwise."""
 
 
 # The callable every backend implements: one request in, one reply out.

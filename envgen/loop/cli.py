@@ -9,7 +9,7 @@ from pathlib import Path
 
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.errors import CacheMissError, EnvGenError
-from envgen.llm.cache import DEFAULT_CACHE_DIR, MODES, CachedLLM
+from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES, MODES, CachedLLM
 from envgen.llm.client import BACKENDS, LOCAL_MODEL, BackendConfig, backend_config
 from envgen.llm.server import running_backend
 from envgen.loop.config import RunConfig
@@ -47,6 +47,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--llm-mode", choices=MODES, default="replay", help="cache mode")
     parser.add_argument(
+        "--replay",
+        choices=MATCHES,
+        default="slot",
+        help="how replay matches a request: slot (default; the reply recorded for the "
+        "call's place in the run, feedback drift reported) or strict (exact request only)",
+    )
+    parser.add_argument(
         "--backend",
         choices=list(BACKENDS),
         default=None,
@@ -67,6 +74,27 @@ def _backend(args: argparse.Namespace, model: str) -> BackendConfig:
     return backend_config(name, model=model, base_url=args.base_url)
 
 
+def _fill_advice(args: argparse.Namespace) -> str:
+    """The command that records this run's missing replies with a backend serving its model."""
+    try:
+        model = RunConfig.from_yaml(args.config).llm_model
+    except (OSError, EnvGenError, ValueError):
+        model = LOCAL_MODEL
+    command = (
+        f"envgen run {args.config} --seed {args.seed} --resume --runs-root {args.runs_root} "
+        "--llm-mode fill"
+    )
+    if model == LOCAL_MODEL:
+        return f"To record every missing reply through the bundled local model:\n  {command} " + (
+            "--backend local"
+        )
+    return (
+        f"To record every missing reply of {model!r} (needs the model's server; the local "
+        f"backend serves only {LOCAL_MODEL!r}):\n  OPENAI_API_KEY=... {command} --backend "
+        f"openai\n  or: {command} --backend compatible --base-url URL"
+    )
+
+
 def main(args: argparse.Namespace) -> int:
     set_torch_threads(args.torch_threads)
     try:
@@ -80,14 +108,14 @@ def main(args: argparse.Namespace) -> int:
             else contextlib.nullcontext(backend)
         )
         with serving as backend:
-            llm = CachedLLM(args.llm_mode, args.cache_dir, backend) if config.uses_llm else None
+            llm = (
+                CachedLLM(args.llm_mode, args.cache_dir, backend, match=args.replay)
+                if config.uses_llm
+                else None
+            )
             root = execute_run(config, args.seed, args.runs_root, llm, options)
     except CacheMissError as exc:
-        print(
-            f"envgen run: {exc}\nTo record every missing reply of this run through the "
-            f"bundled local model:\n  envgen run {args.config} --seed {args.seed} --resume "
-            f"--runs-root {args.runs_root} --llm-mode fill --backend local"
-        )
+        print(f"envgen run: {exc}\n{_fill_advice(args)}")
         return 1
     except EnvGenError as exc:
         print(f"envgen run: {exc}")

@@ -36,6 +36,7 @@ from envgen.llm.cache import CachedLLM
 from envgen.llm.designer import EnvironmentDesigner, PromptOptions
 from envgen.llm.envs import env_spec
 from envgen.llm.request import ChatRequest, ChatResponse, record_key, request_record
+from envgen.llm.slots import run_id, summarize_calls
 from envgen.loop.config import RunConfig
 from envgen.loop.paths import RunPaths, read_json
 from envgen.scoring import ACHIEVEMENTS, summarize
@@ -58,13 +59,19 @@ class RunOptions:
 
 
 class CallLog:
-    """Wraps the cached LLM to remember each exchange's label and cache key."""
+    """Wraps the cached LLM: names each request's run (its slot) and logs each exchange.
 
-    def __init__(self, llm: CachedLLM):
+    Each entry: label, cache key of the request sent, how the reply was served (exact,
+    slot, live) and, for calls that carry feedback, its drift (`envgen.llm.slots`).
+    """
+
+    def __init__(self, llm: CachedLLM, run: str):
         self.llm = llm
+        self.run = run
         self.calls: list[dict[str, Any]] = []
 
     def __call__(self, request: ChatRequest) -> ChatResponse:
+        request = dataclasses.replace(request, run=self.run)
         response = self.llm(request)
         self.calls.append(
             {
@@ -72,6 +79,8 @@ class CallLog:
                 "key": record_key(request_record(request, self.llm.backend.model)),
                 "reask": request.reask,
                 "cached": response.cached,
+                "served": response.served,
+                "drift": response.drift,
                 "model": response.model,
             }
         )
@@ -229,7 +238,7 @@ def execute_run(
                 f"LLM backend model {llm.backend.model!r} differs from the run's "
                 f"llm_model {config.llm_model!r}"
             )
-        call_log = CallLog(llm)
+        call_log = CallLog(llm, run_id(config.config_hash(), seed))
         designer = EnvironmentDesigner(
             PromptOptions(
                 env=config.game,
@@ -296,6 +305,7 @@ def crafter_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
         "first_unlock_step": first_unlock,
         "global_steps": run.trainer.global_step,
         "llm_calls": len(run.llm.calls) if run.llm else 0,
+        "llm_replay": summarize_calls(run.llm.calls) if run.llm else None,
         "wall_s": round(wall_s, 1),
     }
 
@@ -334,6 +344,7 @@ def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
         "episodes": test["episodes"],
         "global_steps": run.trainer.global_step,
         "llm_calls": len(run.llm.calls) if run.llm else 0,
+        "llm_replay": summarize_calls(run.llm.calls) if run.llm else None,
         "wall_s": round(wall_s, 1),
     }
 

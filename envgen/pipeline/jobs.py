@@ -44,6 +44,8 @@ class LLMSpec:
     """The response cache directory."""
     local_base_url: str | None = None
     """A running local server's /v1 URL (fill mode only)."""
+    match: str = "slot"
+    """How replay matches requests: slot (across machines) or strict (`envgen.llm.cache`)."""
 
     def build(self, model: str) -> CachedLLM:
         """Replay for every model but the local one, which may fill through its server."""
@@ -52,7 +54,7 @@ class LLMSpec:
             mode = self.mode if self.local_base_url else "replay"
         else:
             backend, mode = backend_config("openai", model=model), "replay"
-        return CachedLLM(mode, Path(self.cache_dir), backend)
+        return CachedLLM(mode, Path(self.cache_dir), backend, match=self.match)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -71,6 +71,9 @@ def _row(
     out["runs"] = [
         _run(job, runs_root) for job, r in zip(row.jobs, outcomes, strict=True) if r.status == DONE
     ]
+    replay = row_replay(out["runs"])
+    if replay is not None:
+        out["llm_replay"] = replay
     for status in (FAILED, NOT_RECORDED, LLM_UNUSABLE):
         problems = [r for r in outcomes if r.status == status]
         if problems:
@@ -93,7 +96,26 @@ def _run(job: Job | RandomJob, runs_root: Path | str) -> dict[str, Any]:
         "game": game,
         "episodes": metrics["episodes"],
         **{key: metrics[key] for key in (*RUN_KEYS, *GAME_RUN_KEYS[game])},
+        **({"llm_replay": metrics["llm_replay"]} if metrics.get("llm_replay") else {}),
     }
+
+
+def row_replay(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """How a row's LLM replies were served, summed over its runs (None without LLM calls):
+    calls exact / by slot / live, and the feedback drift in success-rate points."""
+    replays = [r["llm_replay"] for r in runs if r.get("llm_replay")]
+    if not replays:
+        return None
+    total = {k: sum(r[k] for r in replays) for k in ("calls", "exact", "slot", "live")}
+    compared = sum(r["feedback_calls"] for r in replays)
+    total["feedback_calls"] = compared
+    total["max_drift"] = max(r["max_drift"] for r in replays)
+    total["mean_drift"] = (
+        round(sum(r["mean_drift"] * r["feedback_calls"] for r in replays) / compared, 3)
+        if compared
+        else 0.0
+    )
+    return total
 
 
 def table_metrics(table: Mapping[str, Any]) -> dict[str, Any]:

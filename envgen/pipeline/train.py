@@ -27,7 +27,7 @@ import yaml
 from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.games import GAMES
-from envgen.llm.cache import DEFAULT_CACHE_DIR
+from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.fingerprint import code_fingerprint
 from envgen.pipeline.jobs import FAILED, LLMSpec, Settings
@@ -51,15 +51,15 @@ def executor_config(params: dict[str, Any]) -> ExecutorConfig:
 
 
 @contextlib.contextmanager
-def llm_spec(mode: str, cache_dir: Path) -> Iterator[LLMSpec]:
+def llm_spec(mode: str, cache_dir: Path, match: str = "slot") -> Iterator[LLMSpec]:
     """Replay needs nothing; fill starts the bundled local model's server for the jobs."""
     if mode == "replay":
-        yield LLMSpec("replay", str(cache_dir))
+        yield LLMSpec("replay", str(cache_dir), match=match)
         return
     from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
 
     with LocalServer(ServerOptions(model_path=bundled_model_path())) as server:
-        yield LLMSpec(mode, str(cache_dir), server.base_url)
+        yield LLMSpec(mode, str(cache_dir), server.base_url, match=match)
 
 
 def check_device(profile: Profile, executor: ExecutorConfig) -> None:
@@ -145,6 +145,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--llm-mode", choices=("replay", "fill"), default="replay")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     parser.add_argument(
+        "--replay",
+        choices=MATCHES,
+        default="slot",
+        help="slot (default): a reply recorded on another machine is used for its call even "
+        "when the feedback numbers differ (drift reported in runs.json); strict: exact "
+        "requests only, for same-machine audits (docs/llm.md, 'Replay modes')",
+    )
+    parser.add_argument(
         "--plan", action="store_true", help="print the runs and env steps; train nothing"
     )
     args = parser.parse_args(argv)
@@ -162,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(plan_summary(plans, profile))
             return 0
         check_device(profile, executor)
-        with llm_spec(args.llm_mode, args.cache_dir) as llm:
+        with llm_spec(args.llm_mode, args.cache_dir, args.replay) as llm:
             results = run_plans(plans, profile, executor, args.runs_root, llm)
     except EnvGenError as exc:
         print(f"envgen.pipeline.train: {exc}", file=sys.stderr)
