@@ -14,6 +14,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "env": ("envgen.bench.env", "Crafter-EnvGen env steps/s vs stock crafter.Env"),
     "train": ("envgen.bench.train", "PPO trainer steps/s vs the reference setup"),
     "heist": ("envgen.bench.heist", "Heist-EnvGen steps/s vs plain procgen Heist"),
+    "isa": ("envgen.bench.isa", "PPO update speed: torch's CPU path vs pinned to AVX2"),
 }
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import scipy.stats
 
 from envgen.errors import EnvGenError
+from envgen.report import replay
 from envgen.report.inputs import DONE, TableRecord, load_tables, read_accounting
 from envgen.report.select import rows_by_label
 from envgen.stats.claims import (
@@ -95,7 +96,7 @@ def claims_markdown(tables: Sequence[TableRecord]) -> str:
     for claim in PAPER_CLAIMS:
         result = by_claim.get(claim)
         lines.append(_claim_line(result) if result else _not_run_line(claim, tables, scores))
-    lines += ["", *_accounting(tables), ""]
+    lines += ["", *_accounting(tables), "", *replay.claims_lines(tables), ""]
     return "\n".join(lines)
 
 

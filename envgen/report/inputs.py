@@ -82,6 +82,9 @@ class RowRecord:
     game: str | None = None
     """The game its runs play; None for rows not run here (and in runs.json written
     before Heist was wired)."""
+    llm_replay: Mapping[str, Any] | None = None
+    """How its runs' LLM replies were served and their feedback drift, summed over runs
+    (`envgen.pipeline.results.row_replay`); None for rows without LLM calls."""
 
     def claim_label(self) -> str:
         """The paper's label for this experiment as `envgen.stats.PAPER_CLAIMS` name it."""
@@ -177,7 +180,18 @@ def _row(data: Any, where: str) -> RowRecord:
         reported_as=reported_as,
         runs=runs,
         game=None if game is None else _game(data, where),
+        llm_replay=_replay(data.get("llm_replay"), f"{where}.llm_replay"),
     )
+
+
+def _replay(data: Any, where: str) -> Mapping[str, Any] | None:
+    if data is None:
+        return None
+    data = _mapping(data, where)
+    for key in ("calls", "exact", "slot", "max_drift", "mean_drift"):
+        if not isinstance(data.get(key), int | float):
+            raise ReportInputError(f"{where}.{key}", "missing or not a number")
+    return data
 
 
 def _run(data: Any, where: str) -> RunRecord:

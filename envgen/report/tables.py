@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from envgen.errors import EnvGenError
+from envgen.report import replay
 from envgen.report.inputs import DONE, RowRecord, TableRecord, load_tables
 from envgen.stats.paper import load_reported
 from envgen.stats.summary import summarize
@@ -139,6 +140,7 @@ def to_markdown(table: TableRecord, frame: pd.DataFrame) -> str:
             )
             + " |"
         )
+    lines += replay.row_lines(table)
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,65 @@
+"""How a table's LLM replies were replayed: the lines tables and CLAIMS.md print.
+
+A reply recorded on another machine answered feedback numbers that differ from the ones
+the replaying agent produced (`envgen.llm.slots`); a reviewer sees here how many calls
+were served that way and how far their feedback drifted, in success-rate points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from envgen.report.inputs import DONE, TableRecord
+
+
+def describe(replay: Mapping[str, Any]) -> str:
+    """One row's or table's replay in words."""
+    return (
+        f"replayed {replay['calls']} calls ({replay['exact']} exact, {replay['slot']} by slot); "
+        f"feedback drift up to {replay['max_drift']:.1f} points "
+        f"(mean {replay['mean_drift']:.2f})"
+    )
+
+
+def table_replay(table: TableRecord) -> dict[str, Any] | None:
+    """The replay of a table's done rows, summed (rows shared by tables counted per table)."""
+    replays = [r.llm_replay for r in table.rows if r.status == DONE and r.llm_replay]
+    if not replays:
+        return None
+    total = {k: sum(r[k] for r in replays) for k in ("calls", "exact", "slot")}
+    weights = [r.get("feedback_calls", 0) for r in replays]
+    total["max_drift"] = max(r["max_drift"] for r in replays)
+    total["mean_drift"] = (
+        sum(r["mean_drift"] * w for r, w in zip(replays, weights, strict=True)) / sum(weights)
+        if sum(weights)
+        else 0.0
+    )
+    return total
+
+
+def row_lines(table: TableRecord) -> list[str]:
+    """Markdown lines, one per done row with LLM calls (empty if none)."""
+    rows = [r for r in table.rows if r.status == DONE and r.llm_replay]
+    if not rows:
+        return []
+    return ["", 'LLM replay (docs/llm.md, "Replay modes"):', ""] + [
+        f"- {r.row}: {describe(r.llm_replay)}" for r in rows
+    ]
+
+
+def claims_lines(tables: list[TableRecord] | tuple[TableRecord, ...]) -> list[str]:
+    """The CLAIMS.md section: one line per table whose rows made LLM calls."""
+    lines = [
+        "## LLM replay",
+        "",
+        "Replies are replayed by protocol slot: where this machine's feedback numbers differ "
+        "from those the recorded reply answered, the reply is still used and the difference "
+        "(drift, success-rate points) is shown here (docs/llm.md).",
+        "",
+    ]
+    for table in tables:
+        replay = table_replay(table)
+        if replay is not None:
+            lines.append(f"- {table.table}: {describe(replay)}")
+    return lines
