@@ -225,3 +225,18 @@ def test_baseline_runs(name: str, tmp_path: Path):
         assert len(scores) == config.curriculum_pool
         chosen = json.loads((root / "cycles/cycle-01/environments.json").read_text())
         assert len(chosen["pool_indices"]) == config.envs_per_call
+
+
+@pytest.mark.parametrize(("designer", "method"), [("heuristic", "envgen"), ("random", "fixed")])
+def test_non_llm_designers_run_the_loop_without_any_llm(designer: str, method: str, tmp_path):
+    config = TINY.replace(designer=designer, method=method, n_cycles=2)
+    root = execute_run(config, 0, tmp_path / "runs", llm=None)
+    metrics = json.loads((root / "final_metrics.json").read_text())
+    assert metrics["episodes"] > 0 and metrics["llm_calls"] == 0
+    accounting = json.loads((root / "llm_accounting.json").read_text())
+    assert accounting["calls"] == 0 and accounting["cost_usd"] == 0.0
+    envs = json.loads((root / "cycles/cycle-01/environments.json").read_text())["configs"]
+    assert len(envs) == config.envs_per_call
+    if method == "envgen":  # adapted to the cycle-1 evaluation, which feedback.txt holds
+        assert "+/-" in (root / "cycles/cycle-02/feedback.txt").read_text()
+        assert (root / "cycles/cycle-02/environments.json").is_file()

@@ -18,6 +18,8 @@ import yaml
 
 from envgen.errors import ConfigError
 
+DESIGNERS = ("llm", "random", "heuristic")  # envgen.loop.designers
+
 METHODS = ("envgen", "fixed", "original_only", "easy_to_hard", "adversarial")
 GAMES = ("crafter", "heist")  # the keys of `envgen.games.GAMES`
 CRAFTER_ONLY_METHODS = ("easy_to_hard", "adversarial")  # curricula rank by Crafter score
@@ -45,6 +47,9 @@ class RunConfig:
     """N: environments the LLM writes per call (paper: 4; Table 6: 1, 2, 4, 8)."""
     llm_model: str = "smollm2-135m-instruct"
     """Model id the LLM cache is keyed by (paper: gpt-4-1106-preview)."""
+    designer: str = "llm"
+    """Who writes the environments: llm (the method) | random (domain randomization) |
+    heuristic (rule-based, adaptive); the last two are baselines (envgen.loop.designers)."""
     obfuscated: bool = False
     """Replace parameter names by parameter1.., optionA.., item1.. (ablation)."""
     llm_history_cycles: int = 0
@@ -69,6 +74,13 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ConfigError("method", f"{self.method!r}; allowed: {', '.join(METHODS)}")
+        if self.designer not in DESIGNERS:
+            raise ConfigError("designer", f"{self.designer!r}; allowed: {', '.join(DESIGNERS)}")
+        if self.designer != "llm" and (self.game != "crafter" or self.obfuscated):
+            raise ConfigError(
+                "designer",
+                f"{self.designer!r} writes plain-named Crafter worlds only; use designer: llm",
+            )
         if self.game not in GAMES:
             raise ConfigError("game", f"{self.game!r}; allowed: {', '.join(GAMES)}")
         if self.game != "crafter" and self.method in CRAFTER_ONLY_METHODS:
@@ -86,8 +98,14 @@ class RunConfig:
 
     # --- derived values --------------------------------------------------------------
     @property
-    def uses_llm(self) -> bool:
+    def uses_designer(self) -> bool:
+        """Whether environments are designed (every method but the original game alone)."""
         return self.method != "original_only"
+
+    @property
+    def uses_llm(self) -> bool:
+        """Whether the designer is the LLM (needs replies: cache or server)."""
+        return self.uses_designer and self.designer == "llm"
 
     @property
     def envgen_phase_steps(self) -> int:
@@ -106,8 +124,12 @@ class RunConfig:
 
     # --- identity ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        """Every field; `designer` only when not the LLM, so that configs written before
+        designers existed keep their hash (their run directories and LLM slots)."""
         out = dataclasses.asdict(self)
         out["ppo"] = dict(self.ppo)
+        if out["designer"] == "llm":
+            del out["designer"]
         return out
 
     def config_hash(self) -> str:

@@ -15,19 +15,16 @@ methods see the same amount of the original game (docs/loop.md).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from envgen.agents.runlog import read_jsonl
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.files import write_json_atomic
-from envgen.llm.designer import EnvironmentDesigner
+from envgen.loop.designers import make_designer
 from envgen.loop.paths import read_json
+from envgen.loop.run import Run
 from envgen.scoring import summarize
-
-if TYPE_CHECKING:
-    from envgen.loop.runner import Run
 
 STOCK = CrafterConfig()
 
@@ -59,11 +56,12 @@ def run_curriculum(run: Run) -> None:
 
 def generate_pool(run: Run, set_offset: int) -> list[CrafterConfig]:
     """`curriculum_pool` environments from a fresh conversation (initial set + offset)."""
-    assert run.designer is not None and run.llm is not None
+    assert run.designer is not None
     options = dataclasses.replace(
         run.designer.options, initial_set=run.config.initial_set + set_offset
     )
-    parsed = EnvironmentDesigner(options, run.llm).generate(run.config.curriculum_pool)
+    designer = make_designer(run.config.designer, options, run.seed, run.llm)
+    parsed = designer.generate(run.config.curriculum_pool)
     run.save_llm_calls()
     return list(parsed.configs)
 

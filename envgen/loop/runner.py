@@ -16,108 +16,28 @@ same schedule and skips what is done. `final_metrics.json` is written last.
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from envgen.agents.evaluate import evaluate_policy
 from envgen.agents.runlog import JsonlLog, read_jsonl
 from envgen.agents.seeding import derive_seed
-from envgen.agents.trainer import Trainer, crafter_vec_env_factory
-from envgen.envs.crafter.config import CrafterConfig
+from envgen.agents.trainer import Trainer
 from envgen.files import write_json_atomic
-from envgen.games import GameSpec, game_spec, heist_summary, heist_test
-from envgen.llm.accounting import write_accounting
+from envgen.games import game_spec, heist_summary, heist_test
 from envgen.llm.cache import CachedLLM
-from envgen.llm.designer import EnvironmentDesigner, PromptOptions
+from envgen.llm.designer import PromptOptions
 from envgen.llm.envs import env_spec
-from envgen.llm.request import ChatRequest, ChatResponse, record_key, request_record
 from envgen.llm.slots import run_id, summarize_calls
 from envgen.loop.config import RunConfig
+from envgen.loop.curricula import run_curriculum
+from envgen.loop.designers import make_designer
 from envgen.loop.paths import RunPaths, read_json
+from envgen.loop.run import CallLog, Run, RunOptions
 from envgen.scoring import ACHIEVEMENTS, summarize
-
-STOCK = CrafterConfig()  # Crafter's original game: stock Crafter, length 10000
-
-
-@dataclasses.dataclass(frozen=True)
-class RunOptions:
-    """How (not what) to run: these never change a run's result or its hash."""
-
-    device: str = "cpu"
-    """torch device."""
-    num_workers: int | None = None
-    """Vec-env worker processes (results do not depend on it)."""
-    progress: bool = False
-    """Show tqdm progress bars."""
-    resume: bool = True
-    """Continue a partial run directory instead of refusing it."""
-
-
-class CallLog:
-    """Wraps the cached LLM: names each request's run (its slot) and logs each exchange.
-
-    Each entry: label, cache key of the request sent, how the reply was served (exact,
-    slot, live) and, for calls that carry feedback, its drift (`envgen.llm.slots`).
-    """
-
-    def __init__(self, llm: CachedLLM, run: str):
-        self.llm = llm
-        self.run = run
-        self.calls: list[dict[str, Any]] = []
-
-    def __call__(self, request: ChatRequest) -> ChatResponse:
-        request = dataclasses.replace(request, run=self.run)
-        response = self.llm(request)
-        self.calls.append(
-            {
-                "label": request.label,
-                "key": record_key(request_record(request, self.llm.backend.model)),
-                "reask": request.reask,
-                "cached": response.cached,
-                "served": response.served,
-                "drift": response.drift,
-                "model": response.model,
-            }
-        )
-        return response
-
-
-@dataclasses.dataclass
-class Run:
-    """What one run's phases share."""
-
-    config: RunConfig
-    seed: int
-    paths: RunPaths
-    trainer: Trainer
-    options: RunOptions
-    llm: CallLog | None
-    designer: EnvironmentDesigner | None
-    game: GameSpec
-
-    def train_until(self, step: int, configs: Sequence[Any], phase: str) -> None:
-        self.trainer.train_until(step, list(configs), phase=phase)
-
-    def evaluate(self, index: int, config: CrafterConfig = STOCK, episodes: int = 0) -> dict:
-        """Crafter evaluation without updates (curricula); seeds from (run seed, index)."""
-        return evaluate_policy(
-            self.trainer.model,
-            derive_seed(self.seed, "evaluation", index),
-            num_seeds=episodes or self.config.eval_episodes,
-            device=self.options.device,
-            env_factory=crafter_vec_env_factory(self.options.num_workers),
-            config=config,
-        )
-
-    def save_llm_calls(self) -> None:
-        if self.llm is not None:
-            write_json_atomic(self.paths.llm_calls, self.llm.calls)
-            write_accounting(self.llm.llm.ledger, self.paths.llm_accounting)
 
 
 # --- the methods -----------------------------------------------------------------------
@@ -192,18 +112,12 @@ def cycle_evaluation(run: Run, cycle: int, cycle_dir: Path) -> dict[str, tuple[f
     return {s: (result["success_mean"][s], result["success_std"][s]) for s in skills}
 
 
-def _curricula(run: Run) -> None:
-    from envgen.loop.curricula import run_curriculum
-
-    run_curriculum(run)
-
-
 METHODS: dict[str, Callable[[Run], None]] = {
     "envgen": run_envgen,
     "fixed": run_envgen,
     "original_only": run_original_only,
-    "easy_to_hard": _curricula,
-    "adversarial": _curricula,
+    "easy_to_hard": run_curriculum,
+    "adversarial": run_curriculum,
 }
 
 
@@ -213,7 +127,7 @@ def execute_run(
     seed: int,
     runs_root: Path | str,
     llm: CachedLLM | None = None,
-    options: RunOptions = RunOptions(),
+    options: RunOptions | None = None,
 ) -> Path:
     """Run (or resume, or skip if finished) one (config, seed); returns its directory.
 
@@ -221,6 +135,7 @@ def execute_run(
     config's `llm_model`. The first LLM reply is obtained before anything is written,
     so a run that cannot get it leaves no directory behind.
     """
+    options = options or RunOptions()
     paths = RunPaths.of(runs_root, config, seed)
     if paths.finished:
         return paths.root
@@ -239,16 +154,15 @@ def execute_run(
                 f"llm_model {config.llm_model!r}"
             )
         call_log = CallLog(llm, run_id(config.config_hash(), seed))
-        designer = EnvironmentDesigner(
-            PromptOptions(
-                env=config.game,
-                initial_set=config.initial_set,
-                obfuscate=config.obfuscated,
-                structured=llm.backend.structured,
-                history_cycles=config.llm_history_cycles,
-            ),
-            call_log,
+    if config.uses_designer:
+        prompt_options = PromptOptions(
+            env=config.game,
+            initial_set=config.initial_set,
+            obfuscate=config.obfuscated,
+            structured=llm.backend.structured if llm is not None else "off",
+            history_cycles=config.llm_history_cycles,
         )
+        designer = make_designer(config.designer, prompt_options, seed, call_log)
         if config.method in ("envgen", "fixed"):
             designer.generate(config.envs_per_call)  # fails before any file is written
 

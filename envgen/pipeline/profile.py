@@ -156,7 +156,7 @@ class Profile:
             name: budget.steps(getattr(config, name)) for name in STEP_FIELDS
         }
         changes.update(
-            initial_set=initial_set if config.uses_llm else 0,
+            initial_set=initial_set if config.uses_designer else 0,
             model=budget.model,
             ppo=dict(budget.ppo),
             eval_episodes=budget.eval_episodes,

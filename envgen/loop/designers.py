@@ -1,0 +1,239 @@
+"""Who writes the environments: the LLM, or one of two non-LLM baselines (docs/loop.md).
+
+Every designer has the LLM designer's surface (`generate(n)` once, `adapt(stats)` per
+cycle, `results`, `messages`), so the EnvGen loop, Fixed and the curricula run any of
+them unchanged. The two baselines answer the question a reviewer asks first: does the
+LLM's world knowledge matter, or would any varied (`random`) or feedback-driven
+(`heuristic`) environments do?
+
+- `random` (domain randomization, the standard baseline of environment design: PAIRED,
+  PLR, ACCEL): each call samples N configurations uniformly from exactly the parameter
+  space the LLM prompt offers (every environment setting over its allowed values, every
+  inventory item over 0..its maximum), seeded by the run seed, initial set and cycle.
+- `heuristic` (adaptive, rule-based): reads the same per-skill feedback the LLM reads,
+  targets the weakest skills and writes, for each, the recipe of `RECIPES` that makes it
+  easy to practise.
+
+Their replies are JSON text that goes through `parse_environments`, the LLM's own
+validation; the adaptation prompt an LLM would have read is kept in `messages` (the
+run's feedback.txt). They make no LLM call: exact on every machine, no cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import numpy as np
+
+from envgen.agents.seeding import derive_seed
+from envgen.envs.crafter.config import ENV_FIELDS, INVENTORY_MAX
+from envgen.llm.designer import EnvironmentDesigner, PromptOptions
+from envgen.llm.envs import env_spec
+from envgen.llm.parse import ParsedEnvironments, parse_environments
+from envgen.llm.request import LLMCallable, Message
+from envgen.loop.config import DESIGNERS
+
+
+class Designer(Protocol):
+    """What the loop needs of a designer."""
+
+    options: PromptOptions
+    messages: list[Message]
+    results: list[ParsedEnvironments]
+
+    def generate(self, n: int) -> ParsedEnvironments: ...
+
+    def adapt(self, success_stats: Mapping[str, tuple[float, float]]) -> ParsedEnvironments: ...
+
+
+@dataclasses.dataclass(frozen=True, eq=False)  # compared by identity: RECIPES holds each once
+class Recipe:
+    """An environment that makes a group of skills easy to practise, and why."""
+
+    skills: tuple[str, ...]
+    """The achievements it targets."""
+    purpose: str
+    """The environment's purpose line (and the reason for its settings)."""
+    settings: Mapping[str, str]
+    """Environment settings (the rest keep stock Crafter's)."""
+    inventory: Mapping[str, int]
+    """Starting items."""
+
+
+# Skill -> recipe, in Crafter's tech-tree order (docs/loop.md has the table and reasons).
+RECIPES: tuple[Recipe, ...] = (
+    Recipe(
+        ("collect_wood", "place_table", "make_wood_pickaxe", "make_wood_sword"),
+        "grassland dense with trees and wood in hand: collect wood, place a table, craft "
+        "wood tools",
+        {"target_biome": "grassland", "tree_rarity": "very_common"},
+        {"wood": 3},
+    ),
+    Recipe(
+        ("collect_sapling", "place_plant", "eat_plant"),
+        "open grassland with saplings in hand: collect and plant saplings, eat the plant",
+        {"target_biome": "grassland"},
+        {"sapling": 3},
+    ),
+    Recipe(
+        ("collect_drink", "eat_cow", "wake_up"),
+        "the original mix of biomes: water, cows and a safe place to sleep",
+        {"target_biome": "natural"},
+        {},
+    ),
+    Recipe(
+        ("collect_stone", "place_stone", "make_stone_pickaxe", "make_stone_sword"),
+        "mountains with a wood pickaxe, wood and a table's worth of wood: mine stone, place "
+        "it, craft stone tools",
+        {"target_biome": "mountain"},
+        {"wood_pickaxe": 1, "wood": 5},
+    ),
+    Recipe(
+        ("collect_coal", "place_furnace"),
+        "mountains rich in coal with a wood pickaxe and stone: mine coal, build a furnace",
+        {"target_biome": "mountain", "coal_rarity": "very_common"},
+        {"wood_pickaxe": 1, "wood": 3, "stone": 5},
+    ),
+    Recipe(
+        ("collect_iron", "make_iron_pickaxe", "make_iron_sword"),
+        "mountains rich in iron and coal with a stone pickaxe, wood, coal and stone: mine "
+        "iron, craft iron tools at a table and furnace",
+        {"target_biome": "mountain", "iron_rarity": "very_common", "coal_rarity": "very_common"},
+        {"wood_pickaxe": 1, "stone_pickaxe": 1, "wood": 5, "coal": 2, "stone": 3},
+    ),
+    Recipe(
+        ("collect_diamond",),
+        "mountains rich in diamonds with an iron pickaxe: find and mine diamonds",
+        {"target_biome": "mountain", "diamond_rarity": "very_common"},
+        {"iron_pickaxe": 1},
+    ),
+    Recipe(
+        ("defeat_zombie", "defeat_skeleton"),
+        "mountains (skeletons live in caves) with a stone sword: fight zombies and skeletons",
+        {"target_biome": "mountain"},
+        {"stone_sword": 1, "wood_pickaxe": 1},
+    ),
+)
+RECIPE_OF: dict[str, Recipe] = {s: r for r in RECIPES for s in r.skills}
+
+
+class _RuleDesigner:
+    """The shared part of the two baselines: conversation record, validation, results."""
+
+    def __init__(self, options: PromptOptions):
+        self.options = options
+        self.messages: list[Message] = []
+        self.results: list[ParsedEnvironments] = []
+        self._spec = env_spec(options.env)
+        self._n = 0
+
+    def generate(self, n: int) -> ParsedEnvironments:
+        self._n = n
+        prompt = self._spec.initial_prompt(n, self._spec.name_map(False), True)
+        return self._answer(prompt, self.write(n, None))
+
+    def adapt(self, success_stats: Mapping[str, tuple[float, float]]) -> ParsedEnvironments:
+        prompt = self._spec.adaptation_prompt(
+            self.results[-1].configs, success_stats, self._n, self._spec.name_map(False), True
+        )
+        return self._answer(prompt, self.write(self._n, success_stats))
+
+    def write(
+        self, n: int, stats: Mapping[str, tuple[float, float]] | None
+    ) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _answer(self, prompt: str, environments: list[dict[str, Any]]) -> ParsedEnvironments:
+        reply = json.dumps({"environments": environments}, indent=1)
+        self.messages += [Message("user", prompt), Message("assistant", reply)]
+        parsed = parse_environments(reply, self._n, self.options.env)
+        self.results.append(parsed)
+        return parsed
+
+
+class RandomDesigner(_RuleDesigner):
+    """Domain randomization over the LLM prompt's parameter space (module docstring)."""
+
+    def __init__(self, options: PromptOptions, seed: int):
+        super().__init__(options)
+        self.seed = seed
+
+    def write(
+        self, n: int, stats: Mapping[str, tuple[float, float]] | None
+    ) -> list[dict[str, Any]]:
+        cycle = len(self.results) + 1
+        rng = np.random.default_rng(
+            derive_seed(self.seed, f"random-designer/set{self.options.initial_set}", cycle)
+        )
+        return [
+            {
+                "purpose": "uniformly sampled (domain randomization)",
+                "environment_settings": {
+                    field: str(rng.choice(allowed)) for field, allowed in ENV_FIELDS.items()
+                },
+                "inventory_settings": {
+                    item: int(rng.integers(0, hi + 1)) for item, hi in INVENTORY_MAX.items()
+                },
+            }
+            for _ in range(n)
+        ]
+
+
+class HeuristicDesigner(_RuleDesigner):
+    """Recipes for the weakest skills (module docstring; `weakest_recipes`)."""
+
+    def write(
+        self, n: int, stats: Mapping[str, tuple[float, float]] | None
+    ) -> list[dict[str, Any]]:
+        offset = self.options.initial_set
+        recipes = weakest_recipes(stats, n, offset)
+        return [
+            {
+                "purpose": r.purpose,
+                "environment_settings": dict(r.settings),
+                "inventory_settings": dict(r.inventory),
+            }
+            for r in recipes
+        ]
+
+
+def weakest_recipes(
+    stats: Mapping[str, tuple[float, float]] | None, n: int, offset: int = 0
+) -> list[Recipe]:
+    """The recipes of the `n` weakest skills, one recipe per skill group.
+
+    Skills are ranked by mean success, lowest first, ties in tech-tree order (the easier
+    skill first: it unlocks the next). Without feedback (cycle 1) every skill ties, so the
+    first call spreads over the tech tree: recipes at even steps, shifted by the initial
+    set. More environments than recipes repeat the list.
+    """
+    if stats is None:
+        step = len(RECIPES) / n
+        return [RECIPES[(int(i * step) + offset) % len(RECIPES)] for i in range(n)]
+    order = sorted(RECIPE_OF, key=lambda s: (stats[s][0], _tech_rank(s)))
+    chosen: list[Recipe] = []
+    for skill in order:
+        if RECIPE_OF[skill] not in chosen:
+            chosen.append(RECIPE_OF[skill])
+    return [chosen[i % len(chosen)] for i in range(n)]
+
+
+def _tech_rank(skill: str) -> int:
+    return next(i for i, r in enumerate(RECIPES) if skill in r.skills)
+
+
+def make_designer(
+    kind: str, options: PromptOptions, seed: int, llm: LLMCallable | None
+) -> Designer:
+    """The designer `kind` (`DESIGNERS`); `llm` is needed by the LLM designer only."""
+    if kind == "llm":
+        assert llm is not None
+        return EnvironmentDesigner(options, llm)
+    if kind == "random":
+        return RandomDesigner(options, seed)
+    if kind == "heuristic":
+        return HeuristicDesigner(options)
+    raise ValueError(f"designer {kind!r}; allowed: {', '.join(DESIGNERS)}")

@@ -1,0 +1,106 @@
+"""What one run's phases share (`Run`), how it runs (`RunOptions`), and its LLM call log.
+
+Kept apart from `envgen.loop.runner` so that the methods (the runner's EnvGen loop,
+`envgen.loop.curricula`) import it without importing each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from envgen.agents.evaluate import evaluate_policy
+from envgen.agents.seeding import derive_seed
+from envgen.agents.trainer import Trainer, crafter_vec_env_factory
+from envgen.envs.crafter.config import CrafterConfig
+from envgen.files import write_json_atomic
+from envgen.games import GameSpec
+from envgen.llm.accounting import Ledger, write_accounting
+from envgen.llm.cache import CachedLLM
+from envgen.llm.request import ChatRequest, ChatResponse, record_key, request_record
+from envgen.loop.config import RunConfig
+from envgen.loop.designers import Designer
+from envgen.loop.paths import RunPaths
+
+STOCK = CrafterConfig()  # Crafter's original game: stock Crafter, length 10000
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How (not what) to run: these never change a run's result or its hash."""
+
+    device: str = "cpu"
+    """torch device."""
+    num_workers: int | None = None
+    """Vec-env worker processes (results do not depend on it)."""
+    progress: bool = False
+    """Show tqdm progress bars."""
+    resume: bool = True
+    """Continue a partial run directory instead of refusing it."""
+
+
+class CallLog:
+    """Wraps the cached LLM: names each request's run (its slot) and logs each exchange.
+
+    Each entry: label, cache key of the request sent, how the reply was served (exact,
+    slot, live) and, for calls that carry feedback, its drift (`envgen.llm.slots`).
+    """
+
+    def __init__(self, llm: CachedLLM, run: str):
+        self.llm = llm
+        self.run = run
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, request: ChatRequest) -> ChatResponse:
+        request = dataclasses.replace(request, run=self.run)
+        response = self.llm(request)
+        self.calls.append(
+            {
+                "label": request.label,
+                "key": record_key(request_record(request, self.llm.backend.model)),
+                "reask": request.reask,
+                "cached": response.cached,
+                "served": response.served,
+                "drift": response.drift,
+                "model": response.model,
+            }
+        )
+        return response
+
+
+@dataclasses.dataclass
+class Run:
+    """What one run's phases share."""
+
+    config: RunConfig
+    seed: int
+    paths: RunPaths
+    trainer: Trainer
+    options: RunOptions
+    llm: CallLog | None
+    designer: Designer | None
+    game: GameSpec
+
+    def train_until(self, step: int, configs: Sequence[Any], phase: str) -> None:
+        self.trainer.train_until(step, list(configs), phase=phase)
+
+    def evaluate(self, index: int, config: CrafterConfig = STOCK, episodes: int = 0) -> dict:
+        """Crafter evaluation without updates (curricula); seeds from (run seed, index)."""
+        return evaluate_policy(
+            self.trainer.model,
+            derive_seed(self.seed, "evaluation", index),
+            num_seeds=episodes or self.config.eval_episodes,
+            device=self.options.device,
+            env_factory=crafter_vec_env_factory(self.options.num_workers),
+            config=config,
+        )
+
+    def save_llm_calls(self) -> None:
+        """llm_calls.json and llm_accounting.json; a non-LLM designer's are empty/zero."""
+        if self.llm is not None:
+            write_json_atomic(self.paths.llm_calls, self.llm.calls)
+            write_accounting(self.llm.llm.ledger, self.paths.llm_accounting)
+        elif self.designer is not None:
+            write_json_atomic(self.paths.llm_calls, [])
+            write_accounting(Ledger(), self.paths.llm_accounting)
