@@ -252,6 +252,11 @@ def gallery(cycles: Sequence[Cycle], out: Path, title: str) -> list[Path]:
 
 
 # --- main: pick the rows each figure needs ----------------------------------------------
+# Adaptive rows whose environments Fig. 6 and the gallery show, with their file suffix:
+# the method, and the heuristic designer's baseline (replication/designers.yaml).
+ADAPTIVE_ROWS = {ENVGEN: "", "Heuristic designer (baseline): EnvGen schedule": "_heuristic"}
+
+
 def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path) -> list[str]:
     """Every figure the runs allow; returns one line per figure (written or why not)."""
     log: list[str] = []
@@ -272,14 +277,16 @@ def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path)
         log.append(
             f"skipped fig4, fig5: no finished runs of {' and '.join(m for m in missing if m)}"
         )
-    adaptive = _first_adaptive_run(by_label.get(ENVGEN, ()))
-    if adaptive is None:
-        log.append(f"skipped fig6, gallery: no {ENVGEN!r} run with evaluated cycles")
-    else:
+    for label, suffix in ADAPTIVE_ROWS.items():
+        adaptive = _first_adaptive_run(by_label.get(label, ()))
+        if adaptive is None:
+            log.append(f"skipped fig6{suffix}, gallery{suffix}: no {label!r} run with cycles")
+            continue
         cycles = read_cycles(adaptive.run_dir)
-        name = f"{ENVGEN}, seed {adaptive.seed}, initial set {adaptive.initial_set}"
-        log += _done(adaptation(cycles, out_dir / "fig6_adaptation", f"Adaptation: {name}"))
-        log += _done(gallery(cycles, out_dir / "gallery", f"LLM environments of {name}"))
+        name = f"{label}, seed {adaptive.seed}, initial set {adaptive.initial_set}"
+        fig6 = out_dir / f"fig6_adaptation{suffix}"
+        log += _done(adaptation(cycles, fig6, f"Adaptation: {name}"))
+        log += _done(gallery(cycles, out_dir / f"gallery{suffix}", f"Environments of {name}"))
     for table in tables:
         done = [row for row in table.rows if row.status == DONE]
         width = bin_width(max((r.global_steps for row in done for r in row.runs), default=1))
