@@ -36,9 +36,9 @@ PPO = (
     ("num_steps", 64),
 )
 ENVGEN = RunConfig(
-    n_cycles=1, llm_env_steps=256, orig_env_steps=256, final_steps=1024, eval_episodes=1, ppo=PPO
-)
-CRAFTER_ONLY = ENVGEN.replace(method="original_only", original_only_steps=1280)
+    n_cycles=1, llm_env_steps=256, orig_env_steps=256, final_steps=4096, eval_episodes=1, ppo=PPO
+)  # 1024 final steps per env: episodes end in the scored phase on any trajectory
+CRAFTER_ONLY = ENVGEN.replace(method="original_only", original_only_steps=4608)
 RECORD_CMD = "envgen llm record --model gpt-3.5-turbo"
 RUN_KEYS = ("score", "reward", "success_rates", "first_unlock_step", "llm_calls", "global_steps")
 
