@@ -203,26 +203,22 @@ class HeuristicDesigner(_RuleDesigner):
 def weakest_recipes(
     stats: Mapping[str, tuple[float, float]] | None, n: int, offset: int = 0
 ) -> list[Recipe]:
-    """The recipes of the `n` weakest skills, one recipe per skill group.
+    """The recipes of the `n` weakest skill groups.
 
-    Skills are ranked by mean success, lowest first, ties in tech-tree order (the easier
-    skill first: it unlocks the next). Without feedback (cycle 1) every skill ties, so the
-    first call spreads over the tech tree: recipes at even steps, shifted by the initial
-    set. More environments than recipes repeat the list.
+    A group's strength is its skills' mean success; the weakest comes first, ties in
+    tech-tree order (the easier group first: it unlocks the next). Every group is
+    reachable, since its recipe hands over the tools its skills need. Without feedback
+    (cycle 1) all tie, so the first call spreads over the tech tree instead: recipes at
+    even steps, shifted by the initial set. More environments than recipes repeat them.
     """
     if stats is None:
         step = len(RECIPES) / n
         return [RECIPES[(int(i * step) + offset) % len(RECIPES)] for i in range(n)]
-    order = sorted(RECIPE_OF, key=lambda s: (stats[s][0], _tech_rank(s)))
-    chosen: list[Recipe] = []
-    for skill in order:
-        if RECIPE_OF[skill] not in chosen:
-            chosen.append(RECIPE_OF[skill])
-    return [chosen[i % len(chosen)] for i in range(n)]
-
-
-def _tech_rank(skill: str) -> int:
-    return next(i for i, r in enumerate(RECIPES) if skill in r.skills)
+    ranked = sorted(
+        range(len(RECIPES)),
+        key=lambda i: (sum(stats[s][0] for s in RECIPES[i].skills) / len(RECIPES[i].skills), i),
+    )
+    return [RECIPES[ranked[i % len(ranked)]] for i in range(n)]
 
 
 def make_designer(

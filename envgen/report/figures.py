@@ -158,7 +158,7 @@ def adaptation(cycles: Sequence[Cycle], out: Path, title: str) -> list[Path]:
     ax.set_title("success % in Crafter after each cycle")
     fig.colorbar(image, ax=ax, fraction=0.05)
     text.axis("off")
-    text.set_title("what the LLM set (cycle 1) and changed (later cycles)")
+    text.set_title("what the designer set (cycle 1) and changed (later cycles)")
     text.text(0, 1, "\n".join(change_lines(cycles)), va="top", family="monospace", fontsize=7)
     fig.suptitle(title)
     return save(fig, out)
