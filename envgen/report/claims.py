@@ -84,6 +84,11 @@ def claims_markdown(tables: Sequence[TableRecord]) -> str:
         f"Reproduce: `{REPRO_COMMAND}` (this profile) or `{CLAIM_GRADE_COMMAND}` "
         "(claim-grade: the paper's steps and runs).",
         "",
+        "Designer: every claim's EnvGen rows use the LLM designer, with the model the "
+        '"LLM use" table below lists per experiment; the non-LLM designer baselines '
+        "(results/tables/designers.md: domain randomization, rule-based heuristic) are "
+        "not the paper's method and enter no claim.",
+        "",
         "Metric: Crafter score % over the final phase (Heist: success %). Diff = a - b with "
         "its Welch 95% CI; Holm-adjusted p across the claims below; g = Hedges' g; power = "
         "our test's power for the paper's difference (docs/stats.md).",
