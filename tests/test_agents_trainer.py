@@ -77,6 +77,24 @@ def test_killed_and_resumed_run_ends_identical(tmp_path):
     assert 0 < window["episodes"] == len(in_window) < sum(ep["phase"] == "llm" for ep in episodes)
 
 
+def test_run_killed_before_its_first_checkpoint_resumes_without_double_counting(tmp_path):
+    full = _trainer(tmp_path / "full")
+    full.train_until(64, PHASE_1, phase="llm")
+    expected = _outcome(tmp_path / "full", full)
+    full.close()
+
+    killed = _trainer(tmp_path / "resumed")
+    killed.train_until(64, PHASE_1, phase="llm")  # logs written, no checkpoint (at 128)
+    assert killed.counters.checkpoints == 0 and read_jsonl(tmp_path / "resumed/episodes.jsonl")
+    killed.close()
+    resumed = _trainer(tmp_path / "resumed")
+    assert not resumed.resume() and resumed.global_step == 0
+    resumed.train_until(64, PHASE_1, phase="llm")
+    got = _outcome(tmp_path / "resumed", resumed)
+    resumed.close()
+    assert got[0] == expected[0] and got[1] == expected[1]  # each episode and rollout once
+
+
 def test_other_seed_differs_and_resume_checks_settings(tmp_path):
     a, b = _trainer(tmp_path / "a", seed=1), _trainer(tmp_path / "b", seed=2)
     for t in (a, b):

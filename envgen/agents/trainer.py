@@ -232,10 +232,14 @@ class Trainer:
     def resume(self) -> bool:
         """Load the latest checkpoint if there is one; truncate logs to its step.
 
+        Without a checkpoint the run starts from step 0, so the logs of a run killed
+        before its first checkpoint are emptied: a resumed run logs each episode once.
         Raises `ConfigError` when the checkpoint was written with other configs or seed.
         """
         state = load_checkpoint(self.run_dir / "checkpoints", self.device)
         if state is None:
+            self.episodes.truncate_after(0)
+            self.metrics.truncate_after(0)
             return False
         for key, ours in (
             ("model_cfg", dataclasses.asdict(self.model_cfg)),
