@@ -55,7 +55,7 @@ def test_non_numeric_inventory_rejected(bad):
 
 def test_out_of_range_clamped_with_warning():
     c = CrafterConfig.from_dict({"inventory_settings": {"wood": 50, "iron_sword": 3, "coal": -2}})
-    assert c.inventory_dict == {"wood": 9, "iron_sword": 1}
+    assert c.inventory_dict == {"wood": 9, "iron_sword": 1, "stone_pickaxe": 1}  # implied
     assert any("inventory_settings.wood" in w and "clamped to 9" in w for w in c.warnings)
     assert any("inventory_settings.coal" in w for w in c.warnings)
 
@@ -64,6 +64,42 @@ def test_implied_tools_added():
     c = CrafterConfig.from_dict({"inventory_settings": {"stone": 1, "iron": 1, "diamond": 1}})
     inv = c.inventory_dict
     assert inv["wood_pickaxe"] == inv["stone_pickaxe"] == inv["iron_pickaxe"] == 1
+
+
+@pytest.mark.parametrize(
+    ("item", "implied"),
+    [
+        ("stone_pickaxe", {"wood_pickaxe"}),
+        ("stone_sword", {"wood_pickaxe"}),
+        ("iron_sword", {"stone_pickaxe"}),
+        ("iron_pickaxe", {"stone_pickaxe"}),
+        ("wood_sword", set()),
+        ("coal", set()),
+    ],
+)
+def test_implied_tools_match_item_names_as_the_authors_loader(item, implied):
+    """env_loader.py tests `"stone" in item` over every item name, tools included."""
+    c = CrafterConfig.from_dict({"inventory_settings": {item: 1}})
+    assert set(c.inventory_dict) - {item} == implied
+    assert len(c.warnings) == len(implied)
+
+
+def test_implied_tools_do_not_chain():
+    """Only the reply's own items imply tools (iron gives a stone pickaxe, nothing more)."""
+    assert CrafterConfig.from_dict({"inventory_settings": {"iron": 2}}).inventory_dict == {
+        "iron": 2,
+        "stone_pickaxe": 1,
+    }
+
+
+def test_world_rules_are_the_callers_not_the_inputs():
+    c = CrafterConfig.from_dict({"target_biome": "mountain"}, world_rules="authors")
+    assert c.world_rules == "authors" and not c.is_stock
+    assert c != CrafterConfig.from_dict({"target_biome": "mountain"})
+    with pytest.raises(ConfigError, match="world_rules"):
+        CrafterConfig.from_dict({"world_rules": "authors"})
+    with pytest.raises(ConfigError, match="world_rules"):
+        CrafterConfig(world_rules="fork")
 
 
 def test_round_trip_and_hash():

@@ -137,3 +137,42 @@ def test_a_world_prepared_ahead_is_the_world_reset_would_make() -> None:
     for _ in range(3):
         fresh.reset()
     assert np.array_equal(prepared_env.reset()[0], fresh.reset()[0])
+
+
+# Mean coal and iron tiles in the first world of env seeds 0-19, computed from the
+# authors' rules (aszala/EnvGen crafter/crafter/worldgen.py) and from stock's; the
+# derivation and table are in docs/crafter.md, "World rules".
+WORLD_COUNTS = {
+    ("stock", "natural"): (50.45, 16.35),
+    ("authors", "natural"): (82.7, 123.8),
+    ("stock", "mountain"): (140.65, 68.4),
+    ("authors", "mountain"): (259.45, 522.5),
+}
+
+
+@pytest.mark.parametrize(("rules", "biome"), list(WORLD_COUNTS))
+def test_world_rules_coal_and_iron_counts(rules: str, biome: str) -> None:
+    from envgen.envs.crafter.env import AREA, CENTER, _world_seed
+    from envgen.envs.crafter.worldgen import build
+
+    extra = {"iron_rarity": "very_common"} if biome == "mountain" else {}
+    config = CrafterConfig(target_biome=biome, world_rules=rules, **extra)
+    worlds = [build(_world_seed(s, 1), AREA, CENTER, config).materials for s in range(20)]
+    coal = np.mean([(w == MATERIAL_IDS["coal"]).sum() for w in worlds])
+    iron = np.mean([(w == MATERIAL_IDS["iron"]).sum() for w in worlds])
+    assert (coal, iron) == pytest.approx(WORLD_COUNTS[rules, biome])
+
+
+def test_authors_rules_place_no_skeleton_near_the_start_and_balance_cows_first() -> None:
+    from envgen.envs.crafter.env import AREA, CENTER, _BALANCE_ORDER, _world_seed
+    from envgen.envs.crafter.world import Cow
+    from envgen.envs.crafter.worldgen import SKELETON, build
+
+    config = CrafterConfig(target_biome="mountain", world_rules="authors")
+    for seed in range(20):
+        spawns = build(_world_seed(seed, 1), AREA, CENTER, config).spawns
+        near = np.hypot(spawns[:, 1] - CENTER[0], spawns[:, 2] - CENTER[1]) <= 10
+        assert not np.any(near & (spawns[:, 0] == SKELETON))
+    assert _BALANCE_ORDER["authors"][0].cls is Cow and _BALANCE_ORDER["stock"][2].cls is Cow
+    stock, authors = CrafterEnv(seed=3), CrafterEnv(CrafterConfig(world_rules="authors"), seed=3)
+    assert not np.array_equal(stock.reset()[0], authors.reset()[0])

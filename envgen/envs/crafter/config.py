@@ -47,8 +47,16 @@ TOOL_ITEMS = (
 )
 INVENTORY_MAX: dict[str, int] = {**{k: 9 for k in MATERIAL_ITEMS}, **{k: 1 for k in TOOL_ITEMS}}
 
-# The authors' loader gives the tool a starting material implies (ENVGEN_PAPER.md).
+# The authors' loader (aszala/EnvGen env_loader.py) gives a tool for every starting item
+# whose *name contains* a material: "stone", "stone_pickaxe" and "stone_sword" all give a
+# wood pickaxe; anything "iron" a stone pickaxe; "diamond" an iron pickaxe.
 IMPLIED_TOOLS = {"stone": "wood_pickaxe", "iron": "stone_pickaxe", "diamond": "iron_pickaxe"}
+
+# How a world is generated and populated (docs/crafter.md, "World rules"):
+# "stock" is crafter's worldgen and balancing; "authors" is the EnvGen authors' fork
+# (aszala/EnvGen crafter/crafter/worldgen.py, env.py), in which every LLM environment of
+# the paper was generated.
+WORLD_RULES = ("stock", "authors")
 
 STOCK_LENGTH = 10000  # crafter.Env's default episode length
 LLM_ENV_LENGTH = 1024  # episode length of the authors' generated environments
@@ -86,8 +94,17 @@ class CrafterConfig:
     """Episode length in steps (stock 10000; the authors' LLM environments use 1024)."""
     purpose: str = ""
     """The LLM's stated purpose for this environment; informational only."""
+    world_rules: str = "stock"
+    """Generation and creature rules: "stock" Crafter or the "authors"' fork (WORLD_RULES).
+    Not a setting the LLM writes: the run chooses it (RunConfig.llm_world_rules)."""
     warnings: list[str] = dataclasses.field(default_factory=list, compare=False, hash=False)
     """What validation clamped or adjusted; not part of the config's identity."""
+
+    def __post_init__(self) -> None:
+        if self.world_rules not in WORLD_RULES:
+            raise ConfigError(
+                "world_rules", f"{self.world_rules!r}; allowed: {', '.join(WORLD_RULES)}"
+            )
 
     # --- derived values, computed in one place -------------------------------------
     def threshold(self, resource: str) -> float:
@@ -117,6 +134,7 @@ class CrafterConfig:
             self.iron_rarity,
             self.diamond_rarity,
             self.tree_rarity,
+            self.world_rules,
         )
 
     # --- (de)serialisation ---------------------------------------------------------
@@ -139,13 +157,19 @@ class CrafterConfig:
 
     @classmethod
     def from_dict(
-        cls, data: Mapping[str, Any], *, default_length: int = STOCK_LENGTH, path: str = ""
+        cls,
+        data: Mapping[str, Any],
+        *,
+        default_length: int = STOCK_LENGTH,
+        path: str = "",
+        world_rules: str = "stock",
     ) -> CrafterConfig:
         """Validate untrusted input into a config (see module docstring).
 
         Accepts the authors' nested layout or a flat mapping of the same keys.
         `default_length` applies when the input names no length (LLM environments
         pass `LLM_ENV_LENGTH`). `path` prefixes field paths in errors and warnings.
+        `world_rules` is the caller's choice, never the input's (an LLM cannot set it).
         """
         if not isinstance(data, Mapping):
             raise ConfigError(
@@ -191,13 +215,12 @@ class CrafterConfig:
             if norm not in INVENTORY_MAX:
                 raise ConfigError(where, f"unknown item; allowed items: {', '.join(INVENTORY_MAX)}")
             inventory[norm] = int_clamped(value, 0, INVENTORY_MAX[norm], where, warnings)
-        for material, tool in IMPLIED_TOOLS.items():
-            if inventory.get(material, 0) > 0 and inventory.get(tool, 0) < 1:
-                inventory[tool] = 1
-                warnings.append(
-                    f"{join_path(path, 'inventory_settings.' + tool)}: set to 1 because the "
-                    f"starting {material} implies it (the authors' loader rule)"
-                )
+        for tool, item in implied_tools(inventory).items():
+            inventory[tool] = 1
+            warnings.append(
+                f"{join_path(path, 'inventory_settings.' + tool)}: set to 1 because the "
+                f"starting {item} implies it (the authors' loader rule)"
+            )
 
         length_int = int_clamped(length, 1, MAX_LENGTH, join_path(path, "length"), warnings)
         return cls(
@@ -205,8 +228,19 @@ class CrafterConfig:
             inventory=tuple(sorted((k, v) for k, v in inventory.items() if v > 0)),
             length=length_int,
             purpose=purpose,
+            world_rules=world_rules,
             warnings=warnings,
         )
+
+
+def implied_tools(inventory: Mapping[str, int]) -> dict[str, str]:
+    """{tool: the item implying it} for tools the start lacks (IMPLIED_TOOLS' substring rule)."""
+    out: dict[str, str] = {}
+    for item, count in inventory.items():
+        for material, tool in IMPLIED_TOOLS.items():
+            if material in item and count > 0 and inventory.get(tool, 0) < 1:
+                out.setdefault(tool, item)
+    return out
 
 
 ENV_FIELDS: dict[str, tuple[str, ...]] = {

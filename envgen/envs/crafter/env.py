@@ -238,9 +238,10 @@ class CrafterEnv:
     def _balance(self) -> None:
         """Stock `Env._balance_chunk` over every chunk that ever held an object, in order.
 
-        Per chunk, stock's `_balance_object` for zombies, skeletons and cows: the same
-        conditions and draws; tile counts come from one compiled pass per material and
-        creature counts from one pass over the chunk (a rule only changes its own kind).
+        Per chunk, stock's `_balance_object` for zombies, skeletons and cows (the
+        authors' fork: cows first), the same conditions and draws; tile counts come from
+        one compiled pass per material and creature counts from one pass over the chunk
+        (a rule only changes its own kind).
         """
         world, player = self._world, self._player
         random = world.random
@@ -255,7 +256,7 @@ class CrafterEnv:
             for obj in objs:
                 if type(obj) in counts:
                     counts[type(obj)] += 1
-            for rule in _BALANCE_RULES:
+            for rule in _BALANCE_ORDER[self.config.world_rules]:
                 count = counts[rule.cls]
                 target_min, target_max = rule.targets(spaces[rule.material][cx][cy], light)
                 if count < int(target_min) and random.uniform() < rule.spawn_prob:
@@ -318,6 +319,12 @@ _BALANCE_RULES = (
     ),
 )
 _BALANCED = tuple(rule.cls for rule in _BALANCE_RULES)
+# The authors' fork balances cows first, then zombies and skeletons (its env.py), which
+# changes the order of the world's random draws.
+_BALANCE_ORDER = {
+    "stock": _BALANCE_RULES,
+    "authors": (_BALANCE_RULES[2], _BALANCE_RULES[0], _BALANCE_RULES[1]),
+}
 
 
 @numba.njit(cache=True)

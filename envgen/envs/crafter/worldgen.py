@@ -15,6 +15,11 @@ EnvGen's settings (ENVGEN_PAPER.md, "Crafter parameters the LLM controls") enter
 spawn thresholds of coal, iron, diamond and trees, and as the biome rescale applied to
 the final water and mountain fields (after the start area is subtracted), with the
 start-area threshold and material; see docs/crafter.md.
+
+`world_rules="authors"` follows the EnvGen authors' fork (aszala/EnvGen,
+crafter/crafter/worldgen.py) where it differs from stock: coal and iron need only
+`mountain > 0.18` and their draw, not stock's noise tests (so mountains hold several
+times more of both), and skeletons are placed at generation only beyond distance 10.
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ def build(
     neg_start, water_raw, mountain_raw = _noise_fields(perm, grad, width, height, px, py)
     start = 1 / (1 + np.exp(neg_start))
     biome, start_threshold, start_material = _BIOMES[config.target_biome]
+    authors = config.world_rules == "authors"
     key, pos = mt19937.export_state(random)
     materials, tunnels = _materials(
         perm,
@@ -95,8 +101,9 @@ def build(
         config.threshold("iron"),
         config.threshold("diamond"),
         config.threshold("tree"),
+        authors,
     )
-    spawns = _creatures(materials, tunnels, key, pos, px, py)
+    spawns = _creatures(materials, tunnels, key, pos, px, py, authors)
     return World(materials, spawns, (key, pos))
 
 
@@ -171,8 +178,12 @@ def _materials(
     iron_threshold,
     diamond_threshold,
     tree_threshold,
+    authors,
 ):
-    """Stock `_set_material` over the area in stock's order, with EnvGen's settings."""
+    """Stock `_set_material` over the area in stock's order, with EnvGen's settings.
+
+    `authors`: coal and iron by `mountain > 0.18` and the draw alone (the authors' fork).
+    """
     width, height = start.shape
     materials = np.zeros((width, height), np.uint8)
     tunnels = np.zeros((width, height), np.bool_)
@@ -202,12 +213,12 @@ def _materials(
                     material = _PATH
                     tunnels[x, y] = True
                 elif (
-                    _noise(perm, grad, x, y, 1, 8) > 0
+                    (mountain > 0.18 if authors else _noise(perm, grad, x, y, 1, 8) > 0)
                     and mt19937.uniform(key, pos) > coal_threshold
                 ):
                     material = _COAL
                 elif (
-                    _noise(perm, grad, x, y, 2, 6) > 0.4
+                    (mountain > 0.18 if authors else _noise(perm, grad, x, y, 2, 6) > 0.4)
                     and mt19937.uniform(key, pos) > iron_threshold
                 ):
                     material = _IRON
@@ -230,8 +241,12 @@ def _materials(
 
 
 @numba.njit(cache=True)
-def _creatures(materials, tunnels, key, pos, px, py):
-    """Stock `_set_object` over the area: the creatures to add, in order."""
+def _creatures(materials, tunnels, key, pos, px, py, authors):
+    """Stock `_set_object` over the area: the creatures to add, in order.
+
+    `authors`: skeletons only beyond distance 10 (the fork's `max(min_dist, 10)`), tested
+    before the draw as the fork's condition chain does.
+    """
     width, height = materials.shape
     spawns = np.empty((width * height, 3), np.int64)
     count = 0
@@ -246,7 +261,12 @@ def _creatures(materials, tunnels, key, pos, px, py):
                 kind = COW
             elif dist > 10 and mt19937.uniform(key, pos) > 0.993:
                 kind = ZOMBIE
-            elif material == _PATH and tunnels[x, y] and mt19937.uniform(key, pos) > 0.95:
+            elif (
+                (dist > 10 or not authors)
+                and material == _PATH
+                and tunnels[x, y]
+                and mt19937.uniform(key, pos) > 0.95
+            ):
                 kind = SKELETON
             if kind >= 0:
                 spawns[count, 0] = kind
