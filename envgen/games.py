@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from envgen.agents.config import ModelConfig, PPOConfig, from_mapping, model_preset
-from envgen.agents.evaluate import evaluate_policy, sampling_policy
+from envgen.agents.evaluate import evaluate_policy, feedback_statistic, sampling_policy
 from envgen.agents.networks import ActorCritic
 from envgen.agents.runlog import episode_record, heist_episode_record
 from envgen.agents.trainer import EnvFactory, EpisodeRecord, Summarize, crafter_vec_env_factory
@@ -33,9 +33,10 @@ from envgen.errors import ConfigError
 from envgen.llm.heist import skills as heist_skills
 from envgen.scoring import summarize as crafter_summary
 
-# (model, seed, episodes, device, workers) -> {"success_mean": {skill: %},
-# "success_std": {skill: %}, ...}: the agent in the original game, without updates.
-Evaluate = Callable[[ActorCritic, int, int, str, int | None], dict[str, Any]]
+# (model, seed, episodes per run, device, workers, original config, runs) ->
+# {"feedback": {skill: [mean %, std %]}, "success_mean": {skill: %}, ...}: the agent in
+# the original game without updates; `feedback` is the authors' statistic over the runs.
+Evaluate = Callable[[ActorCritic, int, int, str, int | None, Any, int], dict[str, Any]]
 
 HEIST_THREADS = 4  # procgen threads of a Heist vec env when `workers` is None
 HEIST_CHECKPOINT_EVERY = 1_048_576  # 64 rollouts of 64 x 256; see docs/heist.md
@@ -73,15 +74,22 @@ class GameSpec:
 
 # --- Crafter ------------------------------------------------------------------------------
 def _crafter_evaluate(
-    model: ActorCritic, seed: int, episodes: int, device: str, workers: int | None
+    model: ActorCritic,
+    seed: int,
+    episodes: int,
+    device: str,
+    workers: int | None,
+    original: CrafterConfig,
+    runs: int,
 ) -> dict[str, Any]:
     result = evaluate_policy(
         model,
         seed,
-        num_seeds=episodes,
+        num_seeds=runs,
+        episodes_per_seed=episodes,
         device=device,
         env_factory=crafter_vec_env_factory(workers),
-        config=CrafterConfig(),
+        config=original,
     )
     result.pop("episodes")
     return result
@@ -151,11 +159,23 @@ def heist_skill_stats(episodes: Sequence[Mapping[str, Any]]) -> dict[str, tuple[
 
 
 def _heist_evaluate(
-    model: ActorCritic, seed: int, episodes: int, device: str, workers: int | None
+    model: ActorCritic,
+    seed: int,
+    episodes: int,
+    device: str,
+    workers: int | None,
+    original: HeistConfig,
+    runs: int,
 ) -> dict[str, Any]:
-    records = heist_test(model, seed, episodes, device)
+    """`runs` test runs of `episodes` plain-Heist episodes; feedback as Crafter's."""
+    records = heist_test(model, seed, episodes * runs, device)
+    per_run = [
+        [mean for mean, _ in heist_skill_stats(records[r::runs]).values()] for r in range(runs)
+    ]
+    feedback = zip(*feedback_statistic(np.array(per_run)), strict=True)
     stats = heist_skill_stats(records)
     return {
+        "feedback": {skill: list(ms) for skill, ms in zip(stats, feedback, strict=True)},
         "success_mean": {skill: mean for skill, (mean, _) in stats.items()},
         "success_std": {skill: std for skill, (_, std) in stats.items()},
         "test": heist_summary(records),

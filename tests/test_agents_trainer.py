@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -14,7 +15,7 @@ from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
 from envgen.scoring import ACHIEVEMENTS
 
-# 4 envs x 16 steps = 64 steps per rollout; checkpoint (and env re-seed) every 2 rollouts.
+# 4 envs x 16 steps = 64 steps per rollout; checkpoint every 2 rollouts.
 PPO = PPOConfig(num_envs=4, num_steps=16, minibatches=2, checkpoint_every=128)
 # Short episodes so that a few hundred steps finish many of them.
 PHASE_1 = [CrafterConfig(length=20), CrafterConfig(target_biome="mountain", length=12)]
@@ -77,6 +78,27 @@ def test_killed_and_resumed_run_ends_identical(tmp_path):
     assert 0 < window["episodes"] == len(in_window) < sum(ep["phase"] == "llm" for ep in episodes)
 
 
+def test_checkpoints_end_no_episode_and_switches_are_counted(tmp_path):
+    """The same schedule with a checkpoint after every rollout or never: identical logs.
+    Only the mixture switch at step 192 ends running episodes, and they are counted."""
+    runs = {}
+    for name, every in (("often", 64), ("never", 1 << 30)):
+        ppo = PPOConfig(num_envs=4, num_steps=16, minibatches=2, checkpoint_every=every)
+        trainer = Trainer(
+            model_preset("nature"), ppo, 7, tmp_path / name, env_factory=crafter_vec_env_factory(1)
+        )
+        _schedule(trainer)
+        runs[name] = _outcome(tmp_path / name, trainer), trainer.counters
+        trainer.close()
+    (often, often_counters), (never, never_counters) = runs["often"], runs["never"]
+    assert often_counters.checkpoints == 6 and never_counters.checkpoints == 0
+    assert often[0] == never[0] and often[1] == never[1]
+    # at 192 the length-12 envs have just reset (48 = 4 x 12), the length-20 ones run on
+    assert often_counters.episodes_cut == never_counters.episodes_cut == 2
+    cut_lines = [m for m in often[1] if "episodes_cut" in m]
+    assert [(m["step"], m["episodes_cut"]) for m in cut_lines] == [(256, 2)]
+
+
 def test_run_killed_before_its_first_checkpoint_resumes_without_double_counting(tmp_path):
     full = _trainer(tmp_path / "full")
     full.train_until(64, PHASE_1, phase="llm")
@@ -118,3 +140,17 @@ def test_evaluate_policy_reports_mean_and_std_over_seeds(tmp_path):
     assert list(out["success_mean"]) == list(ACHIEVEMENTS) == list(out["success_std"])
     assert 0.0 <= out["score_mean"] <= 100.0 and out["score_std"] >= 0.0
     json.dumps(out)  # serialisable, ready for the LLM prompt
+    assert list(out["feedback"]) == list(ACHIEVEMENTS)
+    assert all(isinstance(x, int) for pair in out["feedback"].values() for x in pair)
+
+
+def test_feedback_is_the_authors_rounded_statistic():
+    """update_environments.py: round each run's rate, mean and std (ddof 0), round again."""
+    from envgen.agents.evaluate import feedback_statistic
+
+    rates = np.array([[12.5, 100.0, 33.4], [13.5, 0.0, 33.6], [50.0, 50.0, 0.0]])
+    # rounded runs: [12, 100, 33], [14, 0, 34], [50, 50, 0] (12.5 -> 12: halves to even)
+    mean, std = feedback_statistic(rates)
+    assert mean == [25, 50, 22]  # 25.33, 50, 22.33
+    assert std == [17, 41, 16]  # 17.46, 40.82, 15.80
+    assert feedback_statistic(np.array([[2.0], [3.0]])) == ([2], [0])  # 2.5 and 0.5 to even

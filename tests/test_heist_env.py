@@ -192,3 +192,32 @@ def test_single_env_api_and_bad_input():
             vec.step([0, 0])
         with pytest.raises(ValueError, match="configs"):
             vec.set_mixture([{"maze_size": 5}])
+
+
+def test_state_snapshot_continues_every_episode_exactly():
+    """A checkpoint keeps running games: a new vec env restored from `get_state` plays
+    on exactly as the original (levels drawn after the snapshot included)."""
+    configs = (HeistConfig(), HeistConfig(maze_size=5, keys_held=1))
+
+    def play(env, steps, rng):
+        out = []
+        for _ in range(steps):
+            obs, rew, term, trunc, info = env.step(rng.integers(0, 15, 4))
+            out.append((obs, rew, term, trunc, info))
+        return out
+
+    env = HeistVecEnv(configs, 4, seed=11)
+    env.reset()
+    play(env, 40, np.random.default_rng(1))
+    state = env.get_state()
+    expected = play(env, 300, np.random.default_rng(2))
+    assert env.set_mixture(configs[:1]) == 4
+    env.close()
+    restored = HeistVecEnv((HeistConfig(),), 4, seed=11)
+    restored.set_state(state)
+    got = play(restored, 300, np.random.default_rng(2))
+    restored.close()
+    assert any(step[4][i] for step in expected for i in range(4))  # episodes ended after
+    for a, b in zip(expected, got, strict=True):
+        assert all(np.array_equal(x, y) for x, y in zip(a[:4], b[:4], strict=True))
+        assert a[4] == b[4]

@@ -113,3 +113,40 @@ def test_idle_time_prepares_next_worlds_without_changing_episodes() -> None:
         reference.step(0)
     assert [i for i, _ in episodes] == [1] and not block.envs[1].next_world_ready
     assert np.array_equal(block.obs[1], reference.reset()[0])
+
+
+def _steps(vec, rng: np.random.RandomState, steps: int) -> list:
+    trace = []
+    for _ in range(steps):
+        obs, reward, terminated, truncated, infos = vec.step(rng.randint(17, size=vec.num_envs))
+        trace += [obs, reward, terminated, truncated, [sorted(i) for i in infos], infos]
+    return trace
+
+
+def test_state_snapshot_continues_every_episode_exactly() -> None:
+    """A checkpoint keeps running episodes: a new vec env (other worker count) restored
+    from `get_state` plays on exactly as the original, episode returns and lengths too."""
+    rng = np.random.RandomState(3)
+    with CrafterVecEnv(CONFIGS, 4, seed=5, num_workers=2) as vec:
+        vec.reset()
+        _steps(vec, rng, 30)  # mid-episode everywhere (lengths 25 and 40)
+        state = vec.get_state()
+        rng_state = rng.get_state()
+        expected = _steps(vec, rng, 50)
+    rng.set_state(rng_state)
+    with CrafterVecEnv([CrafterConfig()], 4, seed=999, num_workers=1) as restored:
+        restored.set_state(state)
+        assert np.array_equal(restored.last_obs, state["obs"])
+        got = _steps(restored, rng, 50)
+    ended = [e for infos in expected[5::6] for e in infos if e]
+    assert ended and all(e["episode"]["length"] in (25, 40) for e in ended)
+    for a, b in zip(expected, got, strict=True):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+
+
+def test_mixture_switch_counts_the_episodes_it_ends() -> None:
+    with CrafterVecEnv(CONFIGS, 4, seed=5, num_workers=1) as vec:
+        vec.reset()
+        assert vec.set_mixture(CONFIGS[:1]) == 0  # nothing played yet
+        _steps(vec, np.random.RandomState(0), 3)
+        assert vec.set_mixture(CONFIGS[1:]) == 4

@@ -3,7 +3,8 @@
 The paper scores the episodes played during the final 1M Crafter steps of training
 (`training_window`), and between EnvGen cycles evaluates the agent without updates in
 the original environment over 12 seeds, feeding per-skill mean and std to the LLM
-(`evaluate_policy`; ENVGEN_PAPER.md, "The method in four steps", step 3).
+(`evaluate_policy`; ENVGEN_PAPER.md, "The method in four steps", step 3). The numbers
+the LLM reads are the authors' statistic (`feedback_statistic`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,20 @@ def training_window(
     return summarize([ep for ep in selected if ep["step"] > end - last_steps])
 
 
+def feedback_statistic(rates: np.ndarray) -> tuple[list[int], list[int]]:
+    """Per skill, (mean, std) in whole percent over evaluation runs, as the authors' script.
+
+    `rates` is (runs, skills) in percent. aszala/EnvGen
+    environment_generation/update_environments.py rounds each run's rate (`round`), takes
+    `np.mean` and `np.std` (ddof 0) over its `--num_evals` runs, and rounds both again;
+    Python's and NumPy's rounding both send halves to the even neighbour.
+    """
+    rounded = np.round(np.asarray(rates, dtype=float))
+    mean = np.round(rounded.mean(0)).astype(int)
+    std = np.round(rounded.std(0)).astype(int)
+    return mean.tolist(), std.tolist()
+
+
 def sampling_policy(
     model: ActorCritic, seed: int, device: str | torch.device = "cpu"
 ) -> Callable[[np.ndarray], np.ndarray]:
@@ -70,6 +85,7 @@ def evaluate_policy(
     slots get distinct worlds); slot j counts for evaluation seed j // episodes_per_seed
     and plays exactly one episode. `config` defaults to stock Crafter. Returns
     `success_mean` / `success_std` ({achievement: percent}, std over seeds, ddof 0),
+    `feedback` ({achievement: [mean, std]}, `feedback_statistic` over seeds),
     `score_mean` / `score_std`, `reward_mean` / `reward_std` and the `episodes` records.
     """
     factory = env_factory or crafter_vec_env_factory()
@@ -98,7 +114,9 @@ def evaluate_policy(
     rates = np.array([list(success_rates(eps).values()) for eps in per_seed])  # (seeds, 22)
     scores = np.array([crafter_score(r) for r in rates])
     rewards = np.array([np.mean([ep["reward"] for ep in eps]) for eps in per_seed])
+    feedback = zip(*feedback_statistic(rates), strict=True)
     return {
+        "feedback": {a: list(ms) for a, ms in zip(ACHIEVEMENTS, feedback, strict=True)},
         "success_mean": dict(zip(ACHIEVEMENTS, rates.mean(0).tolist(), strict=True)),
         "success_std": dict(zip(ACHIEVEMENTS, rates.std(0).tolist(), strict=True)),
         "score_mean": float(scores.mean()),

@@ -9,12 +9,13 @@ phase with a new mixture; optimiser, normaliser, RNG streams and the vec env car
 counted in whole rollouts: a call stops at the first rollout boundary at or past its
 target, and the next call's target is absolute, so overshoot never accumulates.
 
-Resume semantics (docs/agent.md, "Resume"): envs cannot be pickled mid-episode, so
-every checkpoint is also a *re-seed boundary*. A checkpoint is written every
-`PPOConfig.checkpoint_every` steps (whole rollouts) and on `checkpoint()`; right after
-it the vec env is closed, unfinished episodes are dropped, and the next rollout opens a
-fresh vec env seeded from (seed, checkpoint index). An uninterrupted run and a run
-killed and resumed from a checkpoint therefore continue from identical states.
+Resume semantics (docs/agent.md, "Resume"): a checkpoint is written every
+`PPOConfig.checkpoint_every` steps (whole rollouts) and on `checkpoint()`. It holds the
+vec env's state too (every env mid-episode, `get_state`), and the env keeps running:
+checkpoints never end an episode. A resumed run rebuilds the env from that state, so a
+run killed and resumed equals an uninterrupted one. Only a mixture switch (a phase
+boundary, part of the method) ends running episodes; they are counted
+(`Counters.episodes_cut`, and `episodes_cut` in the next metrics line).
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class Counters:
     """Checkpoints written; the env seed after a checkpoint derives from it."""
     checkpoint_step: int = 0
     """Global step of the latest checkpoint."""
+    episodes_cut: int = 0
+    """Running episodes ended unlogged by mixture switches (phase boundaries)."""
 
 
 class Trainer:
@@ -109,6 +112,8 @@ class Trainer:
         self.env: ppo.VecEnv | None = None
         self.obs: np.ndarray | None = None
         self.mixture: tuple[tuple[Any, ...], tuple[float, ...] | None] | None = None
+        self._saved_env: tuple[Any, dict[str, Any]] | None = None  # (mixture, state)
+        self._cut = 0  # episodes cut since the last metrics line
         self.episodes = JsonlLog(self.run_dir / "episodes.jsonl")
         self.metrics = JsonlLog(self.run_dir / "metrics.jsonl")
         self.recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
@@ -145,8 +150,7 @@ class Trainer:
             raise ConfigError("configs", "give at least one environment config to train on")
         mixture = (tuple(configs), tuple(weights) if weights is not None else None)
         if self.env is not None and mixture != self.mixture:
-            self.env.set_mixture(*mixture)  # resets every env into the new mixture
-            self.obs = self.env.last_obs
+            self._switch(mixture)
         self.mixture = mixture
         finished: list[dict[str, Any]] = []
         bar = tqdm(
@@ -166,10 +170,12 @@ class Trainer:
                     "step": self.global_step,
                     "phase": phase,
                     "episodes": len(records),
+                    **({"episodes_cut": self._cut} if self._cut else {}),
                     **{f"losses/{k}": v for k, v in losses.items()},
                     "time/sps": sps,
                 }
             )
+            self._cut = 0
             bar.update(self.ppo_cfg.rollout_size)
             bar.set_postfix(sps=f"{sps:.0f}", score=self._running_score())
             if self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0:
@@ -199,21 +205,42 @@ class Trainer:
         return records, losses
 
     def _open_env(self) -> None:
+        """Open the vec env: from the checkpoint's state after a resume, else fresh."""
         assert self.mixture is not None
-        seed = derive_seed(self.seed, "env", self.counters.checkpoints)
-        configs, weights = self.mixture
+        seed = derive_seed(self.seed, "env")
+        saved, self._saved_env = self._saved_env, None
+        configs, weights = saved[0] if saved else self.mixture
         self.env = self.env_factory(configs, self.ppo_cfg.num_envs, seed, weights)
-        self.obs = self.env.reset()
+        if saved is None:
+            self.obs = self.env.reset()
+            return
+        self.env.set_state(saved[1])
+        self.obs = self.env.last_obs
+        if saved[0] != self.mixture:  # the checkpoint fell on a phase boundary
+            self._switch(self.mixture)
+
+    def _switch(self, mixture: tuple[tuple[Any, ...], tuple[float, ...] | None]) -> None:
+        """Reset every env into the new mixture; the episodes it ends are counted."""
+        assert self.env is not None
+        cut = int(self.env.set_mixture(*mixture) or 0)
+        self.counters.episodes_cut += cut
+        self._cut += cut
+        self.obs = self.env.last_obs
 
     def _running_score(self) -> str:
         return f"{self.summarize(list(self.recent))['score']:.2f}%" if self.recent else "-"
 
     # --- checkpoints ---------------------------------------------------------------
     def checkpoint(self) -> Path:
-        """Write a checkpoint and make this a re-seed boundary (see module docstring)."""
+        """Write a checkpoint, the vec env's running episodes included (module docstring)."""
         self.counters.checkpoints += 1
         self.counters.checkpoint_step = self.global_step
-        path = save_checkpoint(
+        env_state = None
+        if self.env is not None:
+            env_state = (self.mixture, self.env.get_state())
+        elif self._saved_env is not None:  # resumed, not yet stepped: keep what was saved
+            env_state = self._saved_env
+        return save_checkpoint(
             self.run_dir / "checkpoints",
             {
                 "model_cfg": dataclasses.asdict(self.model_cfg),
@@ -224,10 +251,9 @@ class Trainer:
                 "optimizer": self.optimizer.state_dict(),
                 "action_rng": self.action_rng.get_state(),
                 "shuffle_rng": self.shuffle_rng.bit_generator.state,
+                "env": env_state,
             },
         )
-        self.close_env()
-        return path
 
     def resume(self) -> bool:
         """Load the latest checkpoint if there is one; truncate logs to its step.
@@ -260,10 +286,11 @@ class Trainer:
         self.episodes.truncate_after(self.global_step)
         self.metrics.truncate_after(self.global_step)
         self.close_env()
+        self._saved_env = state.get("env")
         return True
 
     def close_env(self) -> None:
-        """Close the vec env (unfinished episodes are dropped); the next rollout reopens it."""
+        """Close the vec env (unfinished episodes are dropped; used when a run ends)."""
         if self.env is not None:
             self.env.close()
         self.env, self.obs = None, None

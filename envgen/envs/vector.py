@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pickle
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -157,14 +158,44 @@ class CrafterVecEnv:
 
     def set_mixture(
         self, configs: Sequence[CrafterConfig], weights: Sequence[float] | None = None
-    ) -> None:
+    ) -> int:
         """Switch to a new config mixture: every env resets into its new config at once.
 
-        Processes are kept; the new first observations are in `last_obs`.
+        Processes are kept; the new first observations are in `last_obs`. Returns the
+        number of running episodes (at least one step played) the switch ended unlogged.
         """
         self.configs = list(configs)
         self.config_indices = assign_configs(len(self.configs), self.num_envs, weights)
-        self._call("mixture", (self.configs, self.config_indices))
+        return sum(self._call("mixture", (self.configs, self.config_indices)))
+
+    def get_state(self) -> dict[str, Any]:
+        """Every env mid-episode, its running return and length, and the observations:
+        `set_state` on a vec env built with the same arguments continues exactly."""
+        return {
+            "configs": self.configs,
+            "config_indices": list(self.config_indices),
+            "blocks": self._call("get_state", None),
+            "obs": self._obs.copy(),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore `get_state`'s snapshot (same num_envs and seed; any num_workers)."""
+        if len(state["config_indices"]) != self.num_envs:
+            raise ValueError(
+                f"state of {len(state['config_indices'])} envs given to a vec env of "
+                f"{self.num_envs}"
+            )
+        self.configs = list(state["configs"])
+        self.config_indices = list(state["config_indices"])
+        merged: dict[int, Any] = {}
+        for block in state["blocks"]:
+            merged.update(block)
+        self._check_open()
+        for link, block in zip(self._links, self._slices[1:], strict=True):
+            link.conn.send(("set_state", {i: merged[i] for i in range(block.start, block.stop)}))
+        local = {i: merged[i] for i in range(self._slices[0].start, self._slices[0].stop)}
+        self._checked([self._run_local("set_state", local)] + [link.recv() for link in self._links])
+        self._obs[:] = state["obs"]
 
     def worker_cpu_seconds(self) -> list[float]:
         """CPU seconds used so far by each process stepping envs, the parent first (benchmarks)."""
@@ -367,10 +398,23 @@ class _Block:
             return time.process_time()
         if command == "mixture":
             new_configs, new_indices = data
+            cut = sum(1 for i in self.indices if self.lengths[i] > 0)
             for i in self.indices:
                 self.config_of[i] = new_indices[i]
                 self.envs[i].set_config(new_configs[new_indices[i]])
                 self.reset_env(i)
+            return cut
+        if command == "get_state":
+            return {
+                i: pickle.dumps(
+                    (self.envs[i], self.config_of[i], self.returns[i], self.lengths[i])
+                )
+                for i in self.indices
+            }
+        if command == "set_state":
+            for i, blob in data.items():
+                env, self.config_of[i], self.returns[i], self.lengths[i] = pickle.loads(blob)
+                self.envs[i] = env
             return None
         raise ValueError(f"unknown vec-env command {command!r}")
 

@@ -134,7 +134,7 @@ def adaptation_prompt(
 ) -> str:
     """Step 4: the previous environments and each skill's success in the original game."""
     rates = "\n".join(
-        f"- {skill}: {mean:.1f}% +/- {std:.1f}%"
+        f"- {skill}: {mean:.0f}% +/- {std:.0f}%"
         for skill, (mean, std) in _checked_stats(success_stats).items()
     )
     envs = "\n\n".join(_render(i, c, names) for i, c in enumerate(previous, start=1))
@@ -145,7 +145,7 @@ def adaptation_prompt(
             "the original game, and was tested in the original game. "
             f"The environments were:\n\n{envs}",
             "Success rate of each skill in the original game "
-            f"(mean% +/- std% over the test episodes):\n{rates}",
+            f"(mean% +/- std% over the test runs, whole percent):\n{rates}",
             f"Create {n} new environments that help the agent improve the skills it is "
             "still poor at without losing the skills it has. Say briefly "
             f"{where} which of the information above you used and how.",

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 
 DESIGNERS = ("llm", "random", "heuristic")  # envgen.loop.designers
@@ -63,8 +64,18 @@ class RunConfig:
     validation_steps: int = 20_000
     """Easy-to-hard / adversarial: env steps of each validation agent (paper: unstated)."""
     eval_episodes: int = 12
-    """Evaluation seeds in the original game after each cycle (paper: 12); for Heist
-    also the test episodes of the final agent (paper: 100)."""
+    """Evaluation seeds in the original game per evaluation run after each cycle
+    (paper: 12); for Heist also the test episodes of the final agent (paper: 100)."""
+    feedback_evals: int = 3
+    """Evaluation runs behind the feedback's "mean% +/- std%": each run's per-skill rate is
+    rounded to a whole percent, then mean and std over runs (the authors'
+    update_environments.py, `--num_evals` default 3; docs/loop.md, "Feedback")."""
+    llm_world_rules: str = "authors"
+    """Crafter: world rules of designed environments: "authors" (their fork, in which the
+    paper's GPT-4 settings were generated) or "stock" (docs/crafter.md, "World rules")."""
+    original_world: str = "stock"
+    """Crafter: world rules of the original game the agent trains and is scored in:
+    "stock" Crafter, or "authors" (their fork at default settings)."""
     model: str = "nature"
     """Policy network by registry name (paper: the 4M-parameter IMPALA ResNet)."""
     ppo: tuple[tuple[str, Any], ...] = ()
@@ -89,7 +100,12 @@ class RunConfig:
                 f"{self.method!r} ranks environments by the Crafter score and runs on "
                 f"crafter only; for {self.game} use envgen, fixed or original_only",
             )
-        for name in ("n_cycles", "envs_per_call", "eval_episodes"):
+        for name in ("llm_world_rules", "original_world"):
+            if getattr(self, name) not in WORLD_RULES:
+                raise ConfigError(
+                    name, f"{getattr(self, name)!r}; allowed: {', '.join(WORLD_RULES)}"
+                )
+        for name in ("n_cycles", "envs_per_call", "eval_episodes", "feedback_evals"):
             if getattr(self, name) < 1:
                 raise ConfigError(name, "must be >= 1")
         for name in ("llm_env_steps", "orig_env_steps", "final_steps", "original_only_steps"):

@@ -26,8 +26,6 @@ from envgen.loop.paths import read_json
 from envgen.loop.run import Run
 from envgen.scoring import summarize
 
-STOCK = CrafterConfig()
-
 
 def run_curriculum(run: Run) -> None:
     cfg, step, k = run.config, 0, run.config.envs_per_call
@@ -50,8 +48,8 @@ def run_curriculum(run: Run) -> None:
         step += cfg.llm_env_steps
         run.train_until(step, selected, f"llm{cycle}")
         step += cfg.orig_env_steps
-        run.train_until(step, [STOCK], f"orig{cycle}")
-    run.train_until(step + cfg.final_steps, [STOCK], "final")
+        run.train_until(step, [run.original], f"orig{cycle}")
+    run.train_until(step + cfg.final_steps, [run.original], "final")
 
 
 def generate_pool(run: Run, set_offset: int) -> list[CrafterConfig]:
@@ -63,7 +61,7 @@ def generate_pool(run: Run, set_offset: int) -> list[CrafterConfig]:
     designer = make_designer(run.config.designer, options, run.seed, run.llm)
     parsed = designer.generate(run.config.curriculum_pool)
     run.save_llm_calls()
-    return list(parsed.configs)
+    return run.designed(parsed.configs)
 
 
 def rank_by_validation_agents(run: Run, pool: list[CrafterConfig]) -> list[int]:

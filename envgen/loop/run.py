@@ -23,7 +23,13 @@ from envgen.loop.config import RunConfig
 from envgen.loop.designers import Designer
 from envgen.loop.paths import RunPaths
 
-STOCK = CrafterConfig()  # Crafter's original game: stock Crafter, length 10000
+
+
+def with_world_rules(config: Any, rules: str) -> Any:
+    """A Crafter config under `rules` (CrafterConfig.world_rules); other games' as given."""
+    if isinstance(config, CrafterConfig):
+        return dataclasses.replace(config, world_rules=rules)
+    return config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,18 +88,27 @@ class Run:
     designer: Designer | None
     game: GameSpec
 
+    @property
+    def original(self) -> Any:
+        """The original game the agent trains and is scored in (`original_world`)."""
+        return with_world_rules(self.game.original, self.config.original_world)
+
+    def designed(self, configs: Sequence[Any]) -> list[Any]:
+        """Designed environments as they are played (`llm_world_rules`)."""
+        return [with_world_rules(c, self.config.llm_world_rules) for c in configs]
+
     def train_until(self, step: int, configs: Sequence[Any], phase: str) -> None:
         self.trainer.train_until(step, list(configs), phase=phase)
 
-    def evaluate(self, index: int, config: CrafterConfig = STOCK, episodes: int = 0) -> dict:
+    def evaluate(self, index: int, config: CrafterConfig | None = None) -> dict:
         """Crafter evaluation without updates (curricula); seeds from (run seed, index)."""
         return evaluate_policy(
             self.trainer.model,
             derive_seed(self.seed, "evaluation", index),
-            num_seeds=episodes or self.config.eval_episodes,
+            num_seeds=self.config.eval_episodes,
             device=self.options.device,
             env_factory=crafter_vec_env_factory(self.options.num_workers),
-            config=config,
+            config=config or self.original,
         )
 
     def save_llm_calls(self) -> None:

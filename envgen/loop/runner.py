@@ -43,7 +43,7 @@ from envgen.scoring import ACHIEVEMENTS, summarize
 # --- the methods -----------------------------------------------------------------------
 def run_original_only(run: Run) -> None:
     """All steps in the original game; the last `final_steps` are scored."""
-    total, original = run.config.total_steps, run.game.original
+    total, original = run.config.total_steps, run.original
     run.train_until(max(total - run.config.final_steps, 0), [original], "pretrain")
     run.train_until(total, [original], "final")
 
@@ -61,10 +61,10 @@ def run_envgen(run: Run) -> None:
         step += cfg.llm_env_steps
         run.train_until(step, configs, f"llm{cycle}")
         step += cfg.orig_env_steps
-        run.train_until(step, [run.game.original], f"orig{cycle}")
+        run.train_until(step, [run.original], f"orig{cycle}")
         if adaptive:
             stats = cycle_evaluation(run, cycle, cycle_dir)
-    run.train_until(step + cfg.final_steps, [run.game.original], "final")
+    run.train_until(step + cfg.final_steps, [run.original], "final")
 
 
 def ask_designer(run: Run, cycle: int, stats: dict[str, tuple[float, float]] | None) -> list[Any]:
@@ -90,11 +90,15 @@ def ask_designer(run: Run, cycle: int, stats: dict[str, tuple[float, float]] | N
         },
     )
     run.save_llm_calls()
-    return list(parsed.configs)
+    return run.designed(parsed.configs)
 
 
-def cycle_evaluation(run: Run, cycle: int, cycle_dir: Path) -> dict[str, tuple[float, float]]:
-    """Evaluate in the original game after a cycle (once; a resumed run reads the file)."""
+def cycle_evaluation(run: Run, cycle: int, cycle_dir: Path) -> dict[str, tuple[int, int]]:
+    """Evaluate in the original game after a cycle (once; a resumed run reads the file).
+
+    Returns the feedback: per skill, the authors' rounded mean and std over
+    `feedback_evals` evaluation runs of `eval_episodes` episodes (envgen.agents.evaluate).
+    """
     path = cycle_dir / "evaluation.json"
     if path.is_file():
         result = read_json(path)
@@ -105,11 +109,13 @@ def cycle_evaluation(run: Run, cycle: int, cycle_dir: Path) -> dict[str, tuple[f
             run.config.eval_episodes,
             run.options.device,
             run.options.num_workers,
+            run.original,
+            run.config.feedback_evals,
         )
         result["step"] = run.trainer.global_step
         write_json_atomic(path, result)
     skills = env_spec(run.config.game).skills()
-    return {s: (result["success_mean"][s], result["success_std"][s]) for s in skills}
+    return {s: tuple(result["feedback"][s]) for s in skills}
 
 
 METHODS: dict[str, Callable[[Run], None]] = {
@@ -218,6 +224,7 @@ def crafter_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
         "success_rates": summary["success_rates"],
         "first_unlock_step": first_unlock,
         "global_steps": run.trainer.global_step,
+        "episodes_cut": run.trainer.counters.episodes_cut,
         "llm_calls": len(run.llm.calls) if run.llm else 0,
         "llm_replay": summarize_calls(run.llm.calls) if run.llm else None,
         "wall_s": round(wall_s, 1),
@@ -257,6 +264,7 @@ def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
         "length": test["length"],
         "episodes": test["episodes"],
         "global_steps": run.trainer.global_step,
+        "episodes_cut": run.trainer.counters.episodes_cut,
         "llm_calls": len(run.llm.calls) if run.llm else 0,
         "llm_replay": summarize_calls(run.llm.calls) if run.llm else None,
         "wall_s": round(wall_s, 1),

@@ -134,10 +134,45 @@ class HeistVecEnv:
     ) -> None:
         """Switch to a new config mixture: every game resets into its new config at once.
 
-        The new first observations are in `last_obs`.
+        The new first observations are in `last_obs`. Returns the number of running
+        episodes (at least one step played) the switch ended unlogged.
         """
+        cut = int(np.count_nonzero(self._length > 0)) if self._started else 0
         self._assign(configs, weights)
         self.reset()
+        return cut
+
+    _TRACKED = ("_level_seed", "_length", "_return", "_keys_total", "_doors_total", "_timeout")
+
+    def get_state(self) -> dict[str, Any]:
+        """Every game's engine state, this wrapper's per-game counters, level RNG and
+        observations: `set_state` on a vec env built alike continues exactly."""
+        if not self._started:
+            raise RuntimeError("call reset() before get_state()")
+        return {
+            "configs": self.configs,
+            "config_indices": list(self.config_indices),
+            "games": [self._engine.get_state(i) for i in range(self.num_envs)],
+            "rng": self._rng.bit_generator.state,
+            "obs": self._obs.copy(),
+            **{name: getattr(self, name).copy() for name in (*self._TRACKED, "_maze_size")},
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore `get_state`'s snapshot (same num_envs and seed)."""
+        if len(state["games"]) != self.num_envs:
+            raise ValueError(
+                f"state of {len(state['games'])} games given to a vec env of {self.num_envs}"
+            )
+        self.configs = list(state["configs"])
+        self.config_indices = list(state["config_indices"])
+        for i, data in enumerate(state["games"]):
+            self._engine.set_state(i, data)
+        self._rng.bit_generator.state = state["rng"]
+        for name in (*self._TRACKED, "_maze_size"):
+            setattr(self, name, state[name].copy())
+        self._obs = state["obs"].copy()
+        self._started = True
 
     def state(self, i: int) -> HeistState:
         """The parsed current state of game i (a copy: editing it changes nothing)."""
