@@ -108,7 +108,7 @@ RECIPES: tuple[Recipe, ...] = (
         ("collect_diamond",),
         "mountains rich in diamonds with an iron pickaxe: find and mine diamonds",
         {"target_biome": "mountain", "diamond_rarity": "very_common"},
-        {"iron_pickaxe": 1},
+        {"iron_pickaxe": 1, "stone_pickaxe": 1, "wood_pickaxe": 1},  # as the loader implies
     ),
     Recipe(
         ("defeat_zombie", "defeat_skeleton"),
