@@ -28,6 +28,22 @@ def test_paper_profile_keeps_the_papers_protocol_exactly():
     assert len(paper.seeds) * len(paper.initial_sets) == 30 and paper.claim_grade
 
 
+def test_paper_profile_names_the_papers_llm_and_worlds():
+    paper, smoke = load_profile(PARAMS, "paper"), load_profile(PARAMS, "smoke")
+    config = paper.apply(RunConfig(), initial_set=0)
+    assert config.llm_model == "gpt-4-1106-preview"
+    assert (config.llm_world_rules, config.original_world) == ("authors", "stock")
+    assert smoke.apply(RunConfig(), 0).llm_model == "smollm2-135m-instruct"
+    # A row's own model (Table 5) and its own original world (the worlds rows) win.
+    own = RunConfig(llm_model="gpt-3.5-turbo-1106", original_world="authors")
+    applied = paper.apply(own, 0)
+    assert (applied.llm_model, applied.original_world) == ("gpt-3.5-turbo-1106", "authors")
+    assert paper.apply(RunConfig(method="original_only"), 0).llm_model == RunConfig().llm_model
+    bad = {**PARAMS["profiles"]["smoke"], "original_world": "fork"}
+    with pytest.raises(ConfigError, match="original_world"):
+        load_profile({"profile": "x", "profiles": {"x": bad}})
+
+
 def test_smoke_scales_phases_to_whole_rollouts_with_a_minimum():
     smoke = load_profile(PARAMS, "smoke")
     rollout = smoke.rollout_size

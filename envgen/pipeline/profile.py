@@ -18,9 +18,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from envgen.agents.config import PPOConfig, from_mapping, model_preset
+from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.games import GAMES, game_spec
 from envgen.loop.config import RunConfig
+
+_DEFAULTS = RunConfig()
 
 # RunConfig fields counted in env steps; a profile scales each of them.
 STEP_FIELDS: tuple[str, ...] = (
@@ -80,6 +83,16 @@ class Profile:
     """Torch device of every run (cpu | cuda)."""
     claim_grade: bool
     """Whether runs may reproduce or contradict the paper's claims (paper budgets only)."""
+    llm_model: str
+    """Model of the LLM rows that name none of their own (Table 5's rows do): the paper's
+    gpt-4-1106-preview at paper scale, the bundled local model where replies must be
+    recordable offline."""
+    llm_world_rules: str
+    """World rules of designed Crafter environments (`RunConfig.llm_world_rules`): "authors",
+    the fork GPT-4's settings were generated in, or "stock"."""
+    original_world: str
+    """World rules of the original Crafter game (`RunConfig.original_world`): "stock" or
+    "authors"; a row's own non-default value wins."""
     games: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     """Per game other than Crafter: its `GAME_FIELDS` as sorted (name, value) pairs."""
     game: str = "crafter"
@@ -100,6 +113,9 @@ class Profile:
                 raise ConfigError(
                     f"{where}.{name}", "give a non-empty list of distinct non-negative integers"
                 )
+        for name in ("llm_world_rules", "original_world"):
+            if getattr(self, name) not in WORLD_RULES:
+                raise ConfigError(f"{where}.{name}", f"allowed: {', '.join(WORLD_RULES)}")
         model_preset(self.model)
         from_mapping(PPOConfig, dict(self.ppo), f"{where}.ppo")  # a bad key, named
         game_spec(self.game).ppo_config(dict(self.ppo))  # e.g. minibatches vs rollout size
@@ -163,6 +179,12 @@ class Profile:
             validation_steps=self.validation_steps,
             llm_history_cycles=config.llm_history_cycles or self.llm_history_cycles,
         )
+        if config.uses_llm and config.llm_model == _DEFAULTS.llm_model:
+            changes["llm_model"] = self.llm_model
+        if config.game == "crafter":
+            for name in ("llm_world_rules", "original_world"):
+                if getattr(config, name) == getattr(_DEFAULTS, name):
+                    changes[name] = getattr(self, name)
         return config.replace(**changes)
 
 
