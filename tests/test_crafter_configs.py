@@ -164,7 +164,7 @@ def test_world_rules_coal_and_iron_counts(rules: str, biome: str) -> None:
 
 
 def test_authors_rules_place_no_skeleton_near_the_start_and_balance_cows_first() -> None:
-    from envgen.envs.crafter.env import AREA, CENTER, _BALANCE_ORDER, _world_seed
+    from envgen.envs.crafter.env import _BALANCE_ORDER, AREA, CENTER, _world_seed
     from envgen.envs.crafter.world import Cow
     from envgen.envs.crafter.worldgen import SKELETON, build
 

@@ -406,9 +406,7 @@ class _Block:
             return cut
         if command == "get_state":
             return {
-                i: pickle.dumps(
-                    (self.envs[i], self.config_of[i], self.returns[i], self.lengths[i])
-                )
+                i: pickle.dumps((self.envs[i], self.config_of[i], self.returns[i], self.lengths[i]))
                 for i in self.indices
             }
         if command == "set_state":

@@ -32,6 +32,7 @@ from typing import Any
 from envgen.errors import CacheIntegrityError, CacheMissError, ConfigError
 from envgen.files import write_json_atomic
 from envgen.llm.accounting import Ledger
+from envgen.llm.budget import Budget
 from envgen.llm.client import BackendConfig, OpenAIChat
 from envgen.llm.plan import record_command as planned_record_command
 from envgen.llm.request import (
@@ -134,6 +135,7 @@ class CachedLLM:
         client_factory: Callable[[BackendConfig], LLMCallable] = OpenAIChat,
         record_command: Callable[[str, BackendConfig], str | None] = planned_record_command,
         match: str = "slot",
+        budget: Budget | None = None,
     ):
         if mode not in MODES:
             raise ConfigError("llm_mode", f"{mode!r} unknown; use one of {', '.join(MODES)}")
@@ -147,6 +149,8 @@ class CachedLLM:
         self._client_factory = client_factory
         self._client: LLMCallable | None = None
         self._record_command = record_command
+        self.budget = budget
+        """Spending cap checked before every live call (envgen.llm.budget)."""
 
     def __call__(self, request: ChatRequest) -> ChatResponse:
         model = self.backend.model
@@ -173,6 +177,9 @@ class CachedLLM:
                         raise SlotMismatchError(f"{exc}. {self._how_to_record(request)}") from None
             if self.mode == "replay":
                 raise CacheMissError(self._miss_message(request, key, slot))
+        if self.budget is not None:
+            entries = [entry for _, entry in self.cache.entries()]
+            self.budget.check(request.label, record, entries)
         started = time.monotonic()
         response = self._live()(request)
         _check_model(response, model, self.backend.name)

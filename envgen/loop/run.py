@@ -24,7 +24,6 @@ from envgen.loop.designers import Designer
 from envgen.loop.paths import RunPaths
 
 
-
 def with_world_rules(config: Any, rules: str) -> Any:
     """A Crafter config under `rules` (CrafterConfig.world_rules); other games' as given."""
     if isinstance(config, CrafterConfig):

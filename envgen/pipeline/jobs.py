@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from envgen.errors import CacheMissError, LLMResponseError
+from envgen.llm.budget import Budget
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import LOCAL_MODEL, backend_config
 from envgen.loop.runner import RunOptions, execute_run
@@ -46,15 +47,33 @@ class LLMSpec:
     """A running local server's /v1 URL (fill mode only)."""
     match: str = "slot"
     """How replay matches requests: slot (across machines) or strict (`envgen.llm.cache`)."""
+    record_backend: str | None = None
+    """Fill mode for another model than the local one: its backend (openai | compatible)."""
+    record_model: str | None = None
+    """The model whose missing replies fill mode records through `record_backend`."""
+    record_base_url: str | None = None
+    """`compatible` backend's /v1 URL."""
+    max_usd: float | None = None
+    """Spending cap of the recording session (envgen.llm.budget); None = no cap."""
+    since: str = ""
+    """When the recording session started (UTC ISO 8601): the cap counts from here."""
 
     def build(self, model: str) -> CachedLLM:
-        """Replay for every model but the local one, which may fill through its server."""
+        """Replay for every model but the one being recorded (local: through its server)."""
+        budget = None
         if model == LOCAL_MODEL:
             backend = backend_config("local", base_url=self.local_base_url)
             mode = self.mode if self.local_base_url else "replay"
+        elif self.mode == "fill" and model == self.record_model and self.record_backend:
+            backend = backend_config(
+                self.record_backend, model=model, base_url=self.record_base_url
+            )
+            mode = "fill"
+            if self.max_usd is not None:
+                budget = Budget(self.max_usd, self.since, model)
         else:
             backend, mode = backend_config("openai", model=model), "replay"
-        return CachedLLM(mode, Path(self.cache_dir), backend, match=self.match)
+        return CachedLLM(mode, Path(self.cache_dir), backend, match=self.match, budget=budget)
 
 
 @dataclasses.dataclass(frozen=True)

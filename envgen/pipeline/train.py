@@ -9,7 +9,10 @@ LLM replies are replayed from the cache; a missing one makes its row "not_record
 (never a failed stage). A run that still fails after its retries fails the stage
 (exit 2, after runs.json is written) so that the next `dvc repro` retries it.
 `--llm-mode fill` records the bundled local model's missing replies through a local
-server started here (docs/pipeline.md, "Recording the local model's adaptation calls").
+server started here (docs/pipeline.md, "Recording the local model's adaptation calls");
+with `--backend openai --model M --max-usd X` (or `--backend compatible --base-url URL`)
+it records model M's replies instead, after printing the calls and their estimated cost,
+and stops before a call that could pass X (docs/llm.md, "Recording the paper's model").
 `--plan` prints what a profile would run (runs and env steps per table) and exits.
 """
 
@@ -17,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +32,10 @@ import yaml
 from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.games import GAMES
+from envgen.llm.accounting import PRICES_PER_M_TOKENS
+from envgen.llm.budget import estimate_usd, run_calls
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES
+from envgen.llm.client import LOCAL_MODEL, backend_config
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.fingerprint import code_fingerprint
 from envgen.pipeline.jobs import FAILED, LLMSpec, Settings
@@ -51,15 +59,67 @@ def executor_config(params: dict[str, Any]) -> ExecutorConfig:
 
 
 @contextlib.contextmanager
-def llm_spec(mode: str, cache_dir: Path, match: str = "slot") -> Iterator[LLMSpec]:
-    """Replay needs nothing; fill starts the bundled local model's server for the jobs."""
+def llm_spec(
+    mode: str, cache_dir: Path, match: str = "slot", record: LLMSpec | None = None
+) -> Iterator[LLMSpec]:
+    """Replay needs nothing; fill starts the bundled local model's server for the jobs,
+    or records another model through `record`'s backend (no server here)."""
     if mode == "replay":
         yield LLMSpec("replay", str(cache_dir), match=match)
+        return
+    if record is not None:
+        yield dataclasses.replace(record, mode=mode, cache_dir=str(cache_dir), match=match)
         return
     from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
 
     with LocalServer(ServerOptions(model_path=bundled_model_path())) as server:
         yield LLMSpec(mode, str(cache_dir), server.base_url, match=match)
+
+
+def recording_spec(args: argparse.Namespace) -> LLMSpec | None:
+    """The spec for recording a non-local model (`--backend openai|compatible`), or None."""
+    if args.backend == "local":
+        if args.model not in (None, LOCAL_MODEL):
+            raise ConfigError(
+                "model",
+                f"the local backend serves only {LOCAL_MODEL!r}; record {args.model!r} with "
+                "--backend openai or --backend compatible --base-url URL",
+            )
+        return None
+    if args.llm_mode != "fill" or not args.model:
+        raise ConfigError("backend", f"--backend {args.backend} needs --llm-mode fill and --model")
+    backend_config(args.backend, model=args.model, base_url=args.base_url)  # checks the pair
+    if args.max_usd is None and args.model in PRICES_PER_M_TOKENS:
+        raise ConfigError(
+            "max_usd", f"{args.model!r} is priced: give --max-usd (the most you will spend)"
+        )
+    return LLMSpec(
+        record_backend=args.backend,
+        record_model=args.model,
+        record_base_url=args.base_url,
+        max_usd=args.max_usd,
+        since=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+
+
+def recording_estimate(plans: Sequence[TablePlan], model: str) -> str:
+    """What recording `model` asks for: runs, LLM calls and estimated cost, printed first."""
+    calls: list[tuple[int, int]] = []
+    runs = 0
+    for job in distinct_jobs(plans):
+        config = getattr(job, "config", None)
+        if config is None or not config.uses_llm or config.llm_model != model:
+            continue
+        runs += 1
+        calls += run_calls(
+            config.method, config.n_cycles, config.envs_per_call, config.curriculum_pool
+        )
+    usd = estimate_usd(model, calls)
+    cost = "no price known" if usd is None else f"about ${usd:.2f}"
+    return (
+        f"[record] {model}: {runs} runs, at most {len(calls)} calls (re-asks excepted; "
+        f"replies already in the cache are not asked again), {cost}"
+    )
 
 
 def check_device(profile: Profile, executor: ExecutorConfig) -> None:
@@ -145,6 +205,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--llm-mode", choices=("replay", "fill"), default="replay")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     parser.add_argument(
+        "--backend",
+        choices=("local", "openai", "compatible"),
+        default="local",
+        help="fill mode: who answers the misses; local (default) = the bundled model's "
+        "server; openai / compatible record --model's rows (key from OPENAI_API_KEY)",
+    )
+    parser.add_argument("--model", help="fill mode with openai/compatible: the model to record")
+    parser.add_argument("--base-url", help="compatible backend: the server's /v1 URL")
+    parser.add_argument(
+        "--max-usd",
+        type=float,
+        help="fill mode, priced model: stop before a call that could take this session's "
+        "spending past this many US dollars (required for priced models)",
+    )
+    parser.add_argument(
         "--replay",
         choices=MATCHES,
         default="slot",
@@ -169,8 +244,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.plan:
             print(plan_summary(plans, profile))
             return 0
+        record = recording_spec(args)
+        if record is not None:
+            assert record.record_model is not None
+            print(recording_estimate(plans, record.record_model), flush=True)
         check_device(profile, executor)
-        with llm_spec(args.llm_mode, args.cache_dir, args.replay) as llm:
+        with llm_spec(args.llm_mode, args.cache_dir, args.replay, record) as llm:
             results = run_plans(plans, profile, executor, args.runs_root, llm)
     except EnvGenError as exc:
         print(f"envgen.pipeline.train: {exc}", file=sys.stderr)

@@ -213,14 +213,12 @@ def _materials(
                     material = _PATH
                     tunnels[x, y] = True
                 elif (
-                    (mountain > 0.18 if authors else _noise(perm, grad, x, y, 1, 8) > 0)
-                    and mt19937.uniform(key, pos) > coal_threshold
-                ):
+                    mountain > 0.18 if authors else _noise(perm, grad, x, y, 1, 8) > 0
+                ) and mt19937.uniform(key, pos) > coal_threshold:
                     material = _COAL
                 elif (
-                    (mountain > 0.18 if authors else _noise(perm, grad, x, y, 2, 6) > 0.4)
-                    and mt19937.uniform(key, pos) > iron_threshold
-                ):
+                    mountain > 0.18 if authors else _noise(perm, grad, x, y, 2, 6) > 0.4
+                ) and mt19937.uniform(key, pos) > iron_threshold:
                     material = _IRON
                 elif mountain > 0.18 and mt19937.uniform(key, pos) > diamond_threshold:
                     material = _DIAMOND

@@ -1,0 +1,115 @@
+"""A spending cap for recording a priced model's replies, and the estimate shown first.
+
+Recording the paper's GPT-4-Turbo rows costs money, and the pipeline's jobs run in
+several worker processes. The cap therefore lives in the cache itself: what a recording
+session has spent is the priced usage of the entries it stored (`recorded_at` at or
+after the session's start), so every process sees the same total without talking to
+the others. A live call starts only if that total plus the call's worst case stays
+within `max_usd`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from envgen.errors import CacheMissError, ConfigError
+from envgen.llm.accounting import PRICES_PER_M_TOKENS
+
+CHARS_PER_TOKEN = 4  # a rough English/JSON average; estimates only, never accounting
+
+# Tokens of one call, for the estimate printed before recording (docs/llm.md): the
+# generation prompt, what each adaptation turn adds (the previous reply plus the
+# feedback prompt), and a reply per environment. The paper's figures ($0.03 for the
+# first call, $0.04 per feedback call with GPT-4-Turbo) fall inside these.
+PROMPT_TOKENS = 1_500
+TOKENS_PER_TURN = 1_300
+REPLY_TOKENS_PER_ENV = 250
+
+
+class BudgetExceededError(CacheMissError):
+    """The next live call could take the session past `--max-usd`: the reply stays
+    unrecorded, so the run stops as on a cache miss (row `not_recorded`, resumable)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """`max_usd` for the live calls to `model` stored since `since` (UTC, ISO 8601)."""
+
+    max_usd: float
+    since: str
+    model: str
+
+    def __post_init__(self) -> None:
+        if self.max_usd < 0:
+            raise ConfigError("max_usd", f"must be >= 0, got {self.max_usd}")
+        if self.model not in PRICES_PER_M_TOKENS:
+            raise ConfigError(
+                "max_usd",
+                f"no price is known for {self.model!r} (envgen.llm.accounting), so a "
+                "spending cap cannot be enforced; record it without --max-usd",
+            )
+
+    def spent(self, entries: Sequence[Mapping[str, Any]]) -> float:
+        """USD of this session's stored replies of `model` among cache `entries`."""
+        price_in, price_out = PRICES_PER_M_TOKENS[self.model]
+        total = 0.0
+        for entry in entries:
+            if entry.get("recorded_at", "") < self.since:
+                continue
+            if entry.get("request", {}).get("model") != self.model:
+                continue
+            usage = entry.get("response", {}).get("usage", {})
+            total += usage.get("prompt_tokens", 0) * price_in
+            total += usage.get("completion_tokens", 0) * price_out
+        return total / 1e6
+
+    def check(
+        self, label: str, record: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Raise `BudgetExceededError` if the call `record` could exceed the cap."""
+        spent = self.spent(entries)
+        worst = call_cost(self.model, record)
+        if spent + worst > self.max_usd:
+            raise BudgetExceededError(
+                f"stopped before a {self.model!r} call ({label}): "
+                f"${spent:.2f} spent this session, the call may cost up to ${worst:.2f}, "
+                f"--max-usd is ${self.max_usd:.2f}. What is recorded stays in the cache; "
+                "re-run the same command with a higher --max-usd to go on"
+            )
+
+
+def call_cost(model: str, record: Mapping[str, Any]) -> float:
+    """Worst-case USD of one request: its prompt's estimated tokens plus `max_tokens`."""
+    price_in, price_out = PRICES_PER_M_TOKENS[model]
+    prompt = len(json.dumps(record.get("messages", []))) / CHARS_PER_TOKEN
+    return (prompt * price_in + int(record.get("max_tokens") or 0) * price_out) / 1e6
+
+
+def run_calls(method: str, n_cycles: int, envs_per_call: int, pool: int) -> list[tuple[int, int]]:
+    """(conversation turn, environments asked for) of each LLM call of one run, in order
+    (re-asks excluded)."""
+    if method == "envgen":
+        return [(turn, envs_per_call) for turn in range(n_cycles)]
+    if method == "fixed":
+        return [(0, envs_per_call)]
+    if method == "easy_to_hard":
+        return [(0, pool)]
+    if method == "adversarial":
+        return [(0, pool)] * n_cycles  # a fresh conversation per cycle
+    return []
+
+
+def estimate_usd(model: str, calls: Sequence[tuple[int, int]]) -> float | None:
+    """Estimated USD of these (turn, environments) calls; None for a model without a price."""
+    if model not in PRICES_PER_M_TOKENS:
+        return None
+    price_in, price_out = PRICES_PER_M_TOKENS[model]
+    total = sum(
+        (PROMPT_TOKENS + TOKENS_PER_TURN * turn) * price_in
+        + REPLY_TOKENS_PER_ENV * envs * price_out
+        for turn, envs in calls
+    )
+    return total / 1e6
