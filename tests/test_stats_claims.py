@@ -1,4 +1,4 @@
-"""Claim verdicts: one test per outcome of the rule, TOST for ties, Bonferroni, smoke never decides."""
+"""Claim verdicts: one test per outcome of the rule, TOST for ties, Bonferroni, smoke."""
 
 import math
 

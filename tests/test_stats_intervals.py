@@ -1,4 +1,4 @@
-"""Intervals: coverage checked by simulation at the run counts tables print; never bolder than the test."""
+"""Intervals: coverage checked by simulation; never bolder than the test on the same runs."""
 
 import math
 
