@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from statsmodels.stats.weightstats import CompareMeans, DescrStatsW
 
+from envgen.errors import ReportInputError
 from envgen.report import claims
 from envgen.report.inputs import load_tables
+from envgen.report.select import arms_by_label
 from envgen.stats.claims import PAPER_CLAIMS
-from envgen.stats.runs import SampleStats
 from tests.test_report_tables import row, run, table, write
 
 ENVGEN_SCORES = [33.0, 32.0, 31.5, 32.5, 33.5, 31.0, 32.2, 32.8, 31.8, 33.2]
@@ -25,8 +25,8 @@ def two_rows(tmp_path: Path, profile: str) -> list[Path]:
     table4 = table(
         "table4",
         [
-            row("1.96M Crafter only", runs=crafter),
-            row("0.48M EnvGen + 1.48M Crafter", runs=envgen),
+            row("1.96M Crafter only", runs=crafter, config_hash="crafter"),
+            row("0.48M EnvGen + 1.48M Crafter", runs=envgen, config_hash="envgen"),
             row("1.24M Crafter only", "failed", reason="worker died; rerun `make repro`"),
         ],
         profile,
@@ -34,8 +34,9 @@ def two_rows(tmp_path: Path, profile: str) -> list[Path]:
     table1 = table(
         "table1",
         [
-            row("PPO + 0.96M Crafter pretraining", runs=crafter),  # same runs, another label
-            row("PPO + EnvGen", runs=envgen),
+            # same runs and config, another label
+            row("PPO + 0.96M Crafter pretraining", runs=crafter, config_hash="crafter"),
+            row("PPO + EnvGen", runs=envgen, config_hash="envgen"),
         ],
         profile,
     )
@@ -69,20 +70,6 @@ def test_paper_profile_reproduces_a_clear_difference(tmp_path: Path):
     assert f"| {diff:+.2f} [" in first and "| +5.80 |" in first
 
 
-def test_welch_interval_matches_statsmodels():
-    a, b = np.array([10.0, 12.0, 9.0, 13.0]), np.array([8.0, 8.5, 7.0, 9.5, 8.0])
-    low, high = claims.welch_interval(SampleStats.of(a, "a"), SampleStats.of(b, "b"))
-    expected = CompareMeans(DescrStatsW(a), DescrStatsW(b)).tconfint_diff(usevar="unequal")
-    assert (low, high) == pytest.approx(expected, rel=1e-12)
-
-
-def test_welch_interval_edge_cases():
-    one = SampleStats(mean=1.0, std=float("nan"), n=1)
-    assert np.isnan(claims.welch_interval(one, SampleStats(2.0, 1.0, 3))).all()
-    tied = claims.welch_interval(SampleStats(3.0, 0.0, 3), SampleStats(1.0, 0.0, 4))
-    assert tied == (2.0, 2.0)
-
-
 def test_llm_accounting_per_run(tmp_path: Path):
     paths = two_rows(tmp_path, "smoke")
     for seed, calls in enumerate([4] * 5 + [6] * 5):
@@ -97,7 +84,7 @@ def test_llm_accounting_per_run(tmp_path: Path):
         }
         (run_dir / "llm_accounting.json").write_text(json.dumps(accounting))
     text = claims.claims_markdown(load_tables(paths))
-    assert "about $0.15 per run" in text
+    assert "about $0.15 per run" in text and "under $1" not in text
     assert "| PPO + EnvGen | 10 | 5.0 | 5000.0 | 100.0 | 0.0500 | gpt-4-1106-preview |" in text
     assert "| 1.96M Crafter only |" not in text.split("## LLM use")[1]  # no LLM, no line
 
@@ -117,3 +104,61 @@ def test_cli_writes_the_file(tmp_path: Path):
     out = tmp_path / "results" / "CLAIMS.md"
     assert claims.main([*map(str, paths), "--out", str(out)]) == 0
     assert out.read_text().startswith("# The paper's claims, measured")
+
+
+def test_a_label_with_two_configs_is_refused(tmp_path: Path):
+    """Two runs each of two configs under one label: an error, never a pooled arm of 4."""
+    one = [run(i, 30.0, run_dir=str(tmp_path / "gpt4")) for i in range(2)]
+    two = [run(i, 31.0, run_dir=str(tmp_path / "smol")) for i in range(2)]
+    t2 = table("table2", [row("Fixed (no curriculum)", runs=one, config_hash="gpt4")])
+    t4 = table("table4", [row("1.96M Crafter only", runs=two, config_hash="smol")])
+    t1 = table("table1", [row("PPO + 0.96M Crafter pretraining", runs=two, config_hash="other")])
+    with pytest.raises(ReportInputError, match="an arm is one configuration"):
+        arms_by_label(load_tables([write(tmp_path, t2), write(tmp_path, t4), write(tmp_path, t1)]))
+
+
+def test_gpt4_fixed_is_its_own_arm_not_table2_fixed(tmp_path: Path):
+    fixed = [run(i, 29.0 + i, run_dir=str(tmp_path / "fixed")) for i in range(2)]
+    gpt4 = [run(i, 20.0 + i, run_dir=str(tmp_path / "gpt4")) for i in range(2)]
+    t2 = table("table2", [row("Fixed (no curriculum)", runs=fixed, config_hash="smol")])
+    t5 = table("table5", [row("GPT-4-Turbo (fixed)", runs=gpt4, config_hash="gpt4")])
+    arms = arms_by_label(load_tables([write(tmp_path, t2), write(tmp_path, t5)]))
+    assert arms["Fixed (no curriculum)"].config_hash == "smol"
+    assert arms["GPT-4-Turbo (fixed)"].config_hash == "gpt4"
+    assert len(arms["GPT-4-Turbo (fixed)"].runs) == 2
+
+
+def test_claims_md_flags_repeats_one_config_and_untestable_figures(tmp_path: Path):
+    def runs(name: str, score: float, steps: int) -> list[dict]:
+        return [
+            {**run(i, score + i, run_dir=str(tmp_path / name)), "global_steps": steps}
+            for i in range(2)
+        ]
+
+    envgen = runs("envgen", 2.0, 9216)
+    ratio = runs("ratio", 2.2, 11264)
+    t7 = table(
+        "table7",
+        [
+            row("ratio 5:1", runs=ratio, config_hash="ratio"),
+            row("ratio 2:1", runs=ratio, config_hash="ratio"),
+            row("ratio 1:1", runs=envgen, config_hash="envgen"),
+        ],
+    )
+    t1 = table(
+        "table1",
+        [
+            row("PPO + EnvGen", runs=envgen, config_hash="envgen"),
+            row("PPO + 0.96M Crafter pretraining", runs=runs("crafter", 1.0, 9216)),
+        ],
+    )
+    text = claims.claims_markdown(load_tables([write(tmp_path, t1), write(tmp_path, t7)]))
+    second = claim_line(text, "Table 7: PPO + EnvGen > ratio 2:1")
+    assert "FLAG: tests the same runs as 'Table 7: PPO + EnvGen > ratio 5:1'" in second
+    assert "FLAG: unequal budgets, 9,216 vs 11,264 steps per run" in second
+    first = claim_line(text, "Table 7: PPO + EnvGen > ratio 5:1")
+    assert "same runs" not in first
+    iron = claim_line(text, "Figure 4: EnvGen > Crafter-only, collect_iron success")
+    assert "+37.00 (approx.)" in iron
+    sword = claim_line(text, "Figure 5: EnvGen unlocks make_iron_sword earlier than Crafter-only")
+    assert "not tested" in sword and "never unlocked make_iron_sword" in sword

@@ -95,8 +95,8 @@ def unlock_run(seed: int, steps: dict[str, int]) -> RunRecord:
 def test_figures_are_png_and_pdf_and_deterministic(tmp_path: Path):
     paper = load_reported_per_achievement()
     ours = {"Crafter only": rates(10.0), "EnvGen": rates(20.0)}
-    first = figures.per_achievement(ours, paper, tmp_path / "a" / "fig4")
-    again = figures.per_achievement(ours, paper, tmp_path / "b" / "fig4")
+    first = figures.per_achievement(ours, paper, tmp_path / "a" / "fig4", note="profile smoke")
+    again = figures.per_achievement(ours, paper, tmp_path / "b" / "fig4", note="profile smoke")
     assert [p.name for p in first] == ["fig4.png", "fig4.pdf"]
     for one, two in zip(first, again, strict=True):
         assert one.read_bytes() == two.read_bytes()
@@ -104,7 +104,13 @@ def test_figures_are_png_and_pdf_and_deterministic(tmp_path: Path):
         "Crafter only": [unlock_run(0, {"collect_wood": 10}), unlock_run(1, {})],
         "EnvGen": [unlock_run(0, {"collect_wood": 5, "make_iron_sword": 400})],
     }
-    png, pdf = figures.first_unlock(runs, 500, tmp_path / "fig5")
+    png, pdf = figures.first_unlock(runs, 500, tmp_path / "fig5", note="profile smoke")
     image = np.asarray(Image.open(png))
     assert image.ndim == 3 and image.shape[1] > image.shape[0] > 100
     assert pdf.read_bytes().startswith(b"%PDF")
+
+
+def test_scale_note_marks_smoke_figures():
+    assert figures.scale_note("paper") == "profile paper"
+    assert "SMOKE-SCALE" in figures.scale_note("smoke")
+    assert "SMOKE-SCALE" in figures.scale_note("mixed (paper, smoke)")

@@ -31,12 +31,20 @@ def run(seed: int, score: float, reward: float = 5.0, run_dir: str = "results/ru
     }
 
 
-def row(name: str, status: str = "done", runs=(), reason: str = "", reported_as=None) -> dict:
+def row(
+    name: str,
+    status: str = "done",
+    runs=(),
+    reason: str = "",
+    reported_as=None,
+    config_hash: str | None = None,
+) -> dict:
+    """A runs.json row; a done row's config hash defaults to one per label."""
     return {
         "row": name,
         "status": status,
         "reason": reason,
-        "config_hash": "abc" if status == "done" else None,
+        "config_hash": (config_hash or f"hash-{name}") if status == "done" else None,
         "reported_as": reported_as,
         "runs": list(runs),
     }
@@ -76,7 +84,8 @@ def test_row_numbers_paper_numbers_and_notes(tmp_path: Path):
     gpt4 = by_row.loc["GPT-4-Turbo (fixed)"]
     assert (gpt4.n_runs, gpt4.score_mean, gpt4.score_std) == (3, 12.0, 2.0)
     assert (gpt4.reward_mean, gpt4.reward_std) == (5.0, 1.0)
-    assert 10.0 <= gpt4.score_ci_low < 12.0 < gpt4.score_ci_high <= 14.0
+    half = 4.302653 * 2.0 / math.sqrt(3)  # Student t, 2 df: the interval holds at n = 3
+    assert (gpt4.score_ci_low, gpt4.score_ci_high) == pytest.approx((12 - half, 12 + half))
     assert (gpt4.paper_score_mean, gpt4.paper_score_std, gpt4.paper_n_runs) == (29.9, 0.9, 30)
     smol = by_row.loc["SmolLM2-135M-Instruct (fixed, bundled local model)"]
     assert smol.score_mean == 3.0 and math.isnan(smol.score_std) and math.isnan(smol.score_ci_low)
@@ -169,3 +178,30 @@ def test_runs_of_a_row_not_done_are_listed_but_not_reported(tmp_path: Path):
     line = tables.table_frame(loaded, tables.load_reported()).iloc[0]
     assert line.n_runs == 0 and math.isnan(line.score_mean)
     assert line.note == f"not recorded: 1 of 2 run(s) not_recorded: {RECORD_CMD}"
+
+
+def test_scale_artefacts_are_flagged_in_the_rows_they_affect(tmp_path: Path):
+    def runs(steps: int) -> list[dict]:
+        return [{**run(i, 2.0), "global_steps": steps} for i in range(2)]
+
+    table7 = table(
+        "table7",
+        [
+            row("ratio 5:1", runs=runs(11264), config_hash="same"),
+            row("ratio 2:1", runs=runs(11264), config_hash="same"),
+            row("ratio 1:1", runs=runs(9216), config_hash="other"),
+        ],
+    )
+    frame = tables.table_frame(load_table(write(tmp_path, table7)), tables.load_reported())
+    notes = frame.set_index("row")["note"]
+    assert "one configuration (same) with 'ratio 2:1'" in notes["ratio 5:1"]
+    assert "11,264 steps per run vs 'ratio 1:1' 9,216" in notes["ratio 5:1"]
+    assert "one configuration" not in notes["ratio 1:1"]
+    assert "9,216 steps per run vs 'ratio 5:1' 11,264" in notes["ratio 1:1"]
+
+
+def test_metrics_json_carries_the_profile(tmp_path: Path):
+    metrics = tmp_path / "metrics.json"
+    tables.write_tables([load_table(write(tmp_path, TABLE5))], tmp_path / "tables", metrics)
+    data = json.loads(metrics.read_text())
+    assert data["profile"] == "smoke" and "GPT-4-Turbo (fixed)" in data["table5"]

@@ -1,4 +1,4 @@
-"""Welch's test, Hedges' g, power and Holm against hand-computed and textbook values."""
+"""Welch's test, Hedges' g, power and Bonferroni against hand-computed and textbook values."""
 
 import math
 
@@ -9,8 +9,8 @@ from statsmodels.stats.power import TTestIndPower
 
 from envgen.errors import StatsInputError
 from envgen.stats.compare import (
+    bonferroni,
     hedges_g,
-    holm,
     versus_paper,
     welch_power,
     welch_test,
@@ -129,14 +129,14 @@ def test_power_edge_cases_and_huge_effects():
         welch_power(a, b, 30, 30, 1.5)
 
 
-def test_holm_hand_computed_with_untestable_entry():
-    # sorted 0.005*4, 0.01*3, 0.03*2, 0.04*1 -> 0.02, 0.03, 0.06, max(0.06, 0.04).
-    adjusted = holm([0.01, 0.04, math.nan, 0.03, 0.005])
-    expected = [0.03, 0.06, math.nan, 0.06, 0.02]
+def test_bonferroni_hand_computed_with_untestable_entry():
+    # four testable p-values: each times 4, capped at 1.
+    adjusted = bonferroni([0.01, 0.04, math.nan, 0.3, 0.005])
+    expected = [0.04, 0.16, math.nan, 1.0, 0.02]
     np.testing.assert_allclose(adjusted, expected)
-    assert np.isnan(holm([math.nan])).all()
+    assert np.isnan(bonferroni([math.nan])).all()
     with pytest.raises(StatsInputError, match="pvalues"):
-        holm([0.5, 1.2])
+        bonferroni([0.5, 1.2])
 
 
 def test_versus_paper_matches_scipy_from_stats():

@@ -1,9 +1,11 @@
 """results/CLAIMS.md: every claim of the paper with our measurement and its verdict.
 
-Each claim of `envgen.stats.claims.PAPER_CLAIMS` whose two rows ran is evaluated as
-one Holm family (`evaluate_claims`, docs/stats.md); claims with a row that did not
-run say which and why. The LLM's measured use (llm_accounting.json of every run)
-stands beside the paper's "4 LLM calls", about $0.03 + 3 x $0.04 per run.
+Claims come in families (`envgen.stats.claims.FAMILIES`: the tables, Figure 4's
+per-achievement gains, Figure 5's earlier unlocks); each family's claims whose rows
+ran are evaluated together (`evaluate_claims`, Bonferroni, docs/stats.md). A claim
+that cannot be tested says why: a row that did not run, or data the runs lack. Scale
+artefacts (`envgen.report.flags`) are flagged on the claim they affect. The LLM's
+measured use (llm_accounting.json of every run) stands beside the paper's.
 
     python -m envgen.report.claims RUNS_JSON... --out results/CLAIMS.md
 """
@@ -16,60 +18,43 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import scipy.stats
-
 from envgen.errors import EnvGenError
 from envgen.report import replay
-from envgen.report.inputs import DONE, TableRecord, load_tables, read_accounting
-from envgen.report.select import rows_by_label
+from envgen.report.flags import claim_flags
+from envgen.report.inputs import (
+    DONE,
+    TableRecord,
+    load_tables,
+    profile_of,
+    read_accounting,
+)
+from envgen.report.select import Arm, arms_by_label
 from envgen.stats.claims import (
-    CLAIM_GRADE_PROFILES,
-    PAPER_CLAIMS,
+    ENVGEN,
+    FAMILIES,
+    FIRST_UNLOCK,
+    SUCCESS,
+    TABLE_METRICS,
     Claim,
     ClaimResult,
+    PaperNumbers,
     evaluate_claims,
 )
-from envgen.stats.compare import welch_df
-from envgen.stats.paper import load_reported
+from envgen.stats.paper import load_reported_llm_cost
 from envgen.stats.runs import SampleStats
+from envgen.stats.verdict import ALPHA, CLAIM_GRADE_PROFILES
 
 REPRO_COMMAND = "make repro"  # runs dvc repro with params.yaml's profile
 CLAIM_GRADE_COMMAND = "dvc exp run -S profile=paper"
 SMOKE_BANNER = "smoke-scale, NOT a replication of the paper's claims"
-# ENVGEN_PAPER.md, "Agent and training protocol": 4 calls; first ~$0.03, each feedback ~$0.04.
-PAPER_CALLS = 4
-PAPER_COST_USD = 0.03 + 3 * 0.04
-
-
-def welch_interval(a: SampleStats, b: SampleStats, confidence: float = 0.95) -> tuple[float, float]:
-    """Welch confidence interval of mean(a) - mean(b); NaN when a row has < 2 runs.
-
-    The interval that matches Welch's test (the claims' test): diff +/- t(df) * se.
-    """
-    diff = a.mean - b.mean
-    if a.n < 2 or b.n < 2:
-        return math.nan, math.nan
-    se = math.sqrt(a.std**2 / a.n + b.std**2 / b.n)
-    if se == 0:
-        return diff, diff
-    half = scipy.stats.t.ppf(0.5 + confidence / 2, welch_df(a, b)) * se
-    return diff - half, diff + half
-
-
-def profile_of(tables: Sequence[TableRecord]) -> str:
-    """The profile all tables share, or "mixed (a, b)" (never claim-grade)."""
-    profiles = sorted({t.profile for t in tables})
-    return profiles[0] if len(profiles) == 1 else f"mixed ({', '.join(profiles)})"
 
 
 def claims_markdown(tables: Sequence[TableRecord]) -> str:
     """The whole CLAIMS.md text."""
     profile = profile_of(tables)
-    runs = rows_by_label(tables)
-    scores = {label: [r.score for r in row_runs] for label, row_runs in runs.items()}
-    ready = [c for c in PAPER_CLAIMS if c.a in scores and c.b in scores]
-    results = evaluate_claims(ready, scores, reported_frame=load_reported(), profile=profile)
-    n_runs = sum(len(r) for r in runs.values())
+    arms = arms_by_label(tables)
+    paper = PaperNumbers.load()
+    n_runs = sum(len(a.runs) for a in arms.values())
     lines = ["# The paper's claims, measured", ""]
     if profile not in CLAIM_GRADE_PROFILES:
         lines += [
@@ -80,46 +65,132 @@ def claims_markdown(tables: Sequence[TableRecord]) -> str:
             "",
         ]
     lines += [
-        f"Profile `{profile}`; {n_runs} distinct runs over {len(runs)} experiments. "
-        f"Reproduce: `{REPRO_COMMAND}` (this profile) or `{CLAIM_GRADE_COMMAND}` "
-        "(claim-grade: the paper's steps and runs).",
+        f"Profile `{profile}`; {n_runs} distinct runs over {len(arms)} experiments, one "
+        f"configuration each. Reproduce: `{REPRO_COMMAND}` (this profile) or "
+        f"`{CLAIM_GRADE_COMMAND}` (claim-grade: the paper's steps and runs).",
         "",
         "Designer: every claim's EnvGen rows use the LLM designer, with the model the "
         '"LLM use" table below lists per experiment; the non-LLM designer baselines '
         "(results/tables/designers.md: domain randomization, rule-based heuristic) are "
         "not the paper's method and enter no claim.",
         "",
-        "Metric: Crafter score % over the final phase (Heist: success %). Diff = a - b with "
-        "its Welch 95% CI; Holm-adjusted p across the claims below; g = Hedges' g; power = "
-        "our test's power for the paper's difference (docs/stats.md).",
-        "",
-        "| Claim | Ours a (n) | Ours b (n) | Diff [95% CI] | Paper diff | Holm p | g (paper g) "
-        "| Power | Verdict | Reason |",
-        "|" + "---|" * 10,
+        "Each claim is oriented so the paper finds a - b > 0. Diff = our a - b with its "
+        "Welch interval at the family's Bonferroni level 1 - 0.05/m (m = testable claims "
+        "in the family), which excludes 0 exactly when adj. p < 0.05; the verdict reads "
+        "that interval against the paper's difference, or, where the paper's own numbers "
+        'are a tie, runs an equivalence test (TOST) (docs/stats.md, "Verdict"). '
+        "g = Hedges' g; power = our test's power for the paper's difference. "
+        f"Flags (`FLAG`) mark scale artefacts: {_flag_legend()}.",
     ]
-    by_claim = {r.claim: r for r in results}
-    for claim in PAPER_CLAIMS:
-        result = by_claim.get(claim)
-        lines.append(_claim_line(result) if result else _not_run_line(claim, tables, scores))
-    lines += ["", *_accounting(tables), "", *replay.claims_lines(tables), ""]
+    for family, claims in FAMILIES.items():
+        lines += ["", *_family(family, claims, arms, tables, paper, profile)]
+    lines += ["", *_accounting(tables, paper), "", *replay.claims_lines(tables), ""]
     return "\n".join(lines)
 
 
-def _claim_line(r: ClaimResult) -> str:
-    low, high = welch_interval(r.ours_a, r.ours_b)
-    ci = "" if math.isnan(low) else f" [{low:+.2f}, {high:+.2f}]"
+def _flag_legend() -> str:
     return (
-        f"| {r.claim.name} | {_stats(r.ours_a)} | {_stats(r.ours_b)} "
-        f"| {r.ours_a.mean - r.ours_b.mean:+.2f}{ci} | {r.paper_a.mean - r.paper_b.mean:+.2f} "
-        f"| {_num(r.p_holm, '.3g')} | {_num(r.g, '+.2f')} ({r.paper_g:+.2f}) "
-        f"| {r.power:.2f} | **{r.verdict}** | {r.reason} |"
+        "a and b are one configuration, unequal step budgets where the paper's are equal, "
+        "the same runs tested by an earlier claim"
     )
 
 
-def _not_run_line(claim: Claim, tables: Sequence[TableRecord], ran: Mapping[str, object]) -> str:
-    missing = [label for label in (claim.a, claim.b) if label not in ran]
-    why = "; ".join(_why_missing(label, tables) for label in missing)
-    return f"| {claim.name} | - | - | - | - | - | - | - | not run | {why} |"
+def _family(
+    family: str,
+    claims: Sequence[Claim],
+    arms: Mapping[str, Arm],
+    tables: Sequence[TableRecord],
+    paper: PaperNumbers,
+    profile: str,
+) -> list[str]:
+    values: dict[str, dict[str, list[float]]] = {}
+    blocked: dict[Claim, str] = {}
+    for claim in claims:
+        got = _values(claim, arms, tables)
+        if isinstance(got, str):
+            blocked[claim] = got
+        else:
+            values.setdefault(claim.metric, {}).update(got)
+    ready = [c for c in claims if c not in blocked]
+    configs = {label: arm.config_hash for label, arm in arms.items()}
+    results = evaluate_claims(ready, values, paper=paper, profile=profile, configs=configs)
+    by_claim = {r.claim: r for r in results}
+    flags = claim_flags(claims, arms, paper.results)
+    level = results[0].level if results else ALPHA
+    lines = [
+        f"## {family}",
+        "",
+        f"{sum(not math.isnan(r.p_adj) for r in results)} testable claims; per-claim "
+        f"level {level:.3g}, so each interval is a {100 * (1 - level):.3g}% CI.",
+        "",
+        "| Claim | Ours a (n) | Ours b (n) | Diff [CI] | Paper diff | adj. p | g (paper g) "
+        "| Power | Verdict | Reason | Flags |",
+        "|" + "---|" * 11,
+    ]
+    for claim in claims:
+        note = "; ".join(flags.get(claim, [])) or "-"
+        if claim in by_claim:
+            lines.append(_claim_line(by_claim[claim], note))
+        else:
+            lines.append(
+                f"| {claim.name} | - | - | - | - | - | - | - | not tested | "
+                f"{blocked[claim]} | {note} |"
+            )
+    return lines
+
+
+def _values(
+    claim: Claim, arms: Mapping[str, Arm], tables: Sequence[TableRecord]
+) -> dict[str, list[float]] | str:
+    """{label: per-run values of the claim's metric} for both rows, or why it cannot be tested."""
+    missing = [label for label in (claim.a, claim.b) if label not in arms]
+    if missing:
+        return "not run: " + "; ".join(_why_missing(label, tables) for label in missing)
+    out: dict[str, list[float]] = {}
+    for label in (claim.a, claim.b):
+        runs = arms[label].runs
+        if claim.metric in TABLE_METRICS:
+            out[label] = [getattr(r, claim.metric) for r in runs]
+            continue
+        kind, achievement = claim.metric.split(":", 1)
+        if kind == SUCCESS:
+            if any(achievement not in r.success_rates for r in runs):
+                return f"untestable: runs.json of {label!r} has no per-achievement success rates"
+            out[label] = [r.success_rates[achievement] for r in runs]
+        elif kind == FIRST_UNLOCK:
+            steps = [r.first_unlock_step.get(achievement) for r in runs]
+            never = sum(s is None for s in steps)
+            if never:
+                return (
+                    f"untestable: {never} of {len(runs)} runs of {label!r} never unlocked "
+                    f"{achievement} in the final phase (censored); the test of first-unlock "
+                    "steps needs every run to unlock it"
+                )
+            out[label] = [float(s) for s in steps if s is not None]
+    return out
+
+
+def _claim_line(r: ClaimResult, flags: str) -> str:
+    fmt = ",.0f" if r.claim.metric.startswith(FIRST_UNLOCK) else ".2f"
+    low, high = r.ci
+    ci = "" if math.isnan(low) else f" [{low:+{fmt}}, {high:+{fmt}}]"
+    return (
+        f"| {r.claim.name} | {_stats(r.ours_a, fmt)} | {_stats(r.ours_b, fmt)} "
+        f"| {r.ours_a.mean - r.ours_b.mean:+{fmt}}{ci} | {_paper_diff(r, fmt)} "
+        f"| {_num(r.p_adj, '.3g')} | {_num(r.g, '+.2f')} ({_num(r.paper_g, '+.2f')}) "
+        f"| {_num(r.power, '.2f')} | **{r.verdict}** | {r.reason} | {flags} |"
+    )
+
+
+def _paper_diff(r: ClaimResult, fmt: str) -> str:
+    if r.paper.diff is None:
+        return "direction only"
+    text = f"{r.paper.diff:+{fmt}}"
+    if r.paper.tie_margin is not None:
+        text += f" (a tie: ±{r.paper.tie_margin:.2f})"
+    if r.claim.metric not in TABLE_METRICS:
+        text += " (approx.)"
+    return text
 
 
 def _why_missing(label: str, tables: Sequence[TableRecord]) -> str:
@@ -129,12 +200,13 @@ def _why_missing(label: str, tables: Sequence[TableRecord]) -> str:
         for row in t.rows
         if row.claim_label() == label and row.status != DONE
     ]
-    return f"{label!r}: " + (states[0] if states else "in no table given to the report")
+    text = f"{label!r}: " + (states[0] if states else "in no table given to the report")
+    return " ".join(text.split()).replace("|", "\\|")  # one Markdown table cell
 
 
-def _stats(s: SampleStats) -> str:
-    spread = "" if math.isnan(s.std) else f" ± {s.std:.2f}"
-    return f"{s.mean:.2f}{spread} ({s.n})"
+def _stats(s: SampleStats, fmt: str = ".2f") -> str:
+    spread = "" if math.isnan(s.std) else f" ± {s.std:{fmt}}"
+    return f"{s.mean:{fmt}}{spread} ({s.n})"
 
 
 def _num(value: float, fmt: str) -> str:
@@ -142,20 +214,24 @@ def _num(value: float, fmt: str) -> str:
 
 
 # --- LLM accounting ------------------------------------------------------------------------
-def _accounting(tables: Sequence[TableRecord]) -> list[str]:
+def _accounting(tables: Sequence[TableRecord], paper: PaperNumbers) -> list[str]:
+    calls = int(paper.results.xs(ENVGEN, level="row").iloc[0]["llm_calls"])
+    cost = load_reported_llm_cost()
+    usd = cost["initial"] + (calls - 1) * cost["feedback"]
     lines = [
         "## LLM use, measured",
         "",
-        f"The paper: {PAPER_CALLS} LLM calls per EnvGen run (GPT-4-Turbo), about "
-        f'${PAPER_COST_USD:.2f} per run ("under $1"). Ours, from each run\'s '
+        f"The paper (data/paper): {calls} LLM calls per EnvGen run, the first about "
+        f"${cost['initial']:.2f} and each feedback call about ${cost['feedback']:.2f}, so about "
+        f"${usd:.2f} per run. Ours, from each run's "
         "llm_accounting.json (cached replies are counted with the tokens recorded with them):",
         "",
         "| Experiment | Runs | Calls per run | Prompt tokens per run | Completion tokens per run "
         "| Cost per run (USD) | Models |",
         "|" + "---|" * 7,
     ]
-    for label, runs in rows_by_label(tables).items():
-        records = [a for a in (read_accounting(r.run_dir) for r in runs) if a is not None]
+    for label, arm in arms_by_label(tables).items():
+        records = [a for a in (read_accounting(r.run_dir) for r in arm.runs) if a is not None]
         if not records:
             continue
         lines.append(

@@ -34,6 +34,7 @@ from envgen.report.inputs import (
     RunRecord,
     TableRecord,
     load_tables,
+    profile_of,
     read_cycles,
     read_episodes,
     read_run_config,
@@ -42,6 +43,7 @@ from envgen.report.select import CRAFTER_ONLY, rows_by_label
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.claims import ENVGEN
 from envgen.stats.paper import load_reported_per_achievement
+from envgen.stats.verdict import CLAIM_GRADE_PROFILES
 
 FORMATS = ("png", "pdf")
 # Figure 5's achievements (the paper's three, after the easier steps leading to them,
@@ -74,14 +76,21 @@ def _metadata(path: Path) -> dict[str, Any]:
 
 
 # --- Figure 4: per-achievement success rates --------------------------------------------
+def scale_note(profile: str) -> str:
+    """The profile, and a smoke marker unless it is claim-grade, for a figure's title."""
+    if profile in CLAIM_GRADE_PROFILES:
+        return f"profile {profile}"
+    return f"profile {profile}: SMOKE-SCALE, not the paper's budgets"
+
+
 def per_achievement(
-    ours: Mapping[str, Mapping[str, float]], paper: pd.DataFrame, out: Path
+    ours: Mapping[str, Mapping[str, float]], paper: pd.DataFrame, out: Path, *, note: str
 ) -> list[Path]:
     """Success rate (%) of each achievement, log scale: ours beside the paper's Figure 4.
 
     `ours`: {"Crafter only": rates, "EnvGen": rates}, rates {achievement: % averaged over
     runs}. `paper`: `load_reported_per_achievement()` (approximate values read off the
-    paper's bars). Zero rates have no bar (log scale).
+    paper's bars). Zero rates have no bar (log scale). `note`: `scale_note(profile)`.
     """
     bars = {
         "paper: PPO 1.96M Crafter": paper["ppo_1.96M_crafter"],
@@ -102,7 +111,8 @@ def per_achievement(
     ax.set_xticks(x, [a.replace("_", " ") for a in ACHIEVEMENTS], rotation=60, ha="right")
     ax.set_ylabel("success rate (%)")
     ax.set_title(
-        "Per-achievement success rate (paper Figure 4; paper values approximate; no bar = 0%)",
+        "Per-achievement success rate (paper Figure 4; paper values approximate; no bar = 0%)"
+        f"\nours: {note}",
         pad=28,
     )
     ax.legend(ncol=len(bars), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0))
@@ -115,10 +125,13 @@ def first_unlock(
     final_steps: int,
     out: Path,
     achievements: Sequence[str] = FIRST_UNLOCK_ACHIEVEMENTS,
+    *,
+    note: str,
 ) -> list[Path]:
     """Fraction of runs that have unlocked each achievement by step t of the final phase.
 
-    `runs`: {label: runs of that row}; `final_steps`: length of the final phase (x axis).
+    `runs`: {label: runs of that row}; `final_steps`: length of the final phase (x axis);
+    `note`: `scale_note(profile)`.
     """
     fig = Figure(layout="constrained", figsize=(3 * len(achievements), 3))
     axes = fig.subplots(1, len(achievements), sharey=True, squeeze=False)[0]
@@ -136,15 +149,16 @@ def first_unlock(
         ax.set_ylim(-0.05, 1.05)
     axes[0].set_ylabel("fraction of runs unlocked")
     axes[0].legend(fontsize=7)
-    fig.suptitle("First unlock during the final Crafter steps (paper Figure 5)")
+    fig.suptitle(f"First unlock during the final Crafter steps (paper Figure 5); {note}")
     return save(fig, out)
 
 
 # --- Figure 6: adaptation across cycles ------------------------------------------------
-def adaptation(cycles: Sequence[Cycle], out: Path, title: str) -> list[Path]:
+def adaptation(cycles: Sequence[Cycle], out: Path, title: str, *, note: str) -> list[Path]:
     """Each skill's success per cycle (heatmap) beside what the LLM changed each cycle.
 
-    `cycles`: one run's cycles, each with its evaluation (adaptive EnvGen runs).
+    `cycles`: one run's cycles, each with its evaluation (adaptive EnvGen runs);
+    `note`: `scale_note(profile)`.
     """
     evaluated = [c for c in cycles if c.evaluation is not None]
     success = np.array([[c.evaluation["success_mean"][a] for c in evaluated] for a in ACHIEVEMENTS])
@@ -160,7 +174,7 @@ def adaptation(cycles: Sequence[Cycle], out: Path, title: str) -> list[Path]:
     text.axis("off")
     text.set_title("what the designer set (cycle 1) and changed (later cycles)")
     text.text(0, 1, "\n".join(change_lines(cycles)), va="top", family="monospace", fontsize=7)
-    fig.suptitle(title)
+    fig.suptitle(f"{title} ({note})")
     return save(fig, out)
 
 
@@ -261,14 +275,17 @@ def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path)
     """Every figure the runs allow; returns one line per figure (written or why not)."""
     log: list[str] = []
     by_label = rows_by_label(tables)
+    note = scale_note(profile_of(tables))
     pair = {"Crafter only": by_label.get(CRAFTER_ONLY, ()), "EnvGen": by_label.get(ENVGEN, ())}
     if all(pair.values()):
         ours = {label: _mean_rates(runs) for label, runs in pair.items()}
         log += _done(
-            per_achievement(ours, load_reported_per_achievement(), out_dir / "fig4_per_achievement")
+            per_achievement(
+                ours, load_reported_per_achievement(), out_dir / "fig4_per_achievement", note=note
+            )
         )
         final_steps = int(read_run_config(pair["EnvGen"][0].run_dir)["final_steps"])
-        log += _done(first_unlock(pair, final_steps, out_dir / "fig5_first_unlock"))
+        log += _done(first_unlock(pair, final_steps, out_dir / "fig5_first_unlock", note=note))
     else:
         missing = [
             f"{CRAFTER_ONLY!r}" * (not pair["Crafter only"]),
@@ -285,7 +302,7 @@ def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path)
         cycles = read_cycles(adaptive.run_dir)
         name = f"{label}, seed {adaptive.seed}, initial set {adaptive.initial_set}"
         fig6 = out_dir / f"fig6_adaptation{suffix}"
-        log += _done(adaptation(cycles, fig6, f"Adaptation: {name}"))
+        log += _done(adaptation(cycles, fig6, f"Adaptation: {name}", note=note))
         log += _done(gallery(cycles, out_dir / f"gallery{suffix}", f"Environments of {name}"))
     for table in tables:
         done = [row for row in table.rows if row.status == DONE]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +141,12 @@ def load_table(path: Path) -> TableRecord:
         rows=tuple(_row(r, f"{where}:rows[{i}]") for i, r in enumerate(rows)),
         source=path,
     )
+
+
+def profile_of(tables: Sequence[TableRecord]) -> str:
+    """The profile all tables share, or "mixed (a, b)" (never claim-grade)."""
+    profiles = sorted({t.profile for t in tables})
+    return profiles[0] if len(profiles) == 1 else f"mixed ({', '.join(profiles)})"
 
 
 def load_tables(paths: list[Path]) -> list[TableRecord]:

@@ -1,28 +1,64 @@
-"""Rows by the paper's label across tables: one experiment, one set of runs.
+"""Arms by the paper's label across tables: one label, one configuration, one set of runs.
 
 The same experiment appears in several tables under different labels (EnvGen's
 default is in Tables 1-4, 6 and 7) and is trained once (same config hash, same run
-directories). Figures and claims look rows up by the label `envgen.stats.claims` uses.
+directories). Figures and claims look arms up by the label `envgen.stats.claims` uses.
+Rows that share a label but not a config hash are refused, never pooled: an arm that
+held runs of two designers would test neither.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
+from envgen.errors import ReportInputError
 from envgen.report.inputs import DONE, RunRecord, TableRecord
-from envgen.stats.claims import SAME_EXPERIMENT
+from envgen.stats.claims import CRAFTER_ONLY
 
-CRAFTER_ONLY = SAME_EXPERIMENT["PPO + 0.96M Crafter pretraining"]  # 1.96M Crafter steps
+__all__ = ["CRAFTER_ONLY", "Arm", "arms_by_label", "rows_by_label"]
 
 
-def rows_by_label(tables: Sequence[TableRecord]) -> dict[str, tuple[RunRecord, ...]]:
-    """{paper label: runs of done rows with that label}, each run directory once."""
-    out: dict[str, dict[str, RunRecord]] = {}
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    """One experiment: the done rows of every table that print it, and their runs."""
+
+    label: str
+    """The paper's label (`RowRecord.claim_label`)."""
+    config_hash: str | None
+    """The RunConfig hash all its rows share."""
+    rows: tuple[tuple[str, str], ...]
+    """(table, row) of every done row that lists it."""
+    runs: tuple[RunRecord, ...]
+    """Its runs, each run directory once."""
+
+
+def arms_by_label(tables: Sequence[TableRecord]) -> dict[str, Arm]:
+    """{paper label: Arm} of done rows; raises `ReportInputError` for a label with two configs."""
+    found: dict[str, tuple[str | None, list[tuple[str, str]], dict[str, RunRecord]]] = {}
     for table in tables:
         for row in table.rows:
             if row.status != DONE:
                 continue
-            runs = out.setdefault(row.claim_label(), {})
+            label = row.claim_label()
+            config, rows, runs = found.setdefault(label, (row.config_hash, [], {}))
+            if row.config_hash != config:
+                where = ", ".join(f"{t}/{r}" for t, r in rows)
+                raise ReportInputError(
+                    f"{table.source}: row {row.row!r}",
+                    f"config {row.config_hash} is not the config {config} of {where}, which "
+                    f"print the same experiment {label!r}; an arm is one configuration. "
+                    "Give the rows different labels or make them the same run config.",
+                )
+            rows.append((table.table, row.row))
             for run in row.runs:
                 runs.setdefault(str(run.run_dir), run)
-    return {label: tuple(runs.values()) for label, runs in out.items()}
+    return {
+        label: Arm(label, config, tuple(rows), tuple(runs.values()))
+        for label, (config, rows, runs) in found.items()
+    }
+
+
+def rows_by_label(tables: Sequence[TableRecord]) -> dict[str, tuple[RunRecord, ...]]:
+    """{paper label: runs of done rows with that label}, each run directory once."""
+    return {label: arm.runs for label, arm in arms_by_label(tables).items()}

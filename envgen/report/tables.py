@@ -1,8 +1,10 @@
 """Results tables: our rows beside the paper's, as CSV and Markdown, plus a metrics JSON.
 
-One table per runs.json. A row shows our mean, std, bootstrap 95% CI and number of
-runs (envgen.stats, docs/stats.md) next to the paper's mean +/- std
-(data/paper/reported_results.csv). Rows that did not run say why and how to fix it;
+One table per runs.json. A row shows our mean, std, 95% t-interval of the mean and
+number of runs (envgen.stats, docs/stats.md) next to the paper's mean +/- std
+(data/paper/reported_results.csv). Scale artefacts (rows that are one configuration,
+unequal step budgets) are flagged in the row's note (`envgen.report.flags`).
+Rows that did not run say why and how to fix it;
 reported-only rows show the paper's numbers alone. "Score" is the game's table number:
 the Crafter score, or for Heist (Table 8) the test success rate, which the Markdown
 header then names.
@@ -19,16 +21,17 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from envgen.errors import EnvGenError
 from envgen.report import replay
-from envgen.report.inputs import DONE, RowRecord, TableRecord, load_tables
+from envgen.report.flags import row_flags
+from envgen.report.inputs import DONE, RowRecord, TableRecord, load_tables, profile_of
 from envgen.stats.paper import load_reported
 from envgen.stats.summary import summarize
 
-BOOTSTRAP_SEED = 0  # every row's CI resamples from this seed (docs/stats.md, "Per row")
 METRICS = ("score", "reward")
 SCORE_NAMES = {"crafter": "Score %", "heist": "Success %"}  # the paper's column names
 COLUMNS = (
@@ -48,20 +51,21 @@ def table_frame(table: TableRecord, reported: pd.DataFrame) -> pd.DataFrame:
     `reported`: `envgen.stats.paper.load_reported()`.
     """
     lines = []
+    flags = row_flags(table, reported)
     for row in table.rows:
         n_runs = len(row.runs) if row.status == DONE else 0
         line: dict[str, object] = {"row": row.row, "status": row.status, "n_runs": n_runs}
         if row.status == DONE:
             for metric in METRICS:
                 values = [getattr(run, metric) for run in row.runs]
-                summary = summarize(values, name=f"{table.table}/{row.row}", seed=BOOTSTRAP_SEED)
+                summary = summarize(values, name=f"{table.table}/{row.row}")
                 line[f"{metric}_mean"], line[f"{metric}_std"] = summary.mean, summary.std
                 line[f"{metric}_ci_low"], line[f"{metric}_ci_high"] = (
                     summary.ci_low,
                     summary.ci_high,
                 )
         line.update(_paper(reported, table.table, row))
-        line["note"] = _note(row)
+        line["note"] = "; ".join(filter(None, [_note(row), *flags.get(row.row, [])]))
         lines.append(line)
     return pd.DataFrame(lines, columns=list(COLUMNS))
 
@@ -104,7 +108,7 @@ def caption(table: TableRecord) -> str:
     grade = "claim-grade" if table.claim_grade else "NOT claim-grade: smoke-scale numbers"
     return (
         f"{table.table}: {table.caption}. Profile `{table.profile}`, {grade}; "
-        f"{table.n_runs} runs. Ours: mean ± std, 95% bootstrap CI of the mean, n runs; "
+        f"{table.n_runs} runs. Ours: mean ± std, 95% t-interval of the mean, n runs; "
         f"paper: mean ± std."
     )
 
@@ -157,9 +161,10 @@ def _ci(low: float, high: float) -> str:
 
 
 # --- metrics for `dvc metrics show` -----------------------------------------------------
-def metrics(frames: dict[str, pd.DataFrame]) -> dict[str, dict[str, dict[str, float]]]:
-    """{table: {row: {score_mean, reward_mean, n_runs, paper_score_mean}}} of done rows."""
-    out: dict[str, dict[str, dict[str, float]]] = {}
+def metrics(frames: dict[str, pd.DataFrame], profile: str) -> dict[str, Any]:
+    """{"profile": profile, table: {row: {score_mean, reward_mean, n_runs, paper_score_mean}}}
+    of done rows; the profile says whether the numbers are claim-grade."""
+    out: dict[str, Any] = {"profile": profile}
     for table, frame in frames.items():
         done = frame[frame["status"] == DONE]
         out[table] = {
@@ -192,7 +197,9 @@ def write_tables(tables: Sequence[TableRecord], out_dir: Path, metrics_path: Pat
         md.write_text(to_markdown(table, frame), encoding="utf-8")
         written += [csv, md]
     metrics_path.parent.mkdir(parents=True, exist_ok=True)
-    metrics_path.write_text(json.dumps(metrics(frames), indent=2, sort_keys=True) + "\n")
+    metrics_path.write_text(
+        json.dumps(metrics(frames, profile_of(tables)), indent=2, sort_keys=True) + "\n"
+    )
     return [*written, metrics_path]
 
 

@@ -1,10 +1,11 @@
 """The paper's claims as row pairs, and one verdict per claim from our runs.
 
-A claim is "row a beats row b" (or, for an ablation, "the default a beats the
-alternative b") on one metric, as the paper's tables report it. `evaluate_claims`
-runs Welch's test on our runs for every claim, Holm-corrects across them, computes
-the power each test had for the paper's effect, and applies `verdict`, whose rule
-and reasons are in docs/stats.md.
+A claim is "row a beats row b" on one metric, oriented so that the paper finds
+a - b > 0: a table's score (Tables 1-8, Figure 9), one achievement's success rate
+(Figure 4) or one achievement's first-unlock step (Figure 5, where b = EnvGen unlocks
+earlier). `evaluate_claims` runs Welch's test on our runs for every claim of a family,
+Bonferroni-corrects across it and applies `envgen.stats.verdict.verdict` with the
+family's per-claim level; docs/stats.md gives the rule and its reasons.
 """
 
 from __future__ import annotations
@@ -19,40 +20,50 @@ from numpy.typing import ArrayLike
 from envgen.errors import StatsInputError
 from envgen.stats.compare import (
     WelchResult,
+    bonferroni,
     hedges_g_from_stats,
-    holm,
     welch_from_stats,
     welch_power,
 )
-from envgen.stats.paper import reported
+from envgen.stats.intervals import Interval, welch_interval
+from envgen.stats.paper import (
+    load_reported,
+    load_reported_first_unlock,
+    load_reported_per_achievement,
+    reported,
+)
 from envgen.stats.runs import SampleStats
+from envgen.stats.verdict import ALPHA, INCONCLUSIVE, PaperEffect, tie_margin, tost_p, verdict
 
-# Profiles whose runs may reproduce or contradict a claim: the paper's budgets (1.96M
-# Crafter steps, 30 runs). Any other profile (e.g. "smoke") is inconclusive by rule.
-CLAIM_GRADE_PROFILES: frozenset[str] = frozenset({"paper"})
-
-ALPHA = 0.05  # family-wise error rate across the claims evaluated together
-MIN_POWER = 0.8  # power at which a non-significant result counts against the claim
-
-REPRODUCED, CONTRADICTED, INCONCLUSIVE = "reproduced", "contradicted", "inconclusive"
+TABLE_METRICS = ("score", "reward")
+SUCCESS, FIRST_UNLOCK = "success_rate", "first_unlock"  # per-achievement metric prefixes
 
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """One comparison the paper makes between two of its reported rows."""
+    """One comparison the paper makes between two of its rows, oriented so a - b > 0."""
 
     name: str
     """Short statement of the claim, e.g. "EnvGen > Crafter-only at 1.96M steps"."""
     a: str
-    """Row label (reported_results.csv `row`) of the arm the paper finds better or its default."""
+    """Row label (reported_results.csv `row`) of the arm the paper puts higher."""
     b: str
     """Row label of the arm it is compared with."""
     metric: str = "score"
-    """"score" (Crafter score / Heist success %) or "reward"."""
+    """"score" (Crafter score / Heist success %), "reward", "success_rate:<achievement>"
+    (% of final-phase episodes) or "first_unlock:<achievement>" (final-phase step)."""
+
+    @property
+    def achievement(self) -> str | None:
+        """The achievement of a per-achievement metric; None for a table metric."""
+        return self.metric.split(":", 1)[1] if ":" in self.metric else None
 
 
 # One label per experiment: the paper repeats some rows under several labels with the
-# same numbers (checked by the tests); claims use the canonical label on the right.
+# same numbers (checked by the tests) and this package trains each once (one config
+# hash); claims use the canonical label on the right. Table 5's "GPT-4-Turbo (fixed)"
+# has Table 2's Fixed numbers in the paper but is not here: our Table 2 Fixed rows use
+# the bundled model, so the two are different configurations (one arm, one config).
 SAME_EXPERIMENT: dict[str, str] = {
     "Adaptive+Dynamic (EnvGen)": "PPO + EnvGen",
     "update every 0.12M (4 cycles)": "PPO + EnvGen",
@@ -60,18 +71,24 @@ SAME_EXPERIMENT: dict[str, str] = {
     "4 envs per call": "PPO + EnvGen",
     "ratio 1:1": "PPO + EnvGen",
     "PPO + 0.96M Crafter pretraining": "1.96M Crafter only",
-    "GPT-4-Turbo (fixed)": "Fixed (no curriculum)",
 }
 ENVGEN = "PPO + EnvGen"
+CRAFTER_ONLY = "1.96M Crafter only"
+FIXED = "Fixed (no curriculum)"
+GPT4_FIXED = "GPT-4-Turbo (fixed)"
+DEEPSEEK_FIXED = "Deepseek Coder 33B Instruct (fixed)"
+GPT35_FIXED = "GPT-3.5-Turbo (fixed)"
+# The per-achievement CSVs' column of each arm (data/paper/README.md).
+PAPER_COLUMNS = {ENVGEN: "ppo_envgen", CRAFTER_ONLY: "ppo_1.96M_crafter"}
 
 
 def _default_vs(default: str, others: tuple[str, ...], what: str) -> tuple[Claim, ...]:
     return tuple(Claim(f"{what}: {default} > {other}", default, other) for other in others)
 
 
-# The comparisons ENVGEN_PAPER.md's "Results" draw, each pair of experiments once.
+# The comparisons ENVGEN_PAPER.md's "Results" draw between tables' rows, each pair once.
 PAPER_CLAIMS: tuple[Claim, ...] = (
-    Claim("Tables 1, 4: EnvGen > Crafter-only at 1.96M steps", ENVGEN, "1.96M Crafter only"),
+    Claim("Tables 1, 4: EnvGen > Crafter-only at 1.96M steps", ENVGEN, CRAFTER_ONLY),
     Claim(
         "Table 4: EnvGen > Crafter-only at 1.24M steps",
         "0.12M EnvGen + 1.12M Crafter",
@@ -87,20 +104,85 @@ PAPER_CLAIMS: tuple[Claim, ...] = (
         "AD + EnvGen",
         "AD + 0.96M Crafter pretraining",
     ),
-    *_default_vs(ENVGEN, ("Fixed (no curriculum)", "Easy-to-Hard", "Adversarial"), "Table 2"),
+    *_default_vs(ENVGEN, (FIXED, "Easy-to-Hard", "Adversarial"), "Table 2"),
+    Claim("Tables 1, 2: Fixed > Crafter-only at 1.96M steps", FIXED, CRAFTER_ONLY),
     *_default_vs(
         ENVGEN, ("update every 0.012M (40 cycles)", "update every 0.06M (8 cycles)"), "Table 3"
     ),
-    *_default_vs(
-        "Fixed (no curriculum)",
-        ("Deepseek Coder 33B Instruct (fixed)", "GPT-3.5-Turbo (fixed)"),
-        "Table 5, GPT-4-Turbo",
-    ),
+    *_default_vs(GPT4_FIXED, (DEEPSEEK_FIXED, GPT35_FIXED), "Table 5"),
+    Claim(f"Table 5: {DEEPSEEK_FIXED} > {GPT35_FIXED}", DEEPSEEK_FIXED, GPT35_FIXED),
     *_default_vs(ENVGEN, ("1 env per call", "2 envs per call", "8 envs per call"), "Table 6"),
     *_default_vs(ENVGEN, ("ratio 5:1", "ratio 2:1"), "Table 7"),
     Claim("Figure 9: named parameters > obfuscated", ENVGEN, "obfuscated parameter names"),
     Claim("Table 8: Heist EnvGen > PPO", "Heist PPO + EnvGen", "Heist PPO"),
 )
+
+# Figure 4: the gains the paper's text names (data/paper/README.md, "Checked against the
+# paper's text"); the numbers come from reported_per_achievement.csv.
+FIGURE4_ACHIEVEMENTS = (
+    "collect_iron",
+    "make_stone_pickaxe",
+    "make_stone_sword",
+    "make_iron_pickaxe",
+    "make_iron_sword",
+)
+FIGURE4_CLAIMS: tuple[Claim, ...] = tuple(
+    Claim(f"Figure 4: EnvGen > Crafter-only, {a} success", ENVGEN, CRAFTER_ONLY, f"{SUCCESS}:{a}")
+    for a in FIGURE4_ACHIEVEMENTS
+)
+# Figure 5: the earlier unlocks, the lines of data/paper/reported_first_unlock.csv (a
+# test checks they agree).
+FIGURE5_ACHIEVEMENTS = ("make_stone_pickaxe", "make_iron_pickaxe", "make_iron_sword")
+FIGURE5_CLAIMS: tuple[Claim, ...] = tuple(
+    Claim(
+        f"Figure 5: EnvGen unlocks {a} earlier than Crafter-only",
+        CRAFTER_ONLY,
+        ENVGEN,
+        f"{FIRST_UNLOCK}:{a}",
+    )
+    for a in FIGURE5_ACHIEVEMENTS
+)
+# Each family is Bonferroni-corrected on its own: the tables' claims, Figure 4, Figure 5.
+FAMILIES: dict[str, tuple[Claim, ...]] = {
+    "Tables": PAPER_CLAIMS,
+    "Figure 4": FIGURE4_CLAIMS,
+    "Figure 5": FIGURE5_CLAIMS,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperNumbers:
+    """Every reported number a claim may be measured against (data/paper)."""
+
+    results: pd.DataFrame
+    """`load_reported()`."""
+    per_achievement: pd.DataFrame
+    """`load_reported_per_achievement()` (Figure 4)."""
+    first_unlock: pd.DataFrame
+    """`load_reported_first_unlock()` (Figure 5)."""
+
+    @classmethod
+    def load(cls) -> PaperNumbers:
+        return cls(load_reported(), load_reported_per_achievement(), load_reported_first_unlock())
+
+    def effect(self, claim: Claim) -> tuple[SampleStats | None, SampleStats | None, PaperEffect]:
+        """The paper's rows a and b (None without a reported std) and its a - b."""
+        if claim.metric in TABLE_METRICS:
+            a = reported(self.results, claim.a, claim.metric)
+            b = reported(self.results, claim.b, claim.metric)
+            return a, b, PaperEffect(a.mean - b.mean, tie_margin(a, b))
+        kind, achievement = claim.metric.split(":", 1)
+        frame = {SUCCESS: self.per_achievement, FIRST_UNLOCK: self.first_unlock}.get(kind)
+        if frame is None or achievement not in frame.index:
+            raise StatsInputError(claim.name, f"the paper reports no {claim.metric!r}")
+        try:
+            values = [frame.loc[achievement, PAPER_COLUMNS[row]] for row in (claim.a, claim.b)]
+        except KeyError:
+            raise StatsInputError(
+                claim.name, f"{claim.metric} is reported for {', '.join(PAPER_COLUMNS)} only"
+            ) from None
+        known = not any(pd.isna(v) for v in values)
+        return None, None, PaperEffect(float(values[0] - values[1]) if known else None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,111 +195,63 @@ class ClaimResult:
     """Our runs of row a."""
     ours_b: SampleStats
     """Our runs of row b."""
-    paper_a: SampleStats
-    """The paper's row a (mean, std, its number of runs)."""
-    paper_b: SampleStats
+    paper_a: SampleStats | None
+    """The paper's row a (mean, std, its number of runs); None where no std is reported."""
+    paper_b: SampleStats | None
     """The paper's row b."""
+    paper: PaperEffect
+    """The paper's a - b and, for a tie, the equivalence margin."""
     welch: WelchResult
     """Welch's test of our a - b."""
-    p_holm: float
-    """Holm-adjusted p across the claims evaluated together; NaN if untestable."""
+    p_adj: float
+    """Bonferroni-adjusted p across the family; NaN if untestable."""
+    level: float
+    """Per-claim level alpha / m (m testable claims in the family)."""
+    ci: Interval
+    """Our Welch interval of a - b at confidence 1 - level: it excludes 0 iff p_adj < alpha."""
+    tost_p: float
+    """TOST p for the paper's tie margin; NaN unless the paper's difference is a tie."""
     g: float
     """Our Hedges' g of a - b."""
     paper_g: float
-    """The paper's Hedges' g of a - b, from its reported means, stds and runs."""
+    """The paper's Hedges' g of a - b; NaN without reported stds."""
     power: float
-    """Power our test had for the paper's difference (level alpha / tests; see `_assumed`)."""
+    """Power our test had, at `level`, for the paper's difference; NaN without reported stds."""
     verdict: str
-    """"reproduced", "contradicted" or "inconclusive"."""
+    """One of `envgen.stats.verdict`'s words."""
     reason: str
     """Why, in one sentence, with the numbers that decided it."""
 
 
-def verdict(
-    *,
-    profile: str,
-    ours: tuple[SampleStats, SampleStats],
-    paper_diff: float,
-    welch: WelchResult,
-    p_holm: float,
-    power: float,
-    alpha: float = ALPHA,
-    min_power: float = MIN_POWER,
-) -> tuple[str, str]:
-    """The verdict rule (docs/stats.md, "Verdict"), first matching line wins.
-
-    1. profile not claim-grade -> inconclusive; 2. a row with < 2 runs -> inconclusive;
-    3. the paper reports no difference -> inconclusive; 4. Holm p < alpha -> reproduced
-    if our difference has the paper's sign, else contradicted; 5. not significant with
-    power >= min_power -> contradicted; 6. otherwise inconclusive.
-    """
-    if profile not in CLAIM_GRADE_PROFILES:
-        grade = ", ".join(sorted(CLAIM_GRADE_PROFILES))
-        return INCONCLUSIVE, f"profile {profile!r} is not claim-grade (claim-grade: {grade})"
-    n_a, n_b = ours[0].n, ours[1].n
-    if not welch.testable:
-        return INCONCLUSIVE, f"untestable: {n_a} and {n_b} runs (Welch needs >= 2 per row)"
-    if paper_diff == 0:
-        return INCONCLUSIVE, "the paper reports equal means; there is no difference to reproduce"
-    ours_diff = ours[0].mean - ours[1].mean
-    if p_holm < alpha:
-        same_sign = math.copysign(1, ours_diff) == math.copysign(1, paper_diff)
-        where = "the paper's" if same_sign else "the opposite"
-        return (
-            REPRODUCED if same_sign else CONTRADICTED,
-            f"difference {ours_diff:+.3g} in {where} direction, Holm p = {p_holm:.3g} < {alpha}",
-        )
-    if power >= min_power:
-        return (
-            CONTRADICTED,
-            f"no significant difference (Holm p = {p_holm:.3g}) although the test had power "
-            f"{power:.2f} >= {min_power} to detect the paper's {paper_diff:+.3g}",
-        )
-    return (
-        INCONCLUSIVE,
-        f"not significant (Holm p = {p_holm:.3g}) and power {power:.2f} < {min_power} "
-        f"at {n_a} vs {n_b} runs",
-    )
-
-
 def evaluate_claims(
     claims: Sequence[Claim],
-    runs: Mapping[str, ArrayLike],
+    runs: Mapping[str, Mapping[str, ArrayLike]],
     *,
-    reported_frame: pd.DataFrame,
+    paper: PaperNumbers,
     profile: str,
+    configs: Mapping[str, str | None] | None = None,
     alpha: float = ALPHA,
-    min_power: float = MIN_POWER,
 ) -> list[ClaimResult]:
-    """Verdicts for `claims`, Holm-corrected as one family.
+    """Verdicts for one family of `claims`, Bonferroni-corrected together.
 
-    `runs`: {row label: per-run values of the claim's metric, shape (n_runs,)}; NaN runs
-    are dropped. `reported_frame`: `load_reported()`. Every claim's rows must be in
-    `runs` (select claims first, e.g. those whose rows a profile ran).
+    `runs`: {metric: {row label: per-run values, shape (n_runs,)}}; NaN runs are
+    dropped. `configs`: {row label: config hash}; a claim whose two rows are one
+    config compares a run set with itself and is left out of the family, inconclusive.
+    Every claim's rows must be in `runs` (select claims first).
     """
     ours = [(_ours(runs, c.a, c), _ours(runs, c.b, c)) for c in claims]
-    papers = [
-        (reported(reported_frame, c.a, c.metric), reported(reported_frame, c.b, c.metric))
-        for c in claims
-    ]
+    same = [_one_config(configs, c) for c in claims]
     tests = [welch_from_stats(a, b) for a, b in ours]
-    adjusted = holm([t.p for t in tests])
-    level = alpha / max(1, sum(t.testable for t in tests))
+    adjusted = bonferroni([math.nan if s else t.p for t, s in zip(tests, same, strict=True)])
+    level = alpha / max(1, int((~pd.isna(adjusted)).sum()))
     results = []
-    for claim, (a, b), (pa, pb), test, p_holm in zip(
-        claims, ours, papers, tests, adjusted, strict=True
-    ):
-        power = welch_power(_assumed(pa, a), _assumed(pb, b), a.n, b.n, level)
-        word, reason = verdict(
-            profile=profile,
-            ours=(a, b),
-            paper_diff=pa.mean - pb.mean,
-            welch=test,
-            p_holm=float(p_holm),
-            power=power,
-            alpha=alpha,
-            min_power=min_power,
-        )
+    for claim, (a, b), test, p_adj, config in zip(claims, ours, tests, adjusted, same, strict=True):
+        pa, pb, effect = paper.effect(claim)
+        if config:
+            word, reason = INCONCLUSIVE, f"a and b are one configuration ({config}): no comparison"
+        else:
+            word, reason = verdict(profile=profile, ours=(a, b), paper=effect, level=level)
+        known = pa is not None and pb is not None
         results.append(
             ClaimResult(
                 claim=claim,
@@ -225,16 +259,32 @@ def evaluate_claims(
                 ours_b=b,
                 paper_a=pa,
                 paper_b=pb,
+                paper=effect,
                 welch=test,
-                p_holm=float(p_holm),
+                p_adj=float(p_adj),
+                level=level,
+                ci=welch_interval(a, b, 1 - level),
+                tost_p=math.nan if effect.tie_margin is None else tost_p(a, b, effect.tie_margin),
                 g=hedges_g_from_stats(a, b),
-                paper_g=hedges_g_from_stats(pa, pb),
-                power=power,
+                paper_g=hedges_g_from_stats(pa, pb) if known else math.nan,
+                power=(
+                    welch_power(_assumed(pa, a), _assumed(pb, b), a.n, b.n, level)
+                    if known
+                    else math.nan
+                ),
                 verdict=word,
                 reason=reason,
             )
         )
     return results
+
+
+def _one_config(configs: Mapping[str, str | None] | None, claim: Claim) -> str | None:
+    """The shared config hash when a claim's two rows are one configuration, else None."""
+    if configs is None:
+        return None
+    a, b = configs.get(claim.a), configs.get(claim.b)
+    return a if a is not None and a == b else None
 
 
 def _assumed(paper: SampleStats, ours: SampleStats) -> SampleStats:
@@ -247,11 +297,12 @@ def _assumed(paper: SampleStats, ours: SampleStats) -> SampleStats:
     return dataclasses.replace(paper, std=std)
 
 
-def _ours(runs: Mapping[str, ArrayLike], row: str, claim: Claim) -> SampleStats:
-    if row not in runs:
+def _ours(runs: Mapping[str, Mapping[str, ArrayLike]], row: str, claim: Claim) -> SampleStats:
+    by_row = runs.get(claim.metric, {})
+    if row not in by_row:
         raise StatsInputError(
             f"runs[{row!r}]",
             f"claim {claim.name!r} needs this row; pass its runs or leave the claim out "
-            f"(rows given: {', '.join(sorted(runs)) or 'none'})",
+            f"(rows given for {claim.metric}: {', '.join(sorted(by_row)) or 'none'})",
         )
-    return SampleStats.of(runs[row], f"runs[{row!r}]")
+    return SampleStats.of(by_row[row], f"runs[{row!r}]")

@@ -1,9 +1,9 @@
-"""Two-row comparisons: Welch's t-test, Hedges' g, the test's power, Holm's correction.
+"""Two-row comparisons: Welch's t-test, Hedges' g, the test's power, Bonferroni's correction.
 
 Each function has a defined output for what small replications meet: a single run,
 zero variance (all runs tied) and equal means; none of them emits a warning.
-Welch's test is scipy's (`ttest_ind_from_stats(equal_var=False)`), Holm's correction
-statsmodels' (`multipletests(method="holm")`); docs/stats.md gives the reasons.
+Welch's test is scipy's (`ttest_ind_from_stats(equal_var=False)`), Bonferroni's correction
+statsmodels' (`multipletests(method="bonferroni")`); docs/stats.md gives the reasons.
 """
 
 from __future__ import annotations
@@ -131,11 +131,12 @@ def welch_power(
     return float(scipy.stats.nct.sf(crit, df, ncp) + scipy.stats.nct.sf(crit, df, -ncp))
 
 
-def holm(pvalues: Sequence[float]) -> np.ndarray:
-    """Holm-adjusted p-values, same order; NaN (untestable) entries stay NaN.
+def bonferroni(pvalues: Sequence[float]) -> np.ndarray:
+    """Bonferroni-adjusted p-values (min(1, m p)), same order; NaN (untestable) stays NaN.
 
     The family is the testable entries only: an untestable claim is no test made.
-    Compare the result with the family-wise level alpha.
+    Bonferroni, not Holm: its per-claim level alpha / m has a matching interval, so the
+    interval printed beside a claim and its adjusted p always agree (docs/stats.md).
     """
     p = np.asarray(pvalues, dtype=float)
     if p.ndim != 1:
@@ -145,7 +146,7 @@ def holm(pvalues: Sequence[float]) -> np.ndarray:
         raise StatsInputError("pvalues", "p-values must lie in [0, 1]")
     adjusted = np.full(p.shape, math.nan)
     if testable.any():
-        adjusted[testable] = multipletests(p[testable], method="holm")[1]
+        adjusted[testable] = multipletests(p[testable], method="bonferroni")[1]
     return adjusted
 
 

@@ -17,6 +17,8 @@ from envgen.stats.runs import SampleStats
 DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "paper"
 REPORTED_CSV = DATA_DIR / "reported_results.csv"
 PER_ACHIEVEMENT_CSV = DATA_DIR / "reported_per_achievement.csv"
+FIRST_UNLOCK_CSV = DATA_DIR / "reported_first_unlock.csv"
+LLM_COST_CSV = DATA_DIR / "reported_llm_cost.csv"
 
 # Column -> dtype. Step counts are nullable integers (blank where the paper gives none);
 # llm_calls and agent_params stay text because the paper mixes units ("2700 per
@@ -109,6 +111,30 @@ def load_reported_per_achievement(path: Path = PER_ACHIEVEMENT_CSV) -> pd.DataFr
     if ((rates < 0) | (rates > 100)).any().any():
         raise StatsInputError(path.name, "success rates must lie in [0, 100] percent")
     return _indexed(frame, ["achievement"], path)
+
+
+FIRST_UNLOCK_DTYPES: dict[str, str] = {
+    "achievement": "string",
+    "ppo_1.96M_crafter": "Int64",
+    "ppo_envgen": "Int64",
+    "source": "string",
+}
+
+
+def load_reported_first_unlock(path: Path = FIRST_UNLOCK_CSV) -> pd.DataFrame:
+    """Figure 5's earlier unlocks: first-unlock step of the final phase per agent, indexed by
+    achievement; <NA> where the paper states only that EnvGen is earlier."""
+    frame = _read_csv(path, FIRST_UNLOCK_DTYPES)
+    steps = frame[["ppo_1.96M_crafter", "ppo_envgen"]]
+    if (steps < 0).any().any():
+        raise StatsInputError(path.name, "first-unlock steps must be >= 0")
+    return _indexed(frame, ["achievement"], path)
+
+
+def load_reported_llm_cost(path: Path = LLM_COST_CSV) -> dict[str, float]:
+    """The paper's cost of one LLM call in USD: {"initial": .., "feedback": ..}."""
+    frame = _read_csv(path, {"call": "string", "usd": "float64", "source": "string"})
+    return {str(k): float(v) for k, v in _indexed(frame, ["call"], path)["usd"].items()}
 
 
 def _read_csv(path: Path, dtypes: dict[str, str]) -> pd.DataFrame:

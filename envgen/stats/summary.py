@@ -1,6 +1,11 @@
-"""Per-row summaries: mean, std, IQM and stratified-bootstrap confidence intervals.
+"""Per-row summaries: mean, std, IQM and a t-interval of the mean; rliable's bootstrap.
 
-Follows rliable (Agarwal et al., 2021): scores are `{row: array(n_runs x n_tasks)}`,
+A row's printed interval is Student's t (`envgen.stats.intervals.mean_interval`): its
+coverage holds at the few runs a row has, which the bootstrap's does not (measured
+in docs/stats.md, "Intervals"). `interval_estimates` stays for aggregates over
+tasks (IQM) at many runs, and is never what a table prints.
+
+The bootstrap follows rliable (Agarwal et al., 2021): scores are `{row: array(n_runs x n_tasks)}`,
 aggregates map a runs x tasks matrix to one number, and intervals come from a
 stratified bootstrap that resamples runs independently within each task. The
 bootstrap is scipy's (`scipy.stats.bootstrap`, percentile method, each task column
@@ -19,7 +24,8 @@ import scipy.stats
 from numpy.typing import ArrayLike
 
 from envgen.errors import StatsInputError
-from envgen.stats.runs import clean_runs, clean_score_matrix, moments
+from envgen.stats.intervals import mean_interval
+from envgen.stats.runs import SampleStats, clean_runs, clean_score_matrix, moments
 
 Aggregate = Callable[[np.ndarray], np.ndarray]
 """Maps scores of shape (..., n_runs, n_tasks) to shape (...)."""
@@ -120,50 +126,34 @@ class RowSummary:
     iqm: float
     """Interquartile mean over runs (the mean when n < 4)."""
     ci_low: float
-    """Lower bound of the bootstrap CI of the mean; NaN for a single run."""
+    """Lower bound of the Student-t CI of the mean; NaN for a single run."""
     ci_high: float
-    """Upper bound of the bootstrap CI of the mean; NaN for a single run."""
+    """Upper bound of the Student-t CI of the mean; NaN for a single run."""
     confidence: float
     """Coverage of [ci_low, ci_high], e.g. 0.95."""
 
 
-def summarize(
-    runs: ArrayLike,
-    *,
-    name: str = "runs",
-    seed: int,
-    reps: int = DEFAULT_REPS,
-    confidence: float = 0.95,
-) -> RowSummary:
+def summarize(runs: ArrayLike, *, name: str = "runs", confidence: float = 0.95) -> RowSummary:
     """Summary of one row's per-run values, shape (n_runs,); NaN runs dropped and counted."""
     values, n_nan = clean_runs(runs, name)
-    ci = interval_estimates(
-        {name: values}, aggregate_mean, seed=seed, reps=reps, confidence=confidence
-    )[name]
     mean, std = moments(values)
-    if std == 0:  # all runs tie; keep the CI on the exact mean, not a round-off neighbour
-        ci = Interval(point=mean, low=mean, high=mean)
+    low, high = mean_interval(SampleStats(mean=mean, std=std, n=int(values.size)), confidence)
     return RowSummary(
         n=int(values.size),
         n_nan=n_nan,
         mean=mean,
         std=std,
         iqm=float(aggregate_iqm(values[:, None])),
-        ci_low=ci.low,
-        ci_high=ci.high,
+        ci_low=low,
+        ci_high=high,
         confidence=confidence,
     )
 
 
 def summarize_rows(
-    runs: Mapping[str, ArrayLike],
-    *,
-    seed: int,
-    reps: int = DEFAULT_REPS,
-    confidence: float = 0.95,
+    runs: Mapping[str, ArrayLike], *, confidence: float = 0.95
 ) -> dict[str, RowSummary]:
-    """`summarize` for every row of {row: array(n_runs,)}, all from the same seed."""
+    """`summarize` for every row of {row: array(n_runs,)}."""
     return {
-        name: summarize(values, name=name, seed=seed, reps=reps, confidence=confidence)
-        for name, values in runs.items()
+        name: summarize(values, name=name, confidence=confidence) for name, values in runs.items()
     }
