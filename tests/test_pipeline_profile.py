@@ -35,9 +35,10 @@ def test_paper_profile_names_the_papers_llm_and_worlds():
     assert (config.llm_world_rules, config.original_world) == ("authors", "stock")
     assert smoke.apply(RunConfig(), 0).llm_model == "smollm2-135m-instruct"
     # A row's own model (Table 5) and its own original world (the worlds rows) win.
-    own = RunConfig(llm_model="gpt-3.5-turbo-1106", original_world="authors")
-    applied = paper.apply(own, 0)
-    assert (applied.llm_model, applied.original_world) == ("gpt-3.5-turbo-1106", "authors")
+    own = RunConfig(llm_model="smollm2-135m-instruct", original_world="authors")
+    applied = paper.apply(own, 0, own={"llm_model", "original_world"})
+    assert (applied.llm_model, applied.original_world) == ("smollm2-135m-instruct", "authors")
+    assert paper.apply(own, 0).llm_model == "gpt-4-1106-preview"  # not the row's own: profile's
     assert paper.apply(RunConfig(method="original_only"), 0).llm_model == RunConfig().llm_model
     bad = {**PARAMS["profiles"]["smoke"], "original_world": "fork"}
     with pytest.raises(ConfigError, match="original_world"):

@@ -14,6 +14,7 @@ from envgen.stats.claims import (
     Claim,
     PaperNumbers,
     evaluate_claims,
+    paper_designer,
 )
 from envgen.stats.compare import bonferroni, hedges_g_from_stats, welch_test
 from envgen.stats.intervals import welch_interval
@@ -243,3 +244,17 @@ def test_table_claims_added_by_issue_18():
     assert ("Fixed (no curriculum)", "1.96M Crafter only") in pairs
     assert ("Deepseek Coder 33B Instruct (fixed)", "GPT-3.5-Turbo (fixed)") in pairs
     assert ("GPT-4-Turbo (fixed)", "GPT-3.5-Turbo (fixed)") in pairs  # its own arm, not Fixed's
+
+
+def test_a_claim_rests_on_the_papers_designer_or_says_whose_replies_it_rests_on(paper):
+    runs = {"score": {"PPO + EnvGen": [32.0, 33.0, 34.0], "1.96M Crafter only": [2.0, 3.0, 4.0]}}
+    small = {"PPO + EnvGen": "llm:smollm2-135m-instruct", "1.96M Crafter only": None}
+    (result,) = evaluate_claims([ENVGEN], runs, paper=paper, profile="paper", designers=small)
+    assert result.verdict == INCONCLUSIVE
+    assert result.reason == (
+        "designer of 'PPO + EnvGen' is llm:smollm2-135m-instruct, not the paper's GPT-4-Turbo"
+    )
+    gpt4 = {**small, "PPO + EnvGen": "llm:gpt-4-1106-preview"}
+    (result,) = evaluate_claims([ENVGEN], runs, paper=paper, profile="paper", designers=gpt4)
+    assert result.verdict == REPRODUCED
+    assert paper_designer("GPT-3.5-Turbo (fixed)") == "llm:gpt-3.5-turbo"

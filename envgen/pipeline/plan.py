@@ -134,5 +134,6 @@ def _plan_row(table: str, row: Mapping[str, Any], profile: Profile) -> RowPlan:
         raise ConfigError(f"{where}.run.{exc.path}", str(exc).split(": ", 1)[-1]) from None
     budget = profile.for_game(paper.game)
     sets = budget.initial_sets if paper.uses_designer else budget.initial_sets[:1]
-    jobs = tuple(Job(profile.apply(paper, s), seed) for s in sets for seed in budget.seeds)
+    own = frozenset(row.get("run") or {})
+    jobs = tuple(Job(profile.apply(paper, s, own), seed) for s in sets for seed in budget.seeds)
     return RowPlan(row["row"], TRAIN, jobs, reported_as, paper.game)

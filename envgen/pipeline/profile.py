@@ -14,7 +14,7 @@ rollout size, network, test protocol and number of runs.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from envgen.agents.config import PPOConfig, from_mapping, model_preset
@@ -22,8 +22,6 @@ from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.games import GAMES, game_spec
 from envgen.loop.config import RunConfig
-
-_DEFAULTS = RunConfig()
 
 # RunConfig fields counted in env steps; a profile scales each of them.
 STEP_FIELDS: tuple[str, ...] = (
@@ -161,11 +159,13 @@ class Profile:
         rollouts = max(self.min_rollouts, int(round(scaled / self.rollout_size)))
         return rollouts * self.rollout_size
 
-    def apply(self, config: RunConfig, initial_set: int) -> RunConfig:
+    def apply(self, config: RunConfig, initial_set: int, own: Collection[str] = ()) -> RunConfig:
         """`config` (paper units) as this profile runs it for one initial set.
 
         The step scale, network, PPO overrides and evaluation size are those of the
         config's game (`for_game`); a row's own network is replaced like Crafter's.
+        `own`: the fields the row sets itself; of the LLM model and the world rules, a
+        row's own value wins over the profile's.
         """
         budget = self.for_game(config.game)
         changes: dict[str, Any] = {
@@ -179,11 +179,11 @@ class Profile:
             validation_steps=self.validation_steps,
             llm_history_cycles=config.llm_history_cycles or self.llm_history_cycles,
         )
-        if config.uses_llm and config.llm_model == _DEFAULTS.llm_model:
+        if config.uses_llm and "llm_model" not in own:
             changes["llm_model"] = self.llm_model
         if config.game == "crafter":
             for name in ("llm_world_rules", "original_world"):
-                if getattr(config, name) == getattr(_DEFAULTS, name):
+                if name not in own:
                     changes[name] = getattr(self, name)
         return config.replace(**changes)
 

@@ -62,6 +62,7 @@ def _row(
         "row": row.name,
         "game": row.game,
         "config_hash": row.config_hash,
+        "designer": row_designer(row),
         "reported_as": dict(row.reported_as) if row.reported_as else None,
         "runs": [],
     }
@@ -82,6 +83,15 @@ def _row(
                 reason += f" Replies of the bundled local model: {fill_command}"
             return {**out, "status": status, "reason": reason}
     return {**out, "status": DONE, "reason": ""}
+
+
+def row_designer(row: RowPlan) -> str | None:
+    """Who designs the row's environments: "llm:<model>", "heuristic", "random", or None
+    (no designed environments). A verdict is claim-grade only for the paper's designer."""
+    config = getattr(row.jobs[0], "config", None) if row.jobs else None
+    if config is None or not config.uses_designer:
+        return None
+    return f"llm:{config.llm_model}" if config.uses_llm else config.designer
 
 
 def _run(job: Job | RandomJob, runs_root: Path | str) -> dict[str, Any]:

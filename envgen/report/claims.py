@@ -113,7 +113,10 @@ def _family(
             values.setdefault(claim.metric, {}).update(got)
     ready = [c for c in claims if c not in blocked]
     configs = {label: arm.config_hash for label, arm in arms.items()}
-    results = evaluate_claims(ready, values, paper=paper, profile=profile, configs=configs)
+    designers = {label: arm.designer for label, arm in arms.items()}
+    results = evaluate_claims(
+        ready, values, paper=paper, profile=profile, configs=configs, designers=designers
+    )
     by_claim = {r.claim: r for r in results}
     flags = claim_flags(claims, arms, paper.results)
     level = results[0].level if results else ALPHA

@@ -85,6 +85,9 @@ class RowRecord:
     llm_replay: Mapping[str, Any] | None = None
     """How its runs' LLM replies were served and their feedback drift, summed over runs
     (`envgen.pipeline.results.row_replay`); None for rows without LLM calls."""
+    designer: str | None = None
+    """Who designed its environments ("llm:<model>", "heuristic", "random"); None for rows
+    without designed environments (and in runs.json written before designers were named)."""
 
     def claim_label(self) -> str:
         """The paper's label for this experiment as `envgen.stats.PAPER_CLAIMS` name it."""
@@ -187,6 +190,7 @@ def _row(data: Any, where: str) -> RowRecord:
         runs=runs,
         game=None if game is None else _game(data, where),
         llm_replay=_replay(data.get("llm_replay"), f"{where}.llm_replay"),
+        designer=None if data.get("designer") is None else _field(data, "designer", str, where),
     )
 
 

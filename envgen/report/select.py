@@ -31,11 +31,14 @@ class Arm:
     """(table, row) of every done row that lists it."""
     runs: tuple[RunRecord, ...]
     """Its runs, each run directory once."""
+    designer: str | None = None
+    """Who designed its environments (`RowRecord.designer`); None without designed ones."""
 
 
 def arms_by_label(tables: Sequence[TableRecord]) -> dict[str, Arm]:
     """{paper label: Arm} of done rows; raises `ReportInputError` for a label with two configs."""
     found: dict[str, tuple[str | None, list[tuple[str, str]], dict[str, RunRecord]]] = {}
+    designers: dict[str, str | None] = {}
     for table in tables:
         for row in table.rows:
             if row.status != DONE:
@@ -51,10 +54,11 @@ def arms_by_label(tables: Sequence[TableRecord]) -> dict[str, Arm]:
                     "Give the rows different labels or make them the same run config.",
                 )
             rows.append((table.table, row.row))
+            designers.setdefault(label, row.designer)
             for run in row.runs:
                 runs.setdefault(str(run.run_dir), run)
     return {
-        label: Arm(label, config, tuple(rows), tuple(runs.values()))
+        label: Arm(label, config, tuple(rows), tuple(runs.values()), designers[label])
         for label, (config, rows, runs) in found.items()
     }
 

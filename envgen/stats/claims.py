@@ -230,6 +230,7 @@ def evaluate_claims(
     paper: PaperNumbers,
     profile: str,
     configs: Mapping[str, str | None] | None = None,
+    designers: Mapping[str, str | None] | None = None,
     alpha: float = ALPHA,
 ) -> list[ClaimResult]:
     """Verdicts for one family of `claims`, Bonferroni-corrected together.
@@ -237,6 +238,9 @@ def evaluate_claims(
     `runs`: {metric: {row label: per-run values, shape (n_runs,)}}; NaN runs are
     dropped. `configs`: {row label: config hash}; a claim whose two rows are one
     config compares a run set with itself and is left out of the family, inconclusive.
+    `designers`: {row label: "llm:<model>" | baseline | None}; a claim whose rows were
+    designed by another than the paper's LLM (`paper_designer`) is inconclusive, with
+    that reason, whatever the profile.
     Every claim's rows must be in `runs` (select claims first).
     """
     ours = [(_ours(runs, c.a, c), _ours(runs, c.b, c)) for c in claims]
@@ -247,8 +251,11 @@ def evaluate_claims(
     results = []
     for claim, (a, b), test, p_adj, config in zip(claims, ours, tests, adjusted, same, strict=True):
         pa, pb, effect = paper.effect(claim)
+        foreign = _foreign_designer(designers, claim)
         if config:
             word, reason = INCONCLUSIVE, f"a and b are one configuration ({config}): no comparison"
+        elif foreign:
+            word, reason = INCONCLUSIVE, foreign
         else:
             word, reason = verdict(profile=profile, ours=(a, b), paper=effect, level=level)
         known = pa is not None and pb is not None
@@ -277,6 +284,35 @@ def evaluate_claims(
             )
         )
     return results
+
+
+# The LLM behind each row of the paper: Table 5's rows name theirs, every other LLM row
+# is GPT-4-Turbo (ENVGEN_PAPER.md, "Agent and training protocol").
+PAPER_LLM = "gpt-4-1106-preview"
+PAPER_LLM_NAME = "GPT-4-Turbo"
+TABLE5_LLMS = {
+    GPT4_FIXED: PAPER_LLM,
+    GPT35_FIXED: "gpt-3.5-turbo",
+    DEEPSEEK_FIXED: "deepseek-coder-33b-instruct",
+}
+
+
+def paper_designer(label: str) -> str:
+    """The designer the paper's row `label` used, as `RowRecord.designer` writes it."""
+    return f"llm:{TABLE5_LLMS.get(label, PAPER_LLM)}"
+
+
+def _foreign_designer(designers: Mapping[str, str | None] | None, claim: Claim) -> str | None:
+    """Why the claim's rows do not rest on the paper's designer, or None when they do."""
+    if designers is None:
+        return None
+    for label in (claim.a, claim.b):
+        designer = designers.get(label)
+        if designer is not None and designer != paper_designer(label):
+            expected = TABLE5_LLMS.get(label, PAPER_LLM)
+            name = PAPER_LLM_NAME if expected == PAPER_LLM else expected
+            return f"designer of {label!r} is {designer}, not the paper's {name}"
+    return None
 
 
 def _one_config(configs: Mapping[str, str | None] | None, claim: Claim) -> str | None:
