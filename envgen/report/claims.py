@@ -10,7 +10,6 @@ stands beside the paper's "4 LLM calls", about $0.03 + 3 x $0.04 per run.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import scipy.stats
 
+from envgen.checks import OneLineParser
 from envgen.errors import EnvGenError
 from envgen.report import replay
 from envgen.report.inputs import DONE, TableRecord, load_tables, read_accounting
@@ -172,7 +172,7 @@ def _per_run(records: Sequence[Mapping[str, float]], key: str, fmt: str = ".1f")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m envgen.report.claims", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("runs", nargs="+", type=Path, help="runs.json files, one per table")
