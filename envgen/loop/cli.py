@@ -95,7 +95,8 @@ def _fill_advice(args: argparse.Namespace) -> str:
     return (
         f"To record every missing reply of {model!r} (needs the model's server; the local "
         f"backend serves only {LOCAL_MODEL!r}):\n  OPENAI_API_KEY=... {command} --backend "
-        f"openai\n  or: {command} --backend compatible --base-url URL"
+        f"openai\n  or: [ENVGEN_COMPATIBLE_API_KEY=...] {command} --backend compatible "
+        "--base-url URL"
     )
 
 
