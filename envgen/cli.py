@@ -12,6 +12,9 @@ import argparse
 import importlib
 import sys
 
+from envgen.checks import OneLineParser, fail
+from envgen.errors import EnvGenError
+
 # Explicit registry of the modules that register subcommands, in --help order.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "envgen.envs.cli",  # envs preview
@@ -23,7 +26,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="envgen",
         description=(
             "EnvGen replication. Environments (envs), benchmarks (bench), PPO training "
@@ -48,7 +51,17 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except EnvGenError as exc:  # a user's mistake: one line, no traceback
+        command = " ".join(
+            str(getattr(args, name)) for name in _COMMAND_NAMES if getattr(args, name, None)
+        )
+        return fail(f"envgen {command}", exc)
+
+
+# Namespace attributes that hold the (sub)command names, outermost first.
+_COMMAND_NAMES = ("command", "target", "envs_command", "llm_command")
 
 
 if __name__ == "__main__":

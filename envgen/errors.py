@@ -1,5 +1,7 @@
 """Errors the package raises on bad input; each message names the field and the fix."""
 
+from __future__ import annotations
+
 
 class EnvGenError(Exception):
     """Base class for every error this package raises on purpose."""
@@ -11,9 +13,16 @@ class ConfigError(EnvGenError, ValueError):
     `path` is the dotted field path (e.g. ``environment_settings.coal_rarity``).
     """
 
-    def __init__(self, path: str, message: str):
+    def __init__(self, path: str, message: str, *, file: object = None):
         self.path = path
-        super().__init__(f"{path}: {message}" if path else message)
+        self.message = message
+        self.file = file
+        parts = [str(part) for part in (file, path) if part]
+        super().__init__(": ".join([*parts, message]))
+
+    def in_file(self, file: object) -> ConfigError:
+        """This error with the file that holds the field named (kept if already set)."""
+        return ConfigError(self.path, self.message, file=self.file or file)
 
 
 class LLMResponseError(EnvGenError):

@@ -107,3 +107,37 @@ def test_backend_options_are_checked():
     assert backend_config("openai", model="gpt-3.5-turbo").record_flags() == (
         "--backend openai --model gpt-3.5-turbo"
     )
+
+
+def _compatible(server: StubServer) -> OpenAIChat:
+    backend = backend_config("compatible", model="deepseek", base_url="http://third.party/v1")
+    return OpenAIChat(backend, http_client=httpx.Client(transport=httpx.MockTransport(server)))
+
+
+def test_compatible_backend_never_sends_the_openai_key(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # no .env of the checkout
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.delenv("ENVGEN_COMPATIBLE_API_KEY", raising=False)
+    server = StubServer((200, _completion("hi")))
+    _compatible(server)(REQUEST)
+    assert SECRET not in server.received[0].headers["authorization"]
+    own = "ds-own-key-98765432"
+    monkeypatch.setenv("ENVGEN_COMPATIBLE_API_KEY", own)
+    server = StubServer((200, _completion("hi")))
+    _compatible(server)(REQUEST)
+    assert server.received[0].headers["authorization"] == f"Bearer {own}"
+
+
+@pytest.mark.parametrize(
+    "echo", ["{key}", "key {head}****{tail} is wrong", "bad token '{head}...'"]
+)
+def test_any_configured_key_is_scrubbed_from_errors(monkeypatch, tmp_path, echo):
+    monkeypatch.chdir(tmp_path)
+    key = "ds-Zq81xVbN0c7TtQ2w"  # not an sk- key
+    monkeypatch.setenv("ENVGEN_COMPATIBLE_API_KEY", key)
+    message = echo.format(key=key, head=key[:6], tail=key[-6:])
+    server = StubServer((401, {"error": {"message": f"Invalid key: {message}"}}))
+    with pytest.raises(LLMResponseError) as err:
+        _compatible(server)(REQUEST)
+    assert "HTTP 401" in str(err.value)
+    assert key[:6] not in str(err.value) and key[-6:] not in str(err.value)

@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from envgen.agents.threads import DEFAULT_TORCH_THREADS, set_torch_threads
-from envgen.errors import CacheMissError
+from envgen.errors import CacheMissError, EnvGenError
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import backend_config
 from envgen.llm.designer import EnvironmentDesigner, PromptOptions
@@ -201,7 +201,7 @@ def test_cache_miss_stops_before_anything_is_written(tmp_path: Path):
 def test_partial_run_needs_resume(tmp_path: Path):
     paths = RunPaths.of(tmp_path, TINY, 0)
     paths.root.mkdir(parents=True)
-    with pytest.raises(RuntimeError, match="--resume"):
+    with pytest.raises(EnvGenError, match="--resume"):
         execute_run(TINY, 0, tmp_path, replay_llm(), RunOptions(resume=False))
 
 

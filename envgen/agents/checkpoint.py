@@ -12,7 +12,13 @@ from typing import Any
 
 import torch
 
+from envgen.errors import EnvGenError
+
 LATEST = "latest.pt"
+# What `Trainer.checkpoint` writes and `Trainer.resume` reads.
+CHECKPOINT_KEYS = frozenset(
+    {"model_cfg", "ppo_cfg", "seed", "model", "optimizer", "action_rng", "shuffle_rng", "counters"}
+)
 
 
 def save_checkpoint(directory: Path, payload: dict[str, Any]) -> Path:
@@ -33,4 +39,17 @@ def load_checkpoint(directory: Path, device: torch.device) -> dict[str, Any] | N
     path = directory / LATEST
     if not path.exists():
         return None
-    return torch.load(path, map_location=device, weights_only=False)
+    try:
+        state = torch.load(path, map_location=device, weights_only=False)
+    except Exception as exc:  # torch raises many kinds on a truncated or foreign file
+        raise EnvGenError(
+            f"{path}: unreadable checkpoint ({type(exc).__name__}); it was not written by "
+            f"this program or is damaged: remove {directory} to resume from step 0, or "
+            "remove the run directory to start over"
+        ) from None
+    if not isinstance(state, dict) or not CHECKPOINT_KEYS <= set(state):
+        raise EnvGenError(
+            f"{path}: not a checkpoint of this program (keys missing); remove {directory} "
+            "to resume from step 0"
+        )
+    return state

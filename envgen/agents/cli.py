@@ -8,6 +8,8 @@ from pathlib import Path
 
 from envgen.agents.config import MODEL_PRESETS, PPOConfig, model_preset
 from envgen.agents.threads import add_threads_argument, set_torch_threads
+from envgen.checks import torch_device, whole_number
+from envgen.errors import ConfigError
 
 DESCRIPTION = """\
 Train the paper's PPO agent (Table 9 hyper-parameters) in stock Crafter.
@@ -32,39 +34,64 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--steps", type=int, required=True, help="global env steps to train")
-    parser.add_argument("--seed", type=int, required=True, help="seed of torch, numpy, envs")
+    parser.add_argument(
+        "--steps", type=whole_number(1), required=True, help="global env steps to train"
+    )
+    parser.add_argument(
+        "--seed", type=whole_number(0), required=True, help="seed of torch, numpy, envs"
+    )
     parser.add_argument("--out", type=Path, required=True, help="run directory")
     parser.add_argument(
         "--model", default="nature", choices=sorted(MODEL_PRESETS), help="network preset"
     )
     parser.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
     parser.add_argument(
-        "--device", default=None, help="torch device (default: cuda when available, else cpu)"
-    )
-    parser.add_argument("--workers", type=int, default=None, help="vec env worker processes")
-    parser.add_argument("--num-envs", type=int, default=8, help="parallel envs (Table 9: 8)")
-    parser.add_argument(
-        "--num-steps", type=int, default=512, help="steps per env per rollout (Table 9: 512)"
+        "--device",
+        type=torch_device,
+        default=None,
+        help="torch device (default: cuda when available, else cpu)",
     )
     parser.add_argument(
-        "--minibatches", type=int, default=8, help="minibatches per epoch (Table 9: 8)"
+        "--workers", type=whole_number(1), default=None, help="vec env worker processes"
+    )
+    parser.add_argument(
+        "--num-envs", type=whole_number(1), default=8, help="parallel envs (Table 9: 8)"
+    )
+    parser.add_argument(
+        "--num-steps",
+        type=whole_number(1),
+        default=512,
+        help="steps per env per rollout (Table 9: 512)",
+    )
+    parser.add_argument(
+        "--minibatches", type=whole_number(1), default=8, help="minibatches per epoch (Table 9: 8)"
     )
     parser.add_argument(
         "--checkpoint-every",
-        type=int,
+        type=whole_number(1),
         default=PPOConfig.checkpoint_every,
         help="checkpoint (and env re-seed) interval in env steps, whole rollouts",
     )
     parser.add_argument(
         "--score-window",
-        type=int,
+        type=whole_number(1),
         default=1_000_000,
         help="summary.json scores episodes of the last this many steps (paper: 1M)",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_threads_argument(parser)
     parser.set_defaults(func=run)
+
+
+def check_out_dir(out: Path, resume: bool) -> None:
+    """Refuse an --out that is a file, or that holds a run while --resume is not given
+    (its logs would be appended to)."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError("--out", f"{out} is a file; give a run directory (new or to resume)")
+    if not resume and (out / "episodes.jsonl").exists():
+        raise ConfigError(
+            "--out", f"{out} holds a run; pass --resume to continue it, or give a new directory"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from envgen.agents.trainer import Trainer, crafter_vec_env_factory
     from envgen.envs.crafter.config import CrafterConfig
 
+    check_out_dir(args.out, args.resume)
     set_torch_threads(args.torch_threads)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     ppo_cfg = PPOConfig(

@@ -13,6 +13,7 @@ from typing import Any
 
 import crafter.constants
 
+from envgen.checks import check_types
 from envgen.errors import ConfigError
 
 MODEL_KINDS = ("impala", "nature")
@@ -123,6 +124,7 @@ def from_mapping(cls: type, data: Mapping[str, Any], section: str) -> Any:
         raise ConfigError(
             f"{section}.{unknown[0]}", f"unknown key; allowed keys: {', '.join(sorted(fields))}"
         )
+    check_types(cls, data, f"{section}.")
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
     return cls(**values)
 

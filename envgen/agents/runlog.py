@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from envgen.errors import EnvGenError
 from envgen.scoring import ACHIEVEMENTS
 
 
@@ -55,9 +56,12 @@ class JsonlLog:
         self._file.flush()
 
     def truncate_after(self, step: int) -> None:
-        """Drop lines whose `step` exceeds `step` (a resumed run rewrites them)."""
+        """Drop lines whose `step` exceeds `step` (a resumed run rewrites them), and a
+        last line torn by a kill in mid-write."""
         self._file.close()
-        kept = [line for line in _lines(self.path) if json.loads(line)["step"] <= step]
+        kept = [
+            line for line, record in _records(self.path, torn_ok=True) if record["step"] <= step
+        ]
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
         os.replace(tmp, self.path)
@@ -68,10 +72,31 @@ class JsonlLog:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """All records of a JSONL file."""
-    return [json.loads(line) for line in _lines(path)]
+    """All records of a JSONL file; a damaged line is an `EnvGenError` naming it."""
+    return [record for _, record in _records(path, torn_ok=False)]
 
 
-def _lines(path: Path) -> Iterator[str]:
-    with path.open(encoding="utf-8") as f:
-        yield from (line.rstrip("\n") for line in f if line.strip())
+def _records(path: Path, torn_ok: bool) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(line, record) pairs of a run log; with `torn_ok`, an unparsable last line without
+    its newline (a write cut short by a kill) is skipped."""
+    try:
+        with path.open(encoding="utf-8") as f:
+            lines = f.readlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EnvGenError(f"{path}: unreadable run log ({exc})") from None
+    for number, raw in enumerate(lines, 1):
+        line = raw.rstrip("\n")
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict) or not isinstance(record.get("step"), int):
+                raise ValueError("not a record with an integer 'step'")
+        except ValueError as exc:
+            if torn_ok and number == len(lines) and not raw.endswith("\n"):
+                return  # torn by a kill: the resumed run writes it again
+            raise EnvGenError(
+                f"{path}:{number}: damaged log line ({exc}); resume the run (--resume drops "
+                "a torn last line) or remove its directory to start over"
+            ) from None
+        yield line, record

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import argparse
 
+from envgen.checks import whole_number
+
 DEFAULT_TORCH_THREADS = 1
 
 
 def add_threads_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--torch-threads",
-        type=int,
+        type=whole_number(1),
         default=DEFAULT_TORCH_THREADS,
         help="torch CPU threads (default 1: the vec-env workers use the other cores)",
     )

@@ -17,14 +17,20 @@ from collections.abc import Callable
 
 import numpy as np
 
+from envgen.checks import positive_number, whole_number
+
 NUM_ACTIONS = 17
 VEC_ENVS = 8
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seconds", type=float, default=10.0, help="time per measurement")
-    parser.add_argument("--workers", type=int, default=0, help="also measure the vector env")
-    parser.add_argument("--seed", type=int, default=0, help="env and policy seed")
+    parser.add_argument(
+        "--seconds", type=positive_number, default=10.0, help="time per measurement"
+    )
+    parser.add_argument(
+        "--workers", type=whole_number(0), default=0, help="also measure the vector env"
+    )
+    parser.add_argument("--seed", type=whole_number(0), default=0, help="env and policy seed")
 
 
 def _rate(

@@ -18,10 +18,10 @@ import json
 import time
 
 import numpy as np
-from procgen import ProcgenGym3Env
 
+from envgen.checks import whole_number
 from envgen.envs.heist import HeistConfig, HeistVecEnv
-from envgen.envs.heist.engine import NUM_ACTIONS
+from envgen.envs.heist.engine import NUM_ACTIONS, ProcgenGym3Env
 
 BENCH_CONFIGS = (
     HeistConfig(),
@@ -32,10 +32,16 @@ BENCH_CONFIGS = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--num-envs", type=int, default=64, help="games stepped together")
-    parser.add_argument("--steps", type=int, default=3000, help="batched steps timed, each")
-    parser.add_argument("--chunk", type=int, default=50, help="batched steps per alternation")
-    parser.add_argument("--seed", type=int, default=0, help="engine and action seed")
+    parser.add_argument(
+        "--num-envs", type=whole_number(1), default=64, help="games stepped together"
+    )
+    parser.add_argument(
+        "--steps", type=whole_number(1), default=3000, help="batched steps timed, each"
+    )
+    parser.add_argument(
+        "--chunk", type=whole_number(1), default=50, help="batched steps per alternation"
+    )
+    parser.add_argument("--seed", type=whole_number(0), default=0, help="engine and action seed")
 
 
 def _chunk_times(

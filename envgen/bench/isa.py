@@ -19,14 +19,22 @@ import statistics
 import subprocess
 import sys
 
+from envgen.checks import positive_number, whole_number
+
 PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="nature", help="network preset")
-    parser.add_argument("--batch", type=int, default=256, help="observations per update")
-    parser.add_argument("--seconds", type=float, default=8.0, help="timed per round and side")
-    parser.add_argument("--rounds", type=int, default=2, help="alternations of the two sides")
+    parser.add_argument(
+        "--batch", type=whole_number(1), default=256, help="observations per update"
+    )
+    parser.add_argument(
+        "--seconds", type=positive_number, default=8.0, help="timed per round and side"
+    )
+    parser.add_argument(
+        "--rounds", type=whole_number(1), default=2, help="alternations of the two sides"
+    )
 
 
 def measure(model: str, batch: int, seconds: float) -> dict[str, object]:

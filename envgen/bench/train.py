@@ -24,6 +24,7 @@ import numpy as np
 from envgen.agents.config import MODEL_PRESETS, PPOConfig, model_preset
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.agents.trainer import EnvFactory, Trainer, crafter_vec_env_factory
+from envgen.checks import torch_device, whole_number
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
 
@@ -117,16 +118,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="network preset (default nature; 'paper' needs a GPU to be practical)",
     )
     parser.add_argument(
-        "--rollouts", type=int, default=3, help="timed rollouts per setup (default 3)"
+        "--rollouts", type=whole_number(1), default=3, help="timed rollouts per setup (default 3)"
     )
-    parser.add_argument("--num-envs", type=int, default=8, help="parallel envs (default 8)")
     parser.add_argument(
-        "--num-steps", type=int, default=512, help="steps per env per rollout (default 512)"
+        "--num-envs", type=whole_number(1), default=8, help="parallel envs (default 8)"
     )
-    parser.add_argument("--minibatches", type=int, default=8, help="minibatches (default 8)")
-    parser.add_argument("--workers", type=int, default=None, help="our vec env's worker count")
-    parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    parser.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    parser.add_argument(
+        "--num-steps",
+        type=whole_number(1),
+        default=512,
+        help="steps per env per rollout (default 512)",
+    )
+    parser.add_argument(
+        "--minibatches", type=whole_number(1), default=8, help="minibatches (default 8)"
+    )
+    parser.add_argument(
+        "--workers", type=whole_number(1), default=None, help="our vec env's worker count"
+    )
+    parser.add_argument(
+        "--device", type=torch_device, default="cpu", help="torch device (default cpu)"
+    )
+    parser.add_argument("--seed", type=whole_number(0), default=0, help="seed (default 0)")
     add_threads_argument(parser)
 
 

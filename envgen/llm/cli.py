@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from envgen.checks import existing_dir
 from envgen.errors import EnvGenError, LLMResponseError
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
@@ -152,8 +153,11 @@ def _record_calls(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+CACHE_WHAT = "the LLM response cache (e.g. data/llm_cache)"
+
+
 def _show(args: argparse.Namespace) -> int:
-    cache = ResponseCache(args.cache_dir)
+    cache = ResponseCache(existing_dir(args.cache_dir, CACHE_WHAT))
     if args.key:
         matches = [(k, e) for k, e in cache.entries() if k.startswith(args.key)]
         if len(matches) != 1:
@@ -194,7 +198,9 @@ def _parse_outcome(entry: dict) -> str:
 
 def _slots(args: argparse.Namespace) -> int:
     try:
-        filed = file_run_slots(ResponseCache(args.cache_dir), args.runs_root)
+        filed = file_run_slots(
+            ResponseCache(existing_dir(args.cache_dir, CACHE_WHAT)), args.runs_root
+        )
     except EnvGenError as exc:
         print(f"envgen llm slots: {exc}", file=sys.stderr)
         return 1
@@ -203,7 +209,7 @@ def _slots(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    cache = ResponseCache(args.cache_dir)
+    cache = ResponseCache(existing_dir(args.cache_dir, CACHE_WHAT))
     count = 0
     try:
         for _ in cache.entries():

@@ -1,9 +1,12 @@
 """Backends on the `openai` SDK: OpenAI itself or any OpenAI-compatible server.
 
 Retries with exponential backoff on 408/409/429/5xx and connection errors are the
-SDK's own (`max_retries`, honouring Retry-After); timeouts are per request. The API
-key comes from `OPENAI_API_KEY` or a git-ignored `.env` file and is only ever handed
-to the SDK: it is not part of any request record, cache file or error message.
+SDK's own (`max_retries`, honouring Retry-After); timeouts are per request. Each
+backend reads its key from its own variable, in the environment or a git-ignored `.env`
+file: OpenAI's from `OPENAI_API_KEY`, any other server's from
+`ENVGEN_COMPATIBLE_API_KEY` (optional), so an OpenAI key is never sent to a third-party
+URL. A key is only ever handed to the SDK: it is not part of any request record, cache
+file or error message (errors are scrubbed of the configured key, whatever its form).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from envgen.llm.schema import DIALECTS
 
 LOCAL_MODEL = "smollm2-135m-instruct"  # the alias the local server answers to
 KEY_VARIABLE = "OPENAI_API_KEY"
+COMPATIBLE_KEY_VARIABLE = "ENVGEN_COMPATIBLE_API_KEY"
+NO_KEY = "no-key-needed"  # the SDK insists on some key; this one is not a secret
 _SECRET = re.compile(r"sk-[\w*-]+")
 
 
@@ -42,8 +47,10 @@ class BackendConfig:
     """Per-request timeout in seconds."""
     max_retries: int = 4
     """SDK retries (exponential backoff) on 408/409/429/5xx and connection errors."""
-    needs_key: bool = True
-    """Whether requests need `OPENAI_API_KEY` (a local server does not)."""
+    key_variable: str | None = KEY_VARIABLE
+    """The variable (environment or .env) holding this backend's key; None sends none."""
+    key_required: bool = True
+    """Whether requests fail without the key (OpenAI) or go without one (other servers)."""
 
     def record_flags(self) -> str:
         """The `envgen llm record` options that select this backend."""
@@ -64,10 +71,14 @@ BACKENDS: dict[str, BackendConfig] = {
         structured="json_object",
         timeout_s=900.0,
         max_retries=1,
-        needs_key=False,
+        key_variable=None,
+        key_required=False,
     ),
     "openai": BackendConfig("openai", "gpt-4-1106-preview"),
-    "compatible": BackendConfig("compatible", ""),
+    # Never OPENAI_API_KEY: that key belongs to OpenAI, not to whoever runs --base-url.
+    "compatible": BackendConfig(
+        "compatible", "", key_variable=COMPATIBLE_KEY_VARIABLE, key_required=False
+    ),
 }
 
 
@@ -104,18 +115,21 @@ def backend_config(
     return config
 
 
-def api_key(env_file: Path = Path(".env")) -> str:
-    """`OPENAI_API_KEY` from the environment, else from `env_file`."""
-    key = os.environ.get(KEY_VARIABLE) or (
-        dotenv_values(env_file).get(KEY_VARIABLE) if env_file.is_file() else None
+def api_key(
+    env_file: Path = Path(".env"), variable: str = KEY_VARIABLE, required: bool = True
+) -> str | None:
+    """The key in `variable` from the environment, else from `env_file`; None when it is
+    not set and not `required`."""
+    key = os.environ.get(variable) or (
+        dotenv_values(env_file).get(variable) if env_file.is_file() else None
     )
-    if not key:
+    if not key and required:
         raise ConfigError(
-            KEY_VARIABLE,
-            f"not set; export it, or write {KEY_VARIABLE}=... into {env_file} "
+            variable,
+            f"not set; export it, or write {variable}=... into {env_file} "
             "(git-ignored). Cached replies replay without a key (mode 'replay').",
         )
-    return key
+    return key or None
 
 
 class OpenAIChat:
@@ -129,8 +143,14 @@ class OpenAIChat:
         env_file: Path = Path(".env"),
     ):
         self.backend = backend
+        key = (
+            api_key(env_file, backend.key_variable, backend.key_required)
+            if backend.key_variable
+            else None
+        )
+        self._secrets = (key,) if key else ()
         self._client = openai.OpenAI(
-            api_key=api_key(env_file) if backend.needs_key else "no-key-needed",
+            api_key=key or NO_KEY,
             base_url=backend.base_url,
             timeout=backend.timeout_s,
             max_retries=backend.max_retries,
@@ -154,13 +174,13 @@ class OpenAIChat:
             raise LLMResponseError(
                 f"{self.backend.name} server answered HTTP {exc.status_code} for model "
                 f"{self.backend.model!r} (after up to {self.backend.max_retries} retries): "
-                f"{_scrub(exc.message)}"
+                f"{scrub(exc.message, self._secrets)}"
             ) from None
         except openai.APIConnectionError as exc:
             where = self.backend.base_url or "api.openai.com"
             raise LLMResponseError(
                 f"cannot reach {where} (after {self.backend.max_retries} retries): "
-                f"{_scrub(str(exc))}"
+                f"{scrub(str(exc), self._secrets)}"
             ) from None
         choice = completion.choices[0]
         usage = completion.usage
@@ -176,6 +196,13 @@ class OpenAIChat:
         )
 
 
-def _scrub(text: str) -> str:
-    """Error texts may echo a (partly masked) key; never pass it on."""
+def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """`text` with each of `secrets` masked, and any word holding a long enough start or
+    end of one (servers echo keys partly masked, e.g. `abcd****wxyz`), and OpenAI-style
+    `sk-` keys: error texts may echo a key; never pass it on."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+        if len(secret) >= 12:
+            parts = (re.escape(secret[:6]), re.escape(secret[-6:]))
+            text = re.sub(rf"\S*(?:{'|'.join(parts)})\S*", "***", text)
     return _SECRET.sub("sk-***", text)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 from pathlib import Path
 
 from envgen.agents.threads import add_threads_argument, set_torch_threads
-from envgen.errors import CacheMissError, EnvGenError
+from envgen.checks import torch_device, whole_number
+from envgen.errors import CacheMissError, ConfigError, EnvGenError
+from envgen.games import game_spec
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES, MODES, CachedLLM
 from envgen.llm.client import BACKENDS, LOCAL_MODEL, BackendConfig, backend_config
 from envgen.llm.server import running_backend
 from envgen.loop.config import RunConfig
+from envgen.loop.paths import read_json
 from envgen.loop.runner import RunOptions, execute_run
 
 DESCRIPTION = """\
@@ -40,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("config", type=Path, help="run configuration YAML")
-    parser.add_argument("--seed", type=int, required=True, help="run seed")
+    parser.add_argument("--seed", type=whole_number(0), required=True, help="run seed")
     parser.add_argument("--resume", action="store_true", help="continue a partial run")
     parser.add_argument(
         "--runs-root", type=Path, default=Path("results/runs"), help="where runs are kept"
@@ -61,8 +63,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--base-url", help="OpenAI-compatible server URL ending in /v1")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
-    parser.add_argument("--device", default="cpu", help="torch device")
-    parser.add_argument("--workers", type=int, default=None, help="vec-env worker processes")
+    parser.add_argument("--device", type=torch_device, default="cpu", help="torch device")
+    parser.add_argument(
+        "--workers", type=whole_number(1), default=None, help="vec-env worker processes"
+    )
     parser.add_argument("--progress", action="store_true", help="show progress bars")
     add_threads_argument(parser)
     parser.set_defaults(func=main)
@@ -91,14 +95,28 @@ def _fill_advice(args: argparse.Namespace) -> str:
     return (
         f"To record every missing reply of {model!r} (needs the model's server; the local "
         f"backend serves only {LOCAL_MODEL!r}):\n  OPENAI_API_KEY=... {command} --backend "
-        f"openai\n  or: {command} --backend compatible --base-url URL"
+        f"openai\n  or: [ENVGEN_COMPATIBLE_API_KEY=...] {command} --backend compatible "
+        "--base-url URL"
     )
+
+
+def checked_config(path: Path) -> RunConfig:
+    """The run config at `path`, validated completely (its PPO overrides and network
+    included) before any work; a mistake is a `ConfigError` naming file and field."""
+    config = RunConfig.from_yaml(path)
+    game = game_spec(config.game)
+    try:
+        game.ppo_config(config.ppo_overrides)
+        game.model_config(config.model)
+    except ConfigError as exc:
+        raise exc.in_file(path) from None
+    return config
 
 
 def main(args: argparse.Namespace) -> int:
     set_torch_threads(args.torch_threads)
     try:
-        config = RunConfig.from_yaml(args.config)
+        config = checked_config(args.config)
         options = RunOptions(args.device, args.workers, args.progress, args.resume)
         backend = _backend(args, config.llm_model)
         # a server is started only when calls may go out (never in replay)
@@ -120,6 +138,10 @@ def main(args: argparse.Namespace) -> int:
     except EnvGenError as exc:
         print(f"envgen run: {exc}")
         return 1
-    metrics = json.loads((root / "final_metrics.json").read_text())
+    try:
+        metrics = read_json(root / "final_metrics.json")
+    except EnvGenError as exc:
+        print(f"envgen run: {exc}")
+        return 1
     print(f"{root}: score {metrics['score']:.2f}%, reward {metrics['reward']:.2f}")
     return 0

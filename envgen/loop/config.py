@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from envgen.checks import check_types, read_yaml_mapping
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 
@@ -105,12 +104,20 @@ class RunConfig:
                 raise ConfigError(
                     name, f"{getattr(self, name)!r}; allowed: {', '.join(WORLD_RULES)}"
                 )
-        for name in ("n_cycles", "envs_per_call", "eval_episodes", "feedback_evals"):
+        for name in (
+            "n_cycles",
+            "envs_per_call",
+            "eval_episodes",
+            "feedback_evals",
+            "validation_steps",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(name, "must be >= 1")
         for name in ("llm_env_steps", "orig_env_steps", "final_steps", "original_only_steps"):
             if getattr(self, name) < 0:
                 raise ConfigError(name, "must be >= 0")
+        if self.final_steps < 1:
+            raise ConfigError("final_steps", "must be >= 1: the final phase is what is scored")
 
     # --- derived values --------------------------------------------------------------
     @property
@@ -162,6 +169,7 @@ class RunConfig:
             raise ConfigError(
                 unknown[0], f"unknown run option; allowed: {', '.join(sorted(names))}"
             )
+        check_types(cls, data)
         values = dict(data)
         if "ppo" in values:
             values["ppo"] = tuple(sorted(dict(values["ppo"] or {}).items()))
@@ -169,8 +177,12 @@ class RunConfig:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> RunConfig:
-        with open(path) as f:
-            return cls.from_dict(yaml.safe_load(f) or {})
+        """The config in a YAML file; any mistake is a `ConfigError` naming file and field."""
+        data = read_yaml_mapping(path, "a run config (fields: envgen.loop.config.RunConfig)")
+        try:
+            return cls.from_dict(data)
+        except ConfigError as exc:
+            raise exc.in_file(path) from None
 
     def replace(self, **changes: Any) -> RunConfig:
         merged = {**self.to_dict(), **changes}

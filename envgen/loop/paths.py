@@ -15,11 +15,19 @@ from typing import Any
 
 import yaml
 
+from envgen.errors import EnvGenError
 from envgen.loop.config import RunConfig
 
 
 def read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    """A run file's JSON; a damaged one is an `EnvGenError` naming it and the fix."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise EnvGenError(
+            f"{path}: unreadable ({exc}); the run directory is damaged: remove "
+            f"{path.parent} (or the run directory) and run it again with --resume"
+        ) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,10 +73,14 @@ class RunPaths:
         """Record the run's protocol; refuse a directory that holds another one."""
         data = {"seed": seed, "config_hash": config.config_hash(), **config.to_dict()}
         if self.config.is_file():
-            existing = yaml.safe_load(self.config.read_text(encoding="utf-8"))
+            try:
+                existing = yaml.safe_load(self.config.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                existing = None  # damaged: it describes no run, so not this one
             if existing != data:
-                raise RuntimeError(
-                    f"{self.config} describes another run; remove {self.root} to start over"
+                raise EnvGenError(
+                    f"{self.config} describes another run (or is damaged); remove {self.root} "
+                    "to start over"
                 )
             return
         self.root.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,7 @@ import torch
 from envgen.agents.runlog import JsonlLog, read_jsonl
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Trainer
+from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.games import game_spec, heist_summary, heist_test
 from envgen.llm.cache import CachedLLM
@@ -147,7 +148,7 @@ def execute_run(
         return paths.root
     game = game_spec(config.game)
     if paths.root.exists() and not options.resume:
-        raise RuntimeError(
+        raise EnvGenError(
             f"{paths.root} holds a partial run; pass --resume to continue it or remove it"
         )
     call_log, designer = None, None

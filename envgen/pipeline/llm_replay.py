@@ -11,13 +11,13 @@ is integrity-checked on the way (`envgen.llm.cache`). Never calls the network.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen.errors import CacheMissError
+from envgen.checks import OneLineParser, existing_dir, fail
+from envgen.errors import CacheMissError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM
 from envgen.llm.client import backend_config
@@ -48,11 +48,16 @@ def replay_planned(cache_dir: Path) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(
+        prog="python -m envgen.pipeline.llm_replay", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     parser.add_argument("--out", type=Path, required=True, help="replay summary (JSON)")
     args = parser.parse_args(argv)
-    summary = replay_planned(args.cache_dir)
+    try:
+        summary = replay_planned(existing_dir(args.cache_dir, "the LLM response cache"))
+    except EnvGenError as exc:
+        return fail(parser.prog, exc)
     write_json_atomic(args.out, summary)
     print(f"[llm_replay] {summary['recorded']} recorded, {summary['missing']} missing")
     return 0

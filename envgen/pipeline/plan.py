@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from envgen.checks import read_yaml_mapping
 from envgen.errors import ConfigError
 from envgen.loop.config import RunConfig
 from envgen.pipeline.profile import Profile
@@ -100,13 +99,15 @@ def random_hash(episodes: int) -> str:
 def load_table(path: Path | str) -> dict[str, Any]:
     """A replication file as a mapping, its keys checked."""
     path = Path(path)
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = read_yaml_mapping(path, "a replication table (table:, rows:)")
     unknown = sorted(set(data) - set(TABLE_KEYS))
     if unknown:
-        raise ConfigError(f"{path}:{unknown[0]}", f"unknown key; allowed: {', '.join(TABLE_KEYS)}")
+        raise ConfigError(unknown[0], f"unknown key; allowed: {', '.join(TABLE_KEYS)}", file=path)
     for key in ("table", "rows"):
         if key not in data:
-            raise ConfigError(f"{path}:{key}", "missing; every replication file sets it")
+            raise ConfigError(key, "missing; every replication file sets it", file=path)
+    if not isinstance(data["rows"], list) or not all(isinstance(r, dict) for r in data["rows"]):
+        raise ConfigError("rows", "must be a list of `- row: NAME` mappings", file=path)
     return data
 
 
@@ -128,10 +129,12 @@ def _plan_row(table: str, row: Mapping[str, Any], profile: Profile) -> RowPlan:
     if row.get("random_policy"):
         jobs = tuple(RandomJob(profile.random_episodes, seed) for seed in profile.seeds)
         return RowPlan(row["row"], RANDOM, jobs, reported_as, "crafter")
+    if not isinstance(row.get("run") or {}, dict):
+        raise ConfigError(f"{where}.run", "must be a mapping of RunConfig field: value")
     try:
         paper = RunConfig.from_dict(row.get("run") or {})
     except ConfigError as exc:
-        raise ConfigError(f"{where}.run.{exc.path}", str(exc).split(": ", 1)[-1]) from None
+        raise ConfigError(f"{where}.run.{exc.path}", exc.message) from None
     budget = profile.for_game(paper.game)
     sets = budget.initial_sets if paper.uses_designer else budget.initial_sets[:1]
     own = frozenset(row.get("run") or {})

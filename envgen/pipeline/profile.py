@@ -14,10 +14,12 @@ rollout size, network, test protocol and number of runs.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
 from envgen.agents.config import PPOConfig, from_mapping, model_preset
+from envgen.checks import check_types
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.games import GAMES, game_spec
@@ -102,7 +104,13 @@ class Profile:
             raise ConfigError(f"{where}.step_scale", "must be > 0 (1.0 = paper)")
         if self.llm_history_cycles < 0:
             raise ConfigError(f"{where}.llm_history_cycles", "must be >= 0 (0 = whole history)")
-        for name in ("min_rollouts", "eval_episodes", "random_episodes", "torch_threads"):
+        for name in (
+            "min_rollouts",
+            "eval_episodes",
+            "validation_steps",
+            "random_episodes",
+            "torch_threads",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{where}.{name}", "must be a positive integer")
         for name in ("seeds", "initial_sets"):
@@ -114,6 +122,8 @@ class Profile:
         for name in ("llm_world_rules", "original_world"):
             if getattr(self, name) not in WORLD_RULES:
                 raise ConfigError(f"{where}.{name}", f"allowed: {', '.join(WORLD_RULES)}")
+        if self.device != "cpu" and not re.fullmatch(r"cuda(:\d+)?", self.device):
+            raise ConfigError(f"{where}.device", f"{self.device!r}; use cpu or cuda (cuda:N)")
         model_preset(self.model)
         from_mapping(PPOConfig, dict(self.ppo), f"{where}.ppo")  # a bad key, named
         game_spec(self.game).ppo_config(dict(self.ppo))  # e.g. minibatches vs rollout size
@@ -191,13 +201,17 @@ class Profile:
 def load_profile(params: Mapping[str, Any], name: str | None = None) -> Profile:
     """The profile `name` (default: params["profile"]) from a params.yaml mapping."""
     profiles = params.get("profiles") or {}
+    if not isinstance(profiles, Mapping):
+        raise ConfigError("profiles", "must be a mapping of profile name: its fields")
     name = name or params.get("profile")
     if not name:
         raise ConfigError("profile", "params.yaml needs `profile: NAME` (e.g. smoke)")
-    if name not in profiles:
+    if not isinstance(name, str) or name not in profiles:
         raise ConfigError(
             "profile", f"{name!r} is not under `profiles:`; choose one of {', '.join(profiles)}"
         )
+    if not isinstance(profiles[name], Mapping):
+        raise ConfigError(f"profiles.{name}", "must be a mapping of field: value")
     data = dict(profiles[name])
     fields = {f.name for f in dataclasses.fields(Profile)} - {"name", "game"}
     unknown = sorted(set(data) - fields)
@@ -208,6 +222,9 @@ def load_profile(params: Mapping[str, Any], name: str | None = None) -> Profile:
     missing = sorted(fields - set(data))
     if missing:
         raise ConfigError(f"profiles.{name}.{missing[0]}", "missing; every profile sets it")
+    check_types(Profile, data, f"profiles.{name}.")
+    if data["games"] is not None and not isinstance(data["games"], Mapping):
+        raise ConfigError(f"profiles.{name}.games", "must be a mapping of game: its section")
     data = _typed(data)
     data["games"] = tuple(
         (game, _game_section(section, f"profiles.{name}.games.{game}", game))
@@ -235,7 +252,9 @@ def _game_section(section: Any, where: str, game: str) -> tuple[tuple[str, Any],
             f"not a game with its own section; Crafter's budget is the profile's own, "
             f"sections exist for: {others}",
         )
-    data = dict(section or {})
+    if not isinstance(section, Mapping):
+        raise ConfigError(where, f"must be a mapping that sets {', '.join(GAME_FIELDS)}")
+    data = dict(section)
     unknown = sorted(set(data) - set(GAME_FIELDS))
     if unknown:
         raise ConfigError(
@@ -247,4 +266,5 @@ def _game_section(section: Any, where: str, game: str) -> tuple[tuple[str, Any],
             f"{where}.{missing[0]}",
             "missing; a game section sets every one of " + ", ".join(GAME_FIELDS),
         )
+    check_types(Profile, data, f"{where}.")
     return tuple(sorted(_typed(data).items()))

@@ -27,8 +27,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from envgen.checks import OneLineParser, check_types, read_yaml_mapping
 from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.games import GAMES
@@ -45,17 +44,41 @@ from envgen.pipeline.results import table_metrics, table_results, table_scores
 
 
 def read_params(path: Path) -> dict[str, Any]:
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    """params.yaml as a mapping; a missing, empty or malformed file is a `ConfigError`."""
+    return read_yaml_mapping(path, "the pipeline parameters (profile, profiles, execution)")
 
 
 def executor_config(params: dict[str, Any]) -> ExecutorConfig:
-    """`executor` and `execution` of params.yaml, unknown keys rejected by name."""
-    execution = dict(params.get("execution") or {})
+    """`executor` and `execution` of params.yaml, unknown keys and wrong types rejected by
+    name."""
+    execution = params.get("execution") or {}
+    if not isinstance(execution, dict):
+        raise ConfigError("execution", "must be a mapping of setting: value")
     allowed = {"workers", "env_workers", "gpus_per_run", "retries", "ray_address"}
     unknown = sorted(set(execution) - allowed)
     if unknown:
-        raise EnvGenError(f"execution.{unknown[0]}: unknown key; allowed: {sorted(allowed)}")
-    return ExecutorConfig(kind=params.get("executor", "local"), **execution)
+        raise ConfigError(
+            f"execution.{unknown[0]}", f"unknown key; allowed: {', '.join(sorted(allowed))}"
+        )
+    check_types(ExecutorConfig, execution, "execution.")
+    kind = params.get("executor", "local")
+    if not isinstance(kind, str):
+        raise ConfigError("executor", f"{kind!r} is not a string; use local or ray")
+    return ExecutorConfig(kind=kind, **execution)
+
+
+def check_params(params: dict[str, Any]) -> Profile:
+    """Every profile and the execution settings of params.yaml; returns the chosen profile.
+
+    Validating all profiles (not only the chosen one) catches a typo in `paper` while
+    `smoke` runs, before anyone spends a GPU-day to find it.
+    """
+    profiles = params.get("profiles") or {}
+    if isinstance(profiles, dict):
+        for name in profiles:
+            load_profile(params, str(name))
+    executor_config(params)
+    return load_profile(params)
 
 
 @contextlib.contextmanager
@@ -120,6 +143,21 @@ def recording_estimate(plans: Sequence[TablePlan], model: str) -> str:
         f"[record] {model}: {runs} runs, at most {len(calls)} calls (re-asks excepted; "
         f"replies already in the cache are not asked again), {cost}"
     )
+
+
+def table_plan(path: Path, profile: Profile) -> TablePlan:
+    """The plan of one replication file; its mistakes name the file."""
+    try:
+        return plan_table(load_table(path), profile)
+    except ConfigError as exc:
+        raise exc.in_file(path) from None
+
+
+def check_outputs(paths: Sequence[Path]) -> None:
+    """Fail before any run when an output path cannot be written as a file."""
+    for path in paths:
+        if path.is_dir():
+            raise ConfigError("", "is a directory; give a JSON file path", file=path)
 
 
 def check_device(profile: Profile, executor: ExecutorConfig) -> None:
@@ -192,7 +230,9 @@ def run_plans(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(
+        prog="python -m envgen.pipeline.train", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("tables", type=Path, nargs="+", help="replication/*.yaml files")
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     parser.add_argument("--profile", help="override params.yaml's `profile`")
@@ -237,10 +277,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, name) and len(getattr(args, name)) != len(args.tables):
             parser.error(f"give one --{name} path per table (or none)")
     try:
-        params = read_params(args.params)
-        profile = load_profile(params, args.profile)
-        executor = executor_config(params)
-        plans = [plan_table(load_table(path), profile) for path in args.tables]
+        try:
+            params = read_params(args.params)
+            check_params(params)
+            profile = load_profile(params, args.profile)
+            executor = executor_config(params)
+        except ConfigError as exc:
+            raise exc.in_file(args.params) from None
+        plans = [table_plan(path, profile) for path in args.tables]
+        check_outputs([*args.out, *args.metrics, *args.plots])
         if args.plan:
             print(plan_summary(plans, profile))
             return 0

@@ -12,12 +12,12 @@ measured use (llm_accounting.json of every run) stands beside the paper's.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from envgen.checks import OneLineParser
 from envgen.errors import EnvGenError
 from envgen.report import replay
 from envgen.report.flags import claim_flags
@@ -251,7 +251,7 @@ def _per_run(records: Sequence[Mapping[str, float]], key: str, fmt: str = ".1f")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m envgen.report.claims", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("runs", nargs="+", type=Path, help="runs.json files, one per table")

@@ -11,7 +11,6 @@ every figure it has data for, plus the score-vs-step CSVs for `dvc plots show`:
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import re
 import sys
@@ -24,6 +23,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from envgen.checks import OneLineParser
 from envgen.errors import EnvGenError
 from envgen.games import game_spec
 from envgen.report.curves import bin_width, score_vs_step
@@ -354,7 +354,7 @@ def _done(paths: list[Path]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m envgen.report.figures", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("runs", nargs="+", type=Path, help="runs.json files, one per table")

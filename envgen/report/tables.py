@@ -15,7 +15,6 @@ header then names.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -25,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from envgen.checks import OneLineParser
 from envgen.errors import EnvGenError
 from envgen.report import replay
 from envgen.report.flags import row_flags
@@ -204,7 +204,7 @@ def write_tables(tables: Sequence[TableRecord], out_dir: Path, metrics_path: Pat
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m envgen.report.tables", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("runs", nargs="+", type=Path, help="runs.json files, one per table")

@@ -1,0 +1,194 @@
+"""Input checks shared by every entry point: YAML files, typed fields, CLI numbers.
+
+A user's mistake (a quoted number, a YAML typo, a path to a directory) must end in one
+line that names the file, the field and the fix, before any work starts and before
+anything is written: YAML and `dataclasses` accept any value for any field, so without
+these checks `n_cycles: 2.5` trains and `obfuscated: "false"` means true.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+
+from envgen.errors import ConfigError
+
+
+# --- files -------------------------------------------------------------------------------
+def read_yaml_mapping(path: Path | str, what: str) -> dict[str, Any]:
+    """The mapping in the YAML file `path` (`what` it should hold, for the messages).
+
+    Missing files, directories, syntax errors, empty files and non-mappings each raise
+    a `ConfigError` naming the file.
+    """
+    path = Path(path)
+    text = read_text(path, what)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(
+            "", f"YAML syntax error{where}: {problem}; fix that line", file=path
+        ) from None
+    if data is None:
+        raise ConfigError("", f"is empty; it must hold {what}", file=path)
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            "",
+            f"holds a {type(data).__name__}, not `field: value` lines; it must hold {what}",
+            file=path,
+        )
+    return dict(data)
+
+
+def read_text(path: Path, what: str) -> str:
+    """The UTF-8 text of `path`, or a `ConfigError` saying why it cannot be read."""
+    if path.is_dir():
+        raise ConfigError("", f"is a directory; give the path of {what}", file=path)
+    if not path.exists():
+        raise ConfigError("", f"no such file; give the path of {what}", file=path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("", f"cannot be read ({exc}); give {what}", file=path) from None
+
+
+def existing_dir(path: Path, what: str) -> Path:
+    """`path` if it is a directory, else a `ConfigError` naming it."""
+    if not path.is_dir():
+        problem = "is a file" if path.exists() else "no such directory"
+        raise ConfigError("", f"{problem}; give the directory of {what}", file=path)
+    return path
+
+
+# --- typed fields ------------------------------------------------------------------------
+def check_types(cls: type, data: Mapping[str, Any], prefix: str = "") -> None:
+    """Raise a `ConfigError` for the first value of `data` whose type does not match the
+    annotation of the dataclass field of that name (`prefix` + name in the message).
+
+    Keys that are not fields are left to the caller, which names the allowed ones.
+    """
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    for name, value in data.items():
+        if name in names and not _matches(value, hints[name]):
+            raise ConfigError(f"{prefix}{name}", f"{value!r} is not {describe(hints[name])}")
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    """Whether a YAML-loaded `value` is acceptable for a field annotated `hint`."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if hint is Any:
+        return True
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if hint is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, arg) for arg in args)
+    if origin is tuple:
+        if args and typing.get_origin(args[0]) is tuple:  # (name, value) pairs: a mapping
+            return value is None or isinstance(value, Mapping | tuple)
+        if not isinstance(value, list | tuple):
+            return False
+        element = args[0] if args else Any
+        return all(_matches(item, element) for item in value)
+    return True  # a type these configs do not use: left to the dataclass
+
+
+def describe(hint: Any) -> str:
+    """What a value of type `hint` looks like in YAML, for error messages."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if hint is bool:
+        return "true or false (unquoted)"
+    if hint is int:
+        return "a whole number (unquoted, no decimals, e.g. 4)"
+    if hint is float:
+        return "a number (unquoted, e.g. 0.5)"
+    if hint is str:
+        return "a string"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join("null" if a is type(None) else describe(a) for a in args)
+    if origin is tuple:
+        if args and typing.get_origin(args[0]) is tuple:
+            return "a mapping of name: value (e.g. {num_envs: 8})"
+        if args and args[0] is int:
+            return "a list of whole numbers (e.g. [0, 1])"
+        return "a list"
+    return str(hint)
+
+
+# --- command lines -----------------------------------------------------------------------
+class OneLineParser(argparse.ArgumentParser):
+    """An `ArgumentParser` whose errors are one line naming the option and `--help`."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def whole_number(minimum: int) -> typing.Callable[[str], int]:
+    """An argparse `type` accepting integers >= `minimum`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below the minimum {minimum}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def positive_number(text: str) -> float:
+    """An argparse `type` accepting numbers > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be > 0")
+    return value
+
+
+def torch_device(text: str) -> str:
+    """An argparse `type` accepting a torch device this machine has (cpu, cuda, cuda:1)."""
+    import torch
+
+    try:
+        device = torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a torch device; use cpu or cuda (cuda:N for GPU N)"
+        ) from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise argparse.ArgumentTypeError(f"{text!r}, but torch finds no GPU; use cpu")
+    if device.type not in ("cpu", "cuda", "mps"):
+        raise argparse.ArgumentTypeError(f"{text!r}: use cpu or cuda")
+    return text
+
+
+def fail(prog: str, exc: BaseException) -> int:
+    """Print `exc` as one line on stderr under `prog`; the exit code of a user mistake."""
+    print(f"{prog}: {exc}", file=sys.stderr)
+    return 1
