@@ -97,7 +97,7 @@ def test_bad_profile_fields_are_named(change, field):
 
 
 def test_unknown_profile_lists_the_known_ones():
-    with pytest.raises(ConfigError, match="smoke, reduced, paper"):
+    with pytest.raises(ConfigError, match="smoke, cpu, reduced, paper"):
         load_profile(PARAMS, "huge")
 
 
