@@ -1,4 +1,4 @@
-"""`envgen train`: PPO in stock Crafter with a resumable run directory."""
+"""`envgen train`: PPO or AD in stock Crafter with a resumable run directory."""
 
 from __future__ import annotations
 
@@ -6,13 +6,14 @@ import argparse
 import json
 from pathlib import Path
 
-from envgen.agents.config import MODEL_PRESETS, PPOConfig, model_preset
+from envgen.agents.config import AGENTS, MODEL_PRESETS, PPOConfig, model_preset
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.checks import torch_device, whole_number
 from envgen.errors import ConfigError
 
 DESCRIPTION = """\
-Train the paper's PPO agent (Table 9 hyper-parameters) in stock Crafter.
+Train the paper's PPO agent (Table 9 hyper-parameters) in stock Crafter, or with
+--agent ad Achievement Distillation (PPO plus its auxiliary phase; docs/agent.md).
 
 Writes to --out: episodes.jsonl (one line per finished episode, crafter's stats.jsonl
 schema plus the global step, phase and config index), metrics.jsonl (losses and
@@ -30,7 +31,7 @@ nature = strided 3-conv Nature-CNN size (0.06 GFLOP; laptop CPU).
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "train",
-        help="train PPO in stock Crafter",
+        help="train PPO (or AD) in stock Crafter",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -44,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--model", default="nature", choices=sorted(MODEL_PRESETS), help="network preset"
     )
+    parser.add_argument("--agent", default="ppo", choices=AGENTS, help="agent (default ppo)")
     parser.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
     parser.add_argument(
         "--device",
@@ -119,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         device,
         env_factory=crafter_vec_env_factory(args.workers),
         progress=not args.no_progress,
+        agent=args.agent,
     )
     try:
         if args.resume and trainer.resume():

@@ -1,4 +1,5 @@
-"""Typed configs of the PPO agent: the network (`ModelConfig`) and the algorithm (`PPOConfig`).
+"""Typed configs of the agents: the network (`ModelConfig`), PPO (`PPOConfig`) and the
+auxiliary phase of Achievement Distillation (`ADConfig`).
 
 `PPOConfig`'s defaults are the paper's Table 9 (ENVGEN_PAPER.md, "Agent and training
 protocol"), which are also Achievement Distillation's `configs/ppo.yaml`. The model
@@ -17,6 +18,7 @@ from envgen.checks import check_types
 from envgen.errors import ConfigError
 
 MODEL_KINDS = ("impala", "nature")
+AGENTS = ("ppo", "ad")  # the keys of `envgen.agents.trainer.AGENTS`
 NUM_ACTIONS = len(crafter.constants.actions)  # 17, from crafter's own data
 
 
@@ -114,6 +116,45 @@ class PPOConfig:
     def checkpoint_rollouts(self) -> int:
         """Rollouts between checkpoints."""
         return -(-self.checkpoint_every // self.rollout_size)
+
+
+@dataclasses.dataclass(frozen=True)
+class ADConfig:
+    """Achievement Distillation's auxiliary phase; defaults are the reference's
+    `configs/ppo_ad.yaml` and the keyword defaults of its `PPOADModel` / `Buffer`
+    (Moon et al. 2023, code snu-mllab/Achievement-Distillation). PPO itself is `PPOConfig`."""
+
+    aux_every: int = 8
+    """Run the auxiliary phase after every this many PPO updates (`aux_freq`)."""
+    aux_epochs: int = 6
+    """Passes over the buffered trajectories per auxiliary phase (`aux_nepoch`)."""
+    pi_dist_coef: float = 1.0
+    """Weight of KL(new policy || policy before the phase) in both auxiliary losses."""
+    vf_dist_coef: float = 1.0
+    """Weight of the value regression to the buffered returns in both auxiliary losses."""
+    temperature: float = 0.1
+    """Softmax temperature of both contrastive losses (`PPOADModel.temperature`)."""
+    batch_size: int = 512
+    """Largest auxiliary minibatch (`max_batch_size` of the data loaders)."""
+    match_partners: int = 16
+    """Other trajectories each source trajectory is matched against (`randperm(..)[:16]`)."""
+    ot_reg: float = 0.05
+    """Entropic regularisation of the partial optimal transport that matches achievements."""
+    ot_iters: int = 100
+    """Iterations of that transport solver (`numItermax`)."""
+    match_threshold: float = 0.5
+    """Transport mass above which two achievements count as matched."""
+    unlock_reward: float = 0.1
+    """A step whose reward exceeds this unlocked an achievement (the reference's test in
+    `Buffer.get_goals`; in Crafter only an unlock gives more than +0.1)."""
+
+    def __post_init__(self) -> None:
+        for name in ("aux_every", "aux_epochs", "batch_size", "match_partners", "ot_iters"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"ad.{name}", "must be a positive integer")
+        for name in ("temperature", "ot_reg"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"ad.{name}", "must be > 0")
 
 
 def from_mapping(cls: type, data: Mapping[str, Any], section: str) -> Any:

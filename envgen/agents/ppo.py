@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from envgen.agents.config import PPOConfig
+from envgen.agents.config import ModelConfig, PPOConfig
 from envgen.agents.networks import OBS_SHAPE, ActorCritic
 
 
@@ -64,6 +64,10 @@ class Rollout:
             rewards=torch.zeros((t, n), device=device),
             dones=torch.zeros((t, n), device=device),
         )
+
+    def policy_inputs(self) -> tuple[torch.Tensor, ...]:
+        """The model's inputs for every transition, flattened to (T * N, ...)."""
+        return (self.obs.flatten(0, 1),)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,19 +155,19 @@ def ppo_update(
     advantages, returns = compute_gae(buf, cfg.gamma, cfg.gae_lambda)
     advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
 
-    obs = buf.obs.flatten(0, 1)
+    inputs = buf.policy_inputs()
     actions, old_logprobs = buf.actions.flatten(), buf.logprobs.flatten()
     advantages, returns = advantages.flatten(), returns.flatten()
-    batch = obs.shape[0]
+    batch = actions.shape[0]
     mb_size = batch // cfg.minibatches
 
     model.train()
     stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy", "kl", "clip")}
     for _ in range(cfg.epochs):
-        order = torch.from_numpy(rng.permutation(batch)).to(obs.device)
+        order = torch.from_numpy(rng.permutation(batch)).to(actions.device)
         for start in range(0, batch, mb_size):
             idx = order[start : start + mb_size]
-            logprobs_all, value_pred = model(obs[idx])
+            logprobs_all, value_pred = model(*(x[idx] for x in inputs))
             logprobs = logprobs_all.gather(1, actions[idx, None])[:, 0]
             log_ratio = logprobs - old_logprobs[idx]
             ratio = log_ratio.exp()
@@ -192,3 +196,34 @@ def ppo_update(
                 stats["kl"].append(((ratio - 1) - log_ratio).mean().item())
                 stats["clip"].append(((ratio - 1).abs() > cfg.clip).float().mean().item())
     return {key: float(np.mean(values)) for key, values in stats.items()}
+
+
+# ------------------------------------------------------------------------------------
+# The trainer's view of PPO (`trainer.Agent`)
+# ------------------------------------------------------------------------------------
+class PPOAgent:
+    """PPO's model, optimiser and rollout buffer behind the trainer's agent interface."""
+
+    def __init__(self, model_cfg: ModelConfig, cfg: PPOConfig, device: torch.device):
+        self.cfg = cfg
+        self.model = ActorCritic(model_cfg, cfg.value_norm_decay).to(device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr)
+        self.buf = Rollout.empty(cfg, device)
+
+    def collect(
+        self, env: VecEnv, obs: np.ndarray, generator: torch.Generator
+    ) -> tuple[np.ndarray, list[FinishedEpisode]]:
+        return collect_rollout(self.model, env, obs, self.buf, generator)
+
+    def update(self, rng: np.random.Generator) -> dict[str, float]:
+        return ppo_update(self.model, self.optimizer, self.buf, self.cfg, rng)
+
+    def episodes_reset(self) -> None:
+        """PPO keeps no per-episode state."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])

@@ -1,4 +1,4 @@
-"""`Trainer`: PPO on a mixture of level configs, resumable, callable phase after phase.
+"""`Trainer`: an agent (PPO or AD) on a mixture of level configs, resumable, phase by phase.
 
 The game enters only through the vec-env factory and the episode-log functions
 (`envgen.games` holds them per game); Crafter's are the defaults.
@@ -25,16 +25,15 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
-from envgen.agents import ppo
+from envgen.agents import ad, ppo
 from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
 from envgen.agents.config import ModelConfig, PPOConfig
-from envgen.agents.networks import ActorCritic
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
 from envgen.errors import ConfigError
@@ -46,6 +45,32 @@ EnvFactory = Callable[[Sequence[Any], int, int, Sequence[float] | None], ppo.Vec
 EpisodeRecord = Callable[[Mapping[str, Any], int, str], dict[str, Any]]
 # logged episodes -> summary with the game's "score" (percent)
 Summarize = Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]
+
+
+# --- agent interface: what the trainer needs of an algorithm -------------------------
+class Agent(Protocol):
+    """Model, optimisers and buffers of one algorithm (`ppo.PPOAgent`, `ad.ADAgent`)."""
+
+    model: torch.nn.Module
+
+    def collect(
+        self, env: ppo.VecEnv, obs: np.ndarray, generator: torch.Generator
+    ) -> tuple[np.ndarray, list[ppo.FinishedEpisode]]: ...
+
+    def update(self, rng: np.random.Generator) -> dict[str, float]: ...
+
+    def episodes_reset(self) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+# Explicit registry: agent name (`config.AGENTS`) -> class, cls(model_cfg, ppo_cfg, device).
+AGENTS: dict[str, Callable[[ModelConfig, PPOConfig, torch.device], Agent]] = {
+    "ppo": ppo.PPOAgent,
+    "ad": ad.ADAgent,
+}
 
 
 def crafter_vec_env_factory(num_workers: int | None = None) -> EnvFactory:
@@ -75,7 +100,7 @@ class Counters:
 
 
 class Trainer:
-    """PPO trainer writing `run_dir/{episodes,metrics}.jsonl` and `run_dir/checkpoints/`."""
+    """Agent trainer writing `run_dir/{episodes,metrics}.jsonl` and `run_dir/checkpoints/`."""
 
     def __init__(
         self,
@@ -89,8 +114,11 @@ class Trainer:
         episode_record: EpisodeRecord = episode_record,
         summarize: Summarize = summarize,
         progress: bool = False,
+        agent: str = "ppo",
     ):
-        self.model_cfg, self.ppo_cfg, self.seed = model_cfg, ppo_cfg, seed
+        if agent not in AGENTS:
+            raise ConfigError("agent", f"{agent!r}; allowed: {', '.join(AGENTS)}")
+        self.model_cfg, self.ppo_cfg, self.seed, self.agent_name = model_cfg, ppo_cfg, seed, agent
         self.run_dir = Path(run_dir)
         self.device = torch.device(device)
         self.env_factory = env_factory or crafter_vec_env_factory()
@@ -100,14 +128,12 @@ class Trainer:
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(derive_seed(seed, "model"))
-            self.model = ActorCritic(model_cfg, ppo_cfg.value_norm_decay)
-        self.model.to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=ppo_cfg.lr)
+            self.agent = AGENTS[agent](model_cfg, ppo_cfg, self.device)
+        self.model = self.agent.model
         self.action_rng = torch.Generator(device=self.device)
         self.action_rng.manual_seed(derive_seed(seed, "actions"))
         self.shuffle_rng = np.random.default_rng(derive_seed(seed, "minibatches"))
         self.counters = Counters()
-        self.buf = ppo.Rollout.empty(ppo_cfg, self.device)
 
         self.env: ppo.VecEnv | None = None
         self.obs: np.ndarray | None = None
@@ -187,12 +213,8 @@ class Trainer:
         if self.env is None:
             self._open_env()
         start_step = self.global_step
-        self.obs, done = ppo.collect_rollout(
-            self.model, self.env, self.obs, self.buf, self.action_rng
-        )
-        losses = ppo.ppo_update(
-            self.model, self.optimizer, self.buf, self.ppo_cfg, self.shuffle_rng
-        )
+        self.obs, done = self.agent.collect(self.env, self.obs, self.action_rng)
+        losses = self.agent.update(self.shuffle_rng)
         self.counters.global_step += self.ppo_cfg.rollout_size
         self.counters.rollouts += 1
         records = []
@@ -213,6 +235,7 @@ class Trainer:
         self.env = self.env_factory(configs, self.ppo_cfg.num_envs, seed, weights)
         if saved is None:
             self.obs = self.env.reset()
+            self.agent.episodes_reset()
             return
         self.env.set_state(saved[1])
         self.obs = self.env.last_obs
@@ -226,6 +249,7 @@ class Trainer:
         self.counters.episodes_cut += cut
         self._cut += cut
         self.obs = self.env.last_obs
+        self.agent.episodes_reset()
 
     def _running_score(self) -> str:
         return f"{self.summarize(list(self.recent))['score']:.2f}%" if self.recent else "-"
@@ -247,8 +271,8 @@ class Trainer:
                 "ppo_cfg": dataclasses.asdict(self.ppo_cfg),
                 "seed": self.seed,
                 "counters": dataclasses.asdict(self.counters),
-                "model": self.model.state_dict(),
-                "optimizer": self.optimizer.state_dict(),
+                **({"agent": self.agent_name} if self.agent_name != "ppo" else {}),
+                **self.agent.state_dict(),
                 "action_rng": self.action_rng.get_state(),
                 "shuffle_rng": self.shuffle_rng.bit_generator.state,
                 "env": env_state,
@@ -271,15 +295,15 @@ class Trainer:
             ("model_cfg", dataclasses.asdict(self.model_cfg)),
             ("ppo_cfg", dataclasses.asdict(self.ppo_cfg)),
             ("seed", self.seed),
+            ("agent", self.agent_name),
         ):
-            if state[key] != ours:
+            if (theirs := state.get(key, "ppo")) != ours:  # checkpoints of PPO lack "agent"
                 raise ConfigError(
                     key,
-                    f"checkpoint in {self.run_dir} was written with {state[key]!r}, not "
+                    f"checkpoint in {self.run_dir} was written with {theirs!r}, not "
                     f"{ours!r}; resume with the same settings or use a new --out directory",
                 )
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.agent.load_state_dict(state)
         self.action_rng.set_state(state["action_rng"].cpu())
         self.shuffle_rng.bit_generator.state = state["shuffle_rng"]
         self.counters = Counters(**state["counters"])

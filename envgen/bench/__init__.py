@@ -12,7 +12,7 @@ import importlib
 # Explicit registry: bench target -> module implementing it.
 TARGETS: dict[str, tuple[str, str]] = {
     "env": ("envgen.bench.env", "Crafter-EnvGen env steps/s vs stock crafter.Env"),
-    "train": ("envgen.bench.train", "PPO trainer steps/s vs the reference setup"),
+    "train": ("envgen.bench.train", "PPO/AD trainer steps/s vs the reference setup"),
     "heist": ("envgen.bench.heist", "Heist-EnvGen steps/s vs plain procgen Heist"),
     "isa": ("envgen.bench.isa", "PPO update speed: torch's CPU path vs pinned to AVX2"),
 }

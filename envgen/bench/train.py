@@ -1,9 +1,11 @@
-"""End-to-end PPO training speed (env steps/s): our trainer against a reference setup.
+"""End-to-end training speed (env steps/s) of PPO or AD: our trainer against a reference setup.
 
-Both sides run the same network, the same PPO update and the same `Trainer`; only the
-vector env differs. Ours is `envgen.envs.vector.CrafterVecEnv` (Crafter-EnvGen worlds);
-the reference is stock `crafter.Env` in one subprocess per env behind multiprocessing
-pipes, the plain setup of the Achievement Distillation code. Both are timed in the same
+Both sides run the same network, the same agent (`--agent ppo|ad`) and the same
+`Trainer`; only the vector env differs. AD is timed over 8 rollouts by default, so that
+its auxiliary phase (every 8 PPO updates) is counted once. Ours is
+`envgen.envs.vector.CrafterVecEnv` (Crafter-EnvGen worlds); the reference is stock
+`crafter.Env` in one subprocess per env behind multiprocessing pipes, the plain setup of
+the Achievement Distillation code. Both are timed in the same
 run, in turn, so machine load affects both alike. The last output line is JSON:
 {"ours_sps": .., "reference_sps": .., "ratio": ..} (ratio = ours / reference).
 """
@@ -21,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from envgen.agents.config import MODEL_PRESETS, PPOConfig, model_preset
+from envgen.agents.config import AGENTS, MODEL_PRESETS, ADConfig, PPOConfig, model_preset
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.agents.trainer import EnvFactory, Trainer, crafter_vec_env_factory
 from envgen.checks import torch_device, whole_number
@@ -118,7 +120,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="network preset (default nature; 'paper' needs a GPU to be practical)",
     )
     parser.add_argument(
-        "--rollouts", type=whole_number(1), default=3, help="timed rollouts per setup (default 3)"
+        "--agent", default="ppo", choices=AGENTS, help="agent to train (default ppo)"
+    )
+    parser.add_argument(
+        "--rollouts",
+        type=whole_number(1),
+        default=None,
+        help="timed rollouts per setup (default 3 for ppo; for ad its aux period, 8)",
     )
     parser.add_argument(
         "--num-envs", type=whole_number(1), default=8, help="parallel envs (default 8)"
@@ -146,7 +154,13 @@ def _timed_sps(factory: EnvFactory, args: argparse.Namespace, ppo_cfg: PPOConfig
     """Env steps/s over `args.rollouts` rollouts after one untimed warm-up rollout."""
     with tempfile.TemporaryDirectory() as run_dir:
         trainer = Trainer(
-            model_preset(args.model), ppo_cfg, args.seed, run_dir, args.device, env_factory=factory
+            model_preset(args.model),
+            ppo_cfg,
+            args.seed,
+            run_dir,
+            args.device,
+            env_factory=factory,
+            agent=args.agent,
         )
         try:
             trainer.train(1, [CrafterConfig()])  # opens the env, warms up torch
@@ -159,9 +173,11 @@ def _timed_sps(factory: EnvFactory, args: argparse.Namespace, ppo_cfg: PPOConfig
 
 def run(args: argparse.Namespace) -> int:
     set_torch_threads(args.torch_threads)
+    if args.rollouts is None:
+        args.rollouts = ADConfig().aux_every if args.agent == "ad" else 3
     ppo_cfg = PPOConfig(num_envs=args.num_envs, num_steps=args.num_steps, checkpoint_every=10**12)
     ours = _timed_sps(crafter_vec_env_factory(args.workers), args, ppo_cfg)
-    print(f"ours: {ours:.1f} env steps/s ({args.model})", flush=True)
+    print(f"ours: {ours:.1f} env steps/s ({args.agent}, {args.model})", flush=True)
     reference = _timed_sps(reference_env_factory(), args, ppo_cfg)
     print(f"reference (stock crafter.Env, {args.num_envs} subprocesses): {reference:.1f}")
     print(
@@ -171,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
                 "reference_sps": round(reference, 1),
                 "ratio": round(ours / reference, 3),
                 "model": args.model,
+                "agent": args.agent,
             }
         )
     )

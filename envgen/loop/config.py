@@ -19,6 +19,7 @@ from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 
 DESIGNERS = ("llm", "random", "heuristic")  # envgen.loop.designers
+AGENTS = ("ppo", "ad")  # envgen.agents.config.AGENTS (the trainer's registry)
 
 METHODS = ("envgen", "fixed", "original_only", "easy_to_hard", "adversarial")
 GAMES = ("crafter", "heist")  # the keys of `envgen.games.GAMES`
@@ -77,6 +78,8 @@ class RunConfig:
     "stock" Crafter, or "authors" (their fork at default settings)."""
     model: str = "nature"
     """Policy network by registry name (paper: the 4M-parameter IMPALA ResNet)."""
+    agent: str = "ppo"
+    """The RL agent: ppo | ad (Achievement Distillation, Table 1's AD rows; docs/agent.md)."""
     ppo: tuple[tuple[str, Any], ...] = ()
     """PPO overrides of the game's defaults (Crafter: Table 9; Heist: CleanRL's
     ppo_procgen, `envgen.games`), as sorted (name, value) pairs."""
@@ -84,6 +87,8 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ConfigError("method", f"{self.method!r}; allowed: {', '.join(METHODS)}")
+        if self.agent not in AGENTS:
+            raise ConfigError("agent", f"{self.agent!r}; allowed: {', '.join(AGENTS)}")
         if self.designer not in DESIGNERS:
             raise ConfigError("designer", f"{self.designer!r}; allowed: {', '.join(DESIGNERS)}")
         if self.designer != "llm" and (self.game != "crafter" or self.obfuscated):
@@ -147,12 +152,15 @@ class RunConfig:
 
     # --- identity ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Every field; `designer` only when not the LLM, so that configs written before
-        designers existed keep their hash (their run directories and LLM slots)."""
+        """Every field; `designer` only when not the LLM and `agent` only when not PPO, so
+        that configs written before these existed keep their hash (their run directories
+        and LLM slots)."""
         out = dataclasses.asdict(self)
         out["ppo"] = dict(self.ppo)
         if out["designer"] == "llm":
             del out["designer"]
+        if out["agent"] == "ppo":
+            del out["agent"]
         return out
 
     def config_hash(self) -> str:

@@ -186,6 +186,7 @@ def execute_run(
         episode_record=game.episode_record,
         summarize=game.summarize,
         progress=options.progress,
+        agent=config.agent,
     )
     run = Run(config, seed, paths, trainer, options, call_log, designer, game)
     try:

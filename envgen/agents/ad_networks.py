@@ -1,0 +1,114 @@
+"""Achievement Distillation's network: the PPO backbone plus a memory of achievements.
+
+Moon et al. 2023 (NeurIPS), code snu-mllab/Achievement-Distillation, `model/ppo_ad.py`:
+- The backbone is the PPO one (`networks.ActorCritic`'s encoder and final layer, here
+  with EnvGen's layer-norm placement, see below): observation -> latent (hidden_size).
+- *Memory*: the representation of the episode's latest achievement, a unit vector
+  normalize(latent(obs after the unlock) - latent(obs before)), zero at episode start.
+  Policy and value heads read [latent, memory] (2 x hidden_size), orthogonal init with
+  gains 0.01 / 0.1 as in PPO.
+- *Next-achievement predictor*: the latent, modulated by the action through FiLM
+  (an MLP of the one-hot action gives gamma, beta: (1 + gamma) * latent + beta), joined
+  with the memory, then an MLP -> unit vector compared with the next achievement's
+  representation (intra-trajectory prediction, `ad.prediction_loss`).
+MLPs follow the reference `MLP` with one hidden layer: LayerNorm -> Linear (no bias,
+fan-in init 1.4) -> ReLU -> Linear (bias, fan-in init 1.0).
+
+The reference puts its LayerNorm before the 256 -> hidden linear layer; this backbone
+is EnvGen's (LayerNorm after it, as for our PPO), so that the AD and PPO rows differ only
+by AD. On the paper preset that adds 1,536 parameters to the reference's 9,234,228
+(docs/agent.md, "Achievement Distillation").
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from envgen.agents.config import ModelConfig
+from envgen.agents.networks import ENCODERS, _fan_in_init
+from envgen.agents.normalizer import EwmaNormalizer
+from envgen.errors import ConfigError
+
+
+def _mlp(insize: int, hidden: int, outsize: int) -> nn.Sequential:
+    """The reference's one-hidden-layer `MLP` with `layer_norm: True`."""
+    return nn.Sequential(
+        nn.LayerNorm(insize),
+        _fan_in_init(nn.Linear(insize, hidden, bias=False), 1.4),
+        nn.ReLU(),
+        _fan_in_init(nn.Linear(hidden, outsize), 1.0),
+    )
+
+
+class ADActorCritic(nn.Module):
+    """Backbone -> latent; heads on [latent, memory]; FiLM + MLP next-achievement predictor.
+
+    `forward(obs, memory)` has `ActorCritic`'s contract (log-probabilities (N, A), value
+    (N,) in `value_norm` units) with one more input, the memory (N, hidden_size); a
+    missing memory is zeros (the state at an episode's start).
+    """
+
+    def __init__(self, cfg: ModelConfig, value_norm_decay: float = 0.99):
+        super().__init__()
+        if cfg.channels_last or cfg.bf16_autocast:
+            raise ConfigError("model", "the AD network runs in float32, NCHW only")
+        self.cfg = cfg
+        h = cfg.hidden_size
+        self.encoder = ENCODERS[cfg.kind](cfg)
+        self.final = nn.Sequential(
+            _fan_in_init(nn.Linear(cfg.embed_size, h, bias=False), 1.0),
+            nn.LayerNorm(h),
+            nn.ReLU(),
+        )
+        self.policy_head = nn.Linear(2 * h, cfg.num_actions)
+        self.value_head = nn.Linear(2 * h, 1)
+        for head, gain in ((self.policy_head, 0.01), (self.value_head, 0.1)):
+            nn.init.orthogonal_(head.weight, gain=gain)
+            nn.init.zeros_(head.bias)
+        self.action_film = _mlp(cfg.num_actions, h, 2 * h)  # reference: action_mlp
+        self.next_achievement = _mlp(2 * h, h, h)  # reference: next_goal_pred_mlp
+        self.value_norm = EwmaNormalizer(value_norm_decay)
+
+    def encode(self, obs: torch.Tensor) -> torch.Tensor:
+        """uint8 (N, 64, 64, 3) -> latent (N, hidden_size)."""
+        x = obs.permute(0, 3, 1, 2).float().div_(255.0).contiguous()
+        return self.final(self.encoder(x))
+
+    def heads(
+        self, latent: torch.Tensor, memory: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probabilities and normalised value from a latent and the memory."""
+        h = torch.cat([latent, memory], dim=-1)
+        logits, value = self.policy_head(h), self.value_head(h)
+        return F.log_softmax(logits, dim=-1), value.squeeze(-1)
+
+    def forward(
+        self, obs: torch.Tensor, memory: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        latent = self.encode(obs)
+        if memory is None:
+            memory = torch.zeros_like(latent)
+        return self.heads(latent, memory)
+
+    def achievement(self, before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
+        """Unit representation of the achievements unlocked between two uint8 observations.
+
+        An all-zero image stands for "no observation" and contributes a zero latent
+        (the reference's `get_states`: the episode's end when no achievement follows).
+        """
+        n = before.shape[0]
+        latents = self.encode(torch.cat([before, after]))
+        blank = (torch.cat([before, after]).reshape(2 * n, -1) == 0).all(dim=1, keepdim=True)
+        latents = latents.masked_fill(blank, 0.0)
+        return F.normalize(latents[n:] - latents[:n], dim=-1)
+
+    def predict_next(
+        self, latent: torch.Tensor, actions: torch.Tensor, memory: torch.Tensor
+    ) -> torch.Tensor:
+        """Unit prediction of the next achievement's representation (N, hidden_size)."""
+        onehot = F.one_hot(actions, self.cfg.num_actions).to(latent.dtype)
+        gamma, beta = self.action_film(onehot).chunk(2, dim=-1)
+        x = torch.cat([(1 + gamma) * latent + beta, memory], dim=-1)
+        return F.normalize(self.next_achievement(x), dim=-1)
