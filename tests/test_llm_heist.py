@@ -127,7 +127,7 @@ def test_adaptation_prompt_reports_skills_and_previous_environments():
     previous = [HeistConfig(maze_size=7, num_keys=2, purpose="two doors")]
     stats = {"collect_keys": (80.0, 5.0), "open_doors": (40.0, 10.0), "steal_gem": (20.0, 4.0)}
     text = adaptation_prompt(previous, stats, 4, REAL, structured=False)
-    assert "- open_doors: 40.0% +/- 10.0%" in text
+    assert "- open_doors: 40% +/- 10%" in text
     assert '"maze_size": 7' in text and "Purpose: two doors" in text
     with pytest.raises(ConfigError, match="missing skills steal_gem"):
         adaptation_prompt(previous, {k: stats[k] for k in list(stats)[:2]}, 4, REAL, False)
