@@ -22,10 +22,15 @@ $(STAMP): pyproject.toml
 
 # llama-cpp-python compiles for about 5 minutes on 2 cores; only tests and
 # `envgen llm record --backend local` need it, `make repro` replays the cache.
+# It is built for a portable x86-64 (AVX2) target, not -march=native: a native build
+# on a CPU that advertises AMX (Intel Xeon, Sapphire Rapids on) segfaulted on its
+# first completion (docs/llm.md, "The local server"). --no-cache-dir keeps pip from
+# reusing a wheel built natively earlier.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 setup-llm: $(STAMP_LLM)
 
 $(STAMP_LLM): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[local-llm,dev]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q --no-cache-dir -e '.[local-llm,dev]'
 	touch $@
 
 test: setup-llm

@@ -160,3 +160,18 @@ def test_local_workers_are_sized_to_the_machine(cores, gpus, expected):
     if not gpus:
         config = ExecutorConfig(env_workers=config.env_workers)
     assert config.local_workers(cores, gpus) == expected
+
+
+def test_a_server_that_cannot_be_reached_fails_the_job_instead_of_being_its_result():
+    """A crashed local server (seen: a native llama.cpp build segfaulting on AMX CPUs)
+    answers "Connection error."; that is retried, never recorded as llm_unusable."""
+    from envgen.llm.client import OpenAIChat
+    from envgen.llm.request import Message
+    from envgen.pipeline.jobs import transport_failure
+
+    closed = backend_config("local", base_url="http://127.0.0.1:9/v1")
+    request = ChatRequest((Message("user", "hi"),), temperature=0, seed=0, max_tokens=8)
+    with pytest.raises(LLMResponseError, match="cannot reach") as raised:
+        OpenAIChat(closed)(request)
+    assert transport_failure(raised.value)
+    assert not transport_failure(LLMResponseError("found 1 usable environment of 4"))

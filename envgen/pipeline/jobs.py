@@ -4,8 +4,9 @@
 status says why (not_recorded: an LLM reply is missing from the cache; llm_unusable:
 the recorded reply stays unusable after the designer's re-asks, which replays the same
 way every time, so it is the row's result and not retried; failed: any other error,
-retried by the executor). A finished run whose code fingerprint matches
-is returned as is; one started under other code is removed and run again.
+a server that could not be reached included, retried by the executor). A finished run
+whose code fingerprint matches is returned as is; one started under other code is
+removed and run again.
 """
 
 from __future__ import annotations
@@ -139,11 +140,27 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
         return JobResult(job.key, DONE, str(run_dir))
     except CacheMissError as exc:
         return JobResult(job.key, NOT_RECORDED, str(run_dir), str(exc))
-    except LLMResponseError as exc:  # replays the same way every time: not retried
-        return JobResult(job.key, LLM_UNUSABLE, str(run_dir), str(exc).splitlines()[0])
+    except LLMResponseError as exc:
+        reason = str(exc).splitlines()[0]
+        if transport_failure(exc):  # the server, not the reply: retried like any failure
+            return JobResult(job.key, FAILED, str(run_dir), reason)
+        return JobResult(job.key, LLM_UNUSABLE, str(run_dir), reason)  # replays the same way
     except Exception as exc:  # noqa: BLE001 - reported per job, retried by the executor
         last = traceback.format_exception_only(exc)[-1].strip()
         return JobResult(job.key, FAILED, str(run_dir), last)
+
+
+def transport_failure(exc: LLMResponseError) -> bool:
+    """Whether the client raised `exc` for a connection error, a timeout or a 5xx answer
+    (its `__context__`; envgen.llm.client): a server that crashed or was unreachable, not
+    an unusable reply, so the job fails and is retried instead of becoming the row's
+    result."""
+    import openai
+
+    cause = exc.__context__
+    if isinstance(cause, openai.APIConnectionError):
+        return True
+    return isinstance(cause, openai.APIStatusError) and cause.status_code >= 500
 
 
 def _drop_if_stale(run_dir: Path, fingerprint: str) -> None:
