@@ -65,8 +65,9 @@ def commit_hook(
     def on_result(result: JobResult) -> None:
         if result.status != DONE:
             return
-        run_dir = Path(result.run_dir)
-        message = commit_message(campaign, rows.get(result.key, "?"), result.key[1], run_dir)
+        run_dir = Path(result.run_dir)  # relative to `repo` (the working directory)
+        row = rows.get(result.key, "?")
+        message = commit_message(campaign, row, result.key[1], repo / run_dir)
         error = commit_run(run_dir, message, repo)
         log(f"[campaign] commit failed for {run_dir}: {error}" if error else f"[{message}]")
 

@@ -23,7 +23,8 @@ def is_committed(run_dir: Path, repo: Path = Path(".")) -> bool:
     tracked = _git(repo, "ls-files", "--error-unmatch", "--", str(run_dir / "final_metrics.json"))
     if tracked.returncode != 0:
         return False
-    return _git(repo, "status", "--porcelain", "--", _spec(run_dir)).stdout.strip() == ""
+    changes = _git(repo, "status", "--porcelain", "--", str(run_dir), _no_checkpoints(run_dir))
+    return changes.stdout.strip() == ""
 
 
 def commit_run(
@@ -34,11 +35,11 @@ def commit_run(
     A directory with nothing to commit returns "" without a commit.
     """
     for attempt in range(LOCK_RETRIES + 1):
-        added = _git(repo, "add", "--", _spec(run_dir), f":(exclude){run_dir}/checkpoints")
+        added = _git(repo, "add", "--", str(run_dir), _no_checkpoints(run_dir))
         if added.returncode == 0:
-            if _git(repo, "diff", "--cached", "--quiet", "--", _spec(run_dir)).returncode == 0:
+            if _git(repo, "diff", "--cached", "--quiet", "--", str(run_dir)).returncode == 0:
                 return ""  # nothing new in this directory
-            done = _git(repo, "commit", "--quiet", "-m", message, "--", _spec(run_dir))
+            done = _git(repo, "commit", "--quiet", "-m", message, "--", str(run_dir))
             if done.returncode == 0:
                 return ""
             error = done.stderr or done.stdout
@@ -50,9 +51,9 @@ def commit_run(
     return "unreachable"
 
 
-def _spec(run_dir: Path) -> str:
-    """The directory as a git pathspec (its contents, recursively)."""
-    return str(run_dir)
+def _no_checkpoints(run_dir: Path) -> str:
+    """A pathspec leaving out the run's checkpoints (git-ignored too; never committed)."""
+    return f":(exclude){run_dir}/checkpoints"
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
