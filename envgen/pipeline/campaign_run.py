@@ -58,18 +58,21 @@ def commit_message(campaign: str, row: str, seed: int, run_dir: Path) -> str:
 
 def commit_hook(
     campaign: str, plan: TablePlan, log: Log, repo: Path = Path(".")
-) -> Callable[[JobResult], None]:
-    """A per-result callback that commits each finished run; a failed commit is logged."""
+) -> Callable[[JobResult], bool]:
+    """A per-result callback that commits each finished run; a failed commit is logged.
+
+    It returns whether the result was a finished run now committed (or already so)."""
     rows = row_of(plan)
 
-    def on_result(result: JobResult) -> None:
+    def on_result(result: JobResult) -> bool:
         if result.status != DONE:
-            return
+            return False
         run_dir = Path(result.run_dir)  # relative to `repo` (the working directory)
         row = rows.get(result.key, "?")
         message = commit_message(campaign, row, result.key[1], repo / run_dir)
         error = commit_run(run_dir, message, repo)
         log(f"[campaign] commit failed for {run_dir}: {error}" if error else f"[{message}]")
+        return not error
 
     return on_result
 
@@ -90,8 +93,7 @@ def commit_finished(
         if is_finished(run_dir, fingerprint_of(job, fingerprints)) and not is_committed(
             run_dir, repo
         ):
-            hook(JobResult(job.key, DONE, str(run_dir)))
-            count += 1
+            count += hook(JobResult(job.key, DONE, str(run_dir)))
     return count
 
 
