@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "envgen.agents.cli",  # train
     "envgen.llm.cli",  # llm serve | record | ...
     "envgen.loop.cli",  # run
+    "envgen.pipeline.campaign",  # campaign start | status | collect
 )
 
 
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # Namespace attributes that hold the (sub)command names, outermost first.
-_COMMAND_NAMES = ("command", "target", "envs_command", "llm_command")
+_COMMAND_NAMES = ("command", "target", "envs_command", "llm_command", "campaign_command")
 
 
 if __name__ == "__main__":

@@ -68,8 +68,13 @@ def execute(
     settings: Settings,
     config: ExecutorConfig,
     log: Callable[[str], Any] = print,
+    on_result: Callable[[JobResult], Any] | None = None,
 ) -> dict[tuple[str, int], JobResult]:
-    """Run every job (retrying failures); returns the final result per job key."""
+    """Run every job (retrying failures); returns the final result per job key.
+
+    `on_result` is called in this process with each attempt's result as it arrives
+    (e.g. to commit a finished run at once rather than when every job is done).
+    """
     run = _ray_runner(config) if config.kind == "ray" else _local_runner(config)
     results: dict[tuple[str, int], JobResult] = {}
     pending = list(jobs)
@@ -80,6 +85,8 @@ def execute(
 
         def report(result: JobResult) -> None:
             log(f"[pipeline] {result.status:12s} {result.run_dir} {result.reason[:200]}")
+            if on_result is not None:
+                on_result(result)
 
         outcomes = run(pending, settings, report)
         for job, result in zip(pending, outcomes, strict=True):

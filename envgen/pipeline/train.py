@@ -218,7 +218,14 @@ def run_plans(
     llm: LLMSpec,
 ) -> dict:
     """Run the distinct jobs of all `plans` together; returns results by job key."""
-    settings = Settings(
+    return execute(distinct_jobs(plans), job_settings(profile, executor, runs_root, llm), executor)
+
+
+def job_settings(
+    profile: Profile, executor: ExecutorConfig, runs_root: Path, llm: LLMSpec
+) -> Settings:
+    """How every job of this profile runs (shared by the train stage and campaigns)."""
+    return Settings(
         runs_root=str(runs_root),
         fingerprints=fingerprints(),
         device=profile.device,
@@ -226,7 +233,6 @@ def run_plans(
         torch_threads=profile.torch_threads,
         llm=llm,
     )
-    return execute(distinct_jobs(plans), settings, executor)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 from envgen.checks import OneLineParser
 from envgen.errors import EnvGenError
 from envgen.report import replay
+from envgen.report.campaign import campaign_lines
 from envgen.report.flags import claim_flags
 from envgen.report.inputs import (
     DONE,
@@ -50,7 +51,9 @@ SMOKE_BANNER = "smoke-scale, NOT a replication of the paper's claims"
 
 
 def claims_markdown(tables: Sequence[TableRecord]) -> str:
-    """The whole CLAIMS.md text."""
+    """The whole CLAIMS.md text; campaign tables get their own section (`report.campaign`)."""
+    campaigns = [t for t in tables if t.is_campaign]
+    tables = [t for t in tables if not t.is_campaign]
     profile = profile_of(tables)
     arms = arms_by_label(tables)
     paper = PaperNumbers.load()
@@ -85,6 +88,8 @@ def claims_markdown(tables: Sequence[TableRecord]) -> str:
     for family, claims in FAMILIES.items():
         lines += ["", *_family(family, claims, arms, tables, paper, profile)]
     lines += ["", *_accounting(tables, paper), "", *replay.claims_lines(tables), ""]
+    if campaigns:
+        lines += [*campaign_lines(campaigns, paper), ""]
     return "\n".join(lines)
 
 

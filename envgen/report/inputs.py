@@ -24,15 +24,19 @@ from envgen.loop.config import GAMES
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.claims import SAME_EXPERIMENT
 
-DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE = (
+DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE, NOT_STARTED = (
     "done",
     "not_recorded",
     "failed",
     "not_implemented",
     "reported_only",
     "llm_unusable",
+    "not_started",  # a campaign row none of whose seeds has finished yet
 )
-STATUSES = (DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE)
+STATUSES = (DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE, NOT_STARTED)
+# Tables whose id starts with this are campaigns (`envgen campaign`): their own claims,
+# never the paper's (CLAIMS.md's campaign section).
+CAMPAIGN_PREFIX = "campaign_"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +92,9 @@ class RowRecord:
     designer: str | None = None
     """Who designed its environments ("llm:<model>", "heuristic", "random"); None for rows
     without designed environments (and in runs.json written before designers were named)."""
+    planned_runs: int | None = None
+    """Runs the row plans (campaign rows, whose runs.json may list fewer while it runs);
+    None elsewhere."""
 
     def claim_label(self) -> str:
         """The paper's label for this experiment as `envgen.stats.PAPER_CLAIMS` name it."""
@@ -116,6 +123,11 @@ class TableRecord:
     def n_runs(self) -> int:
         """Finished runs of done rows."""
         return sum(len(r.runs) for r in self.rows if r.status == DONE)
+
+    @property
+    def is_campaign(self) -> bool:
+        """A campaign's table (`CAMPAIGN_PREFIX`), not one of the paper's."""
+        return self.table.startswith(CAMPAIGN_PREFIX)
 
     @property
     def games(self) -> frozenset[str]:
@@ -191,6 +203,9 @@ def _row(data: Any, where: str) -> RowRecord:
         game=None if game is None else _game(data, where),
         llm_replay=_replay(data.get("llm_replay"), f"{where}.llm_replay"),
         designer=None if data.get("designer") is None else _field(data, "designer", str, where),
+        planned_runs=(
+            None if data.get("planned_runs") is None else _field(data, "planned_runs", int, where)
+        ),
     )
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 from envgen.checks import OneLineParser
 from envgen.errors import EnvGenError
 from envgen.report import replay
+from envgen.report.campaign import CAMPAIGN_SECTION
 from envgen.report.flags import row_flags
 from envgen.report.inputs import DONE, RowRecord, TableRecord, load_tables, profile_of
 from envgen.stats.paper import load_reported
@@ -93,11 +94,12 @@ def _paper(reported: pd.DataFrame, table: str, row: RowRecord) -> dict[str, obje
 
 def _note(row: RowRecord) -> str:
     if row.status == DONE:
-        return (
+        paper = (
             f"paper's number: {row.reported_as[0]} / {row.reported_as[1]}"
             if row.reported_as
             else ""
         )
+        return "; ".join(filter(None, [paper, row.reason]))  # e.g. a campaign in progress
     words = row.status.replace("_", " ")
     return f"{words}: {row.reason}" if row.reason else words
 
@@ -105,7 +107,12 @@ def _note(row: RowRecord) -> str:
 # --- Markdown ---------------------------------------------------------------------------
 def caption(table: TableRecord) -> str:
     """The caption line: table, caption, profile, run count, and whether claim-grade."""
-    grade = "claim-grade" if table.claim_grade else "NOT claim-grade: smoke-scale numbers"
+    if table.claim_grade:
+        grade = "claim-grade"
+    elif table.is_campaign:
+        grade = f'a campaign: its own claims (CLAIMS.md, "{CAMPAIGN_SECTION}"), not the paper\'s'
+    else:
+        grade = "NOT claim-grade: smoke-scale numbers"
     return (
         f"{table.table}: {table.caption}. Profile `{table.profile}`, {grade}; "
         f"{table.n_runs} runs. Ours: mean ± std, 95% t-interval of the mean, n runs; "
@@ -198,9 +205,15 @@ def write_tables(tables: Sequence[TableRecord], out_dir: Path, metrics_path: Pat
         written += [csv, md]
     metrics_path.parent.mkdir(parents=True, exist_ok=True)
     metrics_path.write_text(
-        json.dumps(metrics(frames, profile_of(tables)), indent=2, sort_keys=True) + "\n"
+        json.dumps(metrics(frames, _paper_profile(tables)), indent=2, sort_keys=True) + "\n"
     )
     return [*written, metrics_path]
+
+
+def _paper_profile(tables: Sequence[TableRecord]) -> str:
+    """The profile of the paper's tables (a campaign's own profile is in its caption)."""
+    paper = [t for t in tables if not t.is_campaign]
+    return profile_of(paper or tables)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -275,7 +275,9 @@ def evaluate_claims(
                 g=hedges_g_from_stats(a, b),
                 paper_g=hedges_g_from_stats(pa, pb) if known else math.nan,
                 power=(
-                    welch_power(_assumed(pa, a), _assumed(pb, b), a.n, b.n, level)
+                    welch_power(
+                        assumed_population(pa, a), assumed_population(pb, b), a.n, b.n, level
+                    )
                     if known
                     else math.nan
                 ),
@@ -323,7 +325,7 @@ def _one_config(configs: Mapping[str, str | None] | None, claim: Claim) -> str |
     return a if a is not None and a == b else None
 
 
-def _assumed(paper: SampleStats, ours: SampleStats) -> SampleStats:
+def assumed_population(paper: SampleStats, ours: SampleStats) -> SampleStats:
     """The population a power calculation assumes: the paper's mean, the larger spread.
 
     Taking our std when it exceeds the paper's keeps noisier runs from being credited

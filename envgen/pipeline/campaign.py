@@ -1,0 +1,274 @@
+"""`envgen campaign start|status|collect NAME`: a long campaign across sessions and machines.
+
+    envgen campaign start cpu      # train the missing runs in the background, commit each
+    envgen campaign status cpu     # every (row, seed): done, running, partial, missing; ETA
+    envgen campaign collect cpu    # results/campaign_cpu/runs.json from the run store
+
+A campaign is one replication file under one profile (`CAMPAIGNS`). `start` launches
+`python -m envgen.pipeline.campaign run NAME` in its own session (log and pid file under
+`.envgen/campaigns/`, git-ignored) and refuses while one is alive. Each finished run is
+committed at once (`envgen.pipeline.gitcommit`), so any checkout, on any machine,
+continues with `start` and trains only the missing seeds. `collect` trains nothing
+(the DVC stage `campaign_cpu`; docs/pipeline.md, "CPU campaign").
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from envgen.checks import OneLineParser, fail, whole_number
+from envgen.errors import ConfigError, EnvGenError
+
+STATE_DIR = Path(".envgen/campaigns")
+PROCESS_MARK = "envgen.pipeline.campaign"  # in the command line of a campaign process
+
+
+@dataclasses.dataclass(frozen=True)
+class Campaign:
+    """One campaign: which table, under which profile, collected where."""
+
+    name: str
+    """Its name on the command line."""
+    table: Path
+    """The replication file whose rows it trains."""
+    profile: str
+    """The params.yaml profile it runs under."""
+    out_dir: Path
+    """Where `collect` writes runs.json, metrics.json and scores.json."""
+
+    @property
+    def log(self) -> Path:
+        return STATE_DIR / f"{self.name}.log"
+
+    @property
+    def pid_file(self) -> Path:
+        """Line 1: the campaign process's pid (its session and group id); line 2: workers."""
+        return STATE_DIR / f"{self.name}.pid"
+
+
+CAMPAIGNS: dict[str, Campaign] = {
+    "cpu": Campaign(
+        "cpu", Path("replication/campaign_cpu.yaml"), "cpu", Path("results/campaign_cpu")
+    ),
+}
+
+
+def campaign(name: str) -> Campaign:
+    if name not in CAMPAIGNS:
+        raise ConfigError("campaign", f"{name!r} is unknown; choose one of {', '.join(CAMPAIGNS)}")
+    return CAMPAIGNS[name]
+
+
+# --- the background process ---------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Process:
+    """What the pid file says."""
+
+    pid: int
+    workers: int
+
+
+def read_process(c: Campaign) -> Process | None:
+    """The recorded campaign process, or None without a (readable) pid file."""
+    try:
+        lines = c.pid_file.read_text(encoding="utf-8").split()
+        return Process(int(lines[0]), int(lines[1]) if len(lines) > 1 else 0)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def is_alive(pid: int) -> bool:
+    """A live, non-zombie process whose command line is a campaign's (pids get reused)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    proc = Path(f"/proc/{pid}")
+    if not proc.is_dir():
+        return True  # no /proc: trust the signal
+    try:
+        if ") Z" in (proc / "stat").read_text():
+            return False
+        return PROCESS_MARK.encode() in (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def live_process(c: Campaign) -> Process | None:
+    process = read_process(c)
+    return process if process is not None and is_alive(process.pid) else None
+
+
+def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commit: bool) -> int:
+    """Launch the campaign detached; refuse while one is alive."""
+    running = live_process(c)
+    if running is not None:
+        raise EnvGenError(
+            f"campaign {c.name} is already running (pid {running.pid}, log {c.log}); see "
+            f"`envgen campaign status {c.name}`, or stop it with `kill -- -{running.pid}`"
+        )
+    from envgen.pipeline.campaign_run import RunRequest, load_campaign, pending_jobs, seed_order
+    from envgen.pipeline.executor import _cores
+    from envgen.pipeline.train import fingerprints
+
+    request = RunRequest(c.name, c.table, c.profile, params, runs_root, workers, commit)
+    plan, _, executor = load_campaign(request)  # mistakes show here, not in the log
+    pending = pending_jobs(plan, runs_root, fingerprints())
+    if not pending and not commit:
+        print(f"campaign {c.name}: all {len(seed_order(plan))} runs finished; nothing to train")
+        return 0
+    count = workers or executor.local_workers(_cores(), 0)
+    command = [sys.executable, "-m", PROCESS_MARK, "run", c.name, "--params", str(params)]
+    command += ["--runs-root", str(runs_root), "--workers", str(count)]
+    command += [] if commit else ["--no-commit"]
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    with c.log.open("a", encoding="utf-8") as log:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    c.pid_file.write_text(f"{process.pid}\n{count}\n", encoding="utf-8")
+    print(
+        f"campaign {c.name}: started pid {process.pid}, {len(pending)} of "
+        f"{len(seed_order(plan))} runs to train, {count} at once "
+        f"({'each committed as it finishes' if commit else 'not committed'}); log {c.log}; "
+        f"`envgen campaign status {c.name}`; stop: `kill -- -{process.pid}`"
+    )
+    return 0
+
+
+def run(c: Campaign, params: Path, runs_root: Path, workers: int | None, commit: bool) -> int:
+    """The foreground session `start` launches; clears its pid file when it ends."""
+    from envgen.pipeline.campaign_run import RunRequest, run_campaign
+
+    try:
+        return run_campaign(
+            RunRequest(c.name, c.table, c.profile, params, runs_root, workers, commit)
+        )
+    finally:
+        process = read_process(c)
+        if process is not None and process.pid == os.getpid():
+            c.pid_file.unlink(missing_ok=True)
+
+
+# --- status and collect ---------------------------------------------------------------
+def status(c: Campaign, params: Path, runs_root: Path) -> int:
+    """Print every (row, seed)'s state, counts per row, and an ETA."""
+    from envgen.pipeline.campaign_run import RunRequest, load_campaign
+    from envgen.pipeline.campaign_status import status_text
+    from envgen.pipeline.campaign_store import job_states
+    from envgen.pipeline.executor import _cores
+    from envgen.pipeline.gitcommit import is_committed
+    from envgen.pipeline.train import fingerprints
+
+    plan, _, executor = load_campaign(
+        RunRequest(c.name, c.table, c.profile, params, runs_root, None, True)
+    )
+    process = live_process(c)
+    states = job_states(plan, runs_root, fingerprints(), process is not None, is_committed)
+    workers = process.workers if process else executor.local_workers(_cores(), 0)
+    print(status_text(c, states, process, workers))
+    return 0
+
+
+def collect(c: Campaign, params: Path, runs_root: Path, outs: Sequence[Path]) -> int:
+    """Write runs.json, metrics.json and scores.json from the run store; trains nothing."""
+    from envgen.files import write_json_atomic
+    from envgen.pipeline.campaign_run import RunRequest, load_campaign
+    from envgen.pipeline.campaign_store import collect_table
+    from envgen.pipeline.results import table_metrics, table_scores
+    from envgen.pipeline.train import fingerprints
+
+    plan, profile, _ = load_campaign(
+        RunRequest(c.name, c.table, c.profile, params, runs_root, None, False)
+    )
+    table = collect_table(
+        plan, profile, runs_root, fingerprints(), f"`envgen campaign start {c.name}`"
+    )
+    for path, data in zip(outs, (table, table_metrics(table), table_scores(table)), strict=True):
+        write_json_atomic(path, data)
+        print(f"[campaign] wrote {path}")
+    return 0
+
+
+# --- command line ------------------------------------------------------------------------
+def add_commands(parser: argparse.ArgumentParser) -> None:
+    """start | status | collect | run, each taking the campaign's name."""
+    sub = parser.add_subparsers(dest="campaign_command", metavar="ACTION", required=True)
+    helps = {
+        "start": "train the missing runs in the background, committing each as it finishes",
+        "status": "every (row, seed): done, running, partial or missing; ETA",
+        "collect": "write the campaign's runs.json (and metrics, scores) from the run store",
+        "run": "what start launches: the same in the foreground",
+    }
+    for action, text in helps.items():
+        p = sub.add_parser(action, help=text, description=text)
+        p.add_argument("name", help=f"the campaign: {', '.join(CAMPAIGNS)}")
+        p.add_argument("--params", type=Path, default=Path("params.yaml"))
+        p.add_argument("--runs-root", type=Path, default=Path("results/runs"))
+        if action in ("start", "run"):
+            p.add_argument(
+                "--workers",
+                type=whole_number(1),
+                help="runs at once (default: params.yaml's execution.workers)",
+            )
+            p.add_argument(
+                "--no-commit", action="store_true", help="do not commit finished runs to git"
+            )
+        if action == "collect":
+            for name in ("out", "metrics", "plots"):
+                p.add_argument(f"--{name}", type=Path, help=f"default: OUT_DIR/{_OUT_NAMES[name]}")
+        p.set_defaults(func=dispatch)
+
+
+_OUT_NAMES = {"out": "runs.json", "metrics": "metrics.json", "plots": "scores.json"}
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    c = campaign(args.name)
+    action = args.campaign_command
+    if action in ("start", "run"):
+        do = start if action == "start" else run
+        return do(c, args.params, args.runs_root, args.workers, not args.no_commit)
+    if action == "status":
+        return status(c, args.params, args.runs_root)
+    outs = [getattr(args, n) or c.out_dir / _OUT_NAMES[n] for n in _OUT_NAMES]
+    return collect(c, args.params, args.runs_root, outs)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """`envgen campaign ...` (envgen.cli)."""
+    parser = subparsers.add_parser(
+        "campaign",
+        help="start, watch and collect a long campaign (e.g. cpu)",
+        description=__doc__.split("\n\n")[0],
+    )
+    add_commands(parser)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = OneLineParser(
+        prog="python -m envgen.pipeline.campaign", description=__doc__.split("\n\n")[0]
+    )
+    add_commands(parser)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except EnvGenError as exc:
+        return fail(f"envgen campaign {args.campaign_command}", exc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

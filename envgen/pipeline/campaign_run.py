@@ -1,0 +1,161 @@
+"""Train a campaign's missing runs in the foreground, committing each one as it finishes.
+
+`envgen campaign start` runs this in a detached process. Jobs go to the executor
+seed by seed (seed 0 of every row, then seed 1, ...), so a campaign stopped half way
+has every row at about the same number of seeds, which is what its claims compare.
+Finished runs of the current code are skipped; a partial one resumes from its
+checkpoint (`envgen.pipeline.jobs.run_job`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from envgen.pipeline.campaign_store import fingerprint_of, is_finished, row_jobs
+from envgen.pipeline.gitcommit import commit_run, is_committed
+from envgen.pipeline.jobs import DONE, FAILED, JobResult, job_dir
+from envgen.pipeline.plan import Job, RandomJob, TablePlan
+
+AnyJob = Job | RandomJob
+Log = Callable[[str], Any]
+
+
+def seed_order(plan: TablePlan) -> list[AnyJob]:
+    """Every distinct trained job, by seed, then initial set, then row order."""
+    jobs: dict[tuple[str, int], tuple[tuple[int, int, int], AnyJob]] = {}
+    for index, (_, job) in enumerate(row_jobs(plan)):
+        initial_set = job.config.initial_set if isinstance(job, Job) else 0
+        jobs.setdefault(job.key, ((job.seed, initial_set, index), job))
+    return [job for _, job in sorted(jobs.values(), key=lambda entry: entry[0])]
+
+
+def pending_jobs(plan: TablePlan, runs_root: Path, fingerprints: Mapping[str, str]) -> list[AnyJob]:
+    """`seed_order`'s jobs that have not finished under the current code."""
+    return [
+        job
+        for job in seed_order(plan)
+        if not is_finished(job_dir(job, runs_root), fingerprint_of(job, fingerprints))
+    ]
+
+
+def row_of(plan: TablePlan) -> dict[tuple[str, int], str]:
+    """{job key: the first row label that runs it}."""
+    rows: dict[tuple[str, int], str] = {}
+    for row, job in row_jobs(plan):
+        rows.setdefault(job.key, row)
+    return rows
+
+
+def commit_message(campaign: str, row: str, seed: int, run_dir: Path) -> str:
+    """ "campaign <name>: <row> seed <K>: score <X>%" from the run's final_metrics.json."""
+    final = json.loads((run_dir / "final_metrics.json").read_text(encoding="utf-8"))
+    return f"campaign {campaign}: {row} seed {seed}: score {float(final['score']):.2f}%"
+
+
+def commit_hook(
+    campaign: str, plan: TablePlan, log: Log, repo: Path = Path(".")
+) -> Callable[[JobResult], bool]:
+    """A per-result callback that commits each finished run; a failed commit is logged.
+
+    It returns whether the result was a finished run now committed (or already so)."""
+    rows = row_of(plan)
+
+    def on_result(result: JobResult) -> bool:
+        if result.status != DONE:
+            return False
+        run_dir = Path(result.run_dir)  # relative to `repo` (the working directory)
+        row = rows.get(result.key, "?")
+        message = commit_message(campaign, row, result.key[1], repo / run_dir)
+        error = commit_run(run_dir, message, repo)
+        log(f"[campaign] commit failed for {run_dir}: {error}" if error else f"[{message}]")
+        return not error
+
+    return on_result
+
+
+def commit_finished(
+    campaign: str,
+    plan: TablePlan,
+    runs_root: Path,
+    fingerprints: Mapping[str, str],
+    log: Log,
+    repo: Path = Path("."),
+) -> int:
+    """Commit finished runs a previous session left uncommitted; returns how many."""
+    hook = commit_hook(campaign, plan, log, repo)
+    count = 0
+    for job in seed_order(plan):
+        run_dir = job_dir(job, runs_root)
+        if is_finished(run_dir, fingerprint_of(job, fingerprints)) and not is_committed(
+            run_dir, repo
+        ):
+            count += hook(JobResult(job.key, DONE, str(run_dir)))
+    return count
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRequest:
+    """What one foreground campaign session does."""
+
+    campaign: str
+    """The campaign's name (`envgen.pipeline.campaign.CAMPAIGNS`)."""
+    table: Path
+    """Its replication file."""
+    profile: str
+    """The profile it runs under."""
+    params: Path
+    """params.yaml."""
+    runs_root: Path
+    """The run store."""
+    workers: int | None
+    """Runs at once; None = params.yaml's `execution.workers`."""
+    commit: bool
+    """Commit each finished run."""
+
+
+def run_campaign(request: RunRequest, log: Log = print) -> int:
+    """Train the pending jobs; 0 when all finished, 2 when some still failed."""
+    from envgen.llm.cache import DEFAULT_CACHE_DIR
+    from envgen.pipeline.executor import execute
+    from envgen.pipeline.train import check_device, fingerprints, job_settings, llm_spec
+
+    plan, profile, executor = load_campaign(request)
+    codes = fingerprints()
+    if request.commit:
+        count = commit_finished(request.campaign, plan, request.runs_root, codes, log)
+        if count:
+            log(f"[campaign] committed {count} finished run(s) left uncommitted")
+    jobs = pending_jobs(plan, request.runs_root, codes)
+    log(f"[campaign] {request.campaign}: {len(jobs)} of {len(seed_order(plan))} runs to train")
+    if not jobs:
+        return 0
+    check_device(profile, executor)
+    hook = commit_hook(request.campaign, plan, log) if request.commit else None
+    with llm_spec("replay", DEFAULT_CACHE_DIR) as llm:
+        settings = job_settings(profile, executor, request.runs_root, llm)
+        results = execute(jobs, settings, executor, log, on_result=hook)
+    failed = [r for r in results.values() if r.status == FAILED]
+    log(f"[campaign] {request.campaign}: session over, {len(failed)} run(s) failed")
+    return 2 if failed else 0
+
+
+def load_campaign(request: RunRequest) -> tuple[TablePlan, Any, Any]:
+    """(plan, profile, executor config) of the campaign, params.yaml checked first."""
+    from envgen.errors import ConfigError
+    from envgen.pipeline.profile import load_profile
+    from envgen.pipeline.train import check_params, executor_config, read_params, table_plan
+
+    try:
+        params = read_params(request.params)
+        check_params(params)
+        profile = load_profile(params, request.profile)
+        executor = executor_config(params)
+    except ConfigError as exc:
+        raise exc.in_file(request.params) from None
+    if request.workers is not None:
+        executor = dataclasses.replace(executor, workers=request.workers)
+    return table_plan(request.table, profile), profile, executor

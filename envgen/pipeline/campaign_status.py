@@ -1,0 +1,73 @@
+"""`envgen campaign status`'s text: one line per (row, seed), counts per row, an ETA."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from envgen.pipeline.campaign_store import (
+    FINISHED,
+    MISSING,
+    PARTIAL,
+    RUNNING,
+    STALE,
+    JobState,
+    eta_s,
+)
+
+STATES = (FINISHED, RUNNING, PARTIAL, STALE, MISSING)
+
+
+def describe(state: JobState, alive: bool) -> str:
+    """One job's state in words, with its progress or score."""
+    progress = f"{state.steps:,} of {state.total_steps:,} steps"
+    percent = 100 * state.steps / state.total_steps if state.total_steps else 0.0
+    if state.state == FINISHED:
+        commit = {True: "committed", False: "not committed", None: ""}[state.committed]
+        return f"done ({commit}), score {state.score:.2f}%" if commit else "done"
+    if state.state == RUNNING:
+        return f"running {percent:.0f}% ({progress})"
+    if state.state == PARTIAL:
+        return f"partial {percent:.0f}% ({progress}; resumes from its checkpoint)"
+    if state.state == STALE:
+        return "stale (finished under other code; will be redone)"
+    return "missing (queued)" if alive else "missing"
+
+
+def status_text(campaign: Any, states: Sequence[JobState], process: Any, workers: int) -> str:
+    """The whole status report; `process`: the live campaign process or None."""
+    alive = process is not None
+    head = f"campaign {campaign.name} ({campaign.table}, profile {campaign.profile}): " + (
+        f"running, pid {process.pid}, {workers} at once, log {campaign.log}"
+        if alive
+        else f"no campaign process running (continue: envgen campaign start {campaign.name})"
+    )
+    width = max(len(s.row) for s in states) if states else 10
+    lines = [head, "", f"{'row':{width}s}  seed  state"]
+    lines += [f"{s.row:{width}s}  {s.job.seed:4d}  {describe(s, alive)}" for s in states]
+    lines += ["", "per row:"]
+    for row in dict.fromkeys(s.row for s in states):
+        counts = Counter(s.state for s in states if s.row == row)
+        total = sum(counts.values())
+        parts = ", ".join(f"{counts[k]} {k}" for k in STATES if counts[k])
+        lines.append(f"  {row}: {parts} (of {total})")
+    lines += ["", eta_line(campaign.name, states, workers, alive)]
+    return "\n".join(lines)
+
+
+def eta_line(name: str, states: Sequence[JobState], workers: int, alive: bool) -> str:
+    """Time left at the measured speed, or why it is not known."""
+    left, speed = eta_s(states, workers)
+    if left == 0:
+        return f"every run finished: `envgen campaign collect {name}`, then `make repro`"
+    if left is None or speed is None:
+        return "ETA: no speed measured yet (no finished or running run)"
+    source = (
+        "finished runs" if any(s.state == FINISHED and s.speed for s in states) else "running runs"
+    )
+    when = "" if alive else " once started"
+    return (
+        f"ETA{when}: about {left / 3600:.1f} h at {speed:,.0f} env steps/s per run "
+        f"(measured on {source}), {workers} run(s) at once"
+    )

@@ -1,0 +1,192 @@
+"""A campaign's runs as the run store shows them: state per (row, seed), ETA, runs.json.
+
+Nothing here trains. A run counts as finished exactly as `envgen.pipeline.jobs` decides
+it: `final_metrics.json` present and the run's code fingerprint equal to the current
+tree's (a finished run of other code is `stale` and will be redone). A campaign in
+progress collects into a runs.json whose rows list the seeds finished so far, each row
+saying how many of its planned seeds that is; a row with none is `not_started`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from envgen.pipeline.fingerprint import recorded_fingerprint
+from envgen.pipeline.jobs import DONE, JobResult, job_dir
+from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
+from envgen.pipeline.profile import Profile
+from envgen.pipeline.results import table_results
+
+FINISHED, RUNNING, PARTIAL, STALE, MISSING = "done", "running", "partial", "stale", "missing"
+NOT_STARTED = "not_started"  # runs.json status of a campaign row with no finished seed
+RUNNING_WINDOW_S = 900.0  # a run of a live campaign that wrote within this is running
+AnyJob = Job | RandomJob
+
+
+@dataclasses.dataclass(frozen=True)
+class JobState:
+    """One (row, seed) of a campaign in the run store."""
+
+    row: str
+    """The row's label (replication file)."""
+    job: AnyJob
+    """The job behind it."""
+    run_dir: Path
+    """`<runs_root>/<hash>/seed-<K>`."""
+    state: str
+    """done | running | partial (checkpoint, no live process) | stale | missing."""
+    steps: int
+    """Env steps done (a finished run: its global_steps; else metrics.jsonl's last step)."""
+    total_steps: int
+    """Env steps the run trains in all."""
+    speed: float | None
+    """Measured env steps/s (finished: global_steps / wall_s; else the last `time/sps`)."""
+    score: float | None = None
+    """A finished run's score (%)."""
+    committed: bool | None = None
+    """Whether a finished run is committed to git; None when not asked or not finished."""
+
+
+def fingerprint_of(job: AnyJob, fingerprints: Mapping[str, str]) -> str:
+    return fingerprints[job.config.game if isinstance(job, Job) else "crafter"]
+
+
+def is_finished(run_dir: Path, fingerprint: str) -> bool:
+    """Finished and made by the current code: what `run_job` would not redo."""
+    return (run_dir / "final_metrics.json").is_file() and recorded_fingerprint(
+        run_dir
+    ) == fingerprint
+
+
+def row_jobs(plan: TablePlan) -> list[tuple[str, AnyJob]]:
+    """(row label, job) of every trained row, in the table's order."""
+    return [(row.name, job) for row in plan.rows if row.kind == TRAIN for job in row.jobs]
+
+
+def job_states(
+    plan: TablePlan,
+    runs_root: Path,
+    fingerprints: Mapping[str, str],
+    alive: bool,
+    committed: Callable[[Path], bool] | None = None,
+    now: float | None = None,
+) -> list[JobState]:
+    """The state of every (row, seed); `alive`: a campaign process is running now."""
+    now = time.time() if now is None else now
+    return [
+        _state(row, job, runs_root, fingerprint_of(job, fingerprints), alive, committed, now)
+        for row, job in row_jobs(plan)
+    ]
+
+
+def _state(
+    row: str,
+    job: AnyJob,
+    runs_root: Path,
+    fingerprint: str,
+    alive: bool,
+    committed: Callable[[Path], bool] | None,
+    now: float,
+) -> JobState:
+    run_dir = job_dir(job, runs_root)
+    total = job.config.total_steps if isinstance(job, Job) else 0
+    base = JobState(row, job, run_dir, MISSING, 0, total, None)
+    if not run_dir.is_dir():
+        return base
+    if (run_dir / "final_metrics.json").is_file():
+        if recorded_fingerprint(run_dir) != fingerprint:
+            return dataclasses.replace(base, state=STALE)
+        final = json.loads((run_dir / "final_metrics.json").read_text(encoding="utf-8"))
+        steps, wall = int(final.get("global_steps", 0)), float(final.get("wall_s") or 0)
+        return dataclasses.replace(
+            base,
+            state=FINISHED,
+            steps=steps,
+            speed=steps / wall if wall > 0 else None,
+            score=float(final["score"]),
+            committed=committed(run_dir) if committed else None,
+        )
+    last = last_record(run_dir / "metrics.jsonl")
+    steps = int(last.get("step", 0)) if last else 0
+    speed = last.get("time/sps") if last else None
+    recent = now - _last_write(run_dir) < RUNNING_WINDOW_S
+    if alive and recent:
+        state = RUNNING
+    elif (run_dir / "checkpoints" / "latest.pt").is_file():
+        state = PARTIAL
+    else:
+        state, steps = MISSING, 0  # no checkpoint: it starts over
+    return dataclasses.replace(base, state=state, steps=steps, speed=speed)
+
+
+def last_record(path: Path) -> dict[str, Any] | None:
+    """The last whole JSON line of a JSONL log (a line being written is skipped)."""
+    if not path.is_file():
+        return None
+    for line in reversed(path.read_text(encoding="utf-8").splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    return None
+
+
+def _last_write(run_dir: Path) -> float:
+    files = [p for p in run_dir.iterdir() if p.is_file()]
+    return max((p.stat().st_mtime for p in files), default=run_dir.stat().st_mtime)
+
+
+def eta_s(states: Sequence[JobState], workers: int) -> tuple[float | None, float | None]:
+    """(seconds left, env steps/s per run used), from the measured speed and `workers`.
+
+    Speed: the mean of finished runs' global_steps / wall_s, else of running runs'
+    last `time/sps`. Remaining work is spread over `workers` runs at once, and no
+    sooner than the longest remaining run alone.
+    """
+    distinct = {s.job.key: s for s in states}.values()
+    left = [s.total_steps - s.steps for s in distinct if s.state != FINISHED]
+    if not left:
+        return 0.0, None
+    measured = [s.speed for s in distinct if s.state == FINISHED and s.speed]
+    measured = measured or [s.speed for s in distinct if s.state == RUNNING and s.speed]
+    if not measured:
+        return None, None
+    speed = sum(measured) / len(measured)
+    return max(sum(left) / (max(1, workers) * speed), max(left) / speed), speed
+
+
+# --- runs.json from the store -------------------------------------------------------------
+def collect_table(
+    plan: TablePlan,
+    profile: Profile,
+    runs_root: Path,
+    fingerprints: Mapping[str, str],
+    continue_command: str,
+) -> dict[str, Any]:
+    """The campaign's runs.json: finished runs only, each row saying k of n seeds."""
+    results = {}
+    for _, job in row_jobs(plan):
+        run_dir = job_dir(job, runs_root)
+        done = is_finished(run_dir, fingerprint_of(job, fingerprints))
+        results[job.key] = JobResult(job.key, DONE if done else MISSING, str(run_dir))
+    table = table_results(plan, profile, results, runs_root, fingerprints)
+    planned = {row.name: len(row.jobs) for row in plan.rows}
+    for row in table["rows"]:
+        if row["row"] not in planned or row["status"] != DONE:
+            continue
+        k, n = len(row["runs"]), planned[row["row"]]
+        row["planned_runs"] = n
+        if k == 0:
+            row["status"] = NOT_STARTED
+            row["reason"] = f"0 of {n} seeds finished; start it: {continue_command}"
+        elif k < n:
+            row["reason"] = (
+                f"{k} of {n} seeds finished (campaign in progress; {continue_command} "
+                "trains the rest)"
+            )
+    return table

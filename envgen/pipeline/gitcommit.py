@@ -1,0 +1,62 @@
+"""Commit one finished run directory to git, and nothing else.
+
+A long campaign commits each run as it finishes, so a killed session or another
+machine loses at most the runs in flight. `git commit -- <dir>` commits only that
+path even when the user has other work staged; `checkpoints/` is git-ignored and also
+excluded here, so a checkpoint is never committed. A busy index (`.git/index.lock`,
+e.g. the user's own git command) is retried a few times; any other failure is
+reported and left to the caller, which goes on training.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+LOCK_RETRIES = 5
+LOCK_WAIT_S = 2.0
+
+
+def is_committed(run_dir: Path, repo: Path = Path(".")) -> bool:
+    """Whether `run_dir`'s final_metrics.json is tracked and the directory has no changes."""
+    tracked = _git(repo, "ls-files", "--error-unmatch", "--", str(run_dir / "final_metrics.json"))
+    if tracked.returncode != 0:
+        return False
+    changes = _git(repo, "status", "--porcelain", "--", str(run_dir), _no_checkpoints(run_dir))
+    return changes.stdout.strip() == ""
+
+
+def commit_run(
+    run_dir: Path, message: str, repo: Path = Path("."), wait_s: float = LOCK_WAIT_S
+) -> str:
+    """Commit `run_dir` (checkpoints excluded) with `message`; returns "" or why it failed.
+
+    A directory with nothing to commit returns "" without a commit.
+    """
+    for attempt in range(LOCK_RETRIES + 1):
+        added = _git(repo, "add", "--", str(run_dir), _no_checkpoints(run_dir))
+        if added.returncode == 0:
+            if _git(repo, "diff", "--cached", "--quiet", "--", str(run_dir)).returncode == 0:
+                return ""  # nothing new in this directory
+            done = _git(repo, "commit", "--quiet", "-m", message, "--", str(run_dir))
+            if done.returncode == 0:
+                return ""
+            error = done.stderr or done.stdout
+        else:
+            error = added.stderr
+        if "index.lock" not in error or attempt == LOCK_RETRIES:
+            return " ".join(error.split())[:300] or "git failed without a message"
+        time.sleep(wait_s)
+    return "unreachable"
+
+
+def _no_checkpoints(run_dir: Path) -> str:
+    """A pathspec leaving out the run's checkpoints (git-ignored too; never committed)."""
+    return f":(exclude){run_dir}/checkpoints"
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=False
+    )

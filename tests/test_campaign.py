@@ -1,0 +1,311 @@
+"""`envgen campaign` on a synthetic run store: order, states, collect, commits, the rule.
+
+Nothing here trains: finished runs are written by `fake_run`, which lays out what a
+real run leaves (final_metrics.json, run.yaml, code_fingerprint.txt, the JSONL logs
+and a checkpoint).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from envgen.errors import EnvGenError
+from envgen.pipeline import campaign
+from envgen.pipeline.campaign_run import RunRequest, commit_hook, load_campaign, seed_order
+from envgen.pipeline.campaign_status import status_text
+from envgen.pipeline.campaign_store import (
+    FINISHED,
+    MISSING,
+    NOT_STARTED,
+    PARTIAL,
+    RUNNING,
+    STALE,
+    collect_table,
+    job_states,
+)
+from envgen.pipeline.executor import ExecutorConfig, execute
+from envgen.pipeline.gitcommit import commit_run, is_committed
+from envgen.pipeline.jobs import DONE, JobResult, Settings, job_dir
+from envgen.pipeline.plan import Job
+from envgen.pipeline.train import fingerprints
+from envgen.report import claims as report_claims
+from envgen.report import tables as report_tables
+from envgen.report.inputs import load_table
+from envgen.scoring import ACHIEVEMENTS
+from envgen.stats.campaign import (
+    CAMPAIGN_CLAIMS,
+    NO_DIFFERENCE,
+    NOT_ENOUGH,
+    WORSE,
+    evaluate_campaign,
+)
+from envgen.stats.claims import PaperNumbers
+
+REPO = Path(__file__).resolve().parents[1]
+CPU = campaign.CAMPAIGNS["cpu"]
+ROWS = (
+    "PPO 1.96M Crafter only",
+    "Heuristic designer: EnvGen schedule",
+    "Heuristic designer: Fixed",
+    "Domain randomization: EnvGen schedule",
+)
+
+
+def request(runs_root: Path, commit: bool = False) -> RunRequest:
+    return RunRequest(
+        "cpu", REPO / CPU.table, CPU.profile, REPO / "params.yaml", runs_root, None, commit
+    )
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return load_campaign(request(Path("unused")))[0]
+
+
+@pytest.fixture(scope="module")
+def codes():
+    return fingerprints()
+
+
+def fake_run(run_dir: Path, job: Job, score: float, fingerprint: str, finished: bool = True):
+    """The files a real run leaves; `finished=False`: a killed run (checkpoint, no summary)."""
+    run_dir.mkdir(parents=True)
+    (run_dir / "code_fingerprint.txt").write_text(fingerprint + "\n")
+    (run_dir / "run.yaml").write_text(f"config_hash: {job.key[0]}\nseed: {job.seed}\n")
+    (run_dir / "checkpoints").mkdir()
+    (run_dir / "checkpoints" / "latest.pt").write_bytes(b"weights")
+    total = job.config.total_steps
+    steps = total if finished else total // 2
+    lines = [{"step": s, "phase": "final", "time/sps": 1000.0} for s in (steps // 2, steps)]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (run_dir / "episodes.jsonl").write_text(json.dumps({"length": 100, "reward": 1.0}) + "\n")
+    if finished:
+        final = {
+            "config_hash": job.key[0],
+            "episodes": 120,
+            "episodes_cut": 4,
+            "first_unlock_step": dict.fromkeys(ACHIEVEMENTS),
+            "global_steps": total,
+            "llm_calls": 0,
+            "llm_replay": None,
+            "method": job.config.method,
+            "reward": 3.0,
+            "score": score,
+            "seed": job.seed,
+            "success_rates": dict.fromkeys(ACHIEVEMENTS, 10.0),
+            "wall_s": total / 1000.0,
+        }
+        (run_dir / "final_metrics.json").write_text(json.dumps(final))
+
+
+def jobs_by_row(plan) -> dict[str, list[Job]]:
+    return {row.name: list(row.jobs) for row in plan.rows}
+
+
+# --- order, states, collect ------------------------------------------------------------------
+def test_jobs_fill_seeds_evenly_across_rows(plan):
+    order = seed_order(plan)
+    assert len(order) == 20
+    assert [job.seed for job in order] == [s for s in range(5) for _ in range(4)]
+    first_row = {job.key: row.name for row in plan.rows for job in row.jobs}
+    assert [first_row[job.key] for job in order[:4]] == list(ROWS)
+
+
+def synthetic_store(plan, codes, root: Path) -> None:
+    rows = jobs_by_row(plan)
+    fp = codes["crafter"]
+    for seed, score in ((0, 4.0), (1, 5.0)):
+        job = rows[ROWS[0]][seed]
+        fake_run(job_dir(job, root), job, score, fp)
+    job = rows[ROWS[1]][0]
+    fake_run(job_dir(job, root), job, 6.0, fp)
+    job = rows[ROWS[1]][1]
+    fake_run(job_dir(job, root), job, 6.5, "0" * 16)  # finished under other code
+    job = rows[ROWS[2]][0]
+    fake_run(job_dir(job, root), job, 0.0, fp, finished=False)
+
+
+def test_states_progress_and_eta(plan, codes, tmp_path):
+    synthetic_store(plan, codes, tmp_path)
+    idle = {(s.row, s.job.seed): s for s in job_states(plan, tmp_path, codes, alive=False)}
+    assert idle[(ROWS[0], 0)].state == FINISHED and idle[(ROWS[0], 0)].score == 4.0
+    assert idle[(ROWS[1], 1)].state == STALE
+    assert idle[(ROWS[2], 0)].state == PARTIAL
+    assert idle[(ROWS[3], 0)].state == MISSING
+    live = job_states(plan, tmp_path, codes, alive=True)
+    partial = next(s for s in live if (s.row, s.job.seed) == (ROWS[2], 0))
+    assert partial.state == RUNNING and partial.steps == partial.total_steps // 2
+    text = status_text(CPU, live, campaign.Process(123, 2), 2)
+    assert "running 50%" in text and "pid 123" in text
+    assert f"{ROWS[0]}: 2 done, 3 missing (of 5)" in text
+    # 1,000 steps/s measured on the finished runs; 16 runs and a half left over 2 workers
+    left_steps = 16 * 1_960_000 + 980_000
+    assert f"about {left_steps / 2000 / 3600:.1f} h at 1,000 env steps/s" in text
+
+
+def test_collect_lists_finished_runs_and_says_k_of_n(plan, codes, tmp_path):
+    synthetic_store(plan, codes, tmp_path / "runs")
+    profile = load_campaign(request(tmp_path))[1]
+    table = collect_table(plan, profile, tmp_path / "runs", codes, "`envgen campaign start cpu`")
+    rows = {r["row"]: r for r in table["rows"]}
+    assert rows[ROWS[0]]["status"] == DONE and len(rows[ROWS[0]]["runs"]) == 2
+    assert "2 of 5 seeds finished (campaign in progress" in rows[ROWS[0]]["reason"]
+    assert rows[ROWS[1]]["status"] == DONE and len(rows[ROWS[1]]["runs"]) == 1  # stale skipped
+    assert rows[ROWS[2]]["status"] == rows[ROWS[3]]["status"] == NOT_STARTED
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(table))
+    record = load_table(path)  # the report accepts it
+    assert record.is_campaign and record.rows[0].planned_runs == 5
+    frame = report_tables.table_frame(record, report_tables.load_reported())
+    assert "2 of 5 seeds finished" in frame.iloc[0]["note"]
+    text = report_claims.claims_markdown([record])
+    assert "## Campaigns: a different claim from the paper's" in text
+    assert "**not enough runs (1 of 5 and 2 of 5)**" in text
+
+
+def test_collect_command_writes_three_files(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)  # the replication file's path is relative to the repository
+    outs = [tmp_path / n for n in ("runs.json", "metrics.json", "scores.json")]
+    args = ["collect", "cpu", "--params", str(REPO / "params.yaml"), "--runs-root"]
+    args += [
+        str(tmp_path / "runs"),
+        *(f"--{k}={p}" for k, p in zip(("out", "metrics", "plots"), outs, strict=True)),
+    ]
+    assert campaign.main(args) == 0
+    assert all(p.is_file() for p in outs)
+    assert json.loads(outs[1].read_text()) == {} and json.loads(outs[2].read_text()) == []
+
+
+# --- commits -----------------------------------------------------------------------------
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    for args in (["init", "-q"], ["config", "user.name", "t"], ["config", "user.email", "t@t"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True)
+    (root / "README").write_text("x\n")
+    subprocess.run(["git", "-C", str(root), "add", "README"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-qm", "init"], check=True)
+    return root
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(root), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def test_commit_takes_only_the_run_dir_never_checkpoints(plan, codes, repo):
+    job = jobs_by_row(plan)[ROWS[0]][0]
+    run_dir = Path("results/runs") / job.key[0] / "seed-0"
+    fake_run(repo / run_dir, job, 4.25, codes["crafter"])
+    (repo / "other.txt").write_text("user's staged work\n")
+    _git(repo, "add", "other.txt")
+    logged: list[str] = []
+    hook = commit_hook("cpu", plan, logged.append, repo)
+    hook(JobResult(job.key, DONE, str(run_dir)))
+    assert logged == [f"[campaign cpu: {ROWS[0]} seed 0: score 4.25%]"]
+    files = _git(repo, "show", "--name-only", "--format=%s", "HEAD").split()
+    assert "other.txt" not in files and not any("checkpoints" in f for f in files)
+    assert f"{run_dir}/final_metrics.json" in files and f"{run_dir}/metrics.jsonl" in files
+    assert _git(repo, "diff", "--cached", "--name-only").split() == ["other.txt"]
+    assert is_committed(run_dir, repo)
+    assert commit_run(run_dir, "again", repo) == ""  # nothing new: no commit, no error
+    assert _git(repo, "rev-list", "--count", "HEAD").strip() == "2"
+
+
+def test_commit_waits_for_a_busy_index_and_reports_failures(repo, tmp_path):
+    run_dir = repo / "results" / "r"
+    run_dir.mkdir(parents=True)
+    (run_dir / "final_metrics.json").write_text("{}")
+    lock = repo / ".git" / "index.lock"
+    lock.write_text("")
+    threading.Timer(0.3, lock.unlink).start()
+    assert commit_run(Path("results/r"), "run r", repo, wait_s=0.2) == ""
+    assert _git(repo, "log", "-1", "--format=%s").strip() == "run r"
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+    assert "not a git repository" in commit_run(Path("x"), "m", outside, wait_s=0)
+
+
+# --- start ---------------------------------------------------------------------------------
+def test_start_refuses_while_a_campaign_process_lives(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", campaign.PROCESS_MARK]
+    )
+    try:
+        campaign.STATE_DIR.mkdir(parents=True)
+        CPU.pid_file.write_text(f"{sleeper.pid}\n2\n")
+        assert campaign.live_process(CPU) == campaign.Process(sleeper.pid, 2)
+        with pytest.raises(EnvGenError, match="already running"):
+            campaign.start(CPU, REPO / "params.yaml", tmp_path, None, False)
+        assert campaign.main(["start", "cpu"]) == 1
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert f"pid {sleeper.pid}" in line and "kill -- -" in line
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert campaign.live_process(CPU) is None  # dead: start would go ahead
+
+
+def test_a_reused_pid_of_another_program_is_not_a_campaign():
+    import os
+
+    assert not campaign.is_alive(os.getpid())  # pytest's command line has no campaign mark
+
+
+def test_envgen_lists_the_campaign_command():
+    from envgen.cli import build_parser
+
+    assert "campaign" in build_parser().format_help()
+
+
+# --- executor callback ----------------------------------------------------------------------
+def test_execute_reports_each_result_to_the_callback(plan, codes, tmp_path):
+    job = jobs_by_row(plan)[ROWS[0]][0]
+    fake_run(job_dir(job, tmp_path), job, 4.0, codes["crafter"])  # finished: not retrained
+    seen: list[JobResult] = []
+    settings = Settings(runs_root=str(tmp_path), fingerprints=codes)
+    results = execute([job], settings, ExecutorConfig(workers=1), lambda _: None, seen.append)
+    assert [r.status for r in seen] == [DONE] and results[job.key].status == DONE
+
+
+# --- the campaign claim rule ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def paper():
+    return PaperNumbers.load()
+
+
+def verdicts(paper, a: list[float], b: list[float]) -> str:
+    claim = CAMPAIGN_CLAIMS["campaign_cpu"][0]
+    results = evaluate_campaign(
+        CAMPAIGN_CLAIMS["campaign_cpu"], {claim.a: a, claim.b: b}, {claim.a: 5, claim.b: 5}, paper
+    )
+    assert results[0].level == pytest.approx(0.05 / 4)
+    return results[0].verdict
+
+
+def test_rule_better(paper):
+    assert verdicts(paper, [10.0, 10.5, 11.0, 10.2, 10.8], [5.0, 5.5, 6.0, 5.2, 5.8]) == (
+        "EnvGen schedule better"
+    )
+
+
+def test_rule_no_difference_states_the_power(paper):
+    word = verdicts(paper, [5.0, 7.0, 6.0, 4.0, 8.0], [5.5, 6.5, 6.0, 4.5, 7.5])
+    assert word.startswith(f"{NO_DIFFERENCE} (power ") and "the paper's +5.8 point effect" in word
+
+
+def test_rule_worse(paper):
+    assert verdicts(paper, [5.0, 5.5, 6.0, 5.2, 5.8], [10.0, 10.5, 11.0, 10.2, 10.8]) == WORSE
+
+
+def test_rule_not_enough_runs(paper):
+    assert verdicts(paper, [5.0], [6.0, 7.0]) == f"{NOT_ENOUGH} (1 of 5 and 2 of 5)"
