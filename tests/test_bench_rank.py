@@ -2,7 +2,12 @@
 
 import pytest
 
-from envgen.bench.rank_stats import budget_scores, curriculum_order, rank_agreement
+from envgen.bench.rank_stats import (
+    budget_scores,
+    curriculum_order,
+    fisher_interval,
+    rank_agreement,
+)
 from envgen.cli import main
 from envgen.scoring import ACHIEVEMENT_KEYS, summarize
 
@@ -29,14 +34,24 @@ def test_curriculum_order_is_highest_first_ties_in_pool_order():
 def test_rank_agreement_identical_reversed_and_partial():
     a = [float(i) for i in range(16)]
     same = rank_agreement(a, [2 * x for x in a])
-    assert same == {"rho": 1.0, "top_overlap": 4, "bottom_overlap": 4}
+    assert same["rho"] == 1.0 and same["top_overlap"] == same["bottom_overlap"] == 4
+    assert same["overlap_chance"] == 1.0 and same["rho_ci95"] == [1.0, 1.0]
     flipped = rank_agreement(a, a[::-1])
-    assert flipped == {"rho": -1.0, "top_overlap": 0, "bottom_overlap": 0}
+    assert flipped["rho"] == -1.0 and flipped["top_overlap"] == flipped["bottom_overlap"] == 0
     swapped = a.copy()
     swapped[15], swapped[0] = swapped[0], swapped[15]  # easiest and hardest trade places
     got = rank_agreement(a, swapped)
     assert got["top_overlap"] == 3 and got["bottom_overlap"] == 3
     assert -1.0 < got["rho"] < 1.0
+    low, high = got["rho_ci95"]
+    assert low < got["rho"] < high  # 16 pairs: a wide interval
+
+
+def test_fisher_interval_narrows_with_more_pairs():
+    assert fisher_interval(0.9, 16) == [0.73, 0.97]  # tanh(atanh(0.9) -/+ 1.96/sqrt(13))
+    wide, narrow = fisher_interval(0.5, 16), fisher_interval(0.5, 400)
+    assert wide[1] - wide[0] > narrow[1] - narrow[0]
+    assert fisher_interval(0.5, 3) is None
 
 
 def test_rank_agreement_constant_scores_have_no_rho():

@@ -13,6 +13,7 @@ curricula's score) and prints, per budget, Spearman's rho between the two seeds'
 scores and the overlap of their top-4 and bottom-4 (the groups the curricula train
 on). One process: the vec env steps in the trainer's process (`--workers 1`).
 The last output line is JSON; `--out` also keeps it, rewritten after every agent.
+`--rescore` scores the agents a run kept in `--work-dir` at other budgets, untrained.
 """
 
 from __future__ import annotations
@@ -110,6 +111,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="keep the agents' episodes.jsonl here (default: a temporary directory)",
     )
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="train nothing: score the agents a previous run kept in --work-dir at "
+        "--budgets (each at most the steps they trained)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     add_threads_argument(parser)
 
@@ -136,6 +143,15 @@ def train_agent(
         trainer.train_until(max(args.budgets), [env], phase="validation")
     finally:
         trainer.close()
+    return read_jsonl(run_dir / "episodes.jsonl")
+
+
+def kept_episodes(run_dir: Path, budget: int) -> list[dict[str, Any]]:
+    """A kept agent's episodes, after checking it trained at least `budget` steps."""
+    metrics = read_jsonl(run_dir / "metrics.jsonl") if run_dir.is_dir() else []
+    trained = metrics[-1]["step"] if metrics else 0
+    if trained < budget:
+        raise SystemExit(f"--rescore: {run_dir} trained {trained} steps, less than {budget}")
     return read_jsonl(run_dir / "episodes.jsonl")
 
 
@@ -170,6 +186,7 @@ def report(
             "torch_threads": args.torch_threads,
             "world_rules": "authors",
         },
+        "rescored": args.rescore,
         "wall_s": round(wall_s, 1),
     }
 
@@ -177,6 +194,8 @@ def report(
 def run(args: argparse.Namespace) -> int:
     if len(args.seeds) != 2 or args.seeds[0] == args.seeds[1]:
         raise SystemExit("--seeds: give two different base seeds, e.g. 0,1")
+    if args.rescore and args.work_dir is None:
+        raise SystemExit("--rescore: give the --work-dir of the run to score")
     args.budgets = sorted(set(args.budgets))
     set_torch_threads(args.torch_threads)
     ppo_cfg = PPOConfig(
@@ -194,16 +213,18 @@ def run(args: argparse.Namespace) -> int:
             for base in args.seeds:
                 t0 = time.perf_counter()
                 run_dir = work / f"seed-{base}" / f"env-{i:02d}"
-                episodes = train_agent(
-                    env, derive_seed(base, "validation", i), args, ppo_cfg, run_dir
-                )
+                if args.rescore:
+                    episodes = kept_episodes(run_dir, max(args.budgets))
+                else:
+                    seed = derive_seed(base, "validation", i)
+                    episodes = train_agent(env, seed, args, ppo_cfg, run_dir)
                 row = budget_scores(episodes, args.budgets)
                 scores[base].append(row)
                 took = time.perf_counter() - t0
+                speed = "" if args.rescore else f" ({max(args.budgets) / took:.0f} steps/s)"
                 print(
                     f"env {i + 1:2d}/{len(pool)} seed {base}: {len(episodes)} episodes, "
-                    f"scores {' '.join(f'{s:.2f}' for s in row)} at {args.budgets} "
-                    f"({max(args.budgets) / took:.0f} steps/s)",
+                    f"scores {' '.join(f'{s:.2f}' for s in row)} at {args.budgets}{speed}",
                     flush=True,
                 )
                 if args.out:
@@ -214,9 +235,9 @@ def run(args: argparse.Namespace) -> int:
     for row in result["per_budget"]:
         rho = "undefined" if row["rho"] is None else f"{row['rho']:+.2f}"
         print(
-            f"budget {row['budget']:>7}: rho {rho}  top-{args.top} overlap "
-            f"{row['top_overlap']}/{args.top}  bottom-{args.top} overlap "
-            f"{row['bottom_overlap']}/{args.top}"
+            f"budget {row['budget']:>7}: rho {rho} (95% {row['rho_ci95']})  top-{args.top} "
+            f"overlap {row['top_overlap']}/{args.top}  bottom-{args.top} overlap "
+            f"{row['bottom_overlap']}/{args.top}  (chance {row['overlap_chance']})"
         )
     if args.out:
         write_json_atomic(args.out, result)

@@ -36,8 +36,10 @@ def rank_agreement(a: Sequence[float], b: Sequence[float], k: int = 4) -> dict[s
     """Spearman's rho of two score lists and the overlap of their easiest / hardest `k`.
 
     Easy-to-hard trains first on the easiest k, Adversarial on the hardest k, so the
-    overlaps say how often the two seeds would pick the same environments. rho is None
-    when either list is constant (no ranking at all).
+    overlaps say how often the two seeds would pick the same environments (by chance
+    k*k/n). rho is None when either list is constant (no ranking at all); its 95%
+    interval is Fisher's z approximation, to tell a real difference between budgets
+    from the noise of 16 environments.
     """
     if len(a) != len(b) or len(a) < 2 * k:
         raise ValueError(f"need two equally long score lists of at least {2 * k}")
@@ -46,6 +48,16 @@ def rank_agreement(a: Sequence[float], b: Sequence[float], k: int = 4) -> dict[s
     order_a, order_b = curriculum_order(a), curriculum_order(b)
     return {
         "rho": None if math.isnan(rho) else round(rho, 4),
+        "rho_ci95": fisher_interval(rho, len(a)),
         "top_overlap": len(set(order_a[:k]) & set(order_b[:k])),
         "bottom_overlap": len(set(order_a[-k:]) & set(order_b[-k:])),
+        "overlap_chance": round(k * k / len(a), 2),
     }
+
+
+def fisher_interval(rho: float, n: int) -> list[float] | None:
+    """Approximate 95% interval of a rank correlation over n pairs (Fisher's z)."""
+    if math.isnan(rho) or n < 4:
+        return None
+    z, half = math.atanh(max(-0.999999, min(0.999999, rho))), 1.96 / math.sqrt(n - 3)
+    return [round(math.tanh(z - half), 2), round(math.tanh(z + half), 2)]
