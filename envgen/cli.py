@@ -18,7 +18,7 @@ from envgen.errors import EnvGenError
 # Explicit registry of the modules that register subcommands, in --help order.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "envgen.envs.cli",  # envs preview
-    "envgen.bench",  # bench env | train | heist
+    "envgen.bench",  # bench env | train | heist | isa | rank
     "envgen.agents.cli",  # train
     "envgen.llm.cli",  # llm serve | record | ...
     "envgen.loop.cli",  # run

@@ -2,6 +2,8 @@
 
 Each target module exposes ``add_arguments(parser)`` and ``run(args) -> int`` and
 prints a JSON object as its last line (``ours_sps``, ``stock_sps``/reference, ``ratio``).
+`rank` is a measurement, not a speed race: how well two validation seeds agree on a
+curriculum's ranking at each budget (its JSON holds ``per_budget``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ TARGETS: dict[str, tuple[str, str]] = {
     "train": ("envgen.bench.train", "PPO/AD trainer steps/s vs the reference setup"),
     "heist": ("envgen.bench.heist", "Heist-EnvGen steps/s vs plain procgen Heist"),
     "isa": ("envgen.bench.isa", "PPO update speed: torch's CPU path vs pinned to AVX2"),
+    "rank": (
+        "envgen.bench.rank",
+        "curriculum validation agents: do two seeds rank 16 environments alike, per budget",
+    ),
 }
 
 

@@ -1,0 +1,245 @@
+"""Do two validation seeds rank 16 environments alike? Picks `validation_steps` (docs/loop.md).
+
+Table 2's Easy-to-hard and Adversarial curricula sort 16 designed environments by the
+Crafter score of a fresh validation agent trained `validation_steps` in each
+(`envgen.loop.curricula.rank_by_validation_agents`); the paper does not state that
+budget. A ranking worth acting on should not depend on the validation agent's seed.
+This command builds a pool of 16 environments with a non-LLM designer (no cache, exact
+on every machine; world rules "authors", as designed worlds are played), trains two
+validation agents per environment (seeds `derive_seed(base, "validation", i)` for two
+base seeds, as the curricula derive theirs) up to the largest budget, scores each agent
+at each budget over the episodes it finished by then (`envgen.scoring.summarize`, the
+curricula's score) and prints, per budget, Spearman's rho between the two seeds' 16
+scores and the overlap of their top-4 and bottom-4 (the groups the curricula train
+on). One process: the vec env steps in the trainer's process (`--workers 1`).
+The last output line is JSON; `--out` also keeps it, rewritten after every agent.
+`--rescore` scores the agents a run kept in `--work-dir` at other budgets, untrained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from envgen.agents.config import MODEL_PRESETS, PPOConfig, model_preset
+from envgen.agents.runlog import read_jsonl
+from envgen.agents.seeding import derive_seed
+from envgen.agents.threads import add_threads_argument, set_torch_threads
+from envgen.agents.trainer import Trainer, crafter_vec_env_factory
+from envgen.bench.rank_stats import budget_scores, rank_agreement
+from envgen.checks import torch_device, whole_number
+from envgen.envs.crafter.config import CrafterConfig
+from envgen.files import write_json_atomic
+from envgen.llm.designer import PromptOptions
+from envgen.loop.designers import make_designer
+from envgen.loop.run import with_world_rules
+
+POOL_DESIGNERS = ("random", "heuristic")  # the designers that need no LLM
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"expected non-negative integers, got {text!r}")
+    return values
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--budgets",
+        type=_int_list,
+        default=[5_000, 20_000, 50_000, 100_000],
+        help="validation budgets in env steps, comma-separated; every agent trains to the "
+        "largest and is scored at each (default 5000,20000,50000,100000)",
+    )
+    parser.add_argument(
+        "--model",
+        default="nature",
+        choices=sorted(MODEL_PRESETS),
+        help="network preset (default nature: the fastest on CPU; docs/agent.md)",
+    )
+    parser.add_argument(
+        "--pool-designer",
+        default="random",
+        choices=POOL_DESIGNERS,
+        help="who writes the pool: random (16 distinct uniformly sampled worlds, default) "
+        "or heuristic (its 8 recipes, so a pool of 16 repeats each twice)",
+    )
+    parser.add_argument(
+        "--pool-size", type=whole_number(2), default=16, help="environments (default 16)"
+    )
+    parser.add_argument(
+        "--pool-seed", type=whole_number(0), default=0, help="designer's run seed (default 0)"
+    )
+    parser.add_argument(
+        "--seeds",
+        type=_int_list,
+        default=[0, 1],
+        help="the two base seeds of the validation agents (default 0,1)",
+    )
+    parser.add_argument(
+        "--top", type=whole_number(1), default=4, help="group size compared (default 4)"
+    )
+    parser.add_argument(
+        "--num-envs", type=whole_number(1), default=8, help="parallel envs (default 8, Table 9)"
+    )
+    parser.add_argument(
+        "--num-steps",
+        type=whole_number(1),
+        default=512,
+        help="steps per env per rollout (default 512, Table 9: 20k steps = 5 updates)",
+    )
+    parser.add_argument(
+        "--minibatches", type=whole_number(1), default=8, help="minibatches (default 8)"
+    )
+    parser.add_argument(
+        "--device", type=torch_device, default="cpu", help="torch device (default cpu)"
+    )
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="keep the agents' episodes.jsonl here (default: a temporary directory)",
+    )
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="train nothing: score the agents a previous run kept in --work-dir at "
+        "--budgets (each at most the steps they trained)",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    add_threads_argument(parser)
+
+
+def build_pool(designer: str, size: int, seed: int) -> list[CrafterConfig]:
+    """`size` designed Crafter worlds as the curricula play them (world rules "authors")."""
+    parsed = make_designer(designer, PromptOptions(), seed, None).generate(size)
+    return [with_world_rules(c, "authors") for c in parsed.configs]
+
+
+def train_agent(
+    env: CrafterConfig, seed: int, args: argparse.Namespace, ppo_cfg: PPOConfig, run_dir: Path
+) -> list[dict[str, Any]]:
+    """Train one validation agent to the largest budget; its finished episodes."""
+    trainer = Trainer(
+        model_preset(args.model),
+        ppo_cfg,
+        seed,
+        run_dir,
+        args.device,
+        env_factory=crafter_vec_env_factory(1),
+    )
+    try:
+        trainer.train_until(max(args.budgets), [env], phase="validation")
+    finally:
+        trainer.close()
+    return read_jsonl(run_dir / "episodes.jsonl")
+
+
+def kept_episodes(run_dir: Path, budget: int) -> list[dict[str, Any]]:
+    """A kept agent's episodes, after checking it trained at least `budget` steps."""
+    metrics = read_jsonl(run_dir / "metrics.jsonl") if run_dir.is_dir() else []
+    trained = metrics[-1]["step"] if metrics else 0
+    if trained < budget:
+        raise SystemExit(f"--rescore: {run_dir} trained {trained} steps, less than {budget}")
+    return read_jsonl(run_dir / "episodes.jsonl")
+
+
+def report(
+    args: argparse.Namespace,
+    pool: Sequence[CrafterConfig],
+    scores: Mapping[int, list[list[float]]],
+    wall_s: float,
+) -> dict[str, Any]:
+    """The JSON result: per budget, agreement of the two seeds (once both are complete)."""
+    first, second = (scores[s] for s in args.seeds)
+    per_budget = []
+    if len(first) == len(second) == len(pool):
+        for j, budget in enumerate(args.budgets):
+            a, b = [row[j] for row in first], [row[j] for row in second]
+            per_budget.append({"budget": budget, **rank_agreement(a, b, args.top)})
+    return {
+        "per_budget": per_budget,
+        "scores": {str(s): rows for s, rows in scores.items()},
+        "pool": [c.to_dict() for c in pool],
+        "settings": {
+            "budgets": args.budgets,
+            "model": args.model,
+            "pool_designer": args.pool_designer,
+            "pool_seed": args.pool_seed,
+            "seeds": args.seeds,
+            "ppo": {
+                "num_envs": args.num_envs,
+                "num_steps": args.num_steps,
+                "minibatches": args.minibatches,
+            },
+            "torch_threads": args.torch_threads,
+            "world_rules": "authors",
+        },
+        "rescored": args.rescore,
+        "wall_s": round(wall_s, 1),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    if len(args.seeds) != 2 or args.seeds[0] == args.seeds[1]:
+        raise SystemExit("--seeds: give two different base seeds, e.g. 0,1")
+    if args.rescore and args.work_dir is None:
+        raise SystemExit("--rescore: give the --work-dir of the run to score")
+    args.budgets = sorted(set(args.budgets))
+    set_torch_threads(args.torch_threads)
+    ppo_cfg = PPOConfig(
+        num_envs=args.num_envs,
+        num_steps=args.num_steps,
+        minibatches=args.minibatches,
+        checkpoint_every=10**12,
+    )
+    pool = build_pool(args.pool_designer, args.pool_size, args.pool_seed)
+    scores: dict[int, list[list[float]]] = {s: [] for s in args.seeds}
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = args.work_dir or Path(tmp)
+        for i, env in enumerate(pool):
+            for base in args.seeds:
+                t0 = time.perf_counter()
+                run_dir = work / f"seed-{base}" / f"env-{i:02d}"
+                if args.rescore:
+                    episodes = kept_episodes(run_dir, max(args.budgets))
+                else:
+                    seed = derive_seed(base, "validation", i)
+                    episodes = train_agent(env, seed, args, ppo_cfg, run_dir)
+                row = budget_scores(episodes, args.budgets)
+                scores[base].append(row)
+                took = time.perf_counter() - t0
+                speed = "" if args.rescore else f" ({max(args.budgets) / took:.0f} steps/s)"
+                print(
+                    f"env {i + 1:2d}/{len(pool)} seed {base}: {len(episodes)} episodes, "
+                    f"scores {' '.join(f'{s:.2f}' for s in row)} at {args.budgets}{speed}",
+                    flush=True,
+                )
+                if args.out:
+                    write_json_atomic(
+                        args.out, report(args, pool, scores, time.perf_counter() - start)
+                    )
+    result = report(args, pool, scores, time.perf_counter() - start)
+    for row in result["per_budget"]:
+        rho = "undefined" if row["rho"] is None else f"{row['rho']:+.2f}"
+        print(
+            f"budget {row['budget']:>7}: rho {rho} (95% {row['rho_ci95']})  top-{args.top} "
+            f"overlap {row['top_overlap']}/{args.top}  bottom-{args.top} overlap "
+            f"{row['bottom_overlap']}/{args.top}  (chance {row['overlap_chance']})"
+        )
+    if args.out:
+        write_json_atomic(args.out, result)
+    print(json.dumps({"per_budget": result["per_budget"], "wall_s": result["wall_s"]}))
+    return 0
