@@ -201,7 +201,11 @@ def _git(root: Path, *args: str) -> str:
     ).stdout
 
 
-def test_commit_takes_only_the_run_dir_never_checkpoints(plan, codes, repo):
+@pytest.mark.parametrize("project_gitignore", [True, False])
+def test_commit_takes_only_the_run_dir_never_checkpoints(plan, codes, repo, project_gitignore):
+    """With the project's .gitignore (checkpoints ignored: the real case) and without."""
+    if project_gitignore:
+        (repo / ".gitignore").write_text((REPO / ".gitignore").read_text())
     job = jobs_by_row(plan)[ROWS[0]][0]
     run_dir = Path("results/runs") / job.key[0] / "seed-0"
     fake_run(repo / run_dir, job, 4.25, codes["crafter"])

@@ -3,7 +3,7 @@
 A long campaign commits each run as it finishes, so a killed session or another
 machine loses at most the runs in flight. `git commit -- <dir>` commits only that
 path even when the user has other work staged; `checkpoints/` is git-ignored and also
-excluded here, so a checkpoint is never committed. A busy index (`.git/index.lock`,
+unstaged here, so a checkpoint is never committed. A busy index (`.git/index.lock`,
 e.g. the user's own git command) is retried a few times; any other failure is
 reported and left to the caller, which goes on training.
 """
@@ -35,8 +35,12 @@ def commit_run(
     A directory with nothing to commit returns "" without a commit.
     """
     for attempt in range(LOCK_RETRIES + 1):
-        added = _git(repo, "add", "--", str(run_dir), _no_checkpoints(run_dir))
+        # Not `add -- dir :(exclude)dir/checkpoints`: git refuses a pathspec that names an
+        # ignored path, and checkpoints/ is ignored in this repository. `add -- dir`
+        # skips ignored files; the reset unstages checkpoints where nothing ignores them.
+        added = _git(repo, "add", "--", str(run_dir))
         if added.returncode == 0:
+            _git(repo, "reset", "-q", "--", f"{run_dir}/checkpoints")
             if _git(repo, "diff", "--cached", "--quiet", "--", str(run_dir)).returncode == 0:
                 return ""  # nothing new in this directory
             done = _git(repo, "commit", "--quiet", "-m", message, "--", str(run_dir))
