@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 # `envgen llm record --backend local` need it, `make repro` replays the cache.
 # It is built for a portable x86-64 (AVX2) target, not -march=native: a native build
 # on a CPU that advertises AMX (Intel Xeon, Sapphire Rapids on) segfaulted on its
-# first completion (docs/llm.md, "The local server"). --no-cache-dir keeps pip from
+# first completion (docs/llm.md, "Local backend"). --no-cache-dir keeps pip from
 # reusing a wheel built natively earlier.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 setup-llm: $(STAMP_LLM)
