@@ -252,11 +252,32 @@ def test_start_refuses_while_a_campaign_process_lives(tmp_path, monkeypatch, cap
             campaign.start(CPU, REPO / "params.yaml", tmp_path, None, False)
         assert campaign.main(["start", "cpu"]) == 1
         (line,) = capsys.readouterr().err.strip().splitlines()
-        assert f"pid {sleeper.pid}" in line and "kill -- -" in line
+        assert f"pid {sleeper.pid}" in line and "envgen campaign stop cpu" in line
     finally:
         sleeper.kill()
         sleeper.wait()
     assert campaign.live_process(CPU) is None  # dead: start would go ahead
+
+
+def test_stop_ends_the_campaign_process_group(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code = (  # a leader with a worker child, like `run` and its executor
+        "import subprocess, sys, time; "
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+    )
+    leader = subprocess.Popen(
+        [sys.executable, "-c", code, campaign.PROCESS_MARK], start_new_session=True
+    )
+    try:
+        campaign.STATE_DIR.mkdir(parents=True)
+        CPU.pid_file.write_text(f"{leader.pid}\n1\n")
+        assert campaign.main(["stop", "cpu"]) == 0
+        assert leader.wait(timeout=5) != 0 and not CPU.pid_file.exists()
+        assert f"stopped pid {leader.pid}" in capsys.readouterr().out
+        assert campaign.main(["stop", "cpu"]) == 0  # nothing running: says so
+        assert "not running" in capsys.readouterr().out
+    finally:
+        leader.kill()
 
 
 def test_a_reused_pid_of_another_program_is_not_a_campaign():

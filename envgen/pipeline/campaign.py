@@ -3,6 +3,7 @@
     envgen campaign start cpu      # train the missing runs in the background, commit each
     envgen campaign status cpu     # every (row, seed): done, running, partial, missing; ETA
     envgen campaign collect cpu    # results/campaign_cpu/runs.json from the run store
+    envgen campaign stop cpu       # stop it; the run in flight resumes on the next start
 
 A campaign is one replication file under one profile (`CAMPAIGNS`). `start` launches
 `python -m envgen.pipeline.campaign run NAME` in its own session (log and pid file under
@@ -113,7 +114,7 @@ def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commi
     if running is not None:
         raise EnvGenError(
             f"campaign {c.name} is already running (pid {running.pid}, log {c.log}); see "
-            f"`envgen campaign status {c.name}`, or stop it with `kill -- -{running.pid}`"
+            f"`envgen campaign status {c.name}`, or `envgen campaign stop {c.name}`"
         )
     from envgen.pipeline.campaign_run import RunRequest, load_campaign, pending_jobs, seed_order
     from envgen.pipeline.executor import _cores
@@ -144,7 +145,7 @@ def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commi
         f"campaign {c.name}: started pid {process.pid}, {len(pending)} of "
         f"{len(seed_order(plan))} runs to train, {count} at once "
         f"({'each committed as it finishes' if commit else 'not committed'}); log {c.log}; "
-        f"`envgen campaign status {c.name}`; stop: `kill -- -{process.pid}`"
+        f"`envgen campaign status {c.name}`; stop: `envgen campaign stop {c.name}`"
     )
     return 0
 
@@ -161,6 +162,38 @@ def run(c: Campaign, params: Path, runs_root: Path, workers: int | None, commit:
         process = read_process(c)
         if process is not None and process.pid == os.getpid():
             c.pid_file.unlink(missing_ok=True)
+
+
+def stop(c: Campaign, wait_s: float = 15.0) -> int:
+    """SIGTERM the campaign's process group (its workers too) and wait for it to end.
+
+    The pid file's second line is the worker count, so `kill -- -$(cat pidfile)` would
+    also signal pid 1: this reads the pid alone. The run in flight keeps its last
+    checkpoint and resumes from it on the next `start`.
+    """
+    import signal
+    import time
+
+    running = live_process(c)
+    if running is None:
+        print(f"campaign {c.name}: not running")
+        return 0
+    os.killpg(running.pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait_s
+    while is_alive(running.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if is_alive(running.pid):
+        raise EnvGenError(
+            f"campaign {c.name} (pid {running.pid}) did not stop within {wait_s:.0f} s; "
+            f"`kill -KILL -- -{running.pid}` ends it (the run in flight resumes from its "
+            "last checkpoint)"
+        )
+    c.pid_file.unlink(missing_ok=True)
+    print(
+        f"campaign {c.name}: stopped pid {running.pid}; `envgen campaign start {c.name}` "
+        "continues (the run in flight resumes from its last checkpoint)"
+    )
+    return 0
 
 
 # --- status and collect ---------------------------------------------------------------
@@ -205,11 +238,12 @@ def collect(c: Campaign, params: Path, runs_root: Path, outs: Sequence[Path]) ->
 
 # --- command line ------------------------------------------------------------------------
 def add_commands(parser: argparse.ArgumentParser) -> None:
-    """start | status | collect | run, each taking the campaign's name."""
+    """start | status | stop | collect | run, each taking the campaign's name."""
     sub = parser.add_subparsers(dest="campaign_command", metavar="ACTION", required=True)
     helps = {
         "start": "train the missing runs in the background, committing each as it finishes",
         "status": "every (row, seed): done, running, partial or missing; ETA",
+        "stop": "stop the background campaign (the run in flight resumes on the next start)",
         "collect": "write the campaign's runs.json (and metrics, scores) from the run store",
         "run": "what start launches: the same in the foreground",
     }
@@ -244,6 +278,8 @@ def dispatch(args: argparse.Namespace) -> int:
         return do(c, args.params, args.runs_root, args.workers, not args.no_commit)
     if action == "status":
         return status(c, args.params, args.runs_root)
+    if action == "stop":
+        return stop(c)
     outs = [getattr(args, n) or c.out_dir / _OUT_NAMES[n] for n in _OUT_NAMES]
     return collect(c, args.params, args.runs_root, outs)
 
