@@ -145,17 +145,9 @@ def run_campaign(request: RunRequest, log: Log = print) -> int:
 
 def load_campaign(request: RunRequest) -> tuple[TablePlan, Any, Any]:
     """(plan, profile, executor config) of the campaign, params.yaml checked first."""
-    from envgen.errors import ConfigError
-    from envgen.pipeline.profile import load_profile
-    from envgen.pipeline.train import check_params, executor_config, read_params, table_plan
+    from envgen.pipeline.train import load_settings, table_plan
 
-    try:
-        params = read_params(request.params)
-        check_params(params)
-        profile = load_profile(params, request.profile)
-        executor = executor_config(params)
-    except ConfigError as exc:
-        raise exc.in_file(request.params) from None
+    profile, executor = load_settings(request.params, request.profile)
     if request.workers is not None:
         executor = dataclasses.replace(executor, workers=request.workers)
     return table_plan(request.table, profile), profile, executor

@@ -81,6 +81,17 @@ def check_params(params: dict[str, Any]) -> Profile:
     return load_profile(params)
 
 
+def load_settings(path: Path, profile: str | None) -> tuple[Profile, ExecutorConfig]:
+    """The chosen profile and the executor of params.yaml at `path`, every profile checked
+    first; a mistake names the file."""
+    try:
+        params = read_params(path)
+        check_params(params)
+        return load_profile(params, profile), executor_config(params)
+    except ConfigError as exc:
+        raise exc.in_file(path) from None
+
+
 @contextlib.contextmanager
 def llm_spec(
     mode: str, cache_dir: Path, match: str = "slot", record: LLMSpec | None = None
@@ -283,13 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, name) and len(getattr(args, name)) != len(args.tables):
             parser.error(f"give one --{name} path per table (or none)")
     try:
-        try:
-            params = read_params(args.params)
-            check_params(params)
-            profile = load_profile(params, args.profile)
-            executor = executor_config(params)
-        except ConfigError as exc:
-            raise exc.in_file(args.params) from None
+        profile, executor = load_settings(args.params, args.profile)
         plans = [table_plan(path, profile) for path in args.tables]
         check_outputs([*args.out, *args.metrics, *args.plots])
         if args.plan:
