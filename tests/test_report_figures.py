@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ from PIL import Image
 
 from envgen.report import figures
 from envgen.report.curves import bin_width, score_vs_step
-from envgen.report.inputs import Cycle, RunRecord
+from envgen.report.inputs import Cycle, RowRecord, RunRecord, TableRecord
 from envgen.scoring import ACHIEVEMENTS, crafter_score
 from envgen.stats.paper import load_reported_per_achievement
 
@@ -114,3 +115,41 @@ def test_scale_note_marks_smoke_figures():
     assert figures.scale_note("paper") == "profile paper"
     assert "SMOKE-SCALE" in figures.scale_note("smoke")
     assert "SMOKE-SCALE" in figures.scale_note("mixed (paper, smoke)")
+
+
+def campaign_table(scores_by_row: dict[str, list[float]]) -> TableRecord:
+    rows = tuple(
+        RowRecord(
+            row=label,
+            status="done" if scores else "not_started",
+            reason="",
+            config_hash="abc" if scores else None,
+            reported_as=None,
+            runs=tuple(
+                dataclasses.replace(unlock_run(seed, {}), score=score)
+                for seed, score in enumerate(scores)
+            ),
+            planned_runs=5,
+        )
+        for label, scores in scores_by_row.items()
+    )
+    return TableRecord("campaign_cpu", "a campaign", "cpu", False, rows, Path("runs.json"))
+
+
+def test_campaign_scores_plot_every_seed_and_rows_without_runs(tmp_path: Path):
+    table = campaign_table({"A": [15.0, 16.5, 14.0], "B": [21.8], "C": []})
+    png, pdf = figures.campaign_scores(table, tmp_path / "scores")
+    assert np.asarray(Image.open(png)).ndim == 3 and pdf.read_bytes().startswith(b"%PDF")
+
+
+def test_a_campaign_alone_draws_no_paper_figure(tmp_path: Path):
+    table = campaign_table({"A": [], "B": []})  # nothing finished: no episodes to read
+    lines = figures.write_figures([table], tmp_path / "figs", tmp_path / "plots")
+    written = sorted(p.name for p in (tmp_path / "figs").iterdir())
+    assert written == [
+        "score_vs_step_campaign_cpu.pdf",
+        "score_vs_step_campaign_cpu.png",
+        "scores_campaign_cpu.pdf",
+        "scores_campaign_cpu.png",
+    ]
+    assert not any("fig4" in line or "fig6" in line for line in lines)

@@ -4,7 +4,8 @@ Each figure function takes plain data and an output path without suffix and writ
 <path>.png and <path>.pdf (matplotlib's object API, whose `Figure` draws with Agg:
 no pyplot, no global figure state). `main` reads runs.json files, picks the
 rows each figure needs (by the paper's labels, `RowRecord.claim_label`) and writes
-every figure it has data for, plus the score-vs-step CSVs for `dvc plots show`:
+every figure it has data for (a campaign's runs.json: its curves and a per-seed score
+plot, never the paper's figures), plus the score-vs-step CSVs for `dvc plots show`:
 
     python -m envgen.report.figures RUNS_JSON... --out paper_figures --plots results/plots
 """
@@ -42,7 +43,9 @@ from envgen.report.inputs import (
 from envgen.report.select import CRAFTER_ONLY, rows_by_label
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.claims import ENVGEN
+from envgen.stats.intervals import mean_interval
 from envgen.stats.paper import load_reported_per_achievement
+from envgen.stats.runs import SampleStats
 from envgen.stats.verdict import CLAIM_GRADE_PROFILES
 
 FORMATS = ("png", "pdf")
@@ -239,6 +242,35 @@ def score_curves(
     return save(fig, out)
 
 
+def campaign_scores(table: TableRecord, out: Path) -> list[Path]:
+    """Each finished seed's final score per campaign row, with the mean and its 95%
+    t-interval: a campaign runs few seeds, so every run stays visible."""
+    fig = Figure(layout="constrained", figsize=(8, 0.6 * len(table.rows) + 1.6))
+    ax = fig.subplots()
+    labels = []
+    for y, row in enumerate(table.rows):
+        scores = [run.score for run in row.runs]
+        planned = row.planned_runs or len(scores)
+        labels.append(f"{row.row}\n{len(scores)} of {planned} seeds")
+        if not scores:
+            continue
+        ax.plot(scores, [y] * len(scores), "o", color="C0", alpha=0.7)
+        stats = SampleStats.of(scores, row.row)
+        low, high = mean_interval(stats)
+        ax.plot([stats.mean], [y], "|", color="k", markersize=18)
+        if np.isfinite(low):
+            ax.hlines(y, low, high, color="k", linewidth=1.5)
+    ax.set_yticks(range(len(table.rows)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("Crafter score (%), final phase: dot = one seed, | = mean, bar = 95% t-interval")
+    ax.set_title(
+        f"{table.table}: score per seed (profile {table.profile}; a campaign, "
+        "its own claims, not the paper's)",
+        fontsize=10,
+    )
+    return save(fig, out)
+
+
 # --- gallery of generated environments --------------------------------------------------
 def gallery(cycles: Sequence[Cycle], out: Path, title: str) -> list[Path]:
     """World maps of every cycle's LLM environments (rows: cycles, columns: environments)."""
@@ -274,6 +306,29 @@ ADAPTIVE_ROWS = {ENVGEN: "", "Heuristic designer (baseline): EnvGen schedule": "
 def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path) -> list[str]:
     """Every figure the runs allow; returns one line per figure (written or why not)."""
     log: list[str] = []
+    campaigns = [t for t in tables if t.is_campaign]
+    paper_tables = [t for t in tables if not t.is_campaign]
+    log += _paper_figures(paper_tables, out_dir) if paper_tables else []
+    for table in campaigns:
+        log += _done(campaign_scores(table, out_dir / f"scores_{table.table}"))
+    for table in tables:
+        done = [row for row in table.rows if row.status == DONE]
+        width = bin_width(max((r.global_steps for row in done for r in row.runs), default=1))
+        curves = {row.row: _curve(row, width) for row in done}
+        curves = {label: c for label, c in curves.items() if len(c)}
+        plot_dir = plots_dir / table.table
+        plot_dir.mkdir(parents=True, exist_ok=True)
+        for label, curve in curves.items():
+            curve.to_csv(plot_dir / f"{_slug(label)}.csv", index=False, float_format="%.6g")
+        title = f"{table.table}: score against steps ({table.profile} profile)"
+        out = out_dir / f"score_vs_step_{table.table}"
+        log += _done(score_curves(curves, out, title, *_ylabel(table)))
+    return log
+
+
+def _paper_figures(tables: Sequence[TableRecord], out_dir: Path) -> list[str]:
+    """Figures 4-6 and the galleries, from the paper's tables (campaigns have their own)."""
+    log: list[str] = []
     by_label = rows_by_label(tables)
     note = scale_note(profile_of(tables))
     pair = {"Crafter only": by_label.get(CRAFTER_ONLY, ()), "EnvGen": by_label.get(ENVGEN, ())}
@@ -304,18 +359,6 @@ def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path)
         fig6 = out_dir / f"fig6_adaptation{suffix}"
         log += _done(adaptation(cycles, fig6, f"Adaptation: {name}", note=note))
         log += _done(gallery(cycles, out_dir / f"gallery{suffix}", f"Environments of {name}"))
-    for table in tables:
-        done = [row for row in table.rows if row.status == DONE]
-        width = bin_width(max((r.global_steps for row in done for r in row.runs), default=1))
-        curves = {row.row: _curve(row, width) for row in done}
-        curves = {label: c for label, c in curves.items() if len(c)}
-        plot_dir = plots_dir / table.table
-        plot_dir.mkdir(parents=True, exist_ok=True)
-        for label, curve in curves.items():
-            curve.to_csv(plot_dir / f"{_slug(label)}.csv", index=False, float_format="%.6g")
-        title = f"{table.table}: score against steps ({table.profile} profile)"
-        out = out_dir / f"score_vs_step_{table.table}"
-        log += _done(score_curves(curves, out, title, *_ylabel(table)))
     return log
 
 
