@@ -40,6 +40,7 @@ from envgen.report.inputs import load_table
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign import (
     CAMPAIGN_CLAIMS,
+    INTERIM,
     NO_DIFFERENCE,
     NOT_ENOUGH,
     WORSE,
@@ -308,10 +309,13 @@ def paper():
     return PaperNumbers.load()
 
 
-def verdicts(paper, a: list[float], b: list[float]) -> str:
+def verdicts(paper, a: list[float], b: list[float], planned: int = 5) -> str:
     claim = CAMPAIGN_CLAIMS["campaign_cpu"][0]
     results = evaluate_campaign(
-        CAMPAIGN_CLAIMS["campaign_cpu"], {claim.a: a, claim.b: b}, {claim.a: 5, claim.b: 5}, paper
+        CAMPAIGN_CLAIMS["campaign_cpu"],
+        {claim.a: a, claim.b: b},
+        {claim.a: planned, claim.b: planned},
+        paper,
     )
     assert results[0].level == pytest.approx(0.05 / 4)
     return results[0].verdict
@@ -330,6 +334,12 @@ def test_rule_no_difference_states_the_power(paper):
 
 def test_rule_worse(paper):
     assert verdicts(paper, [5.0, 5.5, 6.0, 5.2, 5.8], [10.0, 10.5, 11.0, 10.2, 10.8]) == WORSE
+
+
+def test_rule_marks_a_verdict_on_fewer_seeds_than_planned_as_interim(paper):
+    a, b = [10.0, 10.5, 11.0, 10.2], [5.0, 5.5, 6.0, 5.2]
+    assert verdicts(paper, a, b, planned=4) == "EnvGen schedule better"
+    assert verdicts(paper, a, b) == f"{INTERIM} (4 of 5 and 4 of 5): EnvGen schedule better"
 
 
 def test_rule_not_enough_runs(paper):

@@ -41,7 +41,8 @@ def campaign_lines(tables: Sequence[TableRecord], paper: PaperNumbers) -> list[s
         "bound lies below 0, otherwise no difference detected, with the power the test had "
         "for the paper's point difference. The paper's PPO vs PPO + EnvGen difference (its "
         "30 runs, GPT-4-Turbo, its network) is context only. Fewer than 2 finished runs in "
-        "an arm: not enough runs.",
+        "an arm: not enough runs. Fewer than the campaign plans: the verdict is marked "
+        "**interim** (read, not final: the plan's seeds are run whatever it says).",
     ]
     for table in campaigns:
         lines += ["", *_campaign(table, paper)]

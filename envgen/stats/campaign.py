@@ -27,6 +27,7 @@ from envgen.stats.verdict import ALPHA
 NO_DIFFERENCE = "no difference detected"
 WORSE = "worse"
 NOT_ENOUGH = "not enough runs"
+INTERIM = "interim"
 CAMPAIGN_CPU_CRAFTER_ONLY = "PPO 1.96M Crafter only"
 
 
@@ -153,6 +154,10 @@ def _evaluate(
             f"{NO_DIFFERENCE} (power {power:.2f} for the paper's {effect.diff:+.1f} point effect)"
         )
         reason = f"{bound} hold 0"
+    if a.n < result.planned[0] or b.n < result.planned[1]:
+        # The rule is fixed for the planned seeds; a verdict on fewer is read, not acted on
+        # (stopping a campaign early on a good interim result would inflate its error).
+        word = f"{INTERIM} ({a.n} of {result.planned[0]} and {b.n} of {result.planned[1]}): {word}"
     return dataclasses.replace(
         result,
         p_adj=min(1.0, m * p_one),
