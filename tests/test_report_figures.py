@@ -153,3 +153,18 @@ def test_a_campaign_alone_draws_no_paper_figure(tmp_path: Path):
         "scores_campaign_cpu.png",
     ]
     assert not any("fig4" in line or "fig6" in line for line in lines)
+
+
+def test_a_campaign_with_finished_runs_draws_its_per_achievement_bars(tmp_path: Path):
+    table = campaign_table({"A": [15.0, 16.5], "B": [21.8]})
+    lines = figures._campaign_achievements(table, tmp_path / "per_achievement_campaign_cpu")
+    assert lines == [
+        f"wrote {tmp_path / 'per_achievement_campaign_cpu.png'}",
+        f"wrote {tmp_path / 'per_achievement_campaign_cpu.pdf'}",
+    ]
+    image = np.asarray(Image.open(tmp_path / "per_achievement_campaign_cpu.png"))
+    assert image.ndim == 3 and image.shape[1] > image.shape[0]
+    empty = campaign_table({"A": []})
+    assert figures._campaign_achievements(empty, tmp_path / "none") == [
+        "skipped none: no finished runs"
+    ]

@@ -205,3 +205,34 @@ def test_metrics_json_carries_the_profile(tmp_path: Path):
     tables.write_tables([load_table(write(tmp_path, TABLE5))], tmp_path / "tables", metrics)
     data = json.loads(metrics.read_text())
     assert data["profile"] == "smoke" and "GPT-4-Turbo (fixed)" in data["table5"]
+
+
+def test_a_campaign_table_lists_each_rows_success_rate_per_achievement(tmp_path: Path):
+    def rated(seed: int, rate: float) -> dict:
+        return {**run(seed, 10.0), "success_rates": dict.fromkeys(ACHIEVEMENTS, rate)}
+
+    campaign = table(
+        "campaign_cpu",
+        [
+            row("Crafter only", runs=[rated(0, 10.0), rated(1, 30.0)]),
+            row("EnvGen schedule", runs=[rated(0, 40.0)]),
+            row("Not yet", "not_started"),
+        ],
+        profile="cpu",
+    )
+    paper = write(tmp_path, TABLE5)
+    ours = write(tmp_path, campaign)
+    tables.write_tables(load_tables([paper, ours]), tmp_path / "out", tmp_path / "m.json")
+    rates = pd.read_csv(tmp_path / "out" / "campaign_cpu_achievements.csv", index_col=0)
+    assert list(rates.index) == list(ACHIEVEMENTS)
+    assert rates["Crafter only mean"].eq(20.0).all()
+    assert (rates["Crafter only std"] - math.sqrt(200.0)).abs().max() < 1e-3  # CSV: 6 digits
+    assert (
+        rates["EnvGen schedule mean"].eq(40.0).all() and rates["EnvGen schedule std"].isna().all()
+    )
+    assert "Not yet mean" not in rates.columns
+    assert rates.loc["collect_iron", "paper: PPO + EnvGen"] == 55  # Figure 4, for context
+    markdown = (tmp_path / "out" / "campaign_cpu.md").read_text()
+    assert "| Crafter only (n=2) | EnvGen schedule (n=1) |" in markdown
+    assert "| collect_iron | 20.00 ± 14.14 | 40.00 |" in markdown
+    assert not (tmp_path / "out" / "table5_achievements.csv").exists()  # paper tables: Figure 4

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 from envgen.checks import OneLineParser
 from envgen.errors import EnvGenError
 from envgen.games import game_spec
+from envgen.report.achievements import achievement_frame, done_rows
 from envgen.report.curves import bin_width, score_vs_step
 from envgen.report.inputs import (
     DONE,
@@ -62,6 +63,8 @@ FIRST_UNLOCK_ACHIEVEMENTS = (
 LOG_FLOOR = 0.01  # percent: the bottom of Figure 4's log axis (0% has no log)
 GALLERY_SEED = 0  # world seed of every gallery preview
 LINE_STYLES = ("-", "--", ":", "-.")  # rows that overlap stay visible
+PAPER_COLORS = ("#bbbbbb", "#7aa6d6")  # Figure 4's bars: the paper's two rows
+OURS_COLORS = ("#555555", "#1f4e99", "#b35806", "#1b7837")  # ours, in row order
 
 
 def save(fig: Figure, out: Path) -> list[Path]:
@@ -91,16 +94,17 @@ def per_achievement(
 ) -> list[Path]:
     """Success rate (%) of each achievement, log scale: ours beside the paper's Figure 4.
 
-    `ours`: {"Crafter only": rates, "EnvGen": rates}, rates {achievement: % averaged over
-    runs}. `paper`: `load_reported_per_achievement()` (approximate values read off the
-    paper's bars). Zero rates have no bar (log scale). `note`: `scale_note(profile)`.
+    `ours`: {"Crafter only": rates, "EnvGen": rates} (a campaign: one entry per row),
+    rates {achievement: % averaged over runs}. `paper`: `load_reported_per_achievement()`
+    (approximate values read off the paper's bars). Zero rates have no bar (log scale).
+    `note`: `scale_note(profile)`, or a campaign's own line.
     """
     bars = {
         "paper: PPO 1.96M Crafter": paper["ppo_1.96M_crafter"],
         "paper: PPO + EnvGen": paper["ppo_envgen"],
         **{f"ours: {label}": pd.Series(rates) for label, rates in ours.items()},
     }
-    colors = ["#bbbbbb", "#7aa6d6", "#555555", "#1f4e99"]
+    colors = [*PAPER_COLORS, *itertools.islice(itertools.cycle(OURS_COLORS), len(ours))]
     x = np.arange(len(ACHIEVEMENTS))
     width = 0.8 / len(bars)
     fig = Figure(layout="constrained", figsize=(14, 4.5))
@@ -311,6 +315,7 @@ def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path)
     log += _paper_figures(paper_tables, out_dir) if paper_tables else []
     for table in campaigns:
         log += _done(campaign_scores(table, out_dir / f"scores_{table.table}"))
+        log += _campaign_achievements(table, out_dir / f"per_achievement_{table.table}")
     for table in tables:
         done = [row for row in table.rows if row.status == DONE]
         width = bin_width(max((r.global_steps for row in done for r in row.runs), default=1))
@@ -360,6 +365,21 @@ def _paper_figures(tables: Sequence[TableRecord], out_dir: Path) -> list[str]:
         log += _done(adaptation(cycles, fig6, f"Adaptation: {name}", note=note))
         log += _done(gallery(cycles, out_dir / f"gallery{suffix}", f"Environments of {name}"))
     return log
+
+
+def _campaign_achievements(table: TableRecord, out: Path) -> list[str]:
+    """Figure 4's bars for every finished campaign row (the figure's data: the table's
+    per-achievement section, `envgen.report.achievements`)."""
+    frame = achievement_frame(table)
+    rows = done_rows(frame)
+    if not rows:
+        return [f"skipped {out.name}: no finished runs"]
+    ours = {row: frame[f"{row} mean"].to_dict() for row in rows}
+    note = (
+        f"{table.table}, profile {table.profile}: the paper's steps, nature network, "
+        "non-LLM designers (a campaign, not the paper's setup)"
+    )
+    return _done(per_achievement(ours, load_reported_per_achievement(), out, note=note))
 
 
 def _mean_rates(runs: Sequence[RunRecord]) -> dict[str, float]:

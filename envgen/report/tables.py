@@ -27,6 +27,7 @@ import pandas as pd
 from envgen.checks import OneLineParser
 from envgen.errors import EnvGenError
 from envgen.report import replay
+from envgen.report.achievements import achievement_frame, achievement_markdown
 from envgen.report.campaign import CAMPAIGN_SECTION
 from envgen.report.flags import row_flags
 from envgen.report.inputs import DONE, RowRecord, TableRecord, load_tables, profile_of
@@ -201,7 +202,14 @@ def write_tables(tables: Sequence[TableRecord], out_dir: Path, metrics_path: Pat
         frames[table.table] = frame
         csv, md = out_dir / f"{table.table}.csv", out_dir / f"{table.table}.md"
         frame.to_csv(csv, index=False, float_format="%.6g")
-        md.write_text(to_markdown(table, frame), encoding="utf-8")
+        markdown = to_markdown(table, frame)
+        if table.is_campaign:  # which skills each designer moved, beside the score
+            rates = achievement_frame(table)
+            rates_csv = out_dir / f"{table.table}_achievements.csv"
+            rates.to_csv(rates_csv, float_format="%.6g")
+            markdown += "\n".join(achievement_markdown(table, rates)) + "\n"
+            written.append(rates_csv)
+        md.write_text(markdown, encoding="utf-8")
         written += [csv, md]
     metrics_path.parent.mkdir(parents=True, exist_ok=True)
     metrics_path.write_text(

@@ -1,0 +1,76 @@
+"""A campaign's per-achievement success rates: which skills each designer's worlds moved.
+
+The score (a geometric mean over 22 achievements) can hide a designer that trades
+skills: more furnaces, fewer swords. This table and its figure show each row's mean
+success rate per achievement over its finished runs' final-phase episodes, beside the
+paper's Figure 4 values for context (approximate, read off its log-scale bars; the
+paper's runs used GPT-4-Turbo and its larger network). Descriptive only: the campaign's
+tested claims are in CLAIMS.md, "Campaigns".
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from envgen.report.inputs import DONE, TableRecord
+from envgen.scoring import ACHIEVEMENTS
+from envgen.stats.paper import load_reported_per_achievement
+
+# The paper's Figure 4 columns shown for context, with their labels.
+PAPER_COLUMNS = {
+    "ppo_1.96M_crafter": "paper: 1.96M Crafter only",
+    "ppo_envgen": "paper: PPO + EnvGen",
+}
+
+
+def achievement_frame(table: TableRecord) -> pd.DataFrame:
+    """One line per achievement: each done row's mean and std success % over its runs,
+    then the paper's two Figure 4 values. Columns `<row> mean`, `<row> std`, paper labels."""
+    columns: dict[str, list[float]] = {}
+    for row in table.rows:
+        if row.status != DONE or not row.runs:
+            continue
+        rates = np.array([[run.success_rates[a] for a in ACHIEVEMENTS] for run in row.runs])
+        columns[f"{row.row} mean"] = list(rates.mean(axis=0))
+        columns[f"{row.row} std"] = (
+            list(rates.std(axis=0, ddof=1)) if len(rates) > 1 else [math.nan] * len(ACHIEVEMENTS)
+        )
+    paper = load_reported_per_achievement()
+    for column, label in PAPER_COLUMNS.items():
+        columns[label] = [float(paper.loc[a, column]) for a in ACHIEVEMENTS]
+    return pd.DataFrame(columns, index=pd.Index(ACHIEVEMENTS, name="achievement"))
+
+
+def done_rows(frame: pd.DataFrame) -> list[str]:
+    """The row labels `achievement_frame` holds, in table order."""
+    return [c.removesuffix(" mean") for c in frame.columns if c.endswith(" mean")]
+
+
+def achievement_markdown(table: TableRecord, frame: pd.DataFrame) -> list[str]:
+    """Markdown lines of the per-achievement section; empty without a finished run."""
+    rows = done_rows(frame)
+    if not rows:
+        return []
+    runs = {r.row: len(r.runs) for r in table.rows if r.status == DONE}
+    header = [f"{row} (n={runs[row]})" for row in rows] + list(PAPER_COLUMNS.values())
+    lines = [
+        "",
+        f"**{table.table}: success rate % per achievement (final-phase episodes; ours: "
+        "mean ± std over runs; paper: Figure 4, approximate, GPT-4-Turbo designer and its "
+        "network, for context only). Descriptive: the tested claims are in CLAIMS.md.**",
+        "",
+        "| Achievement | " + " | ".join(header) + " |",
+        "|" + "---|" * (len(header) + 1),
+    ]
+    for achievement, line in frame.iterrows():
+        cells = [_pm(line[f"{row} mean"], line[f"{row} std"]) for row in rows]
+        cells += [f"{line[label]:g}" for label in PAPER_COLUMNS.values()]
+        lines.append(f"| {achievement} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _pm(mean: float, std: float) -> str:
+    return f"{mean:.2f}" if math.isnan(std) else f"{mean:.2f} ± {std:.2f}"
