@@ -39,6 +39,7 @@ from envgen.report import tables as report_tables
 from envgen.report.inputs import load_table
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign import (
+    CAMPAIGN_ACHIEVEMENT_CLAIMS,
     CAMPAIGN_CLAIMS,
     INTERIM,
     NO_DIFFERENCE,
@@ -168,6 +169,8 @@ def test_collect_lists_finished_runs_and_says_k_of_n(plan, codes, tmp_path):
     text = report_claims.claims_markdown([record])
     assert "## Campaigns: a different claim from the paper's" in text
     assert "**not enough runs (1 of 5 and 2 of 5)**" in text
+    assert "#### Score: 4 claims, each at level 0.0125" in text
+    assert "#### Figure 4's achievements (success rate %): 5 claims, each at level 0.01" in text
 
 
 def test_collect_command_writes_three_files(tmp_path, monkeypatch):
@@ -313,7 +316,7 @@ def verdicts(paper, a: list[float], b: list[float], planned: int = 5) -> str:
     claim = CAMPAIGN_CLAIMS["campaign_cpu"][0]
     results = evaluate_campaign(
         CAMPAIGN_CLAIMS["campaign_cpu"],
-        {claim.a: a, claim.b: b},
+        {"score": {claim.a: a, claim.b: b}},
         {claim.a: planned, claim.b: planned},
         paper,
     )
@@ -344,3 +347,40 @@ def test_rule_marks_a_verdict_on_fewer_seeds_than_planned_as_interim(paper):
 
 def test_rule_not_enough_runs(paper):
     assert verdicts(paper, [5.0], [6.0, 7.0]) == f"{NOT_ENOUGH} (1 of 5 and 2 of 5)"
+
+
+def achievement_verdicts(paper, rates: dict[str, tuple[list[float], list[float]]]) -> dict:
+    """The Figure 4 family's results; `rates`: {achievement: (EnvGen row's, Crafter-only's)}."""
+    claims = CAMPAIGN_ACHIEVEMENT_CLAIMS["campaign_cpu"]
+    runs = {
+        c.metric: dict(zip((c.a, c.b), rates[c.metric.split(":")[1]], strict=True)) for c in claims
+    }
+    planned = {claims[0].a: 5, claims[0].b: 5}
+    results = evaluate_campaign(claims, runs, planned, paper)
+    assert all(r.level == pytest.approx(0.05 / 5) for r in results)  # its own family
+    return {r.claim.metric.split(":")[1]: r for r in results}
+
+
+def test_achievement_family_tests_the_papers_five_achievements(paper):
+    zero = ([0.0] * 5, [0.0] * 5)
+    rates = {
+        "collect_iron": ([5.0, 6.0, 5.5, 6.5, 5.8], [1.0, 1.2, 0.8, 1.1, 0.9]),
+        "make_stone_pickaxe": ([10.0, 14.0, 12.0, 9.0, 15.0], [11.0, 13.0, 12.0, 10.0, 14.0]),
+        "make_stone_sword": ([1.0, 1.5, 1.2, 0.8, 1.1], [20.0, 22.0, 21.0, 19.0, 23.0]),
+        "make_iron_pickaxe": zero,
+        "make_iron_sword": zero,
+    }
+    results = achievement_verdicts(paper, rates)
+    assert set(results) == {
+        "collect_iron", "make_stone_pickaxe", "make_stone_sword",
+        "make_iron_pickaxe", "make_iron_sword",
+    }  # fmt: skip
+    assert results["collect_iron"].verdict == "EnvGen schedule better"
+    assert results["collect_iron"].paper_diff == pytest.approx(37.0)  # Figure 4: 55 - 18
+    assert results["make_stone_sword"].verdict == WORSE
+    no_power = results["make_stone_pickaxe"]
+    assert no_power.verdict.startswith(f"{NO_DIFFERENCE} (no power: the paper's +34 point")
+    assert no_power.power != no_power.power  # NaN: Figure 4 gives no spread
+    assert results["make_iron_sword"].verdict == (
+        f"{NO_DIFFERENCE} (every run of both arms at 0.00: nothing varies)"
+    )

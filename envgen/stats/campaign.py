@@ -8,6 +8,10 @@ plainly whether a beats b (docs/stats.md, "Campaign claims"): a one-sided Welch 
 of a > b at alpha / m, m = the campaign's claims (Bonferroni, fixed so a verdict does
 not move when another claim becomes testable). The paper's difference appears only as
 context, and as the effect the power is computed for.
+
+A campaign's claims come in families, each Bonferroni-corrected on its own, as the
+paper's do: the score, and Figure 4's achievements (the five whose gains the paper's
+text names, `FIGURE4_ACHIEVEMENTS`: fixed by the paper, not picked from our runs).
 """
 
 from __future__ import annotations
@@ -18,7 +22,16 @@ from collections.abc import Mapping, Sequence
 
 from numpy.typing import ArrayLike
 
-from envgen.stats.claims import CRAFTER_ONLY, ENVGEN, FIXED, Claim, PaperNumbers, assumed_population
+from envgen.stats.claims import (
+    CRAFTER_ONLY,
+    ENVGEN,
+    FIGURE4_ACHIEVEMENTS,
+    FIXED,
+    SUCCESS,
+    Claim,
+    PaperNumbers,
+    assumed_population,
+)
 from envgen.stats.compare import hedges_g_from_stats, welch_from_stats, welch_power
 from envgen.stats.intervals import welch_interval
 from envgen.stats.runs import SampleStats
@@ -45,6 +58,8 @@ class CampaignClaim:
     """The paper's (a, b) labels whose difference is shown beside ours, as context."""
     better: str = "EnvGen schedule better"
     """The verdict when a beats b."""
+    metric: str = "score"
+    """"score", or "success_rate:<achievement>" (% of final-phase episodes)."""
 
 
 def _vs_crafter(designer: str, row: str) -> CampaignClaim:
@@ -56,7 +71,7 @@ def _vs_crafter(designer: str, row: str) -> CampaignClaim:
     )
 
 
-# {campaign table id: its claims}; each campaign is one Bonferroni family.
+# {campaign table id: its score claims}: one Bonferroni family.
 CAMPAIGN_CLAIMS: dict[str, tuple[CampaignClaim, ...]] = {
     "campaign_cpu": (
         _vs_crafter("Heuristic designer", "Heuristic designer: EnvGen schedule"),
@@ -76,6 +91,27 @@ CAMPAIGN_CLAIMS: dict[str, tuple[CampaignClaim, ...]] = {
             "adaptation better",
         ),
     ),
+}
+
+
+# {campaign table id: its Figure 4 claims}: the adaptive heuristic row against Crafter-only
+# on each achievement the paper names, a second Bonferroni family.
+CAMPAIGN_ACHIEVEMENT_CLAIMS: dict[str, tuple[CampaignClaim, ...]] = {
+    "campaign_cpu": tuple(
+        CampaignClaim(
+            f"Heuristic designer, EnvGen schedule > Crafter-only: {a} success",
+            "Heuristic designer: EnvGen schedule",
+            CAMPAIGN_CPU_CRAFTER_ONLY,
+            (ENVGEN, CRAFTER_ONLY),
+            metric=f"{SUCCESS}:{a}",
+        )
+        for a in FIGURE4_ACHIEVEMENTS
+    ),
+}
+# Families in CLAIMS.md's order, with their headings.
+CAMPAIGN_FAMILIES: dict[str, dict[str, tuple[CampaignClaim, ...]]] = {
+    "Score": CAMPAIGN_CLAIMS,
+    "Figure 4's achievements (success rate %)": CAMPAIGN_ACHIEVEMENT_CLAIMS,
 }
 
 
@@ -100,35 +136,38 @@ class CampaignResult:
     paper_diff: float
     """The paper's a - b for `claim.context` (context only)."""
     power: float
-    """Power of our one-sided test, at `level` with our runs, for the paper's difference."""
+    """Power of our one-sided test, at `level` with our runs, for the paper's difference;
+    NaN where the paper reports no spread (its per-achievement rates)."""
     verdict: str
     reason: str
 
 
 def evaluate_campaign(
     claims: Sequence[CampaignClaim],
-    runs: Mapping[str, ArrayLike],
+    runs: Mapping[str, Mapping[str, ArrayLike]],
     planned: Mapping[str, int],
     paper: PaperNumbers,
     alpha: float = ALPHA,
 ) -> list[CampaignResult]:
-    """Verdicts of one campaign's claims. `runs`: {row label: scores, shape (n_runs,)}
-    (a row without finished runs may be absent); `planned`: {row label: planned runs}."""
+    """Verdicts of one family of a campaign's claims. `runs`: {metric: {row label: values,
+    shape (n_runs,)}}, metric as `CampaignClaim.metric` (a row without finished runs may
+    be absent); `planned`: {row label: planned runs}."""
     level = alpha / max(1, len(claims))
     return [_evaluate(c, runs, planned, paper, level, len(claims)) for c in claims]
 
 
 def _evaluate(
     claim: CampaignClaim,
-    runs: Mapping[str, ArrayLike],
+    runs: Mapping[str, Mapping[str, ArrayLike]],
     planned: Mapping[str, int],
     paper: PaperNumbers,
     level: float,
     m: int,
 ) -> CampaignResult:
-    a, b = (_stats(runs, label) for label in (claim.a, claim.b))
-    pa, pb, effect = paper.effect(Claim(claim.name, *claim.context))
-    assert pa is not None and pb is not None and effect.diff is not None
+    by_row = runs.get(claim.metric, {})
+    a, b = (_stats(by_row, label) for label in (claim.a, claim.b))
+    pa, pb, effect = paper.effect(Claim(claim.name, *claim.context, claim.metric))
+    assert effect.diff is not None
     nan = math.nan
     result = CampaignResult(
         claim, a, b, (planned.get(claim.a, 0), planned.get(claim.b, 0)), level, nan,
@@ -143,16 +182,21 @@ def _evaluate(
     test = welch_from_stats(a, b)
     p_one = test.p / 2 if test.t > 0 else 1 - test.p / 2
     low, high = welch_interval(a, b, 1 - 2 * level)  # one-sided 1 - level bounds
-    power = welch_power(assumed_population(pa, a), assumed_population(pb, b), a.n, b.n, 2 * level)
+    power = (
+        welch_power(assumed_population(pa, a), assumed_population(pb, b), a.n, b.n, 2 * level)
+        if pa is not None and pb is not None
+        else nan  # Figure 4's rates come without a spread: no population to assume
+    )
     bound = f"one-sided {100 * (1 - level):.3g}% bounds [{low:+.3g}, {high:+.3g}]"
     if low > 0:
         word, reason = claim.better, f"a - b >= {low:+.3g} ({bound})"
     elif high < 0:
         word, reason = WORSE, f"a - b <= {high:+.3g} ({bound})"
+    elif a.std == b.std == 0:  # e.g. an achievement no run of either arm unlocked
+        word = f"{NO_DIFFERENCE} (every run of both arms at {a.mean:.2f}: nothing varies)"
+        reason = f"{bound} hold 0"
     else:
-        word = (
-            f"{NO_DIFFERENCE} (power {power:.2f} for the paper's {effect.diff:+.1f} point effect)"
-        )
+        word = f"{NO_DIFFERENCE} ({_power_words(power, effect.diff)})"
         reason = f"{bound} hold 0"
     if a.n < result.planned[0] or b.n < result.planned[1]:
         # The rule is fixed for the planned seeds; a verdict on fewer is read, not acted on
@@ -167,6 +211,12 @@ def _evaluate(
         verdict=word,
         reason=reason,
     )
+
+
+def _power_words(power: float, paper_diff: float) -> str:
+    if math.isnan(power):
+        return f"no power: the paper's {paper_diff:+.2g} point effect comes without a spread"
+    return f"power {power:.2f} for the paper's {paper_diff:+.1f} point effect"
 
 
 def _stats(runs: Mapping[str, ArrayLike], label: str) -> SampleStats | None:
