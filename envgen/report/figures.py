@@ -28,6 +28,7 @@ from envgen.checks import OneLineParser
 from envgen.errors import EnvGenError
 from envgen.games import game_spec
 from envgen.report.achievements import achievement_frame, done_rows
+from envgen.report.campaign import WHAT
 from envgen.report.curves import bin_width, score_vs_step
 from envgen.report.inputs import (
     DONE,
@@ -118,7 +119,8 @@ def per_achievement(
     ax.set_xticks(x, [a.replace("_", " ") for a in ACHIEVEMENTS], rotation=60, ha="right")
     ax.set_ylabel("success rate (%)")
     ax.set_title(
-        "Per-achievement success rate (paper Figure 4; paper values approximate; no bar = 0%)"
+        "Per-achievement success rate (paper Figure 4; paper values approximate; no bar: under "
+        f"{LOG_FLOOR}%, the axis floor)"
         f"\nours: {note}",
         pad=28,
     )
@@ -376,8 +378,7 @@ def _campaign_achievements(table: TableRecord, out: Path) -> list[str]:
         return [f"skipped {out.name}: no finished runs"]
     ours = {row: frame[f"{row} mean"].to_dict() for row in rows}
     note = (
-        f"{table.table}, profile {table.profile}: the paper's steps, nature network, "
-        "non-LLM designers (a campaign, not the paper's setup)"
+        f"{table.table}: {WHAT.get(table.table, table.caption)}; a campaign, not the paper's setup"
     )
     return _done(per_achievement(ours, load_reported_per_achievement(), out, note=note))
 

@@ -5,7 +5,7 @@ machines can: EnvGen's schedule with a non-LLM designer vs Crafter-only, with th
 `nature` network. That is not the paper's claim (GPT-4-Turbo designer, the paper's
 network), so these claims do not compare our difference with the paper's; they ask
 plainly whether a beats b (docs/stats.md, "Campaign claims"): a one-sided Welch test
-of a > b at alpha / m, m = the campaign's claims (Bonferroni, fixed so a verdict does
+of a > b at alpha / m, m = the claims of its family (Bonferroni, fixed so a verdict does
 not move when another claim becomes testable). The paper's difference appears only as
 context, and as the effect the power is computed for.
 
