@@ -168,6 +168,7 @@ def test_collect_lists_finished_runs_and_says_k_of_n(plan, codes, tmp_path):
     assert "2 of 5 seeds finished" in frame.iloc[0]["note"]
     text = report_claims.claims_markdown([record])
     assert "## Campaigns: a different claim from the paper's" in text
+    assert '> "Campaigns", at the end, is not smoke-scale' in text  # the banner points there
     assert "**not enough runs (1 of 5 and 2 of 5)**" in text
     assert "#### Score: 4 claims, each at level 0.0125" in text
     assert "#### Figure 4's achievements (success rate %): 5 claims, each at level 0.01" in text

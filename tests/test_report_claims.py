@@ -50,6 +50,7 @@ def claim_line(text: str, name: str) -> str:
 def test_smoke_profile_has_the_banner_and_only_inconclusive_verdicts(tmp_path: Path):
     text = claims.claims_markdown(load_tables(two_rows(tmp_path, "smoke")))
     assert f"> **{claims.SMOKE_BANNER}.**" in text
+    assert "is not smoke-scale" not in text  # no campaign given: no pointer to one
     first = claim_line(text, PAPER_CLAIMS[0].name)
     assert "**inconclusive**" in first and "profile 'smoke' is not claim-grade" in first
     assert "(10)" in first  # runs counted once although two tables list them

@@ -20,7 +20,7 @@ from pathlib import Path
 from envgen.checks import OneLineParser
 from envgen.errors import EnvGenError
 from envgen.report import replay
-from envgen.report.campaign import campaign_lines
+from envgen.report.campaign import CAMPAIGN_SECTION, campaign_lines
 from envgen.report.flags import claim_flags
 from envgen.report.inputs import (
     DONE,
@@ -65,6 +65,14 @@ def claims_markdown(tables: Sequence[TableRecord]) -> str:
             f"> Profile `{profile}`: every verdict below is "
             'inconclusive by rule (docs/stats.md, "Verdict"); the numbers show that '
             f"the pipeline runs end to end. For the paper's budgets: `{CLAIM_GRADE_COMMAND}`.",
+            *(
+                [
+                    f'> "{CAMPAIGN_SECTION}", at the end, is not smoke-scale: it tests its own '
+                    "claims (non-LLM designers, a smaller network) at its profile's budgets."
+                ]
+                if campaigns
+                else []
+            ),
             "",
         ]
     lines += [
