@@ -18,6 +18,7 @@ import pandas as pd
 from envgen.report.inputs import DONE, TableRecord
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.paper import load_reported_per_achievement
+from envgen.stats.runs import moments
 
 # The paper's Figure 4 columns shown for context, with their labels.
 PAPER_COLUMNS = {
@@ -33,11 +34,11 @@ def achievement_frame(table: TableRecord) -> pd.DataFrame:
     for row in table.rows:
         if row.status != DONE or not row.runs:
             continue
-        rates = np.array([[run.success_rates[a] for a in ACHIEVEMENTS] for run in row.runs])
-        columns[f"{row.row} mean"] = list(rates.mean(axis=0))
-        columns[f"{row.row} std"] = (
-            list(rates.std(axis=0, ddof=1)) if len(rates) > 1 else [math.nan] * len(ACHIEVEMENTS)
-        )
+        stats = [
+            moments(np.array([run.success_rates[a] for run in row.runs])) for a in ACHIEVEMENTS
+        ]
+        columns[f"{row.row} mean"] = [mean for mean, _ in stats]
+        columns[f"{row.row} std"] = [std for _, std in stats]
     paper = load_reported_per_achievement()
     for column, label in PAPER_COLUMNS.items():
         columns[label] = [float(paper.loc[a, column]) for a in ACHIEVEMENTS]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from envgen.report.inputs import DONE, RunRecord, TableRecord
+from envgen.report.inputs import DONE, TableRecord
 from envgen.stats.campaign import CAMPAIGN_FAMILIES, CampaignResult, evaluate_campaign
 from envgen.stats.claims import PaperNumbers
 from envgen.stats.runs import SampleStats
@@ -71,7 +71,7 @@ def _campaign(table: TableRecord, paper: PaperNumbers) -> list[str]:
     ]
     for name, claims in families.items():
         metrics = {c.metric for c in claims}
-        runs = {m: {r.row: [_value(run, m) for run in r.runs] for r in done} for m in metrics}
+        runs = {m: {r.row: [run.value(m) for run in r.runs] for r in done} for m in metrics}
         results = evaluate_campaign(claims, runs, planned, paper)
         lines += [
             "",
@@ -83,13 +83,6 @@ def _campaign(table: TableRecord, paper: PaperNumbers) -> list[str]:
             *(_line(r) for r in results),
         ]
     return lines
-
-
-def _value(run: RunRecord, metric: str) -> float:
-    """A run's number for a claim's metric: its score or one achievement's success %."""
-    if metric == "score":
-        return run.score
-    return run.success_rates[metric.split(":", 1)[1]]
 
 
 def _line(r: CampaignResult) -> str:

@@ -166,13 +166,13 @@ def _values(
     for label in (claim.a, claim.b):
         runs = arms[label].runs
         if claim.metric in TABLE_METRICS:
-            out[label] = [getattr(r, claim.metric) for r in runs]
+            out[label] = [r.value(claim.metric) for r in runs]
             continue
         kind, achievement = claim.metric.split(":", 1)
         if kind == SUCCESS:
             if any(achievement not in r.success_rates for r in runs):
                 return f"untestable: runs.json of {label!r} has no per-achievement success rates"
-            out[label] = [r.success_rates[achievement] for r in runs]
+            out[label] = [r.value(claim.metric) for r in runs]
         elif kind == FIRST_UNLOCK:
             steps = [r.first_unlock_step.get(achievement) for r in runs]
             never = sum(s is None for s in steps)

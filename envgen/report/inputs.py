@@ -22,7 +22,7 @@ from envgen.agents.runlog import read_jsonl
 from envgen.errors import ReportInputError
 from envgen.loop.config import GAMES
 from envgen.scoring import ACHIEVEMENTS
-from envgen.stats.claims import SAME_EXPERIMENT
+from envgen.stats.claims import SAME_EXPERIMENT, SUCCESS, TABLE_METRICS
 
 DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE, NOT_STARTED = (
     "done",
@@ -64,6 +64,16 @@ class RunRecord:
     """Environment steps the run took in all."""
     game: str = "crafter"
     """The game it played (runs.json written before Heist was wired name none: Crafter)."""
+
+    def value(self, metric: str) -> float:
+        """The run's number for a claim's metric: "score", "reward" or
+        "success_rate:<achievement>" (`envgen.stats.claims.Claim.metric`)."""
+        if metric in TABLE_METRICS:
+            return getattr(self, metric)
+        kind, achievement = metric.split(":", 1)
+        if kind != SUCCESS:
+            raise ValueError(f"{metric!r} is not a per-run number (first unlocks can be None)")
+        return self.success_rates[achievement]
 
 
 @dataclasses.dataclass(frozen=True)
