@@ -1,7 +1,7 @@
 """`envgen campaign` on a synthetic run store: order, states, collect, commits, the rule.
 
 Nothing here trains: finished runs are written by `fake_run`, which lays out what a
-real run leaves (final_metrics.json, run.yaml, code_fingerprint.txt, the JSONL logs
+real run leaves (final_metrics.json, run.yaml, provenance.json, the JSONL logs
 and a checkpoint).
 """
 
@@ -33,7 +33,7 @@ from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.gitcommit import commit_run, is_committed
 from envgen.pipeline.jobs import DONE, JobResult, Settings, job_dir
 from envgen.pipeline.plan import Job
-from envgen.pipeline.train import fingerprints
+from envgen.pipeline.train import results_versions
 from envgen.report import claims as report_claims
 from envgen.report import tables as report_tables
 from envgen.report.inputs import load_table
@@ -48,6 +48,7 @@ from envgen.stats.campaign import (
     evaluate_campaign,
 )
 from envgen.stats.claims import PaperNumbers
+from envgen.store import seal_run
 
 REPO = Path(__file__).resolve().parents[1]
 CPU = campaign.CAMPAIGNS["cpu"]
@@ -72,13 +73,15 @@ def plan():
 
 @pytest.fixture(scope="module")
 def codes():
-    return fingerprints()
+    return results_versions()
 
 
-def fake_run(run_dir: Path, job: Job, score: float, fingerprint: str, finished: bool = True):
-    """The files a real run leaves; `finished=False`: a killed run (checkpoint, no summary)."""
+def fake_run(run_dir: Path, job: Job, score: float, version: int, finished: bool = True):
+    """The files a real run leaves; `finished=False`: a killed run (checkpoint, no summary,
+    not sealed)."""
     run_dir.mkdir(parents=True)
-    (run_dir / "code_fingerprint.txt").write_text(fingerprint + "\n")
+    provenance = {"game": "crafter", "results_version": version, "sessions": []}
+    (run_dir / "provenance.json").write_text(json.dumps(provenance))
     (run_dir / "run.yaml").write_text(f"config_hash: {job.key[0]}\nseed: {job.seed}\n")
     (run_dir / "checkpoints").mkdir()
     (run_dir / "checkpoints" / "latest.pt").write_bytes(b"weights")
@@ -104,6 +107,7 @@ def fake_run(run_dir: Path, job: Job, score: float, fingerprint: str, finished: 
             "wall_s": total / 1000.0,
         }
         (run_dir / "final_metrics.json").write_text(json.dumps(final))
+        seal_run(run_dir)
 
 
 def jobs_by_row(plan) -> dict[str, list[Job]]:
@@ -222,7 +226,8 @@ def test_commit_takes_only_the_run_dir_never_checkpoints(plan, codes, repo, proj
     assert logged == [f"[campaign cpu: {ROWS[0]} seed 0: score 4.25%]"]
     files = _git(repo, "show", "--name-only", "--format=%s", "HEAD").split()
     assert "other.txt" not in files and not any("checkpoints" in f for f in files)
-    assert f"{run_dir}/final_metrics.json" in files and f"{run_dir}/metrics.jsonl" in files
+    assert f"{run_dir}/final_metrics.json" in files and f"{run_dir}/metrics.jsonl.gz" in files
+    assert f"{run_dir}/manifest.json" in files
     assert _git(repo, "diff", "--cached", "--name-only").split() == ["other.txt"]
     assert is_committed(run_dir, repo)
     assert commit_run(run_dir, "again", repo) == ""  # nothing new: no commit, no error
@@ -302,7 +307,7 @@ def test_execute_reports_each_result_to_the_callback(plan, codes, tmp_path):
     job = jobs_by_row(plan)[ROWS[0]][0]
     fake_run(job_dir(job, tmp_path), job, 4.0, codes["crafter"])  # finished: not retrained
     seen: list[JobResult] = []
-    settings = Settings(runs_root=str(tmp_path), fingerprints=codes)
+    settings = Settings(runs_root=str(tmp_path), versions=codes)
     results = execute([job], settings, ExecutorConfig(workers=1), lambda _: None, seen.append)
     assert [r.status for r in seen] == [DONE] and results[job.key].status == DONE
 

@@ -27,6 +27,8 @@ from envgen.pipeline.jobs import (
     job_dir,
 )
 from envgen.pipeline.plan import Job, RandomJob
+from envgen.results_version import RESULTS_VERSION
+from envgen.store import recorded_version, verify_run
 
 TINY_PPO = {"num_envs": 2, "num_steps": 32, "minibatches": 2, "checkpoint_every": 100_000}
 REPO = Path(__file__).resolve().parents[1]
@@ -46,10 +48,9 @@ def tiny_job(seed: int, final_steps: int = 2048) -> Job:
     return Job(config, seed)
 
 
-def settings(tmp_path: Path, fingerprint: str = "f0") -> Settings:
+def settings(tmp_path: Path, version: int = RESULTS_VERSION["crafter"]) -> Settings:
     llm = LLMSpec("replay", str(REPO / "data" / "llm_cache"))
-    fingerprints = {"crafter": fingerprint}
-    return Settings(runs_root=str(tmp_path / "runs"), fingerprints=fingerprints, llm=llm)
+    return Settings(runs_root=str(tmp_path / "runs"), versions={"crafter": version}, llm=llm)
 
 
 def mtime(job, s: Settings) -> int:
@@ -70,11 +71,17 @@ def test_parallel_runs_then_skip_then_stale_redo(tmp_path):
     metrics = json.loads((job_dir(jobs[0], s.runs_root) / "final_metrics.json").read_text())
     assert metrics["global_steps"] == 2048 and metrics["episodes"] >= 1
 
-    execute(jobs, s, config, log=quiet)  # same code: nothing is redone
+    for job in jobs:  # finished runs are sealed: provenance, gzipped logs, manifest last
+        run_dir = job_dir(job, s.runs_root)
+        assert verify_run(run_dir) >= 3 and (run_dir / "episodes.jsonl.gz").is_file()
+        assert recorded_version(run_dir) == RESULTS_VERSION["crafter"]
+
+    execute(jobs, s, config, log=quiet)  # same results version: nothing is redone
     assert {j.key: mtime(j, s) for j in jobs} == first
 
-    execute(jobs[1:], settings(tmp_path, fingerprint="f1"), config, log=quiet)
-    assert mtime(jobs[1], s) != first[jobs[1].key]  # other code: the run is redone
+    bumped = settings(tmp_path, version=RESULTS_VERSION["crafter"] + 1)
+    execute(jobs[1:], bumped, config, log=quiet)
+    assert mtime(jobs[1], s) != first[jobs[1].key]  # another version: the run is redone
 
 
 def test_failed_runs_are_retried_and_reported(tmp_path):

@@ -19,7 +19,7 @@ from envgen.pipeline.jobs import DONE, LLMSpec, Settings, run_job
 from envgen.pipeline.plan import load_table, plan_table
 from envgen.pipeline.profile import load_profile
 from envgen.pipeline.results import table_results
-from envgen.pipeline.train import fingerprints
+from envgen.pipeline.train import results_versions
 from envgen.report import claims, figures, tables
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,12 +42,12 @@ def table8(tmp_path_factory: pytest.TempPathFactory) -> Path:
     plan = plan_table(load_table(REPO / "replication" / "table8.yaml"), profile)
     settings = Settings(
         runs_root=str(root / "runs"),
-        fingerprints=fingerprints(),
+        versions=results_versions(),
         llm=LLMSpec("replay", str(REPO / "data" / "llm_cache")),
     )
     results = {job.key: run_job(job, settings) for job in plan.jobs}
     assert [r.status for r in results.values()] == [DONE, DONE], results
-    data = table_results(plan, profile, results, settings.runs_root, settings.fingerprints)
+    data = table_results(plan, profile, results, settings.runs_root, settings.versions)
     path = root / "table8" / "runs.json"
     path.parent.mkdir()
     path.write_text(json.dumps(data))

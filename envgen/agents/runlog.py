@@ -17,6 +17,7 @@ from typing import Any
 
 from envgen.errors import EnvGenError
 from envgen.scoring import ACHIEVEMENTS
+from envgen.store.manifest import RunStoreError, read_run_bytes
 
 
 def episode_record(info: Mapping[str, Any], step: int, phase: str) -> dict[str, Any]:
@@ -72,7 +73,8 @@ class JsonlLog:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """All records of a JSONL file; a damaged line is an `EnvGenError` naming it."""
+    """All records of a JSONL run log (a sealed run's `.gz`, checked against its
+    manifest, when only that exists); a damaged line is an `EnvGenError` naming it."""
     return [record for _, record in _records(path, torn_ok=False)]
 
 
@@ -80,8 +82,13 @@ def _records(path: Path, torn_ok: bool) -> Iterator[tuple[str, dict[str, Any]]]:
     """(line, record) pairs of a run log; with `torn_ok`, an unparsable last line without
     its newline (a write cut short by a kill) is skipped."""
     try:
-        with path.open(encoding="utf-8") as f:
-            lines = f.readlines()
+        if torn_ok:  # a log being appended to: never sealed
+            with path.open(encoding="utf-8") as f:
+                lines = f.readlines()
+        else:
+            lines = read_run_bytes(path).decode("utf-8").splitlines(keepends=True)
+    except RunStoreError:
+        raise
     except (OSError, UnicodeDecodeError) as exc:
         raise EnvGenError(f"{path}: unreadable run log ({exc})") from None
     for number, raw in enumerate(lines, 1):

@@ -51,6 +51,7 @@ from envgen.llm.slots import (
     run_id,
     slot_id,
 )
+from envgen.store.manifest import is_sealed, read_run_bytes
 
 MODES = ("replay", "record", "fill", "live")
 MATCHES = ("slot", "strict")
@@ -255,10 +256,10 @@ def file_run_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> int:
     for root in runs_roots:
         for calls_path in sorted(Path(root).glob("*/seed-*/llm_calls.json")):
             run_dir = calls_path.parent
-            if not (run_dir / "final_metrics.json").is_file():
+            if not is_sealed(run_dir):
                 continue
             run = run_id(run_dir.parent.name, int(run_dir.name.removeprefix("seed-")))
-            for call in json.loads(calls_path.read_text(encoding="utf-8")):
+            for call in json.loads(read_run_bytes(calls_path)):
                 entry = cache.load(call["key"])
                 if entry is None:
                     raise CacheIntegrityError(

@@ -1,8 +1,9 @@
 """Where a run keeps what it produced: ``<runs_root>/<config-hash>/seed-<K>/``.
 
-`final_metrics.json` is written last and atomically: it is the only mark of a finished
-run. Everything else in the directory belongs to a run in progress (resumable) or to
-one that stopped with an error; nothing reads it as a result.
+`final_metrics.json` is written when training ends; the run is finished once it is sealed
+(`envgen.store`: logs gzipped, `provenance.json` closed, `manifest.json` written last).
+Everything in an unsealed directory belongs to a run in progress (resumable) or to one
+that stopped with an error; nothing reads it as a result.
 """
 
 from __future__ import annotations
@@ -17,12 +18,16 @@ import yaml
 
 from envgen.errors import EnvGenError
 from envgen.loop.config import RunConfig
+from envgen.store.manifest import RunStoreError, is_sealed, read_run_bytes
 
 
 def read_json(path: Path) -> Any:
-    """A run file's JSON; a damaged one is an `EnvGenError` naming it and the fix."""
+    """A run file's JSON, checked against the run's manifest when the run is sealed; a
+    damaged one is an `EnvGenError` naming it and the fix."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_run_bytes(path))
+    except RunStoreError:
+        raise
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise EnvGenError(
             f"{path}: unreadable ({exc}); the run directory is damaged: remove "
@@ -63,7 +68,8 @@ class RunPaths:
 
     @property
     def finished(self) -> bool:
-        return self.final_metrics.is_file()
+        """Sealed: the manifest, written last, exists."""
+        return is_sealed(self.root)
 
     def cycle(self, index: int) -> Path:
         """Directory of cycle `index` (1-based): environments, feedback, evaluation."""

@@ -11,7 +11,9 @@ game-specific comes from the game's entry in `envgen.games`.
 
 Every phase ends at an absolute global step, so a resumed run (trainer checkpoint +
 the per-cycle files written so far + LLM replies replayed from the cache) walks the
-same schedule and skips what is done. `final_metrics.json` is written last.
+same schedule and skips what is done. `final_metrics.json` is written when training
+ends, then the run is sealed (`envgen.store`: provenance closed, logs gzipped, manifest
+written last).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from envgen.loop.designers import make_designer
 from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.run import CallLog, Run, RunOptions
 from envgen.scoring import ACHIEVEMENTS, summarize
+from envgen.store.lifecycle import finish_run, start_session
 
 
 # --- the methods -----------------------------------------------------------------------
@@ -146,6 +149,9 @@ def execute_run(
     paths = RunPaths.of(runs_root, config, seed)
     if paths.finished:
         return paths.root
+    if paths.final_metrics.is_file():  # killed after training, before sealing
+        finish_run(paths.root, read_json(paths.final_metrics)["global_steps"])
+        return paths.root
     game = game_spec(config.game)
     if paths.root.exists() and not options.resume:
         raise EnvGenError(
@@ -191,11 +197,15 @@ def execute_run(
     run = Run(config, seed, paths, trainer, options, call_log, designer, game)
     try:
         trainer.resume()
+        start_session(
+            paths.root, config.game, trainer.global_step, options.device, options.num_workers
+        )
         METHODS[config.method](run)
         trainer.close_env()
         run.save_llm_calls()
         metrics = FINAL_METRICS[config.game](run, time.monotonic() - started)
         write_json_atomic(paths.final_metrics, metrics)
+        finish_run(paths.root, trainer.global_step)
     finally:
         trainer.close()
     return paths.root

@@ -118,11 +118,11 @@ def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commi
         )
     from envgen.pipeline.campaign_run import RunRequest, load_campaign, pending_jobs, seed_order
     from envgen.pipeline.executor import _cores
-    from envgen.pipeline.train import fingerprints
+    from envgen.pipeline.train import results_versions
 
     request = RunRequest(c.name, c.table, c.profile, params, runs_root, workers, commit)
     plan, _, executor = load_campaign(request)  # mistakes show here, not in the log
-    pending = pending_jobs(plan, runs_root, fingerprints())
+    pending = pending_jobs(plan, runs_root, results_versions())
     if not pending and not commit:
         print(f"campaign {c.name}: all {len(seed_order(plan))} runs finished; nothing to train")
         return 0
@@ -204,13 +204,13 @@ def status(c: Campaign, params: Path, runs_root: Path) -> int:
     from envgen.pipeline.campaign_store import job_states
     from envgen.pipeline.executor import _cores
     from envgen.pipeline.gitcommit import is_committed
-    from envgen.pipeline.train import fingerprints
+    from envgen.pipeline.train import results_versions
 
     plan, _, executor = load_campaign(
         RunRequest(c.name, c.table, c.profile, params, runs_root, None, True)
     )
     process = live_process(c)
-    states = job_states(plan, runs_root, fingerprints(), process is not None, is_committed)
+    states = job_states(plan, runs_root, results_versions(), process is not None, is_committed)
     workers = process.workers if process else executor.local_workers(_cores(), 0)
     print(status_text(c, states, process, workers))
     return 0
@@ -222,13 +222,13 @@ def collect(c: Campaign, params: Path, runs_root: Path, outs: Sequence[Path]) ->
     from envgen.pipeline.campaign_run import RunRequest, load_campaign
     from envgen.pipeline.campaign_store import collect_table
     from envgen.pipeline.results import table_metrics, table_scores
-    from envgen.pipeline.train import fingerprints
+    from envgen.pipeline.train import results_versions
 
     plan, profile, _ = load_campaign(
         RunRequest(c.name, c.table, c.profile, params, runs_root, None, False)
     )
     table = collect_table(
-        plan, profile, runs_root, fingerprints(), f"`envgen campaign start {c.name}`"
+        plan, profile, runs_root, results_versions(), f"`envgen campaign start {c.name}`"
     )
     for path, data in zip(outs, (table, table_metrics(table), table_scores(table)), strict=True):
         write_json_atomic(path, data)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.pipeline.campaign_store import fingerprint_of, is_finished, row_jobs
+from envgen.pipeline.campaign_store import is_finished, row_jobs, version_of
 from envgen.pipeline.gitcommit import commit_run, is_committed
 from envgen.pipeline.jobs import DONE, FAILED, JobResult, job_dir
 from envgen.pipeline.plan import Job, RandomJob, TablePlan
@@ -33,12 +33,12 @@ def seed_order(plan: TablePlan) -> list[AnyJob]:
     return [job for _, job in sorted(jobs.values(), key=lambda entry: entry[0])]
 
 
-def pending_jobs(plan: TablePlan, runs_root: Path, fingerprints: Mapping[str, str]) -> list[AnyJob]:
+def pending_jobs(plan: TablePlan, runs_root: Path, versions: Mapping[str, int]) -> list[AnyJob]:
     """`seed_order`'s jobs that have not finished under the current code."""
     return [
         job
         for job in seed_order(plan)
-        if not is_finished(job_dir(job, runs_root), fingerprint_of(job, fingerprints))
+        if not is_finished(job_dir(job, runs_root), version_of(job, versions))
     ]
 
 
@@ -81,7 +81,7 @@ def commit_finished(
     campaign: str,
     plan: TablePlan,
     runs_root: Path,
-    fingerprints: Mapping[str, str],
+    versions: Mapping[str, int],
     log: Log,
     repo: Path = Path("."),
 ) -> int:
@@ -90,7 +90,7 @@ def commit_finished(
     count = 0
     for job in seed_order(plan):
         run_dir = job_dir(job, runs_root)
-        if is_finished(run_dir, fingerprint_of(job, fingerprints)) and not is_committed(
+        if is_finished(run_dir, version_of(job, versions)) and not is_committed(
             run_dir, repo
         ):
             count += hook(JobResult(job.key, DONE, str(run_dir)))
@@ -121,10 +121,10 @@ def run_campaign(request: RunRequest, log: Log = print) -> int:
     """Train the pending jobs; 0 when all finished, 2 when some still failed."""
     from envgen.llm.cache import DEFAULT_CACHE_DIR
     from envgen.pipeline.executor import execute
-    from envgen.pipeline.train import check_device, fingerprints, job_settings, llm_spec
+    from envgen.pipeline.train import check_device, job_settings, llm_spec, results_versions
 
     plan, profile, executor = load_campaign(request)
-    codes = fingerprints()
+    codes = results_versions()
     if request.commit:
         count = commit_finished(request.campaign, plan, request.runs_root, codes, log)
         if count:

@@ -1,7 +1,7 @@
 """A campaign's runs as the run store shows them: state per (row, seed), ETA, runs.json.
 
 Nothing here trains. A run counts as finished exactly as `envgen.pipeline.jobs` decides
-it: `final_metrics.json` present and the run's code fingerprint equal to the current
+it: sealed (its manifest written) and its results version equal to the current
 tree's (a finished run of other code is `stale` and will be redone). A campaign in
 progress collects into a runs.json whose rows list the seeds finished so far, each row
 saying how many of its planned seeds that is; a row with none is `not_started`.
@@ -16,11 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen.pipeline.fingerprint import recorded_fingerprint
-from envgen.pipeline.jobs import DONE, JobResult, job_dir
+from envgen.loop.paths import read_json
+from envgen.pipeline.jobs import DONE, JobResult, job_dir, job_game
 from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.pipeline.results import table_results
+from envgen.store.manifest import is_sealed
+from envgen.store.provenance import recorded_version
 
 FINISHED, RUNNING, PARTIAL, STALE, MISSING = "done", "running", "partial", "stale", "missing"
 NOT_STARTED = "not_started"  # runs.json status of a campaign row with no finished seed
@@ -52,15 +54,13 @@ class JobState:
     """Whether a finished run is committed to git; None when not asked or not finished."""
 
 
-def fingerprint_of(job: AnyJob, fingerprints: Mapping[str, str]) -> str:
-    return fingerprints[job.config.game if isinstance(job, Job) else "crafter"]
+def version_of(job: AnyJob, versions: Mapping[str, int]) -> str:
+    return versions[job_game(job)]
 
 
-def is_finished(run_dir: Path, fingerprint: str) -> bool:
-    """Finished and made by the current code: what `run_job` would not redo."""
-    return (run_dir / "final_metrics.json").is_file() and recorded_fingerprint(
-        run_dir
-    ) == fingerprint
+def is_finished(run_dir: Path, version: int) -> bool:
+    """Sealed and of the current results version: what `run_job` would not redo."""
+    return is_sealed(run_dir) and recorded_version(run_dir) == version
 
 
 def row_jobs(plan: TablePlan) -> list[tuple[str, AnyJob]]:
@@ -71,7 +71,7 @@ def row_jobs(plan: TablePlan) -> list[tuple[str, AnyJob]]:
 def job_states(
     plan: TablePlan,
     runs_root: Path,
-    fingerprints: Mapping[str, str],
+    versions: Mapping[str, int],
     alive: bool,
     committed: Callable[[Path], bool] | None = None,
     now: float | None = None,
@@ -79,7 +79,7 @@ def job_states(
     """The state of every (row, seed); `alive`: a campaign process is running now."""
     now = time.time() if now is None else now
     return [
-        _state(row, job, runs_root, fingerprint_of(job, fingerprints), alive, committed, now)
+        _state(row, job, runs_root, version_of(job, versions), alive, committed, now)
         for row, job in row_jobs(plan)
     ]
 
@@ -88,7 +88,7 @@ def _state(
     row: str,
     job: AnyJob,
     runs_root: Path,
-    fingerprint: str,
+    version: int,
     alive: bool,
     committed: Callable[[Path], bool] | None,
     now: float,
@@ -98,10 +98,10 @@ def _state(
     base = JobState(row, job, run_dir, MISSING, 0, total, None)
     if not run_dir.is_dir():
         return base
-    if (run_dir / "final_metrics.json").is_file():
-        if recorded_fingerprint(run_dir) != fingerprint:
+    if is_sealed(run_dir):
+        if recorded_version(run_dir) != version:
             return dataclasses.replace(base, state=STALE)
-        final = json.loads((run_dir / "final_metrics.json").read_text(encoding="utf-8"))
+        final = read_json(run_dir / "final_metrics.json")
         steps, wall = int(final.get("global_steps", 0)), float(final.get("wall_s") or 0)
         return dataclasses.replace(
             base,
@@ -165,16 +165,16 @@ def collect_table(
     plan: TablePlan,
     profile: Profile,
     runs_root: Path,
-    fingerprints: Mapping[str, str],
+    versions: Mapping[str, int],
     continue_command: str,
 ) -> dict[str, Any]:
     """The campaign's runs.json: finished runs only, each row saying k of n seeds."""
     results = {}
     for _, job in row_jobs(plan):
         run_dir = job_dir(job, runs_root)
-        done = is_finished(run_dir, fingerprint_of(job, fingerprints))
+        done = is_finished(run_dir, version_of(job, versions))
         results[job.key] = JobResult(job.key, DONE if done else MISSING, str(run_dir))
-    table = table_results(plan, profile, results, runs_root, fingerprints)
+    table = table_results(plan, profile, results, runs_root, versions)
     planned = {row.name: len(row.jobs) for row in plan.rows}
     for row in table["rows"]:
         if row["row"] not in planned or row["status"] != DONE:

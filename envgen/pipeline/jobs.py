@@ -4,9 +4,9 @@
 status says why (not_recorded: an LLM reply is missing from the cache; llm_unusable:
 the recorded reply stays unusable after the designer's re-asks, which replays the same
 way every time, so it is the row's result and not retried; failed: any other error,
-a server that could not be reached included, retried by the executor). A finished run
-whose code fingerprint matches is returned as is; one started under other code is
-removed and run again.
+a server that could not be reached included, retried by the executor). A finished
+(sealed) run whose results version is the code's is returned as is; one produced under
+another version is removed and run again (`envgen.results_version`).
 """
 
 from __future__ import annotations
@@ -23,14 +23,13 @@ from envgen.errors import CacheMissError, LLMResponseError
 from envgen.llm.budget import Budget
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import LOCAL_MODEL, backend_config
+from envgen.loop.paths import read_json
 from envgen.loop.runner import RunOptions, execute_run
-from envgen.pipeline.fingerprint import (
-    FINGERPRINT_FILE,
-    record_fingerprint,
-    recorded_fingerprint,
-)
 from envgen.pipeline.plan import Job, RandomJob
 from envgen.pipeline.random_policy import play_random
+from envgen.store.lifecycle import finish_run
+from envgen.store.manifest import is_sealed
+from envgen.store.provenance import recorded_version
 
 DONE, FAILED, NOT_RECORDED = "done", "failed", "not_recorded"
 LLM_UNUSABLE = "llm_unusable"  # the recorded reply is unusable even after re-asks: a result
@@ -83,9 +82,8 @@ class Settings:
 
     runs_root: str
     """Run store root (``results/runs``)."""
-    fingerprints: Mapping[str, str]
-    """{game: code fingerprint of its training path in the current tree}
-    (`envgen.pipeline.fingerprint`)."""
+    versions: Mapping[str, int]
+    """{game: results version of the current code} (`envgen.results_version`)."""
     device: str = "cpu"
     """Torch device."""
     env_workers: int = 1
@@ -120,18 +118,16 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
     """Run one job (see the module docstring); safe to call again after a kill."""
     run_dir = job_dir(job, settings.runs_root)
     torch.set_num_threads(settings.torch_threads)
-    fingerprint = settings.fingerprints[job.config.game if isinstance(job, Job) else "crafter"]
+    version = settings.versions[job_game(job)]
     try:
-        _drop_if_stale(run_dir, fingerprint)
-        if (run_dir / "final_metrics.json").is_file():
+        _drop_if_stale(run_dir, version)
+        if is_sealed(run_dir):
             return JobResult(job.key, DONE, str(run_dir))
         if isinstance(job, RandomJob):
-            record_fingerprint(run_dir, fingerprint)
             play_random(job.episodes, job.seed, run_dir)
             return JobResult(job.key, DONE, str(run_dir))
         llm = settings.llm.build(job.config.llm_model) if job.config.uses_llm else None
         options = RunOptions(device=settings.device, num_workers=settings.env_workers)
-        record_fingerprint(run_dir, fingerprint)
         try:
             execute_run(job.config, job.seed, settings.runs_root, llm, options)
         except CacheMissError:
@@ -163,23 +159,31 @@ def transport_failure(exc: LLMResponseError) -> bool:
     return isinstance(cause, openai.APIStatusError) and cause.status_code >= 500
 
 
-def _drop_if_stale(run_dir: Path, fingerprint: str) -> None:
+def job_game(job: Job | RandomJob) -> str:
+    """The game whose results version governs `job` (random-policy runs play Crafter)."""
+    return job.config.game if isinstance(job, Job) else "crafter"
+
+
+def _drop_if_stale(run_dir: Path, version: int) -> None:
     """Remove a run directory that cannot be reused or resumed as it is.
 
-    That is one started under other code (or by hand: no fingerprint), and an
-    unfinished one without a checkpoint (nothing to resume from; its logs would be
-    appended to twice).
+    That is one produced under another results version (or by hand, or before versions
+    existed: no provenance), and an unfinished one without a checkpoint (nothing to
+    resume from; its logs would be appended to twice). A run that finished training but
+    was killed before it was sealed is sealed here.
     """
     if not run_dir.exists():
         return
-    stale = recorded_fingerprint(run_dir) != fingerprint
-    finished = (run_dir / "final_metrics.json").is_file()
+    final = run_dir / "final_metrics.json"
+    stale = recorded_version(run_dir) != version
+    if not stale and final.is_file() and not is_sealed(run_dir):
+        finish_run(run_dir, read_json(final)["global_steps"])
     resumable = (run_dir / "checkpoints" / "latest.pt").is_file()
-    if stale or not (finished or resumable):
+    if stale or not (is_sealed(run_dir) or resumable):
         shutil.rmtree(run_dir)
 
 
 def _drop_if_empty(run_dir: Path) -> None:
-    """A run refused at its first LLM call leaves only its fingerprint: remove it."""
-    if [p.name for p in run_dir.iterdir()] == [FINGERPRINT_FILE]:
+    """A run refused at its first LLM call leaves nothing: remove its directory."""
+    if run_dir.is_dir() and not any(run_dir.iterdir()):
         shutil.rmtree(run_dir)

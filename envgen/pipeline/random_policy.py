@@ -21,12 +21,16 @@ from envgen.agents.seeding import derive_seed
 from envgen.envs.crafter.determinism import make_deterministic
 from envgen.files import write_json_atomic
 from envgen.scoring import ACHIEVEMENTS, summarize
+from envgen.store.lifecycle import finish_run, start_session
+from envgen.store.provenance import PROVENANCE
 
 
 def play_random(episodes: int, seed: int, run_dir: Path) -> Path:
     """Play `episodes` random episodes (world seeds derive from `seed`); returns `run_dir`."""
     started = time.monotonic()
     run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / PROVENANCE).unlink(missing_ok=True)  # a killed attempt starts over
+    start_session(run_dir, "crafter", 0)
     log_path = run_dir / "episodes.jsonl"
     log_path.unlink(missing_ok=True)  # a killed attempt restarts from its first episode
     log = JsonlLog(log_path)
@@ -48,6 +52,7 @@ def play_random(episodes: int, seed: int, run_dir: Path) -> Path:
     finally:
         log.close()
     write_json_atomic(run_dir / "final_metrics.json", random_metrics(records, seed, started))
+    finish_run(run_dir, step)
     return run_dir
 
 

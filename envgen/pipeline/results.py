@@ -35,19 +35,19 @@ def table_results(
     profile: Profile,
     results: Mapping[tuple[str, int], JobResult],
     runs_root: Path | str,
-    fingerprints: Mapping[str, str],
+    versions: Mapping[str, int],
     fill_command: str = "",
 ) -> dict[str, Any]:
     """The runs.json mapping of one table; `fill_command` records its missing replies.
 
-    `fingerprints`: {game: code fingerprint} the runs were checked against.
+    `versions`: {game: results version} the runs were checked against.
     """
     return {
         "table": plan.table,
         "caption": plan.caption,
         "profile": profile.name,
         "claim_grade": profile.claim_grade,
-        "code_fingerprint": dict(fingerprints),
+        "results_version": dict(versions),
         "rows": [_row(row, results, runs_root, fill_command) for row in plan.rows],
     }
 

@@ -36,11 +36,11 @@ from envgen.llm.budget import estimate_usd, run_calls
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES
 from envgen.llm.client import LOCAL_MODEL, backend_config
 from envgen.pipeline.executor import ExecutorConfig, execute
-from envgen.pipeline.fingerprint import code_fingerprint
 from envgen.pipeline.jobs import FAILED, LLMSpec, Settings
 from envgen.pipeline.plan import Job, RandomJob, TablePlan, load_table, plan_table
 from envgen.pipeline.profile import Profile, load_profile
 from envgen.pipeline.results import table_metrics, table_results, table_scores
+from envgen.results_version import RESULTS_VERSION
 
 
 def read_params(path: Path) -> dict[str, Any]:
@@ -216,9 +216,9 @@ def _budget(jobs: Sequence[Job | RandomJob]) -> str:
     )
 
 
-def fingerprints() -> dict[str, str]:
-    """{game: code fingerprint of its training path} of the current tree."""
-    return {game: code_fingerprint(game) for game in GAMES}
+def results_versions() -> dict[str, int]:
+    """{game: results version} of the current code (`envgen.results_version`)."""
+    return {game: RESULTS_VERSION[game] for game in GAMES}
 
 
 def run_plans(
@@ -238,7 +238,7 @@ def job_settings(
     """How every job of this profile runs (shared by the train stage and campaigns)."""
     return Settings(
         runs_root=str(runs_root),
-        fingerprints=fingerprints(),
+        versions=results_versions(),
         device=profile.device,
         env_workers=executor.env_workers,
         torch_threads=profile.torch_threads,
@@ -310,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EnvGenError as exc:
         print(f"envgen.pipeline.train: {exc}", file=sys.stderr)
         return 1
-    codes = fingerprints()
+    codes = results_versions()
     for i, (plan, path) in enumerate(zip(plans, args.tables, strict=True)):
         fill = (
             f"python -m envgen.pipeline.train {path} --params {args.params} "

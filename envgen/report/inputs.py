@@ -23,6 +23,7 @@ from envgen.errors import ReportInputError
 from envgen.loop.config import GAMES
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.claims import SAME_EXPERIMENT, SUCCESS, TABLE_METRICS
+from envgen.store.manifest import read_run_bytes, run_file_exists
 
 DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE, NOT_STARTED = (
     "done",
@@ -287,7 +288,7 @@ def _finite(data: Mapping[str, Any], key: str, where: str) -> float:
 def read_episodes(run_dir: Path) -> list[dict[str, Any]]:
     """episodes.jsonl of a run: crafter stats.jsonl lines plus `step`, `phase`."""
     path = run_dir / "episodes.jsonl"
-    if not path.is_file():
+    if not run_file_exists(path):
         raise ReportInputError(str(path), "missing; the run is not finished or was moved")
     return read_jsonl(path)
 
@@ -297,7 +298,7 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "run.yaml"
     if not path.is_file():
         raise ReportInputError(str(path), "missing; the run is not finished or was moved")
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    return yaml.safe_load(read_run_bytes(path))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -323,9 +324,9 @@ def read_cycles(run_dir: Path) -> list[Cycle]:
         envs_path = directory / "environments.json"
         if not envs_path.is_file():
             continue
-        environments = json.loads(envs_path.read_text(encoding="utf-8"))["configs"]
+        environments = json.loads(read_run_bytes(envs_path))["configs"]
         eval_path = directory / "evaluation.json"
-        evaluation = json.loads(eval_path.read_text()) if eval_path.is_file() else None
+        evaluation = json.loads(read_run_bytes(eval_path)) if eval_path.is_file() else None
         cycles.append(Cycle(index, tuple(environments), evaluation))
     return cycles
 
@@ -333,4 +334,4 @@ def read_cycles(run_dir: Path) -> list[Cycle]:
 def read_accounting(run_dir: Path) -> dict[str, Any] | None:
     """llm_accounting.json (calls, tokens, cost_usd); None for runs that used no LLM."""
     path = run_dir / "llm_accounting.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return json.loads(read_run_bytes(path)) if path.is_file() else None

@@ -1,0 +1,249 @@
+"""Where, when and with what a run was produced: `provenance.json` in its directory.
+
+A run is trained in one or more sessions: the first starts at step 0, every later one
+resumes from a checkpoint (after a kill, `envgen campaign stop`, a move to another
+machine). Each session records the machine (CPU model, the vector ISA torch's CPU kernels
+use, GPU model and driver), the software (Python, torch, numpy, crafter, procgen, the lock
+file's hash), thread counts, the git commit and whether the tree had uncommitted
+changes, its start and end times and steps, and the host's load average at both ends.
+A session with no end was killed; the next one's `step` says where training resumed.
+
+The file also holds the run's results version (`envgen.results_version`): what decides
+whether a finished run is current. The file fingerprint of the code is kept beside it
+as provenance only (`envgen.pipeline.fingerprint`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import importlib.metadata
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from envgen.errors import EnvGenError
+from envgen.files import write_json_atomic
+from envgen.results_version import RESULTS_VERSION
+
+PROVENANCE = "provenance.json"
+UNKNOWN = "unknown"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LOCK_FILE = REPO_ROOT / "requirements.lock"
+PACKAGES = ("torch", "numpy", "crafter", "procgen-mirror", "openai", "dvc")
+
+
+def now_utc() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _load() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or UNKNOWN
+
+
+def _gpu(device: str) -> dict[str, Any] | None:
+    """The GPU the run trains on (None on CPU): model, memory, CUDA and driver versions."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    index = torch.device(device).index or 0
+    props = torch.cuda.get_device_properties(index)
+    driver = UNKNOWN
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        driver = out.stdout.strip().splitlines()[index]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        pass
+    return {
+        "name": props.name,
+        "memory_gib": round(props.total_memory / 2**30, 1),
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+        "driver": driver,
+    }
+
+
+def machine(device: str = "cpu") -> dict[str, Any]:
+    """The machine: host, CPU model and core count, torch's CPU vector ISA, the GPU."""
+    import torch
+
+    return {
+        "host": platform.node(),
+        "system": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "device": device,
+        "gpu": _gpu(device),
+    }
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def software() -> dict[str, Any]:
+    """Python and package versions, and the sha256 of the lock file (first 16 hex)."""
+    lock = hashlib.sha256(LOCK_FILE.read_bytes()).hexdigest()[:16] if LOCK_FILE.is_file() else None
+    return {
+        "python": platform.python_version(),
+        **{name: _version(name) for name in PACKAGES},
+        "lock_sha256": lock,
+    }
+
+
+def git_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
+    """The commit the code was at and whether tracked files had uncommitted changes."""
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(
+                ["git", "-C", str(repo), *args],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=True,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip()
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"commit": UNKNOWN, "dirty": None}
+    status = git("status", "--porcelain", "--untracked-files=no", "--", "envgen")
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def threads(env_workers: int | None = None) -> dict[str, Any]:
+    import torch
+
+    return {
+        "torch_intra_op": torch.get_num_threads(),
+        "torch_inter_op": torch.get_num_interop_threads(),
+        "env_workers": env_workers,
+        **{k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ},
+    }
+
+
+def read_provenance(run_dir: Path) -> dict[str, Any] | None:
+    """A run's provenance.json, or None if it has none (started before it existed)."""
+    from envgen.store.manifest import read_run_bytes, run_file_exists
+
+    path = Path(run_dir) / PROVENANCE
+    if not run_file_exists(path):
+        return None
+    import json
+
+    try:
+        data = json.loads(read_run_bytes(path))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise EnvGenError(f"{path}: unreadable provenance ({exc})") from None
+    if not isinstance(data, dict):
+        raise EnvGenError(f"{path}: unreadable provenance (not a mapping)")
+    return data
+
+
+def recorded_version(run_dir: Path) -> int | None:
+    """The results version a run was produced under (None: unknown, so not current)."""
+    try:
+        data = read_provenance(run_dir)
+    except EnvGenError:
+        return None
+    value = (data or {}).get("results_version")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def is_current(run_dir: Path, game: str) -> bool:
+    """Whether the run's results version is the code's for `game`."""
+    return recorded_version(run_dir) == RESULTS_VERSION[game]
+
+
+def begin_session(
+    run_dir: Path,
+    game: str,
+    step: int,
+    device: str = "cpu",
+    env_workers: int | None = None,
+    fingerprint: str | None = None,
+) -> None:
+    """Record a training session starting (step 0) or resuming (step > 0)."""
+    run_dir = Path(run_dir)
+    path = run_dir / PROVENANCE
+    data = read_provenance(run_dir) if path.is_file() else None
+    if data is None:
+        data = {"game": game, "results_version": RESULTS_VERSION[game], "sessions": []}
+    if fingerprint is not None:
+        data["code_fingerprint"] = fingerprint
+    data["sessions"].append(
+        {
+            "event": "start" if step == 0 else "resume",
+            "step": step,
+            "started": now_utc(),
+            "load_start": _load(),
+            "machine": machine(device),
+            "software": software(),
+            "threads": threads(env_workers),
+            "git": git_state(),
+        }
+    )
+    write_json_atomic(path, data)
+
+
+def end_session(run_dir: Path, step: int) -> None:
+    """Record the last session's end (the run finished at `step`)."""
+    path = Path(run_dir) / PROVENANCE
+    data = read_provenance(run_dir)
+    if data is None or not data.get("sessions"):
+        raise EnvGenError(f"{path}: no session to end; the run was started without provenance")
+    data["sessions"][-1].update(ended=now_utc(), end_step=step, load_end=_load())
+    write_json_atomic(path, data)
+
+
+def summary(data: dict[str, Any] | None) -> str:
+    """One line: machine, torch ISA, device, sessions (resumes), commit, dirty."""
+    if not data:
+        return "no provenance"
+    sessions = data.get("sessions") or []
+    if not sessions or data.get("backfilled"):
+        return f"results v{data.get('results_version')}; machine unknown (backfilled)"
+    first = sessions[-1]
+    m = first.get("machine") or {}
+    g = first.get("git") or {}
+    resumes = sum(1 for s in sessions if s.get("event") == "resume")
+    loads = [s["load_start"][0] for s in sessions if s.get("load_start")]
+    parts = [
+        f"results v{data.get('results_version')}",
+        f"{m.get('cpu', UNKNOWN)} ({m.get('torch_cpu_capability', UNKNOWN)})",
+        str(m.get("device", UNKNOWN)),
+        f"{len(sessions)} session(s), {resumes} resume(s)",
+        f"commit {str(g.get('commit', UNKNOWN))[:10]}{' dirty' if g.get('dirty') else ''}",
+    ]
+    if loads:
+        parts.append(f"load {max(loads):.1f} at start")
+    return "; ".join(parts)
