@@ -2,7 +2,7 @@
 
 `RunConfig.game` names an entry; `execute_run` builds the network, the PPO settings,
 the trainer's vec env and episode logs, and the evaluations from it. Crafter is
-Tables 1-7 of the paper, Heist Table 8 (ENVGEN_PAPER.md, "Results").
+Tables 1-7 of the paper, Heist Table 8 (docs/paper.md, "Results").
 
 Heist's PPO defaults are CleanRL's `ppo_procgen.py` (vwxyzjn/cleanrl), the common PPO
 reference on procgen: gamma 0.999, GAE lambda 0.95, lr 5e-4, 64 envs x 256 steps, 8

@@ -2,7 +2,7 @@
 
 Episodes are dicts in crafter's `stats.jsonl` schema (`length`, `reward`,
 `achievement_<name>`: times unlocked in the episode). The score is the paper's
-(ENVGEN_PAPER.md, "Agent and training protocol", after Hafner 2021):
+(docs/paper.md, "Agent and training protocol", after Hafner 2021):
 S = exp(mean_i ln(1 + s_i)) - 1 over the 22 achievements, s_i the percentage of
 episodes in which achievement i was unlocked at least once.
 """

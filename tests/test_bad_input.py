@@ -1,4 +1,4 @@
-"""Bad input ends in one line naming file, field and fix, with nothing written (issue #13).
+"""Bad input ends in one line naming file, field and fix, with nothing written.
 
 The loaders are fed wrong types and values directly (fast); a few cases go through the
 real CLIs in a subprocess to check the exit code, the single line and the lack of a

@@ -1,4 +1,4 @@
-"""DVC conveniences of issue #13: offline figures, narrow metrics views, no gym banner."""
+"""DVC conveniences: offline figures, narrow metrics views, no gym banner."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ def test_typed_columns_and_key(frame):
 
 @pytest.mark.parametrize(
     "row, metric, expected",
-    [  # typed from ENVGEN_PAPER.md, "Results"
+    [  # typed from docs/paper.md, "Results"
         ("PPO + EnvGen", "score", (32.2, 0.6, 30)),
         ("AD + EnvGen", "reward", (13.7, 0.8, 30)),
         ("1.24M Crafter only", "score", (21.1, 2.3, 10)),

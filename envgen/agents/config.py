@@ -1,7 +1,7 @@
 """Typed configs of the agents: the network (`ModelConfig`), PPO (`PPOConfig`) and the
 auxiliary phase of Achievement Distillation (`ADConfig`).
 
-`PPOConfig`'s defaults are the paper's Table 9 (ENVGEN_PAPER.md, "Agent and training
+`PPOConfig`'s defaults are the paper's Table 9 (docs/paper.md, "Agent and training
 protocol"), which are also Achievement Distillation's `configs/ppo.yaml`. The model
 presets trade the paper's network for ones a CPU can train (docs/agent.md, "Sizes").
 """

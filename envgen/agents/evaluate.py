@@ -3,7 +3,7 @@
 The paper scores the episodes played during the final 1M Crafter steps of training
 (`training_window`), and between EnvGen cycles evaluates the agent without updates in
 the original environment over 12 seeds, feeding per-skill mean and std to the LLM
-(`evaluate_policy`; ENVGEN_PAPER.md, "The method in four steps", step 3). The numbers
+(`evaluate_policy`; docs/paper.md, "The method in four steps", step 3). The numbers
 the LLM reads are the authors' statistic (`feedback_statistic`).
 """
 

@@ -1,7 +1,7 @@
 """Policy/value networks: the paper's IMPALA-style ResNet and a small strided CNN.
 
 The IMPALA layout follows Moon et al. 2023 (Achievement Distillation, `impala_cnn.py`
-and `model/ppo.py`), which EnvGen uses (ENVGEN_PAPER.md, "Agent and training protocol"):
+and `model/ppo.py`), which EnvGen uses (docs/paper.md, "Agent and training protocol"):
 each stack is [GroupNorm(1)] -> conv3x3 -> ReLU -> maxpool 3/2 -> GroupNorm(1) -> residual
 blocks of two (GroupNorm(1) -> conv3x3 -> ReLU); the first stack's first conv sees the raw
 [0, 1] pixels without a norm. Then LayerNorm -> Linear(256) -> ReLU. Normalised layers

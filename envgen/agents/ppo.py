@@ -1,6 +1,6 @@
 """PPO, readable top to bottom: rollout, GAE, update (CleanRL layout, AD semantics).
 
-Follows the Achievement Distillation PPO that EnvGen trains (ENVGEN_PAPER.md, "Agent and
+Follows the Achievement Distillation PPO that EnvGen trains (docs/paper.md, "Agent and
 training protocol"; paper Table 9): GAE on denormalised values, advantages normalised
 over the whole rollout, value targets normalised by an EWMA normaliser that is updated
 on every minibatch before the loss (AD's `ScaledMSEHead.mse_loss`), unclipped value

@@ -1,7 +1,7 @@
 """PPO update samples/s with torch's CPU path as it is vs pinned to AVX2, same run.
 
 Pinning (`ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2`) was the
-candidate for making CPU runs identical across x86-64 machines (README, "Determinism").
+candidate for making CPU runs identical across x86-64 machines (README, "Reproducibility").
 Each setting runs in its own process (the variables are read at import); the two
 alternate `--rounds` times and each times forward + backward + Adam step + forward on
 a batch of `--batch` observations for `--seconds`. `ratio` is pinned / default, the

@@ -1,6 +1,6 @@
 """`CrafterVecEnv`: many `CrafterEnv`s in worker processes, observations in shared memory.
 
-The paper trains "spread in parallel across the N configs" (ENVGEN_PAPER.md, step 2):
+The paper trains in the N configs in parallel (docs/paper.md, "The method in four steps"):
 `assign_configs` gives each env one config of a weighted mixture, deterministically.
 Env i's seed derives from (seed, i) only, so results do not depend on `num_workers`.
 Envs are split into `num_workers` contiguous blocks. The parent process steps the

@@ -1,6 +1,6 @@
 """Crafter as the LLM designer sees it: prompts and the reply schema.
 
-Written from the facts in ENVGEN_PAPER.md ("The method in four steps", "Crafter
+Written from the facts in docs/paper.md ("The method in four steps", "Crafter
 parameters the LLM controls"). Names and allowed values come from the game
 (`crafter.constants.achievements`) and from `envgen.envs.crafter.config`, never
 retyped; only the explanatory notes below are prose of this project.
@@ -35,7 +35,7 @@ PARAMETER_NOTES = {
     "tree_rarity": "how often trees appear",
 }
 
-# The game rules the prompt states (ENVGEN_PAPER.md, "Prompt constraints").
+# The game rules the prompt states (docs/paper.md, "Prompt constraints").
 GAME_RULES = (
     "Coal, iron and diamonds appear only in mountains (caves, tunnels).",
     "Trees and cows appear only in grassland.",

@@ -2,7 +2,7 @@
 
 Cycle 1 asks for N environments (`generate`); every later cycle sends the agent's
 per-skill success in the original game and asks for N adapted ones (`adapt`). The
-history is kept across cycles, as in the paper (ENVGEN_PAPER.md, "The method in four
+history is kept across cycles, as in the paper (docs/paper.md, "The method in four
 steps"). A reply that does not yield N usable environments is re-asked up to
 `max_reasks` times with the parse error as the next user message; every re-ask is a
 call of its own (counted, cached).

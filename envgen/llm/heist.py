@@ -1,6 +1,6 @@
 """Heist as the LLM designer sees it: prompts and the reply schema.
 
-The paper gives no Heist prompt (ENVGEN_PAPER.md, "What the paper does not say"); this
+The paper gives no Heist prompt (docs/paper.md, "What the paper does not say"); this
 one follows the Crafter prompt's four parts (task and skills, parameters with their
 allowed values, game rules, output format). Parameter names, allowed values and
 limits come from `envgen.envs.heist.config`, never retyped; the notes below are prose

@@ -2,7 +2,7 @@
 
 The paper's obfuscated-prompt ablation replaces parameter names with parameter1..5,
 their options with optionA..G and the inventory items with item1..12
-(ENVGEN_PAPER.md, "Baselines and ablations"). A `NameMap` hides real names when
+(docs/paper.md, "Baselines and ablations"). A `NameMap` hides real names when
 writing a prompt or schema and reveals them again when reading the reply, so the
 rest of the package only ever sees real names.
 """

@@ -1,4 +1,4 @@
-"""The curriculum baselines of Table 2 (ENVGEN_PAPER.md, "Baselines and ablations").
+"""The curriculum baselines of Table 2 (docs/paper.md, "Baselines and ablations").
 
 - Easy-to-hard: the LLM writes 16 environments; a fresh validation agent trains in
   each; environments are sorted by its Crafter score (easiest first) and the agent

@@ -1,6 +1,6 @@
 """Execute one run: EnvGen, its Fixed variant, the original-game baseline, or a curriculum.
 
-The schedule follows ENVGEN_PAPER.md ("The method in four steps"): per cycle, the LLM
+The schedule follows docs/paper.md ("The method in four steps"): per cycle, the LLM
 writes (cycle 1) or adapts (later cycles) N environments, the agent trains
 T_LLM-Env steps in them (envs spread over the N configs) and T_Orig-Env steps in the
 original game, and is evaluated there without updates over 12 seeds; the per-skill
@@ -246,7 +246,7 @@ def crafter_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
 def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
     """The final agent tested on plain Heist: success rate (= score), reward, sub-goals.
 
-    The paper's Heist score is the success over 100 test episodes per seed (ENVGEN_PAPER.md,
+    The paper's Heist score is the success over 100 test episodes per seed (docs/paper.md,
     "Agent and training protocol"); here `eval_episodes` per run, levels and action noise
     from the run seed. The test episodes are kept in test_episodes.jsonl.
     """

@@ -86,7 +86,7 @@ def _default_vs(default: str, others: tuple[str, ...], what: str) -> tuple[Claim
     return tuple(Claim(f"{what}: {default} > {other}", default, other) for other in others)
 
 
-# The comparisons ENVGEN_PAPER.md's "Results" draw between tables' rows, each pair once.
+# The comparisons the paper draws between tables' rows (docs/paper.md, "Results"), once each.
 PAPER_CLAIMS: tuple[Claim, ...] = (
     Claim("Tables 1, 4: EnvGen > Crafter-only at 1.96M steps", ENVGEN, CRAFTER_ONLY),
     Claim(
@@ -289,7 +289,7 @@ def evaluate_claims(
 
 
 # The LLM behind each row of the paper: Table 5's rows name theirs, every other LLM row
-# is GPT-4-Turbo (ENVGEN_PAPER.md, "Agent and training protocol").
+# is GPT-4-Turbo (docs/paper.md, "Agent and training protocol").
 PAPER_LLM = "gpt-4-1106-preview"
 PAPER_LLM_NAME = "GPT-4-Turbo"
 TABLE5_LLMS = {

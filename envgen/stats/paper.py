@@ -39,7 +39,7 @@ REPORTED_DTYPES: dict[str, str] = {
 }
 METRICS = ("score", "reward")
 
-# Runs behind a reported row (ENVGEN_PAPER.md, "Agent and training protocol" and
+# Runs behind a reported row (docs/paper.md, "Agent and training protocol" and
 # Table 8): 30 = 3 initial LLM environment sets x 10 seeds for rows that use LLM
 # environments; 10 seeds for Heist and for the authors' Crafter-only PPO/AD rows (the
 # paper is silent; 10, not 30, is the conservative choice, docs/stats.md).

@@ -1,7 +1,7 @@
 """`CrafterConfig`: what an LLM may set in a Crafter world, validated in one place.
 
 The parameters, their allowed values and the spawn thresholds are the ones of the
-EnvGen authors' prompt and modified Crafter (see ENVGEN_PAPER.md, "Crafter parameters
+EnvGen authors' prompt and modified Crafter (see docs/paper.md, "Crafter parameters
 the LLM controls"). Every default reproduces stock Crafter: natural biome, coal
 "common" (0.85), iron "common" (0.75), tree "common" (0.8), diamond "rare" (0.994),
 empty inventory, episode length 10000.
@@ -25,7 +25,7 @@ BIOMES = ("natural", "grassland", "mountain", "beaches")
 RARITIES = ("very_common", "common", "rare")
 
 # Spawn thresholds per rarity: a tile becomes the resource when uniform() > threshold.
-# Source: the EnvGen authors' modified worldgen (ENVGEN_PAPER.md). "common" (and
+# Source: the EnvGen authors' modified worldgen (docs/paper.md, "Crafter parameters"). "common" (and
 # "rare" for diamond) equal stock Crafter's constants.
 SPAWN_THRESHOLDS: dict[str, dict[str, float]] = {
     "coal": {"rare": 0.95, "common": 0.85, "very_common": 0.75},

@@ -11,7 +11,7 @@ same walks run in numba. What keeps the worlds identical:
   stock's order, with the same short-circuits (a draw only happens when the conditions
   before it in the `and` chain hold), then handed back.
 
-EnvGen's settings (ENVGEN_PAPER.md, "Crafter parameters the LLM controls") enter as the
+EnvGen's settings (docs/paper.md, "Crafter parameters the LLM controls") enter as the
 spawn thresholds of coal, iron, diamond and trees, and as the biome rescale applied to
 the final water and mountain fields (after the start area is subtracted), with the
 start-area threshold and material; see docs/crafter.md.

@@ -1,6 +1,6 @@
 """`HeistConfig`: what an LLM may set in a Heist level, validated in one place.
 
-The paper does not say which Heist parameters its LLM controlled (ENVGEN_PAPER.md, "What
+The paper does not say which Heist parameters its LLM controlled (docs/paper.md, "What
 the paper does not say"); this project exposes what procgen's Heist generator itself
 varies and what matters for the three skills (find keys, open doors in order, reach
 the gem): the distribution mode, the maze size, the number of key/door colours and the

@@ -1,7 +1,7 @@
 """Heist test metrics: success (gem stolen), reward and sub-goal rates, in percent.
 
 The paper scores Heist as the mean success over 100 test episodes for each of 10 seeds
-(ENVGEN_PAPER.md, "Agent and training protocol"; Table 8 gives success % and reward,
+(docs/paper.md, "Agent and training protocol"; Table 8 gives success % and reward,
 mean and std over seeds). Sub-goal rates are this project's: the percentage of the keys
 lying on the floor at the start that were picked up, and of the doors that were opened,
 pooled over episodes (NaN when no episode had any).
