@@ -1,0 +1,192 @@
+"""The results-version guard: behaviour changes only with a version bump.
+
+A finished run stays current while its recorded results version equals the code's
+(`envgen/results_version.py`), so an edit that changes what runs produce must bump it.
+This test runs a small fixed-seed set (tests/data/guard/*.yaml: PPO and AD updates,
+EnvGen cycles with the LLM, heuristic and random designers, Crafter under the stock and
+the authors' world rules, Heist) twice through the command line, `envgen run`, in
+subprocesses: once with this tree's code and once with the code of the commit that last
+changed `envgen/results_version.py` (extracted with `git archive` into a temporary
+directory and put first on PYTHONPATH). The outputs must be identical, timing fields
+aside, unless the version changed since that commit. Driving both sides through the
+command line keeps the guard working when modules move or are renamed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envgen.results_version import RESULTS_VERSION
+
+REPO = Path(__file__).resolve().parents[1]
+VERSION_FILE = "envgen/results_version.py"
+GUARD_CONFIGS = sorted((REPO / "tests" / "data" / "guard").glob("*.yaml"))
+LLM_CACHE = REPO / "tests" / "data" / "loop_cache"
+SKIPPED = {"provenance.json", "manifest.json"}  # where and when: differ by design
+VOLATILE_KEYS = {"wall_s"}  # final_metrics.json: wall-clock time
+VOLATILE_PREFIX = "time/"  # metrics.jsonl: throughput
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def reference_commit() -> str | None:
+    """The commit that last changed the version file (None without git history)."""
+    try:
+        commit = _git("log", "-1", "--format=%H", "--", VERSION_FILE)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit or None
+
+
+def versions_at(commit: str) -> dict[str, int]:
+    source = _git("show", f"{commit}:{VERSION_FILE}")
+    namespace: dict[str, Any] = {}
+    exec(compile(source, VERSION_FILE, "exec"), namespace)  # noqa: S102 - our own file, from git
+    return namespace["RESULTS_VERSION"]
+
+
+def extract(commit: str, dest: Path) -> Path:
+    """The package `envgen/` of `commit`, unpacked under `dest`."""
+    archive = dest / "ref.tar"
+    with archive.open("wb") as f:
+        subprocess.run(
+            ["git", "-C", str(REPO), "archive", "--format=tar", commit, "envgen"],
+            stdout=f,
+            check=True,
+        )
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    archive.unlink()
+    return dest
+
+
+def run_side(code_root: Path, out: Path, config: Path) -> Path:
+    """`envgen run CONFIG --seed 0` with the package at `code_root`; returns the run dir."""
+    env = {**os.environ, "PYTHONPATH": str(code_root), "OMP_NUM_THREADS": "1"}
+    command = [
+        sys.executable,
+        "-c",
+        "import sys, envgen.cli; sys.exit(envgen.cli.main())",
+        "run",
+        str(config),
+        "--seed",
+        "0",
+        "--runs-root",
+        str(out),
+        "--cache-dir",
+        str(LLM_CACHE),
+        "--torch-threads",
+        "1",
+    ]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=out.parent)
+    assert done.returncode == 0, f"{config.name} with {code_root}: {done.stdout}{done.stderr}"
+    (run_dir,) = sorted(out.glob("*/seed-0"))
+    return run_dir
+
+
+def _content(path: Path) -> Any:
+    """A run file's comparable content: timing fields dropped, logs decompressed."""
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    name = path.name.removesuffix(".gz")
+    if name.endswith(".jsonl"):
+        return [
+            {k: v for k, v in json.loads(line).items() if not k.startswith(VOLATILE_PREFIX)}
+            for line in data.splitlines()
+            if line.strip()
+        ]
+    if name == "final_metrics.json":
+        return {k: v for k, v in json.loads(data).items() if k not in VOLATILE_KEYS}
+    return data
+
+
+def _outputs(run_dir: Path) -> dict[str, Any]:
+    files = {}
+    for path in sorted(run_dir.rglob("*")):
+        rel = path.relative_to(run_dir)
+        if path.is_file() and rel.parts[0] != "checkpoints" and path.name not in SKIPPED:
+            files[rel.as_posix().removesuffix(".gz")] = path
+    return files
+
+
+def first_difference(ours: Path, reference: Path) -> str | None:
+    """The first output that differs between two run directories, described, or None."""
+    a, b = _outputs(ours), _outputs(reference)
+    for name in sorted(set(a) | set(b)):
+        if name not in a or name not in b:
+            return f"{name}: only in {'this tree' if name in a else 'the reference'}"
+        x, y = _content(a[name]), _content(b[name])
+        if x == y:
+            continue
+        if isinstance(x, list) and isinstance(y, list):
+            for i, (rx, ry) in enumerate(zip(x, y, strict=False)):
+                if rx != ry:
+                    keys = sorted(k for k in set(rx) | set(ry) if rx.get(k) != ry.get(k))
+                    return f"{name} record {i + 1}: {', '.join(keys)} differ"
+            return f"{name}: {len(x)} records vs {len(y)}"
+        if isinstance(x, dict) and isinstance(y, dict):
+            keys = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
+            return f"{name}: {', '.join(keys)} differ"
+        return f"{name}: contents differ"
+    return None
+
+
+def test_first_difference_names_the_file_record_and_field(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        (d / "final_metrics.json").write_text(json.dumps({"score": 1.0, "wall_s": 3.0}))
+    (a / "episodes.jsonl.gz").write_bytes(gzip.compress(b'{"step": 1, "reward": 1.0}\n'))
+    (b / "episodes.jsonl").write_text('{"step": 1, "reward": 1.0}\n')
+    assert first_difference(a, b) is None  # sealed and unsealed logs compare by content
+    (b / "final_metrics.json").write_text(json.dumps({"score": 1.0, "wall_s": 9.0}))
+    assert first_difference(a, b) is None  # wall time is not behaviour
+    (b / "episodes.jsonl").write_text('{"step": 1, "reward": 2.0}\n')
+    assert first_difference(a, b) == "episodes.jsonl record 1: reward differ"
+    (b / "final_metrics.json").write_text(json.dumps({"score": 2.0}))
+    assert first_difference(a, b) == "episodes.jsonl record 1: reward differ"
+    (b / "episodes.jsonl").write_text('{"step": 1, "reward": 1.0}\n')
+    assert first_difference(a, b) == "final_metrics.json: score differ"
+
+
+@pytest.mark.slow
+def test_behaviour_is_unchanged_unless_the_results_version_is_bumped(tmp_path):
+    commit = reference_commit()
+    if commit is None:
+        pytest.skip("no git history: the guard needs the commit that set the results version")
+    old = versions_at(commit)
+    bumped = sorted(g for g in RESULTS_VERSION if RESULTS_VERSION[g] != old.get(g))
+    reference = extract(commit, tmp_path / "reference")
+
+    def both(config: Path) -> tuple[Path, Path]:
+        ours = run_side(REPO, tmp_path / "ours" / config.stem, config)
+        theirs = run_side(reference, tmp_path / "theirs" / config.stem, config)
+        return ours, theirs
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pairs = list(pool.map(both, GUARD_CONFIGS))
+    problems = []
+    for config, (ours, theirs) in zip(GUARD_CONFIGS, pairs, strict=True):
+        game = "heist" if config.stem.startswith("heist") else "crafter"
+        difference = first_difference(ours, theirs)
+        if difference and game not in bumped:
+            problems.append(
+                f"{config.name}: {difference}: behaviour changed since {commit[:10]} without "
+                f"a version bump; raise RESULTS_VERSION[{game!r}] in {VERSION_FILE} (then "
+                "retrain or keep the committed runs as another version's)"
+            )
+    assert not problems, "\n".join(problems)
