@@ -61,6 +61,7 @@ def versions_at(commit: str) -> dict[str, int]:
 
 def extract(commit: str, dest: Path) -> Path:
     """The package `envgen/` of `commit`, unpacked under `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
     archive = dest / "ref.tar"
     with archive.open("wb") as f:
         subprocess.run(
