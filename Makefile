@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 STAMP_LLM := $(VENV)/.installed-local-llm
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-llm test repro repro-from-scratch bench lint clean-venv
+.PHONY: setup setup-llm test verify repro repro-from-scratch bench lint clean-venv
 
 setup: $(STAMP)
 
@@ -36,6 +36,11 @@ $(STAMP_LLM): $(STAMP)
 test: setup-llm
 	$(BIN)/ruff check envgen replication tests
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Re-derive every committed table, plot CSV and CLAIMS.md number from the raw run logs,
+# check every run's manifest and the LLM cache; one line per table, nonzero on a difference.
+verify: setup
+	$(BIN)/envgen verify
 
 repro: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro

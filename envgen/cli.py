@@ -22,7 +22,8 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "envgen.agents.cli",  # train
     "envgen.llm.cli",  # llm serve | record | ...
     "envgen.loop.cli",  # run
-    "envgen.pipeline.campaign",  # campaign start | status | collect
+    "envgen.pipeline.campaign",  # campaign start | status | collect | stop
+    "envgen.verify",  # verify: re-derive every committed number
 )
 
 

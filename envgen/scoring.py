@@ -53,3 +53,26 @@ def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "episodes": len(episodes),
         "success_rates": rates,
     }
+
+
+def final_phase_summary(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """What a Crafter run reports about its scored phase, from its episode log: score,
+    reward, episodes and success rates over the `final` phase, and each achievement's
+    first unlock in steps from that phase's start (None if never). None when no episode
+    finished in the phase. Used by the run itself and by `envgen verify`."""
+    final = [ep for ep in episodes if ep["phase"] == "final"]
+    if not final:
+        return None
+    start = min(ep["step"] - ep["length"] for ep in final)
+    first_unlock = {
+        a: min((ep["step"] - start for ep in final if ep[f"achievement_{a}"] > 0), default=None)
+        for a in ACHIEVEMENTS
+    }
+    summary = summarize(final)
+    return {
+        "score": summary["score"],
+        "reward": summary["reward"],
+        "episodes": summary["episodes"],
+        "success_rates": summary["success_rates"],
+        "first_unlock_step": first_unlock,
+    }

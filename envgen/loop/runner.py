@@ -40,7 +40,7 @@ from envgen.loop.curricula import run_curriculum
 from envgen.loop.designers import make_designer
 from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.run import CallLog, Run, RunOptions
-from envgen.scoring import ACHIEVEMENTS, summarize
+from envgen.scoring import final_phase_summary
 from envgen.store.lifecycle import finish_run, start_session
 
 
@@ -213,28 +213,17 @@ def execute_run(
 
 def crafter_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
     """Score and reward over the final phase's episodes, first unlocks, LLM accounting."""
-    episodes = read_jsonl(run.paths.episodes)
-    final = [ep for ep in episodes if ep["phase"] == "final"]
-    if not final:
+    scored = final_phase_summary(read_jsonl(run.paths.episodes))
+    if scored is None:
         raise RuntimeError(
             f"{run.paths.root}: no episode finished in the scored phase; "
             "raise final_steps (episodes last ~100-10000 steps)"
         )
-    start = min(ep["step"] - ep["length"] for ep in final)
-    first_unlock = {
-        a: min((ep["step"] - start for ep in final if ep[f"achievement_{a}"] > 0), default=None)
-        for a in ACHIEVEMENTS
-    }
-    summary = summarize(final)
     return {
         "config_hash": run.config.config_hash(),
         "seed": run.seed,
         "method": run.config.method,
-        "score": summary["score"],
-        "reward": summary["reward"],
-        "episodes": summary["episodes"],
-        "success_rates": summary["success_rates"],
-        "first_unlock_step": first_unlock,
+        **scored,
         "global_steps": run.trainer.global_step,
         "episodes_cut": run.trainer.counters.episodes_cut,
         "llm_calls": len(run.llm.calls) if run.llm else 0,

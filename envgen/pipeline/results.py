@@ -95,13 +95,20 @@ def row_designer(row: RowPlan) -> str | None:
 
 
 def _run(job: Job | RandomJob, runs_root: Path | str) -> dict[str, Any]:
-    run_dir = job_dir(job, runs_root)
-    metrics = read_json(run_dir / "final_metrics.json")
     game = job.config.game if isinstance(job, Job) else "crafter"
+    initial_set = job.config.initial_set if isinstance(job, Job) else 0
+    return run_entry(job_dir(job, runs_root), job.seed, initial_set, job.key[0], game)
+
+
+def run_entry(
+    run_dir: Path, seed: int, initial_set: int, config_hash: str, game: str
+) -> dict[str, Any]:
+    """One run's entry in runs.json, from its final_metrics.json (also `envgen verify`)."""
+    metrics = read_json(run_dir / "final_metrics.json")
     return {
-        "seed": job.seed,
-        "initial_set": job.config.initial_set if isinstance(job, Job) else 0,
-        "config_hash": job.key[0],
+        "seed": seed,
+        "initial_set": initial_set,
+        "config_hash": config_hash,
         "run_dir": run_dir.as_posix(),
         "game": game,
         "episodes": metrics["episodes"],

@@ -319,18 +319,25 @@ def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path)
         log += _done(campaign_scores(table, out_dir / f"scores_{table.table}"))
         log += _campaign_achievements(table, out_dir / f"per_achievement_{table.table}")
     for table in tables:
-        done = [row for row in table.rows if row.status == DONE]
-        width = bin_width(max((r.global_steps for row in done for r in row.runs), default=1))
-        curves = {row.row: _curve(row, width) for row in done}
-        curves = {label: c for label, c in curves.items() if len(c)}
-        plot_dir = plots_dir / table.table
-        plot_dir.mkdir(parents=True, exist_ok=True)
-        for label, curve in curves.items():
-            curve.to_csv(plot_dir / f"{_slug(label)}.csv", index=False, float_format="%.6g")
+        curves = write_curve_csvs(table, plots_dir)
         title = f"{table.table}: score against steps ({table.profile} profile)"
         out = out_dir / f"score_vs_step_{table.table}"
         log += _done(score_curves(curves, out, title, *_ylabel(table)))
     return log
+
+
+def write_curve_csvs(table: TableRecord, plots_dir: Path) -> dict[str, pd.DataFrame]:
+    """The table's score-vs-step curves, one CSV per done row under `plots_dir/<table>/`
+    (the `dvc plots` data; also re-derived by `envgen verify`); returns them by row."""
+    done = [row for row in table.rows if row.status == DONE]
+    width = bin_width(max((r.global_steps for row in done for r in row.runs), default=1))
+    curves = {row.row: _curve(row, width) for row in done}
+    curves = {label: c for label, c in curves.items() if len(c)}
+    plot_dir = plots_dir / table.table
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    for label, curve in curves.items():
+        curve.to_csv(plot_dir / f"{_slug(label)}.csv", index=False, float_format="%.6g")
+    return curves
 
 
 def _paper_figures(tables: Sequence[TableRecord], out_dir: Path) -> list[str]:

@@ -1,0 +1,286 @@
+"""`envgen verify` (`make verify`): re-derive every committed number from the raw run logs.
+
+    envgen verify            # one line per check; exit 1 on any difference
+
+Trains nothing and calls no LLM. It checks, in order:
+1. the LLM response cache (every file's key and fields, as `envgen llm verify`);
+2. the run store: every sealed run's files against its manifest, and its
+   `final_metrics.json` numbers re-derived from its episode log (Crafter: the final
+   phase's score, reward, success rates and first unlocks; Heist: the test episodes);
+3. per table (dvc.yaml's runs.json list): every run entry of runs.json re-derived from
+   its run's final metrics, the table's metrics.json and scores.json from runs.json, and
+   the report's results/tables/<table>.md/.csv and score-vs-step CSVs
+   (results/plots/<table>/) rebuilt in a temporary directory and compared byte for byte;
+4. results/metrics.json and results/CLAIMS.md rebuilt the same way.
+The figures' images are not compared (their bytes depend on the matplotlib build);
+their data are the plot CSVs and tables above.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import io
+import json
+import math
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from envgen.errors import EnvGenError
+
+RUNS_ROOT = Path("results/runs")
+CACHE_DIR = Path("data/llm_cache")
+TOLERANCE = 1e-9  # re-derived floats: same code, same inputs, so equal up to float printing
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One line of the report."""
+
+    name: str
+    ok: bool
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.name}: {'matches' if self.ok else 'DIFFERS'} ({self.detail})"
+
+
+def runs_json_files(dvc_yaml: Path = Path("dvc.yaml")) -> list[Path]:
+    """The runs.json files the report stages read, from dvc.yaml's `vars`."""
+    data = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8"))
+    found: list[str] = []
+    for entry in data.get("vars", []):
+        for key in ("all_runs", "campaign_runs"):
+            if isinstance(entry, dict) and key in entry:
+                found += str(entry[key]).split()
+    return [Path(p) for p in found]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return (
+            isinstance(a, int | float)
+            and isinstance(b, int | float)
+            and math.isclose(a, b, rel_tol=TOLERANCE, abs_tol=TOLERANCE)
+        )
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def _first_key_differing(a: dict[str, Any], b: dict[str, Any]) -> str:
+    keys = sorted(set(a) | set(b))
+    return next((k for k in keys if not _same(a.get(k), b.get(k))), "?")
+
+
+# --- 1. the LLM cache ---------------------------------------------------------------------
+def check_cache(cache_dir: Path = CACHE_DIR) -> Check:
+    from envgen.llm.cache import ResponseCache
+
+    count = 0
+    try:
+        for _ in ResponseCache(cache_dir).entries():
+            count += 1
+    except EnvGenError as exc:
+        return Check("LLM cache", False, f"after {count} good files: {exc}")
+    return Check("LLM cache", True, f"{count} files in {cache_dir}")
+
+
+# --- 2. the run store ------------------------------------------------------------------------
+def rederived_final_metrics(run_dir: Path) -> dict[str, Any]:
+    """The numbers of a run's final_metrics.json that its logs determine, from the logs."""
+    from envgen.agents.runlog import read_jsonl
+    from envgen.games import heist_summary
+    from envgen.scoring import final_phase_summary, summarize
+
+    final = json.loads(_read(run_dir / "final_metrics.json"))
+    if final.get("game") == "heist":
+        summary = heist_summary(read_jsonl(run_dir / "test_episodes.jsonl"))
+        return {k: summary[k] for k in ("score", "reward", "episodes", "success_rate")}
+    episodes = read_jsonl(run_dir / "episodes.jsonl")
+    if final.get("method") == "random":  # every episode is scored; unlocks in absolute steps
+        summary = summarize(episodes)
+        return {k: summary[k] for k in ("score", "reward", "episodes", "success_rates")}
+    scored = final_phase_summary(episodes)
+    if scored is None:
+        raise EnvGenError(f"{run_dir}: no episode of the final phase in its log")
+    return scored
+
+
+def _read(path: Path) -> bytes:
+    from envgen.store import read_run_bytes
+
+    return read_run_bytes(path)
+
+
+def check_run_store(runs_root: Path = RUNS_ROOT) -> Check:
+    from envgen.store import is_sealed, verify_run
+
+    runs = sorted(p for p in runs_root.glob("*/seed-*") if is_sealed(p))
+    files = 0
+    for run_dir in runs:
+        try:
+            files += verify_run(run_dir)
+            final = json.loads(_read(run_dir / "final_metrics.json"))
+            derived = rederived_final_metrics(run_dir)
+        except EnvGenError as exc:
+            return Check("run store", False, str(exc))
+        recorded = {k: final.get(k) for k in derived}
+        if not _same(recorded, derived):
+            key = _first_key_differing(recorded, derived)
+            return Check(
+                "run store",
+                False,
+                f"{run_dir}/final_metrics.json: {key} is {recorded.get(key)!r}, its logs give "
+                f"{derived.get(key)!r}",
+            )
+    return Check(
+        "run store",
+        True,
+        f"{len(runs)} sealed runs, {files} files against their manifests; final metrics "
+        "re-derived from the episode logs",
+    )
+
+
+# --- 3, 4. tables, CLAIMS.md ---------------------------------------------------------------
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    with contextlib.redirect_stdout(io.StringIO()):
+        yield
+
+
+def _diff_files(ours: Path, committed: Path) -> str | None:
+    """Where two text files first differ ("path line N"), or None when equal."""
+    if not committed.is_file():
+        return f"{committed} is missing"
+    if not ours.is_file():
+        return f"{committed} is not produced by the current code"
+    a, b = ours.read_text(encoding="utf-8"), committed.read_text(encoding="utf-8")
+    if a == b:
+        return None
+    for number, (x, y) in enumerate(zip(a.splitlines(), b.splitlines(), strict=False), 1):
+        if x != y:
+            return f"{committed} line {number}"
+    return f"{committed}: {len(a.splitlines())} lines rebuilt vs {len(b.splitlines())}"
+
+
+def _runs_json_differences(path: Path) -> str | None:
+    from envgen.pipeline.results import row_replay, run_entry, table_metrics, table_scores
+
+    table = json.loads(path.read_text(encoding="utf-8"))
+    for row in table["rows"]:
+        for entry in row["runs"]:
+            derived = run_entry(
+                Path(entry["run_dir"]),
+                entry["seed"],
+                entry["initial_set"],
+                entry["config_hash"],
+                entry["game"],
+            )
+            if not _same(entry, derived):
+                key = _first_key_differing(entry, derived)
+                return f"{path}: row {row['row']!r} seed {entry['seed']}: {key}"
+        if row["runs"] and not _same(row.get("llm_replay"), row_replay(row["runs"])):
+            return f"{path}: row {row['row']!r}: llm_replay"
+    for name, derive in (("metrics.json", table_metrics), ("scores.json", table_scores)):
+        sibling = path.with_name(name)
+        if sibling.is_file() and not _same(json.loads(sibling.read_text()), derive(table)):
+            return f"{sibling}: not what runs.json gives"
+    return None
+
+
+def check_tables(runs_files: Sequence[Path], work: Path) -> list[Check]:
+    from envgen.report import claims, figures, tables
+    from envgen.report.inputs import load_tables
+
+    args = [str(p) for p in runs_files]
+    with _quiet():
+        tables.main([*args, "--out", str(work / "tables"), "--metrics", str(work / "m.json")])
+        claims.main([*args, "--out", str(work / "CLAIMS.md")])
+    records = {t.table: t for t in load_tables(list(runs_files))}
+    checks = []
+    for path in runs_files:
+        name = path.parent.name
+        problem = _runs_json_differences(path)
+        record = records.get(name)
+        produced: list[tuple[Path, Path]] = [
+            (work / "tables" / f"{name}.{ext}", Path("results/tables") / f"{name}.{ext}")
+            for ext in ("md", "csv")
+        ]
+        if record is not None:
+            figures.write_curve_csvs(record, work / "plots")
+            committed_plots = Path("results/plots") / name
+            names = {p.name for p in (work / "plots" / name).glob("*.csv")}
+            names |= {p.name for p in committed_plots.glob("*.csv")}
+            produced += [(work / "plots" / name / n, committed_plots / n) for n in sorted(names)]
+        for ours, committed in produced:
+            problem = problem or _diff_files(ours, committed)
+        extra = sorted(
+            p.name for p in (work / "tables").glob(f"{name}_*") if p.is_file()
+        )  # e.g. campaign_cpu_achievements.csv
+        for extra_name in extra:
+            problem = problem or _diff_files(
+                work / "tables" / extra_name, Path("results/tables") / extra_name
+            )
+        detail = "runs.json, metrics, table, plot CSVs" if problem is None else problem
+        checks.append(Check(name, problem is None, detail))
+    for label, ours, committed in (
+        ("summary metrics", work / "m.json", Path("results/metrics.json")),
+        ("CLAIMS.md", work / "CLAIMS.md", Path("results/CLAIMS.md")),
+    ):
+        problem = _diff_files(ours, committed)
+        checks.append(Check(label, problem is None, problem or f"rebuilt {committed}"))
+    return checks
+
+
+def verify(
+    runs_files: Sequence[Path] | None = None, echo: Callable[[str], None] = print
+) -> list[Check]:
+    """Every check, each printed as it finishes."""
+    checks: list[Check] = []
+
+    def add(check: Check) -> None:
+        checks.append(check)
+        echo(check.line())
+
+    add(check_cache())
+    add(check_run_store())
+    with tempfile.TemporaryDirectory(prefix="envgen-verify-") as tmp:
+        try:
+            for check in check_tables(runs_files or runs_json_files(), Path(tmp)):
+                add(check)
+        except EnvGenError as exc:
+            add(Check("report", False, str(exc)))
+    return checks
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "verify",
+        help="re-derive every committed table and claim from the raw run logs",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace | None = None) -> int:
+    checks = verify()
+    bad = [c for c in checks if not c.ok]
+    print(
+        f"{len(checks) - len(bad)} of {len(checks)} checks match"
+        + ("" if not bad else "; " + f"{len(bad)} differ")
+    )
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

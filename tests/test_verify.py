@@ -1,0 +1,58 @@
+"""`envgen verify` on the committed results: passes as committed, names any tampering."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+COPIED = ("dvc.yaml", "results", "data")
+
+
+@pytest.fixture
+def committed(tmp_path: Path) -> Path:
+    """A copy of what verify reads: dvc.yaml, results/ (run store included), data/."""
+    for name in COPIED:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("checkpoints"))
+        else:
+            shutil.copy(source, tmp_path / name)
+    return tmp_path
+
+
+def verify(cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "envgen.cli", "verify"], cwd=cwd, capture_output=True, text=True
+    )
+
+
+@pytest.mark.slow
+def test_a_number_edited_by_hand_and_a_truncated_log_are_each_named(committed):
+    """(`.ci/run` runs `make verify` on the committed results themselves: they match.)"""
+    table = committed / "results" / "tables" / "table1.md"
+    original = table.read_text()
+    table.write_text(original.replace("2.32", "2.33", 1))
+    done = verify(committed)
+    assert done.returncode == 1
+    out = done.stdout.splitlines()
+    table1 = next(line for line in out if line.startswith("table1:"))
+    assert "DIFFERS" in table1 and "results/tables/table1.md line" in table1
+    assert next(line for line in out if line.startswith("table2:")).startswith("table2: matches")
+    assert next(line for line in out if line.startswith("run store:")).startswith(
+        "run store: matches"
+    )
+
+    table.write_text(original)
+    log = committed / "results" / "runs" / "ca3d42bc0a83" / "seed-1" / "episodes.jsonl.gz"
+    lines = gzip.decompress(log.read_bytes()).splitlines(keepends=True)
+    log.write_bytes(gzip.compress(b"".join(lines[: len(lines) // 2])))
+    done = verify(committed)
+    assert done.returncode == 1
+    store = next(line for line in done.stdout.splitlines() if line.startswith("run store:"))
+    assert "DIFFERS" in store and "ca3d42bc0a83/seed-1/episodes.jsonl.gz" in store
