@@ -16,6 +16,8 @@ from envgen.llm.server import running_backend
 from envgen.loop.config import RunConfig
 from envgen.loop.paths import read_json
 from envgen.loop.runner import RunOptions, execute_run
+from envgen.store.provenance import read_provenance
+from envgen.store.provenance import summary as provenance_summary
 
 DESCRIPTION = """\
 Run one row of a table for one seed: EnvGen (generate -> train in the LLM environments
@@ -144,4 +146,5 @@ def main(args: argparse.Namespace) -> int:
         print(f"envgen run: {exc}")
         return 1
     print(f"{root}: score {metrics['score']:.2f}%, reward {metrics['reward']:.2f}")
+    print(f"provenance: {provenance_summary(read_provenance(root))}")
     return 0

@@ -45,7 +45,10 @@ def status_text(campaign: Any, states: Sequence[JobState], process: Any, workers
     )
     width = max(len(s.row) for s in states) if states else 10
     lines = [head, "", f"{'row':{width}s}  seed  state"]
-    lines += [f"{s.row:{width}s}  {s.job.seed:4d}  {describe(s, alive)}" for s in states]
+    for s in states:
+        lines.append(f"{s.row:{width}s}  {s.job.seed:4d}  {describe(s, alive)}")
+        if s.provenance:
+            lines.append(f"{'':{width}s}        {s.provenance}")
     lines += ["", "per row:"]
     for row in dict.fromkeys(s.row for s in states):
         counts = Counter(s.state for s in states if s.row == row)

@@ -16,13 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from envgen.errors import EnvGenError
 from envgen.loop.paths import read_json
 from envgen.pipeline.jobs import DONE, JobResult, job_dir, job_game
 from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.pipeline.results import table_results
 from envgen.store.manifest import is_sealed
-from envgen.store.provenance import recorded_version
+from envgen.store.provenance import read_provenance, recorded_version, summary
 
 FINISHED, RUNNING, PARTIAL, STALE, MISSING = "done", "running", "partial", "stale", "missing"
 NOT_STARTED = "not_started"  # runs.json status of a campaign row with no finished seed
@@ -52,6 +53,8 @@ class JobState:
     """A finished run's score (%)."""
     committed: bool | None = None
     """Whether a finished run is committed to git; None when not asked or not finished."""
+    provenance: str | None = None
+    """One line of the run's provenance.json (machine, sessions, commit); None without."""
 
 
 def version_of(job: AnyJob, versions: Mapping[str, int]) -> str:
@@ -61,6 +64,14 @@ def version_of(job: AnyJob, versions: Mapping[str, int]) -> str:
 def is_finished(run_dir: Path, version: int) -> bool:
     """Sealed and of the current results version: what `run_job` would not redo."""
     return is_sealed(run_dir) and recorded_version(run_dir) == version
+
+
+def _provenance_line(run_dir: Path) -> str | None:
+    try:
+        data = read_provenance(run_dir)
+    except EnvGenError as exc:
+        return f"unreadable ({exc})"
+    return summary(data) if data else None
 
 
 def row_jobs(plan: TablePlan) -> list[tuple[str, AnyJob]]:
@@ -98,6 +109,7 @@ def _state(
     base = JobState(row, job, run_dir, MISSING, 0, total, None)
     if not run_dir.is_dir():
         return base
+    base = dataclasses.replace(base, provenance=_provenance_line(run_dir))
     if is_sealed(run_dir):
         if recorded_version(run_dir) != version:
             return dataclasses.replace(base, state=STALE)

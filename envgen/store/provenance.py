@@ -231,7 +231,8 @@ def summary(data: dict[str, Any] | None) -> str:
         return "no provenance"
     sessions = data.get("sessions") or []
     if not sessions or data.get("backfilled"):
-        return f"results v{data.get('results_version')}; machine unknown (backfilled)"
+        note = f"; note: {data['note']}" if data.get("note") else ""
+        return f"results v{data.get('results_version')}; machine unknown (backfilled){note}"
     first = sessions[-1]
     m = first.get("machine") or {}
     g = first.get("git") or {}
