@@ -119,6 +119,26 @@ def test_jobs_fill_seeds_evenly_across_rows(plan):
     assert [first_row[job.key] for job in order[:4]] == list(ROWS)
 
 
+def test_confirm_trains_the_two_rows_in_the_first_campaigns_run_dirs_on_fresh_seeds(plan):
+    """The registered campaign (docs/campaign_confirm.md): the same run configs as
+    campaign_cpu's two rows, so the same run directories, on seeds 5-19 only."""
+    c = campaign.CAMPAIGNS["confirm"]
+    confirm = load_campaign(
+        RunRequest(
+            c.name, REPO / c.table, c.profile, REPO / "params.yaml", Path("u"), None, False, c.seeds
+        )
+    )[0]
+    first = {row.name: {job.key[0] for job in row.jobs} for row in plan.rows}
+    ours = {row.name: {job.key[0] for job in row.jobs} for row in confirm.rows}
+    assert ours == {
+        "PPO 1.96M Crafter only": {"ca3d42bc0a83"},
+        "Domain randomization: EnvGen schedule": {"7b838eba3c35"},
+    }
+    assert all(ours[name] == first[name] for name in ours)
+    assert [job.seed for job in seed_order(confirm)] == [s for s in range(5, 20) for _ in range(2)]
+    assert c.out_dir == Path("results/campaign_confirm")
+
+
 def synthetic_store(plan, codes, root: Path) -> None:
     rows = jobs_by_row(plan)
     fp = codes["crafter"]
