@@ -143,6 +143,10 @@ def test_confirm_trains_the_two_rows_in_the_first_campaigns_run_dirs_on_fresh_se
     assert all(ours[name] == first[name] for name in ours)
     assert [job.seed for job in seed_order(confirm)] == [s for s in range(5, 20) for _ in range(2)]
     assert c.out_dir == Path("results/campaign_confirm")
+    states = job_states(confirm, Path("no-runs-here"), fingerprints(), alive=False)
+    assert status_text(c, states, None, 2).endswith(
+        "registered verdict withheld: 0 of 30 runs (docs/campaign_confirm.md)"
+    )
 
 
 def synthetic_store(plan, codes, root: Path) -> None:

@@ -46,6 +46,9 @@ class Campaign:
     """The campaign's own seeds, replacing the profile's (a registered campaign fixes its
     fresh seeds here, so its rows keep the profile's run configs, hence their run
     directories); None: the profile's seeds."""
+    registration: str | None = None
+    """The document that registered the campaign before its runs (its verdict is withheld
+    until every planned run is in); None for a campaign not registered."""
 
     @property
     def log(self) -> Path:
@@ -71,6 +74,7 @@ CAMPAIGNS: dict[str, Campaign] = {
         "cpu",
         Path("results/campaign_confirm"),
         CONFIRM_SEEDS,
+        "docs/campaign_confirm.md",
     ),
 }
 
