@@ -38,6 +38,7 @@ from envgen.pipeline.plan import Job
 from envgen.pipeline.train import fingerprints
 from envgen.report import claims as report_claims
 from envgen.report import tables as report_tables
+from envgen.report.achievements import comparison_markdown
 from envgen.report.inputs import load_table, load_tables
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign import (
@@ -542,3 +543,24 @@ def test_registered_no_difference_names_each_reference_it_rules_out_or_not(paper
         "it rules out +2.37 (the first campaign's); "
         f"it does not rule out {high - 0.01:+.2f} (huge)."
     )
+
+
+def test_per_achievement_comparisons_carry_their_multiplicity_and_wait_for_every_run(tmp_path):
+    rows = {
+        CO: campaign_runs(FIRST_CO, [18.0, 20.0, 16.0, 19.0, 18.0], 0),
+        DR: campaign_runs(FIRST_DR, [39.0, 40.0, 38.0, 41.0, 39.0], 0),
+    }
+    done = load_table(test_report_tables.write(tmp_path, campaign_table("campaign_cpu", rows, 5)))
+    lines = comparison_markdown(done)
+    assert "22 comparisons: about 1.1 below 0.05 are expected by chance" in lines[1]
+    assert "Bonferroni's threshold is 0.0023" in lines[1]
+    assert lines[3] == f"| Achievement | {DR} |"
+    furnace = next(line for line in lines if line.startswith("| place_furnace |"))
+    assert furnace.startswith("| place_furnace | +21.20 (p ")
+    waiting = campaign_table("campaign_cpu", rows, 6)
+    (tmp_path / "w").mkdir()
+    partial = load_table(test_report_tables.write(tmp_path / "w", waiting))
+    assert comparison_markdown(partial) == [
+        "",
+        "Per-achievement comparisons: when every planned run of campaign_cpu is in.",
+    ]
