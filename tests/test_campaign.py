@@ -8,11 +8,13 @@ and a checkpoint).
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from envgen.errors import EnvGenError
@@ -36,19 +38,24 @@ from envgen.pipeline.plan import Job
 from envgen.pipeline.train import results_versions
 from envgen.report import claims as report_claims
 from envgen.report import tables as report_tables
-from envgen.report.inputs import load_table
+from envgen.report.achievements import comparison_markdown
+from envgen.report.inputs import load_table, load_tables
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign import (
     CAMPAIGN_ACHIEVEMENT_CLAIMS,
     CAMPAIGN_CLAIMS,
+    H1,
     INTERIM,
     NO_DIFFERENCE,
     NOT_ENOUGH,
     WORSE,
     evaluate_campaign,
+    registered_sentence,
+    rules_out,
 )
 from envgen.stats.claims import PaperNumbers
 from envgen.store import seal_run
+from tests import test_report_tables
 
 REPO = Path(__file__).resolve().parents[1]
 CPU = campaign.CAMPAIGNS["cpu"]
@@ -123,6 +130,30 @@ def test_jobs_fill_seeds_evenly_across_rows(plan):
     assert [first_row[job.key] for job in order[:4]] == list(ROWS)
 
 
+def test_confirm_trains_the_two_rows_in_the_first_campaigns_run_dirs_on_fresh_seeds(plan):
+    """The registered campaign (docs/campaign_confirm.md): the same run configs as
+    campaign_cpu's two rows, so the same run directories, on seeds 5-19 only."""
+    c = campaign.CAMPAIGNS["confirm"]
+    confirm = load_campaign(
+        RunRequest(
+            c.name, REPO / c.table, c.profile, REPO / "params.yaml", Path("u"), None, False, c.seeds
+        )
+    )[0]
+    first = {row.name: {job.key[0] for job in row.jobs} for row in plan.rows}
+    ours = {row.name: {job.key[0] for job in row.jobs} for row in confirm.rows}
+    assert ours == {
+        "PPO 1.96M Crafter only": {"ca3d42bc0a83"},
+        "Domain randomization: EnvGen schedule": {"7b838eba3c35"},
+    }
+    assert all(ours[name] == first[name] for name in ours)
+    assert [job.seed for job in seed_order(confirm)] == [s for s in range(5, 20) for _ in range(2)]
+    assert c.out_dir == Path("results/campaign_confirm")
+    states = job_states(confirm, Path("no-runs-here"), results_versions(), alive=False)
+    assert status_text(c, states, None, 2).endswith(
+        "registered verdict withheld: 0 of 30 runs (docs/campaign_confirm.md)"
+    )
+
+
 def synthetic_store(plan, codes, root: Path) -> None:
     rows = jobs_by_row(plan)
     fp = codes["crafter"]
@@ -175,7 +206,10 @@ def test_collect_lists_finished_runs_and_says_k_of_n(plan, codes, tmp_path):
     assert '> "Campaigns", at the end, is not smoke-scale' in text  # the banner points there
     assert "**not enough runs (1 of 5 and 2 of 5)**" in text
     assert "#### Score: 4 claims, each at level 0.0125" in text
-    assert "#### Figure 4's achievements (success rate %): 5 claims, each at level 0.01" in text
+    assert (
+        "#### Figure 4's achievements (success rate %), post hoc: 5 claims, each at level 0.01"
+    ) in text
+    assert "Post hoc: added on 2026-11-24, when 19 of the 20 runs had finished" in text
 
 
 def test_collect_command_writes_three_files(tmp_path, monkeypatch):
@@ -336,9 +370,37 @@ def test_rule_better(paper):
     )
 
 
-def test_rule_no_difference_states_the_power(paper):
+def test_rule_no_difference_says_what_the_upper_bound_rules_out(paper):
     word = verdicts(paper, [5.0, 7.0, 6.0, 4.0, 8.0], [5.5, 6.5, 6.0, 4.5, 7.5])
-    assert word.startswith(f"{NO_DIFFERENCE} (power ") and "the paper's +5.8 point effect" in word
+    # b's mean 6.0 scales the paper's +5.8 over its 26.4 to +1.32; the bound is about +3.4
+    assert word.startswith(f"{NO_DIFFERENCE}; rules out +")
+    assert word.endswith(": the paper's +5.8, not its +1.32 scaled to our baseline")
+
+
+def test_rules_out_names_a_reference_only_where_the_bound_lies_below_it():
+    assert rules_out(4.89, 5.8, 4.34) == (
+        "rules out +4.89 or more: the paper's +5.8, not its +4.34 scaled to our baseline"
+    )
+    assert rules_out(6.49, 5.8, 4.34) == (
+        "rules out +6.49 or more: neither the paper's +5.8 nor its +4.34 scaled to our baseline"
+    )
+    assert rules_out(1.0, 5.8, 4.34) == (
+        "rules out +1.00 or more: the paper's +5.8 and its +4.34 scaled to our baseline"
+    )
+    assert rules_out(5.8, 5.8, math.nan) == "rules out +5.80 or more: not the paper's +5.8"
+
+
+def test_power_is_the_simulated_planning_figure(paper):
+    """The first campaign's domain randomization claim: n = 5 per arm at 0.05/4, the
+    paper's +5.8 with our larger stds: the simulated test, not the formula (0.85)."""
+    claim = CAMPAIGN_CLAIMS["campaign_cpu"][1]
+    dr = [20.82, 21.74, 21.96, 22.81, 23.27]
+    crafter = [15.37, 22.13, 19.12, 20.27, 21.87]
+    runs = {"score": {claim.a: dr, claim.b: crafter}}
+    results = evaluate_campaign(CAMPAIGN_CLAIMS["campaign_cpu"], runs, {}, paper)
+    assert results[1].level == pytest.approx(0.05 / 4)
+    assert results[1].power == pytest.approx(0.83, abs=0.01)
+    assert results[1].scaled_diff == pytest.approx(19.75 * 5.8 / 26.4, abs=0.01)
 
 
 def test_rule_worse(paper):
@@ -385,8 +447,125 @@ def test_achievement_family_tests_the_papers_five_achievements(paper):
     assert results["collect_iron"].paper_diff == pytest.approx(37.0)  # Figure 4: 55 - 18
     assert results["make_stone_sword"].verdict == WORSE
     no_power = results["make_stone_pickaxe"]
-    assert no_power.verdict.startswith(f"{NO_DIFFERENCE} (no power: the paper's +34 point")
+    assert no_power.verdict.startswith(f"{NO_DIFFERENCE}; rules out +")
+    assert no_power.verdict.endswith(": the paper's +34.0")  # no scaled gain for rates
     assert no_power.power != no_power.power  # NaN: Figure 4 gives no spread
     assert results["make_iron_sword"].verdict == (
         f"{NO_DIFFERENCE} (every run of both arms at 0.00: nothing varies)"
     )
+
+
+# --- the registered confirmatory campaign ----------------------------------------------------
+CO, DR = "PPO 1.96M Crafter only", "Domain randomization: EnvGen schedule"
+FIRST_DR = [20.82, 21.74, 21.96, 22.81, 23.27]
+FIRST_CO = [15.37, 22.13, 19.12, 20.27, 21.87]
+
+
+def campaign_runs(scores, furnace, first_seed: int) -> list[dict]:
+    runs = []
+    for i, (score, rate) in enumerate(zip(scores, furnace, strict=True)):
+        run = test_report_tables.run(first_seed + i, score)
+        run["success_rates"] = {**run["success_rates"], "place_furnace": rate}
+        runs.append(run)
+    return runs
+
+
+def campaign_table(name: str, rows: dict[str, list[dict]], planned: int) -> dict:
+    data = test_report_tables.table(
+        name, [test_report_tables.row(label, runs=runs) for label, runs in rows.items()], "cpu"
+    )
+    for r in data["rows"]:
+        r["planned_runs"] = planned
+    return data
+
+
+def confirm_text(tmp_path: Path, fresh: int, dr_shift: float = 2.5) -> str:
+    rng = np.random.default_rng(7)
+    co = 19.75 + rng.normal(0, 1.5, 15)
+    dr = 19.75 + dr_shift + rng.normal(0, 1.0, 15)
+    first = campaign_table(
+        "campaign_cpu",
+        {
+            CO: campaign_runs(FIRST_CO, [18.0, 20.0, 16.0, 19.0, 18.0], 0),
+            DR: campaign_runs(FIRST_DR, [39.0, 40.0, 38.0, 41.0, 39.0], 0),
+        },
+        5,
+    )
+    confirm = campaign_table(
+        "campaign_confirm",
+        {
+            CO: campaign_runs(co[:fresh], 18.0 + rng.normal(0, 5.0, fresh), 5),
+            DR: campaign_runs(dr[:fresh], 39.0 + rng.normal(0, 2.0, fresh), 5),
+        },
+        15,
+    )
+    paths = [test_report_tables.write(tmp_path, t) for t in (first, confirm)]
+    return report_claims.claims_markdown(load_tables(paths))
+
+
+def test_confirm_withholds_every_registered_result_until_all_runs_are_in(tmp_path):
+    text = confirm_text(tmp_path, fresh=14)
+    section = text.split("### campaign_confirm")[1]
+    h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
+    assert h1.endswith(
+        "| - (14 of 15) | - (14 of 15) | - | - | - | - | - "
+        "| **registered verdict withheld: 28 of 30 runs** |"
+    )
+    assert section.count("registered verdict withheld: 28 of 30 runs") == 4  # H1, S2, S1, S3
+    assert "Registered wording" not in section and "| pooled |" not in section
+    assert "`git log -- docs/campaign_confirm.md` precedes every run's commit" in section
+
+
+def test_confirm_gives_the_registered_verdict_pooled_and_per_achievement_when_complete(tmp_path):
+    text = confirm_text(tmp_path, fresh=15)
+    section = text.split("### campaign_confirm")[1]
+    h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
+    assert "(15 of 15)" in h1 and h1.endswith("| **better** |")
+    assert (
+        "1. Registered wording (docs/campaign_confirm.md): better: domain randomization on "
+        "EnvGen's schedule scored +"
+    ) in section
+    s2 = next(line for line in section.splitlines() if line.startswith("| S2: "))
+    assert s2.endswith("| **better** |")
+    pooled = next(line for line in section.splitlines() if line.startswith("| pooled |"))
+    assert "(20)" in pooled
+    assert "| campaign_cpu alone | 22.12 ± 0.96 (5) | 19.75 ± 2.74 (5) | +2.37 [" in section
+    s3 = section.split("#### S3")[1]
+    assert s3.count("\n| ") == 1 + len(ACHIEVEMENTS)  # the header, one line per achievement
+    assert "Bonferroni's threshold is 0.0023" in s3
+
+
+def test_registered_no_difference_names_each_reference_it_rules_out_or_not(paper):
+    rng = np.random.default_rng(1)
+    a, b = list(20.0 + rng.normal(0, 1.0, 15)), list(20.0 + rng.normal(0, 1.0, 15))
+    r = evaluate_campaign((H1,), {"score": {H1.a: a, H1.b: b}}, {H1.a: 15, H1.b: 15}, paper)[0]
+    high = r.bounds[1]
+    assert 0 < high < 2.37 and r.verdict.startswith(f"{NO_DIFFERENCE}; rules out {high:+.2f}")
+    text = registered_sentence(r, [("the first campaign's", 2.37), ("huge", high - 0.01)])
+    assert text.startswith("no difference detected on the Crafter score: ")
+    assert f"The data rule out an effect of {high:+.2f} or more; " in text
+    assert text.endswith(
+        "it rules out +2.37 (the first campaign's); "
+        f"it does not rule out {high - 0.01:+.2f} (huge)."
+    )
+
+
+def test_per_achievement_comparisons_carry_their_multiplicity_and_wait_for_every_run(tmp_path):
+    rows = {
+        CO: campaign_runs(FIRST_CO, [18.0, 20.0, 16.0, 19.0, 18.0], 0),
+        DR: campaign_runs(FIRST_DR, [39.0, 40.0, 38.0, 41.0, 39.0], 0),
+    }
+    done = load_table(test_report_tables.write(tmp_path, campaign_table("campaign_cpu", rows, 5)))
+    lines = comparison_markdown(done)
+    assert "22 comparisons: about 1.1 below 0.05 are expected by chance" in lines[1]
+    assert "Bonferroni's threshold is 0.0023" in lines[1]
+    assert lines[3] == f"| Achievement | {DR} |"
+    furnace = next(line for line in lines if line.startswith("| place_furnace |"))
+    assert furnace.startswith("| place_furnace | +21.20 (p ")
+    waiting = campaign_table("campaign_cpu", rows, 6)
+    (tmp_path / "w").mkdir()
+    partial = load_table(test_report_tables.write(tmp_path / "w", waiting))
+    assert comparison_markdown(partial) == [
+        "",
+        "Per-achievement comparisons: when every planned run of campaign_cpu is in.",
+    ]

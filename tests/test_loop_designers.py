@@ -1,6 +1,9 @@
 """The non-LLM designers: domain randomization and the rule-based adaptive heuristic."""
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from envgen.errors import ConfigError
 from envgen.llm.designer import PromptOptions
@@ -10,6 +13,8 @@ from envgen.loop.designers import (
     RECIPES,
     HeuristicDesigner,
     RandomDesigner,
+    first_recipes,
+    make_designer,
     weakest_recipes,
 )
 from envgen.scoring import ACHIEVEMENTS
@@ -66,3 +71,59 @@ def test_designer_field_keeps_llm_hashes_and_refuses_other_games():
         RunConfig(designer="heuristic", game="heist", n_cycles=1)
     with pytest.raises(ConfigError, match="designer"):
         RunConfig(designer="gpt")
+
+
+def purposes(designer) -> list[str]:
+    return [c.purpose for c in designer.generate(4).configs]
+
+
+def test_heuristic_first_sets_by_seed_are_three_different_sets_and_the_default_is_unchanged():
+    default = {
+        seed: purposes(make_designer("heuristic", PromptOptions(), seed, None)) for seed in range(6)
+    }
+    assert len({tuple(p) for p in default.values()}) == 1  # every seed the same first set
+    assert default[0] == [r.purpose for r in weakest_recipes(None, 4)]
+    by_seed = {
+        seed: purposes(make_designer("heuristic", PromptOptions(), seed, None, "seed_mod_3"))
+        for seed in range(6)
+    }
+    sets = [frozenset(by_seed[k]) for k in range(3)]
+    assert len(set(sets)) == 3 and all(len(s) == 4 for s in sets)
+    assert frozenset().union(*sets) == {r.purpose for r in RECIPES}  # every recipe in one
+    assert [by_seed[k + 3] for k in range(3)] == [by_seed[k] for k in range(3)]  # seed mod 3
+    assert by_seed[0] == default[0]  # set 0 is the default's first set
+    initial_set_1 = HeuristicDesigner(PromptOptions(initial_set=1))
+    assert by_seed[1] == purposes(initial_set_1)  # set 1 is the default's first set of set 1
+    shifted = make_designer("heuristic", PromptOptions(initial_set=1), 0, None, "seed_mod_3")
+    assert purposes(shifted) == by_seed[1]  # (seed + initial set) mod 3
+    assert [r.purpose for r in first_recipes(4, 2)] == [
+        RECIPES[i].purpose for i in (0, 3, 5, 6)
+    ]  # the tool ladder: wood, stone, iron, diamond
+    assert len(first_recipes(8, 2)) == 8 and len(first_recipes(1, 1)) == 1
+
+
+def test_heuristic_adapts_the_same_after_any_first_set():
+    feedback = stats(collect_iron=0.0)
+    a = make_designer("heuristic", PromptOptions(), 2, None, "seed_mod_3")
+    b = make_designer("heuristic", PromptOptions(), 2, None)
+    a.generate(4), b.generate(4)
+    assert a.adapt(feedback).configs == b.adapt(feedback).configs
+
+
+def test_heuristic_first_set_field_keeps_committed_hashes_and_is_heuristic_only():
+    committed = RunConfig(designer="heuristic")
+    assert "heuristic_first_set" not in committed.to_dict()
+    # Every committed run store directory still names its config's hash.
+    runs = Path(__file__).resolve().parents[1] / "results" / "runs"
+    for run_yaml in sorted(runs.glob("*/seed-*/run.yaml")):
+        data = yaml.safe_load(run_yaml.read_text())
+        recorded = data.pop("config_hash")
+        data.pop("seed")
+        assert RunConfig.from_dict(data).config_hash() == recorded == run_yaml.parent.parent.name
+    by_seed = RunConfig(designer="heuristic", heuristic_first_set="seed_mod_3")
+    assert by_seed.config_hash() != committed.config_hash()
+    assert RunConfig.from_dict(by_seed.to_dict()) == by_seed
+    with pytest.raises(ConfigError, match="heuristic_first_set"):
+        RunConfig(designer="random", heuristic_first_set="seed_mod_3")
+    with pytest.raises(ConfigError, match="heuristic_first_set"):
+        RunConfig(designer="heuristic", heuristic_first_set="per_seed")

@@ -11,10 +11,12 @@ import pytest
 from envgen.errors import ReportInputError
 from envgen.report import claims
 from envgen.report.inputs import load_tables
+from envgen.report.notes import MAX_CELL, Notes, table_cells
 from envgen.report.select import arms_by_label
 from envgen.stats.claims import PAPER_CLAIMS
 from tests.test_report_tables import row, run, table, write
 
+REPO = Path(__file__).resolve().parents[1]
 ENVGEN_SCORES = [33.0, 32.0, 31.5, 32.5, 33.5, 31.0, 32.2, 32.8, 31.8, 33.2]
 CRAFTER_SCORES = [26.0, 25.0, 27.5, 26.5, 24.5, 26.8, 27.0, 25.5, 26.2, 25.8]
 
@@ -45,6 +47,14 @@ def two_rows(tmp_path: Path, profile: str) -> list[Path]:
 
 def claim_line(text: str, name: str) -> str:
     return next(line for line in text.splitlines() if line.startswith(f"| {name} |"))
+
+
+def note_of(text: str, line: str) -> str:
+    """The numbered note a table line points to (notes follow their table)."""
+    number = line.split("(note ", 1)[1].split(")", 1)[0]
+    lines = text.splitlines()
+    below = lines[lines.index(line) :]
+    return next(n for n in below if n.startswith(f"{number}. "))
 
 
 def test_smoke_profile_has_the_banner_and_only_inconclusive_verdicts(tmp_path: Path):
@@ -162,4 +172,49 @@ def test_claims_md_flags_repeats_one_config_and_untestable_figures(tmp_path: Pat
     iron = claim_line(text, "Figure 4: EnvGen > Crafter-only, collect_iron success")
     assert "+37.00 (approx.)" in iron
     sword = claim_line(text, "Figure 5: EnvGen unlocks make_iron_sword earlier than Crafter-only")
-    assert "not tested" in sword and "never unlocked make_iron_sword" in sword
+    assert "not tested" in sword and "| untestable (note " in sword
+    assert "never unlocked make_iron_sword" in note_of(text, sword)
+
+
+def long_cells(text: str) -> list[str]:
+    """Table cells over CLAIMS.md's limit."""
+    return [
+        cell
+        for line in text.splitlines()
+        if line.startswith("|")
+        for cell in table_cells(line)
+        if len(cell) > MAX_CELL
+    ]
+
+
+def test_no_claims_md_table_cell_is_over_160_characters(tmp_path: Path):
+    """One screen per table: long reasons and commands go to numbered notes under it."""
+    assert MAX_CELL == 160
+    committed = REPO / "results" / "CLAIMS.md"
+    assert long_cells(committed.read_text(encoding="utf-8")) == []
+    runs = sorted((REPO / "results").glob("*/runs.json"))
+    regenerated = claims.claims_markdown(load_tables(runs))
+    assert long_cells(regenerated) == []
+    reason = "no recorded replies: " + "record them with a long command " * 20
+    t5 = table("table5", [row("GPT-3.5-Turbo (fixed)", "not_recorded", reason=reason)])
+    text = claims.claims_markdown(load_tables([*two_rows(tmp_path, "smoke"), write(tmp_path, t5)]))
+    assert long_cells(text) == []
+    line = next(line for line in text.splitlines() if "GPT-3.5-Turbo (fixed)" in line)
+    assert "| not run (note 1) |" in line
+    assert note_of(text, line).startswith("1. not run: 'GPT-4-Turbo (fixed)': in no table given")
+    assert "'GPT-3.5-Turbo (fixed)': not recorded in table5" in note_of(text, line)
+
+
+def test_notes_keep_short_cells_and_number_long_ones():
+    notes = Notes()
+    assert notes.cell("short") == "short"
+    long = "untestable: " + "x " * 100
+    assert notes.cell(long) == "untestable (note 1)"
+    assert notes.cell(long) == "untestable (note 1)"  # the same text: the same note
+    words = "no colon early " * 20
+    assert (
+        notes.cell(words)
+        == "no colon early no colon early no colon early no colon early ... (note 2)"
+    )
+    assert notes.lines() == ["", f"1. {long}", f"2. {words}"]
+    assert table_cells("| a | b \\| c | d |") == ["a", "b \\| c", "d"]

@@ -19,6 +19,8 @@ from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 
 DESIGNERS = ("llm", "random", "heuristic")  # envgen.loop.designers
+# How the heuristic designer picks its first set (`RunConfig.heuristic_first_set`).
+HEURISTIC_FIRST_SETS = ("initial_set", "seed_mod_3")
 AGENTS = ("ppo", "ad")  # envgen.agents.config.AGENTS (the trainer's registry)
 
 METHODS = ("envgen", "fixed", "original_only", "easy_to_hard", "adversarial")
@@ -51,6 +53,11 @@ class RunConfig:
     designer: str = "llm"
     """Who writes the environments: llm (the method) | random (domain randomization) |
     heuristic (rule-based, adaptive); the last two are baselines (envgen.loop.designers)."""
+    heuristic_first_set: str = "initial_set"
+    """The heuristic designer's first set (no feedback yet): "initial_set", the tech tree
+    spread shifted by `initial_set`, the same for every seed; or "seed_mod_3", one of three
+    different first sets by (seed + initial_set) mod 3, as the paper's 3 initial sets x
+    10 seeds (docs/loop.md, "Designers"). Left out of the hash at its default."""
     obfuscated: bool = False
     """Replace parameter names by parameter1.., optionA.., item1.. (ablation)."""
     llm_history_cycles: int = 0
@@ -95,6 +102,15 @@ class RunConfig:
             raise ConfigError(
                 "designer",
                 f"{self.designer!r} writes plain-named Crafter worlds only; use designer: llm",
+            )
+        if self.heuristic_first_set not in HEURISTIC_FIRST_SETS:
+            raise ConfigError(
+                "heuristic_first_set",
+                f"{self.heuristic_first_set!r}; allowed: {', '.join(HEURISTIC_FIRST_SETS)}",
+            )
+        if self.heuristic_first_set != "initial_set" and self.designer != "heuristic":
+            raise ConfigError(
+                "heuristic_first_set", "applies to designer: heuristic only; leave it out"
             )
         if self.game not in GAMES:
             raise ConfigError("game", f"{self.game!r}; allowed: {', '.join(GAMES)}")
@@ -152,13 +168,15 @@ class RunConfig:
 
     # --- identity ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Every field; `designer` only when not the LLM and `agent` only when not PPO, so
-        that configs written before these existed keep their hash (their run directories
-        and LLM slots)."""
+        """Every field; `designer` only when not the LLM, `agent` only when not PPO and
+        `heuristic_first_set` only when not "initial_set", so that configs written before
+        these existed keep their hash (their run directories and LLM slots)."""
         out = dataclasses.asdict(self)
         out["ppo"] = dict(self.ppo)
         if out["designer"] == "llm":
             del out["designer"]
+        if out["heuristic_first_set"] == "initial_set":
+            del out["heuristic_first_set"]
         if out["agent"] == "ppo":
             del out["agent"]
         return out

@@ -58,7 +58,9 @@ def generate_pool(run: Run, set_offset: int) -> list[CrafterConfig]:
     options = dataclasses.replace(
         run.designer.options, initial_set=run.config.initial_set + set_offset
     )
-    designer = make_designer(run.config.designer, options, run.seed, run.llm)
+    designer = make_designer(
+        run.config.designer, options, run.seed, run.llm, run.config.heuristic_first_set
+    )
     parsed = designer.generate(run.config.curriculum_pool)
     run.save_llm_calls()
     return run.designed(parsed.configs)

@@ -12,7 +12,9 @@ LLM's world knowledge matter, or would any varied (`random`) or feedback-driven
   inventory item over 0..its maximum), seeded by the run seed, initial set and cycle.
 - `heuristic` (adaptive, rule-based): reads the same per-skill feedback the LLM reads,
   targets the weakest skills and writes, for each, the recipe of `RECIPES` that makes it
-  easy to practise.
+  easy to practise. Its first call, before any feedback, spreads over the tech tree: by
+  default shifted by the initial set (every seed the same first set), or, opted into,
+  one of three first sets by seed (`FIRST_SET_ORDERS`), as the paper's 3 sets x 10 seeds.
 
 Their replies are JSON text that goes through `parse_environments`, the LLM's own
 validation; the adaptation prompt an LLM would have read is kept in `messages` (the
@@ -119,6 +121,19 @@ RECIPES: tuple[Recipe, ...] = (
 )
 RECIPE_OF: dict[str, Recipe] = {s: r for r in RECIPES for s in r.skills}
 
+# Three orders of RECIPES (indices) whose even spread is the heuristic's first set k under
+# `heuristic_first_set: seed_mod_3` (`first_recipes`). Order 0 is the tech tree and order
+# 1 the tech tree shifted by one, so sets 0 and 1 are the default's first sets of initial
+# sets 0 and 1; order 2 puts the tool ladder (wood, stone, iron, diamond) at the even
+# steps. With 4 environments: set 0 wood / drink-cow-sleep / coal-furnace / diamond, set 1
+# sapling / stone / iron / combat, set 2 wood / stone / iron / diamond: pairwise different,
+# each spanning the tech tree, together every recipe (docs/loop.md, "Designers").
+FIRST_SET_ORDERS: tuple[tuple[int, ...], ...] = (
+    (0, 1, 2, 3, 4, 5, 6, 7),
+    (1, 2, 3, 4, 5, 6, 7, 0),
+    (0, 1, 3, 2, 5, 4, 6, 7),
+)
+
 
 class _RuleDesigner:
     """The shared part of the two baselines: conversation record, validation, results."""
@@ -183,13 +198,23 @@ class RandomDesigner(_RuleDesigner):
 
 
 class HeuristicDesigner(_RuleDesigner):
-    """Recipes for the weakest skills (module docstring; `weakest_recipes`)."""
+    """Recipes for the weakest skills (module docstring; `weakest_recipes`).
+
+    `first_set`: None, the first call's spread shifted by the initial set (the default);
+    k in 0..2, the first call writes `first_recipes(n, k)` instead.
+    """
+
+    def __init__(self, options: PromptOptions, first_set: int | None = None):
+        super().__init__(options)
+        self.first_set = first_set
 
     def write(
         self, n: int, stats: Mapping[str, tuple[float, float]] | None
     ) -> list[dict[str, Any]]:
-        offset = self.options.initial_set
-        recipes = weakest_recipes(stats, n, offset)
+        if stats is None and self.first_set is not None:
+            recipes = first_recipes(n, self.first_set)
+        else:
+            recipes = weakest_recipes(stats, n, self.options.initial_set)
         return [
             {
                 "purpose": r.purpose,
@@ -221,15 +246,31 @@ def weakest_recipes(
     return [RECIPES[ranked[i % len(ranked)]] for i in range(n)]
 
 
+def first_recipes(n: int, k: int) -> list[Recipe]:
+    """First set k (0-2) of `heuristic_first_set: seed_mod_3`: n recipes at even steps of
+    `FIRST_SET_ORDERS[k]` (more environments than recipes repeat them, as the default)."""
+    order = FIRST_SET_ORDERS[k]
+    step = len(order) / n
+    return [RECIPES[order[int(i * step) % len(order)]] for i in range(n)]
+
+
 def make_designer(
-    kind: str, options: PromptOptions, seed: int, llm: LLMCallable | None
+    kind: str,
+    options: PromptOptions,
+    seed: int,
+    llm: LLMCallable | None,
+    heuristic_first_set: str = "initial_set",
 ) -> Designer:
-    """The designer `kind` (`DESIGNERS`); `llm` is needed by the LLM designer only."""
+    """The designer `kind` (`DESIGNERS`); `llm` is needed by the LLM designer only;
+    `heuristic_first_set` as `RunConfig.heuristic_first_set`."""
     if kind == "llm":
         assert llm is not None
         return EnvironmentDesigner(options, llm)
     if kind == "random":
         return RandomDesigner(options, seed)
     if kind == "heuristic":
+        if heuristic_first_set == "seed_mod_3":
+            first = (seed + options.initial_set) % len(FIRST_SET_ORDERS)
+            return HeuristicDesigner(options, first)
         return HeuristicDesigner(options)
     raise ValueError(f"designer {kind!r}; allowed: {', '.join(DESIGNERS)}")

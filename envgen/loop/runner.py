@@ -175,7 +175,9 @@ def execute_run(
             structured=llm.backend.structured if llm is not None else "off",
             history_cycles=config.llm_history_cycles,
         )
-        designer = make_designer(config.designer, prompt_options, seed, call_log)
+        designer = make_designer(
+            config.designer, prompt_options, seed, call_log, config.heuristic_first_set
+        )
         if config.method in ("envgen", "fixed"):
             designer.generate(config.envs_per_call)  # fails before any file is written
 

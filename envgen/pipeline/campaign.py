@@ -42,6 +42,13 @@ class Campaign:
     """The params.yaml profile it runs under."""
     out_dir: Path
     """Where `collect` writes runs.json, metrics.json and scores.json."""
+    seeds: tuple[int, ...] | None = None
+    """The campaign's own seeds, replacing the profile's (a registered campaign fixes its
+    fresh seeds here, so its rows keep the profile's run configs, hence their run
+    directories); None: the profile's seeds."""
+    registration: str | None = None
+    """The document that registered the campaign before its runs (its verdict is withheld
+    until every planned run is in); None for a campaign not registered."""
 
     @property
     def log(self) -> Path:
@@ -53,9 +60,21 @@ class Campaign:
         return STATE_DIR / f"{self.name}.pid"
 
 
+# Seeds of the confirmatory campaign registered in docs/campaign_confirm.md: 15 fresh
+# seeds per arm, after campaign_cpu's 0-4. Fixed by the registration: never edit.
+CONFIRM_SEEDS = tuple(range(5, 20))
+
 CAMPAIGNS: dict[str, Campaign] = {
     "cpu": Campaign(
         "cpu", Path("replication/campaign_cpu.yaml"), "cpu", Path("results/campaign_cpu")
+    ),
+    "confirm": Campaign(
+        "confirm",
+        Path("replication/campaign_confirm.yaml"),
+        "cpu",
+        Path("results/campaign_confirm"),
+        CONFIRM_SEEDS,
+        "docs/campaign_confirm.md",
     ),
 }
 
@@ -120,7 +139,7 @@ def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commi
     from envgen.pipeline.executor import _cores
     from envgen.pipeline.train import results_versions
 
-    request = RunRequest(c.name, c.table, c.profile, params, runs_root, workers, commit)
+    request = RunRequest(c.name, c.table, c.profile, params, runs_root, workers, commit, c.seeds)
     plan, _, executor = load_campaign(request)  # mistakes show here, not in the log
     pending = pending_jobs(plan, runs_root, results_versions())
     if not pending and not commit:
@@ -156,7 +175,7 @@ def run(c: Campaign, params: Path, runs_root: Path, workers: int | None, commit:
 
     try:
         return run_campaign(
-            RunRequest(c.name, c.table, c.profile, params, runs_root, workers, commit)
+            RunRequest(c.name, c.table, c.profile, params, runs_root, workers, commit, c.seeds)
         )
     finally:
         process = read_process(c)
@@ -207,7 +226,7 @@ def status(c: Campaign, params: Path, runs_root: Path) -> int:
     from envgen.pipeline.train import results_versions
 
     plan, _, executor = load_campaign(
-        RunRequest(c.name, c.table, c.profile, params, runs_root, None, True)
+        RunRequest(c.name, c.table, c.profile, params, runs_root, None, True, c.seeds)
     )
     process = live_process(c)
     states = job_states(plan, runs_root, results_versions(), process is not None, is_committed)
@@ -225,7 +244,7 @@ def collect(c: Campaign, params: Path, runs_root: Path, outs: Sequence[Path]) ->
     from envgen.pipeline.train import results_versions
 
     plan, profile, _ = load_campaign(
-        RunRequest(c.name, c.table, c.profile, params, runs_root, None, False)
+        RunRequest(c.name, c.table, c.profile, params, runs_root, None, False, c.seeds)
     )
     table = collect_table(
         plan, profile, runs_root, results_versions(), f"`envgen campaign start {c.name}`"

@@ -115,6 +115,8 @@ class RunRequest:
     """Runs at once; None = params.yaml's `execution.workers`."""
     commit: bool
     """Commit each finished run."""
+    seeds: tuple[int, ...] | None = None
+    """The campaign's own seeds in place of the profile's (`Campaign.seeds`)."""
 
 
 def run_campaign(request: RunRequest, log: Log = print) -> int:
@@ -148,6 +150,8 @@ def load_campaign(request: RunRequest) -> tuple[TablePlan, Any, Any]:
     from envgen.pipeline.train import load_settings, table_plan
 
     profile, executor = load_settings(request.params, request.profile)
+    if request.seeds is not None:  # seeds are not part of a run's config: hashes stay
+        profile = dataclasses.replace(profile, seeds=request.seeds)
     if request.workers is not None:
         executor = dataclasses.replace(executor, workers=request.workers)
     return table_plan(request.table, profile), profile, executor

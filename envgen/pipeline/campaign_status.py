@@ -56,6 +56,15 @@ def status_text(campaign: Any, states: Sequence[JobState], process: Any, workers
         parts = ", ".join(f"{counts[k]} {k}" for k in STATES if counts[k])
         lines.append(f"  {row}: {parts} (of {total})")
     lines += ["", eta_line(campaign.name, states, workers, alive)]
+    registration = getattr(campaign, "registration", None)
+    if registration:
+        done = sum(s.state == FINISHED for s in states)
+        lines.append(
+            f"registered verdict withheld: {done} of {len(states)} runs ({registration})"
+            if done < len(states)
+            else f"all {done} registered runs are in: the registered verdict is in CLAIMS.md "
+            f"after `envgen campaign collect {campaign.name}` and `make repro` ({registration})"
+        )
     return "\n".join(lines)
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from envgen.report.inputs import DONE, TableRecord
 from envgen.scoring import ACHIEVEMENTS
+from envgen.stats.compare import welch_test
 from envgen.stats.paper import load_reported_per_achievement
 from envgen.stats.runs import moments
 
@@ -69,6 +70,40 @@ def achievement_markdown(table: TableRecord, frame: pd.DataFrame) -> list[str]:
     for achievement, line in frame.iterrows():
         cells = [_pm(line[f"{row} mean"], line[f"{row} std"]) for row in rows]
         cells += [f"{line[label]:g}" for label in PAPER_COLUMNS.values()]
+        lines.append(f"| {achievement} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def comparison_markdown(table: TableRecord) -> list[str]:
+    """Each later row minus the first (Crafter-only) per achievement, with the unadjusted
+    two-sided Welch p, and how many comparisons that is: the multiplicity a reader needs
+    before taking any one of them as a finding. Only once every row has all its planned
+    runs (a registered campaign shows nothing earlier)."""
+    rows = [r for r in table.rows if r.status == DONE and r.runs]
+    if len(rows) < 2:
+        return []
+    if any(len(r.runs) < (r.planned_runs or 0) for r in table.rows):
+        return ["", f"Per-achievement comparisons: when every planned run of {table.table} is in."]
+    base, others = rows[0], rows[1:]
+    m = len(others) * len(ACHIEVEMENTS)
+    lines = [
+        "",
+        f"**{table.table}: each row − {base.row}, success rate points per achievement, with "
+        f"the unadjusted two-sided Welch p. {m} comparisons: about {0.05 * m:.1f} below 0.05 "
+        f"are expected by chance with no true difference; Bonferroni's threshold is "
+        f"{0.05 / m:.2g}. Descriptive: no finding is drawn from one of them.**",
+        "",
+        "| Achievement | " + " | ".join(r.row for r in others) + " |",
+        "|" + "---|" * (len(others) + 1),
+    ]
+    for achievement in ACHIEVEMENTS:
+        b = [run.success_rates[achievement] for run in base.runs]
+        cells = []
+        for row in others:
+            a = [run.success_rates[achievement] for run in row.runs]
+            diff = float(np.mean(a) - np.mean(b))
+            p = welch_test(a, b).p
+            cells.append(f"{diff:+.2f} (p {p:.2g})" if not math.isnan(p) else f"{diff:+.2f}")
         lines.append(f"| {achievement} | " + " | ".join(cells) + " |")
     return lines
 

@@ -3,17 +3,33 @@
 A campaign table (`TableRecord.is_campaign`) enters neither the paper's claim families
 nor the profile line of CLAIMS.md; its claims (`envgen.stats.campaign`) are judged by
 their own rule on the runs finished so far, and the section says in its heading and
-first line that it tests something else than the paper.
+first line that it tests something else than the paper. A registered campaign
+(docs/campaign_confirm.md) shows run counts only until every planned run is in; then
+its registered verdict, in the registered words, and its secondary analyses (pooled
+with the earlier campaign of the same run configs; every achievement, descriptive).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from envgen.report.inputs import DONE, TableRecord
-from envgen.stats.campaign import CAMPAIGN_FAMILIES, CampaignResult, evaluate_campaign
+from envgen.report.notes import Notes
+from envgen.scoring import ACHIEVEMENTS
+from envgen.stats.campaign import (
+    CAMPAIGN_FAMILIES,
+    H1,
+    POOLED_WITH,
+    REGISTRATION,
+    WITHHELD,
+    CampaignResult,
+    Family,
+    evaluate_campaign,
+    registered_sentence,
+)
 from envgen.stats.claims import PaperNumbers
+from envgen.stats.compare import welch_test
 from envgen.stats.runs import SampleStats
 from envgen.stats.verdict import ALPHA
 
@@ -21,7 +37,10 @@ CAMPAIGN_SECTION = "Campaigns"
 WHAT = {
     "campaign_cpu": "EnvGen's schedule with designer D vs Crafter-only, nature network, "
     "CPU (profile cpu)",
+    "campaign_confirm": "registered: domain randomization on EnvGen's schedule vs "
+    "Crafter-only, fresh seeds, nature network, CPU (profile cpu)",
 }
+Runs = dict[str, dict[str, list[float]]]  # {metric: {row label: per-run values}}
 
 
 def campaign_lines(tables: Sequence[TableRecord], paper: PaperNumbers) -> list[str]:
@@ -37,74 +56,212 @@ def campaign_lines(tables: Sequence[TableRecord], paper: PaperNumbers) -> list[s
         "paper's network), and none of its runs enters the verdicts above. Rule "
         '(docs/stats.md, "Campaign claims"): one-sided Welch test of a > b on the score (or '
         "on one achievement's success rate), Bonferroni across a family's m claims at "
-        f"α = {ALPHA} (level α/m); **better** "
-        "when the one-sided lower bound of a − b lies above 0, **worse** when the upper "
-        "bound lies below 0, otherwise no difference detected, with the power the test had "
-        "for the paper's point difference (none for achievements: the paper gives their rates "
-        "without a spread). The paper's differences (GPT-4-Turbo, its network) are context "
-        "only. Fewer than 2 finished runs in "
-        "an arm: not enough runs. Fewer than the campaign plans: the verdict is marked "
-        "**interim** (read, not final: the plan's seeds are run whatever it says).",
+        f"α = {ALPHA} (level α/m); **better** when the one-sided lower bound of a − b lies "
+        "above 0, **worse** when the upper bound lies below 0, otherwise **no difference "
+        "detected**, which rules out effects at or above the upper bound, and names the "
+        "paper's difference and its relative gain scaled to our baseline (our b × paper "
+        "(a − b) / paper b) where they lie above it. Power is a planning figure: the share of "
+        "simulated campaigns, with our run counts and the paper's difference, in which this "
+        "test detects it (none for achievements: the paper gives no spread). The paper's "
+        "differences (GPT-4-Turbo, its network) are context only. Fewer than 2 finished "
+        "runs in an arm: not enough runs; fewer than planned: **interim** (read, not final), "
+        f"or, in a registered campaign, **{WITHHELD}: k of n runs**.",
     ]
+    by_id = {t.table: t for t in campaigns}
     for table in campaigns:
-        lines += ["", *_campaign(table, paper)]
+        lines += ["", *_campaign(table, paper, by_id)]
     return lines
 
 
-def _campaign(table: TableRecord, paper: PaperNumbers) -> list[str]:
-    families = {
-        name: claims[table.table]
-        for name, claims in CAMPAIGN_FAMILIES.items()
-        if claims.get(table.table)
-    }
+def _campaign(
+    table: TableRecord, paper: PaperNumbers, by_id: Mapping[str, TableRecord]
+) -> list[str]:
+    families = CAMPAIGN_FAMILIES.get(table.table, ())
     what = WHAT.get(table.table, table.caption)
     head = [f"### {table.table}: {what}", ""]
     if not families:
         return [*head, "No claims are defined for this campaign (envgen.stats.campaign)."]
-    done = [r for r in table.rows if r.status == DONE]
     planned = {r.row: r.planned_runs or len(r.runs) for r in table.rows}
+    registered = any(f.registered for f in families)
     lines = [
         *head,
         f"Profile `{table.profile}`; {len(families)} families of claims, each "
         "Bonferroni-corrected on its own. Rows, runs and every achievement's rates: "
-        f"results/tables/{table.table}.md.",
+        f"results/tables/{table.table}.md."
+        + (
+            f" Registered in {REGISTRATION} before any of its runs (`git log -- "
+            f"{REGISTRATION}` precedes every run's commit)."
+            if registered
+            else ""
+        ),
     ]
-    for name, claims in families.items():
-        metrics = {c.metric for c in claims}
-        runs = {m: {r.row: [run.value(m) for run in r.runs] for r in done} for m in metrics}
-        results = evaluate_campaign(claims, runs, planned, paper)
-        lines += [
-            "",
-            f"#### {name}: {len(claims)} claims, each at level {results[0].level:.3g}",
-            "",
-            "| Claim | Ours a (n of planned) | Ours b (n of planned) | Diff [one-sided bounds] "
-            "| adj. p | g | Paper a − b (context) | Power | Verdict |",
-            "|" + "---|" * 9,
-            *(_line(r) for r in results),
-        ]
+    first = by_id.get(POOLED_WITH.get(table.table, ""))
+    results: dict[str, list[CampaignResult]] = {}
+    for family in families:
+        family_results = evaluate_campaign(
+            family.claims, _runs(table, family), planned, paper, registered=family.registered
+        )
+        results[family.heading] = family_results
+        lines += ["", *_family_lines(family, family_results, first)]
+    if table.table in POOLED_WITH:
+        primary = results[families[0].heading][0]
+        lines += ["", *_pooled(table, first, primary, paper)]
+        lines += ["", *_per_achievement(table, primary)]
     return lines
 
 
-def _line(r: CampaignResult) -> str:
+def _runs(table: TableRecord, family: Family) -> Runs:
+    done = [r for r in table.rows if r.status == DONE]
+    metrics = {c.metric for c in family.claims}
+    return {m: {r.row: [run.value(m) for run in r.runs] for r in done} for m in metrics}
+
+
+def _family_lines(
+    family: Family, results: Sequence[CampaignResult], first: TableRecord | None
+) -> list[str]:
+    notes = Notes()
+    count = f"{len(results)} claims, each" if len(results) > 1 else "1 claim,"
+    lines = [f"#### {family.heading}: {count} at level {results[0].level:.3g}"]
+    if family.post_hoc:
+        lines += ["", family.post_hoc]
+    lines += [
+        "",
+        "| Claim | Ours a (n of planned) | Ours b (n of planned) | Diff [one-sided bounds] "
+        "| adj. p | g | Paper a − b (context) | Power (planning) | Verdict |",
+        "|" + "---|" * 9,
+        *(_line(r, notes) for r in results),
+    ]
+    if family.registered:
+        for r in results:
+            if not r.withheld and not math.isnan(r.bounds[0]):
+                sentence = registered_sentence(r, _references(r, first))
+                notes.add(f"Registered wording ({REGISTRATION}): {sentence}")
+    return [*lines, *notes.lines()]
+
+
+def _references(r: CampaignResult, first: TableRecord | None) -> list[tuple[str, float]]:
+    """The registered reference effects (docs/campaign_confirm.md, "Verdicts"): the first
+    campaign's observed difference, the paper's gain scaled to our baseline, the paper's."""
+    refs = []
+    earlier = _rows(first, r.claim.metric) if first is not None else {}
+    if earlier.get(r.claim.a) and earlier.get(r.claim.b):
+        diff = _mean(earlier[r.claim.a]) - _mean(earlier[r.claim.b])
+        refs.append((f"the difference {first.table} observed", diff))  # type: ignore[union-attr]
+    if not math.isnan(r.scaled_diff):
+        refs.append(
+            ("the paper's relative gain scaled to our Crafter-only baseline", r.scaled_diff)
+        )
+    return [*refs, ("the paper's own difference", r.paper_diff)]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _line(r: CampaignResult, notes: Notes) -> str:
     a, b = r.ours_a, r.ours_b
+    if r.withheld:
+        counts = [f"- ({k} of {n})" for k, n in zip(r.runs, r.planned, strict=True)]
+        return (
+            f"| {r.claim.name} | {counts[0]} | {counts[1]} | - | - | - | - | - | **{r.verdict}** |"
+        )
     diff = "-"
     if a is not None and b is not None:
         low, high = r.bounds
         bounds = "" if math.isnan(low) else f" [{low:+.2f}, {high:+.2f}]"
         diff = f"{a.mean - b.mean:+.2f}{bounds}"
+    scaled = "" if math.isnan(r.scaled_diff) else f"; scaled to our b: {r.scaled_diff:+.2f}"
+    context = f"{r.paper_diff:+.1f} ({r.claim.context[0]} − {r.claim.context[1]}){scaled}"
     return (
         f"| {r.claim.name} | {_arm(a, r.planned[0])} | {_arm(b, r.planned[1])} | {diff} "
-        f"| {_num(r.p_adj, '.3g')} | {_num(r.g, '+.2f')} "
-        f"| {r.paper_diff:+.1f} ({r.claim.context[0]} − {r.claim.context[1]}) "
-        f"| {_num(r.power, '.2f')} | **{r.verdict}** |"
+        f"| {_num(r.p_adj, '.3g')} | {_num(r.g, '+.2f')} | {notes.cell(context)} "
+        f"| {_num(r.power, '.2f')} | **{notes.cell(r.verdict)}** |"
     )
 
 
-def _arm(s: SampleStats | None, planned: int) -> str:
+def _pooled(
+    table: TableRecord, first: TableRecord | None, primary: CampaignResult, paper: PaperNumbers
+) -> list[str]:
+    """S1: H1's test on the first campaign's runs, and on both campaigns' runs pooled."""
+    head = [
+        f"#### S1, secondary: H1's test pooled with {first.table if first else 'the first'}"
+        "'s runs of the same configs",
+        "",
+        "Not confirmatory: the first campaign's seeds suggested H1 (its Crafter-only seed 0 "
+        "was its first run, trained under load with a pause).",
+    ]
+    if first is None:
+        return [*head, "", "The first campaign's runs.json was not given to the report."]
+    if primary.withheld:
+        return [*head, "", f"**{primary.verdict}** (given with the primary verdict)."]
+    ours = _rows(table, H1.metric)
+    earlier = _rows(first, H1.metric)
+    pooled = {row: earlier.get(row, []) + ours.get(row, []) for row in (H1.a, H1.b)}
+    estimates = [(f"{first.table} alone", earlier), ("pooled", pooled)]
+    lines = [
+        *head,
+        "",
+        "| Runs | Ours a (n) | Ours b (n) | Diff [one-sided 95% bounds] | one-sided p "
+        "| Verdict (secondary) |",
+        "|" + "---|" * 6,
+    ]
+    notes = Notes()
+    for name, values in estimates:
+        r = evaluate_campaign((H1,), {H1.metric: values}, {}, paper)[0]
+        low, high = r.bounds
+        a, b = r.ours_a, r.ours_b
+        diff = (
+            "-" if a is None or b is None else f"{a.mean - b.mean:+.2f} [{low:+.2f}, {high:+.2f}]"
+        )
+        lines.append(
+            f"| {name} | {_arm(a)} | {_arm(b)} | {diff} | {_num(r.p_adj, '.3g')} "
+            f"| {notes.cell(r.verdict)} |"
+        )
+    return [*lines, *notes.lines()]
+
+
+def _per_achievement(table: TableRecord, primary: CampaignResult) -> list[str]:
+    """S3: every achievement's DR − Crafter-only difference, unadjusted p; descriptive."""
+    m = len(ACHIEVEMENTS)
+    head = [
+        f"#### S3, secondary and descriptive: {H1.a} − {H1.b}, every achievement",
+        "",
+        f"{m} comparisons with unadjusted two-sided Welch p: about one below 0.05 is "
+        f"expected by chance with no true difference; Bonferroni's threshold is "
+        f"{ALPHA / m:.2g}. No finding is drawn from them.",
+    ]
+    if primary.withheld:
+        return [*head, "", f"**{primary.verdict}** (given with the primary verdict)."]
+    lines = [
+        *head,
+        "",
+        "| Achievement | Ours a | Ours b | Diff | unadjusted p |",
+        "|" + "---|" * 5,
+    ]
+    for achievement in ACHIEVEMENTS:
+        rows = _rows(table, f"success_rate:{achievement}")
+        a, b = rows.get(H1.a, []), rows.get(H1.b, [])
+        if len(a) < 2 or len(b) < 2:
+            continue
+        sa, sb = SampleStats.of(a, H1.a), SampleStats.of(b, H1.b)
+        p = welch_test(a, b).p
+        lines.append(
+            f"| {achievement} | {_arm(sa)} | {_arm(sb)} | {sa.mean - sb.mean:+.2f} "
+            f"| {_num(p, '.3g')} |"
+        )
+    return lines
+
+
+def _rows(table: TableRecord, metric: str) -> dict[str, list[float]]:
+    return {r.row: [run.value(metric) for run in r.runs] for r in table.rows if r.status == DONE}
+
+
+def _arm(s: SampleStats | None, planned: int | None = None) -> str:
+    of = "" if planned is None else f" of {planned}"
     if s is None:
-        return f"- (0 of {planned})"
+        return f"- (0{of})"
     spread = "" if math.isnan(s.std) else f" ± {s.std:.2f}"
-    return f"{s.mean:.2f}{spread} ({s.n} of {planned})"
+    return f"{s.mean:.2f}{spread} ({s.n}{of})"
 
 
 def _num(value: float, fmt: str) -> str:

@@ -29,6 +29,7 @@ from envgen.report.inputs import (
     profile_of,
     read_accounting,
 )
+from envgen.report.notes import Notes
 from envgen.report.select import Arm, arms_by_label
 from envgen.stats.claims import (
     ENVGEN,
@@ -143,16 +144,18 @@ def _family(
         "| Power | Verdict | Reason | Flags |",
         "|" + "---|" * 11,
     ]
+    notes = Notes()
     for claim in claims:
-        note = "; ".join(flags.get(claim, [])) or "-"
+        flag = "; ".join(flags.get(claim, [])) or "-"
         if claim in by_claim:
-            lines.append(_claim_line(by_claim[claim], note))
+            lines.append(_claim_line(by_claim[claim], flag, notes))
         else:
+            reason = notes.cell(blocked[claim])
             lines.append(
                 f"| {claim.name} | - | - | - | - | - | - | - | not tested | "
-                f"{blocked[claim]} | {note} |"
+                f"{reason} | {notes.cell(flag)} |"
             )
-    return lines
+    return [*lines, *notes.lines()]
 
 
 def _values(
@@ -186,15 +189,16 @@ def _values(
     return out
 
 
-def _claim_line(r: ClaimResult, flags: str) -> str:
+def _claim_line(r: ClaimResult, flags: str, notes: Notes) -> str:
     fmt = ",.0f" if r.claim.metric.startswith(FIRST_UNLOCK) else ".2f"
     low, high = r.ci
     ci = "" if math.isnan(low) else f" [{low:+{fmt}}, {high:+{fmt}}]"
+    verdict, reason = notes.cell(r.verdict), notes.cell(r.reason)
     return (
         f"| {r.claim.name} | {_stats(r.ours_a, fmt)} | {_stats(r.ours_b, fmt)} "
         f"| {r.ours_a.mean - r.ours_b.mean:+{fmt}}{ci} | {_paper_diff(r, fmt)} "
         f"| {_num(r.p_adj, '.3g')} | {_num(r.g, '+.2f')} ({_num(r.paper_g, '+.2f')}) "
-        f"| {_num(r.power, '.2f')} | **{r.verdict}** | {r.reason} | {flags} |"
+        f"| {_num(r.power, '.2f')} | **{verdict}** | {reason} | {notes.cell(flags)} |"
     )
 
 

@@ -27,7 +27,11 @@ import pandas as pd
 from envgen.checks import OneLineParser
 from envgen.errors import EnvGenError
 from envgen.report import replay
-from envgen.report.achievements import achievement_frame, achievement_markdown
+from envgen.report.achievements import (
+    achievement_frame,
+    achievement_markdown,
+    comparison_markdown,
+)
 from envgen.report.campaign import CAMPAIGN_SECTION
 from envgen.report.flags import row_flags
 from envgen.report.inputs import DONE, RowRecord, TableRecord, load_tables, profile_of
@@ -208,6 +212,7 @@ def write_tables(tables: Sequence[TableRecord], out_dir: Path, metrics_path: Pat
             rates_csv = out_dir / f"{table.table}_achievements.csv"
             rates.to_csv(rates_csv, float_format="%.6g")
             markdown += "\n".join(achievement_markdown(table, rates)) + "\n"
+            markdown += "\n".join(comparison_markdown(table)) + "\n"
             written.append(rates_csv)
         md.write_text(markdown, encoding="utf-8")
         written += [csv, md]
