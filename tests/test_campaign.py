@@ -542,7 +542,7 @@ def test_registered_no_difference_names_each_reference_it_rules_out_or_not(paper
     high = r.bounds[1]
     assert 0 < high < 2.37 and r.verdict.startswith(f"{NO_DIFFERENCE}; rules out {high:+.2f}")
     text = registered_sentence(r, [("the first campaign's", 2.37), ("huge", high - 0.01)])
-    assert text.startswith("no difference detected on the Crafter score: ")
+    assert text.startswith("no difference detected: ")
     assert f"The data rule out an effect of {high:+.2f} or more; " in text
     assert text.endswith(
         "it rules out +2.37 (the first campaign's); "

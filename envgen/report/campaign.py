@@ -146,7 +146,7 @@ def _references(r: CampaignResult, first: TableRecord | None) -> list[tuple[str,
     earlier = _rows(first, r.claim.metric) if first is not None else {}
     if earlier.get(r.claim.a) and earlier.get(r.claim.b):
         diff = _mean(earlier[r.claim.a]) - _mean(earlier[r.claim.b])
-        refs.append((f"the difference {first.table} observed", diff))  # type: ignore[union-attr]
+        refs.append(("the first campaign's observed difference", diff))
     if not math.isnan(r.scaled_diff):
         refs.append(
             ("the paper's relative gain scaled to our Crafter-only baseline", r.scaled_diff)

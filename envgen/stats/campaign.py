@@ -334,28 +334,30 @@ def registered_sentence(r: CampaignResult, references: Sequence[tuple[str, float
     conf = f"{100 * (1 - r.level):.3g}%"
     runs = f"{a.n} + {b.n} fresh seeds"
     what = "domain randomization on EnvGen's schedule"
-    outcome = (
-        "the Crafter score"
-        if r.claim.metric == "score"
-        else f"the {r.claim.metric.split(':', 1)[1]} success rate"
+    # The registered words are the score's; a secondary test on an achievement's rate
+    # (S2) says which outcome it is.
+    rate = (
+        "" if r.claim.metric == "score" else f"the {r.claim.metric.split(':', 1)[1]} success rate"
     )
+    on = f" on {rate}" if rate else ""
     if low > 0:
         return (
-            f"better: {what} scored {diff:+.2f} points above Crafter-only on {outcome} "
-            f"(one-sided {conf} lower bound {low:+.2f}, p = {r.p_adj:.3g}; {runs}). Diverse "
-            f"worlds alone, on EnvGen's schedule, raised {outcome} of the nature network on CPU."
+            f"better: {what} scored {diff:+.2f} points above Crafter-only{on} (one-sided "
+            f"{conf} lower bound {low:+.2f}, p = {r.p_adj:.3g}; {runs}). Diverse worlds "
+            f"alone, on EnvGen's schedule, raised {rate or 'the Crafter score'} of the nature "
+            "network on CPU."
         )
     if high < 0:
         return (
-            f"worse: {what} scored {diff:.2f} points below Crafter-only on {outcome} "
-            f"(one-sided {conf} upper bound {high:+.2f}; {runs})."
+            f"worse: {what} scored {abs(diff):.2f} points below Crafter-only{on} (one-sided "
+            f"{conf} upper bound {high:+.2f}; {runs})."
         )
     refs = "".join(
         f"; it {'rules out' if high < x else 'does not rule out'} {x:+.2f} ({label})"
         for label, x in references
     )
     return (
-        f"no difference detected on {outcome}: {diff:+.2f} points (one-sided {conf} bounds "
+        f"no difference detected{on}: {diff:+.2f} points (one-sided {conf} bounds "
         f"[{low:+.2f}, {high:+.2f}], p = {r.p_adj:.3g}; {runs}). The data rule out an effect of "
         f"{high:+.2f} or more{refs}."
     )
