@@ -1,7 +1,7 @@
 # Two entry points on a fresh clone: `make repro` (the pipeline) and `make test`.
-# Both create .venv first when it is missing. torch is pinned to 2.13.0 and installed
-# first, so pip takes the local CPU build where one is provided instead of fetching
-# the CUDA stack.
+# Both create .venv first when it is missing, from the lock files. torch is pinned to
+# 2.13.0 and installed first, so pip takes the local CPU build where one is provided
+# instead of fetching the CUDA stack.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,15 +9,18 @@ STAMP := $(VENV)/.installed
 STAMP_LLM := $(VENV)/.installed-local-llm
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-llm test verify repro repro-from-scratch bench lint clean-venv
+.PHONY: setup setup-llm lock test verify repro repro-from-scratch bench lint clean-venv
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Every dependency comes from requirements.lock at its exact version, hash-checked; torch
+# is pinned apart (its CPU and CUDA builds differ by machine; see the lock's header).
+$(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q --require-hashes --no-deps -r requirements.lock
+	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $@
 
 # llama-cpp-python compiles for about 5 minutes on 2 cores; only tests and
@@ -29,9 +32,22 @@ $(STAMP): pyproject.toml
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 setup-llm: $(STAMP_LLM)
 
-$(STAMP_LLM): $(STAMP)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q --no-cache-dir -e '.[local-llm,dev]'
+$(STAMP_LLM): $(STAMP) requirements-llm.lock
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q --no-cache-dir \
+		--require-hashes --no-deps -r requirements-llm.lock
 	touch $@
+
+# Refresh the lock files from pyproject.toml (pins already in them are kept; add
+# UPGRADE=--upgrade for the newest versions the ranges allow). Uses pip-tools in a
+# throwaway environment; torch stays pinned in the Makefile and pyproject.toml.
+LOCK_ENV := /tmp/envgen-lock-env
+LOCK_ARGS := --generate-hashes --unsafe-package torch --strip-extras --no-emit-index-url \
+	--no-emit-find-links --annotation-style line $(UPGRADE)
+lock:
+	test -x $(LOCK_ENV)/bin/pip-compile || ($(PY) -m venv $(LOCK_ENV) && $(LOCK_ENV)/bin/pip install -q pip-tools)
+	$(LOCK_ENV)/bin/pip-compile -q pyproject.toml --extra dev $(LOCK_ARGS) -o requirements.lock
+	$(LOCK_ENV)/bin/pip-compile -q pyproject.toml --extra dev --extra local-llm $(LOCK_ARGS) \
+		-o requirements-llm.lock
 
 test: setup-llm
 	$(BIN)/ruff check envgen replication tests
