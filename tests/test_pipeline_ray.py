@@ -125,7 +125,7 @@ def test_smoke_table1_through_the_ray_executor_matches_the_committed_results(tmp
     ours = json.loads(out.read_text())
     committed = json.loads((REPO / "results" / "table1" / "runs.json").read_text())
     assert [r["status"] for r in ours["rows"][:7]] == ["done"] * 7  # then reported-only rows
-    assert ours["code_fingerprint"] == committed["code_fingerprint"], (
+    assert ours["results_version"] == committed["results_version"], (
         "results/ are from other code: run `make repro` and commit them"
     )
     for mine, theirs in zip(ours["rows"], committed["rows"], strict=True):
