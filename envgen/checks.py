@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import difflib
 import math
+import re
 import sys
 import types
 import typing
@@ -106,6 +107,21 @@ def unknown_key(
     close = difflib.get_close_matches(str(key), list(allowed), n=1, cutoff=0.6)
     hint = f"did you mean `{close[0]}`? " if close else ""
     return ConfigError(where, f"unknown {what}; {hint}allowed: {', '.join(sorted(allowed))}")
+
+
+# --- names that become paths --------------------------------------------------------------
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def safe_name(value: Any, where: str) -> str:
+    """`value` if it is a name that can be a file name as is: 1-64 letters, digits, `-`
+    or `_`; a `ConfigError` otherwise (a table id such as `../../x` would write outside
+    the output directory)."""
+    if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value):
+        raise ConfigError(
+            where, f"{value!r} is not a name: use 1-64 letters, digits, - or _ (e.g. table1)"
+        )
+    return value
 
 
 # --- sizes -------------------------------------------------------------------------------
