@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.errors import CacheIntegrityError, CacheMissError, ConfigError
-from envgen.files import write_json_atomic
+from envgen.files import remove_stale_temporaries, write_json_atomic
 from envgen.llm.accounting import Ledger
 from envgen.llm.budget import Budget
 from envgen.llm.client import BackendConfig, OpenAIChat
@@ -82,6 +82,7 @@ class ResponseCache:
             raise CacheIntegrityError(
                 f"{self.path(key)}: reply not stored ({exc}); the server's answer is malformed"
             ) from None
+        remove_stale_temporaries(self.directory)  # a killed writer's leftovers
         existing = self.load(key)
         if existing is not None:
             if existing["response"]["text"] != entry["response"]["text"]:
