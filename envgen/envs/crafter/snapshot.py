@@ -13,12 +13,14 @@ both are rebuilt on demand and change nothing (`CrafterEnv.prepare_next_world`).
 from __future__ import annotations
 
 import collections
+import math
 from typing import Any
 
 import numpy as np
 from crafter import constants
 
 from envgen.envs.crafter import render
+from envgen.envs.crafter.config import MAX_LENGTH
 from envgen.envs.crafter.determinism import OrderedSet
 from envgen.envs.crafter.env import AREA, CHUNK, CrafterEnv
 from envgen.envs.crafter.world import Arrow, Cow, Fence, Plant, Player, Skeleton, Vec, World, Zombie
@@ -95,6 +97,12 @@ def restore(data: Any) -> CrafterEnv:
         setattr(env, name, value)
     if env._obs.shape != CrafterEnv.observation_shape:
         raise ValueError(f"_obs: shape {env._obs.shape}")
+    if env._textures.ndim != 1 or not len(env._textures):
+        raise ValueError("_textures: expected a non-empty 1-d array")
+    if not 1 <= env.length <= MAX_LENGTH or min(env._step, env._episode) < 0:
+        raise ValueError("length, _step or _episode out of range")
+    if not abs(env._last_health) < _SMALL or type(env._semantic) is not bool:
+        raise ValueError("_last_health or _semantic out of range")
     unlocked = data["unlocked"]
     _expect(unlocked, list, "unlocked")
     env._unlocked = {_str(name, "unlocked") for name in unlocked}
@@ -111,6 +119,8 @@ def restore(data: Any) -> CrafterEnv:
         key, name = pair
         _expect(key, int, "world.mat_names")
         world._mat_names[key] = None if name is None else _str(name, "world.mat_names")
+    if sorted(world._mat_names) != list(range(len(world._mat_names))) or world._mat_names.get(0):
+        raise ValueError("world.mat_names: ids must run 0, 1, ... with 0 unnamed")
     world._mat_ids = {name: key for key, name in world._mat_names.items()}
     world.random = _random_from(saved["random"])
     world.daylight = _float(saved["daylight"], "world.daylight")
@@ -132,21 +142,40 @@ def restore(data: Any) -> CrafterEnv:
         objects.append(cls.__new__(cls))
     world._objects = objects
     refs = _Refs(world, {}, objects)
-    for obj, item in zip(objects[1:], objects_data[1:], strict=True):
+    for k, (obj, item) in enumerate(zip(objects[1:], objects_data[1:], strict=True), 1):
         if obj is not None:
             attrs = item["attrs"]
             _expect(attrs, dict, "world.objects.attrs")
+            cls = type(obj)
+            if set(attrs) != ATTRIBUTES[cls.__name__]:
+                raise ValueError(
+                    f"world.objects[{k}]: attributes of a {cls.__name__}: {sorted(attrs)}"
+                )
             for key, value in attrs.items():
-                obj.__dict__[_str(key, "world.objects.attrs")] = refs.decode(value)
-    if int(world._obj_map.max(initial=0)) >= len(objects):
-        raise ValueError("world.obj_map: index past the object list")
+                obj.__dict__[key] = _checked_attr(key, refs.decode(value), world)
+            if int(world._obj_map[obj.pos]) != k:
+                raise ValueError(f"world.objects[{k}]: not at its position in world.obj_map")
+    if int(world._obj_map.max(initial=0)) >= len(objects) or np.count_nonzero(
+        world._obj_map
+    ) != sum(obj is not None for obj in objects):
+        raise ValueError("world.obj_map: does not match the object list")
+    if int(world._mat_map.max(initial=0)) >= len(world._mat_names):
+        raise ValueError("world.mat_map: a material id without a name")
     chunks = collections.defaultdict(OrderedSet)
     _expect(saved["chunks"], list, "world.chunks")
-    for key, members in saved["chunks"]:
+    for pair in saved["chunks"]:
+        _expect(pair, list, "world.chunks")
+        key, members = pair
+        _expect(key, list, "world.chunks")
         _expect(members, list, "world.chunks")
         chunk = chunks[tuple(_int(v, "world.chunks") for v in key)]
         for k in members:
             chunk.add(refs.object(k))
+    for key, members in chunks.items():
+        if any(world.chunk_key(obj.pos) != key for obj in members):
+            raise ValueError(f"world.chunks: an object outside chunk {key}")
+    if sum(len(m) for m in chunks.values()) != sum(obj is not None for obj in objects):
+        raise ValueError("world.chunks: does not hold every object once")
     world._chunks = chunks
     env._world = world
     env._player = None if data["player"] is None else refs.decode(data["player"])
@@ -155,6 +184,55 @@ def restore(data: Any) -> CrafterEnv:
     env._atlas = render.atlas()
     env._next_world = None
     return env
+
+
+_BASE = {"world", "pos", "random", "inventory", "removed"}
+ATTRIBUTES = {
+    "Player": _BASE
+    | {"_fatigue", "_hunger", "_last_health", "_recover", "_thirst", "achievements"}
+    | {"action", "facing", "sleeping"},
+    "Cow": _BASE,
+    "Zombie": _BASE | {"cooldown", "player"},
+    "Skeleton": _BASE | {"player", "reload"},
+    "Arrow": _BASE | {"facing"},
+    "Plant": _BASE | {"grown"},
+    "Fence": _BASE,
+}
+"""Each game object's attributes (stock crafter's `objects.py`): a snapshot holds these,
+no more and no fewer, so no stored attribute can shadow a method."""
+_SMALL = 2**31
+_INTS = {"_fatigue", "_last_health", "_recover", "cooldown", "reload", "grown"}
+
+
+def _checked_attr(name: str, value: Any, world: Any) -> Any:
+    """`value` if it is what attribute `name` holds in the game; ValueError otherwise."""
+    ok = True
+    if name == "world":
+        ok = value is world
+    elif name == "random":
+        ok = value is world.random
+    elif name == "player":
+        ok = isinstance(value, Player)
+    elif name == "pos":
+        ok = type(value) is Vec and 0 <= value[0] < AREA[0] and 0 <= value[1] < AREA[1]
+    elif name == "facing":
+        ok = isinstance(value, tuple) and len(value) == 2 and all(v in (-1, 0, 1) for v in value)
+    elif name in ("inventory", "achievements"):
+        allowed = constants.items if name == "inventory" else constants.achievements
+        ok = isinstance(value, dict) and all(
+            k in allowed and type(v) is int and abs(v) < _SMALL for k, v in value.items()
+        )
+    elif name in ("removed", "sleeping"):
+        ok = type(value) is bool
+    elif name in _INTS:
+        ok = type(value) is int and abs(value) < _SMALL
+    elif name in ("_hunger", "_thirst"):
+        ok = type(value) in (int, float) and math.isfinite(value) and abs(value) < _SMALL
+    elif name == "action":
+        ok = value in constants.actions
+    if not ok:
+        raise ValueError(f"object attribute {name}: {type(value).__name__} out of place")
+    return value
 
 
 class _Refs:

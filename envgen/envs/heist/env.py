@@ -183,7 +183,9 @@ class HeistVecEnv:
             if value.shape != ours.shape:
                 raise ValueError(f"{name}: expected shape {ours.shape}")
             arrays[name] = value.copy()
-        games = [bytes(data) for data in state["games"]]
+        games = list(state["games"])
+        if not all(isinstance(data, bytes) for data in games):
+            raise ValueError("games: expected procgen state bytes per game")
         for data in games:
             parse(data)  # ValueError if malformed
         rng = np.random.default_rng()
