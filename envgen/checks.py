@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
+import math
+import re
 import sys
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -83,6 +86,68 @@ def check_types(cls: type, data: Mapping[str, Any], prefix: str = "") -> None:
     for name, value in data.items():
         if name in names and not _matches(value, hints[name]):
             raise ConfigError(f"{prefix}{name}", f"{value!r} is not {describe(hints[name])}")
+        if name in names:
+            finite(value, f"{prefix}{name}")
+
+
+def finite(value: Any, where: str) -> None:
+    """A `ConfigError` when a number (or a number in a list) is NaN or infinite: YAML's
+    `.nan` and `.inf` are floats, and every comparison with NaN is false, so range checks
+    alone let it through."""
+    items = value if isinstance(value, list | tuple) else [value]
+    for item in items:
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ConfigError(where, f"{item!r} is not a finite number; give a plain number")
+
+
+def unknown_key(
+    where: str, key: object, allowed: Collection[str], what: str = "key"
+) -> ConfigError:
+    """The error for an unknown `key` at `where`: the nearest allowed name, then all."""
+    close = difflib.get_close_matches(str(key), list(allowed), n=1, cutoff=0.6)
+    hint = f"did you mean `{close[0]}`? " if close else ""
+    return ConfigError(where, f"unknown {what}; {hint}allowed: {', '.join(sorted(allowed))}")
+
+
+# --- names that become paths --------------------------------------------------------------
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def safe_name(value: Any, where: str) -> str:
+    """`value` if it is a name that can be a file name as is: 1-64 letters, digits, `-`
+    or `_`; a `ConfigError` otherwise (a table id such as `../../x` would write outside
+    the output directory)."""
+    if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value):
+        raise ConfigError(
+            where, f"{value!r} is not a name: use 1-64 letters, digits, - or _ (e.g. table1)"
+        )
+    return value
+
+
+# --- sizes -------------------------------------------------------------------------------
+MAX_STEPS = 10**10
+"""Most env steps one run or phase may ask for: 5,000 times the paper's 1.96M-step run;
+its episode log alone would pass tens of GB (one line per episode)."""
+MAX_MEMORY_BYTES = 64 * 2**30
+"""Most memory a run's rollout may need by `rollout_memory_bytes` (the paper's 8 x 512
+rollout: about 50 MB; Heist's 64 x 256: about 0.2 GB)."""
+STEP_BYTES = 64 * 64 * 3 + 32
+"""Rollout memory per transition: the 64x64 RGB observation and the float scalars."""
+ENV_BYTES = 2**20
+"""Memory per running env (its world, objects and observation buffers), rounded up."""
+MAX_COUNT = 10**6
+"""Most episodes, evaluations or other repetitions one setting may ask for."""
+
+
+def rollout_memory_bytes(num_envs: int, num_steps: int) -> int:
+    """Estimated memory of one rollout: its transitions and its running envs."""
+    return num_envs * num_steps * STEP_BYTES + num_envs * ENV_BYTES
+
+
+def at_most(value: int | float, limit: int | float, where: str, why: str) -> None:
+    """A `ConfigError` at `where` when `value` exceeds `limit`; `why` says what it costs."""
+    if value > limit:
+        raise ConfigError(where, f"{value:,} is more than {limit:,} ({why})")
 
 
 def _matches(value: Any, hint: Any) -> bool:

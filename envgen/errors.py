@@ -29,6 +29,13 @@ class LLMResponseError(EnvGenError):
     """An LLM reply did not yield the environments that were asked for."""
 
 
+class LLMTransportError(EnvGenError):
+    """No usable answer came from the LLM server: unreachable, refused (401/403: the key),
+    rate-limited past the retries, another HTTP error, or a malformed 200 reply. Never a
+    reply of the model: it is not recorded and never becomes a row's result; the job fails
+    (and is retried by the executor)."""
+
+
 class CacheMissError(EnvGenError):
     """Replay mode found no recorded response for a request (never calls the network)."""
 

@@ -1,12 +1,22 @@
-"""Atomic JSON files: readers never see a half-written cache entry, run file or report."""
+"""Atomic JSON files: readers never see a half-written cache entry, run file or report.
+
+The temporary file is hidden (`.<name>.<random>.tmp`), which .gitignore and .dvcignore
+skip: a writer killed mid-write leaves one that changes neither `git status` nor `dvc
+status`, and `remove_stale_temporaries` clears such leftovers. Files get the mode any
+new file gets (0666 less the umask: 0644 usually), not `mkstemp`'s 0600.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
+
+STALE_AFTER_S = 600.0
+"""A temporary file older than this belongs to a killed writer (writes take ms)."""
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -14,6 +24,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=2, ensure_ascii=False, sort_keys=True)
             f.write("\n")
@@ -23,3 +34,25 @@ def write_json_atomic(path: Path, data: Any) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def remove_stale_temporaries(directory: Path, max_age_s: float = STALE_AFTER_S) -> int:
+    """Remove `write_json_atomic`'s temporary files in `directory` older than `max_age_s`
+    (left by killed writers); returns how many."""
+    removed = 0
+    now = time.time()
+    for path in Path(directory).glob(".*.tmp"):
+        try:
+            if now - path.stat().st_mtime > max_age_s:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:  # another writer finished or cleaned it
+            continue
+    return removed
+
+
+def _umask() -> int:
+    """The process's umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

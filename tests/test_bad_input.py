@@ -270,11 +270,32 @@ def test_dvc_yaml_every_train_stage_waits_for_check_params():
 
 
 @pytest.mark.skipif(not DVC.exists(), reason="dvc is not installed beside this python")
-def test_dvc_repro_with_bad_params_removes_nothing(tmp_path):
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "step_scale: 0.005 ",
+            "step_scale: tiny ",
+            "profiles.smoke.step_scale: 'tiny' is not a number",
+        ),
+        (
+            "step_scale: 0.005 ",
+            "step_scale: .nan ",
+            "profiles.smoke.step_scale: nan is not a finite number",
+        ),
+        ("profile: smoke", "profile: smoke\nprofle: paper", "profle: unknown key; did you mean"),
+        (
+            "ppo: {num_envs: 8, num_steps: 64, minibatches: 4, checkpoint_every: 4096}",
+            "ppo: {num_envs: 1000000, num_steps: 64, minibatches: 4}",
+            "profiles.smoke.ppo.num_envs: 1,000,000 envs x 64 steps need about",
+        ),
+    ],
+)
+def test_dvc_repro_with_bad_params_removes_nothing(tmp_path, old, new, message):
     shutil.copy(REPO / "dvc.yaml", tmp_path)
-    (tmp_path / "params.yaml").write_text(
-        (REPO / "params.yaml").read_text().replace("step_scale: 0.005 ", "step_scale: tiny ")
-    )
+    text = (REPO / "params.yaml").read_text()
+    assert old in text
+    (tmp_path / "params.yaml").write_text(text.replace(old, new, 1))
     for name in ("envgen", "replication", "data"):
         (tmp_path / name).symlink_to(REPO / name)
     table = tmp_path / "results" / "table8"
@@ -287,7 +308,7 @@ def test_dvc_repro_with_bad_params_removes_nothing(tmp_path):
         [DVC, "repro", "train@table8"], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert result.returncode != 0
-    assert "params.yaml: profiles.smoke.step_scale: 'tiny' is not a number" in result.stderr
+    assert f"params.yaml: {message}" in result.stderr, result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     assert "Running stage 'train@table8'" not in result.stdout
     for name in ("runs.json", "metrics.json", "scores.json"):

@@ -6,7 +6,7 @@ import json
 import httpx
 import pytest
 
-from envgen.errors import ConfigError, LLMResponseError
+from envgen.errors import ConfigError, LLMTransportError
 from envgen.llm import ChatRequest, Message, OpenAIChat, backend_config
 from envgen.llm.client import api_key
 
@@ -72,7 +72,7 @@ def test_retries_then_succeeds(monkeypatch, status):
 
 def test_gives_up_after_max_retries(monkeypatch):
     server = StubServer(*[(429, {"error": {"message": "rate limited"}})] * 3)
-    with pytest.raises(LLMResponseError, match="HTTP 429 .*after up to 2 retries"):
+    with pytest.raises(LLMTransportError, match="HTTP 429 .*after up to 2 retries"):
         server.client(monkeypatch, max_retries=2)(REQUEST)
     assert len(server.received) == 3
 
@@ -80,7 +80,7 @@ def test_gives_up_after_max_retries(monkeypatch):
 def test_client_errors_are_not_retried_and_hide_the_key(monkeypatch):
     echoed = {"error": {"message": f"Incorrect API key provided: {SECRET}."}}
     server = StubServer((401, echoed))
-    with pytest.raises(LLMResponseError) as err:
+    with pytest.raises(LLMTransportError) as err:
         server.client(monkeypatch)(REQUEST)
     assert len(server.received) == 1
     assert "HTTP 401" in str(err.value) and SECRET not in str(err.value)
@@ -137,7 +137,7 @@ def test_any_configured_key_is_scrubbed_from_errors(monkeypatch, tmp_path, echo)
     monkeypatch.setenv("ENVGEN_COMPATIBLE_API_KEY", key)
     message = echo.format(key=key, head=key[:6], tail=key[-6:])
     server = StubServer((401, {"error": {"message": f"Invalid key: {message}"}}))
-    with pytest.raises(LLMResponseError) as err:
+    with pytest.raises(LLMTransportError) as err:
         _compatible(server)(REQUEST)
     assert "HTTP 401" in str(err.value)
     assert key[:6] not in str(err.value) and key[-6:] not in str(err.value)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envgen.errors import LLMResponseError
+from envgen.errors import LLMResponseError, LLMTransportError
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import backend_config
 from envgen.llm.request import ChatRequest, ChatResponse, Usage
@@ -178,7 +178,7 @@ def test_a_server_that_cannot_be_reached_fails_the_job_instead_of_being_its_resu
 
     closed = backend_config("local", base_url="http://127.0.0.1:9/v1")
     request = ChatRequest((Message("user", "hi"),), temperature=0, seed=0, max_tokens=8)
-    with pytest.raises(LLMResponseError, match="cannot reach") as raised:
+    with pytest.raises(LLMTransportError, match="cannot reach") as raised:
         OpenAIChat(closed)(request)
     assert transport_failure(raised.value)
     assert not transport_failure(LLMResponseError("found 1 usable environment of 4"))

@@ -1,15 +1,28 @@
-"""Atomic checkpoint files: written to a temporary name, then `os.replace`d into place.
+"""Checkpoint files: atomic, device-neutral, and read without running code from the file.
 
-A reader therefore sees either the previous complete checkpoint or the new one, never a
-torn file, even when the run is killed while saving.
+Written to a temporary name, then `os.replace`d into place, so a reader sees either the
+previous complete checkpoint or the new one, never a torn file, even when the run is
+killed while saving.
+
+Reading runs no code: the file holds only tensors and plain values (dicts, lists,
+tuples, numbers, strings, bytes) and is read with `torch.load(weights_only=True)`,
+which refuses anything else. NumPy arrays (the running envs' state) are stored as byte
+tensors tagged with their dtype and shape (`_storable`). A run directory received from
+someone else therefore cannot execute anything when a run resumes from it.
+
+Device-neutral: every tensor is saved on the CPU and loaded onto the run's device
+(`map_location`), so a checkpoint written on a GPU resumes on a CPU and the reverse.
+What such a resume means for the action generator: `envgen.agents.trainer`, `resume`.
 """
 
 from __future__ import annotations
 
+import collections
 import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from envgen.errors import EnvGenError
@@ -19,15 +32,21 @@ LATEST = "latest.pt"
 CHECKPOINT_KEYS = frozenset(
     {"model_cfg", "ppo_cfg", "seed", "model", "optimizer", "action_rng", "shuffle_rng", "counters"}
 )
+_ARRAY_TAG = "__ndarray__"
+_ARRAY_KINDS = "biuf"  # bool, signed, unsigned, float: never object or structured dtypes
 
 
 def save_checkpoint(directory: Path, payload: dict[str, Any]) -> Path:
-    """Write `payload` as `directory/latest.pt` atomically; returns the path."""
+    """Write `payload` as `directory/latest.pt` atomically; returns the path.
+
+    TypeError when it holds a value a safe load could not read back (`_storable`).
+    """
+    stored = _storable(payload)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / LATEST
     tmp = path.with_suffix(".pt.tmp")
     with tmp.open("wb") as f:
-        torch.save(payload, f)
+        torch.save(stored, f)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -35,17 +54,23 @@ def save_checkpoint(directory: Path, payload: dict[str, Any]) -> Path:
 
 
 def load_checkpoint(directory: Path, device: torch.device) -> dict[str, Any] | None:
-    """The latest checkpoint in `directory`, or None when there is none."""
+    """The latest checkpoint in `directory`, or None when there is none.
+
+    Tensors land on `device`; arrays come back as NumPy arrays. One-line `EnvGenError`
+    naming the file when it is damaged, foreign, of an older format or holds code.
+    """
     path = directory / LATEST
     if not path.exists():
         return None
     try:
-        state = torch.load(path, map_location=device, weights_only=False)
-    except Exception as exc:  # torch raises many kinds on a truncated or foreign file
+        state = torch.load(path, map_location=device, weights_only=True)
+        state = _restored(state)
+    except Exception as exc:  # torch raises many kinds on a truncated, foreign or unsafe file
         raise EnvGenError(
-            f"{path}: unreadable checkpoint ({type(exc).__name__}); it was not written by "
-            f"this program or is damaged: remove {directory} to resume from step 0, or "
-            "remove the run directory to start over"
+            f"{path}: unreadable checkpoint ({type(exc).__name__}); it holds objects other "
+            "than tensors and plain values, was written by another program or version, or "
+            f"is damaged: remove {directory} to resume from step 0, or remove the run "
+            "directory to start over"
         ) from None
     if not isinstance(state, dict) or not CHECKPOINT_KEYS <= set(state):
         raise EnvGenError(
@@ -53,3 +78,53 @@ def load_checkpoint(directory: Path, device: torch.device) -> dict[str, Any] | N
             "to resume from step 0"
         )
     return state
+
+
+def _storable(value: Any) -> Any:
+    """`value` with tensors on the CPU and NumPy arrays as tagged byte tensors."""
+    if value is None or type(value) in (bool, int, float, str, bytes):
+        return value
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in _ARRAY_KINDS:
+            raise TypeError(f"checkpoint: arrays of dtype {value.dtype} cannot be stored")
+        data = np.ascontiguousarray(value).view(np.uint8).reshape(-1).copy()
+        return {
+            _ARRAY_TAG: value.dtype.str,
+            "shape": tuple(value.shape),
+            "data": torch.from_numpy(data),
+        }
+    if type(value) is dict:
+        return {key: _storable(item) for key, item in value.items()}
+    if type(value) is collections.OrderedDict:  # a module's state_dict, with its _metadata
+        out = collections.OrderedDict((key, _storable(item)) for key, item in value.items())
+        if hasattr(value, "_metadata"):
+            out._metadata = value._metadata  # type: ignore[attr-defined]
+        return out
+    if type(value) in (list, tuple):
+        return type(value)(_storable(item) for item in value)
+    raise TypeError(f"checkpoint: a {type(value).__name__} cannot be stored safely")
+
+
+def _restored(value: Any) -> Any:
+    """Inverse of `_storable` (tensors stay where `torch.load` put them)."""
+    if type(value) is dict:
+        if _ARRAY_TAG in value:
+            return _array(value)
+        return {key: _restored(item) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_restored(item) for item in value)
+    return value
+
+
+def _array(tagged: dict[str, Any]) -> np.ndarray:
+    dtype = np.dtype(str(tagged[_ARRAY_TAG]))
+    if dtype.kind not in _ARRAY_KINDS or dtype.hasobject:
+        raise ValueError(f"array of dtype {dtype}")
+    shape, data = tagged["shape"], tagged["data"]
+    if not isinstance(data, torch.Tensor) or data.dtype != torch.uint8 or data.dim() != 1:
+        raise ValueError("array data: expected a flat byte tensor")
+    if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
+        raise ValueError("array shape: expected a tuple of sizes")
+    return data.cpu().numpy().view(dtype).reshape(shape).copy()

@@ -14,7 +14,15 @@ from typing import Any
 
 import crafter.constants
 
-from envgen.checks import check_types
+from envgen.checks import (
+    MAX_COUNT,
+    MAX_MEMORY_BYTES,
+    at_most,
+    check_types,
+    finite,
+    rollout_memory_bytes,
+    unknown_key,
+)
 from envgen.errors import ConfigError
 
 MODEL_KINDS = ("impala", "nature")
@@ -44,6 +52,10 @@ class ModelConfig:
     """Autocast forward passes to bfloat16 on CUDA (GPU option; off = exact float32)."""
 
     def __post_init__(self) -> None:
+        for name in ("blocks_per_stack", "embed_size", "hidden_size", "num_actions"):
+            at_most(getattr(self, name), 2**16, f"model.{name}", "units of one layer")
+        if any(c > 2**12 for c in self.channels):
+            raise ConfigError("model.channels", "at most 4,096 channels per layer")
         if self.kind not in MODEL_KINDS:
             raise ConfigError("model.kind", f"{self.kind!r} is not one of {', '.join(MODEL_KINDS)}")
         if self.kind == "nature" and len(self.channels) != 3:
@@ -95,9 +107,28 @@ class PPOConfig:
     """Write a checkpoint every this many global env steps (rounded up to rollouts)."""
 
     def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            finite(getattr(self, field.name), f"ppo.{field.name}")
         for name in ("num_envs", "num_steps", "epochs", "minibatches", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"ppo.{name}", "must be a positive integer")
+        at_most(self.epochs, MAX_COUNT, "ppo.epochs", "passes over each rollout")
+        need = rollout_memory_bytes(self.num_envs, self.num_steps)
+        if need > MAX_MEMORY_BYTES:
+            raise ConfigError(
+                "ppo.num_envs",
+                f"{self.num_envs:,} envs x {self.num_steps:,} steps need about "
+                f"{need / 2**30:,.0f} GiB for one rollout; the limit is "
+                f"{MAX_MEMORY_BYTES // 2**30} GiB (paper: 8 x 512, about 0.06 GiB)",
+            )
+        if not 0 < self.lr <= 1:
+            raise ConfigError("ppo.lr", f"{self.lr!r} must lie in (0, 1] (paper: 3e-4)")
+        for name in ("clip", "max_grad_norm"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"ppo.{name}", f"{getattr(self, name)!r} must be > 0")
+        for name in ("ent_coef", "vf_coef"):
+            if not getattr(self, name) >= 0:
+                raise ConfigError(f"ppo.{name}", f"{getattr(self, name)!r} must be >= 0")
         if self.rollout_size % self.minibatches:
             raise ConfigError(
                 "ppo.minibatches",
@@ -149,6 +180,11 @@ class ADConfig:
     `Buffer.get_goals`; in Crafter only an unlock gives more than +0.1)."""
 
     def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            finite(getattr(self, field.name), f"ad.{field.name}")
+        for name in ("pi_dist_coef", "vf_dist_coef", "match_threshold", "unlock_reward"):
+            if not getattr(self, name) >= 0:
+                raise ConfigError(f"ad.{name}", "must be >= 0")
         for name in ("aux_every", "aux_epochs", "batch_size", "match_partners", "ot_iters"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"ad.{name}", "must be a positive integer")
@@ -162,9 +198,7 @@ def from_mapping(cls: type, data: Mapping[str, Any], section: str) -> Any:
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - fields)
     if unknown:
-        raise ConfigError(
-            f"{section}.{unknown[0]}", f"unknown key; allowed keys: {', '.join(sorted(fields))}"
-        )
+        raise unknown_key(f"{section}.{unknown[0]}", unknown[0], fields)
     check_types(cls, data, f"{section}.")
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
     return cls(**values)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -32,11 +33,12 @@ import torch
 from tqdm import tqdm
 
 from envgen.agents import ad, ppo
-from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
+from envgen.agents.checkpoint import LATEST, load_checkpoint, save_checkpoint
 from envgen.agents.config import ModelConfig, PPOConfig
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
-from envgen.errors import ConfigError
+from envgen.envs.plain import mixture_from_plain, mixture_to_plain
+from envgen.errors import ConfigError, EnvGenError
 from envgen.scoring import summarize
 
 # (configs, num_envs, seed, weights) -> vec env
@@ -215,6 +217,14 @@ class Trainer:
         start_step = self.global_step
         self.obs, done = self.agent.collect(self.env, self.obs, self.action_rng)
         losses = self.agent.update(self.shuffle_rng)
+        bad = {k: v for k, v in losses.items() if not math.isfinite(v)}
+        if bad:  # the weights are spoilt from here on: stop before anything is logged
+            name, value = next(iter(bad.items()))
+            raise EnvGenError(
+                f"{self.run_dir}: training diverged at step {self.global_step}: loss "
+                f"{name} is {value} (rollout {self.counters.rollouts + 1}); lower ppo.lr "
+                f"({self.ppo_cfg.lr}) or ppo.max_grad_norm and start over"
+            )
         self.counters.global_step += self.ppo_cfg.rollout_size
         self.counters.rollouts += 1
         records = []
@@ -237,7 +247,15 @@ class Trainer:
             self.obs = self.env.reset()
             self.agent.episodes_reset()
             return
-        self.env.set_state(saved[1])
+        try:
+            self.env.set_state(saved[1])
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
+            self.close_env()
+            raise EnvGenError(
+                f"{self.run_dir / 'checkpoints' / LATEST}: the saved environment state is "
+                f"malformed ({type(exc).__name__}); remove {self.run_dir / 'checkpoints'} "
+                "to resume from step 0"
+            ) from None
         self.obs = self.env.last_obs
         if saved[0] != self.mixture:  # the checkpoint fell on a phase boundary
             self._switch(self.mixture)
@@ -261,9 +279,9 @@ class Trainer:
         self.counters.checkpoint_step = self.global_step
         env_state = None
         if self.env is not None:
-            env_state = (self.mixture, self.env.get_state())
+            env_state = (mixture_to_plain(self.mixture), self.env.get_state())
         elif self._saved_env is not None:  # resumed, not yet stepped: keep what was saved
-            env_state = self._saved_env
+            env_state = (mixture_to_plain(self._saved_env[0]), self._saved_env[1])
         return save_checkpoint(
             self.run_dir / "checkpoints",
             {
@@ -273,7 +291,10 @@ class Trainer:
                 "counters": dataclasses.asdict(self.counters),
                 **({"agent": self.agent_name} if self.agent_name != "ppo" else {}),
                 **self.agent.state_dict(),
-                "action_rng": self.action_rng.get_state(),
+                "action_rng": {
+                    "device": self.action_rng.device.type,
+                    "state": self.action_rng.get_state(),
+                },
                 "shuffle_rng": self.shuffle_rng.bit_generator.state,
                 "env": env_state,
             },
@@ -303,15 +324,42 @@ class Trainer:
                     f"checkpoint in {self.run_dir} was written with {theirs!r}, not "
                     f"{ours!r}; resume with the same settings or use a new --out directory",
                 )
-        self.agent.load_state_dict(state)
-        self.action_rng.set_state(state["action_rng"].cpu())
-        self.shuffle_rng.bit_generator.state = state["shuffle_rng"]
-        self.counters = Counters(**state["counters"])
+        path = self.run_dir / "checkpoints" / LATEST
+        try:
+            self.agent.load_state_dict(state)
+            counters = Counters(**state["counters"])
+            self._restore_action_rng(state["action_rng"], counters)
+            self.shuffle_rng.bit_generator.state = state["shuffle_rng"]
+            saved_env = state.get("env")
+            if saved_env is not None:
+                saved_env = (mixture_from_plain(saved_env[0]), saved_env[1])
+        except (KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
+            raise EnvGenError(
+                f"{path}: malformed checkpoint ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:200] if str(exc) else 'no detail'}); remove "
+                f"{path.parent} to resume from step 0"
+            ) from None
+        self.counters = counters
         self.episodes.truncate_after(self.global_step)
         self.metrics.truncate_after(self.global_step)
         self.close_env()
-        self._saved_env = state.get("env")
+        self._saved_env = saved_env
         return True
+
+    def _restore_action_rng(self, saved: Any, counters: Counters) -> None:
+        """Restore the action generator, or re-seed it when the checkpoint's is another
+        device's: a CPU generator state (5,056 bytes) and a CUDA one (16 bytes) do not
+        convert. The re-seeded stream is fixed by (seed, checkpoints written), so a
+        cross-device resume is reproducible but not the uninterrupted run's stream
+        (docs/agent.md, "Resume")."""
+        if not isinstance(saved, dict) or not isinstance(saved.get("state"), torch.Tensor):
+            raise ValueError("action_rng: expected {device, state}")
+        ours = self.action_rng.get_state()
+        state = saved["state"].cpu()
+        if saved.get("device") == self.device.type and state.shape == ours.shape:
+            self.action_rng.set_state(state)
+            return
+        self.action_rng.manual_seed(derive_seed(self.seed, "actions", counters.checkpoints))
 
     def close_env(self) -> None:
         """Close the vec env (unfinished episodes are dropped; used when a run ends)."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import pickle
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -30,9 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from envgen.envs.crafter import snapshot
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.envs.crafter.env import CrafterEnv
 from envgen.envs.mixture import assign_configs, env_seed
+from envgen.envs.plain import config_from_plain, config_to_plain
 
 OBS_SHAPE = CrafterEnv.observation_shape
 
@@ -170,32 +171,45 @@ class CrafterVecEnv:
 
     def get_state(self) -> dict[str, Any]:
         """Every env mid-episode, its running return and length, and the observations:
-        `set_state` on a vec env built with the same arguments continues exactly."""
+        `set_state` on a vec env built with the same arguments continues exactly.
+
+        Plain data only (`envgen.envs.crafter.snapshot`, `envgen.envs.plain`): a
+        checkpoint stores it without pickling any object."""
         return {
-            "configs": self.configs,
+            "configs": [config_to_plain(c) for c in self.configs],
             "config_indices": list(self.config_indices),
             "blocks": self._call("get_state", None),
             "obs": self._obs.copy(),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore `get_state`'s snapshot (same num_envs and seed; any num_workers)."""
+        """Restore `get_state`'s snapshot (same num_envs and seed; any num_workers).
+
+        ValueError (or KeyError, TypeError) when the snapshot is malformed."""
         if len(state["config_indices"]) != self.num_envs:
             raise ValueError(
                 f"state of {len(state['config_indices'])} envs given to a vec env of "
                 f"{self.num_envs}"
             )
-        self.configs = list(state["configs"])
-        self.config_indices = list(state["config_indices"])
+        obs = state["obs"]
+        if not isinstance(obs, np.ndarray) or obs.dtype != np.uint8 or obs.shape != self._obs.shape:
+            raise ValueError(f"observations: expected uint8 {self._obs.shape}")
+        configs = [config_from_plain(c) for c in state["configs"]]
+        indices = list(state["config_indices"])
+        if not all(type(k) is int and 0 <= k < len(configs) for k in indices):
+            raise ValueError("config_indices: expected indices into configs")
         merged: dict[int, Any] = {}
         for block in state["blocks"]:
             merged.update(block)
+        if set(merged) != set(range(self.num_envs)):
+            raise ValueError(f"env states: expected envs 0..{self.num_envs - 1}")
+        self.configs, self.config_indices = configs, indices
         self._check_open()
         for link, block in zip(self._links, self._slices[1:], strict=True):
             link.conn.send(("set_state", {i: merged[i] for i in range(block.start, block.stop)}))
         local = {i: merged[i] for i in range(self._slices[0].start, self._slices[0].stop)}
         self._checked([self._run_local("set_state", local)] + [link.recv() for link in self._links])
-        self._obs[:] = state["obs"]
+        self._obs[:] = obs
 
     def worker_cpu_seconds(self) -> list[float]:
         """CPU seconds used so far by each process stepping envs, the parent first (benchmarks)."""
@@ -406,13 +420,26 @@ class _Block:
             return cut
         if command == "get_state":
             return {
-                i: pickle.dumps((self.envs[i], self.config_of[i], self.returns[i], self.lengths[i]))
+                i: {
+                    "env": snapshot.capture(self.envs[i]),
+                    "config_index": self.config_of[i],
+                    "return": self.returns[i],
+                    "length": self.lengths[i],
+                }
                 for i in self.indices
             }
         if command == "set_state":
-            for i, blob in data.items():
-                env, self.config_of[i], self.returns[i], self.lengths[i] = pickle.loads(blob)
+            for i, saved in data.items():
+                env = snapshot.restore(saved["env"])
+                config_index, ret, length = saved["config_index"], saved["return"], saved["length"]
+                if (
+                    type(config_index) is not int
+                    or type(length) is not int
+                    or type(ret) is not float
+                ):
+                    raise ValueError("env state: malformed config_index, return or length")
                 self.envs[i] = env
+                self.config_of[i], self.returns[i], self.lengths[i] = config_index, ret, length
             return None
         raise ValueError(f"unknown vec-env command {command!r}")
 

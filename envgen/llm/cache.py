@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from envgen.errors import CacheIntegrityError, CacheMissError, ConfigError
-from envgen.files import write_json_atomic
+from envgen.files import remove_stale_temporaries, write_json_atomic
 from envgen.llm.accounting import Ledger
 from envgen.llm.budget import Budget
 from envgen.llm.client import BackendConfig, OpenAIChat
+from envgen.llm.entry import check_entry, model_matches
 from envgen.llm.plan import record_command as planned_record_command
 from envgen.llm.request import (
     ChatRequest,
@@ -76,6 +77,13 @@ class ResponseCache:
 
     def store(self, key: str, entry: dict[str, Any]) -> Path:
         """Write `entry` under `key` unless a different reply is already there."""
+        try:
+            check_entry(entry)
+        except ValueError as exc:
+            raise CacheIntegrityError(
+                f"{self.path(key)}: reply not stored ({exc}); the server's answer is malformed"
+            ) from None
+        remove_stale_temporaries(self.directory)  # a killed writer's leftovers
         existing = self.load(key)
         if existing is not None:
             if existing["response"]["text"] != entry["response"]["text"]:
@@ -250,7 +258,9 @@ def file_run_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> int:
     """List in `cache` the slots of the feedback-carrying calls of every finished run under
     `runs_roots` (``<root>/<config hash>/seed-<n>/llm_calls.json``); returns how many.
 
-    A call whose cache file is missing is an error: the run's replies are not all here.
+    A call whose cache file is missing is an error (the run's replies are not all here),
+    unless the call was served by slot and its slot is filed: its request was never
+    recorded, the reply recorded for the slot was.
     """
     filed = 0
     for root in runs_roots:
@@ -261,6 +271,10 @@ def file_run_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> int:
             run = run_id(run_dir.parent.name, int(run_dir.name.removeprefix("seed-")))
             for call in json.loads(read_run_bytes(calls_path)):
                 entry = cache.load(call["key"])
+                if entry is None and call.get("served") == "slot":
+                    slot = slot_id(run, call["label"])
+                    if cache.slot_key(call.get("model", ""), slot) is not None:
+                        continue  # served by the file that holds its slot: nothing to file
                 if entry is None:
                     raise CacheIntegrityError(
                         f"{calls_path}: call {call['label']!r} has no file {call['key']}.json "
@@ -288,31 +302,21 @@ def _check_model(response: ChatResponse, model: str, backend: str) -> None:
         )
 
 
-def model_matches(answered: str, requested: str) -> bool:
-    """True when `answered` names `requested` or a dated/specific version of it."""
-    return answered == requested or answered.startswith(requested + "-")
-
-
 def _verified(path: Path) -> dict[str, Any]:
+    """The entry in `path`, every field checked (`envgen.llm.entry`) and its request
+    hashing to the file's name; one-line `CacheIntegrityError` naming the file otherwise."""
     try:
         entry = json.loads(path.read_text(encoding="utf-8"))
-        request = entry["request"]
-        stored_key = entry["key"]
-        entry["response"]["text"]
-        answered, requested = entry["response"].get("model", ""), request["model"]
-        slots = entry.get("slots", [])
-        if not isinstance(slots, list) or not all(isinstance(s, str) for s in slots):
-            raise TypeError("'slots' must be a list of strings")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError) as exc:
         raise CacheIntegrityError(f"{path}: unreadable cache file ({exc}); delete it") from None
-    if answered and not model_matches(answered, requested):
+    try:
+        check_entry(entry)
+    except ValueError as exc:
         raise CacheIntegrityError(
-            f"{path}: a reply written by model {answered!r} is stored under model "
-            f"{requested!r}; delete the file and record the call with a backend that "
-            "serves the requested model"
-        )
-    actual = record_key(request)
-    if actual != path.stem or stored_key != path.stem:
+            f"{path}: unreadable cache file ({exc}); delete it and record the call again"
+        ) from None
+    actual = record_key(entry["request"])
+    if actual != path.stem or entry["key"] != path.stem:
         raise CacheIntegrityError(
             f"{path}: its request hashes to {actual}, not to its name; the file was edited "
             "or renamed. Delete it and record the call again."

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+import unicodedata
 from pathlib import Path
 
 from envgen.checks import existing_dir
@@ -133,7 +134,9 @@ def _record_calls(args: argparse.Namespace) -> int:
     config = backend_config(
         args.backend, model=args.model, base_url=args.base_url, structured=args.structured
     )
-    with running_backend(config, _server_options(args)) as backend:
+    # only the bundled local model needs its package (`make setup-llm`)
+    local = config.name == "local" and not config.base_url
+    with running_backend(config, _server_options(args) if local else None) as backend:
         llm = CachedLLM(args.mode, args.cache_dir, backend)
         for label in labels:
             call = planned_call(label)
@@ -165,17 +168,29 @@ def _show(args: argparse.Namespace) -> int:
             return 1
         _, entry = matches[0]
         for message in entry["request"]["messages"]:
-            print(f"--- {message['role']}\n{message['content']}")
-        print(f"--- reply ({entry['response']['model']})\n{entry['response']['text']}")
+            print(f"--- {message['role']}\n{printable(message['content'], lines=True)}")
+        reply = entry["response"]
+        print(f"--- reply ({printable(reply['model'])})\n{printable(reply['text'], lines=True)}")
         return 0
     for key, entry in cache.entries():
         usage = entry["response"].get("usage", {})
+        label, model = printable(entry.get("label", "")), printable(entry["request"]["model"])
         print(
-            f"{key[:12]}  {entry.get('label', ''):34s} {entry['request']['model']:22s} "
+            f"{key[:12]}  {label:34s} {model:22s} "
             f"in {usage.get('prompt_tokens', 0):5d} out {usage.get('completion_tokens', 0):5d}"
             f"  {entry.get('elapsed_s', 0):6.1f} s  {_parse_outcome(entry)}"
         )
     return 0
+
+
+def printable(text: str, lines: bool = False) -> str:
+    """`text` with control characters (ANSI escapes, carriage returns; newlines too unless
+    `lines`) shown as escapes: a cache file must not drive the terminal."""
+    keep = "\n\t" if lines else ""
+    return "".join(
+        c if c in keep or unicodedata.category(c) not in ("Cc", "Cf") else ascii(c)[1:-1]
+        for c in text
+    )
 
 
 def _parse_outcome(entry: dict) -> str:
@@ -189,7 +204,7 @@ def _parse_outcome(entry: dict) -> str:
             entry["response"]["text"], call.n, call.env, obfuscated=call.obfuscate
         )
     except LLMResponseError as exc:
-        return f"unusable ({str(exc).splitlines()[0]})"
+        return f"unusable ({printable(str(exc).splitlines()[0])})"
     clamped = sum(1 for c in parsed.configs if c.warnings)
     return f"ok: {len(parsed.warnings)} warnings, {clamped}/{call.n} envs adjusted" + (
         ", JSON repaired" if parsed.repaired else ""

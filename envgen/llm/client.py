@@ -1,7 +1,11 @@
 """Backends on the `openai` SDK: OpenAI itself or any OpenAI-compatible server.
 
 Retries with exponential backoff on 408/409/429/5xx and connection errors are the
-SDK's own (`max_retries`, honouring Retry-After); timeouts are per request. Each
+SDK's own (`max_retries`, honouring Retry-After up to its 60 s bound); timeouts are per
+request. A 200 reply that is not a well-formed chat completion (not JSON, no choices,
+fields of the wrong type or out of range) is retried as often, then fails. Every failure
+to get a reply is an `LLMTransportError` (401/403 naming the key variable): never a
+reply of the model, so it is never stored and never a row's result. Each
 backend reads its key from its own variable, in the environment or a git-ignored `.env`
 file: OpenAI's from `OPENAI_API_KEY`, any other server's from
 `ENVGEN_COMPATIBLE_API_KEY` (optional), so an OpenAI key is never sent to a third-party
@@ -12,15 +16,19 @@ file or error message (errors are scrubbed of the configured key, whatever its f
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import os
 import re
+import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
 from dotenv import dotenv_values
 
-from envgen.errors import ConfigError, LLMResponseError
+from envgen.errors import ConfigError, LLMTransportError
 from envgen.llm.request import ChatRequest, ChatResponse, Usage
 from envgen.llm.schema import DIALECTS
 
@@ -161,48 +169,143 @@ class OpenAIChat:
         kwargs = {}
         if request.response_format is not None:
             kwargs["response_format"] = dict(request.response_format)
-        try:
-            completion = self._client.chat.completions.create(
-                model=self.backend.model,
-                messages=[{"role": m.role, "content": m.content} for m in request.messages],
-                temperature=request.temperature,
-                seed=request.seed,
-                max_tokens=request.max_tokens,
-                **kwargs,
-            )
-        except openai.APIStatusError as exc:
-            raise LLMResponseError(
-                f"{self.backend.name} server answered HTTP {exc.status_code} for model "
-                f"{self.backend.model!r} (after up to {self.backend.max_retries} retries): "
-                f"{scrub(exc.message, self._secrets)}"
-            ) from None
-        except openai.APIConnectionError as exc:
-            where = self.backend.base_url or "api.openai.com"
-            raise LLMResponseError(
-                f"cannot reach {where} (after {self.backend.max_retries} retries): "
-                f"{scrub(str(exc), self._secrets)}"
-            ) from None
-        choice = completion.choices[0]
-        usage = completion.usage
-        return ChatResponse(
-            text=choice.message.content or "",
-            model=completion.model,
-            usage=Usage(
-                prompt_tokens=usage.prompt_tokens if usage else 0,
-                completion_tokens=usage.completion_tokens if usage else 0,
-            ),
-            finish_reason=choice.finish_reason or "",
-            created=int(completion.created),
+        problem = ""
+        for attempt in range(self.backend.max_retries + 1):
+            if attempt:
+                time.sleep(min(MALFORMED_WAIT_S * 2 ** (attempt - 1), 8.0))
+            try:
+                raw = self._client.chat.completions.with_raw_response.create(
+                    model=self.backend.model,
+                    messages=[{"role": m.role, "content": m.content} for m in request.messages],
+                    temperature=request.temperature,
+                    seed=request.seed,
+                    max_tokens=request.max_tokens,
+                    **kwargs,
+                )
+            except openai.APIStatusError as exc:
+                raise LLMTransportError(self._status_message(exc)) from None
+            except openai.APIConnectionError as exc:
+                where = self.backend.base_url or "api.openai.com"
+                raise LLMTransportError(
+                    f"cannot reach {where} (after {self.backend.max_retries} retries): "
+                    f"{scrub(str(exc), self._secrets)}"
+                ) from None
+            try:
+                return parse_completion(raw.text)
+            except ValueError as exc:
+                problem = str(exc)
+        raise LLMTransportError(
+            f"{self.backend.name} server sent malformed replies for model "
+            f"{self.backend.model!r} ({self.backend.max_retries + 1} attempts): "
+            f"{scrub(problem, self._secrets)}"
         )
+
+    def _status_message(self, exc: openai.APIStatusError) -> str:
+        """One line for an HTTP error answer; 401/403 name the key variable to check."""
+        text = (
+            f"{self.backend.name} server answered HTTP {exc.status_code} for model "
+            f"{self.backend.model!r} (after up to {self.backend.max_retries} retries): "
+            f"{scrub(str(exc.message), self._secrets)}"
+        )
+        text = " ".join(text.split())
+        if exc.status_code in (401, 403):
+            variable = self.backend.key_variable
+            text += (
+                f"; check the key in {variable} (environment or .env): wrong, expired or "
+                "without access to this model"
+                if variable
+                else "; the server refuses requests without a key"
+            )
+        return text
+
+
+MALFORMED_WAIT_S = 1.0
+"""First wait before asking again after a malformed reply (doubling, at most 8 s)."""
+MAX_INT_FIELD = 10**10
+"""Largest token count or timestamp (Unix seconds: until the year 2286) a reply may hold;
+a 400-digit integer would otherwise be stored and crash every reader."""
+
+
+def parse_completion(body: str) -> ChatResponse:
+    """The reply in a chat completion's JSON body; ValueError naming the first field that
+    is missing, of the wrong type or out of range."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise ValueError(f"the body is not JSON: {body[:60]!r}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"the body is a JSON {type(data).__name__}, not an object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("'choices' is empty or not a list of objects")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise ValueError("'choices[0].message' is not an object")
+    text = message.get("content")
+    if text is None:
+        text = ""
+    if not isinstance(text, str):
+        raise ValueError("'choices[0].message.content' is not a string")
+    model = data.get("model")
+    if not isinstance(model, str) or not model or len(model) > 200:
+        raise ValueError("'model' is not a model name")
+    finish = choice.get("finish_reason") or ""
+    if not isinstance(finish, str) or len(finish) > 50:
+        raise ValueError("'choices[0].finish_reason' is not a short string")
+    usage = data.get("usage") or {}
+    if not isinstance(usage, dict):
+        raise ValueError("'usage' is not an object")
+    counts = [
+        _count(usage.get(name, 0), f"usage.{name}")
+        for name in ("prompt_tokens", "completion_tokens")
+    ]
+    created = _count(data.get("created"), "created")
+    return ChatResponse(
+        text=text,
+        model=model,
+        usage=Usage(prompt_tokens=counts[0], completion_tokens=counts[1]),
+        finish_reason=finish,
+        created=created,
+    )
+
+
+def _count(value: Any, name: str) -> int:
+    """A non-negative integer of at most `MAX_INT_FIELD`; ValueError otherwise."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if type(value) is not int or not 0 <= value <= MAX_INT_FIELD:
+        raise ValueError(f"{name!r} is not a whole number in [0, {MAX_INT_FIELD:.0e}]")
+    return value
 
 
 def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """`text` with each of `secrets` masked, and any word holding a long enough start or
-    end of one (servers echo keys partly masked, e.g. `abcd****wxyz`), and OpenAI-style
-    `sk-` keys: error texts may echo a key; never pass it on."""
+    """`text` with each of `secrets` masked, any word sharing four characters in a row
+    with one (servers echo keys partly masked: `abcd****wxyz`, `sk-proj-...wxyz`), and
+    OpenAI-style `sk-` keys: error texts may echo a key; never pass it on."""
     for secret in secrets:
+        if not secret:
+            continue
         text = text.replace(secret, "***")
-        if len(secret) >= 12:
-            parts = (re.escape(secret[:6]), re.escape(secret[-6:]))
-            text = re.sub(rf"\S*(?:{'|'.join(parts)})\S*", "***", text)
+        grams = {secret[i : i + 4] for i in range(len(secret) - 3)} if len(secret) >= 8 else set()
+        if grams:
+            text = " ".join("***" if _shares(word, grams) else word for word in text.split(" "))
     return _SECRET.sub("sk-***", text)
+
+
+def _shares(word: str, grams: set[str]) -> bool:
+    return any(gram in word for gram in grams)
+
+
+def configured_keys(env_file: Path = Path(".env")) -> tuple[str, ...]:
+    """Every LLM key this machine has configured (environment or `env_file`), to scrub
+    from anything written to disk, such as a failed job's reason in runs.json."""
+    keys = []
+    for variable in (KEY_VARIABLE, COMPATIBLE_KEY_VARIABLE):
+        try:
+            key = api_key(env_file, variable, required=False)
+        except Exception:  # noqa: BLE001 - an unreadable .env scrubs nothing more
+            key = None
+        if key:
+            keys.append(key)
+    return tuple(keys)

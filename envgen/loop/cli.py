@@ -13,7 +13,7 @@ from envgen.games import game_spec
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES, MODES, CachedLLM
 from envgen.llm.client import BACKENDS, LOCAL_MODEL, BackendConfig, backend_config
 from envgen.llm.server import running_backend
-from envgen.loop.config import RunConfig
+from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.paths import read_json
 from envgen.loop.runner import RunOptions, execute_run
 from envgen.store.provenance import read_provenance
@@ -108,8 +108,10 @@ def checked_config(path: Path) -> RunConfig:
     config = RunConfig.from_yaml(path)
     game = game_spec(config.game)
     try:
-        game.ppo_config(config.ppo_overrides)
+        ppo = game.ppo_config(config.ppo_overrides)
         game.model_config(config.model)
+        if config.game == "crafter":  # scored by training episodes (Heist: test episodes)
+            check_scored_phase(config.final_steps, ppo.num_envs)
     except ConfigError as exc:
         raise exc.in_file(path) from None
     return config

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.checks import check_types, read_yaml_mapping
+from envgen.checks import MAX_COUNT, MAX_STEPS, at_most, check_types, read_yaml_mapping, unknown_key
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 
@@ -26,6 +26,27 @@ AGENTS = ("ppo", "ad")  # envgen.agents.config.AGENTS (the trainer's registry)
 METHODS = ("envgen", "fixed", "original_only", "easy_to_hard", "adversarial")
 GAMES = ("crafter", "heist")  # the keys of `envgen.games.GAMES`
 CRAFTER_ONLY_METHODS = ("easy_to_hard", "adversarial")  # curricula rank by Crafter score
+MAX_CYCLES = 10_000
+MIN_SCORED_STEPS_PER_ENV = 100
+"""Fewest steps each env must play in Crafter's scored phase. The score averages the
+episodes that phase finishes, and a near-random agent's episodes are the shortest: 28
+to 163 steps (shortest to median, 150 episodes measured); a phase of fewer steps per env
+would most likely finish none."""
+
+
+def check_scored_phase(
+    final_steps: int, num_envs: int, where: str = "final_steps", fix: str = "final_steps"
+) -> None:
+    """A `ConfigError` when Crafter's scored phase is too short to finish an episode;
+    the message says to raise `fix`."""
+    per_env = final_steps // max(num_envs, 1)
+    if per_env < MIN_SCORED_STEPS_PER_ENV:
+        raise ConfigError(
+            where,
+            f"the scored phase gives each of {num_envs} envs {per_env} steps, too few to "
+            f"finish an episode (at least {MIN_SCORED_STEPS_PER_ENV}); raise {fix} "
+            f"(final steps {MIN_SCORED_STEPS_PER_ENV * num_envs:,} or more)",
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,8 +158,18 @@ class RunConfig:
         for name in ("llm_env_steps", "orig_env_steps", "final_steps", "original_only_steps"):
             if getattr(self, name) < 0:
                 raise ConfigError(name, "must be >= 0")
+            at_most(getattr(self, name), MAX_STEPS, name, "env steps of one phase")
         if self.final_steps < 1:
             raise ConfigError("final_steps", "must be >= 1: the final phase is what is scored")
+        if self.llm_history_cycles < 0:
+            raise ConfigError("llm_history_cycles", "must be >= 0 (0 = whole history)")
+        at_most(self.n_cycles, MAX_CYCLES, "n_cycles", "cycles of one run; paper: 4 to 40")
+        at_most(self.envs_per_call, 64, "envs_per_call", "environments in one reply; paper: 1-8")
+        at_most(self.curriculum_pool, 4096, "curriculum_pool", "environments per ranking")
+        for name in ("eval_episodes", "feedback_evals", "llm_history_cycles", "initial_set"):
+            at_most(getattr(self, name), MAX_COUNT, name, "repetitions")
+        at_most(self.validation_steps, MAX_STEPS, "validation_steps", "env steps of one agent")
+        at_most(self.total_steps, MAX_STEPS, "n_cycles", "env steps of the whole run")
 
     # --- derived values --------------------------------------------------------------
     @property
@@ -192,9 +223,7 @@ class RunConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
-            raise ConfigError(
-                unknown[0], f"unknown run option; allowed: {', '.join(sorted(names))}"
-            )
+            raise unknown_key(unknown[0], unknown[0], names, "run option")
         check_types(cls, data)
         values = dict(data)
         if "ppo" in values:

@@ -35,7 +35,7 @@ from envgen.llm.cache import CachedLLM
 from envgen.llm.designer import PromptOptions
 from envgen.llm.envs import env_spec
 from envgen.llm.slots import run_id, summarize_calls
-from envgen.loop.config import RunConfig
+from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.curricula import run_curriculum
 from envgen.loop.designers import make_designer
 from envgen.loop.paths import RunPaths, read_json
@@ -153,6 +153,8 @@ def execute_run(
         finish_run(paths.root, read_json(paths.final_metrics)["global_steps"])
         return paths.root
     game = game_spec(config.game)
+    if config.game == "crafter":  # scored by its training episodes (Heist: test episodes)
+        check_scored_phase(config.final_steps, game.ppo_config(config.ppo_overrides).num_envs)
     if paths.root.exists() and not options.resume:
         raise EnvGenError(
             f"{paths.root} holds a partial run; pass --resume to continue it or remove it"
@@ -217,7 +219,7 @@ def crafter_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
     """Score and reward over the final phase's episodes, first unlocks, LLM accounting."""
     scored = final_phase_summary(read_jsonl(run.paths.episodes))
     if scored is None:
-        raise RuntimeError(
+        raise EnvGenError(
             f"{run.paths.root}: no episode finished in the scored phase; "
             "raise final_steps (episodes last ~100-10000 steps)"
         )

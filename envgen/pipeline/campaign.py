@@ -1,4 +1,4 @@
-"""`envgen campaign start|status|collect NAME`: a long campaign across sessions and machines.
+"""`envgen campaign start|status|stop|collect NAME`: a long campaign across sessions and machines.
 
     envgen campaign start cpu      # train the missing runs in the background, commit each
     envgen campaign status cpu     # every (row, seed): done, running, partial, missing; ETA

@@ -4,9 +4,11 @@
 status says why (not_recorded: an LLM reply is missing from the cache; llm_unusable:
 the recorded reply stays unusable after the designer's re-asks, which replays the same
 way every time, so it is the row's result and not retried; failed: any other error,
-a server that could not be reached included, retried by the executor). A finished
-(sealed) run whose results version is the code's is returned as is; one produced under
-another version is removed and run again (`envgen.results_version`).
+a server that could not be reached or gave no reply included (401/403, 429 past the
+retries, malformed replies), retried by the executor). Reasons are scrubbed of every
+configured LLM key before they reach runs.json. A finished (sealed) run whose results
+version is the code's is returned as is; one produced under another version is removed
+and run again (`envgen.results_version`).
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from pathlib import Path
 
 import torch
 
-from envgen.errors import CacheMissError, LLMResponseError
+from envgen.errors import CacheMissError, LLMResponseError, LLMTransportError
 from envgen.llm.budget import Budget
 from envgen.llm.cache import CachedLLM
-from envgen.llm.client import LOCAL_MODEL, backend_config
+from envgen.llm.client import LOCAL_MODEL, backend_config, configured_keys, scrub
 from envgen.loop.paths import read_json
 from envgen.loop.runner import RunOptions, execute_run
 from envgen.pipeline.plan import Job, RandomJob
@@ -135,24 +137,31 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
             raise
         return JobResult(job.key, DONE, str(run_dir))
     except CacheMissError as exc:
-        return JobResult(job.key, NOT_RECORDED, str(run_dir), str(exc))
-    except LLMResponseError as exc:
-        reason = str(exc).splitlines()[0]
+        return JobResult(job.key, NOT_RECORDED, str(run_dir), _scrubbed(str(exc)))
+    except (LLMResponseError, LLMTransportError) as exc:
+        reason = _scrubbed(str(exc).splitlines()[0])
         if transport_failure(exc):  # the server, not the reply: retried like any failure
             return JobResult(job.key, FAILED, str(run_dir), reason)
         return JobResult(job.key, LLM_UNUSABLE, str(run_dir), reason)  # replays the same way
     except Exception as exc:  # noqa: BLE001 - reported per job, retried by the executor
         last = traceback.format_exception_only(exc)[-1].strip()
-        return JobResult(job.key, FAILED, str(run_dir), last)
+        return JobResult(job.key, FAILED, str(run_dir), _scrubbed(last))
 
 
-def transport_failure(exc: LLMResponseError) -> bool:
-    """Whether the client raised `exc` for a connection error, a timeout or a 5xx answer
-    (its `__context__`; envgen.llm.client): a server that crashed or was unreachable, not
-    an unusable reply, so the job fails and is retried instead of becoming the row's
-    result."""
+def _scrubbed(reason: str) -> str:
+    """`reason` without any configured LLM key: it is written to runs.json."""
+    return scrub(reason, configured_keys())
+
+
+def transport_failure(exc: Exception) -> bool:
+    """Whether `exc` says no reply came (`LLMTransportError`: unreachable, an HTTP error
+    such as 401/403/429/5xx, malformed 200 replies; or an older client's connection or
+    5xx error as `__context__`): the server, not an unusable reply, so the job fails and
+    is retried instead of becoming the row's result."""
     import openai
 
+    if isinstance(exc, LLMTransportError):  # no reply at all (envgen.llm.client)
+        return True
     cause = exc.__context__
     if isinstance(cause, openai.APIConnectionError):
         return True

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.checks import read_yaml_mapping
+from envgen.checks import read_yaml_mapping, safe_name
 from envgen.errors import ConfigError
 from envgen.loop.config import RunConfig
 from envgen.pipeline.profile import Profile
@@ -108,6 +108,13 @@ def load_table(path: Path | str) -> dict[str, Any]:
             raise ConfigError(key, "missing; every replication file sets it", file=path)
     if not isinstance(data["rows"], list) or not all(isinstance(r, dict) for r in data["rows"]):
         raise ConfigError("rows", "must be a list of `- row: NAME` mappings", file=path)
+    try:
+        safe_name(data["table"], "table")  # names the table's output files
+    except ConfigError as exc:
+        raise exc.in_file(path) from None
+    for i, row in enumerate(data["rows"]):
+        if not isinstance(row.get("row", ""), str):
+            raise ConfigError(f"rows[{i}].row", "must be a string", file=path)
     return data
 
 

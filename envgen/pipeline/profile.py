@@ -19,11 +19,11 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from envgen.agents.config import PPOConfig, from_mapping, model_preset
-from envgen.checks import check_types
+from envgen.checks import MAX_COUNT, MAX_STEPS, at_most, check_types, finite, unknown_key
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.games import GAMES, game_spec
-from envgen.loop.config import RunConfig
+from envgen.loop.config import RunConfig, check_scored_phase
 
 # RunConfig fields counted in env steps; a profile scales each of them.
 STEP_FIELDS: tuple[str, ...] = (
@@ -32,6 +32,8 @@ STEP_FIELDS: tuple[str, ...] = (
     "final_steps",
     "original_only_steps",
 )
+# The largest step count of any row in the paper: Table 8's 25M Heist steps.
+LARGEST_PAPER_STEPS = 25_000_000
 # Profile fields a `games.<game>` section sets for that game's rows (all of them).
 GAME_FIELDS: tuple[str, ...] = (
     "step_scale",
@@ -100,6 +102,7 @@ class Profile:
 
     def __post_init__(self) -> None:
         where = self.where
+        finite(self.step_scale, f"{where}.step_scale")
         if self.step_scale <= 0:
             raise ConfigError(f"{where}.step_scale", "must be > 0 (1.0 = paper)")
         if self.llm_history_cycles < 0:
@@ -125,10 +128,44 @@ class Profile:
         if self.device != "cpu" and not re.fullmatch(r"cuda(:\d+)?", self.device):
             raise ConfigError(f"{where}.device", f"{self.device!r}; use cpu or cuda (cuda:N)")
         model_preset(self.model)
-        from_mapping(PPOConfig, dict(self.ppo), f"{where}.ppo")  # a bad key, named
-        game_spec(self.game).ppo_config(dict(self.ppo))  # e.g. minibatches vs rollout size
+        try:
+            from_mapping(PPOConfig, dict(self.ppo), f"{where}.ppo")  # a bad key, named
+            game_spec(self.game).ppo_config(dict(self.ppo))  # e.g. minibatches vs rollout size
+        except ConfigError as exc:
+            if exc.path.startswith(where):
+                raise
+            raise ConfigError(f"{where}.{exc.path}", exc.message) from None
+        self._check_sizes()
         for game, _ in self.games:
             self.for_game(game)
+
+    def _check_sizes(self) -> None:
+        """Every count bounded (`envgen.checks`) and, for Crafter, a scored phase long
+        enough to finish episodes: checked here, before DVC removes any output."""
+        where = self.where
+        steps = "env steps of one phase"
+        if self.min_rollouts * self.rollout_size > MAX_STEPS:
+            raise ConfigError(
+                f"{where}.min_rollouts",
+                f"{self.min_rollouts:,} rollouts of {self.rollout_size:,} steps are more than "
+                f"{MAX_STEPS:,} env steps, the most one phase may ask for",
+            )
+        if self.steps(LARGEST_PAPER_STEPS) > MAX_STEPS:
+            raise ConfigError(
+                f"{where}.step_scale",
+                f"{self.step_scale!r} scales the paper's largest phase (25M steps) to "
+                f"{self.steps(LARGEST_PAPER_STEPS):,}, more than {MAX_STEPS:,} env steps",
+            )
+        at_most(self.validation_steps, MAX_STEPS, f"{where}.validation_steps", steps)
+        for name in ("eval_episodes", "random_episodes", "llm_history_cycles"):
+            at_most(getattr(self, name), MAX_COUNT, f"{where}.{name}", "repetitions")
+        at_most(self.torch_threads, 1024, f"{where}.torch_threads", "threads per run")
+        for name in ("seeds", "initial_sets"):
+            at_most(max(getattr(self, name)), 2**31 - 1, f"{where}.{name}", "a 31-bit seed")
+            at_most(len(getattr(self, name)), MAX_COUNT, f"{where}.{name}", "runs per row")
+        if self.game == "crafter":
+            final = self.steps(RunConfig().final_steps)
+            check_scored_phase(final, self.ppo_config.num_envs, f"{where}.step_scale", "step_scale")
 
     @property
     def where(self) -> str:
@@ -216,9 +253,7 @@ def load_profile(params: Mapping[str, Any], name: str | None = None) -> Profile:
     fields = {f.name for f in dataclasses.fields(Profile)} - {"name", "game"}
     unknown = sorted(set(data) - fields)
     if unknown:
-        raise ConfigError(
-            f"profiles.{name}.{unknown[0]}", f"unknown key; allowed: {', '.join(sorted(fields))}"
-        )
+        raise unknown_key(f"profiles.{name}.{unknown[0]}", unknown[0], fields)
     missing = sorted(fields - set(data))
     if missing:
         raise ConfigError(f"profiles.{name}.{missing[0]}", "missing; every profile sets it")
@@ -257,9 +292,7 @@ def _game_section(section: Any, where: str, game: str) -> tuple[tuple[str, Any],
     data = dict(section)
     unknown = sorted(set(data) - set(GAME_FIELDS))
     if unknown:
-        raise ConfigError(
-            f"{where}.{unknown[0]}", f"unknown key; allowed: {', '.join(GAME_FIELDS)}"
-        )
+        raise unknown_key(f"{where}.{unknown[0]}", unknown[0], GAME_FIELDS)
     missing = [key for key in GAME_FIELDS if key not in data]
     if missing:
         raise ConfigError(

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen.checks import OneLineParser, check_types, read_yaml_mapping
+from envgen.checks import OneLineParser, at_most, check_types, read_yaml_mapping, unknown_key
 from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.games import GAMES
@@ -41,6 +41,9 @@ from envgen.pipeline.plan import Job, RandomJob, TablePlan, load_table, plan_tab
 from envgen.pipeline.profile import Profile, load_profile
 from envgen.pipeline.results import table_metrics, table_results, table_scores
 from envgen.results_version import RESULTS_VERSION
+
+# The top-level keys of params.yaml.
+PARAMS_KEYS = ("profile", "profiles", "executor", "execution")
 
 
 def read_params(path: Path) -> dict[str, Any]:
@@ -57,10 +60,16 @@ def executor_config(params: dict[str, Any]) -> ExecutorConfig:
     allowed = {"workers", "env_workers", "gpus_per_run", "retries", "ray_address"}
     unknown = sorted(set(execution) - allowed)
     if unknown:
-        raise ConfigError(
-            f"execution.{unknown[0]}", f"unknown key; allowed: {', '.join(sorted(allowed))}"
-        )
+        raise unknown_key(f"execution.{unknown[0]}", unknown[0], allowed)
     check_types(ExecutorConfig, execution, "execution.")
+    for name, limit, why in (
+        ("workers", 4096, "runs at once"),
+        ("env_workers", 1024, "processes per run"),
+        ("gpus_per_run", 64, "GPUs per run"),
+        ("retries", 100, "attempts of a failed run"),
+    ):
+        if name in execution:
+            at_most(execution[name], limit, f"execution.{name}", why)
     kind = params.get("executor", "local")
     if not isinstance(kind, str):
         raise ConfigError("executor", f"{kind!r} is not a string; use local or ray")
@@ -71,8 +80,13 @@ def check_params(params: dict[str, Any]) -> Profile:
     """Every profile and the execution settings of params.yaml; returns the chosen profile.
 
     Validating all profiles (not only the chosen one) catches a typo in `paper` while
-    `smoke` runs, before anyone spends a GPU-day to find it.
+    `smoke` runs, before anyone spends a GPU-day to find it. An unknown top-level key
+    (`profle: paper`) is refused with the nearest known name: ignored, it would train
+    another profile than the one meant.
     """
+    unknown = sorted(set(params) - set(PARAMS_KEYS), key=str)
+    if unknown:
+        raise unknown_key(str(unknown[0]), unknown[0], PARAMS_KEYS)
     profiles = params.get("profiles") or {}
     if isinstance(profiles, dict):
         for name in profiles:

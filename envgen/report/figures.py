@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from envgen.checks import OneLineParser
+from envgen.checks import OneLineParser, safe_name
 from envgen.errors import EnvGenError
 from envgen.games import game_spec
 from envgen.report.achievements import achievement_frame, done_rows
@@ -312,6 +312,8 @@ ADAPTIVE_ROWS = {ENVGEN: "", "Heuristic designer (baseline): EnvGen schedule": "
 def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path) -> list[str]:
     """Every figure the runs allow; returns one line per figure (written or why not)."""
     log: list[str] = []
+    for table in tables:  # table ids name files: they stay under out_dir and plots_dir
+        safe_name(table.table, f"{table.source}: table")
     campaigns = [t for t in tables if t.is_campaign]
     paper_tables = [t for t in tables if not t.is_campaign]
     log += _paper_figures(paper_tables, out_dir) if paper_tables else []
@@ -417,7 +419,7 @@ def _ylabel(table: TableRecord) -> tuple[str, ...]:
 
 def _slug(label: str) -> str:
     """File name of a row's curve: "PPO + EnvGen" -> "ppo_envgen"."""
-    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_") or "row"
 
 
 def _done(paths: list[Path]) -> list[str]:

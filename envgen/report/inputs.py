@@ -19,7 +19,8 @@ from typing import Any
 import yaml
 
 from envgen.agents.runlog import read_jsonl
-from envgen.errors import ReportInputError
+from envgen.checks import safe_name
+from envgen.errors import ConfigError, ReportInputError
 from envgen.loop.config import GAMES
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.claims import SAME_EXPERIMENT, SUCCESS, TABLE_METRICS
@@ -159,8 +160,13 @@ def load_table(path: Path) -> TableRecord:
         raise ReportInputError(where, f"not JSON ({exc}); re-run the train stage") from None
     data = _mapping(data, where)
     rows = _field(data, "rows", list, where)
+    table = _field(data, "table", str, where)
+    try:
+        safe_name(table, "table")  # names the report's output files
+    except ConfigError as exc:
+        raise ReportInputError(f"{where}.table", exc.message) from None
     return TableRecord(
-        table=_field(data, "table", str, where),
+        table=table,
         caption=_field(data, "caption", str, where),
         profile=_field(data, "profile", str, where),
         claim_grade=_field(data, "claim_grade", bool, where),

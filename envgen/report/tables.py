@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from envgen.checks import OneLineParser
+from envgen.checks import OneLineParser, safe_name
 from envgen.errors import EnvGenError
 from envgen.report import replay
 from envgen.report.achievements import (
@@ -202,6 +202,7 @@ def write_tables(tables: Sequence[TableRecord], out_dir: Path, metrics_path: Pat
     frames: dict[str, pd.DataFrame] = {}
     written = []
     for table in tables:
+        safe_name(table.table, f"{table.source}: table")  # its files stay under out_dir
         frame = table_frame(table, reported)
         frames[table.table] = frame
         csv, md = out_dir / f"{table.table}.csv", out_dir / f"{table.table}.md"

@@ -28,6 +28,7 @@ from envgen.envs.heist.engine import FORCE_RESET, NUM_ACTIONS, Engine
 from envgen.envs.heist.levels import LevelBank
 from envgen.envs.heist.state import HeistState, parse, serialise
 from envgen.envs.mixture import assign_configs
+from envgen.envs.plain import config_from_plain, config_to_plain
 
 OBS_SHAPE = (64, 64, 3)
 REACH = 2.0  # cells: more than the agent moves in one step (speed 0.75, heist.cpp)
@@ -146,11 +147,12 @@ class HeistVecEnv:
 
     def get_state(self) -> dict[str, Any]:
         """Every game's engine state, this wrapper's per-game counters, level RNG and
-        observations: `set_state` on a vec env built alike continues exactly."""
+        observations: `set_state` on a vec env built alike continues exactly. Plain data
+        only (engine states are procgen's bytes): a checkpoint stores it unpickled."""
         if not self._started:
             raise RuntimeError("call reset() before get_state()")
         return {
-            "configs": self.configs,
+            "configs": [config_to_plain(c) for c in self.configs],
             "config_indices": list(self.config_indices),
             "games": [self._engine.get_state(i) for i in range(self.num_envs)],
             "rng": self._rng.bit_generator.state,
@@ -159,19 +161,41 @@ class HeistVecEnv:
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore `get_state`'s snapshot (same num_envs and seed)."""
+        """Restore `get_state`'s snapshot (same num_envs and seed).
+
+        ValueError (or KeyError, TypeError) when the snapshot is malformed; each game's
+        bytes are parsed (`state.parse`) before the engine sees them."""
         if len(state["games"]) != self.num_envs:
             raise ValueError(
                 f"state of {len(state['games'])} games given to a vec env of {self.num_envs}"
             )
-        self.configs = list(state["configs"])
-        self.config_indices = list(state["config_indices"])
-        for i, data in enumerate(state["games"]):
+        configs = [config_from_plain(c) for c in state["configs"]]
+        indices = list(state["config_indices"])
+        if len(indices) != self.num_envs or not all(
+            type(k) is int and 0 <= k < len(configs) for k in indices
+        ):
+            raise ValueError("config_indices: expected one index into configs per game")
+        arrays = {}
+        for name in (*self._TRACKED, "_maze_size", "_obs"):
+            ours, value = getattr(self, name), state["obs" if name == "_obs" else name]
+            if not isinstance(value, np.ndarray) or value.dtype != ours.dtype:
+                raise ValueError(f"{name}: expected a {ours.dtype} array")
+            if value.shape != ours.shape:
+                raise ValueError(f"{name}: expected shape {ours.shape}")
+            arrays[name] = value.copy()
+        games = list(state["games"])
+        if not all(isinstance(data, bytes) for data in games):
+            raise ValueError("games: expected procgen state bytes per game")
+        for data in games:
+            parse(data)  # ValueError if malformed
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state["rng"]
+        self.configs, self.config_indices = configs, indices
+        for i, data in enumerate(games):
             self._engine.set_state(i, data)
-        self._rng.bit_generator.state = state["rng"]
-        for name in (*self._TRACKED, "_maze_size"):
-            setattr(self, name, state[name].copy())
-        self._obs = state["obs"].copy()
+        self._rng = rng
+        for name, value in arrays.items():
+            setattr(self, name, value)
         self._started = True
 
     def state(self, i: int) -> HeistState:
