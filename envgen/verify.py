@@ -4,9 +4,10 @@
 
 Trains nothing and calls no LLM. It checks, in order:
 1. the LLM response cache (every file's key and fields, as `envgen llm verify`);
-2. the run store: every sealed run's files against its manifest, and its
-   `final_metrics.json` numbers re-derived from its episode log (Crafter: the final
-   phase's score, reward, success rates and first unlocks; Heist: the test episodes);
+2. the run store: every run a runs.json uses is sealed, every sealed run's files match
+   its manifest, and its `final_metrics.json` numbers re-derived from its episode log
+   (Crafter: the final phase's score, reward, success rates and first unlocks; Heist:
+   the test episodes);
 3. per table (dvc.yaml's runs.json list): every run entry of runs.json re-derived from
    its run's final metrics, the table's metrics.json and scores.json from runs.json, and
    the report's results/tables/<table>.md/.csv and score-vs-step CSVs
@@ -121,9 +122,28 @@ def _read(path: Path) -> bytes:
     return read_run_bytes(path)
 
 
-def check_run_store(runs_root: Path = RUNS_ROOT) -> Check:
-    from envgen.store import is_sealed, verify_run
+def listed_run_dirs(runs_files: Sequence[Path]) -> list[Path]:
+    """Every run directory a runs.json entry names (the runs the committed numbers use)."""
+    found: set[Path] = set()
+    for path in runs_files:
+        table = json.loads(path.read_text(encoding="utf-8"))
+        found |= {Path(entry["run_dir"]) for row in table["rows"] for entry in row["runs"]}
+    return sorted(found)
 
+
+def check_run_store(runs_root: Path = RUNS_ROOT, listed: Sequence[Path] = ()) -> Check:
+    """Every sealed run against its manifest, and every run in `listed` sealed: a run
+    without its manifest could not be checked, so its logs could change a table."""
+    from envgen.store import MANIFEST, is_sealed, verify_run
+
+    unsealed = [p for p in listed if not is_sealed(p)]
+    if unsealed:
+        return Check(
+            "run store",
+            False,
+            f"{unsealed[0]}: no {MANIFEST}, so its files cannot be checked, yet runs.json uses "
+            f"it ({len(unsealed)} such run(s)): restore it from git (git checkout -- PATH)",
+        )
     runs = sorted(p for p in runs_root.glob("*/seed-*") if is_sealed(p))
     files = 0
     for run_dir in runs:
@@ -251,11 +271,15 @@ def verify(
         checks.append(check)
         echo(check.line())
 
+    runs_files = runs_files or runs_json_files()
     add(check_cache())
-    add(check_run_store())
+    try:
+        add(check_run_store(listed=listed_run_dirs(runs_files)))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        add(Check("run store", False, f"a runs.json file is unreadable ({exc})"))
     with tempfile.TemporaryDirectory(prefix="envgen-verify-") as tmp:
         try:
-            for check in check_tables(runs_files or runs_json_files(), Path(tmp)):
+            for check in check_tables(runs_files, Path(tmp)):
                 add(check)
         except EnvGenError as exc:
             add(Check("report", False, str(exc)))

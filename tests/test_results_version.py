@@ -37,19 +37,37 @@ VOLATILE_KEYS = {"wall_s"}  # final_metrics.json: wall-clock time
 VOLATILE_PREFIX = "time/"  # metrics.jsonl: throughput
 
 
-def _git(*args: str) -> str:
+def _git(*args: str, repo: Path = REPO) -> str:
     return subprocess.run(
-        ["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
     ).stdout.strip()
 
 
-def reference_commit() -> str | None:
-    """The commit that last changed the version file (None without git history)."""
+def reference_commit(repo: Path = REPO) -> tuple[str | None, str]:
+    """(the commit that last changed the version file, "") or (None, why it is unknown).
+
+    In a shallow clone `git log` takes the oldest commit it has for one that added every
+    file, so a history cut after the version's commit would make the guard compare this
+    tree with itself and pass whatever changed: that case is refused, not guessed.
+    """
     try:
-        commit = _git("log", "-1", "--format=%H", "--", VERSION_FILE)
+        commit = _git("log", "-1", "--format=%H", "--", VERSION_FILE, repo=repo)
+        shallow = _git("rev-parse", "--is-shallow-repository", repo=repo) == "true"
+        cut = (
+            Path(repo, _git("rev-parse", "--git-path", "shallow", repo=repo)).read_text().split()
+            if shallow
+            else []
+        )
     except (OSError, subprocess.CalledProcessError):
-        return None
-    return commit or None
+        return None, "no git history"
+    if not commit:
+        return None, f"no commit in the history changed {VERSION_FILE}"
+    if commit in cut:
+        return None, (
+            f"shallow clone cut at {commit[:10]}, so the commit that last changed "
+            f"{VERSION_FILE} is unknown (git fetch --unshallow)"
+        )
+    return commit, ""
 
 
 def versions_at(commit: str) -> dict[str, int]:
@@ -164,11 +182,45 @@ def test_first_difference_names_the_file_record_and_field(tmp_path):
     assert first_difference(a, b) == "final_metrics.json: score differ"
 
 
+def test_a_shallow_clone_cut_after_the_version_commit_gives_no_reference(tmp_path):
+    origin = tmp_path / "origin"
+    (origin / "envgen").mkdir(parents=True)
+    version = origin / VERSION_FILE
+
+    def commit(message: str) -> None:
+        _git("add", "-A", repo=origin)
+        _git(
+            *("-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"),
+            *("commit", "-qm", message),
+            repo=origin,
+        )
+
+    _git("init", "-q", repo=origin)
+    (origin / "README").write_text("before the results version\n")
+    commit("start")
+    version.write_text('RESULTS_VERSION = {"crafter": 1}\n')
+    commit("version 1")
+    first = _git("rev-parse", "HEAD", repo=origin)
+    (origin / "envgen" / "config.py").write_text("ENT_COEF = 0.02\n")
+    commit("a default changed, no bump")
+    assert reference_commit(origin) == (first, "")
+    # depth 2 stops at `first` itself: whether it changed the file cannot be told either
+    for depth, expected in ((3, first), (2, None), (1, None)):
+        clone = tmp_path / f"depth-{depth}"
+        subprocess.run(
+            ["git", "clone", "-q", f"--depth={depth}", origin.as_uri(), str(clone)], check=True
+        )
+        found, why = reference_commit(clone)
+        assert found == expected
+        if expected is None:
+            assert why.startswith("shallow clone cut at") and "unshallow" in why
+
+
 @pytest.mark.slow
 def test_behaviour_is_unchanged_unless_the_results_version_is_bumped(tmp_path):
-    commit = reference_commit()
+    commit, why = reference_commit()
     if commit is None:
-        pytest.skip("no git history: the guard needs the commit that set the results version")
+        pytest.skip(f"{why}: the guard needs the commit that set the results version")
     old = versions_at(commit)
     bumped = sorted(g for g in RESULTS_VERSION if RESULTS_VERSION[g] != old.get(g))
     reference = extract(commit, tmp_path / "reference")

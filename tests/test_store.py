@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from envgen.agents.runlog import read_jsonl
+from envgen.errors import EnvGenError
 from envgen.loop.paths import read_json
 from envgen.results_version import RESULTS_VERSION
 from envgen.store import (
@@ -113,3 +114,15 @@ def test_another_results_version_is_not_current(tmp_path):
     assert not is_current(run_dir, "crafter")  # no provenance: made before versions
     (run_dir / "provenance.json").write_text(json.dumps({"results_version": 0, "sessions": []}))
     assert not is_current(run_dir, "crafter")
+
+
+def test_a_run_of_another_results_version_is_not_resumed(tmp_path):
+    run_dir = tmp_path / "r" / "seed-0"
+    run_dir.mkdir(parents=True)
+    start_session(run_dir, "crafter", 0)
+    data = read_provenance(run_dir)
+    data["results_version"] = RESULTS_VERSION["crafter"] - 1  # then the version was bumped
+    (run_dir / "provenance.json").write_text(json.dumps(data))
+    with pytest.raises(EnvGenError, match="started under results version .*remove the dir"):
+        start_session(run_dir, "crafter", 4096)
+    assert len(read_provenance(run_dir)["sessions"]) == 1

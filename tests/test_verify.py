@@ -56,3 +56,15 @@ def test_a_number_edited_by_hand_and_a_truncated_log_are_each_named(committed):
     assert done.returncode == 1
     store = next(line for line in done.stdout.splitlines() if line.startswith("run store:"))
     assert "DIFFERS" in store and "ca3d42bc0a83/seed-1/episodes.jsonl.gz" in store
+
+
+def test_a_run_used_by_a_table_without_its_manifest_is_named(tmp_path):
+    """Without its manifest nothing checks a run's files: deleting it must not hide an edit."""
+    from envgen.verify import check_run_store
+
+    run_dir = tmp_path / "runs" / "ac3d891a083f" / "seed-0"  # a committed Heist run
+    shutil.copytree(REPO / "results" / "runs" / "ac3d891a083f" / "seed-0", run_dir)
+    assert check_run_store(tmp_path / "runs", listed=[run_dir]).ok
+    (run_dir / "manifest.json").unlink()
+    check = check_run_store(tmp_path / "runs", listed=[run_dir])
+    assert not check.ok and check.detail.startswith(f"{run_dir}: no manifest.json")

@@ -10,7 +10,7 @@ A session with no end was killed; the next one's `step` says where training resu
 
 The file also holds the run's results version (`envgen.results_version`): what decides
 whether a finished run is current. The file fingerprint of the code is kept beside it
-as provenance only (`envgen.pipeline.fingerprint`).
+as provenance only (`envgen.store.fingerprint`).
 """
 
 from __future__ import annotations
@@ -198,6 +198,12 @@ def begin_session(
     data = read_provenance(run_dir) if path.is_file() else None
     if data is None:
         data = {"game": game, "results_version": RESULTS_VERSION[game], "sessions": []}
+    elif data.get("results_version") != RESULTS_VERSION[game]:
+        # Resuming would label a run that other code trained in part with the old version.
+        raise EnvGenError(
+            f"{run_dir}: started under results version {data.get('results_version')}, the "
+            f"code's is {RESULTS_VERSION[game]}; remove the directory to start over"
+        )
     if fingerprint is not None:
         data["code_fingerprint"] = fingerprint
     data["sessions"].append(
