@@ -297,6 +297,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace | None = None) -> int:
+    if not Path("dvc.yaml").is_file():
+        print("envgen verify: no dvc.yaml here; run it from the repository's root", file=sys.stderr)
+        return 2
     checks = verify()
     bad = [c for c in checks if not c.ok]
     print(

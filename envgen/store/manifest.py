@@ -1,7 +1,7 @@
 """A finished run's manifest: every file with its sha256 and record count, written last.
 
 Sealing a finished run (`seal_run`) gzips its JSON-lines logs (`episodes.jsonl` ->
-`episodes.jsonl.gz`: 7.2 MB -> about 0.25 MB for a 1.96M-step Crafter run; docs/
+`episodes.jsonl.gz`: 7.2 MB -> 0.19 MB for a 1.96M-step Crafter run; docs/
 pipeline.md, "Run store") and then writes `manifest.json`. The manifest is the mark of a
 finished run. Every reader checks what it reads against it (`read_run_bytes`), and
 `verify_run` checks a whole directory: a log cut at a line boundary, an edited number or a

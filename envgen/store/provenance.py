@@ -239,9 +239,9 @@ def summary(data: dict[str, Any] | None) -> str:
     if not sessions or data.get("backfilled"):
         note = f"; note: {data['note']}" if data.get("note") else ""
         return f"results v{data.get('results_version')}; machine unknown (backfilled){note}"
-    first = sessions[-1]
-    m = first.get("machine") or {}
-    g = first.get("git") or {}
+    last = sessions[-1]
+    m = last.get("machine") or {}
+    g = last.get("git") or {}
     resumes = sum(1 for s in sessions if s.get("event") == "resume")
     loads = [s["load_start"][0] for s in sessions if s.get("load_start")]
     parts = [
