@@ -37,7 +37,7 @@ from envgen.envs.crafter.config import CrafterConfig
 from envgen.files import write_json_atomic
 from envgen.llm.designer import PromptOptions
 from envgen.loop.designers import make_designer
-from envgen.loop.run import with_world_rules
+from envgen.loop.run_state import with_world_rules
 
 POOL_DESIGNERS = ("random", "heuristic")  # the designers that need no LLM
 

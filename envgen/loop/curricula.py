@@ -23,7 +23,7 @@ from envgen.envs.crafter.config import CrafterConfig
 from envgen.files import write_json_atomic
 from envgen.loop.designers import make_designer
 from envgen.loop.paths import read_json
-from envgen.loop.run import Run
+from envgen.loop.run_state import Run
 from envgen.scoring import summarize
 
 

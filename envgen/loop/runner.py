@@ -39,7 +39,7 @@ from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.curricula import run_curriculum
 from envgen.loop.designers import make_designer
 from envgen.loop.paths import RunPaths, read_json
-from envgen.loop.run import CallLog, Run, RunOptions
+from envgen.loop.run_state import CallLog, Run, RunOptions
 from envgen.scoring import final_phase_summary
 from envgen.store.lifecycle import finish_run, start_session
 
