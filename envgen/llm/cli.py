@@ -14,7 +14,7 @@ from envgen.errors import EnvGenError, LLMResponseError
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
 from envgen.llm.client import BACKENDS, backend_config
-from envgen.llm.designer import EnvironmentDesigner
+from envgen.llm.conversation import EnvironmentDesigner
 from envgen.llm.parse import parse_environments
 from envgen.llm.plan import PLANNED_CALLS, planned_call
 from envgen.llm.schema import DIALECTS

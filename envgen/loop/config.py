@@ -18,7 +18,7 @@ from envgen.checks import MAX_COUNT, MAX_STEPS, at_most, check_types, read_yaml_
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 
-DESIGNERS = ("llm", "random", "heuristic")  # envgen.loop.designers
+DESIGNERS = ("llm", "random", "heuristic")  # envgen.loop.world_designers
 # How the heuristic designer picks its first set (`RunConfig.heuristic_first_set`).
 HEURISTIC_FIRST_SETS = ("initial_set", "seed_mod_3")
 AGENTS = ("ppo", "ad")  # envgen.agents.config.AGENTS (the trainer's registry)
@@ -73,7 +73,7 @@ class RunConfig:
     """Model id the LLM cache is keyed by (paper: gpt-4-1106-preview)."""
     designer: str = "llm"
     """Who writes the environments: llm (the method) | random (domain randomization) |
-    heuristic (rule-based, adaptive); the last two are baselines (envgen.loop.designers)."""
+    heuristic (rule-based, adaptive); the last two are baselines (envgen.loop.world_designers)."""
     heuristic_first_set: str = "initial_set"
     """The heuristic designer's first set (no feedback yet): "initial_set", the tech tree
     spread shifted by `initial_set`, the same for every seed; or "seed_mod_3", one of three

@@ -32,14 +32,14 @@ from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.games import game_spec, heist_summary, heist_test
 from envgen.llm.cache import CachedLLM
-from envgen.llm.designer import PromptOptions
+from envgen.llm.conversation import PromptOptions
 from envgen.llm.envs import env_spec
 from envgen.llm.slots import run_id, summarize_calls
 from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.curricula import run_curriculum
-from envgen.loop.designers import make_designer
 from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.run_state import CallLog, Run, RunOptions
+from envgen.loop.world_designers import make_designer
 from envgen.scoring import final_phase_summary
 from envgen.store.lifecycle import finish_run, start_session
 

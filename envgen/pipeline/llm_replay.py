@@ -21,7 +21,7 @@ from envgen.errors import CacheMissError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM
 from envgen.llm.client import backend_config
-from envgen.llm.designer import EnvironmentDesigner
+from envgen.llm.conversation import EnvironmentDesigner
 from envgen.llm.plan import PLANNED_CALLS
 
 
