@@ -15,7 +15,7 @@ from envgen.llm.envs import env_spec
 from envgen.llm.heist import SKILLS, adaptation_prompt, environment_schema, initial_prompt
 from envgen.llm.names import NameMap
 from envgen.llm.parse import parse_environments
-from envgen.llm.plan import PLANNED_CALLS
+from envgen.llm.planned_calls import PLANNED_CALLS
 
 REAL = NameMap({})
 

@@ -16,7 +16,7 @@ from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_r
 from envgen.llm.client import BACKENDS, backend_config
 from envgen.llm.conversation import EnvironmentDesigner
 from envgen.llm.parse import parse_environments
-from envgen.llm.plan import PLANNED_CALLS, planned_call
+from envgen.llm.planned_calls import PLANNED_CALLS, planned_call
 from envgen.llm.schema import DIALECTS
 from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path, running_backend
 
