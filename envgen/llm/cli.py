@@ -9,8 +9,8 @@ import time
 import unicodedata
 from pathlib import Path
 
-from envgen.checks import existing_dir
 from envgen.errors import EnvGenError, LLMResponseError
+from envgen.input_checks import existing_dir
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
 from envgen.llm.client import BACKENDS, backend_config

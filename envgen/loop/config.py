@@ -14,9 +14,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.checks import MAX_COUNT, MAX_STEPS, at_most, check_types, read_yaml_mapping, unknown_key
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
+from envgen.input_checks import (
+    MAX_COUNT,
+    MAX_STEPS,
+    at_most,
+    check_types,
+    read_yaml_mapping,
+    unknown_key,
+)
 
 DESIGNERS = ("llm", "random", "heuristic")  # envgen.loop.world_designers
 # How the heuristic designer picks its first set (`RunConfig.heuristic_first_set`).

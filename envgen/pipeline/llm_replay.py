@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen.checks import OneLineParser, existing_dir, fail
 from envgen.errors import CacheMissError, EnvGenError
 from envgen.files import write_json_atomic
+from envgen.input_checks import OneLineParser, existing_dir, fail
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM
 from envgen.llm.client import backend_config
 from envgen.llm.conversation import EnvironmentDesigner
