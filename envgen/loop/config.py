@@ -58,7 +58,15 @@ def check_scored_phase(
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
-    """A training run's protocol; defaults are the paper's PPO + EnvGen row (Table 1)."""
+    """A training run's protocol.
+
+    The defaults follow the paper's PPO + EnvGen schedule (Table 1: 4 cycles of 0.12M
+    steps in LLM environments and 0.12M in Crafter, then 1M; 4 environments per call)
+    but are not its row: the network is `nature` (the paper's is `paper`, the
+    4M-parameter IMPALA ResNet) and the LLM the bundled smollm2-135m-instruct (the
+    paper's is gpt-4-1106-preview). The pipeline's profiles (params.yaml) set both per
+    table; the `paper` profile sets the paper's.
+    """
 
     method: str = "envgen"
     """envgen (adaptive) | fixed | original_only (no LLM) | easy_to_hard | adversarial."""

@@ -3,8 +3,9 @@
 The schedule follows docs/paper.md ("The method in four steps"): per cycle, the LLM
 writes (cycle 1) or adapts (later cycles) N environments, the agent trains
 T_LLM-Env steps in them (envs spread over the N configs) and T_Orig-Env steps in the
-original game, and is evaluated there without updates over 12 seeds; the per-skill
-mean and std go back to the LLM. Then T_final steps in the original game. Crafter is
+original game, and is evaluated there without updates (`feedback_evals` evaluation
+runs of `eval_episodes` episodes; the paper: 12 seeds); the per-skill mean and std over
+the runs go back to the LLM. Then T_final steps in the original game. Crafter is
 scored over the episodes of that final phase; Heist by testing the final agent on
 plain Heist (100 episodes per seed in the paper, `eval_episodes` here). Everything
 game-specific comes from the game's entry in `envgen.games`.
