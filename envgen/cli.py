@@ -12,8 +12,8 @@ import argparse
 import importlib
 import sys
 
-from envgen.checks import OneLineParser, fail
 from envgen.errors import EnvGenError
+from envgen.input_checks import OneLineParser, fail
 
 # Explicit registry of the modules that register subcommands, in --help order.
 SUBCOMMAND_MODULES: tuple[str, ...] = (

@@ -21,7 +21,7 @@ from envgen.agents.checkpoint import load_checkpoint
 from envgen.agents.runlog import JsonlLog, read_jsonl
 from envgen.errors import ConfigError, EnvGenError
 from envgen.loop.config import RunConfig
-from envgen.pipeline.check_params import resolved_params
+from envgen.pipeline.params_stage import resolved_params
 from envgen.pipeline.train import read_params
 
 REPO = Path(__file__).resolve().parents[1]
@@ -233,7 +233,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
             ],
             "bad_params.yaml: profiles.smoke.seeds",
         ),  # fmt: skip
-        (["-m", "envgen.pipeline.check_params", "bad_params.yaml"], "seeds"),
+        (["-m", "envgen.pipeline.params_stage", "bad_params.yaml"], "seeds"),
     ],
 )
 def test_cli_mistakes_are_one_line(tmp_path, args, words):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from envgen.checks import safe_name
 from envgen.errors import ConfigError
+from envgen.input_checks import safe_name
 
 REPO = Path(__file__).resolve().parents[1]
 BAD = ["../../x", "a/b", "", "x y", ".hidden", "t" * 65, "tab\nle"]

@@ -24,7 +24,7 @@ from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError, EnvGenError
 from envgen.loop.cli import checked_config
-from envgen.pipeline.check_params import resolved_params
+from envgen.pipeline.params_stage import resolved_params
 
 REPO = Path(__file__).resolve().parents[1]
 PARAMS = yaml.safe_load((REPO / "params.yaml").read_text())

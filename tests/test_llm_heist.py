@@ -10,12 +10,12 @@ from envgen.envs.heist.config import MAX_MAZE, MODES, HeistConfig
 from envgen.errors import ConfigError, LLMResponseError
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM
 from envgen.llm.client import backend_config
-from envgen.llm.designer import EnvironmentDesigner, PromptOptions
+from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
 from envgen.llm.envs import env_spec
 from envgen.llm.heist import SKILLS, adaptation_prompt, environment_schema, initial_prompt
 from envgen.llm.names import NameMap
 from envgen.llm.parse import parse_environments
-from envgen.llm.plan import PLANNED_CALLS
+from envgen.llm.planned_calls import PLANNED_CALLS
 
 REAL = NameMap({})
 

@@ -25,7 +25,7 @@ from envgen.agents.threads import DEFAULT_TORCH_THREADS, set_torch_threads
 from envgen.errors import CacheMissError, EnvGenError
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import backend_config
-from envgen.llm.designer import EnvironmentDesigner, PromptOptions
+from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
 from envgen.llm.slots import run_id
 from envgen.loop.config import RunConfig
 from envgen.loop.paths import RunPaths

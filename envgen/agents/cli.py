@@ -8,8 +8,8 @@ from pathlib import Path
 
 from envgen.agents.config import AGENTS, MODEL_PRESETS, PPOConfig, model_preset
 from envgen.agents.threads import add_threads_argument, set_torch_threads
-from envgen.checks import torch_device, whole_number
 from envgen.errors import ConfigError
+from envgen.input_checks import torch_device, whole_number
 
 DESCRIPTION = """\
 Train the paper's PPO agent (Table 9 hyper-parameters) in stock Crafter, or with

@@ -14,7 +14,8 @@ from typing import Any
 
 import crafter.constants
 
-from envgen.checks import (
+from envgen.errors import ConfigError
+from envgen.input_checks import (
     MAX_COUNT,
     MAX_MEMORY_BYTES,
     at_most,
@@ -23,7 +24,6 @@ from envgen.checks import (
     rollout_memory_bytes,
     unknown_key,
 )
-from envgen.errors import ConfigError
 
 MODEL_KINDS = ("impala", "nature")
 AGENTS = ("ppo", "ad")  # the keys of `envgen.agents.trainer.AGENTS`

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from envgen.checks import whole_number
+from envgen.input_checks import whole_number
 
 DEFAULT_TORCH_THREADS = 1
 

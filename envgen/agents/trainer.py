@@ -215,7 +215,7 @@ class Trainer:
         if self.env is None:
             self._open_env()
         start_step = self.global_step
-        self.obs, done = self.agent.collect(self.env, self.obs, self.action_rng)
+        self.obs, finished_episodes = self.agent.collect(self.env, self.obs, self.action_rng)
         losses = self.agent.update(self.shuffle_rng)
         bad = {k: v for k, v in losses.items() if not math.isfinite(v)}
         if bad:  # the weights are spoilt from here on: stop before anything is logged
@@ -228,7 +228,7 @@ class Trainer:
         self.counters.global_step += self.ppo_cfg.rollout_size
         self.counters.rollouts += 1
         records = []
-        for ep in done:
+        for ep in finished_episodes:
             step = start_step + (ep.t + 1) * self.ppo_cfg.num_envs
             record = self.episode_record(ep.info, step, phase)
             self.episodes.write(record)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from envgen.checks import positive_number, whole_number
+from envgen.input_checks import positive_number, whole_number
 
 NUM_ACTIONS = 17
 VEC_ENVS = 8

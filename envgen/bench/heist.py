@@ -19,9 +19,9 @@ import time
 
 import numpy as np
 
-from envgen.checks import whole_number
 from envgen.envs.heist import HeistConfig, HeistVecEnv
 from envgen.envs.heist.engine import NUM_ACTIONS, ProcgenGym3Env
+from envgen.input_checks import whole_number
 
 BENCH_CONFIGS = (
     HeistConfig(),

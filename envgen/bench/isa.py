@@ -19,7 +19,7 @@ import statistics
 import subprocess
 import sys
 
-from envgen.checks import positive_number, whole_number
+from envgen.input_checks import positive_number, whole_number
 
 PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"}
 

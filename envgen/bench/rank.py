@@ -32,12 +32,12 @@ from envgen.agents.seeding import derive_seed
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.bench.rank_stats import budget_scores, rank_agreement
-from envgen.checks import torch_device, whole_number
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.files import write_json_atomic
-from envgen.llm.designer import PromptOptions
-from envgen.loop.designers import make_designer
-from envgen.loop.run import with_world_rules
+from envgen.input_checks import torch_device, whole_number
+from envgen.llm.conversation import PromptOptions
+from envgen.loop.run_state import with_world_rules
+from envgen.loop.world_designers import make_designer
 
 POOL_DESIGNERS = ("random", "heuristic")  # the designers that need no LLM
 

@@ -26,9 +26,9 @@ import numpy as np
 from envgen.agents.config import AGENTS, MODEL_PRESETS, ADConfig, PPOConfig, model_preset
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.agents.trainer import EnvFactory, Trainer, crafter_vec_env_factory
-from envgen.checks import torch_device, whole_number
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
+from envgen.input_checks import torch_device, whole_number
 
 
 def _crafter_worker(conn: Connection, seed: int) -> None:

@@ -14,10 +14,10 @@ Typical use by the EnvGen loop::
 from envgen.llm.accounting import Ledger, write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MODES, CachedLLM, ResponseCache
 from envgen.llm.client import BACKENDS, BackendConfig, OpenAIChat, backend_config
-from envgen.llm.designer import EnvironmentDesigner, PromptOptions
+from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
 from envgen.llm.envs import ENVIRONMENTS, EnvSpec
 from envgen.llm.parse import ParsedEnvironments, parse_environments
-from envgen.llm.plan import PLANNED_CALLS, PlannedCall, planned_call
+from envgen.llm.planned_calls import PLANNED_CALLS, PlannedCall, planned_call
 from envgen.llm.request import ChatRequest, ChatResponse, LLMCallable, Message, Usage
 from envgen.llm.schema import reply_schema, response_format
 

@@ -35,7 +35,7 @@ from envgen.llm.accounting import Ledger
 from envgen.llm.budget import Budget
 from envgen.llm.client import BackendConfig, OpenAIChat
 from envgen.llm.entry import check_entry, model_matches
-from envgen.llm.plan import record_command as planned_record_command
+from envgen.llm.planned_calls import record_command as planned_record_command
 from envgen.llm.request import (
     ChatRequest,
     ChatResponse,

@@ -9,14 +9,14 @@ import time
 import unicodedata
 from pathlib import Path
 
-from envgen.checks import existing_dir
 from envgen.errors import EnvGenError, LLMResponseError
+from envgen.input_checks import existing_dir
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
 from envgen.llm.client import BACKENDS, backend_config
-from envgen.llm.designer import EnvironmentDesigner
+from envgen.llm.conversation import EnvironmentDesigner
 from envgen.llm.parse import parse_environments
-from envgen.llm.plan import PLANNED_CALLS, planned_call
+from envgen.llm.planned_calls import PLANNED_CALLS, planned_call
 from envgen.llm.schema import DIALECTS
 from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path, running_backend
 

@@ -7,9 +7,9 @@ import contextlib
 from pathlib import Path
 
 from envgen.agents.threads import add_threads_argument, set_torch_threads
-from envgen.checks import torch_device, whole_number
 from envgen.errors import CacheMissError, ConfigError, EnvGenError
 from envgen.games import game_spec
+from envgen.input_checks import torch_device, whole_number
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES, MODES, CachedLLM
 from envgen.llm.client import BACKENDS, LOCAL_MODEL, BackendConfig, backend_config
 from envgen.llm.server import running_backend

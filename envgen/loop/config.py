@@ -14,11 +14,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.checks import MAX_COUNT, MAX_STEPS, at_most, check_types, read_yaml_mapping, unknown_key
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
+from envgen.input_checks import (
+    MAX_COUNT,
+    MAX_STEPS,
+    at_most,
+    check_types,
+    read_yaml_mapping,
+    unknown_key,
+)
 
-DESIGNERS = ("llm", "random", "heuristic")  # envgen.loop.designers
+DESIGNERS = ("llm", "random", "heuristic")  # envgen.loop.world_designers
 # How the heuristic designer picks its first set (`RunConfig.heuristic_first_set`).
 HEURISTIC_FIRST_SETS = ("initial_set", "seed_mod_3")
 AGENTS = ("ppo", "ad")  # envgen.agents.config.AGENTS (the trainer's registry)
@@ -51,7 +58,15 @@ def check_scored_phase(
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
-    """A training run's protocol; defaults are the paper's PPO + EnvGen row (Table 1)."""
+    """A training run's protocol.
+
+    The defaults follow the paper's PPO + EnvGen schedule (Table 1: 4 cycles of 0.12M
+    steps in LLM environments and 0.12M in Crafter, then 1M; 4 environments per call)
+    but are not its row: the network is `nature` (the paper's is `paper`, the
+    4M-parameter IMPALA ResNet) and the LLM the bundled smollm2-135m-instruct (the
+    paper's is gpt-4-1106-preview). The pipeline's profiles (params.yaml) set both per
+    table; the `paper` profile sets the paper's.
+    """
 
     method: str = "envgen"
     """envgen (adaptive) | fixed | original_only (no LLM) | easy_to_hard | adversarial."""
@@ -73,7 +88,7 @@ class RunConfig:
     """Model id the LLM cache is keyed by (paper: gpt-4-1106-preview)."""
     designer: str = "llm"
     """Who writes the environments: llm (the method) | random (domain randomization) |
-    heuristic (rule-based, adaptive); the last two are baselines (envgen.loop.designers)."""
+    heuristic (rule-based, adaptive); the last two are baselines (envgen.loop.world_designers)."""
     heuristic_first_set: str = "initial_set"
     """The heuristic designer's first set (no feedback yet): "initial_set", the tech tree
     spread shifted by `initial_set`, the same for every seed; or "seed_mod_3", one of three

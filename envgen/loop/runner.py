@@ -3,8 +3,9 @@
 The schedule follows docs/paper.md ("The method in four steps"): per cycle, the LLM
 writes (cycle 1) or adapts (later cycles) N environments, the agent trains
 T_LLM-Env steps in them (envs spread over the N configs) and T_Orig-Env steps in the
-original game, and is evaluated there without updates over 12 seeds; the per-skill
-mean and std go back to the LLM. Then T_final steps in the original game. Crafter is
+original game, and is evaluated there without updates (`feedback_evals` evaluation
+runs of `eval_episodes` episodes; the paper: 12 seeds); the per-skill mean and std over
+the runs go back to the LLM. Then T_final steps in the original game. Crafter is
 scored over the episodes of that final phase; Heist by testing the final agent on
 plain Heist (100 episodes per seed in the paper, `eval_episodes` here). Everything
 game-specific comes from the game's entry in `envgen.games`.
@@ -32,14 +33,14 @@ from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.games import game_spec, heist_summary, heist_test
 from envgen.llm.cache import CachedLLM
-from envgen.llm.designer import PromptOptions
+from envgen.llm.conversation import PromptOptions
 from envgen.llm.envs import env_spec
 from envgen.llm.slots import run_id, summarize_calls
 from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.curricula import run_curriculum
-from envgen.loop.designers import make_designer
 from envgen.loop.paths import RunPaths, read_json
-from envgen.loop.run import CallLog, Run, RunOptions
+from envgen.loop.run_state import CallLog, Run, RunOptions
+from envgen.loop.world_designers import make_designer
 from envgen.scoring import final_phase_summary
 from envgen.store.lifecycle import finish_run, start_session
 

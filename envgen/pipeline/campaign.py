@@ -23,8 +23,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from envgen.checks import OneLineParser, fail, whole_number
 from envgen.errors import ConfigError, EnvGenError
+from envgen.input_checks import OneLineParser, fail, whole_number
 
 STATE_DIR = Path(".envgen/campaigns")
 PROCESS_MARK = "envgen.pipeline.campaign"  # in the command line of a campaign process

@@ -3,7 +3,7 @@
     python -m envgen.pipeline.llm_replay --cache-dir data/llm_cache \
         --out results/llm/replay.json
 
-Each planned call (`envgen.llm.plan.PLANNED_CALLS`) of the bundled local model is
+Each planned call (`envgen.llm.planned_calls.PLANNED_CALLS`) of the bundled local model is
 asked through the designer in replay mode, so its cached reply is verified, parsed and
 counted; a missing one is listed with the command that records it. Every cache file
 is integrity-checked on the way (`envgen.llm.cache`). Never calls the network.
@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen.checks import OneLineParser, existing_dir, fail
 from envgen.errors import CacheMissError, EnvGenError
 from envgen.files import write_json_atomic
+from envgen.input_checks import OneLineParser, existing_dir, fail
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM
 from envgen.llm.client import backend_config
-from envgen.llm.designer import EnvironmentDesigner
-from envgen.llm.plan import PLANNED_CALLS
+from envgen.llm.conversation import EnvironmentDesigner
+from envgen.llm.planned_calls import PLANNED_CALLS
 
 
 def replay_planned(cache_dir: Path) -> dict[str, Any]:

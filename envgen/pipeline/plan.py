@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.checks import read_yaml_mapping, safe_name
 from envgen.errors import ConfigError
+from envgen.input_checks import read_yaml_mapping, safe_name
 from envgen.loop.config import RunConfig
 from envgen.pipeline.profile import Profile
 

@@ -19,10 +19,10 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from envgen.agents.config import PPOConfig, from_mapping, model_preset
-from envgen.checks import MAX_COUNT, MAX_STEPS, at_most, check_types, finite, unknown_key
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.games import GAMES, game_spec
+from envgen.input_checks import MAX_COUNT, MAX_STEPS, at_most, check_types, finite, unknown_key
 from envgen.loop.config import RunConfig, check_scored_phase
 
 # RunConfig fields counted in env steps; a profile scales each of them.
@@ -140,7 +140,7 @@ class Profile:
             self.for_game(game)
 
     def _check_sizes(self) -> None:
-        """Every count bounded (`envgen.checks`) and, for Crafter, a scored phase long
+        """Every count bounded (`envgen.input_checks`) and, for Crafter, a scored phase long
         enough to finish episodes: checked here, before DVC removes any output."""
         where = self.where
         steps = "env steps of one phase"

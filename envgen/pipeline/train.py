@@ -27,10 +27,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen.checks import OneLineParser, at_most, check_types, read_yaml_mapping, unknown_key
 from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.games import GAMES
+from envgen.input_checks import OneLineParser, at_most, check_types, read_yaml_mapping, unknown_key
 from envgen.llm.accounting import PRICES_PER_M_TOKENS
 from envgen.llm.budget import estimate_usd, run_calls
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES

@@ -17,8 +17,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from envgen.checks import OneLineParser
 from envgen.errors import EnvGenError
+from envgen.input_checks import OneLineParser
 from envgen.report import replay
 from envgen.report.campaign import CAMPAIGN_SECTION, campaign_lines
 from envgen.report.flags import claim_flags

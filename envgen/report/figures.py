@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from envgen.checks import OneLineParser, safe_name
 from envgen.errors import EnvGenError
 from envgen.games import game_spec
+from envgen.input_checks import OneLineParser, safe_name
 from envgen.report.achievements import achievement_frame, done_rows
 from envgen.report.campaign import WHAT
 from envgen.report.curves import bin_width, score_vs_step

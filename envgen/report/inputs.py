@@ -19,8 +19,8 @@ from typing import Any
 import yaml
 
 from envgen.agents.runlog import read_jsonl
-from envgen.checks import safe_name
 from envgen.errors import ConfigError, ReportInputError
+from envgen.input_checks import safe_name
 from envgen.loop.config import GAMES
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.claims import SAME_EXPERIMENT, SUCCESS, TABLE_METRICS

@@ -24,8 +24,8 @@ from typing import Any
 
 import pandas as pd
 
-from envgen.checks import OneLineParser, safe_name
 from envgen.errors import EnvGenError
+from envgen.input_checks import OneLineParser, safe_name
 from envgen.report import replay
 from envgen.report.achievements import (
     achievement_frame,

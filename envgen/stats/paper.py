@@ -26,7 +26,7 @@ LLM_COST_CSV = DATA_DIR / "reported_llm_cost.csv"
 REPORTED_DTYPES: dict[str, str] = {
     "table": "string",
     "row": "string",
-    "envgen_phase_steps": "Int64",
+    "llm_env_steps_total": "Int64",
     "crafter_steps": "Int64",
     "total_steps": "Int64",
     "llm_calls": "string",

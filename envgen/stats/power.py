@@ -85,7 +85,7 @@ def power_table(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from envgen.checks import OneLineParser
+    from envgen.input_checks import OneLineParser
 
     parser = OneLineParser(
         prog="python -m envgen.stats.power",

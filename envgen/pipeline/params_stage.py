@@ -1,6 +1,6 @@
 """DVC stage `check_params`: validate params.yaml before any stage that owns results runs.
 
-    python -m envgen.pipeline.check_params params.yaml --out results/params.json
+    python -m envgen.pipeline.params_stage params.yaml --out results/params.json
 
 DVC removes a stage's outputs before running its command, so a train stage that found
 `step_scale: tiny` itself would fail only after its committed runs.json, metrics.json
@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen.checks import OneLineParser
 from envgen.errors import ConfigError
 from envgen.files import write_json_atomic
+from envgen.input_checks import OneLineParser
 from envgen.pipeline.train import check_params, executor_config, read_params
 
 
@@ -39,7 +39,7 @@ def resolved_params(path: Path) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(
-        prog="python -m envgen.pipeline.check_params", description=__doc__.split("\n\n")[0]
+        prog="python -m envgen.pipeline.params_stage", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("params", type=Path, help="params.yaml")
     parser.add_argument("--out", type=Path, help="write the resolved settings here (JSON)")

@@ -11,7 +11,7 @@ import dataclasses
 
 from envgen.errors import ConfigError
 from envgen.llm.client import BackendConfig
-from envgen.llm.designer import PromptOptions, call_label
+from envgen.llm.conversation import PromptOptions, call_label
 
 
 @dataclasses.dataclass(frozen=True)

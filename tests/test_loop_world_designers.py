@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from envgen.errors import ConfigError
-from envgen.llm.designer import PromptOptions
+from envgen.llm.conversation import PromptOptions
 from envgen.loop.config import RunConfig
-from envgen.loop.designers import (
+from envgen.loop.world_designers import (
     RECIPE_OF,
     RECIPES,
     HeuristicDesigner,

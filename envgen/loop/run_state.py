@@ -20,8 +20,8 @@ from envgen.llm.accounting import Ledger, write_accounting
 from envgen.llm.cache import CachedLLM
 from envgen.llm.request import ChatRequest, ChatResponse, record_key, request_record
 from envgen.loop.config import RunConfig
-from envgen.loop.designers import Designer
 from envgen.loop.paths import RunPaths
+from envgen.loop.world_designers import Designer
 
 
 def with_world_rules(config: Any, rules: str) -> Any:

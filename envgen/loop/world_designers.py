@@ -32,7 +32,7 @@ import numpy as np
 
 from envgen.agents.seeding import derive_seed
 from envgen.envs.crafter.config import ENV_FIELDS, INVENTORY_MAX
-from envgen.llm.designer import EnvironmentDesigner, PromptOptions
+from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
 from envgen.llm.envs import env_spec
 from envgen.llm.parse import ParsedEnvironments, parse_environments
 from envgen.llm.request import LLMCallable, Message
