@@ -365,6 +365,10 @@ def _contrastive(
 ) -> torch.Tensor:
     """Cross-entropy of picking the positive among (positive, negative) by cosine / T."""
     logits = torch.stack([(anchor * positive).sum(-1), (anchor * negative).sum(-1)], dim=-1)
+    if logits.is_cuda and torch.are_deterministic_algorithms_enabled():
+        # CUDA's nll_loss has no deterministic kernel (use_deterministic_algorithms raises);
+        # the same loss without it: the positive is class 0.
+        return -F.log_softmax(logits / temperature, dim=-1)[:, 0].mean()
     target = torch.zeros(len(logits), dtype=torch.int64, device=logits.device)
     return F.cross_entropy(logits / temperature, target)
 

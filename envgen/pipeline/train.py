@@ -256,6 +256,7 @@ def job_settings(
         device=profile.device,
         env_workers=executor.env_workers,
         torch_threads=profile.torch_threads,
+        deterministic=profile.deterministic,
         llm=llm,
     )
 
