@@ -42,13 +42,13 @@ def test_gpu_fit_uses_the_largest_run_and_the_card_size(tmp_path):
         Job(RunConfig(method="original_only", model="paper"), 0),
         Job(RunConfig(method="original_only", model="paper", agent="ad"), 0),
     ]
-    cuda = Settings(runs_root=str(tmp_path), fingerprints={}, device="cuda")
+    cuda = Settings(runs_root=str(tmp_path), versions={}, device="cuda")
     config = ExecutorConfig(gpu_memory_gib=80)
     lines: list[str] = []
     fit = gpu_fit(jobs, cuda, config, lines.append)
     ad = gpu_plan.job_memory(jobs[1].config)
     assert fit == gpu_plan.runs_per_gpu(ad.total, CARD, RESERVE) and "per GPU" in lines[0]
-    assert gpu_fit(jobs, Settings(runs_root=str(tmp_path), fingerprints={}), config) is None
+    assert gpu_fit(jobs, Settings(runs_root=str(tmp_path), versions={}), config) is None
     assert config.gpu_share(fit) * fit >= 1.0  # Ray never packs more than memory holds
 
 
