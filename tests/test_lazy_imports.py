@@ -1,5 +1,6 @@
-"""A Crafter run needs neither procgen (Heist's engine) nor openai nor dotenv (the LLM
-client): a GPU machine with only torch and Crafter's wheels trains Crafter-only rows.
+"""A Crafter run needs neither procgen (Heist's engine) nor openai, dotenv or httpx (the
+LLM client and server): a GPU machine with only torch and Crafter's wheels trains
+Crafter-only rows (docs/pipeline.md, "GPU driver", lists the wheels).
 
 Each check runs in a subprocess whose `sitecustomize` makes importing those packages fail,
 as on a machine without them; spawned workers inherit it through PYTHONPATH.
@@ -14,7 +15,7 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-BLOCKED = ("procgen", "openai", "dotenv")
+BLOCKED = ("procgen", "openai", "dotenv", "httpx")
 SITECUSTOMIZE = f"""\
 import importlib.abc
 import sys
