@@ -34,6 +34,7 @@ def test_check_runs_tiny_ppo_and_ad_kills_resumes_and_loads_on_cpu(tmp_path):
     assert report["versions"]["device"] == "cpu"
     assert "auxiliary phase" in report["tiny ad run on cpu"]
     assert report["kill and resume"].startswith("ok") and report["load on cpu"].startswith("ok")
+    assert report["resume on cpu"].endswith("1 update")
 
 
 @pytest.mark.slow

@@ -8,7 +8,8 @@ check, in order (each a line, all in OUT/check.json; exit 1 if one fails):
    auxiliary phase included: 2 envs x 64 steps, aux phase every 8 rollouts);
 4. kill and resume: the AD run again, killed (SIGKILL) after its first checkpoint, then
    resumed; its logs and final weights must equal the uninterrupted run's;
-5. its checkpoint loaded on the CPU (weights into a CPU network, one forward pass).
+5. its checkpoint loaded on the CPU (weights into a CPU network, one forward pass), and
+   the run resumed on the CPU for one more rollout.
 """
 
 from __future__ import annotations
@@ -74,7 +75,11 @@ def _logs(run: Path) -> tuple[str, list[dict]]:
 def _weights(run: Path) -> dict:
     import torch
 
-    return torch.load(run / "checkpoints" / "latest.pt", map_location="cpu", weights_only=False)
+    from envgen.agents.checkpoint import load_checkpoint
+
+    state = load_checkpoint(run / "checkpoints", torch.device("cpu"))
+    assert state is not None, f"{run}: no checkpoint"
+    return state
 
 
 def tiny_runs(work: Path, args: Any) -> dict[str, str]:
@@ -106,6 +111,12 @@ def tiny_runs(work: Path, args: Any) -> dict[str, str]:
         raise AssertionError("the killed and resumed AD run differs from the uninterrupted one")
     results["kill and resume"] = "ok: logs and weights equal the uninterrupted run's"
     results["load on cpu"] = load_on_cpu(work / "ad")
+    cpu_args = type(args)(**{**vars(args), "device": "cpu"})
+    subprocess.run(_train(killed, "ad", args.steps + ROLLOUT, cpu_args, resume=True), check=True)
+    resumed = len(_logs(killed)[1]) - len(_logs(work / "ad")[1])
+    results["resume on cpu"] = (
+        f"ok: the {args.device} run resumed on the cpu, {resumed} more update"
+    )
     return results
 
 
