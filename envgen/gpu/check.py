@@ -114,9 +114,7 @@ def tiny_runs(work: Path, args: Any) -> dict[str, str]:
     cpu_args = type(args)(**{**vars(args), "device": "cpu"})
     subprocess.run(_train(killed, "ad", args.steps + ROLLOUT, cpu_args, resume=True), check=True)
     resumed = len(_logs(killed)[1]) - len(_logs(work / "ad")[1])
-    results["resume on cpu"] = (
-        f"ok: the {args.device} run resumed on the cpu, {resumed} more update"
-    )
+    results["resume on cpu"] = f"ok: the {args.device} run resumed on the cpu: {resumed} update"
     return results
 
 
