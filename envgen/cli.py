@@ -24,6 +24,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "envgen.loop.cli",  # run
     "envgen.pipeline.campaign",  # campaign start | status | collect | stop
     "envgen.verify",  # verify: re-derive every committed number
+    "envgen.gpu",  # gpu check | bench | run | import
 )
 
 
@@ -63,7 +64,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # Namespace attributes that hold the (sub)command names, outermost first.
-_COMMAND_NAMES = ("command", "target", "envs_command", "llm_command", "campaign_command")
+_COMMAND_NAMES = (
+    "command",
+    "target",
+    "envs_command",
+    "llm_command",
+    "campaign_command",
+    "gpu_command",
+)
 
 
 if __name__ == "__main__":

@@ -67,9 +67,16 @@ class GameSpec:
         """Table 9's `PPOConfig` with this game's defaults, then `overrides`, applied."""
         return from_mapping(PPOConfig, {**dict(self.ppo_defaults), **overrides}, "ppo")
 
-    def model_config(self, preset: str) -> ModelConfig:
-        """The named network preset with this game's action count."""
-        return dataclasses.replace(model_preset(preset), num_actions=self.num_actions)
+    def model_config(
+        self, preset: str, *, bf16_autocast: bool = False, channels_last: bool = False
+    ) -> ModelConfig:
+        """The named network preset with this game's action count and the GPU options."""
+        return dataclasses.replace(
+            model_preset(preset),
+            num_actions=self.num_actions,
+            bf16_autocast=bf16_autocast,
+            channels_last=channels_last,
+        )
 
 
 # --- Crafter ------------------------------------------------------------------------------

@@ -248,6 +248,13 @@ def torch_device(text: str) -> str:
         ) from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise argparse.ArgumentTypeError(f"{text!r}, but torch finds no GPU; use cpu")
+    if device.type == "cuda" and device.index is not None:
+        count = torch.cuda.device_count()
+        if device.index >= count:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}, but this machine has {count} GPU(s): cuda:0"
+                + (f" to cuda:{count - 1}" if count > 1 else "")
+            )
     if device.type not in ("cpu", "cuda", "mps"):
         raise argparse.ArgumentTypeError(f"{text!r}: use cpu or cuda")
     return text

@@ -39,7 +39,12 @@ def test_train_then_resume(tmp_path):
 
 @pytest.mark.slow
 def test_bench_train_prints_json():
-    result = _envgen("bench", "train", "--rollouts", "1", *TINY)
+    result = _envgen("bench", "train", "--rollouts", "1", "--concurrency", "1,2", *TINY)
     last = json.loads(result.stdout.splitlines()[-1])
-    assert last["ours_sps"] > 0 and last["reference_sps"] > 0
+    assert last["device"] == "cpu" and [level["runs"] for level in last["levels"]] == [1, 2]
+    for level in last["levels"]:
+        assert min(level[k] for k in ("total_sps", "collect_sps", "update_sps", "peak_mib")) > 0
+    assert last["ours_sps"] == last["levels"][0]["total_sps"] > 0 and last["reference_sps"] > 0
     assert last["ratio"] == pytest.approx(last["ours_sps"] / last["reference_sps"], rel=0.01)
+    alone = _envgen("bench", "train", "--rollouts", "1", "--no-reference", *TINY)
+    assert "reference_sps" not in json.loads(alone.stdout.splitlines()[-1])

@@ -171,8 +171,13 @@ class AuxBuffer:
         return Steps(**flat, returns=self.data["returns"][:rows].flatten(), num_envs=n)
 
     def episodes(self, unlock_reward: float) -> list[Episode]:
-        """Episodes that both started and ended in the buffer, with at least one goal."""
+        """Episodes that both started and ended in the buffer, with at least one goal.
+
+        Found on the host (a loop over episode boundaries); their rows and goals are
+        index tensors on the buffer's device, where the batches use them.
+        """
         rows, n = self.filled * self.t, self.data["dones"].shape[1]
+        device = self.data["dones"].device
         starts, dones = self.data["starts"][:rows].cpu(), self.data["dones"][:rows].cpu()
         rewards = self.data["rewards"][:rows].cpu()
         out = []
@@ -181,12 +186,12 @@ class AuxBuffer:
             for begin, end in zip(first[:-1], first[1:], strict=True):
                 if dones[end - 1, env] == 0:  # cut by a mixture switch, not ended
                     continue
-                steps = torch.arange(begin, end) * n + env
+                steps = torch.arange(begin, end, device=device) * n + env
                 # Goal k: the step whose action unlocked an achievement, if the next
                 # observation is in the episode (`Buffer.get_goals`).
                 goals = torch.nonzero(rewards[begin : end - 1, env] > unlock_reward).flatten() + 1
                 if len(goals):
-                    out.append(Episode(steps, goals))
+                    out.append(Episode(steps, goals.to(device)))
         return out
 
     def state_dict(self) -> dict[str, Any]:
@@ -263,9 +268,18 @@ def entropic_partial_transport(cost: np.ndarray, reg: float, iters: int) -> np.n
 # ------------------------------------------------------------------------------------
 # 3b. Batches: matching (across episodes) and prediction (within an episode)
 # ------------------------------------------------------------------------------------
-def _chunks(n: int, size: int, rng: np.random.Generator) -> list[torch.Tensor]:
+def _on(device: torch.device, draw: np.ndarray) -> torch.Tensor:
+    """A numpy draw as an index tensor on `device`. The draws stay numpy's (the host RNG
+    every device shares, so a run's batches do not depend on its device); only the
+    result moves, once per batch rather than at every use."""
+    return torch.from_numpy(draw).to(device)
+
+
+def _chunks(
+    n: int, size: int, rng: np.random.Generator, device: torch.device
+) -> list[torch.Tensor]:
     """A random order of range(n) in chunks of at most `size` (the last may be shorter)."""
-    return list(torch.from_numpy(rng.permutation(n)).split(size))
+    return list(_on(device, rng.permutation(n)).split(size))
 
 
 def match_batches(
@@ -285,6 +299,7 @@ def match_batches(
     policy/value regularisers. Lazy, so that the representations come from the model as
     it trains, as in the reference.
     """
+    device = steps.obs.device
     for i in rng.permutation(len(episodes)).tolist():
         source = episodes[i]
         with torch.no_grad():
@@ -296,18 +311,18 @@ def match_batches(
                 rep_t = model.achievement(*steps.goal_obs(partner.goal_after))
             cost = (1.0 - rep_s @ rep_t.T).cpu().numpy()
             plan = entropic_partial_transport(cost, cfg.ot_reg, cfg.ot_iters)
-            rows, cols = (torch.from_numpy(x) for x in np.nonzero(plan > cfg.match_threshold))
+            rows, cols = (_on(device, x) for x in np.nonzero(plan > cfg.match_threshold))
             if len(rows) == 0:
                 continue
-            random_goals = torch.from_numpy(rng.integers(0, len(partner.goals), len(cols)))
+            random_goals = _on(device, rng.integers(0, len(partner.goals), len(cols)))
             anchors.append(source.goal_after[rows])
             positives.append(partner.goal_after[cols])
             negatives.append(partner.goal_after[random_goals])
         if not anchors:
             continue
         anchor, positive, negative = torch.cat(anchors), torch.cat(positives), torch.cat(negatives)
-        rows = source.steps[torch.from_numpy(rng.integers(0, len(source.steps), len(anchor)))]
-        for idx in _chunks(len(anchor), cfg.batch_size, rng):
+        rows = source.steps[_on(device, rng.integers(0, len(source.steps), len(anchor)))]
+        for idx in _chunks(len(anchor), cfg.batch_size, rng, device):
             yield {
                 "anchor": anchor[idx],
                 "positive": positive[idx],
@@ -327,11 +342,13 @@ def prediction_batches(
     """
     for i in rng.permutation(len(episodes)).tolist():
         episode = episodes[i]
+        device = episode.steps.device
         length, goals = len(episode.steps), len(episode.goals)
-        k = torch.searchsorted(episode.goals, torch.arange(length), right=True)  # next goal
+        positions = torch.arange(length, device=device)
+        k = torch.searchsorted(episode.goals, positions, right=True)  # next goal
         anchor = torch.where(k < goals, episode.goal_after[k.clamp(max=goals - 1)], -1)
-        negative = episode.steps[torch.from_numpy(rng.permutation(length))]
-        for idx in _chunks(length, cfg.batch_size, rng):
+        negative = episode.steps[_on(device, rng.permutation(length))]
+        for idx in _chunks(length, cfg.batch_size, rng, device):
             yield {
                 "anchor": anchor[idx],
                 "last": episode.steps[-1].expand(len(idx)),
@@ -348,6 +365,10 @@ def _contrastive(
 ) -> torch.Tensor:
     """Cross-entropy of picking the positive among (positive, negative) by cosine / T."""
     logits = torch.stack([(anchor * positive).sum(-1), (anchor * negative).sum(-1)], dim=-1)
+    if logits.is_cuda and torch.are_deterministic_algorithms_enabled():
+        # CUDA's nll_loss has no deterministic kernel (use_deterministic_algorithms raises);
+        # the same loss without it: the positive is class 0.
+        return -F.log_softmax(logits / temperature, dim=-1)[:, 0].mean()
     target = torch.zeros(len(logits), dtype=torch.int64, device=logits.device)
     return F.cross_entropy(logits / temperature, target)
 

@@ -27,9 +27,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from envgen.agents.config import ModelConfig
-from envgen.agents.networks import ENCODERS, _fan_in_init
+from envgen.agents.networks import ENCODERS, _fan_in_init, autocast
 from envgen.agents.normalizer import EwmaNormalizer
-from envgen.errors import ConfigError
 
 
 def _mlp(insize: int, hidden: int, outsize: int) -> nn.Sequential:
@@ -52,8 +51,6 @@ class ADActorCritic(nn.Module):
 
     def __init__(self, cfg: ModelConfig, value_norm_decay: float = 0.99):
         super().__init__()
-        if cfg.channels_last or cfg.bf16_autocast:
-            raise ConfigError("model", "the AD network runs in float32, NCHW only")
         self.cfg = cfg
         h = cfg.hidden_size
         self.encoder = ENCODERS[cfg.kind](cfg)
@@ -70,19 +67,30 @@ class ADActorCritic(nn.Module):
         self.action_film = _mlp(cfg.num_actions, h, 2 * h)  # reference: action_mlp
         self.next_achievement = _mlp(2 * h, h, h)  # reference: next_goal_pred_mlp
         self.value_norm = EwmaNormalizer(value_norm_decay)
+        if cfg.channels_last:
+            self.to(memory_format=torch.channels_last)
 
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
-        """uint8 (N, 64, 64, 3) -> latent (N, hidden_size)."""
-        x = obs.permute(0, 3, 1, 2).float().div_(255.0).contiguous()
-        return self.final(self.encoder(x))
+        """uint8 (N, 64, 64, 3) -> latent (N, hidden_size), float32.
+
+        With `bf16_autocast` the encoder and final layer run under bfloat16 autocast; the
+        latent comes back in float32, so memories, normalisations and losses stay float32.
+        """
+        x = obs.permute(0, 3, 1, 2).float().div_(255.0)
+        x = x.contiguous(
+            memory_format=torch.channels_last if self.cfg.channels_last else torch.contiguous_format
+        )
+        with autocast(x.device, self.cfg.bf16_autocast):
+            return self.final(self.encoder(x)).float()
 
     def heads(
         self, latent: torch.Tensor, memory: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-probabilities and normalised value from a latent and the memory."""
         h = torch.cat([latent, memory], dim=-1)
-        logits, value = self.policy_head(h), self.value_head(h)
-        return F.log_softmax(logits, dim=-1), value.squeeze(-1)
+        with autocast(h.device, self.cfg.bf16_autocast):
+            logits, value = self.policy_head(h), self.value_head(h)
+        return F.log_softmax(logits.float(), dim=-1), value.float().squeeze(-1)
 
     def forward(
         self, obs: torch.Tensor, memory: torch.Tensor | None = None
@@ -109,6 +117,8 @@ class ADActorCritic(nn.Module):
     ) -> torch.Tensor:
         """Unit prediction of the next achievement's representation (N, hidden_size)."""
         onehot = F.one_hot(actions, self.cfg.num_actions).to(latent.dtype)
-        gamma, beta = self.action_film(onehot).chunk(2, dim=-1)
-        x = torch.cat([(1 + gamma) * latent + beta, memory], dim=-1)
-        return F.normalize(self.next_achievement(x), dim=-1)
+        with autocast(latent.device, self.cfg.bf16_autocast):
+            gamma, beta = self.action_film(onehot).float().chunk(2, dim=-1)
+            x = torch.cat([(1 + gamma) * latent + beta, memory], dim=-1)
+            pred = self.next_achievement(x).float()
+        return F.normalize(pred, dim=-1)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
-from envgen.agents.config import AGENTS, MODEL_PRESETS, PPOConfig, model_preset
+from envgen.agents.config import AGENTS, MODEL_PRESETS, ModelConfig, PPOConfig, model_preset
+from envgen.agents.device import add_device_arguments, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.errors import ConfigError
-from envgen.input_checks import torch_device, whole_number
+from envgen.input_checks import whole_number
 
 DESCRIPTION = """\
 Train the paper's PPO agent (Table 9 hyper-parameters) in stock Crafter, or with
@@ -25,6 +27,9 @@ one (envs are re-seeded at every checkpoint; see docs/agent.md).
 Network presets (--model): paper = IMPALA [64,128,128] + 256 + 1024 (about 9 GFLOP per
 env step with 3 epochs; GPU), impala-small = IMPALA [16,32,32] (0.6 GFLOP; slow CPU),
 nature = strided 3-conv Nature-CNN size (0.06 GFLOP; laptop CPU).
+
+The device is the CPU unless --device names a GPU; --deterministic, --bf16 and
+--channels-last are GPU options (docs/agent.md, "On a GPU").
 """
 
 
@@ -47,12 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--agent", default="ppo", choices=AGENTS, help="agent (default ppo)")
     parser.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
-    parser.add_argument(
-        "--device",
-        type=torch_device,
-        default=None,
-        help="torch device (default: cuda when available, else cpu)",
-    )
+    add_device_arguments(parser)
     parser.add_argument(
         "--workers", type=whole_number(1), default=None, help="vec env worker processes"
     )
@@ -85,6 +85,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def model_config(args: argparse.Namespace) -> ModelConfig:
+    """--model's preset with --bf16 and --channels-last."""
+    return dataclasses.replace(
+        model_preset(args.model), bf16_autocast=args.bf16, channels_last=args.channels_last
+    )
+
+
 def check_out_dir(out: Path, resume: bool) -> None:
     """Refuse an --out that is a file, or that holds a run while --resume is not given
     (its logs would be appended to)."""
@@ -97,8 +104,6 @@ def check_out_dir(out: Path, resume: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch  # heavy imports here keep `envgen --help` fast
-
     from envgen.agents.evaluate import training_window
     from envgen.agents.runlog import read_jsonl
     from envgen.agents.trainer import Trainer, crafter_vec_env_factory
@@ -106,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_out_dir(args.out, args.resume)
     set_torch_threads(args.torch_threads)
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    set_deterministic(args.deterministic)
     ppo_cfg = PPOConfig(
         num_envs=args.num_envs,
         num_steps=args.num_steps,
@@ -114,11 +119,11 @@ def run(args: argparse.Namespace) -> int:
         checkpoint_every=args.checkpoint_every,
     )
     trainer = Trainer(
-        model_preset(args.model),
+        model_config(args),
         ppo_cfg,
         args.seed,
         args.out,
-        device,
+        args.device,
         env_factory=crafter_vec_env_factory(args.workers),
         progress=not args.no_progress,
         agent=args.agent,

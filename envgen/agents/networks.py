@@ -14,6 +14,7 @@ vector scaled to a fixed norm); heads are orthogonal with gain 0.01 (policy) and
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -149,10 +150,16 @@ class ActorCritic(nn.Module):
         x = x.contiguous(
             memory_format=torch.channels_last if self.cfg.channels_last else torch.contiguous_format
         )
-        with torch.autocast(x.device.type, torch.bfloat16, enabled=self.cfg.bf16_autocast):
+        with autocast(x.device, self.cfg.bf16_autocast):
             h = self.final(self.encoder(x))
             logits, value = self.policy_head(h), self.value_head(h)
         return F.log_softmax(logits.float(), dim=-1), value.float().squeeze(-1)
+
+
+def autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager:
+    """bfloat16 autocast on `device` when `enabled`, else nothing: a disabled autocast is
+    not entered at all, so that devices autocast does not know (tests' fake device) run."""
+    return torch.autocast(device.type, torch.bfloat16) if enabled else contextlib.nullcontext()
 
 
 def count_parameters(model: nn.Module) -> int:

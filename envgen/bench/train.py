@@ -1,20 +1,29 @@
-"""End-to-end training speed (env steps/s) of PPO or AD: our trainer against a reference setup.
+"""End-to-end training speed (env steps/s) of PPO or AD: our trainer against a reference setup,
+and on a GPU, how many runs share one card.
 
 Both sides run the same network, the same agent (`--agent ppo|ad`) and the same
 `Trainer`; only the vector env differs. AD is timed over 8 rollouts by default, so that
 its auxiliary phase (every 8 PPO updates) is counted once. Ours is
 `envgen.envs.vector.CrafterVecEnv` (Crafter-EnvGen worlds); the reference is stock
 `crafter.Env` in one subprocess per env behind multiprocessing pipes, the plain setup of
-the Achievement Distillation code. Both are timed in the same
-run, in turn, so machine load affects both alike. The last output line is JSON:
-{"ours_sps": .., "reference_sps": .., "ratio": ..} (ratio = ours / reference).
+the Achievement Distillation code, timed on the CPU after ours (`--no-reference` skips it).
+
+Ours is timed at each `--concurrency` level: that many runs started together in their
+own processes on `--device` (default levels: 1 on the CPU, 1 2 4 8 16 on a GPU). Per
+level: total env steps/s of all runs, and per run the collection and the update speed
+separately (transitions of a rollout / seconds spent collecting it, resp. updating on it,
+AD's auxiliary phase included), and peak memory (GPU: `max_memory_allocated`; CPU: the
+process's peak resident size). The last output line is JSON: {"device", "levels": [...],
+"ours_sps" (1 run), "reference_sps", "ratio" (ours / reference), ...}.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import multiprocessing as mp
+import resource
 import tempfile
 import time
 from collections.abc import Sequence
@@ -24,11 +33,12 @@ from typing import Any
 import numpy as np
 
 from envgen.agents.config import AGENTS, MODEL_PRESETS, ADConfig, PPOConfig, model_preset
+from envgen.agents.device import add_device_arguments, describe, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.agents.trainer import EnvFactory, Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
-from envgen.input_checks import torch_device, whole_number
+from envgen.input_checks import whole_number
 
 
 def _crafter_worker(conn: Connection, seed: int) -> None:
@@ -112,6 +122,17 @@ def reference_env_factory() -> EnvFactory:
     return make
 
 
+def concurrency_levels(text: str) -> tuple[int, ...]:
+    """An argparse `type`: "1,2,4" -> (1, 2, 4), each a positive whole number."""
+    try:
+        levels = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        levels = ()
+    if not levels or min(levels) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give run counts like 1,2,4,8,16")
+    return levels
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
@@ -143,52 +164,169 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", type=whole_number(1), default=None, help="our vec env's worker count"
     )
+    add_device_arguments(parser)
     parser.add_argument(
-        "--device", type=torch_device, default="cpu", help="torch device (default cpu)"
+        "--concurrency",
+        type=concurrency_levels,
+        default=None,
+        help="runs at once on --device, e.g. 1,2,4,8,16 (default: 1 on cpu, 1,2,4,8,16 on cuda)",
+    )
+    parser.add_argument(
+        "--no-reference", action="store_true", help="skip the stock-Crafter reference timing"
     )
     parser.add_argument("--seed", type=whole_number(0), default=0, help="seed (default 0)")
     add_threads_argument(parser)
 
 
-def _timed_sps(factory: EnvFactory, args: argparse.Namespace, ppo_cfg: PPOConfig) -> float:
-    """Env steps/s over `args.rollouts` rollouts after one untimed warm-up rollout."""
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize(device)
+
+
+def _timed(trainer: Trainer, device: str) -> dict[str, float]:
+    """Wrap the agent's collect and update in timers (synchronised on a GPU)."""
+    agent, seconds = trainer.agent, {"collect": 0.0, "update": 0.0}
+
+    def timed(name: str, fn):
+        def call(*args, **kwargs):
+            _sync(device)
+            start = time.perf_counter()
+            out = fn(*args, **kwargs)
+            _sync(device)
+            seconds[name] += time.perf_counter() - start
+            return out
+
+        return call
+
+    agent.collect = timed("collect", agent.collect)  # type: ignore[method-assign]
+    agent.update = timed("update", agent.update)  # type: ignore[method-assign]
+    return seconds
+
+
+def _peak_mib(device: str) -> float:
+    if device.startswith("cuda"):
+        import torch
+
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _one_run(
+    args: argparse.Namespace, ppo_cfg: PPOConfig, reference: bool, start: Any = None
+) -> dict[str, float]:
+    """One timed run: a warm-up rollout, then `args.rollouts` timed ones. With a
+    `start` barrier, the timed part begins when every concurrent run is warm."""
+    set_torch_threads(args.torch_threads)
+    set_deterministic(args.deterministic)
+    factory = reference_env_factory() if reference else crafter_vec_env_factory(args.workers)
+    model = dataclasses.replace(
+        model_preset(args.model), bf16_autocast=args.bf16, channels_last=args.channels_last
+    )
     with tempfile.TemporaryDirectory() as run_dir:
         trainer = Trainer(
-            model_preset(args.model),
-            ppo_cfg,
-            args.seed,
-            run_dir,
-            args.device,
-            env_factory=factory,
-            agent=args.agent,
+            model, ppo_cfg, args.seed, run_dir, args.device, env_factory=factory, agent=args.agent
         )
         try:
             trainer.train(1, [CrafterConfig()])  # opens the env, warms up torch
-            start = time.perf_counter()
+            if start is not None:
+                start.wait()
+            if args.device.startswith("cuda"):
+                import torch
+
+                torch.cuda.reset_peak_memory_stats(args.device)
+            seconds = _timed(trainer, args.device)
+            begin = time.perf_counter()
             trainer.train(args.rollouts * ppo_cfg.rollout_size, [CrafterConfig()])
-            return args.rollouts * ppo_cfg.rollout_size / (time.perf_counter() - start)
+            wall = time.perf_counter() - begin
         finally:
             trainer.close()
+    steps = args.rollouts * ppo_cfg.rollout_size
+    return {
+        "sps": steps / wall,
+        "wall_s": wall,
+        "steps": steps,
+        "collect_sps": steps / seconds["collect"],
+        "update_sps": steps / seconds["update"],
+        "peak_mib": _peak_mib(args.device),
+    }
+
+
+def _worker(args: argparse.Namespace, ppo_cfg: PPOConfig, start: Any, out: Any) -> None:
+    try:
+        out.put(_one_run(args, ppo_cfg, reference=False, start=start))
+    except BaseException as exc:  # reported in the parent, one line
+        start.abort()
+        out.put({"error": f"{type(exc).__name__}: {exc}"})
+
+
+def _level(args: argparse.Namespace, ppo_cfg: PPOConfig, runs: int) -> dict[str, Any]:
+    """`runs` runs at once, each in its own process; their totals and per-run means."""
+    ctx = mp.get_context("spawn")
+    start, out = ctx.Barrier(runs), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(args, ppo_cfg, start, out)) for _ in range(runs)]
+    for proc in procs:
+        proc.start()
+    results = [out.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    errors = [r["error"] for r in results if "error" in r]
+    if errors:
+        raise ConfigError("concurrency", f"{runs} runs at once failed: {errors[0]}")
+    mean = {k: float(np.mean([r[k] for r in results])) for k in results[0]}
+    return {
+        "runs": runs,
+        "total_sps": round(sum(r["steps"] for r in results) / max(r["wall_s"] for r in results), 1),
+        "collect_sps": round(mean["collect_sps"], 1),
+        "update_sps": round(mean["update_sps"], 1),
+        "peak_mib": round(max(r["peak_mib"] for r in results), 1),
+    }
 
 
 def run(args: argparse.Namespace) -> int:
     set_torch_threads(args.torch_threads)
     if args.rollouts is None:
         args.rollouts = ADConfig().aux_every if args.agent == "ad" else 3
-    ppo_cfg = PPOConfig(num_envs=args.num_envs, num_steps=args.num_steps, checkpoint_every=10**12)
-    ours = _timed_sps(crafter_vec_env_factory(args.workers), args, ppo_cfg)
-    print(f"ours: {ours:.1f} env steps/s ({args.agent}, {args.model})", flush=True)
-    reference = _timed_sps(reference_env_factory(), args, ppo_cfg)
-    print(f"reference (stock crafter.Env, {args.num_envs} subprocesses): {reference:.1f}")
-    print(
-        json.dumps(
-            {
-                "ours_sps": round(ours, 1),
-                "reference_sps": round(reference, 1),
-                "ratio": round(ours / reference, 3),
-                "model": args.model,
-                "agent": args.agent,
-            }
-        )
+    levels = args.concurrency or ((1, 2, 4, 8, 16) if args.device.startswith("cuda") else (1,))
+    ppo_cfg = PPOConfig(
+        num_envs=args.num_envs,
+        num_steps=args.num_steps,
+        minibatches=args.minibatches,
+        checkpoint_every=10**12,
     )
+    memory = "peak GPU memory" if args.device.startswith("cuda") else "peak resident memory"
+    print(f"device: {describe(args.device)}; {args.agent}, {args.model}", flush=True)
+    result: dict[str, Any] = {"device": describe(args.device), "levels": []}
+    for runs in levels:
+        level = _level(args, ppo_cfg, runs) if runs > 1 else _single(args, ppo_cfg)
+        result["levels"].append(level)
+        print(
+            f"{runs:3d} run(s): {level['total_sps']:.1f} env steps/s in all; per run: "
+            f"collect {level['collect_sps']:.1f}, update {level['update_sps']:.1f} "
+            f"samples/s, {memory} {level['peak_mib']:.0f} MiB",
+            flush=True,
+        )
+    ours = result["levels"][0]["total_sps"] if levels[0] == 1 else None
+    result.update(ours_sps=ours, model=args.model, agent=args.agent)
+    if not args.no_reference:
+        cpu_args = argparse.Namespace(**{**vars(args), "device": "cpu"})
+        reference = _one_run(cpu_args, ppo_cfg, reference=True)["sps"]
+        print(f"reference (stock crafter.Env, {args.num_envs} subprocesses, cpu): {reference:.1f}")
+        result["reference_sps"] = round(reference, 1)
+        if ours is not None:
+            result["ratio"] = round(ours / reference, 3)
+    print(json.dumps(result))
     return 0
+
+
+def _single(args: argparse.Namespace, ppo_cfg: PPOConfig) -> dict[str, Any]:
+    """One run in this process (no spawn: the CPU default and the reference's peer)."""
+    r = _one_run(args, ppo_cfg, reference=False)
+    return {
+        "runs": 1,
+        "total_sps": round(r["sps"], 1),
+        "collect_sps": round(r["collect_sps"], 1),
+        "update_sps": round(r["update_sps"], 1),
+        "peak_mib": round(r["peak_mib"], 1),
+    }

@@ -11,6 +11,10 @@ file: OpenAI's from `OPENAI_API_KEY`, any other server's from
 `ENVGEN_COMPATIBLE_API_KEY` (optional), so an OpenAI key is never sent to a third-party
 URL. A key is only ever handed to the SDK: it is not part of any request record, cache
 file or error message (errors are scrubbed of the configured key, whatever its form).
+
+`openai`, `httpx` and `dotenv` are imported where a backend is built or a key read, not
+with this module: a run that replays cached replies or designs nothing (a Crafter-only
+row on a GPU machine) needs none of them installed.
 """
 
 from __future__ import annotations
@@ -22,15 +26,15 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
-
-import httpx
-import openai
-from dotenv import dotenv_values
+from typing import TYPE_CHECKING, Any
 
 from envgen.errors import ConfigError, LLMTransportError
 from envgen.llm.request import ChatRequest, ChatResponse, Usage
 from envgen.llm.schema import DIALECTS
+
+if TYPE_CHECKING:
+    import httpx
+    import openai
 
 LOCAL_MODEL = "smollm2-135m-instruct"  # the alias the local server answers to
 KEY_VARIABLE = "OPENAI_API_KEY"
@@ -128,9 +132,11 @@ def api_key(
 ) -> str | None:
     """The key in `variable` from the environment, else from `env_file`; None when it is
     not set and not `required`."""
-    key = os.environ.get(variable) or (
-        dotenv_values(env_file).get(variable) if env_file.is_file() else None
-    )
+    key = os.environ.get(variable)
+    if not key and env_file.is_file():
+        from dotenv import dotenv_values
+
+        key = dotenv_values(env_file).get(variable)
     if not key and required:
         raise ConfigError(
             variable,
@@ -157,6 +163,8 @@ class OpenAIChat:
             else None
         )
         self._secrets = (key,) if key else ()
+        import openai
+
         self._client = openai.OpenAI(
             api_key=key or NO_KEY,
             base_url=backend.base_url,
@@ -166,6 +174,8 @@ class OpenAIChat:
         )
 
     def __call__(self, request: ChatRequest) -> ChatResponse:
+        import openai
+
         kwargs = {}
         if request.response_format is not None:
             kwargs["response_format"] = dict(request.response_format)

@@ -19,8 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
-import httpx
-
 from envgen.errors import ConfigError
 from envgen.llm.client import LOCAL_MODEL, BackendConfig
 
@@ -129,6 +127,8 @@ class LocalServer:
             self._log_dir = None
 
     def _wait_ready(self) -> None:
+        import httpx  # here: a machine that only trains (a GPU box) need not have it
+
         assert self._process is not None
         deadline = time.monotonic() + self.options.startup_timeout_s
         while time.monotonic() < deadline:

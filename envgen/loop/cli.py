@@ -6,10 +6,11 @@ import argparse
 import contextlib
 from pathlib import Path
 
+from envgen.agents.device import add_device_arguments, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.errors import CacheMissError, ConfigError, EnvGenError
 from envgen.games import game_spec
-from envgen.input_checks import torch_device, whole_number
+from envgen.input_checks import whole_number
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES, MODES, CachedLLM
 from envgen.llm.client import BACKENDS, LOCAL_MODEL, BackendConfig, backend_config
 from envgen.llm.server import running_backend
@@ -65,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--base-url", help="OpenAI-compatible server URL ending in /v1")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
-    parser.add_argument("--device", type=torch_device, default="cpu", help="torch device")
+    add_device_arguments(parser, gpu_options=False)  # bf16, NHWC: the config's own fields
     parser.add_argument(
         "--workers", type=whole_number(1), default=None, help="vec-env worker processes"
     )
@@ -109,7 +110,7 @@ def checked_config(path: Path) -> RunConfig:
     game = game_spec(config.game)
     try:
         ppo = game.ppo_config(config.ppo_overrides)
-        game.model_config(config.model)
+        game.model_config(config.model, **config.gpu_options)
         if config.game == "crafter":  # scored by training episodes (Heist: test episodes)
             check_scored_phase(config.final_steps, ppo.num_envs)
     except ConfigError as exc:
@@ -119,6 +120,7 @@ def checked_config(path: Path) -> RunConfig:
 
 def main(args: argparse.Namespace) -> int:
     set_torch_threads(args.torch_threads)
+    set_deterministic(args.deterministic)
     try:
         config = checked_config(args.config)
         options = RunOptions(args.device, args.workers, args.progress, args.resume)

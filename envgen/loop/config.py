@@ -126,6 +126,17 @@ class RunConfig:
     ppo: tuple[tuple[str, Any], ...] = ()
     """PPO overrides of the game's defaults (Crafter: Table 9; Heist: CleanRL's
     ppo_procgen, `envgen.games`), as sorted (name, value) pairs."""
+    bf16_autocast: bool = False
+    """Forward passes under bfloat16 autocast (`ModelConfig.bf16_autocast`); changes the
+    numbers, hence part of the run's identity."""
+    channels_last: bool = False
+    """Convolutions in NHWC layout (`ModelConfig.channels_last`); other kernels, other
+    float rounding, hence part of the run's identity."""
+
+    @property
+    def gpu_options(self) -> dict[str, bool]:
+        """The network options `GameSpec.model_config` takes."""
+        return {"bf16_autocast": self.bf16_autocast, "channels_last": self.channels_last}
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -215,8 +226,9 @@ class RunConfig:
     # --- identity ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Every field; `designer` only when not the LLM, `agent` only when not PPO and
-        `heuristic_first_set` only when not "initial_set", so that configs written before
-        these existed keep their hash (their run directories and LLM slots)."""
+        `heuristic_first_set` only when not "initial_set" and the GPU options only when on,
+        so that configs written before these existed keep their hash (their run
+        directories and LLM slots)."""
         out = dataclasses.asdict(self)
         out["ppo"] = dict(self.ppo)
         if out["designer"] == "llm":
@@ -225,6 +237,9 @@ class RunConfig:
             del out["heuristic_first_set"]
         if out["agent"] == "ppo":
             del out["agent"]
+        for name in ("bf16_autocast", "channels_last"):
+            if not out[name]:
+                del out[name]
         return out
 
     def config_hash(self) -> str:

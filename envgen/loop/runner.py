@@ -188,7 +188,7 @@ def execute_run(
     paths.write_config(config, seed)
     torch.manual_seed(derive_seed(seed, "torch"))
     trainer = Trainer(
-        game.model_config(config.model),
+        game.model_config(config.model, **config.gpu_options),
         game.ppo_config(config.ppo_overrides),
         seed,
         paths.root,

@@ -90,9 +90,7 @@ def commit_finished(
     count = 0
     for job in seed_order(plan):
         run_dir = job_dir(job, runs_root)
-        if is_finished(run_dir, version_of(job, versions)) and not is_committed(
-            run_dir, repo
-        ):
+        if is_finished(run_dir, version_of(job, versions)) and not is_committed(run_dir, repo):
             count += hook(JobResult(job.key, DONE, str(run_dir)))
     return count
 

@@ -5,18 +5,31 @@ A job whose attempt failed is retried up to `ExecutorConfig.retries` more times;
 not-recorded jobs are not retried (only recording the reply fixes them). Finished
 runs are skipped inside `run_job`, so a killed executor run, started again, only
 does the jobs that had not finished.
+
+On a GPU, runs share a card by memory (`envgen.pipeline.gpu_plan`): the local executor
+starts no more runs than the card's memory holds (every run trains on the profile's one
+device); Ray tasks declare the share of a GPU their memory takes, so Ray never packs more
+onto a card. `gpus_per_run` > 0 can only lower the number of runs per GPU.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import math
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from envgen.errors import ConfigError
+from envgen.pipeline.gpu_plan import (
+    DEFAULT_RESERVE_GIB,
+    GIB,
+    card_memory,
+    largest_run,
+    runs_per_gpu,
+)
 from envgen.pipeline.jobs import FAILED, JobResult, Settings, job_dir, run_job
 from envgen.pipeline.plan import Job, RandomJob
 
@@ -35,7 +48,13 @@ class ExecutorConfig:
     env_workers: int = 1
     """Vec-env worker processes per run; also the CPUs each run declares to Ray."""
     gpus_per_run: float = 0.0
-    """GPUs each run declares (fractions share a GPU); 0 on CPU."""
+    """GPUs each run declares at least (fractions share a GPU); 0 = the share its memory
+    estimate takes of a card (`gpu_plan`), and nothing on CPU."""
+    gpu_memory_gib: float = 0.0
+    """Memory of each GPU to plan with; 0 = the free memory torch reports on this
+    machine's GPU, or 80 GiB (an H100/A100 80 GB) where none is visible (a Ray head)."""
+    gpu_reserve_gib: float = DEFAULT_RESERVE_GIB
+    """GPU memory left free on each card (other processes, fragmentation)."""
     retries: int = 1
     """Further attempts of a failed job."""
     ray_address: str | None = None
@@ -49,18 +68,25 @@ class ExecutorConfig:
                 raise ConfigError(f"execution.{name}", "must be >= 0")
         if self.env_workers < 1:
             raise ConfigError("execution.env_workers", "must be >= 1")
-        if self.gpus_per_run < 0:
-            raise ConfigError("execution.gpus_per_run", "must be >= 0")
+        for name in ("gpus_per_run", "gpu_memory_gib", "gpu_reserve_gib"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"execution.{name}", "must be >= 0")
 
-    def local_workers(self, cores: int, gpus: int) -> int:
+    def local_workers(self, cores: int, gpus: int, runs_per_gpu: int | None = None) -> int:
         """Parallel runs on one machine: each run takes `env_workers` cores (its learner
-        alternates with its env workers) and `gpus_per_run` GPUs."""
-        if self.workers:
-            return self.workers
-        by_cpu = max(1, cores // self.env_workers)
-        if self.gpus_per_run > 0:
-            return max(1, min(by_cpu, int(gpus / self.gpus_per_run)))
-        return by_cpu
+        alternates with its env workers) unless `workers` fixes the number; on a GPU, no
+        more than one card holds (`runs_per_gpu` by memory, 1 / `gpus_per_run` if set):
+        every local run trains on the profile's one device."""
+        runs = self.workers or max(1, cores // self.env_workers)
+        if gpus and self.gpus_per_run > 0:
+            runs = min(runs, max(1, int(1 / self.gpus_per_run)))
+        if gpus and runs_per_gpu is not None:
+            runs = min(runs, runs_per_gpu)
+        return runs
+
+    def gpu_share(self, runs_per_gpu: int) -> float:
+        """The GPUs one Ray task declares: its memory's share, or `gpus_per_run` if more."""
+        return max(self.gpus_per_run, math.ceil(1000 / runs_per_gpu) / 1000)
 
 
 def execute(
@@ -99,9 +125,25 @@ Report = Callable[[JobResult], None]  # called with each result as it arrives
 Runner = Callable[[Sequence[AnyJob], Settings, Report], list[JobResult]]  # results in job order
 
 
+def gpu_fit(
+    jobs: Sequence[AnyJob], settings: Settings, config: ExecutorConfig, log: Callable = print
+) -> int | None:
+    """Runs of `jobs` one GPU holds by memory (None when they train on the CPU)."""
+    if not settings.device.startswith("cuda"):
+        return None
+    largest = largest_run([job.config for job in jobs if isinstance(job, Job)])
+    if largest is None:
+        return None
+    card, source = card_memory(config.gpu_memory_gib, settings.device)
+    fit = runs_per_gpu(largest.total, card, int(config.gpu_reserve_gib * GIB))
+    log(f"[pipeline] GPU: {largest.describe()}; {fit} per GPU of {source}")
+    return fit
+
+
 def _local_runner(config: ExecutorConfig) -> Runner:
     def run(jobs: Sequence[AnyJob], settings: Settings, report: Report) -> list[JobResult]:
-        workers = min(len(jobs), config.local_workers(_cores(), _gpus()))
+        fit = gpu_fit(jobs, settings, config)
+        workers = min(len(jobs), config.local_workers(_cores(), _gpus(), fit))
         context = multiprocessing.get_context("spawn")  # torch and forked workers do not mix
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
             futures = {pool.submit(run_job, job, settings): job for job in jobs}
@@ -132,7 +174,9 @@ def _ray_runner(config: ExecutorConfig) -> Runner:
                 ray.init(address=config.ray_address, runtime_env=_ray_runtime_env())
             else:
                 ray.init(num_cpus=_cores(), num_gpus=_gpus(), runtime_env=_ray_runtime_env())
-        task = ray.remote(num_cpus=config.env_workers, num_gpus=config.gpus_per_run)(run_job)
+        fit = gpu_fit(jobs, settings, config)
+        gpus = config.gpu_share(fit) if fit is not None else config.gpus_per_run
+        task = ray.remote(num_cpus=config.env_workers, num_gpus=gpus)(run_job)
         remote_settings = _absolute(settings)
         refs = {task.options(max_retries=0).remote(job, remote_settings): job for job in jobs}
         done: dict[tuple[str, int], JobResult] = {}

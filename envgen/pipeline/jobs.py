@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from envgen.agents.device import set_deterministic
 from envgen.errors import CacheMissError, LLMResponseError, LLMTransportError
 from envgen.llm.budget import Budget
 from envgen.llm.cache import CachedLLM
@@ -92,6 +93,8 @@ class Settings:
     """Vec-env worker processes per run."""
     torch_threads: int = 1
     """Torch intra-op threads per run (part of the profile: float sums depend on it)."""
+    deterministic: bool = False
+    """Deterministic GPU kernels (`envgen.agents.device.set_deterministic`); no CPU effect."""
     llm: LLMSpec = LLMSpec()
     """LLM cache access."""
 
@@ -120,6 +123,7 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
     """Run one job (see the module docstring); safe to call again after a kill."""
     run_dir = job_dir(job, settings.runs_root)
     torch.set_num_threads(settings.torch_threads)
+    set_deterministic(settings.deterministic)
     version = settings.versions[job_game(job)]
     try:
         _drop_if_stale(run_dir, version)

@@ -34,6 +34,8 @@ STEP_FIELDS: tuple[str, ...] = (
 )
 # The largest step count of any row in the paper: Table 8's 25M Heist steps.
 LARGEST_PAPER_STEPS = 25_000_000
+# Profile fields a profile may leave out (their defaults: off); every other one is required.
+OPTIONAL_FIELDS = frozenset({"deterministic", "bf16_autocast", "channels_last"})
 # Profile fields a `games.<game>` section sets for that game's rows (all of them).
 GAME_FIELDS: tuple[str, ...] = (
     "step_scale",
@@ -97,6 +99,14 @@ class Profile:
     "authors"; a row's own non-default value wins."""
     games: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     """Per game other than Crafter: its `GAME_FIELDS` as sorted (name, value) pairs."""
+    deterministic: bool = False
+    """Deterministic GPU kernels, TF32 off (`envgen.agents.device.set_deterministic`):
+    a GPU repeats its numbers run after run; no effect on the CPU (optional key)."""
+    bf16_autocast: bool = False
+    """Forward passes under bfloat16 autocast (GPU speed; other numbers, other run
+    hashes; optional key)."""
+    channels_last: bool = False
+    """Convolutions in NHWC layout (GPU speed; other run hashes; optional key)."""
     game: str = "crafter"
     """The game whose rows this profile budgets (`for_game` sets it)."""
 
@@ -221,6 +231,8 @@ class Profile:
         changes.update(
             initial_set=initial_set if config.uses_designer else 0,
             model=budget.model,
+            bf16_autocast=self.bf16_autocast,
+            channels_last=self.channels_last,
             ppo=dict(budget.ppo),
             eval_episodes=budget.eval_episodes,
             validation_steps=self.validation_steps,
@@ -254,7 +266,7 @@ def load_profile(params: Mapping[str, Any], name: str | None = None) -> Profile:
     unknown = sorted(set(data) - fields)
     if unknown:
         raise unknown_key(f"profiles.{name}.{unknown[0]}", unknown[0], fields)
-    missing = sorted(fields - set(data))
+    missing = sorted(fields - set(data) - OPTIONAL_FIELDS)
     if missing:
         raise ConfigError(f"profiles.{name}.{missing[0]}", "missing; every profile sets it")
     check_types(Profile, data, f"profiles.{name}.")

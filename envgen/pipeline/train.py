@@ -35,6 +35,7 @@ from envgen.llm.accounting import PRICES_PER_M_TOKENS
 from envgen.llm.budget import estimate_usd, run_calls
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES
 from envgen.llm.client import LOCAL_MODEL, backend_config
+from envgen.pipeline import gpu_plan
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.jobs import FAILED, LLMSpec, Settings
 from envgen.pipeline.plan import Job, RandomJob, TablePlan, load_table, plan_table
@@ -57,7 +58,7 @@ def executor_config(params: dict[str, Any]) -> ExecutorConfig:
     execution = params.get("execution") or {}
     if not isinstance(execution, dict):
         raise ConfigError("execution", "must be a mapping of setting: value")
-    allowed = {"workers", "env_workers", "gpus_per_run", "retries", "ray_address"}
+    allowed = {f.name for f in dataclasses.fields(ExecutorConfig)} - {"kind"}
     unknown = sorted(set(execution) - allowed)
     if unknown:
         raise unknown_key(f"execution.{unknown[0]}", unknown[0], allowed)
@@ -203,12 +204,56 @@ def check_device(profile: Profile, executor: ExecutorConfig) -> None:
         )
 
 
-def plan_summary(plans: Sequence[TablePlan], profile: Profile) -> str:
-    """Runs and env steps per table and in all (a run shared by tables counted once)."""
+def plan_summary(
+    plans: Sequence[TablePlan],
+    profile: Profile,
+    executor: ExecutorConfig | None = None,
+    gpu_sps: float | None = None,
+) -> str:
+    """Runs and env steps per table and in all (a run shared by tables counted once);
+    for a GPU profile, runs per GPU and GPU-hours (estimates, `envgen.pipeline.gpu_plan`)."""
     lines = [f"profile {profile.name!r} (device {profile.device}):"]
     lines += [f"  {plan.table:12s} {_budget(plan.jobs)}" for plan in plans]
     lines.append(f"  {'distinct':12s} {_budget(distinct_jobs(plans))}")
+    if profile.device.startswith("cuda"):
+        lines += gpu_summary(distinct_jobs(plans), executor or ExecutorConfig(), gpu_sps)
     return "\n".join(lines)
+
+
+def gpu_summary(
+    jobs: Sequence[Job | RandomJob], executor: ExecutorConfig, gpu_sps: float | None
+) -> list[str]:
+    """Runs per GPU by memory and GPU-hours per network, from the estimates of gpu_plan."""
+    configs = [job.config for job in jobs if isinstance(job, Job)]
+    largest = gpu_plan.largest_run(configs)
+    if largest is None:
+        return []
+    card, source = gpu_plan.card_memory(executor.gpu_memory_gib)
+    fit = gpu_plan.runs_per_gpu(largest.total, card, int(executor.gpu_reserve_gib * gpu_plan.GIB))
+    if executor.gpus_per_run > 0:
+        fit = min(fit, max(1, int(1 / executor.gpus_per_run)))
+    reserve = int(executor.gpu_reserve_gib * gpu_plan.GIB)
+    lines = [f"  GPU card: {source}, {executor.gpu_reserve_gib:g} GiB kept free"]
+    for kind in sorted({(c.game, c.model, c.agent) for c in configs}):
+        memory = gpu_plan.largest_run([c for c in configs if (c.game, c.model, c.agent) == kind])
+        assert memory is not None
+        alone = gpu_plan.runs_per_gpu(memory.total, card, reserve)
+        lines.append(f"  {'/'.join(kind)}: {alone} runs per GPU; {memory.describe()}")
+    lines.append(f"  runs per GPU when these rows run together: {fit} (the largest run's)")
+    total = 0.0
+    for model in sorted({c.model for c in configs}):
+        steps = sum(c.total_steps for c in configs if c.model == model)
+        ad_steps = sum(c.total_steps for c in configs if c.model == model and c.agent == "ad")
+        hours = gpu_plan.gpu_hours(steps, ad_steps, model, gpu_sps)
+        rate = gpu_sps or gpu_plan.ASSUMED_GPU_SPS.get(model, gpu_plan.ASSUMED_GPU_SPS["paper"])
+        total += hours
+        lines.append(
+            f"  GPU-hours, {model} network: {hours:,.0f} ({steps / 1e6:,.1f}M env steps at "
+            f"{rate:,.0f} per GPU-second)"
+        )
+    where = "measured (--gpu-sps)" if gpu_sps else "ASSUMED throughput, not measured"
+    lines.append(f"  GPU-hours in all: {total:,.0f} ({where}; docs/pipeline.md, 'GPU plan')")
+    return lines
 
 
 def distinct_jobs(plans: Sequence[TablePlan]) -> list[Job | RandomJob]:
@@ -256,6 +301,7 @@ def job_settings(
         device=profile.device,
         env_workers=executor.env_workers,
         torch_threads=profile.torch_threads,
+        deterministic=profile.deterministic,
         llm=llm,
     )
 
@@ -299,7 +345,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "requests only, for same-machine audits (docs/llm.md, 'Replay modes')",
     )
     parser.add_argument(
-        "--plan", action="store_true", help="print the runs and env steps; train nothing"
+        "--plan",
+        action="store_true",
+        help="print the runs and env steps (a GPU profile: runs per GPU, GPU-hours); train nothing",
+    )
+    parser.add_argument(
+        "--gpu-sps",
+        type=float,
+        help="--plan: measured env steps/s of one GPU with its runs together "
+        "(`envgen bench train --device cuda`), instead of the assumed figure",
     )
     args = parser.parse_args(argv)
     if args.runs_root is None and not args.plan:
@@ -312,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         plans = [table_plan(path, profile) for path in args.tables]
         check_outputs([*args.out, *args.metrics, *args.plots])
         if args.plan:
-            print(plan_summary(plans, profile))
+            print(plan_summary(plans, profile, executor, args.gpu_sps))
             return 0
         record = recording_spec(args)
         if record is not None:

@@ -6,10 +6,13 @@ procgen's C entry points (`get_state(env, i, buf, n)`, `set_state(env, i, buf, n
 vecgame.cpp) directly. `set_state` re-renders that game's observation into the engine's
 buffers, so `observe` hands out views of gym3's buffers (`CEnv._rew`, `_ob`, `_first`)
 and the caller copies once, after its edits, instead of gym3 copying every frame twice.
+
+procgen is imported when an engine starts, not with this module: the pipeline imports the
+game registry (and Heist's action count) in every job, and a Crafter-only machine need
+not have procgen installed.
 """
 
 import numpy as np
-from procgen import ProcgenGym3Env
 
 from envgen.envs.heist.config import MODES
 from envgen.envs.heist.state import MAX_STATE_BYTES
@@ -24,6 +27,8 @@ class Engine:
     def __init__(self, num: int, mode: str, seed: int, num_threads: int = 4):
         if mode not in MODES:
             raise ValueError(f"distribution mode {mode!r}: allowed values: {', '.join(MODES)}")
+        from procgen import ProcgenGym3Env
+
         self.num = num
         self.mode = mode
         self.env = ProcgenGym3Env(

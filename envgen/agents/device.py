@@ -1,0 +1,84 @@
+"""The torch device of a run and how exactly it computes (`deterministic`).
+
+One default across `envgen train`, `envgen run` and `envgen bench train`: the CPU unless
+`--device` names another (a GPU is never picked behind the user's back; a profile's
+`device` says it for the pipeline).
+
+`set_deterministic(True)` makes a GPU repeat its numbers, run after run, on the same GPU
+model, driver, CUDA and torch (docs/agent.md, "On a GPU"): cuDNN picks deterministic
+algorithms and no benchmark search, TF32 is off for matmuls and convolutions (exact
+float32, as on the CPU), every op must use a deterministic kernel
+(`torch.use_deterministic_algorithms`; an op without one raises instead of silently
+varying) and cuBLAS gets the fixed workspace that requires (`CUBLAS_WORKSPACE_CONFIG`).
+On the CPU nothing changes: its kernels are deterministic already and every number is
+the same with the setting on or off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from envgen.input_checks import torch_device
+
+DEFAULT_DEVICE = "cpu"
+DEVICE_HELP = "torch device: cpu (the default), cuda or cuda:N"
+CUBLAS_WORKSPACE = ":4096:8"  # NVIDIA's documented setting for deterministic cuBLAS
+
+
+def add_device_arguments(parser: argparse.ArgumentParser, gpu_options: bool = True) -> None:
+    """--device (cpu unless given), --deterministic and, where the command builds a
+    network, --bf16 and --channels-last (`ModelConfig`'s GPU options)."""
+    parser.add_argument("--device", type=torch_device, default=DEFAULT_DEVICE, help=DEVICE_HELP)
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="deterministic GPU kernels and TF32 off: a GPU repeats its numbers (CPU: no effect)",
+    )
+    if gpu_options:
+        parser.add_argument(
+            "--bf16", action="store_true", help="bfloat16 autocast of forward passes (GPU speed)"
+        )
+        parser.add_argument(
+            "--channels-last", action="store_true", help="NHWC convolutions (GPU speed)"
+        )
+
+
+def set_deterministic(on: bool) -> None:
+    """Switch deterministic GPU computation on (see the module docstring) or back to
+    torch's defaults (cuDNN TF32 convolutions, heuristic algorithm choice)."""
+    import torch
+
+    if on:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
+    torch.backends.cudnn.deterministic = on
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = not on
+    torch.use_deterministic_algorithms(on)
+
+
+def determinism_state() -> dict[str, Any]:
+    """The settings `set_deterministic` controls, as they are now (for run records)."""
+    import torch
+
+    return {
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_deterministic": torch.backends.cudnn.deterministic,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+        "tf32_cudnn": torch.backends.cudnn.allow_tf32,
+        "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+    }
+
+
+def describe(device: Any) -> str:
+    """ "cpu" or the GPU's name, e.g. "cuda:0 (NVIDIA H100 80GB HBM3)"."""
+    import torch
+
+    device = torch.device(device)
+    if device.type != "cuda":
+        return device.type
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return f"cuda:{index} ({torch.cuda.get_device_name(index)})"

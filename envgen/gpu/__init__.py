@@ -1,0 +1,120 @@
+"""`envgen gpu check|bench|run|import`: drive a GPU machine with no network, jobs of at most
+10 minutes, a small working tree sent in and a few small files sent back.
+
+On the GPU machine (its own torch, plus the wheels docs/pipeline.md lists):
+    envgen gpu check --out $OUT                       # versions, device tests, tiny runs
+    envgen gpu bench --out $OUT                       # env steps/s at 1..16 runs per GPU
+    envgen gpu run paper replication/table1.yaml --row PPO --store /scratch/runs --out $OUT
+        (again and again: each call trains at most --budget-min minutes, then packs the
+        runs finished so far into at most 8 files of at most 16 MiB in $OUT)
+Back home:
+    envgen gpu import runs-*.tar.gz --runs-root results/runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from envgen.errors import ConfigError
+from envgen.input_checks import whole_number
+
+BUDGET_MIN = 9.0  # a call's wall-clock budget: the job limit is 10 minutes
+PACK_RESERVE_S = 45.0  # of the budget (a quarter at most), kept for stopping and packing
+
+
+def _run(args: argparse.Namespace) -> int:
+    from envgen.gpu.archive import pack_runs
+    from envgen.gpu.chunk import check_store, run_chunk
+
+    started = time.monotonic()
+    if args.budget_min <= 0 or args.budget_min > BUDGET_MIN:
+        raise ConfigError("--budget-min", f"give (0, {BUDGET_MIN:g}] minutes")
+    args.store = check_store(args.store)
+    budget_s = args.budget_min * 60 - min(PACK_RESERVE_S, args.budget_min * 15)
+    outcome = run_chunk(args, budget_s)
+    written, notes = pack_runs(args.store, args.out)
+    for line in notes:
+        print(f"[gpu run] {line}")
+    took = time.monotonic() - started
+    print(
+        f"[gpu run] training {outcome} after {took:.0f} s; packed {len(written)} file(s) "
+        f"into {args.out}" + ("; call again to continue" if outcome == "budget" else "")
+    )
+    return 0 if outcome in ("done", "budget") else 1
+
+
+def _import(args: argparse.Namespace) -> int:
+    from envgen.gpu.archive import import_archives
+
+    for line in import_archives(args.archives, args.runs_root):
+        print(f"[gpu import] {line}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from envgen.gpu.check import check
+
+    return check(args)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from envgen.gpu.check import bench
+
+    return bench(args)
+
+
+def _device_args(parser: argparse.ArgumentParser, model: str = "paper") -> None:
+    from envgen.input_checks import torch_device
+
+    parser.add_argument("--device", type=torch_device, default="cuda", help="default cuda")
+    parser.add_argument("--model", default=model, help=f"network preset (default {model})")
+    parser.add_argument("--out", type=Path, required=True, help="folder of files sent back")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "gpu",
+        help="drive an offline GPU machine: check, bench, run in chunks, import",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="gpu_command", metavar="COMMAND", required=True)
+
+    check = sub.add_parser("check", help="versions, device tests, tiny PPO/AD runs, kill+resume")
+    _device_args(check)
+    check.add_argument(
+        "--steps", type=whole_number(128), default=1024, help="tiny run length (AD's aux: 1024)"
+    )
+    check.add_argument("--no-device-tests", action="store_true", help="skip the pytest step")
+    check.set_defaults(func=_check)
+
+    bench = sub.add_parser("bench", help="envgen bench train for PPO and AD on the device")
+    _device_args(bench)
+    bench.add_argument("--concurrency", default="1,2,4,8,16", help="runs at once per level")
+    bench.add_argument("--rollouts", type=whole_number(1), default=None)
+    bench.add_argument("--deterministic", action="store_true")
+    bench.add_argument("--tiny", action="store_true", help="2 envs x 16 steps (a smoke test)")
+    bench.set_defaults(func=_bench)
+
+    run = sub.add_parser("run", help="train a profile's rows for at most --budget-min, then pack")
+    run.add_argument("profile", help="a profile of params.yaml (e.g. paper)")
+    run.add_argument("tables", type=Path, nargs="+", help="replication/*.yaml files")
+    run.add_argument("--row", action="append", help="only this row (repeatable; default all)")
+    run.add_argument("--seeds", help="only these seeds, e.g. 0,1,2 (default the profile's)")
+    run.add_argument("--store", type=Path, required=True, help="run store outside the repo")
+    run.add_argument("--out", type=Path, required=True, help="folder of files sent back")
+    run.add_argument("--params", type=Path, default=Path("params.yaml"))
+    run.add_argument(
+        "--budget-min",
+        type=float,
+        default=BUDGET_MIN,
+        help=f"wall-clock minutes of this call, packing included (default {BUDGET_MIN:g})",
+    )
+    run.set_defaults(func=_run)
+
+    imp = sub.add_parser("import", help="unpack returned runs into the run store")
+    imp.add_argument("archives", type=Path, nargs="+", help="runs-NN.tar.gz files")
+    imp.add_argument("--runs-root", type=Path, default=Path("results/runs"))
+    imp.set_defaults(func=_import)

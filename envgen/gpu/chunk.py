@@ -1,0 +1,115 @@
+"""Train a profile's rows for at most a wall-clock budget, resumable the next time.
+
+`run_chunk` starts the training in a child process (its own session) and ends it, and
+every process it started, when the budget is spent. Runs continue from their latest
+checkpoint in the next call (`execute_run` resumes; a checkpoint is atomic, so a kill
+while one is written leaves the previous one). The child is `python -m envgen.gpu.chunk`:
+the rows' jobs, planned from the replication files under the profile and filtered by row
+name and seed, through the pipeline's executor into the run store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from envgen.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+GRACE_S = 15.0  # after SIGTERM, before SIGKILL
+
+
+def check_store(store: Path) -> Path:
+    """The run store, refused inside the repository (the working tree sent in is small
+    and read-only in spirit; runs live beside it)."""
+    store = store.resolve()
+    if store == REPO or REPO in store.parents:
+        raise ConfigError(
+            "--store", f"{store} is inside the repository {REPO}; give a path outside"
+        )
+    store.mkdir(parents=True, exist_ok=True)
+    return store
+
+
+def child_command(args: argparse.Namespace) -> list[str]:
+    cmd = [sys.executable, "-m", "envgen.gpu.chunk", args.profile, *map(str, args.tables)]
+    cmd += ["--store", str(args.store), "--params", str(args.params)]
+    for row in args.row or ():
+        cmd += ["--row", row]
+    if args.seeds:
+        cmd += ["--seeds", args.seeds]
+    return cmd
+
+
+def run_chunk(args: argparse.Namespace, budget_s: float) -> str:
+    """Train until done or `budget_s` seconds; returns "done", "budget" or "failed (rc)"."""
+    child = subprocess.Popen(child_command(args), start_new_session=True)
+    try:
+        rc = child.wait(timeout=max(budget_s, 1.0))
+    except subprocess.TimeoutExpired:
+        _stop(child)
+        return "budget"
+    return "done" if rc == 0 else f"failed ({rc})"
+
+
+def _stop(child: subprocess.Popen) -> None:
+    """SIGTERM the child's session, then SIGKILL what is left after `GRACE_S`."""
+    for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, 30.0)):
+        try:
+            os.killpg(child.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            child.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        time.sleep(0.5)  # pool workers of the session end with their parent
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The child: plan, filter, execute (`envgen gpu run` starts it)."""
+    from envgen.pipeline.executor import execute
+    from envgen.pipeline.jobs import FAILED, LLMSpec
+    from envgen.pipeline.train import distinct_jobs, job_settings, load_settings, table_plan
+
+    parser = argparse.ArgumentParser(prog="python -m envgen.gpu.chunk")
+    parser.add_argument("profile")
+    parser.add_argument("tables", type=Path, nargs="+")
+    parser.add_argument("--store", type=Path, required=True)
+    parser.add_argument("--params", type=Path, default=REPO / "params.yaml")
+    parser.add_argument("--row", action="append")
+    parser.add_argument("--seeds")
+    args = parser.parse_args(argv)
+    profile, executor = load_settings(args.params, args.profile)
+    plans = [table_plan(path, profile) for path in args.tables]
+    rows = set(args.row or ())
+    seeds = {int(s) for s in args.seeds.split(",")} if args.seeds else None
+    jobs = [
+        job
+        for plan in plans
+        for row in plan.rows
+        if not rows or row.name in rows
+        for job in row.jobs
+        if seeds is None or job.seed in seeds
+    ]
+    jobs = distinct_jobs([_Jobs(jobs)])
+    llm = LLMSpec("replay", str(REPO / "data" / "llm_cache"))
+    results = execute(jobs, job_settings(profile, executor, args.store, llm), executor)
+    return 1 if any(r.status == FAILED for r in results.values()) else 0
+
+
+class _Jobs:
+    """The shape `distinct_jobs` reads (a plan's `jobs`)."""
+
+    def __init__(self, jobs):
+        self.jobs = jobs
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""How many runs share one GPU, and how many GPU-hours a plan takes (estimates, stated).
+
+Memory of one run on its GPU (`run_memory`), from the run's network, agent and batch sizes:
+
+- the CUDA context and torch's kernels of its process, `CONTEXT_GIB` (assumed);
+- static state: weights, gradients and Adam moments, 16 bytes per parameter for PPO; AD
+  keeps three Adam optimisers and a frozen copy for its auxiliary phase, 36 bytes;
+- buffers: the rollout (uint8 observations and a few floats per step); AD adds its
+  auxiliary buffer of `aux_every` rollouts and its memories;
+- saved activations at the largest batch one backward pass sees, times `HEADROOM` for the
+  caching allocator and cuDNN workspaces. The bytes saved per observation are measured
+  here, on the CPU, with `torch.autograd.graph.saved_tensors_hooks` over a real forward
+  and loss of the network (`activation_bytes_per_row`). PPO's batch is a minibatch,
+  rollout / minibatches observations (paper: 512); AD's auxiliary batches see 3
+  observations per element (the matching loss encodes the anchor's before and after
+  images and the regulariser's step, all with gradients), `3 x ADConfig.batch_size`
+  (1,536), which is why AD needs about 3 times PPO's memory.
+
+`runs_per_gpu` fits as many such runs as the card's memory less a reserve holds, at least
+one. GPU-hours of a plan divide its env steps by a per-GPU throughput: measured where
+given (`--gpu-sps`, from `envgen bench train --device cuda --concurrency ...`), else the
+`ASSUMED_GPU_SPS` figure, an assumption labelled as such until measured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+
+from envgen.agents.config import ADConfig, ModelConfig, PPOConfig
+from envgen.agents.networks import OBS_SHAPE
+
+GIB = 2**30
+CONTEXT_GIB = 0.5  # CUDA context + kernels per process (assumed)
+HEADROOM = 1.25  # caching allocator and cuDNN workspace over the saved activations
+DEFAULT_CARD_GIB = 80.0  # planning size where no GPU is visible (an 80 GB H100 or A100)
+DEFAULT_RESERVE_GIB = 4.0  # left free on each GPU
+AD_ROWS_PER_AUX_ELEMENT = 3  # matching: before + after + regulariser step, with gradients
+# Env steps/s of all runs on one GPU together, by network: ASSUMED, not measured (no GPU
+# has run this code yet). The paper network costs about 9 GFLOP per env step with its
+# 3 PPO epochs (`envgen train --help`); 2,000 steps/s is 18 TFLOP/s of float32 work.
+ASSUMED_GPU_SPS = {"paper": 2_000.0, "impala-small": 10_000.0, "nature": 20_000.0}
+AD_COST = 3.0  # AD's env step costs this many PPO steps of GPU time (assumed)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunMemory:
+    """Bytes one run holds on its GPU, by part."""
+
+    parameters: int
+    static: int
+    buffers: int
+    activations: int
+    rows: int
+
+    @property
+    def total(self) -> int:
+        return int(CONTEXT_GIB * GIB + self.static + self.buffers + HEADROOM * self.activations)
+
+    def describe(self) -> str:
+        return (
+            f"{self.total / GIB:.1f} GiB a run ({self.parameters / 1e6:.1f}M parameters, "
+            f"{self.rows} observations per backward pass: {self.activations / GIB:.1f} GiB "
+            f"saved activations x {HEADROOM}, {CONTEXT_GIB} GiB context)"
+        )
+
+
+@functools.lru_cache(maxsize=16)
+def activation_bytes_per_row(model_cfg: ModelConfig, agent: str) -> tuple[int, int]:
+    """(bytes autograd saves per observation in a loss's backward, parameter count),
+    measured on the CPU as the difference between batches of 2 and 4 observations
+    (weights, saved too, cancel out)."""
+    import torch
+
+    from envgen.agents.ad_networks import ADActorCritic
+    from envgen.agents.networks import ActorCritic
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = (ADActorCritic if agent == "ad" else ActorCritic)(model_cfg)
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+
+    def saved(batch: int) -> int:
+        storages: dict[int, int] = {}
+
+        def pack(t: torch.Tensor) -> torch.Tensor:
+            storage = t.untyped_storage()
+            if storage.data_ptr() not in params:
+                storages[storage.data_ptr()] = storage.nbytes()
+            return t
+
+        obs = torch.zeros((batch, *OBS_SHAPE), dtype=torch.uint8)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            logprobs, value = model(obs)
+            loss = logprobs.mean() + value.mean()
+        loss.backward()
+        return sum(storages.values())
+
+    return (saved(4) - saved(2)) // 2, sum(p.numel() for p in model.parameters())
+
+
+def run_memory(
+    model_cfg: ModelConfig, ppo: PPOConfig, agent: str = "ppo", ad: ADConfig | None = None
+) -> RunMemory:
+    """The estimate of the module docstring for one run."""
+    per_row, parameters = activation_bytes_per_row(model_cfg, agent)
+    obs_bytes = int(np.prod(OBS_SHAPE))
+    rollout = ppo.rollout_size * (obs_bytes + 6 * 4)
+    rows = ppo.rollout_size // ppo.minibatches
+    static = 16 * parameters
+    if agent == "ad":
+        ad = ad or ADConfig()
+        hidden = model_cfg.hidden_size * 4
+        rollout += (ppo.rollout_size + ppo.num_envs) * hidden
+        rollout += ad.aux_every * ppo.rollout_size * (obs_bytes + hidden + 5 * 4)
+        rows = max(rows, AD_ROWS_PER_AUX_ELEMENT * ad.batch_size)
+        static = 36 * parameters
+    return RunMemory(parameters, static, rollout, per_row * rows, rows)
+
+
+def runs_per_gpu(per_run: int, card_bytes: int, reserve_bytes: int) -> int:
+    """Runs whose estimates fit in the card less the reserve; at least one."""
+    return max(1, (card_bytes - reserve_bytes) // per_run)
+
+
+def card_memory(gib: float, device: str = "cuda") -> tuple[int, str]:
+    """(bytes to plan with, where the figure comes from): `gib` when given, else the free
+    memory torch reports on this machine's GPU, else `DEFAULT_CARD_GIB`."""
+    if gib > 0:
+        return int(gib * GIB), f"{gib:g} GiB (execution.gpu_memory_gib)"
+    import torch
+
+    if torch.cuda.is_available():
+        index = torch.device(device).index or 0
+        free, total = torch.cuda.mem_get_info(index)
+        return free, f"{free / GIB:.1f} GiB free of {total / GIB:.1f} GiB on cuda:{index}"
+    return int(DEFAULT_CARD_GIB * GIB), f"{DEFAULT_CARD_GIB:g} GiB (no GPU here: assumed card)"
+
+
+def gpu_hours(steps: float, ad_steps: float, model: str, sps: float | None) -> float:
+    """GPU-hours of `steps` env steps of `model` runs, `ad_steps` of them AD's (each
+    costing `AD_COST`), at `sps` env steps/s per GPU (None: `ASSUMED_GPU_SPS`)."""
+    rate = sps if sps is not None else ASSUMED_GPU_SPS.get(model, ASSUMED_GPU_SPS["paper"])
+    return (steps + (AD_COST - 1.0) * ad_steps) / rate / 3600
+
+
+def fraction_of_gpu(per_run: int, card_bytes: int, reserve_bytes: int) -> float:
+    """The GPU share one run declares to Ray: 1 / runs_per_gpu, rounded up to 1/1000."""
+    return math.ceil(1000 / runs_per_gpu(per_run, card_bytes, reserve_bytes)) / 1000
+
+
+def job_memory(config) -> RunMemory:
+    """`run_memory` of a pipeline run config (`envgen.loop.config.RunConfig`)."""
+    from envgen.games import game_spec
+
+    game = game_spec(config.game)
+    model = game.model_config(config.model, **config.gpu_options)
+    return run_memory(model, game.ppo_config(config.ppo_overrides), config.agent)
+
+
+def largest_run(configs) -> RunMemory | None:
+    """The largest estimate among `configs` (None when there are none)."""
+    estimates = {(c.game, c.model, c.agent, c.ppo, c.bf16_autocast): c for c in configs}
+    memories = [job_memory(c) for c in estimates.values()]
+    return max(memories, key=lambda m: m.total) if memories else None

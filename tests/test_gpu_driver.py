@@ -1,0 +1,122 @@
+"""`envgen gpu` on the CPU with tiny budgets: check, bench, run in chunks until done, pack
+within the file limits, import with verification, and the archives import refuses."""
+
+import io
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envgen.errors import ConfigError, EnvGenError
+from envgen.gpu.archive import import_archives, pack_runs
+from envgen.gpu.chunk import check_store
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _envgen(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-W", "ignore", "-m", "envgen.cli", "gpu", *args]
+    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
+    if check and result.returncode:
+        raise AssertionError(result.stdout[-3000:] + result.stderr[-3000:])
+    return result
+
+
+@pytest.mark.slow
+def test_check_runs_tiny_ppo_and_ad_kills_resumes_and_loads_on_cpu(tmp_path):
+    out = tmp_path / "out"
+    _envgen("check", "--device", "cpu", "--model", "nature", "--no-device-tests", "--out", str(out))
+    report = json.loads((out / "check.json").read_text())
+    assert report["versions"]["device"] == "cpu"
+    assert "auxiliary phase" in report["tiny ad run on cpu"]
+    assert report["kill and resume"].startswith("ok") and report["load on cpu"].startswith("ok")
+    assert report["resume on cpu"].endswith("1 update")
+
+
+@pytest.mark.slow
+def test_bench_writes_both_agents(tmp_path):
+    out = tmp_path / "out"
+    _envgen(
+        "bench", "--device", "cpu", "--model", "nature", "--tiny", "--rollouts", "1",
+        "--concurrency", "1", "--out", str(out),
+    )  # fmt: skip
+    bench = json.loads((out / "bench.json").read_text())
+    assert set(bench) == {"ppo", "ad"} and bench["ad"]["levels"][0]["total_sps"] > 0
+
+
+@pytest.mark.slow
+def test_run_in_chunks_then_pack_and_import(tmp_path):
+    store, runs_root = tmp_path / "store", tmp_path / "results" / "runs"
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    smoke = params["profiles"]["smoke"]  # 4 rollouts of 512 steps, a checkpoint after each
+    smoke.update(step_scale=0.002, ppo={**smoke["ppo"], "checkpoint_every": 512})
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    row = ["smoke", "replication/table1.yaml", "--row", "PPO", "--seeds", "0"]
+    row += ["--params", str(tmp_path / "params.yaml"), "--store", str(store)]
+    archives: list[Path] = []
+    for call in range(12):  # each call trains at most ~20 s, then packs what finished
+        out = tmp_path / f"out-{call}"
+        result = _envgen("run", *row, "--out", str(out), "--budget-min", "0.4")
+        archives += sorted(out.glob("*.tar.gz"))
+        if "training done" in result.stdout:
+            break
+    assert "training done" in result.stdout and len(archives) == 1
+    assert archives[0].stat().st_size <= 16 * 2**20
+    names = tarfile.open(archives[0]).getnames()
+    assert not any("/checkpoints/" in n for n in names) and any("manifest.json" in n for n in names)
+    assert (store / next(store.glob("*/seed-0")).relative_to(store) / "checkpoints").is_dir()
+
+    lines = import_archives(archives, runs_root)
+    (run,) = runs_root.glob("*/seed-0")
+    assert lines == [f"{run.relative_to(runs_root)}: imported"]
+    assert (run / "provenance.json").is_file() and (run / "final_metrics.json").is_file()
+    assert import_archives(archives, runs_root)[0].endswith("kept as it is")
+    assert pack_runs(store, tmp_path / "again") == ([], [])  # packed once only
+
+    # a damaged run is refused by its manifest; nothing of it lands in the store
+    damaged = tmp_path / "damaged.tar.gz"
+    with tarfile.open(archives[0]) as src, tarfile.open(damaged, "w:gz") as dst:
+        for member in src.getmembers():
+            data = src.extractfile(member).read() if member.isfile() else None
+            if member.name.endswith("final_metrics.json"):
+                data = data.replace(b'"seed"', b'"seed" ')
+                member.size = len(data)
+            dst.addfile(member, io.BytesIO(data) if data is not None else None)
+    fresh = tmp_path / "fresh"
+    with pytest.raises(EnvGenError, match="final_metrics"):
+        import_archives([damaged], fresh)
+    assert not list(fresh.glob("*/seed-*"))
+
+
+@pytest.mark.parametrize(
+    "name", ["../evil", "/abs/seed-0/x", "runs/abc/seed-0/../../../x", "runs/abc/x", "other/a"]
+)
+def test_import_refuses_paths_outside_the_store(tmp_path, name):
+    archive = tmp_path / "bad.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"{}"))
+    with pytest.raises(EnvGenError, match="nothing imported"):
+        import_archives([archive], tmp_path / "runs")
+    assert not (tmp_path / "evil").exists() and not (tmp_path / "x").exists()
+
+
+def test_import_refuses_links(tmp_path):
+    archive = tmp_path / "link.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo("runs/abc/seed-0/final_metrics.json")
+        info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(info)
+    with pytest.raises(EnvGenError, match="link"):
+        import_archives([archive], tmp_path / "runs")
+
+
+def test_the_run_store_must_lie_outside_the_repository(tmp_path):
+    with pytest.raises(ConfigError, match="inside the repository"):
+        check_store(REPO / "results" / "gpu-runs")
+    assert check_store(tmp_path / "store").is_dir()

@@ -1,0 +1,85 @@
+"""A Crafter run needs neither procgen (Heist's engine) nor openai, dotenv or httpx (the
+LLM client and server): a GPU machine with only torch and Crafter's wheels trains
+Crafter-only rows (docs/pipeline.md, "GPU driver", lists the wheels).
+
+Each check runs in a subprocess whose `sitecustomize` makes importing those packages fail,
+as on a machine without them; spawned workers inherit it through PYTHONPATH.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+BLOCKED = ("procgen", "openai", "dotenv", "httpx")
+SITECUSTOMIZE = f"""\
+import importlib.abc
+import sys
+
+BLOCKED = {BLOCKED!r}
+
+
+class Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (blocked)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Blocker())
+"""
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    return subprocess.run(
+        [sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+
+
+def test_the_blocker_blocks(tmp_path):
+    result = _run(tmp_path, "-c", "import procgen")
+    assert result.returncode != 0 and "blocked" in result.stderr
+
+
+def test_a_crafter_run_needs_no_procgen_openai_or_dotenv(tmp_path):
+    config = tmp_path / "row.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "method": "original_only",
+                "original_only_steps": 256,
+                "final_steps": 256,
+                "eval_episodes": 1,
+                "ppo": {"num_envs": 2, "num_steps": 64, "minibatches": 2},
+            }
+        )
+    )
+    result = _run(
+        tmp_path,
+        "-m",
+        "envgen.cli",
+        "run",
+        str(config),
+        "--seed",
+        "0",
+        "--runs-root",
+        str(tmp_path / "runs"),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (final,) = (tmp_path / "runs").glob("*/seed-0/final_metrics.json")
+    assert json.loads(final.read_text())["global_steps"] == 256
+    loaded = _run(
+        tmp_path,
+        "-c",
+        "import sys, envgen.pipeline.train, envgen.pipeline.jobs; "
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {BLOCKED!r}))",
+    )
+    assert loaded.returncode == 0 and loaded.stdout.strip() == "[]", loaded.stderr

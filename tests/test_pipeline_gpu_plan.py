@@ -1,0 +1,63 @@
+"""Runs per GPU from each run's memory, never more than a card holds; --plan's GPU lines."""
+
+import pytest
+
+from envgen.agents.config import PPOConfig, model_preset
+from envgen.loop.config import RunConfig
+from envgen.pipeline import gpu_plan
+from envgen.pipeline.executor import ExecutorConfig, gpu_fit
+from envgen.pipeline.jobs import Settings
+from envgen.pipeline.plan import Job
+from envgen.pipeline.train import main
+
+CARD, RESERVE = 80 * gpu_plan.GIB, 4 * gpu_plan.GIB
+
+
+def test_the_paper_network_fits_fewer_runs_than_sixteen_and_ad_fewer_still():
+    ppo = gpu_plan.run_memory(model_preset("paper"), PPOConfig(), "ppo")
+    ad = gpu_plan.run_memory(model_preset("paper"), PPOConfig(), "ad")
+    # saved activations of a 512-observation minibatch: several GiB (a 64x64 IMPALA stack)
+    assert 2 * gpu_plan.GIB < ppo.activations < 8 * gpu_plan.GIB and ppo.rows == 512
+    assert ad.rows == 3 * 512 and ad.total > 2 * ppo.total
+    for memory in (ppo, ad):
+        fit = gpu_plan.runs_per_gpu(memory.total, CARD, RESERVE)
+        assert fit * memory.total <= CARD - RESERVE < (fit + 1) * memory.total
+    assert gpu_plan.runs_per_gpu(ppo.total, CARD, RESERVE) < 16  # the old default started 16
+    # a smaller minibatch needs less
+    small = gpu_plan.run_memory(model_preset("paper"), PPOConfig(minibatches=16), "ppo")
+    assert small.activations == pytest.approx(ppo.activations / 2, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("workers", "gpus_per_run", "fit", "expected"),
+    [(0, 0.0, 3, 3), (16, 0.0, 3, 3), (0, 0.5, 3, 2), (2, 0.0, 13, 2), (0, 0.0, None, 16)],
+)
+def test_local_runs_never_exceed_what_one_gpu_holds(workers, gpus_per_run, fit, expected):
+    config = ExecutorConfig(workers=workers, gpus_per_run=gpus_per_run)
+    assert config.local_workers(16, 1, fit) == expected
+
+
+def test_gpu_fit_uses_the_largest_run_and_the_card_size(tmp_path):
+    jobs = [
+        Job(RunConfig(method="original_only", model="paper"), 0),
+        Job(RunConfig(method="original_only", model="paper", agent="ad"), 0),
+    ]
+    cuda = Settings(runs_root=str(tmp_path), versions={}, device="cuda")
+    config = ExecutorConfig(gpu_memory_gib=80)
+    lines: list[str] = []
+    fit = gpu_fit(jobs, cuda, config, lines.append)
+    ad = gpu_plan.job_memory(jobs[1].config)
+    assert fit == gpu_plan.runs_per_gpu(ad.total, CARD, RESERVE) and "per GPU" in lines[0]
+    assert gpu_fit(jobs, Settings(runs_root=str(tmp_path), versions={}), config) is None
+    assert config.gpu_share(fit) * fit >= 1.0  # Ray never packs more than memory holds
+
+
+def test_plan_prints_runs_per_gpu_and_gpu_hours(capsys):
+    assert main(["replication/table1.yaml", "--profile", "paper", "--plan"]) == 0
+    out = capsys.readouterr().out
+    assert "crafter/paper/ppo:" in out and "runs per GPU" in out
+    assert "GPU-hours in all" in out and "ASSUMED" in out
+    assert (
+        main(["replication/table1.yaml", "--profile", "paper", "--plan", "--gpu-sps", "4000"]) == 0
+    )
+    assert "measured (--gpu-sps)" in capsys.readouterr().out
