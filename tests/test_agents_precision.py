@@ -43,7 +43,8 @@ def _ppo_losses(model_cfg: ModelConfig, cls=ActorCritic, buf=None) -> dict[str, 
     model = cls(model_cfg)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-4)
     buf = buf if buf is not None else _rollout()
-    return ppo.ppo_update(model, optimizer, buf, CFG, np.random.default_rng(0))
+    advantages, returns = ppo.compute_gae(buf, CFG.gamma, CFG.gae_lambda)
+    return ppo.ppo_update(model, optimizer, buf, advantages, returns, CFG, np.random.default_rng(0))
 
 
 def _close(got: dict[str, float], expected: dict[str, float], rtol: float, atol: float) -> None:

@@ -506,9 +506,11 @@ class ADAgent:
 
     def update(self, rng: np.random.Generator) -> dict[str, float]:
         """PPO on the rollout; every `aux_every` rollouts, the auxiliary phase after it."""
-        returns = ppo.compute_gae(self.buf, self.cfg.gamma, self.cfg.gae_lambda)[1]
+        advantages, returns = ppo.compute_gae(self.buf, self.cfg.gamma, self.cfg.gae_lambda)
         self.aux.add(self.buf, returns)
-        losses = ppo.ppo_update(self.model, self.optimizers["ppo"], self.buf, self.cfg, rng)
+        losses = ppo.ppo_update(
+            self.model, self.optimizers["ppo"], self.buf, advantages, returns, self.cfg, rng
+        )
         if self.aux.filled == self.ad_cfg.aux_every:
             aux = aux_phase(
                 self.model, self.optimizers, self.aux, self.ad_cfg, self.cfg.max_grad_norm, rng

@@ -148,11 +148,16 @@ def ppo_update(
     model: ActorCritic,
     optimizer: torch.optim.Optimizer,
     buf: Rollout,
+    advantages: torch.Tensor,
+    returns: torch.Tensor,
     cfg: PPOConfig,
     rng: np.random.Generator,
 ) -> dict[str, float]:
-    """Run the PPO epochs on one rollout; returns mean losses and diagnostics."""
-    advantages, returns = compute_gae(buf, cfg.gamma, cfg.gae_lambda)
+    """Run the PPO epochs on one rollout; returns mean losses and diagnostics.
+
+    `advantages` and `returns` are `compute_gae(buf, ...)`'s (T, N) outputs, computed once
+    per rollout by the caller: AD also stores the returns for its auxiliary phase.
+    """
     advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
 
     inputs = buf.policy_inputs()
@@ -216,7 +221,8 @@ class PPOAgent:
         return collect_rollout(self.model, env, obs, self.buf, generator)
 
     def update(self, rng: np.random.Generator) -> dict[str, float]:
-        return ppo_update(self.model, self.optimizer, self.buf, self.cfg, rng)
+        advantages, returns = compute_gae(self.buf, self.cfg.gamma, self.cfg.gae_lambda)
+        return ppo_update(self.model, self.optimizer, self.buf, advantages, returns, self.cfg, rng)
 
     def episodes_reset(self) -> None:
         """PPO keeps no per-episode state."""
