@@ -21,6 +21,7 @@ from envgen.llm.slots import (
     run_id,
     summarize_calls,
 )
+from envgen.store import seal_run
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = run_id("abc123def456", 0)
@@ -271,5 +272,7 @@ def test_slots_are_filed_from_finished_runs(tmp_path, monkeypatch):
     )
     assert file_run_slots(ResponseCache(cache_dir), [tmp_path / "runs"]) == 0  # unfinished
     (run_dir / "final_metrics.json").write_text("{}")
+    assert file_run_slots(ResponseCache(cache_dir), [tmp_path / "runs"]) == 0  # not sealed
+    seal_run(run_dir)  # finished: its manifest written
     assert file_run_slots(ResponseCache(cache_dir), [tmp_path / "runs"]) == 1
     assert replayer(cache_dir)(adapt_request(feedback(8.3, 0.0))).served == "slot"
