@@ -96,13 +96,13 @@ def check_cache(cache_dir: Path = CACHE_DIR) -> Check:
 
 
 # --- 2. the run store ------------------------------------------------------------------------
-def rederived_final_metrics(run_dir: Path) -> dict[str, Any]:
-    """The numbers of a run's final_metrics.json that its logs determine, from the logs."""
+def rederived_final_metrics(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
+    """The numbers of a run's final_metrics.json (`final`) that its logs determine, from
+    the logs."""
     from envgen.agents.runlog import read_jsonl
     from envgen.games import heist_summary
     from envgen.scoring import final_phase_summary, summarize
 
-    final = json.loads(_read(run_dir / "final_metrics.json"))
     if final.get("game") == "heist":
         summary = heist_summary(read_jsonl(run_dir / "test_episodes.jsonl"))
         return {k: summary[k] for k in ("score", "reward", "episodes", "success_rate")}
@@ -114,12 +114,6 @@ def rederived_final_metrics(run_dir: Path) -> dict[str, Any]:
     if scored is None:
         raise EnvGenError(f"{run_dir}: no episode of the final phase in its log")
     return scored
-
-
-def _read(path: Path) -> bytes:
-    from envgen.store import read_run_bytes
-
-    return read_run_bytes(path)
 
 
 def listed_run_dirs(runs_files: Sequence[Path]) -> list[Path]:
@@ -134,7 +128,7 @@ def listed_run_dirs(runs_files: Sequence[Path]) -> list[Path]:
 def check_run_store(runs_root: Path = RUNS_ROOT, listed: Sequence[Path] = ()) -> Check:
     """Every sealed run against its manifest, and every run in `listed` sealed: a run
     without its manifest could not be checked, so its logs could change a table."""
-    from envgen.store import MANIFEST, is_sealed, verify_run
+    from envgen.store import MANIFEST, is_sealed, read_run_bytes, verify_run
 
     unsealed = [p for p in listed if not is_sealed(p)]
     if unsealed:
@@ -149,8 +143,8 @@ def check_run_store(runs_root: Path = RUNS_ROOT, listed: Sequence[Path] = ()) ->
     for run_dir in runs:
         try:
             files += verify_run(run_dir)
-            final = json.loads(_read(run_dir / "final_metrics.json"))
-            derived = rederived_final_metrics(run_dir)
+            final = json.loads(read_run_bytes(run_dir / "final_metrics.json"))
+            derived = rederived_final_metrics(run_dir, final)
         except EnvGenError as exc:
             return Check("run store", False, str(exc))
         recorded = {k: final.get(k) for k in derived}

@@ -130,6 +130,17 @@ def shape(events: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return out
 
 
+def run_end(final_step: int) -> list[tuple[Any, ...]]:
+    """The events after the last cycle: the final phase to `final_step`, then the close."""
+    return [
+        ("train", "final", final_step),
+        ("close_env",),
+        ("final_metrics", final_step),
+        ("finish_run", final_step),
+        ("close",),
+    ]
+
+
 def test_envgen_cycle_order(monkeypatch, tmp_path):
     events, designer = run_logged("envgen", monkeypatch, tmp_path)
     cycle = LLM + ORIG
@@ -143,13 +154,7 @@ def test_envgen_cycle_order(monkeypatch, tmp_path):
         ]
         if k < 3:
             expected.append(("adapt",))
-    expected += [
-        ("train", "final", 3 * cycle + FINAL),
-        ("close_env",),
-        ("final_metrics", 3 * cycle + FINAL),
-        ("finish_run", 3 * cycle + FINAL),
-        ("close",),
-    ]
+    expected += run_end(3 * cycle + FINAL)
     assert shape(events) == expected
 
     # Each adaptation reads the evaluation just before it (its cycle's numbers) ...
@@ -172,13 +177,7 @@ def test_fixed_generates_once_and_never_evaluates(monkeypatch, tmp_path):
     for k in range(1, 4):
         base = (k - 1) * cycle
         expected += [("train", f"llm{k}", base + LLM), ("train", f"orig{k}", base + cycle)]
-    expected += [
-        ("train", "final", 3 * cycle + FINAL),
-        ("close_env",),
-        ("final_metrics", 3 * cycle + FINAL),
-        ("finish_run", 3 * cycle + FINAL),
-        ("close",),
-    ]
+    expected += run_end(3 * cycle + FINAL)
     assert shape(events) == expected
     assert len(designer.results) == 1
     trains = {e[1]: e[3] for e in events if e[0] == "train"}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import subprocess
@@ -27,6 +28,7 @@ from typing import Any
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.results_version import RESULTS_VERSION
+from envgen.store.manifest import read_run_bytes
 
 PROVENANCE = "provenance.json"
 UNKNOWN = "unknown"
@@ -153,13 +155,9 @@ def threads(env_workers: int | None = None) -> dict[str, Any]:
 
 def read_provenance(run_dir: Path) -> dict[str, Any] | None:
     """A run's provenance.json, or None if it has none (started before it existed)."""
-    from envgen.store.manifest import read_run_bytes, run_file_exists
-
     path = Path(run_dir) / PROVENANCE
-    if not run_file_exists(path):
+    if not path.is_file():
         return None
-    import json
-
     try:
         data = json.loads(read_run_bytes(path))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -195,7 +193,7 @@ def begin_session(
     """Record a training session starting (step 0) or resuming (step > 0)."""
     run_dir = Path(run_dir)
     path = run_dir / PROVENANCE
-    data = read_provenance(run_dir) if path.is_file() else None
+    data = read_provenance(run_dir)
     if data is None:
         data = {"game": game, "results_version": RESULTS_VERSION[game], "sessions": []}
     elif data.get("results_version") != RESULTS_VERSION[game]:
