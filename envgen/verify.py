@@ -100,7 +100,7 @@ def rederived_final_metrics(run_dir: Path, final: dict[str, Any]) -> dict[str, A
     """The numbers of a run's final_metrics.json (`final`) that its logs determine, from
     the logs."""
     from envgen.agents.runlog import read_jsonl
-    from envgen.games import heist_summary
+    from envgen.envs.heist.metrics import summary as heist_summary
     from envgen.scoring import final_phase_summary, summarize
 
     if final.get("game") == "heist":

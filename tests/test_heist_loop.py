@@ -15,8 +15,9 @@ import pytest
 from envgen.agents.config import PPOConfig
 from envgen.agents.runlog import read_jsonl
 from envgen.envs.heist.config import HeistConfig
+from envgen.envs.heist.metrics import skill_stats as heist_skill_stats
 from envgen.errors import ConfigError
-from envgen.games import GAMES, game_spec, heist_skill_stats
+from envgen.games import GAMES, game_spec
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM
 from envgen.llm.client import backend_config
 from envgen.loop.config import GAMES as CONFIG_GAMES

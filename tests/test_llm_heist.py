@@ -11,7 +11,7 @@ from envgen.errors import ConfigError, LLMResponseError
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM
 from envgen.llm.client import backend_config
 from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
-from envgen.llm.envs import env_spec
+from envgen.llm.design_spec import design_spec
 from envgen.llm.heist import SKILLS, adaptation_prompt, environment_schema, initial_prompt
 from envgen.llm.names import NameMap
 from envgen.llm.parse import parse_environments
@@ -48,7 +48,7 @@ def test_initial_prompt_lists_skills_parameters_and_allowed_values():
 
 
 def test_obfuscated_prompt_hides_names_and_replies_map_back():
-    names = env_spec("heist").name_map(True)
+    names = design_spec("heist").name_map(True)
     text = initial_prompt(4, names, structured=True)
     for real in ("distribution_mode", "maze_size", "num_keys", "keys_held", "hard mode"):
         assert real not in text
@@ -88,7 +88,7 @@ def test_good_free_text_reply_parses_into_heist_configs():
         + block("practise the whole chain", env(size=9, keys=3, held=1))
         + block("big hard mazes", env(mode="hard", size=13, keys="random"))
     )
-    parsed = parse_environments(reply, 4, env="heist")
+    parsed = parse_environments(reply, 4, game="heist")
     assert parsed.configs == [
         HeistConfig(maze_size=5, num_keys=0, purpose="find the gem without doors"),
         HeistConfig(maze_size=7, num_keys=1, purpose="one door"),
@@ -100,7 +100,7 @@ def test_good_free_text_reply_parses_into_heist_configs():
 
 def test_out_of_range_values_are_clamped_with_warnings():
     reply = block("too big", env(size=13, keys=3, held=5)) + block("even", env(size=8, keys=3))
-    parsed = parse_environments(reply, 2, env="heist")
+    parsed = parse_environments(reply, 2, game="heist")
     assert parsed.configs[0] == HeistConfig(maze_size=9, num_keys=3, keys_held=3, purpose="too big")
     assert parsed.configs[1] == HeistConfig(maze_size=7, num_keys=2, purpose="even")
     text = "\n".join(parsed.warnings)
@@ -111,16 +111,16 @@ def test_out_of_range_values_are_clamped_with_warnings():
 
 def test_broken_replies_say_what_is_wrong():
     with pytest.raises(LLMResponseError, match="no JSON object"):
-        parse_environments("I would make four mazes.", 4, env="heist")
+        parse_environments("I would make four mazes.", 4, game="heist")
     truncated = block("ok", env()) + '```json\n{"environment_settings": {"maze_size": 7'
     with pytest.raises(LLMResponseError, match="found 1 usable"):
-        parse_environments(truncated, 2, env="heist")
+        parse_environments(truncated, 2, game="heist")
     bad = block("ok", env()) + block("bad", env(mode="medium"))
     with pytest.raises(LLMResponseError, match=r"distribution_mode: 'medium' is not allowed"):
-        parse_environments(bad, 2, env="heist")
+        parse_environments(bad, 2, game="heist")
     unknown = block("x", {"environment_settings": {"maze_size": 5, "walls": "many"}})
     with pytest.raises(LLMResponseError, match="walls: unknown key; allowed keys"):
-        parse_environments(unknown, 1, env="heist")
+        parse_environments(unknown, 1, game="heist")
 
 
 def test_adaptation_prompt_reports_skills_and_previous_environments():
@@ -134,11 +134,11 @@ def test_adaptation_prompt_reports_skills_and_previous_environments():
 
 
 def test_recorded_local_replies_replay_through_the_designer():
-    labels = [label for label, call in PLANNED_CALLS.items() if call.env == "heist"]
+    labels = [label for label, call in PLANNED_CALLS.items() if call.game == "heist"]
     assert labels == [f"heist/initial/n4/set{s}" for s in range(3)]
     backend = backend_config("local")
     llm = CachedLLM("replay", DEFAULT_CACHE_DIR, backend)
-    designer = EnvironmentDesigner(PromptOptions(env="heist", structured="json_object"), llm)
+    designer = EnvironmentDesigner(PromptOptions(game="heist", structured="json_object"), llm)
     parsed = designer.generate(4)
     assert all(isinstance(c, HeistConfig) for c in parsed.configs)
     assert len(parsed.configs) == 4

@@ -74,9 +74,9 @@ def test_obfuscated_names_map_back():
     assert config.inventory_dict == {"wood": 4, "iron": 1, "stone_pickaxe": 1}
 
 
-def test_unknown_env_family_is_named():
-    with pytest.raises(Exception, match="unknown environment family 'minecraft'; known: crafter"):
-        parse_environments("{}", 1, env="minecraft")
+def test_unknown_game_is_named():
+    with pytest.raises(Exception, match="unknown game 'minecraft'; known: crafter, heist"):
+        parse_environments("{}", 1, game="minecraft")
 
 
 @pytest.mark.parametrize(

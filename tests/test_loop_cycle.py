@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from envgen.games import game_spec
-from envgen.llm.envs import env_spec
 from envgen.loop import runner
 from envgen.loop.config import RunConfig
 from envgen.loop.run_state import with_world_rules
@@ -88,7 +87,7 @@ def run_logged(
     def evaluation(run: Any, cycle: int, cycle_dir: Any) -> dict[str, tuple[int, int]]:
         log.events.append(("evaluate", cycle, run.trainer.global_step))
         # Distinct per cycle, so each adapt call shows which evaluation it was given.
-        return {s: (cycle, i) for i, s in enumerate(env_spec("crafter").skills())}
+        return {s: (cycle, i) for i, s in enumerate(game_spec("crafter").design.skills())}
 
     def final_metrics(run: Any, wall_s: float) -> dict[str, Any]:
         log.events.append(("final_metrics", run.trainer.global_step))

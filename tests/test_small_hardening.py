@@ -43,9 +43,7 @@ def test_dvc_ignores_a_killed_writers_temporaries():
         "data/llm_cache/.0abc.json.k2j3.tmp",
         "results/runs/x/seed-0/checkpoints/latest.pt.tmp",
     ]
-    result = subprocess.run(
-        [DVC, "check-ignore", *names], cwd=REPO, capture_output=True, text=True
-    )
+    result = subprocess.run([DVC, "check-ignore", *names], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.split() == names
     kept = subprocess.run(

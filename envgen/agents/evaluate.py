@@ -126,3 +126,28 @@ def evaluate_policy(
         "pooled": summarize(episodes),
         "episodes": episodes,
     }
+
+
+def crafter_evaluate(
+    model: ActorCritic,
+    seed: int,
+    episodes: int,
+    device: str,
+    workers: int | None,
+    original: CrafterConfig,
+    runs: int,
+) -> dict[str, Any]:
+    """`evaluate_policy` in the registry's common signature (`envgen.games.Evaluate`):
+    `runs` evaluation seeds of `episodes` episodes each in `original`, without the
+    episode records."""
+    result = evaluate_policy(
+        model,
+        seed,
+        num_seeds=runs,
+        episodes_per_seed=episodes,
+        device=device,
+        env_factory=crafter_vec_env_factory(workers),
+        config=original,
+    )
+    result.pop("episodes")
+    return result

@@ -11,41 +11,48 @@ Typical use by the EnvGen loop::
     write_accounting(llm.ledger, run_dir / "llm_accounting.json")
 """
 
-from envgen.llm.accounting import Ledger, write_accounting
-from envgen.llm.cache import DEFAULT_CACHE_DIR, MODES, CachedLLM, ResponseCache
-from envgen.llm.client import BACKENDS, BackendConfig, OpenAIChat, backend_config
-from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
-from envgen.llm.envs import ENVIRONMENTS, EnvSpec
-from envgen.llm.parse import ParsedEnvironments, parse_environments
-from envgen.llm.planned_calls import PLANNED_CALLS, PlannedCall, planned_call
-from envgen.llm.request import ChatRequest, ChatResponse, LLMCallable, Message, Usage
-from envgen.llm.schema import reply_schema, response_format
+from __future__ import annotations
 
-__all__ = [
-    "BACKENDS",
-    "DEFAULT_CACHE_DIR",
-    "ENVIRONMENTS",
-    "MODES",
-    "PLANNED_CALLS",
-    "BackendConfig",
-    "CachedLLM",
-    "ChatRequest",
-    "ChatResponse",
-    "EnvSpec",
-    "EnvironmentDesigner",
-    "LLMCallable",
-    "Ledger",
-    "Message",
-    "OpenAIChat",
-    "ParsedEnvironments",
-    "PlannedCall",
-    "PromptOptions",
-    "ResponseCache",
-    "Usage",
-    "backend_config",
-    "parse_environments",
-    "planned_call",
-    "reply_schema",
-    "response_format",
-    "write_accounting",
-]
+import importlib
+from typing import Any
+
+# The names below load on first use (PEP 562), so importing one submodule, e.g.
+# `envgen.llm.crafter` from the game registry, runs no other: the registry
+# (`envgen.games`) and `PromptOptions` refer to each other.
+_EXPORTS = {
+    "BACKENDS": "envgen.llm.client",
+    "BackendConfig": "envgen.llm.client",
+    "CachedLLM": "envgen.llm.cache",
+    "ChatRequest": "envgen.llm.request",
+    "ChatResponse": "envgen.llm.request",
+    "DEFAULT_CACHE_DIR": "envgen.llm.cache",
+    "DesignSpec": "envgen.llm.design_spec",
+    "EnvironmentDesigner": "envgen.llm.conversation",
+    "LLMCallable": "envgen.llm.request",
+    "Ledger": "envgen.llm.accounting",
+    "MODES": "envgen.llm.cache",
+    "Message": "envgen.llm.request",
+    "OpenAIChat": "envgen.llm.client",
+    "PLANNED_CALLS": "envgen.llm.planned_calls",
+    "ParsedEnvironments": "envgen.llm.parse",
+    "PlannedCall": "envgen.llm.planned_calls",
+    "PromptOptions": "envgen.llm.conversation",
+    "ResponseCache": "envgen.llm.cache",
+    "Usage": "envgen.llm.request",
+    "backend_config": "envgen.llm.client",
+    "design_spec": "envgen.llm.design_spec",
+    "parse_environments": "envgen.llm.parse",
+    "planned_call": "envgen.llm.planned_calls",
+    "reply_schema": "envgen.llm.schema",
+    "response_format": "envgen.llm.schema",
+    "write_accounting": "envgen.llm.accounting",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'envgen.llm' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
+
+__all__ = sorted(_EXPORTS)

@@ -201,7 +201,7 @@ def _parse_outcome(entry: dict) -> str:
     call = planned_call(label)
     try:
         parsed = parse_environments(
-            entry["response"]["text"], call.n, call.env, obfuscated=call.obfuscate
+            entry["response"]["text"], call.n, call.game, obfuscated=call.obfuscate
         )
     except LLMResponseError as exc:
         return f"unusable ({printable(str(exc).splitlines()[0])})"

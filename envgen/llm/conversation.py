@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from envgen.errors import ConfigError, LLMResponseError
-from envgen.llm.envs import env_spec
+from envgen.llm.design_spec import design_spec
 from envgen.llm.parse import ParsedEnvironments, parse_environments
 from envgen.llm.request import ChatRequest, LLMCallable, Message
 from envgen.llm.schema import DIALECTS, reply_schema, response_format
@@ -30,8 +30,8 @@ MAX_REPLY_TOKENS = 4096
 class PromptOptions:
     """How the designer asks; everything here enters the request (and the cache key)."""
 
-    env: str = "crafter"
-    """Environment family, a key of `envgen.llm.envs.ENVIRONMENTS`."""
+    game: str = "crafter"
+    """The game the worlds are for, a key of `envgen.games.GAMES`."""
     initial_set: int = 0
     """Index of the initial environment set (the paper averages 3); sent as the seed."""
     obfuscate: bool = False
@@ -47,7 +47,7 @@ class PromptOptions:
     and only the last k earlier cycles, so many cycles fit a small model's context."""
 
     def __post_init__(self) -> None:
-        env_spec(self.env)
+        design_spec(self.game)
         if self.structured not in DIALECTS:
             raise ConfigError(
                 "structured", f"{self.structured!r} unknown; use one of {', '.join(DIALECTS)}"
@@ -65,7 +65,7 @@ def call_label(options: PromptOptions, n: int, cycle: int) -> str:
     """Stable name of a call, e.g. ``crafter/initial/n4/set0`` or ``crafter/adapt2/n4/set1``."""
     stage = "initial" if cycle == 1 else f"adapt{cycle}"
     hidden = "/obfuscated" if options.obfuscate else ""
-    return f"{options.env}/{stage}/n{n}{hidden}/set{options.initial_set}"
+    return f"{options.game}/{stage}/n{n}{hidden}/set{options.initial_set}"
 
 
 class EnvironmentDesigner:
@@ -76,7 +76,7 @@ class EnvironmentDesigner:
         self.llm = llm
         self.messages: list[Message] = []
         self.results: list[ParsedEnvironments] = []
-        self._spec = env_spec(options.env)
+        self._spec = design_spec(options.game)
         self._names = self._spec.name_map(options.obfuscate)
         self._n = 0
         self._cycle_starts: list[int] = []  # index in `messages` of each cycle's prompt
@@ -128,7 +128,7 @@ class EnvironmentDesigner:
             self.messages.append(Message("assistant", reply.text))
             try:
                 parsed = parse_environments(
-                    reply.text, self._n, opts.env, obfuscated=opts.obfuscate
+                    reply.text, self._n, opts.game, obfuscated=opts.obfuscate
                 )
             except LLMResponseError as exc:
                 if attempt == opts.max_reasks:

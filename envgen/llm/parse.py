@@ -17,7 +17,7 @@ from typing import Any
 
 from envgen.errors import ConfigError, LLMResponseError
 from envgen.llm import jsonish
-from envgen.llm.envs import env_spec
+from envgen.llm.design_spec import design_spec
 
 # Replies are bounded by max_tokens (a few thousand tokens); a longer text is hostile
 # or broken, and only its head is read so that parsing time stays bounded.
@@ -54,13 +54,13 @@ class _Candidate:
 
 
 def parse_environments(
-    text: str, n: int, env: str = "crafter", *, obfuscated: bool = False
+    text: str, n: int, game: str = "crafter", *, obfuscated: bool = False
 ) -> ParsedEnvironments:
     """Validated configs for `n` environments from `text`, else `LLMResponseError`.
 
     `obfuscated` maps the ablation's parameter1/optionA/item1 names back first.
     """
-    spec = env_spec(env)
+    spec = design_spec(game)
     names = spec.name_map(obfuscated)
     warnings: list[str] = []
     if len(text) > MAX_REPLY_CHARS:

@@ -26,13 +26,13 @@ class PlannedCall:
     """Obfuscated parameter names (ablation)."""
     used_by: str
     """Which experiments consume it."""
-    env: str = "crafter"
-    """Environment family (a key of `envgen.llm.envs.ENVIRONMENTS`)."""
+    game: str = "crafter"
+    """The game the worlds are for (a key of `envgen.games.GAMES`)."""
 
     def options(self, backend: BackendConfig) -> PromptOptions:
         """The designer options that reproduce this call on `backend`."""
         return PromptOptions(
-            env=self.env,
+            game=self.game,
             initial_set=self.initial_set,
             obfuscate=self.obfuscate,
             structured=backend.structured,
@@ -40,7 +40,7 @@ class PlannedCall:
 
     def label(self) -> str:
         return call_label(
-            PromptOptions(env=self.env, initial_set=self.initial_set, obfuscate=self.obfuscate),
+            PromptOptions(game=self.game, initial_set=self.initial_set, obfuscate=self.obfuscate),
             self.n,
             cycle=1,
         )
@@ -53,7 +53,7 @@ _CALLS = (
     # One call of 16 per curriculum set: easy-to-hard uses set 0, adversarial sets 0-3.
     *(PlannedCall(16, s, False, "easy-to-hard and adversarial curricula") for s in range(4)),
     # Heist (Table 8): N_cycle = 1, so the initial call is the only one; 3 initial sets.
-    *(PlannedCall(4, s, False, "Heist PPO + EnvGen (Table 8)", env="heist") for s in range(3)),
+    *(PlannedCall(4, s, False, "Heist PPO + EnvGen (Table 8)", game="heist") for s in range(3)),
 )
 PLANNED_CALLS: dict[str, PlannedCall] = {c.label(): c for c in _CALLS}
 

@@ -29,12 +29,13 @@ import torch
 from envgen.agents.runlog import JsonlLog, read_jsonl
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Trainer
+from envgen.envs.heist.evaluate import play_test_episodes
+from envgen.envs.heist.metrics import summary as heist_summary
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
-from envgen.games import game_spec, heist_summary, heist_test
+from envgen.games import game_spec
 from envgen.llm.cache import CachedLLM
 from envgen.llm.conversation import PromptOptions
-from envgen.llm.envs import env_spec
 from envgen.llm.slots import run_id, summarize_calls
 from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.curricula import run_curriculum
@@ -119,7 +120,7 @@ def cycle_evaluation(run: Run, cycle: int, cycle_dir: Path) -> dict[str, tuple[i
         )
         result["step"] = run.trainer.global_step
         write_json_atomic(path, result)
-    skills = env_spec(run.config.game).skills()
+    skills = game_spec(run.config.game).design.skills()
     return {s: tuple(result["feedback"][s]) for s in skills}
 
 
@@ -172,7 +173,7 @@ def execute_run(
         call_log = CallLog(llm, run_id(config.config_hash(), seed))
     if config.uses_designer:
         prompt_options = PromptOptions(
-            env=config.game,
+            game=config.game,
             initial_set=config.initial_set,
             obfuscate=config.obfuscated,
             structured=llm.backend.structured if llm is not None else "off",
@@ -244,7 +245,7 @@ def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
     "Agent and training protocol"); here `eval_episodes` per run, levels and action noise
     from the run seed. The test episodes are kept in test_episodes.jsonl.
     """
-    records = heist_test(
+    records = play_test_episodes(
         run.trainer.model,
         derive_seed(run.seed, "test"),
         run.config.eval_episodes,

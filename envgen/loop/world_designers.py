@@ -33,7 +33,7 @@ import numpy as np
 from envgen.agents.seeding import derive_seed
 from envgen.envs.crafter.config import ENV_FIELDS, INVENTORY_MAX
 from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
-from envgen.llm.envs import env_spec
+from envgen.llm.design_spec import design_spec
 from envgen.llm.parse import ParsedEnvironments, parse_environments
 from envgen.llm.request import LLMCallable, Message
 from envgen.loop.config import DESIGNERS
@@ -142,7 +142,7 @@ class _RuleDesigner:
         self.options = options
         self.messages: list[Message] = []
         self.results: list[ParsedEnvironments] = []
-        self._spec = env_spec(options.env)
+        self._spec = design_spec(options.game)
         self._n = 0
 
     def generate(self, n: int) -> ParsedEnvironments:
@@ -164,7 +164,7 @@ class _RuleDesigner:
     def _answer(self, prompt: str, environments: list[dict[str, Any]]) -> ParsedEnvironments:
         reply = json.dumps({"environments": environments}, indent=1)
         self.messages += [Message("user", prompt), Message("assistant", reply)]
-        parsed = parse_environments(reply, self._n, self.options.env)
+        parsed = parse_environments(reply, self._n, self.options.game)
         self.results.append(parsed)
         return parsed
 

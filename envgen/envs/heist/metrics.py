@@ -59,6 +59,45 @@ def summarise(episodes: Sequence[Mapping[str, Any]]) -> HeistMetrics:
     )
 
 
+def summary(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The run summary a Heist row reports: success rate (= "score"), mean reward and
+    sub-goal rates in percent; a sub-goal rate is None when no episode had a key (or
+    door) to take."""
+    m = summarise(episodes)
+    return {
+        "score": m.success,
+        "success_rate": m.success,
+        "reward": m.reward,
+        "keys_collected": None if np.isnan(m.keys_collected) else m.keys_collected,
+        "doors_opened": None if np.isnan(m.doors_opened) else m.doors_opened,
+        "length": m.length,
+        "episodes": m.episodes,
+    }
+
+
+def skill_stats(episodes: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float, float]]:
+    """{skill: (mean %, std %)} over test episodes, std with ddof 0, in the chain's order.
+
+    Per episode: the share of its floor keys picked up (collect_keys), of its doors
+    opened (open_doors), and whether the gem was stolen (steal_gem); episodes without
+    keys or doors do not count for that skill ((0, 0) when none had any). These are the
+    feedback the LLM designer reads for Heist (docs/heist.md).
+    """
+    per_episode = {
+        "collect_keys": [
+            100.0 * ep["keys_collected"] / ep["keys_total"] for ep in episodes if ep["keys_total"]
+        ],
+        "open_doors": [
+            100.0 * ep["doors_opened"] / ep["doors_total"] for ep in episodes if ep["doors_total"]
+        ],
+        "steal_gem": [100.0 * ep["success"] for ep in episodes],
+    }
+    return {
+        skill: (float(np.mean(v)), float(np.std(v))) if v else (0.0, 0.0)
+        for skill, v in per_episode.items()
+    }
+
+
 def aggregate(runs: Sequence[HeistMetrics]) -> dict[str, tuple[float, float]]:
     """{metric: (mean, std)} over runs (e.g. seeds), std with ddof=0; NaN runs skipped."""
     if not runs:
