@@ -8,6 +8,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STAMP_LLM := $(VENV)/.installed-local-llm
 PYTEST_ARGS ?=
+# pytest-xdist workers for `make test` (0: one process). A file's tests share a worker
+# (--dist loadfile); tests/conftest.py hands out the longest files first, and
+# --no-loadscope-reorder keeps that order.
+PYTEST_WORKERS ?= 2
 
 .PHONY: setup setup-llm lock test verify repro repro-from-scratch bench lint clean-venv
 
@@ -51,7 +55,7 @@ lock:
 
 test: setup-llm
 	$(BIN)/ruff check envgen replication tests
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # Re-derive every committed table, plot CSV and CLAIMS.md number from the raw run logs,
 # check every run's manifest and the LLM cache; one line per table, nonzero on a difference.

@@ -1,7 +1,44 @@
-"""Test-session settings shared by every test module."""
+"""Test-session settings shared by every test module, and the order of files under xdist.
 
-from envgen.agents.threads import DEFAULT_TORCH_THREADS, set_torch_threads
+`make test` runs the suite on two pytest-xdist workers with `--dist loadfile`: each
+file's tests run on one worker, in the file's order, so a module-scoped fixture (often
+a real training run) is built once, and the Ray tests (one file) never overlap.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Before torch loads OpenMP: its threads wait asleep, not spinning. A run with two torch
+# threads (tests/test_loop.py, "another machine") took 279 s instead of 39 s with one
+# core taken by other work, since each spinning thread holds the core its partner needs;
+# under xdist the other worker takes one. The wait policy changes no number.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from envgen.agents.threads import DEFAULT_TORCH_THREADS, set_torch_threads  # noqa: E402
 
 # In-process runs must use the same torch thread count as the CLIs (`--torch-threads`),
 # so that a run recorded with `envgen run` replays bit-identically inside a test.
 set_torch_threads(DEFAULT_TORCH_THREADS)
+
+# The longest files, longest first (minutes on 2 cores: Table 1 through Ray, the
+# results-version guard, the loop's real runs): started last, one would run on alone
+# while the other worker idles.
+LONGEST = ("test_pipeline_ray.py", "test_results_version.py", "test_loop.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, hand out the longest files first, then the other files with slow
+    tests, then the rest. A serial run keeps the files' own order."""
+    if not hasattr(config, "workerinput"):
+        return
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+
+    def rank(item: pytest.Item) -> int:
+        if item.path.name in LONGEST:
+            return LONGEST.index(item.path.name)
+        return len(LONGEST) + (0 if item.path in slow_files else 1)
+
+    items.sort(key=rank)  # stable: every worker collects the same order

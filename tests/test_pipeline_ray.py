@@ -23,6 +23,16 @@ RAY = str(Path(sys.executable).with_name("ray"))
 PORT = 6391 + os.getpid() % 500
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _workers_at_normal_priority():
+    """Ray starts its task workers at nice 15; beside another busy process (the other
+    xdist worker of `make test`, a training run) they then get a few percent of a core,
+    and a two-job test took 246 s instead of about 20. The priority changes no number."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_worker_niceness", "0")  # read by the raylet, which inherits it
+        yield
+
+
 def test_local_ray_instance_runs_jobs_and_skips_finished_ones(tmp_path):
     jobs = [RandomJob(1, 0), RandomJob(1, 1)]
     s = settings(tmp_path)
