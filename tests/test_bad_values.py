@@ -10,9 +10,6 @@ line and writes no score.
 from __future__ import annotations
 
 import copy
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +22,7 @@ from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError, EnvGenError
 from envgen.loop.cli import checked_config
 from envgen.pipeline.params_stage import resolved_params
+from tests.envgen_cli import envgen_subprocess
 
 REPO = Path(__file__).resolve().parents[1]
 PARAMS = yaml.safe_load((REPO / "params.yaml").read_text())
@@ -107,14 +105,7 @@ def test_run_config_values_refused(tmp_path, extra, field, words):
 
 def test_envgen_run_with_inf_lr_is_one_line_and_writes_nothing(tmp_path):
     (tmp_path / "run.yaml").write_text("method: original_only\nppo: {lr: .inf}\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "envgen.cli", "run", "run.yaml", "--seed", "0"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=300,
-    )
+    result = envgen_subprocess("run", "run.yaml", "--seed", "0", cwd=tmp_path)
     assert result.returncode != 0
     _one_line(result.stdout + result.stderr, "ppo.lr", "not a finite")
     assert [p.name for p in tmp_path.iterdir()] == ["run.yaml"]

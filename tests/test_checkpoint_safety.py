@@ -9,10 +9,7 @@ resumes on the CPU.
 
 from __future__ import annotations
 
-import os
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +21,7 @@ from envgen.agents.runlog import read_jsonl
 from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import EnvGenError
+from tests.envgen_cli import envgen_subprocess
 
 REPO = Path(__file__).resolve().parents[1]
 PPO = PPOConfig(num_envs=2, num_steps=16, minibatches=2, checkpoint_every=32)
@@ -118,13 +116,7 @@ def test_malicious_checkpoint_through_the_cli(checkpointed, tmp_path):
     torch.save(state, run_dir / "checkpoints" / LATEST)
     before = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
     args = ["train", "--steps", "64", "--seed", "3", "--out", str(run_dir), "--resume"]
-    result = subprocess.run(
-        [sys.executable, "-m", "envgen.cli", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=300,
-    )
+    result = envgen_subprocess(*args)
     assert result.returncode != 0
     _one_line(result.stderr + result.stdout, "latest.pt", "unreadable checkpoint")
     assert not marker.exists()

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from envgen.files import remove_stale_temporaries, write_json_atomic
+from tests.envgen_cli import envgen_subprocess
 
 REPO = Path(__file__).resolve().parents[1]
 DVC = Path(sys.executable).with_name("dvc")
@@ -53,13 +54,7 @@ def test_dvc_ignores_a_killed_writers_temporaries():
 
 
 def test_campaign_help_lists_every_action():
-    result = subprocess.run(
-        [sys.executable, "-m", "envgen.cli", "campaign", "--help"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=120,
-    )
+    result = envgen_subprocess("campaign", "--help", timeout=120)
     assert result.returncode == 0
     for action in ("start", "status", "stop", "collect", "run"):
         assert f"    {action} " in result.stdout, action
