@@ -9,7 +9,6 @@ retyped; only the explanatory notes below are prose of this project.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +20,7 @@ from envgen.envs.crafter.config import (
     RARITIES,
     CrafterConfig,
 )
-from envgen.errors import ConfigError
+from envgen.llm import prompt_parts
 from envgen.llm.names import NameMap, obfuscated_names
 
 # What each parameter does, in words; omitted from the obfuscated prompt (it would
@@ -75,16 +74,7 @@ def environment_schema(names: NameMap) -> dict[str, Any]:
         names.show(item): {"type": "integer", "enum": list(range(hi + 1))}
         for item, hi in INVENTORY_MAX.items()
     }
-    return {
-        "type": "object",
-        "properties": {
-            "purpose": {"type": "string", "maxLength": 200},
-            "environment_settings": _closed_object(env_props),
-            "inventory_settings": _closed_object(inv_props),
-        },
-        "required": ["purpose", "environment_settings", "inventory_settings"],
-        "additionalProperties": False,
-    }
+    return prompt_parts.environment_schema(env_props, inv_props)
 
 
 def initial_prompt(n: int, names: NameMap, structured: bool) -> str:
@@ -113,34 +103,17 @@ def adaptation_prompt(
     structured: bool,
 ) -> str:
     """Step 4: the previous environments and each skill's success in the original game."""
-    rates = "\n".join(
-        f"- {skill}: {mean:.0f}% +/- {std:.0f}%"
-        for skill, (mean, std) in _checked_stats(success_stats).items()
+    return prompt_parts.adaptation_prompt(
+        previous,
+        success_stats,
+        skills(),
+        n,
+        names,
+        structured,
+        _format_section(n, names, structured),
+        measured="evaluated",
+        runs="evaluation runs",
     )
-    envs = "\n\n".join(_render(i, c, names) for i, c in enumerate(previous, start=1))
-    where = 'in the "information_used" field' if structured else "at the start of your reply"
-    return "\n\n".join(
-        (
-            f"The agent trained in the {len(previous)} environments you created, then in "
-            "the original game, and was evaluated in the original game. "
-            f"The environments were:\n\n{envs}",
-            "Success rate of each skill in the original game "
-            f"(mean% +/- std% over the evaluation runs, whole percent):\n{rates}",
-            f"Create {n} new environments that help the agent improve the skills it is "
-            "still poor at without losing the skills it has. Say briefly "
-            f"{where} which of the information above you used and how.",
-            _format_section(n, names, structured),
-        )
-    )
-
-
-def _closed_object(properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
 
 
 def _parameters_section(names: NameMap) -> str:
@@ -162,58 +135,11 @@ def _parameters_section(names: NameMap) -> str:
 
 
 def _format_section(n: int, names: NameMap, structured: bool) -> str:
-    if structured:
-        return (
-            'Reply with one JSON object whose "environments" list holds exactly '
-            f'{n} environments, each with "purpose" (one sentence), '
-            '"environment_settings" and "inventory_settings" (every item with its count).'
-        )
-    example = CrafterConfig(purpose="which skills this environment trains")
-    return (
-        'For each environment write a line "Purpose: ..." saying which skills it trains, '
-        "then its settings in one ```json code block (list only the items the agent "
-        "should start with), for example:\n\n"
-        + _render(1, example, names)
-        + f"\n\nWrite exactly {n} such environments and no other JSON."
+    return prompt_parts.format_section(
+        n,
+        names,
+        structured,
+        CrafterConfig(purpose="which skills this environment trains"),
+        inventory_note=" (every item with its count)",
+        code_block_note=" (list only the items the agent should start with)",
     )
-
-
-def _render(index: int, config: CrafterConfig, names: NameMap) -> str:
-    data = config.to_dict()
-    shown = {
-        "environment_settings": {
-            names.show(k): names.show(v) for k, v in data["environment_settings"].items()
-        },
-        "inventory_settings": {names.show(k): v for k, v in data["inventory_settings"].items()},
-    }
-    return (
-        f"Environment {index}\nPurpose: {config.purpose}\n```json\n"
-        f"{json.dumps(shown, indent=2)}\n```"
-    )
-
-
-def _checked_stats(
-    stats: Mapping[str, tuple[float, float]],
-) -> dict[str, tuple[float, float]]:
-    """Every achievement exactly once, as (mean %, std %), in the game's order."""
-    known = skills()
-    for name in stats:
-        if name not in known:
-            raise ConfigError(
-                f"success_stats.{name}", f"unknown skill; expected the names {', '.join(known)}"
-            )
-    missing = [s for s in known if s not in stats]
-    if missing:
-        raise ConfigError(
-            "success_stats", f"missing skills {', '.join(missing)}; give (mean %, std %) for each"
-        )
-    out: dict[str, tuple[float, float]] = {}
-    for skill in known:
-        try:
-            mean, std = (float(x) for x in stats[skill])
-        except (TypeError, ValueError):
-            raise ConfigError(
-                f"success_stats.{skill}", f"expected (mean %, std %); got {stats[skill]!r}"
-            ) from None
-        out[skill] = (mean, std)
-    return out

@@ -9,7 +9,6 @@ of this project (docs/heist.md, "The LLM prompt").
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,7 +21,7 @@ from envgen.envs.heist.config import (
     HeistConfig,
     max_colours,
 )
-from envgen.errors import ConfigError
+from envgen.llm import prompt_parts
 from envgen.llm.names import NameMap, obfuscated_names
 
 EPISODE_STEPS = 1000  # procgen's Heist timeout; Heist has no episode-length setting
@@ -93,16 +92,7 @@ def environment_schema(names: NameMap) -> dict[str, Any]:
         names.show("num_keys"): {"type": "integer", "enum": list(range(MAX_COLOURS + 1))},
     }
     inv_props = {names.show("keys_held"): {"type": "integer", "enum": list(range(MAX_COLOURS + 1))}}
-    return {
-        "type": "object",
-        "properties": {
-            "purpose": {"type": "string", "maxLength": 200},
-            "environment_settings": _closed_object(env_props),
-            "inventory_settings": _closed_object(inv_props),
-        },
-        "required": ["purpose", "environment_settings", "inventory_settings"],
-        "additionalProperties": False,
-    }
+    return prompt_parts.environment_schema(env_props, inv_props)
 
 
 def initial_prompt(n: int, names: NameMap, structured: bool) -> str:
@@ -133,34 +123,17 @@ def adaptation_prompt(
     structured: bool,
 ) -> str:
     """Step 4: the previous environments and each skill's success in the original game."""
-    rates = "\n".join(
-        f"- {skill}: {mean:.0f}% +/- {std:.0f}%"
-        for skill, (mean, std) in _checked_stats(success_stats).items()
+    return prompt_parts.adaptation_prompt(
+        previous,
+        success_stats,
+        skills(),
+        n,
+        names,
+        structured,
+        _format_section(n, names, structured),
+        measured="tested",
+        runs="test runs",
     )
-    envs = "\n\n".join(_render(i, c, names) for i, c in enumerate(previous, start=1))
-    where = 'in the "information_used" field' if structured else "at the start of your reply"
-    return "\n\n".join(
-        (
-            f"The agent trained in the {len(previous)} environments you created, then in "
-            "the original game, and was tested in the original game. "
-            f"The environments were:\n\n{envs}",
-            "Success rate of each skill in the original game "
-            f"(mean% +/- std% over the test runs, whole percent):\n{rates}",
-            f"Create {n} new environments that help the agent improve the skills it is "
-            "still poor at without losing the skills it has. Say briefly "
-            f"{where} which of the information above you used and how.",
-            _format_section(n, names, structured),
-        )
-    )
-
-
-def _closed_object(properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
 
 
 def _note(names: NameMap, field: str) -> str:
@@ -197,56 +170,6 @@ def _parameters_section(names: NameMap) -> str:
 
 
 def _format_section(n: int, names: NameMap, structured: bool) -> str:
-    if structured:
-        return (
-            'Reply with one JSON object whose "environments" list holds exactly '
-            f'{n} environments, each with "purpose" (one sentence), '
-            '"environment_settings" and "inventory_settings".'
-        )
-    example = HeistConfig(purpose="which skills this environment trains")
-    return (
-        'For each environment write a line "Purpose: ..." saying which skills it trains, '
-        "then its settings in one ```json code block, for example:\n\n"
-        + _render(1, example, names)
-        + f"\n\nWrite exactly {n} such environments and no other JSON."
+    return prompt_parts.format_section(
+        n, names, structured, HeistConfig(purpose="which skills this environment trains")
     )
-
-
-def _render(index: int, config: HeistConfig, names: NameMap) -> str:
-    data = config.to_dict()
-    shown = {
-        section: {names.show(k): names.show(v) if isinstance(v, str) else v for k, v in items}
-        for section, items in (
-            ("environment_settings", data["environment_settings"].items()),
-            ("inventory_settings", data["inventory_settings"].items()),
-        )
-    }
-    return (
-        f"Environment {index}\nPurpose: {config.purpose}\n```json\n"
-        f"{json.dumps(shown, indent=2)}\n```"
-    )
-
-
-def _checked_stats(stats: Mapping[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
-    """Every skill exactly once, as (mean %, std %), in the chain's order."""
-    known = skills()
-    for name in stats:
-        if name not in known:
-            raise ConfigError(
-                f"success_stats.{name}", f"unknown skill; expected the names {', '.join(known)}"
-            )
-    missing = [s for s in known if s not in stats]
-    if missing:
-        raise ConfigError(
-            "success_stats", f"missing skills {', '.join(missing)}; give (mean %, std %) for each"
-        )
-    out: dict[str, tuple[float, float]] = {}
-    for skill in known:
-        try:
-            mean, std = (float(x) for x in stats[skill])
-        except (TypeError, ValueError):
-            raise ConfigError(
-                f"success_stats.{skill}", f"expected (mean %, std %); got {stats[skill]!r}"
-            ) from None
-        out[skill] = (mean, std)
-    return out

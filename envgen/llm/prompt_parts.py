@@ -1,0 +1,155 @@
+"""The parts of a designer prompt that every game words the same way.
+
+envgen/llm/crafter.py and envgen/llm/heist.py write what differs by game (the task,
+skills, parameters and rules); the schema's frame, the output format, how a previous
+environment is shown, the adaptation step and the check of the success statistics are
+here, once. Prompt texts are part of the LLM cache's keys (envgen/llm/cache.py): a
+change of one byte here makes every recorded reply miss, which the replay tests catch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from envgen.errors import ConfigError
+from envgen.llm.names import NameMap
+
+
+class DesignedConfig(Protocol):
+    """What a game's environment config offers the prompt (CrafterConfig, HeistConfig)."""
+
+    purpose: str
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def environment_schema(
+    env_props: dict[str, Any], inventory_props: dict[str, Any]
+) -> dict[str, Any]:
+    """JSON schema of one environment as the LLM writes it (every field required)."""
+    return {
+        "type": "object",
+        "properties": {
+            "purpose": {"type": "string", "maxLength": 200},
+            "environment_settings": _closed_object(env_props),
+            "inventory_settings": _closed_object(inventory_props),
+        },
+        "required": ["purpose", "environment_settings", "inventory_settings"],
+        "additionalProperties": False,
+    }
+
+
+def _closed_object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def format_section(
+    n: int,
+    names: NameMap,
+    structured: bool,
+    example: DesignedConfig,
+    *,
+    inventory_note: str = "",
+    code_block_note: str = "",
+) -> str:
+    """How to reply: a JSON object under a schema, or `n` "Purpose" lines with a JSON
+    block each (`example` shown); the notes, when given, follow the inventory's name in
+    the first and the code block's in the second."""
+    if structured:
+        return (
+            'Reply with one JSON object whose "environments" list holds exactly '
+            f'{n} environments, each with "purpose" (one sentence), '
+            f'"environment_settings" and "inventory_settings"{inventory_note}.'
+        )
+    return (
+        'For each environment write a line "Purpose: ..." saying which skills it trains, '
+        f"then its settings in one ```json code block{code_block_note}, for example:\n\n"
+        + render(1, example, names)
+        + f"\n\nWrite exactly {n} such environments and no other JSON."
+    )
+
+
+def render(index: int, config: DesignedConfig, names: NameMap) -> str:
+    """One environment as the LLM wrote it (names shown as the prompt shows them)."""
+    data = config.to_dict()
+    shown = {
+        section: {names.show(k): names.show(v) if isinstance(v, str) else v for k, v in items}
+        for section, items in (
+            ("environment_settings", data["environment_settings"].items()),
+            ("inventory_settings", data["inventory_settings"].items()),
+        )
+    }
+    return (
+        f"Environment {index}\nPurpose: {config.purpose}\n```json\n"
+        f"{json.dumps(shown, indent=2)}\n```"
+    )
+
+
+def adaptation_prompt(
+    previous: Sequence[DesignedConfig],
+    success_stats: Mapping[str, tuple[float, float]],
+    skills: Sequence[str],
+    n: int,
+    names: NameMap,
+    structured: bool,
+    format_text: str,
+    *,
+    measured: str,
+    runs: str,
+) -> str:
+    """Step 4 of the method: the previous environments, each skill's success in the
+    original game (`measured` and `runs` say how the game measured it: "evaluated" over
+    "evaluation runs", "tested" over "test runs") and a request for `n` new ones, to be
+    written as `format_text` says."""
+    rates = "\n".join(
+        f"- {skill}: {mean:.0f}% +/- {std:.0f}%"
+        for skill, (mean, std) in checked_stats(success_stats, skills).items()
+    )
+    envs = "\n\n".join(render(i, c, names) for i, c in enumerate(previous, start=1))
+    where = 'in the "information_used" field' if structured else "at the start of your reply"
+    return "\n\n".join(
+        (
+            f"The agent trained in the {len(previous)} environments you created, then in "
+            f"the original game, and was {measured} in the original game. "
+            f"The environments were:\n\n{envs}",
+            "Success rate of each skill in the original game "
+            f"(mean% +/- std% over the {runs}, whole percent):\n{rates}",
+            f"Create {n} new environments that help the agent improve the skills it is "
+            "still poor at without losing the skills it has. Say briefly "
+            f"{where} which of the information above you used and how.",
+            format_text,
+        )
+    )
+
+
+def checked_stats(
+    stats: Mapping[str, tuple[float, float]], skills: Sequence[str]
+) -> dict[str, tuple[float, float]]:
+    """Every skill exactly once, as (mean %, std %), in the order of `skills`."""
+    for name in stats:
+        if name not in skills:
+            raise ConfigError(
+                f"success_stats.{name}", f"unknown skill; expected the names {', '.join(skills)}"
+            )
+    missing = [s for s in skills if s not in stats]
+    if missing:
+        raise ConfigError(
+            "success_stats", f"missing skills {', '.join(missing)}; give (mean %, std %) for each"
+        )
+    out: dict[str, tuple[float, float]] = {}
+    for skill in skills:
+        try:
+            mean, std = (float(x) for x in stats[skill])
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"success_stats.{skill}", f"expected (mean %, std %); got {stats[skill]!r}"
+            ) from None
+        out[skill] = (mean, std)
+    return out
