@@ -7,7 +7,14 @@ import dataclasses
 import json
 from pathlib import Path
 
-from envgen.agents.config import AGENTS, MODEL_PRESETS, ModelConfig, PPOConfig, model_preset
+from envgen.agents.config import (
+    AGENTS,
+    MODEL_PRESETS,
+    ModelConfig,
+    PPOConfig,
+    add_rollout_arguments,
+    model_preset,
+)
 from envgen.agents.device import add_device_arguments, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.errors import ConfigError
@@ -56,18 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--workers", type=whole_number(1), default=None, help="vec env worker processes"
     )
-    parser.add_argument(
-        "--num-envs", type=whole_number(1), default=8, help="parallel envs (Table 9: 8)"
-    )
-    parser.add_argument(
-        "--num-steps",
-        type=whole_number(1),
-        default=512,
-        help="steps per env per rollout (Table 9: 512)",
-    )
-    parser.add_argument(
-        "--minibatches", type=whole_number(1), default=8, help="minibatches per epoch (Table 9: 8)"
-    )
+    add_rollout_arguments(parser)
     parser.add_argument(
         "--checkpoint-every",
         type=whole_number(1),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import crafter.constants
 
@@ -23,7 +23,11 @@ from envgen.input_checks import (
     finite,
     rollout_memory_bytes,
     unknown_key,
+    whole_number,
 )
+
+if TYPE_CHECKING:
+    import argparse
 
 MODEL_KINDS = ("impala", "nature")
 AGENTS = ("ppo", "ad")  # the keys of `envgen.agents.trainer.AGENTS`
@@ -147,6 +151,30 @@ class PPOConfig:
     def checkpoint_rollouts(self) -> int:
         """Rollouts between checkpoints."""
         return -(-self.checkpoint_every // self.rollout_size)
+
+
+def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
+    """--num-envs, --num-steps and --minibatches: the rollout's shape, as in `PPOConfig`
+    (defaults Table 9's), for the commands that train or time a Crafter agent."""
+    ppo = PPOConfig()
+    parser.add_argument(
+        "--num-envs",
+        type=whole_number(1),
+        default=ppo.num_envs,
+        help=f"parallel envs (default {ppo.num_envs}, Table 9)",
+    )
+    parser.add_argument(
+        "--num-steps",
+        type=whole_number(1),
+        default=ppo.num_steps,
+        help=f"steps per env per rollout (default {ppo.num_steps}, Table 9)",
+    )
+    parser.add_argument(
+        "--minibatches",
+        type=whole_number(1),
+        default=ppo.minibatches,
+        help=f"minibatches per epoch (default {ppo.minibatches}, Table 9)",
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen.agents.config import MODEL_PRESETS, PPOConfig, model_preset
+from envgen.agents.config import MODEL_PRESETS, PPOConfig, add_rollout_arguments, model_preset
 from envgen.agents.runlog import read_jsonl
 from envgen.agents.seeding import derive_seed
 from envgen.agents.threads import add_threads_argument, set_torch_threads
@@ -90,18 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--top", type=whole_number(1), default=4, help="group size compared (default 4)"
     )
-    parser.add_argument(
-        "--num-envs", type=whole_number(1), default=8, help="parallel envs (default 8, Table 9)"
-    )
-    parser.add_argument(
-        "--num-steps",
-        type=whole_number(1),
-        default=512,
-        help="steps per env per rollout (default 512, Table 9: 20k steps = 5 updates)",
-    )
-    parser.add_argument(
-        "--minibatches", type=whole_number(1), default=8, help="minibatches (default 8)"
-    )
+    add_rollout_arguments(parser)
     parser.add_argument(
         "--device", type=torch_device, default="cpu", help="torch device (default cpu)"
     )

@@ -32,7 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from envgen.agents.config import AGENTS, MODEL_PRESETS, ADConfig, PPOConfig, model_preset
+from envgen.agents.config import (
+    AGENTS,
+    MODEL_PRESETS,
+    ADConfig,
+    PPOConfig,
+    add_rollout_arguments,
+    model_preset,
+)
 from envgen.agents.device import add_device_arguments, describe, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.agents.trainer import EnvFactory, Trainer, crafter_vec_env_factory
@@ -149,18 +156,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="timed rollouts per setup (default 3 for ppo; for ad its aux period, 8)",
     )
-    parser.add_argument(
-        "--num-envs", type=whole_number(1), default=8, help="parallel envs (default 8)"
-    )
-    parser.add_argument(
-        "--num-steps",
-        type=whole_number(1),
-        default=512,
-        help="steps per env per rollout (default 512)",
-    )
-    parser.add_argument(
-        "--minibatches", type=whole_number(1), default=8, help="minibatches (default 8)"
-    )
+    add_rollout_arguments(parser)
     parser.add_argument(
         "--workers", type=whole_number(1), default=None, help="our vec env's worker count"
     )
