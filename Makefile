@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # --no-loadscope-reorder keeps that order.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup setup-llm lock test verify repro repro-from-scratch bench lint clean-venv
+.PHONY: setup setup-llm lock gpu-wheels test verify repro repro-from-scratch bench lint clean-venv
 
 setup: $(STAMP)
 
@@ -68,6 +68,18 @@ lock:
 		-o requirements-llm.lock
 	{ $(call lock_header,--extra=dev --extra=local-llm); cat requirements-llm.lock; } > requirements-llm.lock.tmp
 	mv requirements-llm.lock.tmp requirements-llm.lock
+
+# The wheels a GPU machine with no network lacks, into .whl/ (git-ignored) to carry
+# there: Crafter and what it imports that such a machine's image does not hold. The lent
+# H100/H200 image has its own torch, numpy, numba, pillow, imageio, PyYAML, tqdm,
+# cloudpickle and pytest (docs/pipeline.md, "GPU driver"). All five are pure Python
+# (py3-none-any; crafter and gym build from their sdists), at the lock file's versions.
+GPU_WHEELS := crafter gym gym-notices opensimplex ruamel-yaml
+gpu-wheels:
+	mkdir -p .whl
+	$(PY) -m pip wheel -q --no-deps -w .whl \
+		$$(for name in $(GPU_WHEELS); do grep -i -m1 "^$$name==" requirements.lock | cut -d' ' -f1; done)
+	ls -l .whl
 
 test: setup-llm
 	$(BIN)/ruff check envgen replication tests

@@ -1,5 +1,9 @@
 """`envgen gpu` on the CPU with tiny budgets: check, bench, run in chunks until done, pack
-within the file limits, import with verification, and the archives import refuses."""
+within the file limits, import with verification, and the archives import refuses.
+
+check, bench and run load only what the lent GPU machine has (its image's packages and the
+wheels `make gpu-wheels` carries; tests/import_blocker.py): any other import fails, as
+it would there, with no network to install it."""
 
 import io
 import json
@@ -14,22 +18,42 @@ import yaml
 from envgen.errors import ConfigError, EnvGenError
 from envgen.gpu.archive import import_archives, pack_runs
 from envgen.gpu.chunk import check_store
+from tests.import_blocker import blocker_env, gpu_image_modules
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _envgen(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module")
+def image_env(tmp_path_factory) -> dict[str, str]:
+    """The environment of a subprocess that can import only what the GPU machine has."""
+    return blocker_env(tmp_path_factory.mktemp("image"), allowed=gpu_image_modules())
+
+
+def test_only_the_gpu_machines_packages_load(image_env):
+    def imports(module: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-c", f"import {module}"]
+        return subprocess.run(cmd, cwd=REPO, env=image_env, capture_output=True, text=True)
+
+    for module in ("torch", "numba", "crafter", "ruamel.yaml", "envgen.gpu.check"):
+        assert imports(module).returncode == 0, imports(module).stderr
+    for missing in ("ray", "dvc", "procgen", "openai"):  # installed here, not there
+        result = imports(missing)
+        assert result.returncode != 0 and f"No module named '{missing}'" in result.stderr
+
+
+def _envgen(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-W", "ignore", "-m", "envgen.cli", "gpu", *args]
-    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     if check and result.returncode:
         raise AssertionError(result.stdout[-3000:] + result.stderr[-3000:])
     return result
 
 
 @pytest.mark.slow
-def test_check_runs_tiny_ppo_and_ad_kills_resumes_and_loads_on_cpu(tmp_path):
+def test_check_runs_tiny_ppo_and_ad_kills_resumes_and_loads_on_cpu(tmp_path, image_env):
     out = tmp_path / "out"
-    _envgen("check", "--device", "cpu", "--model", "nature", "--no-device-tests", "--out", str(out))
+    args = ["--device", "cpu", "--model", "nature", "--no-device-tests", "--out", str(out)]
+    _envgen(image_env, "check", *args)
     report = json.loads((out / "check.json").read_text())
     assert report["versions"]["device"] == "cpu"
     assert "auxiliary phase" in report["tiny ad run on cpu"]
@@ -38,10 +62,10 @@ def test_check_runs_tiny_ppo_and_ad_kills_resumes_and_loads_on_cpu(tmp_path):
 
 
 @pytest.mark.slow
-def test_bench_writes_both_agents(tmp_path):
+def test_bench_writes_both_agents(tmp_path, image_env):
     out = tmp_path / "out"
     _envgen(
-        "bench", "--device", "cpu", "--model", "nature", "--tiny", "--rollouts", "1",
+        image_env, "bench", "--device", "cpu", "--model", "nature", "--tiny", "--rollouts", "1",
         "--concurrency", "1", "--out", str(out),
     )  # fmt: skip
     bench = json.loads((out / "bench.json").read_text())
@@ -49,7 +73,7 @@ def test_bench_writes_both_agents(tmp_path):
 
 
 @pytest.mark.slow
-def test_run_in_chunks_then_pack_and_import(tmp_path):
+def test_run_in_chunks_then_pack_and_import(tmp_path, image_env):
     store, runs_root = tmp_path / "store", tmp_path / "results" / "runs"
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     smoke = params["profiles"]["smoke"]  # 4 rollouts of 512 steps, a checkpoint after each
@@ -60,7 +84,7 @@ def test_run_in_chunks_then_pack_and_import(tmp_path):
     archives: list[Path] = []
     for call in range(12):  # each call trains at most ~20 s, then packs what finished
         out = tmp_path / f"out-{call}"
-        result = _envgen("run", *row, "--out", str(out), "--budget-min", "0.4")
+        result = _envgen(image_env, "run", *row, "--out", str(out), "--budget-min", "0.4")
         archives += sorted(out.glob("*.tar.gz"))
         if "training done" in result.stdout:
             break

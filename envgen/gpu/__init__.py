@@ -1,7 +1,7 @@
 """`envgen gpu check|bench|run|import`: drive a GPU machine with no network, jobs of at most
 10 minutes, a small working tree sent in and a few small files sent back.
 
-On the GPU machine (its own torch, plus the wheels docs/pipeline.md lists):
+On the GPU machine (its own torch, plus the wheels `make gpu-wheels` builds; docs/pipeline.md):
     envgen gpu check --out $OUT                       # versions, device tests, tiny runs
     envgen gpu bench --out $OUT                       # env steps/s at 1..16 runs per GPU
     envgen gpu run paper replication/table1.yaml --row PPO --store /scratch/runs --out $OUT
