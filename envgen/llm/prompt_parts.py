@@ -59,9 +59,10 @@ def format_section(
     inventory_note: str = "",
     code_block_note: str = "",
 ) -> str:
-    """How to reply: a JSON object under a schema, or `n` "Purpose" lines with a JSON
-    block each (`example` shown); the notes, when given, follow the inventory's name in
-    the first and the code block's in the second."""
+    """How to reply: one JSON object under the schema (`structured`), or `n` "Purpose"
+    lines each with a JSON code block, `example` shown. A game's own words go after
+    "inventory_settings" in the first (`inventory_note`) and after "code block" in the
+    second (`code_block_note`)."""
     if structured:
         return (
             'Reply with one JSON object whose "environments" list holds exactly '
