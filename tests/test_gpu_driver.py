@@ -35,7 +35,8 @@ def test_only_the_gpu_machines_packages_load(image_env):
         return subprocess.run(cmd, cwd=REPO, env=image_env, capture_output=True, text=True)
 
     for module in ("torch", "numba", "crafter", "ruamel.yaml", "envgen.gpu.check"):
-        assert imports(module).returncode == 0, imports(module).stderr
+        result = imports(module)
+        assert result.returncode == 0, result.stderr
     for missing in ("ray", "dvc", "procgen", "openai"):  # installed here, not there
         result = imports(missing)
         assert result.returncode != 0 and f"No module named '{missing}'" in result.stderr
