@@ -190,12 +190,13 @@ def _pooled(
         "Not confirmatory: the first campaign's seeds suggested H1 (its Crafter-only seed 0 "
         "was its first run, trained under load with a pause).",
         "",
-        "The two campaigns ran the same code but not on the same machine or software "
-        "stack: on one machine the first campaign's code (9b47785) and that of 2026-11-25 write "
-        "identical logs, while the first campaign's committed runs differ from their first "
-        'PPO update on (docs/measurements.md, "CPU campaign"). Pooling mixes machines as '
-        "well as seeds. (Noted 2026-11-25 at 8 of 30 runs, after a check of the code "
-        "prompted by the runs' scores; the registered analysis is unchanged.)",
+        "The two campaigns' code behaves alike: on one machine the first campaign's code "
+        "(9b47785) and that of 2026-11-25 write identical logs over the first 100,000 to "
+        "230,000 steps of seed 1 of each row. Their machines or software stacks differ: "
+        "the first campaign's committed runs differ from those logs from the first PPO "
+        'update on (docs/measurements.md, "CPU campaign"). Pooling mixes machines as well '
+        "as seeds. (Noted 2026-11-25 at 8 of 30 runs, after a check of the code prompted "
+        "by the runs' scores; the registered analysis is unchanged.)",
     ]
     if first is None:
         return [*head, "", "The first campaign's runs.json was not given to the report."]
