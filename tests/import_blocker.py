@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 REPO = Path(__file__).resolve().parents[1]
 
 # The Python distributions of the GPU machine image this project is lent (NVIDIA H100 /
@@ -73,10 +75,6 @@ sys.meta_path[:] = [
 """
 
 
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def gpu_wheels() -> tuple[str, ...]:
     """The Makefile's GPU_WHEELS: what `make gpu-wheels` carries to the GPU machine."""
     match = re.search(r"^GPU_WHEELS := (.+)$", (REPO / "Makefile").read_text(), re.M)
@@ -87,9 +85,9 @@ def gpu_wheels() -> tuple[str, ...]:
 def gpu_image_modules() -> frozenset[str]:
     """Top-level modules a GPU machine has: its image's and the carried wheels', installed
     here (`importlib.metadata` maps each module to its distribution), and envgen."""
-    wanted = {_canonical(d) for d in (*GPU_IMAGE, *gpu_wheels())}
-    modules = importlib.metadata.packages_distributions()
-    found = {m for m, dists in modules.items() if any(_canonical(d) in wanted for d in dists)}
+    wanted = {canonicalize_name(d) for d in (*GPU_IMAGE, *gpu_wheels())}
+    dists_of = importlib.metadata.packages_distributions()  # module -> its distributions
+    found = {m for m, ds in dists_of.items() if any(canonicalize_name(d) in wanted for d in ds)}
     return frozenset(found | {"envgen"})
 
 
