@@ -33,7 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="envgen",
         description=(
             "EnvGen replication. Environments (envs), benchmarks (bench), PPO training "
-            "(train), the LLM environment designer (llm) and full EnvGen runs (run)."
+            "(train), the LLM environment designer (llm), full EnvGen runs (run), long "
+            "campaigns (campaign), re-deriving the committed numbers (verify) and an "
+            "offline GPU machine (gpu)."
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

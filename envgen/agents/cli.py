@@ -29,7 +29,7 @@ schema plus the global step, phase and config index), metrics.jsonl (losses and
 steps/s per rollout), checkpoints/latest.pt (every --checkpoint-every steps, atomic)
 and summary.json (Crafter score over the episodes of the last --score-window steps).
 A killed run continued with --resume ends with the same metrics as an uninterrupted
-one (envs are re-seeded at every checkpoint; see docs/agent.md).
+one: a checkpoint holds the running episodes too (docs/agent.md).
 
 Network presets (--model): paper = IMPALA [64,128,128] + 256 + 1024 (about 9 GFLOP per
 env step with 3 epochs; GPU), impala-small = IMPALA [16,32,32] (0.6 GFLOP; slow CPU),
@@ -55,20 +55,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--out", type=Path, required=True, help="run directory")
     parser.add_argument(
-        "--model", default="nature", choices=sorted(MODEL_PRESETS), help="network preset"
+        "--model",
+        default="nature",
+        choices=sorted(MODEL_PRESETS),
+        help="network preset (default nature; presets below)",
     )
     parser.add_argument("--agent", default="ppo", choices=AGENTS, help="agent (default ppo)")
     parser.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
     add_device_arguments(parser)
     parser.add_argument(
-        "--workers", type=whole_number(1), default=None, help="vec env worker processes"
+        "--workers",
+        type=whole_number(1),
+        default=None,
+        help="vec env worker processes (default min(--num-envs, CPU cores))",
     )
     add_rollout_arguments(parser)
     parser.add_argument(
         "--checkpoint-every",
         type=whole_number(1),
         default=PPOConfig.checkpoint_every,
-        help="checkpoint (and env re-seed) interval in env steps, whole rollouts",
+        help="checkpoint interval in env steps, whole rollouts (default %(default)s)",
     )
     parser.add_argument(
         "--score-window",

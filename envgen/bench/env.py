@@ -25,12 +25,20 @@ VEC_ENVS = 8
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--seconds", type=positive_number, default=10.0, help="time per measurement"
+        "--seconds",
+        type=positive_number,
+        default=10.0,
+        help="seconds per measurement (default %(default)s)",
     )
     parser.add_argument(
-        "--workers", type=whole_number(0), default=0, help="also measure the vector env"
+        "--workers",
+        type=whole_number(0),
+        default=0,
+        help="also measure the vector env with this many workers (default 0: not)",
     )
-    parser.add_argument("--seed", type=whole_number(0), default=0, help="env and policy seed")
+    parser.add_argument(
+        "--seed", type=whole_number(0), default=0, help="env and policy seed (default %(default)s)"
+    )
 
 
 def _rate(

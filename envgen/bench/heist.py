@@ -34,15 +34,29 @@ BENCH_CONFIGS = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--num-envs", type=whole_number(1), default=64, help="games stepped together"
+        "--num-envs",
+        type=whole_number(1),
+        default=64,
+        help="games stepped together (default %(default)s)",
     )
     parser.add_argument(
-        "--steps", type=whole_number(1), default=3000, help="batched steps timed, each"
+        "--steps",
+        type=whole_number(1),
+        default=3000,
+        help="batched steps timed, each side (default %(default)s)",
     )
     parser.add_argument(
-        "--chunk", type=whole_number(1), default=50, help="batched steps per alternation"
+        "--chunk",
+        type=whole_number(1),
+        default=50,
+        help="batched steps per alternation (default %(default)s)",
     )
-    parser.add_argument("--seed", type=whole_number(0), default=0, help="engine and action seed")
+    parser.add_argument(
+        "--seed",
+        type=whole_number(0),
+        default=0,
+        help="engine and action seed (default %(default)s)",
+    )
 
 
 def _chunk_times(

@@ -25,15 +25,24 @@ PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="nature", help="network preset")
+    parser.add_argument("--model", default="nature", help="network preset (default %(default)s)")
     parser.add_argument(
-        "--batch", type=whole_number(1), default=256, help="observations per update"
+        "--batch",
+        type=whole_number(1),
+        default=256,
+        help="observations per update (default %(default)s)",
     )
     parser.add_argument(
-        "--seconds", type=positive_number, default=8.0, help="timed per round and side"
+        "--seconds",
+        type=positive_number,
+        default=8.0,
+        help="seconds timed per round and side (default %(default)s)",
     )
     parser.add_argument(
-        "--rounds", type=whole_number(1), default=2, help="alternations of the two sides"
+        "--rounds",
+        type=whole_number(1),
+        default=2,
+        help="alternations of the two sides (default %(default)s)",
     )
 
 

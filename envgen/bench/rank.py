@@ -11,7 +11,7 @@ base seeds, as the curricula derive theirs) up to the largest budget, scores eac
 at each budget over the episodes it finished by then (`envgen.scoring.summarize`, the
 curricula's score) and prints, per budget, Spearman's rho between the two seeds' 16
 scores and the overlap of their top-4 and bottom-4 (the groups the curricula train
-on). One process: the vec env steps in the trainer's process (`--workers 1`).
+on). One process: the vec env steps in the trainer's process (no worker processes).
 The last output line is JSON; `--out` also keeps it, rewritten after every agent.
 `--rescore` scores the agents a run kept in `--work-dir` at other budgets, untrained.
 """

@@ -65,11 +65,24 @@ def _bench(args: argparse.Namespace) -> int:
     return bench(args)
 
 
+def _model_name(name: str) -> str:
+    """A network preset's name, checked when parsed: a wrong one fails before any work."""
+    from envgen.agents.config import model_preset
+
+    model_preset(name)
+    return name
+
+
 def _device_args(parser: argparse.ArgumentParser, model: str = "paper") -> None:
     from envgen.input_checks import torch_device
 
     parser.add_argument("--device", type=torch_device, default="cuda", help="default cuda")
-    parser.add_argument("--model", default=model, help=f"network preset (default {model})")
+    parser.add_argument(
+        "--model",
+        type=_model_name,
+        default=model,
+        help=f"network preset: paper, impala-small or nature (default {model})",
+    )
     parser.add_argument("--out", type=Path, required=True, help="folder of files sent back")
 
 
@@ -82,7 +95,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sub = parser.add_subparsers(dest="gpu_command", metavar="COMMAND", required=True)
 
-    check = sub.add_parser("check", help="versions, device tests, tiny PPO/AD runs, kill+resume")
+    text = "versions, device tests, tiny PPO/AD runs, kill+resume"
+    check = sub.add_parser("check", help=text, description=f"{text}; the report goes to --out")
     _device_args(check)
     check.add_argument(
         "--steps", type=whole_number(128), default=1024, help="tiny run length (AD's aux: 1024)"
@@ -90,7 +104,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check.add_argument("--no-device-tests", action="store_true", help="skip the pytest step")
     check.set_defaults(func=_check)
 
-    bench = sub.add_parser("bench", help="envgen bench train for PPO and AD on the device")
+    text = "envgen bench train for PPO and AD on the device"
+    bench = sub.add_parser("bench", help=text, description=f"{text}, at each --concurrency level")
     _device_args(bench)
     bench.add_argument("--concurrency", default="1,2,4,8,16", help="runs at once per level")
     bench.add_argument("--rollouts", type=whole_number(1), default=None)
@@ -98,7 +113,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.add_argument("--tiny", action="store_true", help="2 envs x 16 steps (a smoke test)")
     bench.set_defaults(func=_bench)
 
-    run = sub.add_parser("run", help="train a profile's rows for at most --budget-min, then pack")
+    text = "train a profile's rows for at most --budget-min, then pack"
+    run = sub.add_parser(
+        "run",
+        help=text,
+        description=f"{text} the finished runs (summaries and logs, no checkpoints) into "
+        "--out; call again to continue from the checkpoints in --store",
+    )
     run.add_argument("profile", help="a profile of params.yaml (e.g. paper)")
     run.add_argument("tables", type=Path, nargs="+", help="replication/*.yaml files")
     run.add_argument("--row", action="append", help="only this row (repeatable; default all)")
@@ -110,11 +131,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--budget-min",
         type=float,
         default=BUDGET_MIN,
-        help=f"wall-clock minutes of this call, packing included (default {BUDGET_MIN:g})",
+        help=f"wall-clock minutes of this call, packing included: more than 0, at most "
+        f"{BUDGET_MIN:g} (the default)",
     )
     run.set_defaults(func=_run)
 
-    imp = sub.add_parser("import", help="unpack returned runs into the run store")
+    text = "unpack returned runs into the run store"
+    imp = sub.add_parser(
+        "import", help=text, description=f"{text}; each run is checked before it enters the store"
+    )
     imp.add_argument("archives", type=Path, nargs="+", help="runs-NN.tar.gz files")
-    imp.add_argument("--runs-root", type=Path, default=Path("results/runs"))
+    imp.add_argument(
+        "--runs-root", type=Path, default=Path("results/runs"), help="default results/runs"
+    )
     imp.set_defaults(func=_import)

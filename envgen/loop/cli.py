@@ -26,14 +26,21 @@ Run one row of a table for one seed: EnvGen (generate -> train in the LLM enviro
 or a baseline (fixed, original_only, easy_to_hard, adversarial), as CONFIG.yaml says
 (fields: envgen.loop.config.RunConfig; replication/*.yaml lists every table's rows).
 
-Outputs go to RUNS_ROOT/<config-hash>/seed-K/: run.yaml, cycles/cycle-NN/
-(environments.json, feedback.txt, evaluation.json), episodes.jsonl, metrics.jsonl,
-llm_calls.json, llm_accounting.json, checkpoints/ and, last, final_metrics.json.
-A finished run is never redone; a killed one continues with --resume.
+Outputs go to RUNS_ROOT/<config-hash>/seed-K/: run.yaml, provenance.json,
+cycles/cycle-NN/ (environments.json, feedback.txt, evaluation.json), episodes.jsonl,
+metrics.jsonl, llm_calls.json, llm_accounting.json, checkpoints/ and
+final_metrics.json. A finished run is then sealed: its logs are gzipped and
+manifest.json, written last, lists every file with its sha256; the manifest marks a
+finished run, which is never redone. A killed one continues with --resume.
 
-LLM replies come from the response cache (--llm-mode replay, the default: a miss stops
-the run before training with the command that records it). --llm-mode fill records
-what is missing through --backend (local: the bundled SmolLM2 server is started).
+LLM replies come from the response cache (docs/llm.md), by --llm-mode:
+  replay (default)  serve recorded replies; a miss stops the run before training with
+                    the command that records it
+  fill              record what is missing through --backend (local: the bundled
+                    SmolLM2 server is started), replay the rest
+  record            call --backend for every request and store the reply (a different
+                    reply already stored under the same key is an error)
+  live              call --backend, store nothing
 """
 
 
@@ -50,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--runs-root", type=Path, default=Path("results/runs"), help="where runs are kept"
     )
-    parser.add_argument("--llm-mode", choices=MODES, default="replay", help="cache mode")
+    parser.add_argument("--llm-mode", choices=MODES, default="replay", help="cache mode (below)")
     parser.add_argument(
         "--replay",
         choices=MATCHES,
@@ -68,7 +75,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     add_device_arguments(parser, gpu_options=False)  # bf16, NHWC: the config's own fields
     parser.add_argument(
-        "--workers", type=whole_number(1), default=None, help="vec-env worker processes"
+        "--workers",
+        type=whole_number(1),
+        default=None,
+        help="vec-env worker processes (Crafter; default min(envs, CPU cores)) or procgen "
+        "threads (Heist; default 4); never changes results",
     )
     parser.add_argument("--progress", action="store_true", help="show progress bars")
     add_threads_argument(parser)

@@ -1,7 +1,7 @@
-"""`envgen campaign start|status|stop|collect NAME`: a long campaign across sessions and machines.
+"""`envgen campaign start|status|stop|collect|run NAME`: a campaign across sessions and machines.
 
     envgen campaign start cpu      # train the missing runs in the background, commit each
-    envgen campaign status cpu     # every (row, seed): done, running, partial, missing; ETA
+    envgen campaign status cpu     # every (row, seed): done, running, partial, stale, missing; ETA
     envgen campaign collect cpu    # results/campaign_cpu/runs.json from the run store
     envgen campaign stop cpu       # stop it; the run in flight resumes on the next start
 
@@ -261,7 +261,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="campaign_command", metavar="ACTION", required=True)
     helps = {
         "start": "train the missing runs in the background, committing each as it finishes",
-        "status": "every (row, seed): done, running, partial or missing; ETA",
+        "status": "every (row, seed): done, running, partial, stale or missing; ETA",
         "stop": "stop the background campaign (the run in flight resumes on the next start)",
         "collect": "write the campaign's runs.json (and metrics, scores) from the run store",
         "run": "what start launches: the same in the foreground",
@@ -269,8 +269,18 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     for action, text in helps.items():
         p = sub.add_parser(action, help=text, description=text)
         p.add_argument("name", help=f"the campaign: {', '.join(CAMPAIGNS)}")
-        p.add_argument("--params", type=Path, default=Path("params.yaml"))
-        p.add_argument("--runs-root", type=Path, default=Path("results/runs"))
+        p.add_argument(
+            "--params",
+            type=Path,
+            default=Path("params.yaml"),
+            help="the params file whose profiles the campaign uses (default params.yaml)",
+        )
+        p.add_argument(
+            "--runs-root",
+            type=Path,
+            default=Path("results/runs"),
+            help="the run store (default results/runs)",
+        )
         if action in ("start", "run"):
             p.add_argument(
                 "--workers",
@@ -282,7 +292,11 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
             )
         if action == "collect":
             for name in ("out", "metrics", "plots"):
-                p.add_argument(f"--{name}", type=Path, help=f"default: OUT_DIR/{_OUT_NAMES[name]}")
+                p.add_argument(
+                    f"--{name}",
+                    type=Path,
+                    help=f"default: results/campaign_NAME/{_OUT_NAMES[name]}",
+                )
         p.set_defaults(func=dispatch)
 
 

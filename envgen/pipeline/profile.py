@@ -55,7 +55,7 @@ class Profile:
     """
 
     name: str
-    """The key under ``profiles:`` (smoke | reduced | paper)."""
+    """The key under ``profiles:`` (smoke | cpu | reduced | paper)."""
     step_scale: float
     """Multiplier of every paper step count (1.0 = the paper's protocol)."""
     round_to_rollouts: bool
