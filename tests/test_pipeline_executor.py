@@ -84,6 +84,25 @@ def test_parallel_runs_then_skip_then_stale_redo(tmp_path):
     assert mtime(jobs[1], s) != first[jobs[1].key]  # another version: the run is redone
 
 
+@pytest.mark.parametrize("damage", ["manifest cut", "provenance edited"])
+def test_a_run_with_a_damaged_manifest_or_provenance_is_kept_and_its_job_fails(tmp_path, damage):
+    """A damaged file is not another results version: the run is never deleted."""
+    job = RandomJob(episodes=1, seed=0)
+    s = settings(tmp_path)
+    assert execute([job], s, ExecutorConfig(workers=1, retries=0), quiet)[job.key].status == DONE
+    run_dir = job_dir(job, s.runs_root)
+    if damage == "manifest cut":
+        manifest = run_dir / "manifest.json"
+        manifest.write_bytes(manifest.read_bytes()[:100])
+    else:
+        provenance = run_dir / "provenance.json"
+        provenance.write_text(provenance.read_text().replace('"sessions"', '"session5"', 1))
+    before = sorted((p.relative_to(run_dir), p.read_bytes()) for p in run_dir.rglob("*.*"))
+    result = execute([job], s, ExecutorConfig(workers=1, retries=0), quiet)[job.key]
+    assert result.status == FAILED and "the run is kept" in result.reason
+    assert sorted((p.relative_to(run_dir), p.read_bytes()) for p in run_dir.rglob("*.*")) == before
+
+
 def test_failed_runs_are_retried_and_reported(tmp_path):
     bad = tiny_job(0).config.replace(ppo={**TINY_PPO, "minibatches": 3})  # 3 does not divide 64
     job = Job(bad, 0)

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from envgen.agents.device import set_deterministic
-from envgen.errors import CacheMissError, LLMResponseError, LLMTransportError
+from envgen.errors import CacheMissError, EnvGenError, LLMResponseError, LLMTransportError
 from envgen.llm.budget import Budget
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import LOCAL_MODEL, backend_config, configured_keys, scrub
@@ -183,12 +183,21 @@ def _drop_if_stale(run_dir: Path, version: int) -> None:
     That is one produced under another results version (or by hand, or before versions
     existed: no provenance), and an unfinished one without a checkpoint (nothing to
     resume from; its logs would be appended to twice). A run that finished training but
-    was killed before it was sealed is sealed here.
+    was killed before it was sealed is sealed here. A run whose provenance.json or
+    manifest.json is damaged is kept and the job fails with one line saying so: the
+    damage, not a version, is what the user has to see (a committed run restores from
+    git).
     """
     if not run_dir.exists():
         return
     final = run_dir / "final_metrics.json"
-    stale = recorded_version(run_dir) != version
+    try:
+        stale = recorded_version(run_dir) != version
+    except EnvGenError as exc:
+        raise EnvGenError(
+            f"{exc}; the run is kept: restore it (`git checkout -- {run_dir}`) or delete "
+            "its directory to train it again"
+        ) from None
     if not stale and final.is_file() and not is_sealed(run_dir):
         finish_run(run_dir, read_json(final)["global_steps"])
     resumable = (run_dir / "checkpoints" / "latest.pt").is_file()

@@ -168,11 +168,14 @@ def read_provenance(run_dir: Path) -> dict[str, Any] | None:
 
 
 def recorded_version(run_dir: Path) -> int | None:
-    """The results version a run was produced under (None: unknown, so not current)."""
-    try:
-        data = read_provenance(run_dir)
-    except EnvGenError:
-        return None
+    """The results version a run was produced under (None: unknown, so not current).
+
+    Unknown means no provenance.json, or none with a version: a run made before versions
+    existed. A provenance.json that cannot be read, or that differs from its run's
+    manifest, raises instead: a damaged file must stop whoever asked (the pipeline would
+    otherwise judge the run stale and delete it), never pass for another version.
+    """
+    data = read_provenance(run_dir)
     value = (data or {}).get("results_version")
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
