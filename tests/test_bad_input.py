@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from envgen.agents.checkpoint import load_checkpoint
@@ -153,6 +154,29 @@ def test_params_files_rejected(tmp_path):
     assert resolved_params(REPO / "params.yaml")["profile"]["name"] == PARAMS["profile"]
 
 
+def test_params_stage_plans_the_replication_files_and_checks_the_device(tmp_path, monkeypatch):
+    """What a train stage would refuse only after DVC removed its outputs is refused here."""
+    table = tmp_path / "table9.yaml"
+    table.write_text("table: table9\nrows:\n  - {row: PPO, speed: 1}\n")
+    with pytest.raises(ConfigError) as err:
+        resolved_params(REPO / "params.yaml", [table])
+    _check_one_line(str(err.value), str(table), "speed: unknown key")
+    gpu = tmp_path / "params.yaml"
+    gpu.write_text(yaml.safe_dump(_params_with("profiles.smoke.device", "cuda")))
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    with pytest.raises(ConfigError) as err:
+        resolved_params(gpu)
+    _check_one_line(str(err.value), "profiles.smoke.device", "torch finds no GPU")
+
+
+def test_dvc_yaml_check_params_plans_every_table_the_train_stages_train():
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    tables = dvc["vars"][0]["tables"]
+    assert dvc["vars"][0]["table_files"].split() == [f"replication/{t}.yaml" for t in tables]
+    assert "--tables ${table_files}" in dvc["stages"]["check_params"]["cmd"]
+    assert "replication" in dvc["stages"]["check_params"]["deps"]
+
+
 # --- run directories ---------------------------------------------------------------------
 def test_torn_last_log_line_dropped_on_resume_and_named_when_read(tmp_path):
     path = tmp_path / "episodes.jsonl"
@@ -288,6 +312,12 @@ def test_dvc_yaml_every_train_stage_waits_for_check_params():
             "ppo: {num_envs: 8, num_steps: 64, minibatches: 4, checkpoint_every: 4096}",
             "ppo: {num_envs: 1000000, num_steps: 64, minibatches: 4}",
             "profiles.smoke.ppo.num_envs: 1,000,000 envs x 64 steps need about",
+        ),
+        pytest.param(
+            "    device: cpu\n    claim_grade: false\n    llm_model: smollm2",
+            "    device: cuda\n    claim_grade: false\n    llm_model: smollm2",
+            "profiles.smoke.device: 'cuda', but torch finds no GPU",
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU"),
         ),
     ],
 )
