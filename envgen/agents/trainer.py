@@ -9,7 +9,7 @@ phase with a new mixture; optimiser, normaliser, RNG streams and the vec env car
 counted in whole rollouts: a call stops at the first rollout boundary at or past its
 target, and the next call's target is absolute, so overshoot never accumulates.
 
-Resume semantics (docs/agent.md, "Resume"): a checkpoint is written every
+Resume semantics (docs/agent.md, "Reproducibility and resume"): a checkpoint is written every
 `PPOConfig.checkpoint_every` steps (whole rollouts) and on `checkpoint()`. It holds the
 vec env's state too (every env mid-episode, `get_state`), and the env keeps running:
 checkpoints never end an episode. A resumed run rebuilds the env from that state, so a
@@ -351,7 +351,7 @@ class Trainer:
         device's: a CPU generator state (5,056 bytes) and a CUDA one (16 bytes) do not
         convert. The re-seeded stream is fixed by (seed, checkpoints written), so a
         cross-device resume is reproducible but not the uninterrupted run's stream
-        (docs/agent.md, "Resume")."""
+        (docs/agent.md, "Reproducibility and resume")."""
         if not isinstance(saved, dict) or not isinstance(saved.get("state"), torch.Tensor):
             raise ValueError("action_rng: expected {device, state}")
         ours = self.action_rng.get_state()

@@ -329,7 +329,7 @@ def assumed_population(paper: SampleStats, ours: SampleStats) -> SampleStats:
     """The population a power calculation assumes: the paper's mean, the larger spread.
 
     Taking our std when it exceeds the paper's keeps noisier runs from being credited
-    with power they did not have (docs/stats.md, "Power").
+    with power they did not have (docs/stats.md, "Per claim", **Power**).
     """
     std = paper.std if ours.n < 2 else max(paper.std, ours.std)
     return dataclasses.replace(paper, std=std)

@@ -1,6 +1,6 @@
 """Intervals whose coverage holds at the row's n: Student t for a mean, Welch for a difference.
 
-Why not the percentile bootstrap the tables used before: its nominal 95 % covers the
+Why not a percentile bootstrap: its nominal 95 % covers the
 true mean of normal runs 51 % of the time at n = 2, 82 % at 5, 89 % at 10 and about
 94 % at 30 and 50 (`simulated_coverage`, docs/stats.md, "Intervals"), so no run count
 up to the paper's 30 makes it trustworthy. The t-interval covers 95 % at every n >= 2.

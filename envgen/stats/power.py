@@ -4,7 +4,7 @@ A planning figure: how often the test a campaign runs (one-sided Welch of a > b 
 level alpha) would reject, if the arms were normal with the given difference and stds.
 Simulation rather than the noncentral-t formula, because the formula treats the
 Welch-Satterthwaite df as known when each sample estimates it, which at 5 runs per arm
-overstates power by up to 0.03 (docs/stats.md, "Power, a planning figure").
+overstates power by up to 0.03 (docs/stats.md, "Campaign claims", item 3).
 """
 
 from __future__ import annotations

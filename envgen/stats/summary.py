@@ -9,8 +9,8 @@ The bootstrap follows rliable (Agarwal et al., 2021): scores are `{row: array(n_
 aggregates map a runs x tasks matrix to one number, and intervals come from a
 stratified bootstrap that resamples runs independently within each task. The
 bootstrap is scipy's (`scipy.stats.bootstrap`, percentile method, each task column
-an independent sample), which is rliable's stratified bootstrap; rliable's own
-`get_interval_estimates` cannot be imported here (docs/stats.md, "Dependencies").
+an independent sample), which is rliable's stratified bootstrap; envgen does not
+import rliable or arch (docs/stats.md, "Dependencies").
 """
 
 from __future__ import annotations
