@@ -145,3 +145,17 @@ def test_the_run_store_must_lie_outside_the_repository(tmp_path):
     with pytest.raises(ConfigError, match="inside the repository"):
         check_store(REPO / "results" / "gpu-runs")
     assert check_store(tmp_path / "store").is_dir()
+
+
+@pytest.mark.parametrize("minutes", ["nan", "inf", "-inf", "0", "9.5", "soon"])
+def test_run_budget_is_checked_when_parsed(capsys, minutes):
+    """NaN passes every range check (its comparisons are false) and would turn the
+    wall-clock budget off; argparse refuses it, and other bad budgets, in one line."""
+    from envgen.cli import build_parser
+
+    args = ["gpu", "run", "smoke", "t.yaml", "--store", "s", "--out", "o"]
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args([*args, f"--budget-min={minutes}"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "argument --budget-min" in err and minutes in err

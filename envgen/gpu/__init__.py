@@ -17,8 +17,7 @@ import argparse
 import time
 from pathlib import Path
 
-from envgen.errors import ConfigError
-from envgen.input_checks import whole_number
+from envgen.input_checks import number_in, whole_number
 
 BUDGET_MIN = 9.0  # a call's wall-clock budget: the job limit is 10 minutes
 PACK_RESERVE_S = 45.0  # of the budget (a quarter at most), kept for stopping and packing
@@ -29,8 +28,6 @@ def _run(args: argparse.Namespace) -> int:
     from envgen.gpu.chunk import check_store, run_chunk
 
     started = time.monotonic()
-    if args.budget_min <= 0 or args.budget_min > BUDGET_MIN:
-        raise ConfigError("--budget-min", f"give (0, {BUDGET_MIN:g}] minutes")
     args.store = check_store(args.store)
     budget_s = args.budget_min * 60 - min(PACK_RESERVE_S, args.budget_min * 15)
     outcome = run_chunk(args, budget_s)
@@ -129,7 +126,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--params", type=Path, default=Path("params.yaml"))
     run.add_argument(
         "--budget-min",
-        type=float,
+        type=number_in(0, BUDGET_MIN),
         default=BUDGET_MIN,
         help=f"wall-clock minutes of this call, packing included: more than 0, at most "
         f"{BUDGET_MIN:g} (the default)",
