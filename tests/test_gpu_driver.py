@@ -237,3 +237,39 @@ def test_import_of_a_bad_archive_is_one_line_and_imports_nothing(tmp_path, name,
     message = str(err.value)
     assert len(message.splitlines()) == 1 and words in message and "nothing imported" in message
     assert not list(runs_root.glob("*/seed-*"))
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["nope", "table1.yaml"], "nope"),
+        (["smoke", "no-such-table.yaml"], "no-such-table.yaml"),
+        (["smoke", "table1.yaml", "--row", "PPPO"], "--row: unknown row"),
+        (["smoke", "table1.yaml", "--seeds", "77"], "--seeds: no run"),
+    ],
+)
+def test_run_checks_profile_tables_rows_and_seeds_before_the_child(tmp_path, capsys, extra, words):
+    """These failed only in the child (a traceback, then "training failed"); now the
+    parent says so in one line before it starts one or makes the store."""
+    from envgen.cli import main
+
+    store, out = tmp_path / "store", tmp_path / "out"
+    profile, table, *flags = extra
+    extra = [profile, str(REPO / "replication" / table), *flags]
+    args = ["gpu", "run", *extra, "--store", str(store), "--out", str(out), "--params"]
+    assert main([*args, str(REPO / "params.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and words in err and "Traceback" not in err
+    assert not store.exists() and not out.exists()
+
+
+@pytest.mark.parametrize("seeds", ["a,b", "0,,1", "-1"])
+def test_run_seeds_are_checked_when_parsed(capsys, seeds):
+    from envgen.cli import build_parser
+
+    args = ["gpu", "run", "smoke", "t.yaml", "--store", "s", "--out", "o"]
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args([*args, f"--seeds={seeds}"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "argument --seeds" in err and seeds in err
