@@ -236,6 +236,26 @@ def positive_number(text: str) -> float:
     return value
 
 
+def number_in(low: float, high: float) -> typing.Callable[[str], float]:
+    """An argparse `type` accepting finite numbers in (`low`, `high`]: `float` parses
+    "nan" and "inf", and every comparison with NaN is false, so a range check alone
+    lets NaN through."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        if not low < value <= high:
+            raise argparse.ArgumentTypeError(f"{text} is outside ({low:g}, {high:g}]")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
 def torch_device(text: str) -> str:
     """An argparse `type` accepting a torch device this machine has (cpu, cuda, cuda:1)."""
     import torch

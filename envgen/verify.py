@@ -116,6 +116,23 @@ def rederived_final_metrics(run_dir: Path, final: dict[str, Any]) -> dict[str, A
     return scored
 
 
+def _final_metrics(run_dir: Path) -> dict[str, Any]:
+    """A run's final_metrics.json as a mapping: a sealed run's manifest vouches only for
+    its bytes, not that they hold a JSON object."""
+    from envgen.store import read_run_bytes
+
+    path = run_dir / "final_metrics.json"
+    try:
+        final = json.loads(read_run_bytes(path))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise EnvGenError(f"{path}: not JSON ({exc}); restore it from git") from None
+    if not isinstance(final, dict):
+        raise EnvGenError(
+            f"{path}: holds a {type(final).__name__}, not a mapping of metrics; restore it from git"
+        )
+    return final
+
+
 def listed_run_dirs(runs_files: Sequence[Path]) -> list[Path]:
     """Every run directory a runs.json entry names (the runs the committed numbers use)."""
     found: set[Path] = set()
@@ -128,7 +145,7 @@ def listed_run_dirs(runs_files: Sequence[Path]) -> list[Path]:
 def check_run_store(runs_root: Path = RUNS_ROOT, listed: Sequence[Path] = ()) -> Check:
     """Every sealed run against its manifest, and every run in `listed` sealed: a run
     without its manifest could not be checked, so its logs could change a table."""
-    from envgen.store import MANIFEST, is_sealed, read_run_bytes, verify_run
+    from envgen.store import MANIFEST, is_sealed, verify_run
 
     unsealed = [p for p in listed if not is_sealed(p)]
     if unsealed:
@@ -143,7 +160,7 @@ def check_run_store(runs_root: Path = RUNS_ROOT, listed: Sequence[Path] = ()) ->
     for run_dir in runs:
         try:
             files += verify_run(run_dir)
-            final = json.loads(read_run_bytes(run_dir / "final_metrics.json"))
+            final = _final_metrics(run_dir)
             derived = rederived_final_metrics(run_dir, final)
         except EnvGenError as exc:
             return Check("run store", False, str(exc))

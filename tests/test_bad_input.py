@@ -343,3 +343,25 @@ def test_dvc_repro_with_bad_params_removes_nothing(tmp_path, old, new, message):
     assert "Running stage 'train@table8'" not in result.stdout
     for name in ("runs.json", "metrics.json", "scores.json"):
         assert (table / name).read_text() == '{"committed": true}\n'
+
+
+@pytest.mark.parametrize(
+    ("config", "output", "words"),
+    [
+        (b"\xff\xfe{}", "out.png", "cannot be read"),
+        (b"{", "out.png", "cannot read a JSON config"),
+        (b"{}", "out.xyz", "unknown image extension '.xyz'"),
+        (b"{}", "outdir", "is a directory"),
+        (b"{}", "/proc/nope/x.png", "cannot write /proc/nope/x.png"),
+    ],
+)
+def test_envs_preview_mistakes_are_one_line(tmp_path, capsys, config, output, words):
+    from envgen.cli import main
+
+    (tmp_path / "env.json").write_bytes(config)
+    (tmp_path / "outdir").mkdir()
+    before = sorted(tmp_path.rglob("*"))
+    out = output if output.startswith("/") else str(tmp_path / output)
+    assert main(["envs", "preview", str(tmp_path / "env.json"), "-o", out]) == 1
+    _check_one_line(capsys.readouterr().err, "envgen envs preview:", words)
+    assert sorted(tmp_path.rglob("*")) == before

@@ -22,6 +22,7 @@ from envgen.pipeline import campaign
 from envgen.pipeline.campaign_run import RunRequest, commit_hook, load_campaign, seed_order
 from envgen.pipeline.campaign_status import status_text
 from envgen.pipeline.campaign_store import (
+    DAMAGED,
     FINISHED,
     MISSING,
     NOT_STARTED,
@@ -184,6 +185,96 @@ def test_states_progress_and_eta(plan, codes, tmp_path):
     # 1,000 steps/s measured on the finished runs; 16 runs and a half left over 2 workers
     left_steps = 16 * 1_960_000 + 980_000
     assert f"about {left_steps / 2000 / 3600:.1f} h at 1,000 env steps/s" in text
+
+
+def _rewritten(run_dir: Path, name: str, content: bytes) -> None:
+    """`name` of a run replaced by `content`, the run resealed so that its manifest
+    matches: a file of the wrong shape, not a tampered one."""
+    (run_dir / "manifest.json").unlink(missing_ok=True)
+    (run_dir / name).write_bytes(content)
+    if (run_dir / "final_metrics.json").is_file():
+        seal_run(run_dir)
+
+
+def _final_with(job: Job, **changes) -> bytes:
+    final = {"global_steps": job.config.total_steps, "score": 4.0, "wall_s": 10.0}
+    final.update(changes)
+    return json.dumps({k: v for k, v in final.items() if v is not ...}).encode()
+
+
+def _one_state(plan, codes, root: Path):
+    """(the state of ROWS[0] seed 0, the status text of every run)."""
+    states = job_states(plan, root, codes, alive=False)
+    text = status_text(CPU, states, None, 2)
+    return next(s for s in states if (s.row, s.job.seed) == (ROWS[0], 0)), text
+
+
+@pytest.mark.parametrize(
+    ("changes", "words"),
+    [
+        ({"score": None}, "score is missing"),
+        ({"score": ...}, "score is missing"),
+        ({"score": "4.0"}, "score is '4.0', not a number"),
+        ({"wall_s": "fast"}, "wall_s is 'fast', not a number"),
+        ({"global_steps": 1.5}, "global_steps is 1.5, not a whole number"),
+        (None, "holds a list"),
+    ],
+)
+def test_status_names_a_finished_run_with_bad_final_metrics(plan, codes, tmp_path, changes, words):
+    """Files that match their manifest yet hold wrong types: that run's line says so;
+    the status of every other run is still shown."""
+    synthetic_store(plan, codes, tmp_path)
+    job = jobs_by_row(plan)[ROWS[0]][0]
+    content = b"[1]" if changes is None else _final_with(job, **changes)
+    _rewritten(job_dir(job, tmp_path), "final_metrics.json", content)
+    state, text = _one_state(plan, codes, tmp_path)
+    assert state.state == DAMAGED and f"final_metrics.json: {words}" in state.problem
+    assert f"0  damaged: {job_dir(job, tmp_path)}/final_metrics.json: {words}" in text
+    assert f"{ROWS[0]}: 1 done, 1 damaged, 3 missing (of 5)" in text
+
+
+@pytest.mark.parametrize(
+    ("sessions", "words"),
+    [
+        ("abc", "sessions is 'abc', not a list of sessions"),
+        ([{"load_start": "x"}], "sessions[0].load_start is 'x', not a list of numbers"),
+        ([{"machine": "unknown"}], "sessions[0].machine is 'unknown', not a mapping"),
+        ([1], "sessions[0] is 1, not a mapping"),
+    ],
+)
+def test_status_names_a_provenance_of_the_wrong_shape(plan, codes, tmp_path, sessions, words):
+    synthetic_store(plan, codes, tmp_path)
+    job = jobs_by_row(plan)[ROWS[0]][0]
+    provenance = {"game": "crafter", "results_version": codes["crafter"], "sessions": sessions}
+    _rewritten(job_dir(job, tmp_path), "provenance.json", json.dumps(provenance).encode())
+    state, text = _one_state(plan, codes, tmp_path)
+    assert state.state == FINISHED and state.score == 4.0
+    assert state.provenance == f"unreadable ({job_dir(job, tmp_path)}/provenance.json: {words})"
+    assert state.provenance in text
+
+
+@pytest.mark.parametrize(
+    ("last", "state", "words"),
+    [
+        (b"[1]", DAMAGED, "metrics.jsonl: last line is [1], not a record"),
+        (b'{"step": "abc"}', DAMAGED, "metrics.jsonl: step is 'abc', not a whole number"),
+        (b'{"step": 5, "time/sps": "x"}', DAMAGED, "time/sps is 'x', not a number"),
+        (b'{"step": 980000, "time/sps": 1000.\xff', PARTIAL, ""),  # torn in a character
+    ],
+)
+def test_status_of_an_unfinished_run_with_an_odd_last_log_line(
+    plan, codes, tmp_path, last, state, words
+):
+    synthetic_store(plan, codes, tmp_path)
+    job = jobs_by_row(plan)[ROWS[2]][0]  # unfinished: a checkpoint, half its steps
+    log = job_dir(job, tmp_path) / "metrics.jsonl"
+    log.write_bytes(log.read_bytes() + last + b"\n")
+    states = job_states(plan, tmp_path, codes, alive=False)
+    found = next(s for s in states if (s.row, s.job.seed) == (ROWS[2], 0))
+    assert found.state == state and words in (found.problem or "")
+    if state == PARTIAL:
+        assert found.steps == found.total_steps // 2
+    assert "Traceback" not in status_text(CPU, states, None, 2)
 
 
 def test_collect_lists_finished_runs_and_says_k_of_n(plan, codes, tmp_path):

@@ -7,6 +7,7 @@ it would there, with no network to install it."""
 
 import io
 import json
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -145,3 +146,130 @@ def test_the_run_store_must_lie_outside_the_repository(tmp_path):
     with pytest.raises(ConfigError, match="inside the repository"):
         check_store(REPO / "results" / "gpu-runs")
     assert check_store(tmp_path / "store").is_dir()
+
+
+@pytest.mark.parametrize("minutes", ["nan", "inf", "-inf", "0", "9.5", "soon"])
+def test_run_budget_is_checked_when_parsed(capsys, minutes):
+    """NaN passes every range check (its comparisons are false) and would turn the
+    wall-clock budget off; argparse refuses it, and other bad budgets, in one line."""
+    from envgen.cli import build_parser
+
+    args = ["gpu", "run", "smoke", "t.yaml", "--store", "s", "--out", "o"]
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args([*args, f"--budget-min={minutes}"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "argument --budget-min" in err and minutes in err
+
+
+def _sealed_run(store: Path, name: str, damaged: bool = False) -> None:
+    """A sealed run `store/name/seed-0` (its file edited after sealing when `damaged`)."""
+    from envgen.store import seal_run
+
+    run = store / name / "seed-0"
+    run.mkdir(parents=True)
+    (run / "final_metrics.json").write_text('{"score": 1.0}')
+    seal_run(run)
+    if damaged:
+        (run / "final_metrics.json").write_text('{"score": 99.0}')
+
+
+def _archive_of(store: Path, path: Path) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        tar.add(store, arcname="runs")
+    return path
+
+
+def test_import_verifies_every_run_of_an_archive_before_moving_any(tmp_path):
+    """A good run beside a damaged one used to be moved in, then the damaged one raised:
+    the store changed although the user was told the import failed."""
+    store = tmp_path / "store"
+    _sealed_run(store, "aaa")
+    _sealed_run(store, "bbb", damaged=True)
+    archive = _archive_of(store, tmp_path / "runs-00.tar.gz")
+    runs_root = tmp_path / "runs"
+    with pytest.raises(EnvGenError) as err:
+        import_archives([archive], runs_root)
+    assert "bbb/seed-0/final_metrics.json" in str(err.value) and "nothing imported" in str(
+        err.value
+    )
+    assert list(runs_root.iterdir()) == []
+
+
+def _bad_import(tmp_path: Path, name: str) -> tuple[list[Path], Path]:
+    """(archives, runs root) of one bad import, named by `name`."""
+    good = tmp_path / "good"
+    _sealed_run(good, "aaa")
+    whole = _archive_of(good, tmp_path / "whole.tar.gz").read_bytes()
+    path = tmp_path / "runs-00.tar.gz"
+    runs_root = tmp_path / "runs"
+    if name == "garbage":
+        path.write_bytes(b"\x00garbage" * 100)
+    elif name == "zip":
+        shutil.make_archive(str(tmp_path / "z"), "zip", good)
+        (tmp_path / "z.zip").rename(path)
+    elif name == "truncated":
+        path.write_bytes(whole[: len(whole) // 2])
+    elif name == "directory":
+        path.mkdir()
+    elif name == "store is a file":
+        path.write_bytes(whole)
+        runs_root.write_text("")
+    return [tmp_path / "good.tar.gz", path], runs_root
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("garbage", "not a whole runs-NN.tar.gz"),
+        ("zip", "not a whole runs-NN.tar.gz"),
+        ("truncated", "not a whole runs-NN.tar.gz"),
+        ("missing", "no such file"),
+        ("directory", "is a directory"),
+        ("store is a file", "is a file"),
+    ],
+)
+def test_import_of_a_bad_archive_is_one_line_and_imports_nothing(tmp_path, name, words):
+    archives, runs_root = _bad_import(tmp_path, name)
+    _archive_of(tmp_path / "good", archives[0])  # a good archive first: not imported either
+    with pytest.raises(EnvGenError) as err:
+        import_archives(archives, runs_root)
+    message = str(err.value)
+    assert len(message.splitlines()) == 1 and words in message and "nothing imported" in message
+    assert not list(runs_root.glob("*/seed-*"))
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["nope", "table1.yaml"], "nope"),
+        (["smoke", "no-such-table.yaml"], "no-such-table.yaml"),
+        (["smoke", "table1.yaml", "--row", "PPPO"], "--row: unknown row"),
+        (["smoke", "table1.yaml", "--seeds", "77"], "--seeds: no run"),
+    ],
+)
+def test_run_checks_profile_tables_rows_and_seeds_before_the_child(tmp_path, capsys, extra, words):
+    """These failed only in the child (a traceback, then "training failed"); now the
+    parent says so in one line before it starts one or makes the store."""
+    from envgen.cli import main
+
+    store, out = tmp_path / "store", tmp_path / "out"
+    profile, table, *flags = extra
+    extra = [profile, str(REPO / "replication" / table), *flags]
+    args = ["gpu", "run", *extra, "--store", str(store), "--out", str(out), "--params"]
+    assert main([*args, str(REPO / "params.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and words in err and "Traceback" not in err
+    assert not store.exists() and not out.exists()
+
+
+@pytest.mark.parametrize("seeds", ["a,b", "0,,1", "-1"])
+def test_run_seeds_are_checked_when_parsed(capsys, seeds):
+    from envgen.cli import build_parser
+
+    args = ["gpu", "run", "smoke", "t.yaml", "--store", "s", "--out", "o"]
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args([*args, f"--seeds={seeds}"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "argument --seeds" in err and seeds in err

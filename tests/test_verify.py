@@ -68,3 +68,17 @@ def test_a_run_used_by_a_table_without_its_manifest_is_named(tmp_path):
     (run_dir / "manifest.json").unlink()
     check = check_run_store(tmp_path / "runs", listed=[run_dir])
     assert not check.ok and check.detail.startswith(f"{run_dir}: no manifest.json")
+
+
+@pytest.mark.parametrize(("content", "words"), [(b"[1]", "holds a list"), (b"\xff{", "not JSON")])
+def test_a_final_metrics_that_is_not_a_mapping_is_named(tmp_path, content, words):
+    """The manifest vouches for bytes only: resealed over a list, verify still names it."""
+    from envgen.store import seal_run
+    from envgen.verify import check_run_store
+
+    run_dir = tmp_path / "runs" / "ac3d891a083f" / "seed-0"
+    shutil.copytree(REPO / "results" / "runs" / "ac3d891a083f" / "seed-0", run_dir)
+    (run_dir / "final_metrics.json").write_bytes(content)
+    seal_run(run_dir)
+    check = check_run_store(tmp_path / "runs", listed=[run_dir])
+    assert not check.ok and check.detail.startswith(f"{run_dir}/final_metrics.json: {words}")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+from collections.abc import Collection
 
 from envgen.errors import ConfigError
+from envgen.input_checks import read_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,14 +30,39 @@ def _preview(args: argparse.Namespace) -> int:
     from envgen.envs.crafter.config import CrafterConfig
     from envgen.envs.crafter.preview import preview_image
 
+    text = read_text(args.config, "a CrafterConfig JSON file")
     try:
-        data = json.loads(args.config.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(str(args.config), f"cannot read a JSON config: {exc}") from exc
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(str(args.config), f"cannot read a JSON config: {exc}") from None
     config = CrafterConfig.from_dict(data, path=args.config.name)
+    _prepare_output(args.output, Image.registered_extensions())
     for warning in config.warnings:
         print(f"warning: {warning}")
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(preview_image(config, args.seed)).save(args.output)
+    image = Image.fromarray(preview_image(config, args.seed))
+    try:
+        image.save(args.output)
+    except OSError as exc:
+        raise _unwritable(args.output, exc) from None
     print(f"wrote {args.output} ({config.target_biome} biome, seed {args.seed})")
     return 0
+
+
+def _prepare_output(path: pathlib.Path, extensions: Collection[str]) -> None:
+    """Refuse an output PIL cannot write, and make its folder, before the world is
+    rendered (seconds): PIL picks the format from the extension and raises a bare
+    ValueError for a directory or an unknown one."""
+    if path.is_dir():
+        raise ConfigError("-o", f"{path} is a directory; give an image path such as out.png")
+    if path.suffix.lower() not in extensions:
+        raise ConfigError(
+            "-o", f"{path}: unknown image extension {path.suffix!r}; give a path such as out.png"
+        )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+
+
+def _unwritable(path: pathlib.Path, exc: OSError) -> ConfigError:
+    return ConfigError("-o", f"cannot write {path}: {exc.strerror or exc}")

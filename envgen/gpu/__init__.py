@@ -17,8 +17,8 @@ import argparse
 import time
 from pathlib import Path
 
-from envgen.errors import ConfigError
-from envgen.input_checks import whole_number
+from envgen.gpu.chunk import seed_list
+from envgen.input_checks import number_in, whole_number
 
 BUDGET_MIN = 9.0  # a call's wall-clock budget: the job limit is 10 minutes
 PACK_RESERVE_S = 45.0  # of the budget (a quarter at most), kept for stopping and packing
@@ -26,11 +26,10 @@ PACK_RESERVE_S = 45.0  # of the budget (a quarter at most), kept for stopping an
 
 def _run(args: argparse.Namespace) -> int:
     from envgen.gpu.archive import pack_runs
-    from envgen.gpu.chunk import check_store, run_chunk
+    from envgen.gpu.chunk import check_store, run_chunk, selected_jobs
 
     started = time.monotonic()
-    if args.budget_min <= 0 or args.budget_min > BUDGET_MIN:
-        raise ConfigError("--budget-min", f"give (0, {BUDGET_MIN:g}] minutes")
+    selected_jobs(args)  # the child plans again; a mistake here is one line, no child
     args.store = check_store(args.store)
     budget_s = args.budget_min * 60 - min(PACK_RESERVE_S, args.budget_min * 15)
     outcome = run_chunk(args, budget_s)
@@ -123,13 +122,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("profile", help="a profile of params.yaml (e.g. paper)")
     run.add_argument("tables", type=Path, nargs="+", help="replication/*.yaml files")
     run.add_argument("--row", action="append", help="only this row (repeatable; default all)")
-    run.add_argument("--seeds", help="only these seeds, e.g. 0,1,2 (default the profile's)")
+    run.add_argument(
+        "--seeds", type=seed_list, help="only these seeds, e.g. 0,1,2 (default the profile's)"
+    )
     run.add_argument("--store", type=Path, required=True, help="run store outside the repo")
     run.add_argument("--out", type=Path, required=True, help="folder of files sent back")
     run.add_argument("--params", type=Path, default=Path("params.yaml"))
     run.add_argument(
         "--budget-min",
-        type=float,
+        type=number_in(0, BUDGET_MIN),
         default=BUDGET_MIN,
         help=f"wall-clock minutes of this call, packing included: more than 0, at most "
         f"{BUDGET_MIN:g} (the default)",

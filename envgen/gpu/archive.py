@@ -10,18 +10,21 @@ was packed, so the next call sends only runs that finished since.
 be a plain file or directory under `runs/<run>/seed-<K>/`, no absolute path, no `..`,
 no link or device (anything else refuses the whole archive, naming the member); each
 run is checked against its manifest (`envgen.store.verify_run`, where that module
-exists) before it is moved into place, and a run already in the store is kept as it is.
+exists), every run of every archive before any is moved into place (a damaged one
+imports nothing), and a run already in the store is kept as it is.
 """
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import re
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Sequence
+import zlib
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
 from envgen.errors import EnvGenError
@@ -141,24 +144,73 @@ def _verifier():
 
 
 def import_archives(archives: Sequence[Path], runs_root: Path) -> list[str]:
-    """Unpack `archives` into `runs_root` (module docstring); returns one line per run."""
+    """Unpack `archives` into `runs_root` (module docstring); returns one line per run.
+
+    All or nothing: every archive is unpacked and every run in it verified before any
+    run is moved into the store, so a damaged run or archive imports nothing and the
+    store is never left with part of a call that the user was told failed.
+    """
     verify = _verifier()
-    runs_root.mkdir(parents=True, exist_ok=True)
-    lines = []
     for archive in archives:
+        _check_archive_path(archive)
+    _make_store(runs_root)
+    lines = []
+    with tempfile.TemporaryDirectory(dir=runs_root, prefix=".import-") as tmp:
+        staged = [_stage(archive, Path(tmp, str(i)), verify) for i, archive in enumerate(archives)]
+        for run, rel in (pair for runs in staged for pair in runs):
+            lines.append(_move_in(run, rel, runs_root))
+    return lines
+
+
+def _check_archive_path(archive: Path) -> None:
+    if not archive.is_file():
+        problem = "is a directory" if archive.is_dir() else "no such file"
+        raise EnvGenError(f"{archive}: {problem}; give runs-NN.tar.gz files; nothing imported")
+
+
+def _make_store(runs_root: Path) -> None:
+    if runs_root.exists() and not runs_root.is_dir():
+        raise EnvGenError(
+            f"{runs_root}: is a file; give the run store's directory with --runs-root; "
+            "nothing imported"
+        )
+    try:
+        runs_root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvGenError(
+            f"{runs_root}: cannot be the run store ({exc.strerror or exc}); give a directory "
+            "with --runs-root; nothing imported"
+        ) from None
+
+
+def _stage(
+    archive: Path, dest: Path, verify: Callable[[Path], object] | None
+) -> list[tuple[Path, PurePosixPath]]:
+    """Unpack `archive` into `dest` and verify each run; returns (run, runs/-relative path)."""
+    try:
         with tarfile.open(archive, "r:gz") as tar:
             _check_members(archive, tar)
-            with tempfile.TemporaryDirectory(dir=runs_root, prefix=".import-") as tmp:
-                tar.extractall(tmp, filter="data")
-                for run in sorted(Path(tmp, "runs").glob("*/seed-*")):
-                    rel = run.relative_to(Path(tmp, "runs"))
-                    target = runs_root / rel
-                    if verify is not None:
-                        verify(run)  # raises, naming the file, on a damaged run
-                    if target.exists():
-                        lines.append(f"{rel}: already in {runs_root}, kept as it is")
-                        continue
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.move(str(run), str(target))
-                    lines.append(f"{rel}: imported")
-    return lines
+            tar.extractall(dest, filter="data")
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise EnvGenError(
+            f"{archive}: not a whole runs-NN.tar.gz ({exc or type(exc).__name__}): damaged or "
+            "truncated in transfer, fetch it again; nothing imported"
+        ) from None
+    except OSError as exc:
+        raise EnvGenError(f"{archive}: cannot unpack ({exc}); nothing imported") from None
+    runs = sorted(Path(dest, "runs").glob("*/seed-*"))
+    for run in runs if verify is not None else ():
+        try:
+            verify(run)
+        except EnvGenError as exc:
+            raise EnvGenError(f"{exc} ({archive}; nothing imported)") from None
+    return [(run, PurePosixPath(run.relative_to(Path(dest, "runs")).as_posix())) for run in runs]
+
+
+def _move_in(run: Path, rel: PurePosixPath, runs_root: Path) -> str:
+    target = runs_root / rel
+    if target.exists():
+        return f"{rel}: already in {runs_root}, kept as it is"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(run), str(target))
+    return f"{rel}: imported"

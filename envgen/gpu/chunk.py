@@ -18,8 +18,10 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from envgen.errors import ConfigError
+from envgen.input_checks import unknown_key
 
 REPO = Path(__file__).resolve().parents[2]
 GRACE_S = 15.0  # after SIGTERM, before SIGKILL
@@ -37,13 +39,54 @@ def check_store(store: Path) -> Path:
     return store
 
 
+def seed_list(text: str) -> frozenset[int]:
+    """An argparse `type` for `--seeds`: comma-separated whole numbers (e.g. 0,1,2)."""
+    try:
+        seeds = frozenset(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a list of seeds; give whole numbers joined by commas, e.g. 0,1,2"
+        ) from None
+    if any(seed < 0 for seed in seeds):
+        raise argparse.ArgumentTypeError(f"{text!r}: seeds are >= 0")
+    return seeds
+
+
+def selected_jobs(args: argparse.Namespace) -> tuple[Any, Any, list]:
+    """(profile, executor, jobs) of `args`: the profile's rows of the replication files,
+    only `--row` and `--seeds` where given. `envgen gpu run` calls it before it starts
+    the child, which calls it again, so a mistake is one line in the parent, not a
+    traceback from the child."""
+    from envgen.pipeline.train import distinct_jobs, load_settings, table_plan
+
+    profile, executor = load_settings(args.params, args.profile)
+    plans = [table_plan(path, profile) for path in args.tables]
+    names = {row.name for plan in plans for row in plan.rows}
+    for row in args.row or ():
+        if row not in names:
+            raise unknown_key("--row", row, names, "row")
+    rows = set(args.row or ())
+    jobs = [
+        job
+        for plan in plans
+        for row in plan.rows
+        if not rows or row.name in rows
+        for job in row.jobs
+        if args.seeds is None or job.seed in args.seeds
+    ]
+    if not jobs and args.seeds is not None:
+        seeds = ",".join(map(str, sorted(args.seeds)))
+        raise ConfigError("--seeds", f"no run of the chosen rows has seed {seeds}")
+    return profile, executor, distinct_jobs([_Jobs(jobs)])
+
+
 def child_command(args: argparse.Namespace) -> list[str]:
     cmd = [sys.executable, "-m", "envgen.gpu.chunk", args.profile, *map(str, args.tables)]
     cmd += ["--store", str(args.store), "--params", str(args.params)]
     for row in args.row or ():
         cmd += ["--row", row]
-    if args.seeds:
-        cmd += ["--seeds", args.seeds]
+    if args.seeds is not None:
+        cmd += ["--seeds", ",".join(map(str, sorted(args.seeds)))]
     return cmd
 
 
@@ -76,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The child: plan, filter, execute (`envgen gpu run` starts it)."""
     from envgen.pipeline.executor import execute
     from envgen.pipeline.jobs import FAILED, LLMSpec
-    from envgen.pipeline.train import distinct_jobs, job_settings, load_settings, table_plan
+    from envgen.pipeline.train import job_settings
 
     parser = argparse.ArgumentParser(prog="python -m envgen.gpu.chunk")
     parser.add_argument("profile")
@@ -84,21 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--params", type=Path, default=REPO / "params.yaml")
     parser.add_argument("--row", action="append")
-    parser.add_argument("--seeds")
+    parser.add_argument("--seeds", type=seed_list)
     args = parser.parse_args(argv)
-    profile, executor = load_settings(args.params, args.profile)
-    plans = [table_plan(path, profile) for path in args.tables]
-    rows = set(args.row or ())
-    seeds = {int(s) for s in args.seeds.split(",")} if args.seeds else None
-    jobs = [
-        job
-        for plan in plans
-        for row in plan.rows
-        if not rows or row.name in rows
-        for job in row.jobs
-        if seeds is None or job.seed in seeds
-    ]
-    jobs = distinct_jobs([_Jobs(jobs)])
+    profile, executor, jobs = selected_jobs(args)
     llm = LLMSpec("replay", str(REPO / "data" / "llm_cache"))
     results = execute(jobs, job_settings(profile, executor, args.store, llm), executor)
     return 1 if any(r.status == FAILED for r in results.values()) else 0

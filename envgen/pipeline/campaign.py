@@ -1,7 +1,7 @@
 """`envgen campaign start|status|stop|collect|run NAME`: a campaign across sessions and machines.
 
     envgen campaign start cpu      # train the missing runs in the background, commit each
-    envgen campaign status cpu     # every (row, seed): done, running, partial, stale, missing; ETA
+    envgen campaign status cpu     # (row, seed): done/running/partial/stale/damaged/missing; ETA
     envgen campaign collect cpu    # results/campaign_cpu/runs.json from the run store
     envgen campaign stop cpu       # stop it; the run in flight resumes on the next start
 
@@ -261,7 +261,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="campaign_command", metavar="ACTION", required=True)
     helps = {
         "start": "train the missing runs in the background, committing each as it finishes",
-        "status": "every (row, seed): done, running, partial, stale or missing; ETA",
+        "status": "every (row, seed): done, running, partial, stale, damaged or missing; ETA",
         "stop": "stop the background campaign (the run in flight resumes on the next start)",
         "collect": "write the campaign's runs.json (and metrics, scores) from the run store",
         "run": "what start launches: the same in the foreground",

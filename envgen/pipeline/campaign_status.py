@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from envgen.pipeline.campaign_store import (
+    DAMAGED,
     FINISHED,
     MISSING,
     PARTIAL,
@@ -16,7 +17,7 @@ from envgen.pipeline.campaign_store import (
     eta_s,
 )
 
-STATES = (FINISHED, RUNNING, PARTIAL, STALE, MISSING)
+STATES = (FINISHED, RUNNING, PARTIAL, STALE, DAMAGED, MISSING)
 
 
 def describe(state: JobState, alive: bool) -> str:
@@ -32,6 +33,8 @@ def describe(state: JobState, alive: bool) -> str:
         return f"partial {percent:.0f}% ({progress}; resumes from its checkpoint)"
     if state.state == STALE:
         return "stale (finished under other code; will be redone)"
+    if state.state == DAMAGED:
+        return f"damaged: {state.problem}"
     return "missing (queued)" if alive else "missing"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -23,9 +24,10 @@ from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.pipeline.results import table_results
 from envgen.store.manifest import is_sealed
-from envgen.store.provenance import read_provenance, recorded_version, summary
+from envgen.store.provenance import PROVENANCE, read_provenance, recorded_version, summary
 
 FINISHED, RUNNING, PARTIAL, STALE, MISSING = "done", "running", "partial", "stale", "missing"
+DAMAGED = "damaged"  # a run file holds what no run writes; `JobState.problem` says which
 NOT_STARTED = "not_started"  # runs.json status of a campaign row with no finished seed
 RUNNING_WINDOW_S = 900.0  # a run of a live campaign that wrote within this is running
 AnyJob = Job | RandomJob
@@ -55,6 +57,8 @@ class JobState:
     """Whether a finished run is committed to git; None when not asked or not finished."""
     provenance: str | None = None
     """One line of the run's provenance.json (machine, sessions, commit); None without."""
+    problem: str | None = None
+    """Why a damaged run's files cannot be read (its file and field)."""
 
 
 def version_of(job: AnyJob, versions: Mapping[str, int]) -> str:
@@ -69,9 +73,9 @@ def is_finished(run_dir: Path, version: int) -> bool:
 def _provenance_line(run_dir: Path) -> str | None:
     try:
         data = read_provenance(run_dir)
+        return summary(data, run_dir / PROVENANCE) if data else None
     except EnvGenError as exc:
         return f"unreadable ({exc})"
-    return summary(data) if data else None
 
 
 def row_jobs(plan: TablePlan) -> list[tuple[str, AnyJob]]:
@@ -90,9 +94,20 @@ def job_states(
     """The state of every (row, seed); `alive`: a campaign process is running now."""
     now = time.time() if now is None else now
     return [
-        _state(row, job, runs_root, version_of(job, versions), alive, committed, now)
+        _checked_state(row, job, runs_root, version_of(job, versions), alive, committed, now)
         for row, job in row_jobs(plan)
     ]
+
+
+def _checked_state(row: str, job: AnyJob, runs_root: Path, *args: Any) -> JobState:
+    """`_state`, or a `DAMAGED` state saying why: one bad run directory is one line of
+    the status, not a traceback that hides every other run."""
+    try:
+        return _state(row, job, runs_root, *args)
+    except EnvGenError as exc:
+        total = job.config.total_steps if isinstance(job, Job) else 0
+        run_dir = job_dir(job, runs_root)
+        return JobState(row, job, run_dir, DAMAGED, 0, total, None, problem=str(exc))
 
 
 def _state(
@@ -113,19 +128,19 @@ def _state(
     if is_sealed(run_dir):
         if recorded_version(run_dir) != version:
             return dataclasses.replace(base, state=STALE)
-        final = read_json(run_dir / "final_metrics.json")
-        steps, wall = int(final.get("global_steps", 0)), float(final.get("wall_s") or 0)
+        steps, wall, score = finished_numbers(run_dir / "final_metrics.json")
         return dataclasses.replace(
             base,
             state=FINISHED,
             steps=steps,
-            speed=steps / wall if wall > 0 else None,
-            score=float(final["score"]),
+            speed=steps / wall if wall else None,
+            score=score,
             committed=committed(run_dir) if committed else None,
         )
-    last = last_record(run_dir / "metrics.jsonl")
-    steps = int(last.get("step", 0)) if last else 0
-    speed = last.get("time/sps") if last else None
+    path = run_dir / "metrics.jsonl"
+    last = last_record(path) or {}
+    steps = _field(last, "step", 0, int, path, "a whole number")
+    speed = _field(last, "time/sps", None, float, path, "a number")
     recent = now - _last_write(run_dir) < RUNNING_WINDOW_S
     if alive and recent:
         state = RUNNING
@@ -136,15 +151,48 @@ def _state(
     return dataclasses.replace(base, state=state, steps=steps, speed=speed)
 
 
+def finished_numbers(path: Path) -> tuple[int, float | None, float]:
+    """(global_steps, wall_s or None, score) of a finished run's final_metrics.json; an
+    `EnvGenError` naming the file and field when one has the wrong type."""
+    final = read_json(path)
+    if not isinstance(final, dict):
+        raise EnvGenError(f"{path}: holds a {type(final).__name__}, not a mapping of metrics")
+    steps = _field(final, "global_steps", 0, int, path, "a whole number")
+    wall = _field(final, "wall_s", None, float, path, "a number of seconds")
+    score = _field(final, "score", None, float, path, "a number (%)")
+    if score is None:
+        raise EnvGenError(f"{path}: score is missing; a finished run records its score")
+    return steps, (wall if wall and wall > 0 else None), score
+
+
+def _field(
+    record: dict[str, Any], key: str, default: Any, kind: type, path: Path, what: str
+) -> Any:
+    """`record[key]` (`default` when absent or null) if it is a finite `kind` (a float
+    field takes a whole number too), else an `EnvGenError` naming `path` and `key`."""
+    value = record.get(key)
+    if value is None:
+        return default
+    kinds = (int, float) if kind is float else (kind,)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value):
+        raise EnvGenError(f"{path}: {key} is {value!r}, not {what}")
+    return value
+
+
 def last_record(path: Path) -> dict[str, Any] | None:
-    """The last whole JSON line of a JSONL log (a line being written is skipped)."""
+    """The last whole JSON line of a JSONL log (a line being written, which may also be
+    cut inside a UTF-8 character, is skipped); an `EnvGenError` when that line is JSON
+    but not a record."""
     if not path.is_file():
         return None
-    for line in reversed(path.read_text(encoding="utf-8").splitlines()):
+    for line in reversed(path.read_bytes().splitlines()):
         try:
-            return json.loads(line)
-        except ValueError:
+            record = json.loads(line.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError included
             continue
+        if not isinstance(record, dict):
+            raise EnvGenError(f"{path}: last line is {record!r}, not a record of metrics")
+        return record
     return None
 
 

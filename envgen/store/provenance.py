@@ -232,14 +232,17 @@ def end_session(run_dir: Path, step: int) -> None:
     write_json_atomic(path, data)
 
 
-def summary(data: dict[str, Any] | None) -> str:
-    """One line: machine, torch ISA, device, sessions (resumes), commit, dirty."""
+def summary(data: dict[str, Any] | None, path: object = PROVENANCE) -> str:
+    """One line: machine, torch ISA, device, sessions (resumes), commit, dirty; an
+    `EnvGenError` naming `path` (the file `data` came from) and the field when a
+    session does not have the shape this reads."""
     if not data:
         return "no provenance"
     sessions = data.get("sessions") or []
     if not sessions or data.get("backfilled"):
         note = f"; note: {data['note']}" if data.get("note") else ""
         return f"results v{data.get('results_version')}; machine unknown (backfilled){note}"
+    _check_sessions(path, sessions)
     last = sessions[-1]
     m = last.get("machine") or {}
     g = last.get("git") or {}
@@ -255,3 +258,27 @@ def summary(data: dict[str, Any] | None) -> str:
     if loads:
         parts.append(f"load {max(loads):.1f} at start")
     return "; ".join(parts)
+
+
+def _check_sessions(path: object, sessions: Any) -> None:
+    """An `EnvGenError` naming the field when `sessions` does not have the shape that
+    `summary` reads: a list of mappings whose `machine` and `git` are mappings and whose
+    `load_start` is a list of numbers (each may be absent). Only `summary` checks: a
+    backfilled run's sessions hold "unknown" strings, and `read_provenance` must not
+    refuse a run whose results version is still readable."""
+    if not isinstance(sessions, list):
+        raise EnvGenError(f"{path}: sessions is {sessions!r}, not a list of sessions")
+    for i, session in enumerate(sessions):
+        where = f"{path}: sessions[{i}]"
+        if not isinstance(session, dict):
+            raise EnvGenError(f"{where} is {session!r}, not a mapping")
+        for key in ("machine", "git"):
+            if session.get(key) is not None and not isinstance(session[key], dict):
+                raise EnvGenError(f"{where}.{key} is {session[key]!r}, not a mapping")
+        load = session.get("load_start")
+        if load is not None and not (isinstance(load, list) and all(map(_is_number, load))):
+            raise EnvGenError(f"{where}.load_start is {load!r}, not a list of numbers")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
