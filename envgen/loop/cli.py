@@ -17,7 +17,7 @@ from envgen.llm.server import running_backend
 from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.paths import read_json
 from envgen.loop.runner import RunOptions, execute_run
-from envgen.store.provenance import read_provenance
+from envgen.store.provenance import PROVENANCE, read_provenance
 from envgen.store.provenance import summary as provenance_summary
 
 DESCRIPTION = """\
@@ -161,5 +161,5 @@ def main(args: argparse.Namespace) -> int:
         print(f"envgen run: {exc}")
         return 1
     print(f"{root}: score {metrics['score']:.2f}%, reward {metrics['reward']:.2f}")
-    print(f"provenance: {provenance_summary(read_provenance(root))}")
+    print(f"provenance: {provenance_summary(read_provenance(root), root / PROVENANCE)}")
     return 0
