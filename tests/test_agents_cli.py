@@ -20,7 +20,7 @@ def test_train_help_explains(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     text = capsys.readouterr().out
-    assert "--resume" in text and "re-seeded at every checkpoint" in text and "nature" in text
+    assert "--resume" in text and "holds the running episodes" in text and "nature" in text
 
 
 @pytest.mark.slow
