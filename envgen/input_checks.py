@@ -225,17 +225,6 @@ def whole_number(minimum: int) -> typing.Callable[[str], int]:
     return parse
 
 
-def positive_number(text: str) -> float:
-    """An argparse `type` accepting numbers > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} must be > 0")
-    return value
-
-
 def number_in(low: float, high: float) -> typing.Callable[[str], float]:
     """An argparse `type` accepting finite numbers in (`low`, `high`]: `float` parses
     "nan" and "inf", and every comparison with NaN is false, so a range check alone
@@ -249,11 +238,16 @@ def number_in(low: float, high: float) -> typing.Callable[[str], float]:
         if not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
         if not low < value <= high:
-            raise argparse.ArgumentTypeError(f"{text} is outside ({low:g}, {high:g}]")
+            bound = f"must be > {low:g}" if high == math.inf else f"is outside ({low:g}, {high:g}]"
+            raise argparse.ArgumentTypeError(f"{text} {bound}")
         return value
 
     parse.__name__ = "number"
     return parse
+
+
+positive_number = number_in(0, math.inf)
+"""An argparse `type` accepting finite numbers > 0 (`inf` would time forever)."""
 
 
 def torch_device(text: str) -> str:
