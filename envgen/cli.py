@@ -24,6 +24,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "envgen.loop.cli",  # run
     "envgen.pipeline.campaign",  # campaign start | status | collect | stop
     "envgen.verify",  # verify: re-derive every committed number
+    "envgen.rerun",  # rerun: retrain a committed run's first steps, compare its logs
     "envgen.gpu",  # gpu check | bench | run | import
 )
 
@@ -34,8 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "EnvGen replication. Environments (envs), benchmarks (bench), PPO training "
             "(train), the LLM environment designer (llm), full EnvGen runs (run), long "
-            "campaigns (campaign), re-deriving the committed numbers (verify) and an "
-            "offline GPU machine (gpu)."
+            "campaigns (campaign), re-deriving the committed numbers (verify), retraining a "
+            "committed run's first steps to compare them (rerun) and an offline GPU "
+            "machine (gpu)."
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

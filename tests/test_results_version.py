@@ -27,14 +27,12 @@ from typing import Any
 import pytest
 
 from envgen.results_version import RESULTS_VERSION
+from envgen.store.compare import first_difference
 
 REPO = Path(__file__).resolve().parents[1]
 VERSION_FILE = "envgen/results_version.py"
 GUARD_CONFIGS = sorted((REPO / "tests" / "data" / "guard").glob("*.yaml"))
 LLM_CACHE = REPO / "tests" / "data" / "loop_cache"
-SKIPPED = {"provenance.json", "manifest.json"}  # where and when: differ by design
-VOLATILE_KEYS = {"wall_s"}  # final_metrics.json: wall-clock time
-VOLATILE_PREFIX = "time/"  # metrics.jsonl: throughput
 
 
 def _git(*args: str, repo: Path = REPO) -> str:
@@ -116,52 +114,6 @@ def run_side(code_root: Path, out: Path, config: Path) -> Path:
     assert done.returncode == 0, f"{config.name} with {code_root}: {done.stdout}{done.stderr}"
     (run_dir,) = sorted(out.glob("*/seed-0"))
     return run_dir
-
-
-def _content(path: Path) -> Any:
-    """A run file's comparable content: timing fields dropped, logs decompressed."""
-    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    name = path.name.removesuffix(".gz")
-    if name.endswith(".jsonl"):
-        return [
-            {k: v for k, v in json.loads(line).items() if not k.startswith(VOLATILE_PREFIX)}
-            for line in data.splitlines()
-            if line.strip()
-        ]
-    if name == "final_metrics.json":
-        return {k: v for k, v in json.loads(data).items() if k not in VOLATILE_KEYS}
-    return data
-
-
-def _outputs(run_dir: Path) -> dict[str, Any]:
-    files = {}
-    for path in sorted(run_dir.rglob("*")):
-        rel = path.relative_to(run_dir)
-        if path.is_file() and rel.parts[0] != "checkpoints" and path.name not in SKIPPED:
-            files[rel.as_posix().removesuffix(".gz")] = path
-    return files
-
-
-def first_difference(ours: Path, reference: Path) -> str | None:
-    """The first output that differs between two run directories, described, or None."""
-    a, b = _outputs(ours), _outputs(reference)
-    for name in sorted(set(a) | set(b)):
-        if name not in a or name not in b:
-            return f"{name}: only in {'this tree' if name in a else 'the reference'}"
-        x, y = _content(a[name]), _content(b[name])
-        if x == y:
-            continue
-        if isinstance(x, list) and isinstance(y, list):
-            for i, (rx, ry) in enumerate(zip(x, y, strict=False)):
-                if rx != ry:
-                    keys = sorted(k for k in set(rx) | set(ry) if rx.get(k) != ry.get(k))
-                    return f"{name} record {i + 1}: {', '.join(keys)} differ"
-            return f"{name}: {len(x)} records vs {len(y)}"
-        if isinstance(x, dict) and isinstance(y, dict):
-            keys = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
-            return f"{name}: {', '.join(keys)} differ"
-        return f"{name}: contents differ"
-    return None
 
 
 def test_first_difference_names_the_file_record_and_field(tmp_path):

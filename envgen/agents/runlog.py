@@ -78,6 +78,12 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [record for _, record in _records(path, torn_ok=False)]
 
 
+def read_jsonl_written(path: Path) -> list[dict[str, Any]]:
+    """The records of a plain log a live or killed run has written so far: a last line
+    torn by the kill is left out (`envgen rerun` reads a run it stopped)."""
+    return [record for _, record in _records(path, torn_ok=True)]
+
+
 def _records(path: Path, torn_ok: bool) -> Iterator[tuple[str, dict[str, Any]]]:
     """(line, record) pairs of a run log; with `torn_ok`, an unparsable last line without
     its newline (a write cut short by a kill) is skipped."""

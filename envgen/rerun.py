@@ -1,0 +1,347 @@
+"""`envgen rerun RUN_DIR`: retrain a committed run's first steps here and compare them.
+
+    envgen rerun results/runs/ca3d42bc0a83/seed-5                 # 120 s, then compare
+    envgen rerun results/runs/ca3d42bc0a83/seed-5 --updates 20    # the first 20 updates
+
+A run is a function of its config, its seed and the machine: on the machine class that
+trained it, retraining it repeats its logs bit for bit; on another CPU or software stack
+the floats differ in their last digits from the first PPO update on and the runs then
+diverge (README, "Reproducibility"). This command tells which holds for one committed
+run: it trains the run again from step 0 (`envgen run` with the run's config, seed,
+device, torch threads and env workers as its provenance records them, LLM replies
+replayed from the cache) into a temporary directory, stops it after `--seconds` or
+`--updates`, and compares every record both have written: metrics.jsonl (timing
+fields aside), episodes.jsonl and the cycle files. It prints how much was identical,
+the first difference with both values, and where the machine or software of the two
+differ. Exit 0: identical over what was compared; 1: a difference (printed on stdout)
+or a mistake (one line on stderr, as every envgen command).
+
+The committed run is only read, through its manifest (a damaged file is named).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from envgen.errors import ConfigError, EnvGenError
+from envgen.input_checks import number_in, whole_number
+
+DEFAULT_SECONDS = 120.0
+MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer is a typo, not a check
+POLL_S = 0.5
+RUN_YAML = "run.yaml"
+NOT_CONFIG = ("seed", "config_hash")  # run.yaml's record of the run, not config fields
+
+
+@dataclasses.dataclass(frozen=True)
+class Committed:
+    """What the committed run says about itself."""
+
+    run_dir: Path
+    config: dict[str, Any]
+    """run.yaml without `seed` and `config_hash`: the file `envgen run` takes."""
+    seed: int
+    device: str
+    torch_threads: int
+    env_workers: int | None
+    session: dict[str, Any] | None
+    """Its first provenance session (None when backfilled: machine unknown)."""
+
+
+def committed_run(run_dir: Path) -> Committed:
+    """Read a run directory's config, seed and first session; one `EnvGenError` if it is
+    not a run directory or its config no longer hashes to its recorded hash."""
+    from envgen.loop.config import RunConfig
+    from envgen.store import read_provenance, read_run_bytes
+
+    path = run_dir / RUN_YAML
+    if not path.is_file():
+        raise ConfigError(
+            "RUN_DIR",
+            f"{run_dir} holds no {RUN_YAML}; give a run directory such as "
+            "results/runs/<config-hash>/seed-<K>",
+        )
+    try:
+        data = yaml.safe_load(read_run_bytes(path).decode("utf-8"))
+    except yaml.YAMLError as exc:
+        raise EnvGenError(f"{path}: not YAML ({exc.__class__.__name__})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("seed"), int):
+        raise EnvGenError(f"{path}: no integer 'seed'; is this a run's {RUN_YAML}?")
+    config = {k: v for k, v in data.items() if k not in NOT_CONFIG}
+    recorded = data.get("config_hash")
+    actual = RunConfig.from_dict(config).config_hash()
+    if recorded is not None and recorded != actual:
+        raise EnvGenError(
+            f"{path}: its config hashes to {actual} with this code, not to its recorded "
+            f"{recorded}; the code's config fields changed since the run (rerun it with the "
+            "commit in its provenance.json)"
+        )
+    provenance = read_provenance(run_dir) or {}
+    sessions = [] if provenance.get("backfilled") else provenance.get("sessions") or []
+    first = sessions[0] if sessions else None
+    threads = (first or {}).get("threads") or {}
+    return Committed(
+        run_dir,
+        config,
+        data["seed"],
+        str(((first or {}).get("machine") or {}).get("device") or "cpu"),
+        int(threads.get("torch_intra_op") or 1),
+        threads.get("env_workers"),
+        first,
+    )
+
+
+# --- retraining -------------------------------------------------------------------------
+def rerun_command(run: Committed, config: Path, runs_root: Path, args: argparse.Namespace):
+    command = [sys.executable, "-m", "envgen.cli", "run", str(config), "--seed", str(run.seed)]
+    command += ["--runs-root", str(runs_root), "--cache-dir", str(args.cache_dir)]
+    command += ["--device", args.device or run.device]
+    command += ["--torch-threads", str(args.torch_threads or run.torch_threads)]
+    if run.env_workers:
+        command += ["--workers", str(run.env_workers)]
+    return command
+
+
+def _records_written(path: Path) -> int:
+    try:
+        with path.open("rb") as f:
+            return sum(1 for line in f if line.endswith(b"\n"))
+    except OSError:
+        return 0
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """End the run and its env workers (its own process group)."""
+    for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def retrain(command: list[str], run_dir: Path, seconds: float, updates: int | None, log: Path):
+    """Run `command` until it ends, `seconds` pass or metrics.jsonl has `updates` lines.
+
+    Returns (finished, elapsed seconds, return code or None when stopped)."""
+    metrics = run_dir / "metrics.jsonl"
+    started = time.monotonic()
+    with log.open("w", encoding="utf-8") as out:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            while process.poll() is None:
+                elapsed = time.monotonic() - started
+                if elapsed >= seconds or (updates and _records_written(metrics) >= updates):
+                    _stop(process)
+                    return False, elapsed, None
+                time.sleep(POLL_S)
+        except BaseException:
+            _stop(process)
+            raise
+    return process.returncode == 0, time.monotonic() - started, process.returncode
+
+
+# --- comparing --------------------------------------------------------------------------
+def run_log(run_dir: Path, name: str) -> list[dict[str, Any]]:
+    """A run's log: sealed (checked against its manifest) when it finished, else as far
+    as it was written (a last line torn by a stop or a kill dropped)."""
+    from envgen.agents.runlog import read_jsonl, read_jsonl_written
+
+    plain = run_dir / name
+    return read_jsonl_written(plain) if plain.is_file() else read_jsonl(plain)
+
+
+def _cycle_files(committed: Path, here: Path) -> Iterator[tuple[str, Any, Any]]:
+    """(name, committed content, here content) of each cycle file both runs hold; a
+    cycle's feedback.txt only once the rerun wrote the environments.json that follows it."""
+    from envgen.store import read_run_bytes
+
+    for path in sorted(here.glob("cycles/*/*")):
+        rel = path.relative_to(here).as_posix()
+        theirs = committed / rel
+        if path.name.startswith(".") or not theirs.is_file():
+            continue
+        if path.name == "feedback.txt" and not (path.parent / "environments.json").is_file():
+            continue
+        a, b = read_run_bytes(theirs), path.read_bytes()
+        if path.suffix == ".json":
+            a, b = json.loads(a), json.loads(b)
+        yield rel, a, b
+
+
+def describe(comparison: Any) -> str:
+    """One line per log: identical over n of (committed, here) records, or the first
+    difference with both values."""
+    name, (n_committed, n_here) = comparison.name, comparison.lengths
+    if comparison.identical:
+        return (
+            f"{name}: {comparison.compared} record(s) identical "
+            f"(committed {n_committed}, retrained {n_here})"
+        )
+    where = f"record {comparison.index + 1}"
+    if comparison.step is not None:
+        where += f" (step {comparison.step:,})"
+    shown = "; ".join(
+        f"{k} {a!r} committed, {b!r} here"
+        for k, (a, b) in list(zip(comparison.keys, comparison.values, strict=True))[:3]
+    )
+    more = len(comparison.keys) - 3
+    return f"{name}: first difference at {where} of {comparison.compared} compared: {shown}" + (
+        f" (+{more} more field(s))" if more > 0 else ""
+    )
+
+
+# Fields whose difference can change a run's floats; the rest (kernel, core count) is
+# listed but does not explain a difference.
+ARITHMETIC = {
+    "machine": ("cpu", "torch_cpu_capability", "device", "gpu"),
+    "software": ("python", "torch", "numpy", "crafter", "procgen-mirror", "lock_sha256"),
+}
+
+
+def setting_differences(session: dict[str, Any] | None, device: str) -> tuple[list[str], bool]:
+    """(where this machine's and software's fields differ from the committed run's, whether
+    any of them can change floats); an unknown machine counts as one that can."""
+    from envgen.store.provenance import machine, software
+
+    if session is None:
+        return ["the committed run's machine and software are unknown (backfilled)"], True
+    found, arithmetic = [], False
+    for part, here in (("machine", machine(device)), ("software", software())):
+        theirs = session.get(part) or {}
+        for key in sorted(set(theirs) | set(here)):
+            if key == "host" or theirs.get(key) == here.get(key):
+                continue
+            found.append(f"{part}.{key}: {theirs.get(key)!r} committed, {here.get(key)!r} here")
+            arithmetic = arithmetic or key in ARITHMETIC[part]
+    return found, arithmetic
+
+
+def main(args: argparse.Namespace) -> int:
+    from envgen.store.compare import compare_logs
+
+    run = committed_run(args.run_dir)
+    with contextlib.ExitStack() as stack:
+        work = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        work.mkdir(parents=True, exist_ok=True)
+        config = work / "config.yaml"
+        config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
+        runs_root = work / "runs"
+        here = runs_root / args.run_dir.parent.name / args.run_dir.name
+        if here.exists():
+            raise EnvGenError(f"{here} exists: give --keep an empty directory")
+        command = rerun_command(run, config, runs_root, args)
+        limit = f"{args.seconds:g} s" + (f" or {args.updates} updates" if args.updates else "")
+        print(
+            f"envgen rerun {args.run_dir}: seed {run.seed} on {args.device or run.device}, "
+            f"{args.torch_threads or run.torch_threads} torch thread(s), up to {limit}",
+            flush=True,
+        )
+        finished, elapsed, code = retrain(
+            command, here, args.seconds, args.updates, work / "rerun.log"
+        )
+        if code not in (None, 0):
+            tail = (work / "rerun.log").read_text(encoding="utf-8", errors="replace")
+            raise EnvGenError(
+                f"the retrained run failed (exit {code}): "
+                f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}"
+            )
+        print(f"retrained {elapsed:.0f} s ({'to the end' if finished else 'stopped'})")
+        comparisons = [
+            compare_logs(name, run_log(args.run_dir, name), run_log(here, name))
+            for name in ("metrics.jsonl", "episodes.jsonl")
+        ]
+        lines = [describe(c) for c in comparisons]
+        same = all(c.identical for c in comparisons)
+        for rel, a, b in _cycle_files(args.run_dir, here):
+            if a != b:
+                same = False
+                lines.append(f"{rel}: differs")
+        if finished:
+            from envgen.store.compare import first_difference
+
+            whole = first_difference(here, args.run_dir, ("the retrained run", "the committed"))
+            if whole is not None:
+                same = False
+                lines.append(f"whole run: {whole}")
+        if not any(c.compared for c in comparisons):
+            raise EnvGenError("the retrained run wrote no record to compare; give more --seconds")
+    for line in lines:
+        print(line)
+    settings, explains = setting_differences(run.session, args.device or run.device)
+    print(
+        "machine and software: "
+        + ("as the committed run's" if not settings else "; ".join(settings))
+    )
+    if same:
+        print("identical over every record compared: this machine repeats the committed run")
+        return 0
+    print(
+        "DIFFERS: "
+        + (
+            "expected where machine or software differ (floats differ in their last digits, "
+            "then the runs diverge): compare such runs by their scores' statistics"
+            if explains
+            else "the same CPU, ISA, device and package versions as recorded, so this is a "
+            "reproducibility failure: report it with this output"
+        )
+    )
+    return 1
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from envgen.agents.device import torch_device
+
+    parser = subparsers.add_parser(
+        "rerun",
+        help="retrain a committed run's first steps here and compare them with its logs",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a committed run's directory")
+    parser.add_argument(
+        "--seconds",
+        type=number_in(0, MAX_SECONDS),
+        default=DEFAULT_SECONDS,
+        help=f"stop retraining after this long (default {DEFAULT_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--updates",
+        type=whole_number(1),
+        default=None,
+        help="stop once this many PPO updates are logged (whichever of the two comes first)",
+    )
+    parser.add_argument(
+        "--device", type=torch_device, default=None, help="torch device (default: the run's)"
+    )
+    parser.add_argument(
+        "--torch-threads",
+        type=whole_number(1),
+        default=None,
+        help="torch CPU threads (default: the run's)",
+    )
+    parser.add_argument(
+        "--cache-dir", type=Path, default=Path("data/llm_cache"), help="LLM replies to replay"
+    )
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="keep the retrained run in this directory"
+    )
+    parser.set_defaults(func=main)

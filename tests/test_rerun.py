@@ -1,0 +1,144 @@
+"""`envgen rerun`: a run retrained on the machine that made it repeats its logs, and a
+difference is named with its record, step and both values.
+
+The "committed" run is trained here first (a tiny domain-randomization run with cycle
+files), so machine and software match; the difference case edits one logged loss in an
+unsealed copy, which is what a different float would look like.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envgen import rerun
+from envgen.agents.runlog import read_jsonl, read_jsonl_written
+from envgen.loop.config import RunConfig
+from tests.envgen_cli import REPO, envgen_subprocess
+
+CONFIG = REPO / "tests" / "data" / "guard" / "envgen_random_authors.yaml"
+SEED = "3"
+
+
+def train(config: Path, root: Path) -> Path:
+    done = envgen_subprocess(
+        "run", str(config), "--seed", SEED, "--runs-root", str(root), "--torch-threads", "1"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = root.glob(f"*/seed-{SEED}")
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory) -> Path:
+    return train(CONFIG, tmp_path_factory.mktemp("committed"))
+
+
+def unsealed_copy(run_dir: Path, dest_root: Path) -> Path:
+    """The run copied with plain logs and no manifest, so its records can be edited."""
+    copy = dest_root / run_dir.parent.name / run_dir.name
+    shutil.copytree(run_dir, copy)
+    for gz in copy.glob("*.jsonl.gz"):
+        gz.with_suffix("").write_bytes(gzip.decompress(gz.read_bytes()))
+        gz.unlink()
+    (copy / "manifest.json").unlink()
+    return copy
+
+
+@pytest.mark.slow
+def test_a_run_retrained_to_its_end_here_is_identical(committed):
+    updates = len(read_jsonl(committed / "metrics.jsonl"))
+    episodes = len(read_jsonl(committed / "episodes.jsonl"))
+    done = envgen_subprocess("rerun", str(committed), "--seconds", "600")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "(to the end)" in out
+    assert f"metrics.jsonl: {updates} record(s) identical (committed {updates}, " in out
+    assert f"episodes.jsonl: {episodes} record(s) identical" in out
+    assert "machine and software: as the committed run's" in out
+    assert "identical over every record compared" in out
+
+
+@pytest.mark.slow
+def test_an_edited_loss_is_the_first_difference_named_with_both_values(committed, tmp_path):
+    copy = unsealed_copy(committed, tmp_path / "runs")
+    metrics = copy / "metrics.jsonl"
+    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    true_value = records[1]["losses/value"]
+    records[1]["losses/value"] = true_value + 1e-7
+    metrics.write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = envgen_subprocess("rerun", str(copy), "--seconds", "600")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"metrics.jsonl: first difference at record 2 (step {records[1]['step']:,}) of "
+        f"{len(records)} compared: losses/value {true_value + 1e-7!r} committed, "
+        f"{true_value!r} here\n"
+    ) in done.stdout
+    assert "whole run: metrics.jsonl record 2: losses/value differ" in done.stdout
+    assert "package versions as recorded, so this is a reproducibility failure" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_stopped_rerun_compares_what_both_wrote(tmp_path):
+    long = yaml.safe_load(CONFIG.read_text())
+    long["final_steps"] = 10_000_000  # never reached: both runs are stopped
+    config = tmp_path / "long.yaml"
+    config.write_text(yaml.safe_dump(long))
+    runs = tmp_path / "runs"
+    run_dir = runs / RunConfig.from_dict(long).config_hash() / f"seed-{SEED}"
+    command = [sys.executable, "-m", "envgen.cli", "run", str(config), "--seed", SEED]
+    command += ["--runs-root", str(runs), "--torch-threads", "1"]
+    finished, _, code = rerun.retrain(command, run_dir, 300, 4, tmp_path / "log")
+    assert (finished, code) == (False, None), (tmp_path / "log").read_text()
+    written = len(read_jsonl_written(run_dir / "metrics.jsonl"))
+    assert written >= 4  # the "committed" run: the start of a long one, killed
+
+    done = envgen_subprocess("rerun", str(run_dir), "--updates", "2", "--seconds", "300")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "(stopped)" in done.stdout
+    line = next(x for x in done.stdout.splitlines() if x.startswith("metrics.jsonl: "))
+    compared = int(line.split()[1])
+    assert 2 <= compared <= written
+    assert (
+        line
+        == f"metrics.jsonl: {compared} record(s) identical (committed {written}, "
+        + (line.split(", ", 1)[1])
+    )
+
+
+@pytest.mark.slow
+def test_bad_run_dirs_are_one_line(tmp_path, committed):
+    done = envgen_subprocess("rerun", str(tmp_path))
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"envgen rerun: RUN_DIR: {tmp_path} holds no run.yaml; give a run directory such as "
+        "results/runs/<config-hash>/seed-<K>"
+    ]
+    copy = unsealed_copy(committed, tmp_path / "runs")
+    run_yaml = copy / "run.yaml"
+    run_yaml.write_text(run_yaml.read_text().replace("final_steps: 1024", "final_steps: 2048"))
+    done = envgen_subprocess("rerun", str(copy))
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert "its config hashes to" in line and "not to its recorded" in line
+
+
+def test_only_an_arithmetic_difference_explains_different_floats():
+    from envgen.store.provenance import machine, software
+
+    session = {"machine": machine("cpu"), "software": software()}
+    assert rerun.setting_differences(session, "cpu") == ([], False)
+    session["machine"] = {**session["machine"], "system": "Linux 0.1 x86_64", "cpus": 64}
+    found, explains = rerun.setting_differences(session, "cpu")
+    assert len(found) == 2 and not explains  # a kernel or core count changes no float
+    isa = "AVX2" if session["machine"]["torch_cpu_capability"] != "AVX2" else "AVX512"
+    session["machine"]["torch_cpu_capability"] = isa
+    found, explains = rerun.setting_differences(session, "cpu")
+    assert f"machine.torch_cpu_capability: {isa!r} committed" in found[-1] and explains
+    assert rerun.setting_differences(None, "cpu")[1]
