@@ -187,6 +187,22 @@ def test_states_progress_and_eta(plan, codes, tmp_path):
     assert f"about {left_steps / 2000 / 3600:.1f} h at 1,000 env steps/s" in text
 
 
+def test_eta_prefers_the_running_runs_speed_on_this_machine(plan, codes, tmp_path):
+    """Finished runs at 1,000 steps/s elsewhere; the one running here at 250."""
+    synthetic_store(plan, codes, tmp_path)
+    job = jobs_by_row(plan)[ROWS[2]][0]
+    metrics = job_dir(job, tmp_path) / "metrics.jsonl"
+    lines = metrics.read_text().splitlines()
+    last = {**json.loads(lines[-1]), "time/sps": 250.0}
+    metrics.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    text = status_text(CPU, job_states(plan, tmp_path, codes, alive=True), None, 2)
+    left_steps = 16 * 1_960_000 + 980_000
+    assert (
+        f"about {left_steps / 500 / 3600:.1f} h at 250 env steps/s per run (measured on "
+        "running runs)"
+    ) in text
+
+
 def _rewritten(run_dir: Path, name: str, content: bytes) -> None:
     """`name` of a run replaced by `content`, the run resealed so that its manifest
     matches: a file of the wrong shape, not a tampered one."""

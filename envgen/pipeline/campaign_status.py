@@ -79,7 +79,7 @@ def eta_line(name: str, states: Sequence[JobState], workers: int, alive: bool) -
     if left is None or speed is None:
         return "ETA: no speed measured yet (no finished or running run)"
     source = (
-        "finished runs" if any(s.state == FINISHED and s.speed for s in states) else "running runs"
+        "running runs" if any(s.state == RUNNING and s.speed for s in states) else "finished runs"
     )
     when = "" if alive else " once started"
     return (

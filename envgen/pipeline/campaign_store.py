@@ -204,16 +204,19 @@ def _last_write(run_dir: Path) -> float:
 def eta_s(states: Sequence[JobState], workers: int) -> tuple[float | None, float | None]:
     """(seconds left, env steps/s per run used), from the measured speed and `workers`.
 
-    Speed: the mean of finished runs' global_steps / wall_s, else of running runs'
-    last `time/sps`. Remaining work is spread over `workers` runs at once, and no
-    sooner than the longest remaining run alone.
+    Speed: the mean of running runs' last `time/sps` (this machine, now), else of
+    finished runs' global_steps / wall_s: a campaign continues on other machines, and
+    finished runs may have been trained on one several times faster or slower (the
+    `confirm` campaign's runs took 4-6x longer per update on one 2-core machine than on
+    another). Remaining work is spread over `workers` runs at once, and no sooner than
+    the longest remaining run alone.
     """
     distinct = {s.job.key: s for s in states}.values()
     left = [s.total_steps - s.steps for s in distinct if s.state != FINISHED]
     if not left:
         return 0.0, None
-    measured = [s.speed for s in distinct if s.state == FINISHED and s.speed]
-    measured = measured or [s.speed for s in distinct if s.state == RUNNING and s.speed]
+    measured = [s.speed for s in distinct if s.state == RUNNING and s.speed]
+    measured = measured or [s.speed for s in distinct if s.state == FINISHED and s.speed]
     if not measured:
         return None, None
     speed = sum(measured) / len(measured)
