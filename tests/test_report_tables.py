@@ -236,3 +236,12 @@ def test_a_campaign_table_lists_each_rows_success_rate_per_achievement(tmp_path:
     assert "| Crafter only (n=2) | EnvGen schedule (n=1) |" in markdown
     assert "| collect_iron | 20.00 ± 14.14 | 40.00 |" in markdown
     assert not (tmp_path / "out" / "table5_achievements.csv").exists()  # paper tables: Figure 4
+
+
+def test_a_table_counts_its_runs_by_the_machine_they_trained_on(tmp_path: Path):
+    runs = [run(0, 10.0), run(1, 11.0), run(2, 12.0)]
+    runs[0]["machine"] = runs[1]["machine"] = "AMD EPYC (AVX2), cpu"  # runs[2]: none recorded
+    data = table("table5", [row("GPT-4-Turbo (fixed)", runs=runs)])
+    record = load_table(write(tmp_path, data))
+    text = tables.to_markdown(record, tables.table_frame(record, tables.load_reported()))
+    assert "\nTrained on (provenance.json): AMD EPYC (AVX2), cpu: 2 runs; unknown: 1 run.\n" in text

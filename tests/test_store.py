@@ -126,3 +126,18 @@ def test_a_run_of_another_results_version_is_not_resumed(tmp_path):
     with pytest.raises(EnvGenError, match="started under results version .*remove the dir"):
         start_session(run_dir, "crafter", 4096)
     assert len(read_provenance(run_dir)["sessions"]) == 1
+
+
+def test_machine_label_names_each_machine_a_run_trained_on():
+    from envgen.store.provenance import machine_label
+
+    def session(cpu: str, isa: str, device: str = "cpu", gpu=None) -> dict:
+        machine = {"cpu": cpu, "torch_cpu_capability": isa, "device": device, "gpu": gpu}
+        return {"machine": machine}
+
+    assert machine_label(None) == "unknown"
+    assert machine_label({"backfilled": True, "sessions": [session("x", "AVX2")]}) == "unknown"
+    one = {"sessions": [session("AMD EPYC", "AVX512"), session("AMD EPYC", "AVX512")]}
+    assert machine_label(one) == "AMD EPYC (AVX512), cpu"  # a resume on the same machine
+    moved = {"sessions": [*one["sessions"], session("Xeon", "AVX2", "cuda", {"name": "H100"})]}
+    assert machine_label(moved) == "AMD EPYC (AVX512), cpu + Xeon (AVX2), cuda (H100)"

@@ -15,6 +15,7 @@ from envgen.loop.paths import read_json
 from envgen.pipeline.jobs import DONE, FAILED, LLM_UNUSABLE, NOT_RECORDED, JobResult, job_dir
 from envgen.pipeline.plan import REPORTED_ONLY, Job, RandomJob, RowPlan, TablePlan
 from envgen.pipeline.profile import Profile
+from envgen.store.provenance import machine_label, read_provenance
 
 # final_metrics.json keys every run entry copies: "score" is the game's table number
 # (Crafter score %, Heist success rate %), "reward" its mean episode return.
@@ -103,7 +104,8 @@ def _run(job: Job | RandomJob, runs_root: Path | str) -> dict[str, Any]:
 def run_entry(
     run_dir: Path, seed: int, initial_set: int, config_hash: str, game: str
 ) -> dict[str, Any]:
-    """One run's entry in runs.json, from its final_metrics.json (also `envgen verify`)."""
+    """One run's entry in runs.json, from its final_metrics.json and the machine of its
+    provenance.json (also `envgen verify`)."""
     metrics = read_json(run_dir / "final_metrics.json")
     return {
         "seed": seed,
@@ -114,6 +116,7 @@ def run_entry(
         "episodes": metrics["episodes"],
         **{key: metrics[key] for key in (*RUN_KEYS, *GAME_RUN_KEYS[game])},
         **({"llm_replay": metrics["llm_replay"]} if metrics.get("llm_replay") else {}),
+        "machine": machine_label(read_provenance(run_dir)),
     }
 
 

@@ -87,7 +87,7 @@ def _campaign(
         *head,
         f"Profile `{table.profile}`; {len(families)} families of claims, each "
         "Bonferroni-corrected on its own. Rows, runs and every achievement's rates: "
-        f"results/tables/{table.table}.md."
+        f"results/tables/{table.table}.md. Trained on (provenance.json): {table.machines()}."
         + (
             f" Registered in {REGISTRATION} before any of its runs (`git log -- "
             f"{REGISTRATION}` precedes every run's commit)."

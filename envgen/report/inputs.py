@@ -66,6 +66,9 @@ class RunRecord:
     """Environment steps the run took in all."""
     game: str = "crafter"
     """The game it played (runs.json written before Heist was wired name none: Crafter)."""
+    machine: str = "unknown"
+    """Where it trained (`envgen.store.provenance.machine_label`; runs.json written before
+    machines were listed name none)."""
 
     def value(self, metric: str) -> float:
         """The run's number for a claim's metric: "score", "reward" or
@@ -135,6 +138,15 @@ class TableRecord:
     def n_runs(self) -> int:
         """Finished runs of done rows."""
         return sum(len(r.runs) for r in self.rows if r.status == DONE)
+
+    def machines(self) -> str:
+        """ "label: n runs" per machine the done rows' runs trained on, most runs first."""
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            for run in row.runs if row.status == DONE else ():
+                counts[run.machine] = counts.get(run.machine, 0) + 1
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        return "; ".join(f"{label}: {n} run{'s' if n != 1 else ''}" for label, n in ranked)
 
     @property
     def is_campaign(self) -> bool:
@@ -256,6 +268,7 @@ def _run(data: Any, where: str) -> RunRecord:
         llm_calls=int(data.get("llm_calls", 0)),
         global_steps=int(data.get("global_steps", 0)),
         game=game,
+        machine=str(data.get("machine", "unknown")),
     )
 
 

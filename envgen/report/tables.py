@@ -156,6 +156,8 @@ def to_markdown(table: TableRecord, frame: pd.DataFrame) -> str:
             )
             + " |"
         )
+    if table.n_runs:
+        lines += ["", f"Trained on (provenance.json): {table.machines()}."]
     lines += replay.row_lines(table)
     return "\n".join(lines) + "\n"
 

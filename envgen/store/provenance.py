@@ -232,6 +232,25 @@ def end_session(run_dir: Path, step: int) -> None:
     write_json_atomic(path, data)
 
 
+def machine_label(data: dict[str, Any] | None) -> str:
+    """Where a run trained, in a few words: "CPU model (torch ISA), device" per machine
+    its sessions ran on, joined by " + " when it resumed elsewhere; "unknown" for a run
+    without provenance or with a back-filled one. Tables count their runs by it."""
+    sessions = (data or {}).get("sessions") or []
+    if not sessions or (data or {}).get("backfilled"):
+        return UNKNOWN
+    labels: list[str] = []
+    for session in sessions:
+        m = session.get("machine") if isinstance(session, dict) else None
+        m = m if isinstance(m, dict) else {}
+        gpu = m.get("gpu") if isinstance(m.get("gpu"), dict) else None
+        device = f"{m.get('device', UNKNOWN)}" + (f" ({gpu.get('name', UNKNOWN)})" if gpu else "")
+        label = f"{m.get('cpu', UNKNOWN)} ({m.get('torch_cpu_capability', UNKNOWN)}), {device}"
+        if label not in labels:
+            labels.append(label)
+    return " + ".join(labels)
+
+
 def summary(data: dict[str, Any] | None, path: object = PROVENANCE) -> str:
     """One line: machine, torch ISA, device, sessions (resumes), commit, dirty; an
     `EnvGenError` naming `path` (the file `data` came from) and the field when a
