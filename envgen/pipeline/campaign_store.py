@@ -207,9 +207,9 @@ def eta_s(states: Sequence[JobState], workers: int) -> tuple[float | None, float
     Speed: the mean of running runs' last `time/sps` (this machine, now), else of
     finished runs' global_steps / wall_s: a campaign continues on other machines, and
     finished runs may have been trained on one several times faster or slower (the
-    `confirm` campaign's runs took 4-6x longer per update on one 2-core machine than on
-    another). Remaining work is spread over `workers` runs at once, and no sooner than
-    the longest remaining run alone.
+    `confirm` campaign's updates ran 3-7x slower on one 2-core machine than on another;
+    docs/measurements.md, "Reruns"). Remaining work is spread over `workers` runs at
+    once, and no sooner than the longest remaining run alone.
     """
     distinct = {s.job.key: s for s in states}.values()
     left = [s.total_steps - s.steps for s in distinct if s.state != FINISHED]

@@ -140,7 +140,7 @@ class TableRecord:
         return sum(len(r.runs) for r in self.rows if r.status == DONE)
 
     def machines(self) -> str:
-        """ "label: n runs" per machine the done rows' runs trained on, most runs first."""
+        """Each machine the done rows' runs trained on, as "label: n runs", most first."""
         counts: dict[str, int] = {}
         for row in self.rows:
             for run in row.runs if row.status == DONE else ():
