@@ -19,6 +19,7 @@ import pytest
 
 from envgen.errors import EnvGenError
 from envgen.pipeline import campaign
+from envgen.pipeline.campaign_handoff import commit_partial_runs
 from envgen.pipeline.campaign_run import RunRequest, commit_hook, load_campaign, seed_order
 from envgen.pipeline.campaign_status import status_text
 from envgen.pipeline.campaign_store import (
@@ -387,6 +388,61 @@ def test_commit_waits_for_a_busy_index_and_reports_failures(repo, tmp_path):
     outside = tmp_path / "not-a-repo"
     outside.mkdir()
     assert "not a git repository" in commit_run(Path("x"), "m", outside, wait_s=0)
+
+
+def real_checkpoint(run_dir: Path, step: int) -> None:
+    """A checkpoint `load_checkpoint` accepts, resuming at `step`."""
+    from envgen.agents.checkpoint import CHECKPOINT_KEYS, save_checkpoint
+
+    payload = {key: {} for key in CHECKPOINT_KEYS}
+    payload["counters"] = {"global_step": step}
+    save_checkpoint(run_dir / "checkpoints", payload)
+
+
+def test_handoff_commits_an_unfinished_run_with_its_checkpoint_until_it_finishes(
+    plan, codes, repo, monkeypatch
+):
+    """A handoff lets a fresh clone resume the run; its finish takes the checkpoint out."""
+    monkeypatch.chdir(repo)
+    (repo / ".gitignore").write_text((REPO / ".gitignore").read_text())
+    job = jobs_by_row(plan)[ROWS[0]][0]
+    run_dir = Path("results/runs") / job.key[0] / "seed-0"
+    fake_run(run_dir, job, 0.0, codes["crafter"], finished=False)
+    real_checkpoint(run_dir, 123_456)
+    other = jobs_by_row(plan)[ROWS[1]][0]  # a checkpoint that is not one: kept back
+    fake_run(job_dir(other, Path("results/runs")), other, 0.0, codes["crafter"], finished=False)
+    Path("other.txt").write_text("user's staged work\n")
+    _git(repo, "add", "other.txt")
+    logged: list[str] = []
+    states = job_states(plan, Path("results/runs"), codes, alive=False)
+    assert commit_partial_runs("cpu", states, logged.append, Path(".")) == 1
+    message = (
+        f"campaign cpu: handoff of {ROWS[0]} seed 0 at step 123,456 of 1,960,000 "
+        "(`envgen campaign start cpu` resumes it)"
+    )
+    assert f"[{message}]" in logged
+    (kept,) = [line for line in logged if "not handed off" in line]
+    assert kept.startswith(f"[handoff] {job_dir(other, Path('results/runs'))}: not handed off: ")
+    assert "unreadable checkpoint" in kept
+    files = _git(repo, "show", "--name-only", "--format=%s", "HEAD").splitlines()
+    assert files[0] == message and "other.txt" not in files
+    assert f"{run_dir}/checkpoints/latest.pt" in files and f"{run_dir}/metrics.jsonl" in files
+    clone = repo.parent / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
+    there = job_states(plan, clone / "results/runs", codes, alive=False)
+    assert next(s for s in there if s.job.key == job.key).state == PARTIAL  # resumable there
+
+    real_checkpoint(run_dir, 1_960_000)  # the resumed run goes on and finishes
+    final = {"global_steps": 1_960_000, "score": 5.0, "wall_s": 10.0}
+    (run_dir / "final_metrics.json").write_text(json.dumps(final))
+    seal_run(run_dir)
+    commit_hook("cpu", plan, logged.append, Path("."))(JobResult(job.key, DONE, str(run_dir)))
+    assert logged[-1] == f"[campaign cpu: {ROWS[0]} seed 0: score 5.00%]"
+    assert not _git(repo, "ls-files", "--", f"{run_dir}/checkpoints").strip()
+    assert not (run_dir / "checkpoints" / "latest.pt").exists()  # never resumed again
+    assert is_committed(run_dir, Path(".")) and _git(repo, "diff", "--cached", "--name-only") == (
+        "other.txt\n"
+    )
 
 
 # --- start ---------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-"""`envgen campaign start|status|stop|collect|run NAME`: a campaign across sessions and machines.
+"""`envgen campaign start|status|stop|handoff|collect|run NAME`: a campaign across machines.
 
     envgen campaign start cpu      # train the missing runs in the background, commit each
     envgen campaign status cpu     # (row, seed): done/running/partial/stale/damaged/missing; ETA
     envgen campaign collect cpu    # results/campaign_cpu/runs.json from the run store
     envgen campaign stop cpu       # stop it; the run in flight resumes on the next start
+    envgen campaign handoff cpu    # stop at the next checkpoints, commit unfinished runs too
 
 A campaign is one replication file under one profile (`CAMPAIGNS`). `start` launches
 `python -m envgen.pipeline.campaign run NAME` in its own session (log and pid file under
@@ -257,12 +258,14 @@ def collect(c: Campaign, params: Path, runs_root: Path, outs: Sequence[Path]) ->
 
 # --- command line ------------------------------------------------------------------------
 def add_commands(parser: argparse.ArgumentParser) -> None:
-    """start | status | stop | collect | run, each taking the campaign's name."""
+    """start | status | stop | handoff | collect | run, each taking the campaign's name."""
     sub = parser.add_subparsers(dest="campaign_command", metavar="ACTION", required=True)
     helps = {
         "start": "train the missing runs in the background, committing each as it finishes",
         "status": "every (row, seed): done, running, partial, stale, damaged or missing; ETA",
         "stop": "stop the background campaign (the run in flight resumes on the next start)",
+        "handoff": "wait for the next checkpoints, stop, and commit the unfinished runs with "
+        "them, so that another session or machine resumes them",
         "collect": "write the campaign's runs.json (and metrics, scores) from the run store",
         "run": "what start launches: the same in the foreground",
     }
@@ -290,6 +293,14 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
             p.add_argument(
                 "--no-commit", action="store_true", help="do not commit finished runs to git"
             )
+        if action == "handoff":
+            p.add_argument(
+                "--wait-s",
+                type=whole_number(0),
+                default=900,
+                help="wait at most this long for each running run's next checkpoint "
+                "(default 900; 0: stop at once, losing the steps since the last one)",
+            )
         if action == "collect":
             for name in ("out", "metrics", "plots"):
                 p.add_argument(
@@ -313,6 +324,10 @@ def dispatch(args: argparse.Namespace) -> int:
         return status(c, args.params, args.runs_root)
     if action == "stop":
         return stop(c)
+    if action == "handoff":
+        from envgen.pipeline.campaign_handoff import handoff
+
+        return handoff(c, args.params, args.runs_root, args.wait_s)
     outs = [getattr(args, n) or c.out_dir / _OUT_NAMES[n] for n in _OUT_NAMES]
     return collect(c, args.params, args.runs_root, outs)
 

@@ -1,19 +1,23 @@
-"""Commit one finished run directory to git, and nothing else.
+"""Commit one run directory to git, and nothing else.
 
 A long campaign commits each run as it finishes, so a killed session or another
 machine loses at most the runs in flight. `git commit -- <dir>` commits only that
 path even when the user has other work staged; `checkpoints/` is git-ignored and also
-unstaged here, so a checkpoint is never committed. A busy index (`.git/index.lock`,
-e.g. the user's own git command) is retried a few times; any other failure is
-reported and left to the caller, which goes on training.
+unstaged here, so a finished run's checkpoint is never committed. A handoff
+(`envgen campaign handoff`) commits an unfinished run with its latest checkpoint, so
+that the next session or machine resumes it instead of starting over. A busy index
+(`.git/index.lock`, e.g. the user's own git command) is retried a few times; any other
+failure is reported and left to the caller, which goes on training.
 """
 
 from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+LATEST = "latest.pt"  # envgen.agents.checkpoint.LATEST, without importing torch here
 LOCK_RETRIES = 5
 LOCK_WAIT_S = 2.0
 
@@ -30,17 +34,54 @@ def is_committed(run_dir: Path, repo: Path = Path(".")) -> bool:
 def commit_run(
     run_dir: Path, message: str, repo: Path = Path("."), wait_s: float = LOCK_WAIT_S
 ) -> str:
-    """Commit `run_dir` (checkpoints excluded) with `message`; returns "" or why it failed.
+    """Commit the finished `run_dir` (checkpoints excluded) with `message`; returns "" or
+    why it failed. A directory with nothing to commit returns "" without a commit.
 
-    A directory with nothing to commit returns "" without a commit.
+    A checkpoint that a handoff committed (`commit_partial`) leaves git with the finished
+    run, and the working tree too: `git commit -- DIR` takes a tracked file's working-tree
+    copy, so only its removal keeps it out. A finished run is never resumed.
     """
-    for attempt in range(LOCK_RETRIES + 1):
+
+    def stage() -> subprocess.CompletedProcess[str]:
         # Not `add -- dir :(exclude)dir/checkpoints`: git refuses a pathspec that names an
         # ignored path, and checkpoints/ is ignored in this repository. `add -- dir`
         # skips ignored files; the reset unstages checkpoints where nothing ignores them.
         added = _git(repo, "add", "--", str(run_dir))
         if added.returncode == 0:
             _git(repo, "reset", "-q", "--", f"{run_dir}/checkpoints")
+            if _git(repo, "ls-files", "--", f"{run_dir}/checkpoints").stdout.strip():
+                added = _git(repo, "rm", "-r", "-q", "-f", "--", f"{run_dir}/checkpoints")
+        return added
+
+    return _commit(repo, run_dir, message, stage, wait_s)
+
+
+def commit_partial(
+    run_dir: Path, message: str, repo: Path = Path("."), wait_s: float = LOCK_WAIT_S
+) -> str:
+    """Commit the unfinished `run_dir` with its latest checkpoint (a handoff: another
+    session or machine resumes it); returns "" or why it failed."""
+
+    def stage() -> subprocess.CompletedProcess[str]:
+        added = _git(repo, "add", "--", str(run_dir))
+        if added.returncode == 0:
+            added = _git(repo, "add", "-f", "--", f"{run_dir}/checkpoints/{LATEST}")
+        return added
+
+    return _commit(repo, run_dir, message, stage, wait_s)
+
+
+def _commit(
+    repo: Path,
+    run_dir: Path,
+    message: str,
+    stage: Callable[[], subprocess.CompletedProcess[str]],
+    wait_s: float,
+) -> str:
+    """Stage with `stage`, then commit `run_dir` alone; a busy index is retried."""
+    for attempt in range(LOCK_RETRIES + 1):
+        added = stage()
+        if added.returncode == 0:
             if _git(repo, "diff", "--cached", "--quiet", "--", str(run_dir)).returncode == 0:
                 return ""  # nothing new in this directory
             done = _git(repo, "commit", "--quiet", "-m", message, "--", str(run_dir))

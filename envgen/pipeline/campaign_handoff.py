@@ -1,0 +1,129 @@
+"""`envgen campaign handoff NAME`: hand the runs in flight to the next session or machine.
+
+A campaign commits each run when it finishes; a run stopped before that resumes only
+where its checkpoint is, and checkpoints are git-ignored. On a machine slower than a
+session is long (the `confirm` campaign's 1.96M-step runs take over 2 h each, two at a
+time, on one 2-core machine; docs/measurements.md, "Reruns"), every session would end
+with its runs in flight lost. A handoff keeps them: it waits for each running run's next
+checkpoint (at most `--wait-s`), stops the campaign, and commits each unfinished run
+with its latest checkpoint (`gitcommit.commit_partial`, about 5.5 MB per Crafter run
+with the nature network). On any up-to-date checkout `envgen campaign start NAME` then
+resumes them from those checkpoints, to the same result as an uninterrupted run on one
+machine (docs/agent.md, "Reproducibility and resume"). When a handed-off run finishes,
+its checkpoint leaves git with the run's commit, but stays in the history: hand off
+runs that are well under way, not ones a few minutes old.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from envgen.pipeline.campaign_store import PARTIAL, RUNNING, JobState, job_states
+
+CHECKPOINT = Path("checkpoints") / "latest.pt"
+POLL_S = 5.0
+Log = Callable[[str], Any]
+
+
+def distinct(states: list[JobState], state: str) -> list[JobState]:
+    """The states in `state`, one per run directory (rows may share a run)."""
+    found: dict[Path, JobState] = {}
+    for s in states:
+        if s.state == state:
+            found.setdefault(s.run_dir, s)
+    return list(found.values())
+
+
+def _mtime(run_dir: Path) -> float:
+    try:
+        return (run_dir / CHECKPOINT).stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def wait_for_checkpoints(running: list[JobState], wait_s: float, log: Log) -> None:
+    """Until every run in `running` has written a checkpoint newer than now, or `wait_s`."""
+    before = {s.run_dir: _mtime(s.run_dir) for s in running}
+    log(
+        f"[handoff] waiting up to {wait_s:.0f} s for the next checkpoint of "
+        f"{len(running)} run(s) in flight"
+    )
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if all(_mtime(d) > t for d, t in before.items()):
+            break
+        time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
+    for run_dir, t in before.items():
+        fresh = _mtime(run_dir) > t
+        log(f"[handoff] {run_dir}: {'new checkpoint' if fresh else 'no new checkpoint in time'}")
+
+
+def checkpoint_step(run_dir: Path) -> int:
+    """The env step the run's checkpoint resumes from (an `EnvGenError` if unreadable)."""
+    import torch
+
+    from envgen.agents.checkpoint import load_checkpoint
+
+    state = load_checkpoint(run_dir / CHECKPOINT.parent, torch.device("cpu"))
+    return int(state["counters"]["global_step"]) if state else 0
+
+
+def commit_partial_runs(name: str, states: list[JobState], log: Log, repo: Path) -> int:
+    """Commit every partial run of `states` with its checkpoint; returns how many."""
+    from envgen.errors import EnvGenError
+    from envgen.pipeline.gitcommit import commit_partial
+
+    count = 0
+    for s in distinct(states, PARTIAL):
+        try:
+            step = checkpoint_step(repo / s.run_dir)
+        except EnvGenError as exc:
+            log(f"[handoff] {s.run_dir}: not handed off: {exc}")
+            continue
+        message = (
+            f"campaign {name}: handoff of {s.row} seed {s.job.seed} at step {step:,} of "
+            f"{s.total_steps:,} (`envgen campaign start {name}` resumes it)"
+        )
+        error = commit_partial(s.run_dir, message, repo)
+        log(f"[handoff] commit failed for {s.run_dir}: {error}" if error else f"[{message}]")
+        count += not error
+    return count
+
+
+def handoff(campaign: Any, params: Path, runs_root: Path, wait_s: float, log: Log = print) -> int:
+    """Wait for checkpoints, stop `campaign`, commit its unfinished runs; exit code."""
+    from envgen.pipeline.campaign import live_process, stop
+    from envgen.pipeline.campaign_run import RunRequest, load_campaign
+    from envgen.pipeline.train import results_versions
+
+    request = RunRequest(
+        campaign.name,
+        campaign.table,
+        campaign.profile,
+        params,
+        runs_root,
+        None,
+        True,
+        campaign.seeds,
+    )
+    plan = load_campaign(request)[0]
+    versions = results_versions()
+    process = live_process(campaign)
+    if process is not None:
+        running = distinct(job_states(plan, runs_root, versions, alive=True), RUNNING)
+        if running and wait_s > 0:
+            wait_for_checkpoints(running, wait_s, log)
+        stop(campaign, wait_s=60.0)
+    count = commit_partial_runs(
+        campaign.name, job_states(plan, runs_root, versions, alive=False), log, Path(".")
+    )
+    log(
+        f"[handoff] {count} unfinished run(s) committed with their checkpoints; "
+        f"`envgen campaign start {campaign.name}` on an up-to-date checkout resumes them"
+        if count
+        else "[handoff] no unfinished run with a checkpoint: nothing to hand off"
+    )
+    return 0
