@@ -271,10 +271,14 @@ def main(args: argparse.Namespace) -> int:
         ]
         lines = [describe(c) for c in comparisons]
         same = all(c.identical for c in comparisons)
-        for rel, a, b in _cycle_files(args.run_dir, here):
-            if a != b:
-                same = False
-                lines.append(f"{rel}: differs")
+        cycle_files = list(_cycle_files(args.run_dir, here))
+        differing = [rel for rel, a, b in cycle_files if a != b]
+        if cycle_files:
+            lines.append(
+                f"cycle files: {len(cycle_files) - len(differing)} of {len(cycle_files)} "
+                "identical" + (f"; first differing: {differing[0]}" if differing else "")
+            )
+        same = same and not differing
         if finished:
             from envgen.store.compare import first_difference
 

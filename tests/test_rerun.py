@@ -61,6 +61,8 @@ def test_a_run_retrained_to_its_end_here_is_identical(committed):
     assert "(to the end)" in out
     assert f"metrics.jsonl: {updates} record(s) identical (committed {updates}, " in out
     assert f"episodes.jsonl: {episodes} record(s) identical" in out
+    cycle_files = len(list(committed.glob("cycles/*/*")))
+    assert cycle_files >= 1 and f"cycle files: {cycle_files} of {cycle_files} identical" in out
     assert "machine and software: as the committed run's" in out
     assert "identical over every record compared" in out
 
