@@ -56,6 +56,6 @@ def test_dvc_ignores_a_killed_writers_temporaries():
 def test_campaign_help_lists_every_action():
     result = envgen_subprocess("campaign", "--help", timeout=120)
     assert result.returncode == 0
-    for action in ("start", "status", "stop", "collect", "run"):
+    for action in ("start", "status", "stop", "handoff", "collect", "run"):
         assert f"    {action} " in result.stdout, action
-    assert "start|status|stop|collect" in result.stdout
+    assert "start|status|stop|handoff|collect" in result.stdout
