@@ -12,6 +12,7 @@ import math
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -478,6 +479,9 @@ def test_stop_ends_the_campaign_process_group(tmp_path, monkeypatch, capsys):
     try:
         campaign.STATE_DIR.mkdir(parents=True)
         CPU.pid_file.write_text(f"{leader.pid}\n1\n")
+        deadline = time.monotonic() + 60  # on a loaded machine the exec may lag
+        while not campaign.is_alive(leader.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert campaign.main(["stop", "cpu"]) == 0
         assert leader.wait(timeout=5) != 0 and not CPU.pid_file.exists()
         assert f"stopped pid {leader.pid}" in capsys.readouterr().out
