@@ -106,7 +106,10 @@ def committed_run(run_dir: Path) -> Committed:
 
 
 # --- retraining -------------------------------------------------------------------------
-def rerun_command(run: Committed, config: Path, runs_root: Path, args: argparse.Namespace):
+def rerun_command(
+    run: Committed, config: Path, runs_root: Path, args: argparse.Namespace
+) -> list[str]:
+    """`envgen run` of the committed run's config and seed, its device, threads and workers."""
     command = [sys.executable, "-m", "envgen.cli", "run", str(config), "--seed", str(run.seed)]
     command += ["--runs-root", str(runs_root), "--cache-dir", str(args.cache_dir)]
     command += ["--device", args.device or run.device]
