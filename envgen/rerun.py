@@ -316,6 +316,7 @@ def main(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from envgen.agents.device import torch_device
+    from envgen.llm.cache import DEFAULT_CACHE_DIR
 
     parser = subparsers.add_parser(
         "rerun",
@@ -346,7 +347,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="torch CPU threads (default: the run's)",
     )
     parser.add_argument(
-        "--cache-dir", type=Path, default=Path("data/llm_cache"), help="LLM replies to replay"
+        "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="LLM replies to replay"
     )
     parser.add_argument(
         "--keep", type=Path, default=None, help="keep the retrained run in this directory"

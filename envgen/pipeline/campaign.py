@@ -23,6 +23,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from envgen.errors import ConfigError, EnvGenError
 from envgen.input_checks import OneLineParser, fail, whole_number
@@ -50,6 +51,16 @@ class Campaign:
     registration: str | None = None
     """The document that registered the campaign before its runs (its verdict is withheld
     until every planned run is in); None for a campaign not registered."""
+
+    def request(
+        self, params: Path, runs_root: Path, workers: int | None = None, commit: bool = True
+    ) -> Any:
+        """The `RunRequest` of one session of this campaign (its table, profile, seeds)."""
+        from envgen.pipeline.campaign_run import RunRequest
+
+        return RunRequest(
+            self.name, self.table, self.profile, params, runs_root, workers, commit, self.seeds
+        )
 
     @property
     def log(self) -> Path:
@@ -136,12 +147,12 @@ def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commi
             f"campaign {c.name} is already running (pid {running.pid}, log {c.log}); see "
             f"`envgen campaign status {c.name}`, or `envgen campaign stop {c.name}`"
         )
-    from envgen.pipeline.campaign_run import RunRequest, load_campaign, pending_jobs, seed_order
+    from envgen.pipeline.campaign_run import load_campaign, pending_jobs, seed_order
     from envgen.pipeline.executor import _cores
     from envgen.pipeline.train import results_versions
 
-    request = RunRequest(c.name, c.table, c.profile, params, runs_root, workers, commit, c.seeds)
-    plan, _, executor = load_campaign(request)  # mistakes show here, not in the log
+    # mistakes show here, not in the log
+    plan, _, executor = load_campaign(c.request(params, runs_root, workers, commit))
     pending = pending_jobs(plan, runs_root, results_versions())
     if not pending and not commit:
         print(f"campaign {c.name}: all {len(seed_order(plan))} runs finished; nothing to train")
@@ -172,12 +183,10 @@ def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commi
 
 def run(c: Campaign, params: Path, runs_root: Path, workers: int | None, commit: bool) -> int:
     """The foreground session `start` launches; clears its pid file when it ends."""
-    from envgen.pipeline.campaign_run import RunRequest, run_campaign
+    from envgen.pipeline.campaign_run import run_campaign
 
     try:
-        return run_campaign(
-            RunRequest(c.name, c.table, c.profile, params, runs_root, workers, commit, c.seeds)
-        )
+        return run_campaign(c.request(params, runs_root, workers, commit))
     finally:
         process = read_process(c)
         if process is not None and process.pid == os.getpid():
@@ -219,16 +228,14 @@ def stop(c: Campaign, wait_s: float = 15.0) -> int:
 # --- status and collect ---------------------------------------------------------------
 def status(c: Campaign, params: Path, runs_root: Path) -> int:
     """Print every (row, seed)'s state, counts per row, and an ETA."""
-    from envgen.pipeline.campaign_run import RunRequest, load_campaign
+    from envgen.pipeline.campaign_run import load_campaign
     from envgen.pipeline.campaign_status import status_text
     from envgen.pipeline.campaign_store import job_states
     from envgen.pipeline.executor import _cores
     from envgen.pipeline.gitcommit import is_committed
     from envgen.pipeline.train import results_versions
 
-    plan, _, executor = load_campaign(
-        RunRequest(c.name, c.table, c.profile, params, runs_root, None, True, c.seeds)
-    )
+    plan, _, executor = load_campaign(c.request(params, runs_root))
     process = live_process(c)
     states = job_states(plan, runs_root, results_versions(), process is not None, is_committed)
     workers = process.workers if process else executor.local_workers(_cores(), 0)
@@ -239,14 +246,12 @@ def status(c: Campaign, params: Path, runs_root: Path) -> int:
 def collect(c: Campaign, params: Path, runs_root: Path, outs: Sequence[Path]) -> int:
     """Write runs.json, metrics.json and scores.json from the run store; trains nothing."""
     from envgen.files import write_json_atomic
-    from envgen.pipeline.campaign_run import RunRequest, load_campaign
+    from envgen.pipeline.campaign_run import load_campaign
     from envgen.pipeline.campaign_store import collect_table
     from envgen.pipeline.results import table_metrics, table_scores
     from envgen.pipeline.train import results_versions
 
-    plan, profile, _ = load_campaign(
-        RunRequest(c.name, c.table, c.profile, params, runs_root, None, False, c.seeds)
-    )
+    plan, profile, _ = load_campaign(c.request(params, runs_root, commit=False))
     table = collect_table(
         plan, profile, runs_root, results_versions(), f"`envgen campaign start {c.name}`"
     )

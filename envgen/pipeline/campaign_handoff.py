@@ -96,20 +96,10 @@ def commit_partial_runs(name: str, states: list[JobState], log: Log, repo: Path)
 def handoff(campaign: Any, params: Path, runs_root: Path, wait_s: float, log: Log = print) -> int:
     """Wait for checkpoints, stop `campaign`, commit its unfinished runs; exit code."""
     from envgen.pipeline.campaign import live_process, stop
-    from envgen.pipeline.campaign_run import RunRequest, load_campaign
+    from envgen.pipeline.campaign_run import load_campaign
     from envgen.pipeline.train import results_versions
 
-    request = RunRequest(
-        campaign.name,
-        campaign.table,
-        campaign.profile,
-        params,
-        runs_root,
-        None,
-        True,
-        campaign.seeds,
-    )
-    plan = load_campaign(request)[0]
+    plan = load_campaign(campaign.request(params, runs_root))[0]
     versions = results_versions()
     process = live_process(campaign)
     if process is not None:
