@@ -29,6 +29,20 @@ set_torch_threads(DEFAULT_TORCH_THREADS)
 LONGEST = ("test_pipeline_ray.py", "test_results_version.py", "test_loop.py")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile the Crafter engine's numba functions into their on-disk cache
+    (envgen/envs/crafter/__pycache__) once, before any test process starts: in a fresh
+    clone the first tests of both workers, and the runs they start in subprocesses,
+    otherwise each compile them at the same time (about 14 s of a core apiece)."""
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: the controller has done it
+    from envgen.envs.crafter.env import CrafterEnv
+
+    env = CrafterEnv()
+    env.reset()
+    env.step(0)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under xdist, hand out the longest files first, then the other files with slow
     tests, then the rest. A serial run keeps the files' own order."""

@@ -205,11 +205,15 @@ def test_partial_run_needs_resume(tmp_path: Path):
         execute_run(TINY, 0, tmp_path, replay_llm(), RunOptions(resume=False))
 
 
+# The curricula rank a pool of 16 designed worlds: 16 validation agents of one rollout
+# each; adversarial also tests the agent in each world of its second pool, here one
+# episode apiece (two doubled this test's time to 160 s on a 2-core CI machine).
+CURRICULUM = {"n_cycles": 2, "validation_steps": 256, "eval_episodes": 1}
 BASELINES = {
     "original_only": {"method": "original_only"},
     "fixed": {"method": "fixed", "n_cycles": 2},
-    "easy_to_hard": {"method": "easy_to_hard", "n_cycles": 2, "validation_steps": 256},
-    "adversarial": {"method": "adversarial", "n_cycles": 2, "validation_steps": 256},
+    "easy_to_hard": {"method": "easy_to_hard", **CURRICULUM},
+    "adversarial": {"method": "adversarial", **CURRICULUM},
 }
 
 

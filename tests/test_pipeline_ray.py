@@ -114,35 +114,51 @@ def test_two_node_cluster_on_loopback(tmp_path):
     assert survivors == []
 
 
+# One Table 1 row per kind of job a worker runs: a plain PPO run, an EnvGen run whose
+# LLM calls replay from the cache inside the worker, and the random policy. The AD rows
+# differ from the PPO ones only in config fields the executor never reads, and they
+# cost four times as much: with them and both seeds this test took 800 s of a 2-core
+# CI machine (the timeout is 900 s).
+RAY_ROWS = ("PPO", "PPO + EnvGen", "Random")
+
+
 @pytest.mark.slow
 def test_smoke_table1_through_the_ray_executor_matches_the_committed_results(tmp_path):
-    """The train stage as DVC runs it, with `executor: ray` (a local Ray instance):
-    Table 1's smoke runs (PPO, PPO + pretraining, EnvGen with its replayed adaptation
-    calls, the same three with AD, Random; 2 seeds) end as the committed
-    results/table1/runs.json says: the same rows, statuses, runs and replay coverage.
+    """The train stage as DVC runs it, with `executor: ray` (a local Ray instance), on
+    Table 1's smoke rows of RAY_ROWS, seed 0: they end as the committed
+    results/table1/runs.json says: the same statuses, runs and replay coverage.
     Scores are not compared: the committed ones come from the recording machine, whose
     float results another CPU does not repeat."""
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     assert params["profile"] == "smoke"
     params["executor"] = "ray"
     params["execution"]["retries"] = 0
+    params["profiles"]["smoke"]["seeds"] = [0]
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    table = yaml.safe_load((REPO / "replication" / "table1.yaml").read_text())
+    table["rows"] = [row for row in table["rows"] if row["row"] in RAY_ROWS]
+    assert [row["row"] for row in table["rows"]] == list(RAY_ROWS)
+    table["reported_only"] = []
+    (tmp_path / "table1.yaml").write_text(yaml.safe_dump(table))
     out = tmp_path / "runs.json"
-    cmd = [sys.executable, "-m", "envgen.pipeline.train", "replication/table1.yaml"]
+    cmd = [sys.executable, "-m", "envgen.pipeline.train", str(tmp_path / "table1.yaml")]
     cmd += ["--params", str(tmp_path / "params.yaml"), "--runs-root", str(tmp_path / "runs")]
     subprocess.run([*cmd, "--out", str(out)], cwd=REPO, check=True, capture_output=True)
 
     ours = json.loads(out.read_text())
     committed = json.loads((REPO / "results" / "table1" / "runs.json").read_text())
-    assert [r["status"] for r in ours["rows"][:7]] == ["done"] * 7  # then reported-only rows
     assert ours["results_version"] == committed["results_version"], (
         "results/ are from other code: run `make repro` and commit them"
     )
-    for mine, theirs in zip(ours["rows"], committed["rows"], strict=True):
-        assert (mine["row"], mine["status"]) == (theirs["row"], theirs["status"])
-        assert [r["seed"] for r in mine["runs"]] == [r["seed"] for r in theirs["runs"]]
+    theirs_by_row = {row["row"]: row for row in committed["rows"]}
+    assert [r["row"] for r in ours["rows"]] == list(RAY_ROWS)
+    for mine in ours["rows"]:
+        theirs = theirs_by_row[mine["row"]]
+        assert mine["status"] == theirs["status"] == "done"
+        assert mine["config_hash"] == theirs["config_hash"]
+        assert [r["seed"] for r in mine["runs"]] == [0] == [r["seed"] for r in theirs["runs"]][:1]
         assert all(r["episodes"] > 0 for r in mine["runs"])
         if "llm_replay" in theirs:
             served = mine["llm_replay"]
-            assert served["calls"] == theirs["llm_replay"]["calls"]
+            assert served["calls"] * 2 == theirs["llm_replay"]["calls"]  # one seed of two
             assert served["exact"] + served["slot"] == served["calls"]  # none missing, none live
