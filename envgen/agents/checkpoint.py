@@ -26,8 +26,9 @@ import numpy as np
 import torch
 
 from envgen.errors import EnvGenError
+from envgen.store.manifest import LATEST_CHECKPOINT
 
-LATEST = "latest.pt"
+LATEST = LATEST_CHECKPOINT.name
 # What `Trainer.checkpoint` writes and `Trainer.resume` reads.
 CHECKPOINT_KEYS = frozenset(
     {"model_cfg", "ppo_cfg", "seed", "model", "optimizer", "action_rng", "shuffle_rng", "counters"}

@@ -40,6 +40,7 @@ from envgen.agents.seeding import derive_seed
 from envgen.envs.plain import mixture_from_plain, mixture_to_plain
 from envgen.errors import ConfigError, EnvGenError
 from envgen.scoring import summarize
+from envgen.store.manifest import CHECKPOINT_DIR
 
 # (configs, num_envs, seed, weights) -> vec env
 EnvFactory = Callable[[Sequence[Any], int, int, Sequence[float] | None], ppo.VecEnv]
@@ -252,8 +253,8 @@ class Trainer:
         except (AttributeError, KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
             self.close_env()
             raise EnvGenError(
-                f"{self.run_dir / 'checkpoints' / LATEST}: the saved environment state is "
-                f"malformed ({type(exc).__name__}); remove {self.run_dir / 'checkpoints'} "
+                f"{self.run_dir / CHECKPOINT_DIR / LATEST}: the saved environment state is "
+                f"malformed ({type(exc).__name__}); remove {self.run_dir / CHECKPOINT_DIR} "
                 "to resume from step 0"
             ) from None
         self.obs = self.env.last_obs
@@ -283,7 +284,7 @@ class Trainer:
         elif self._saved_env is not None:  # resumed, not yet stepped: keep what was saved
             env_state = (mixture_to_plain(self._saved_env[0]), self._saved_env[1])
         return save_checkpoint(
-            self.run_dir / "checkpoints",
+            self.run_dir / CHECKPOINT_DIR,
             {
                 "model_cfg": dataclasses.asdict(self.model_cfg),
                 "ppo_cfg": dataclasses.asdict(self.ppo_cfg),
@@ -307,7 +308,7 @@ class Trainer:
         before its first checkpoint are emptied: a resumed run logs each episode once.
         Raises `ConfigError` when the checkpoint was written with other configs or seed.
         """
-        state = load_checkpoint(self.run_dir / "checkpoints", self.device)
+        state = load_checkpoint(self.run_dir / CHECKPOINT_DIR, self.device)
         if state is None:
             self.episodes.truncate_after(0)
             self.metrics.truncate_after(0)
@@ -324,7 +325,7 @@ class Trainer:
                     f"checkpoint in {self.run_dir} was written with {theirs!r}, not "
                     f"{ours!r}; resume with the same settings or use a new --out directory",
                 )
-        path = self.run_dir / "checkpoints" / LATEST
+        path = self.run_dir / CHECKPOINT_DIR / LATEST
         try:
             self.agent.load_state_dict(state)
             counters = Counters(**state["counters"])

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from envgen.pipeline.campaign_store import PARTIAL, RUNNING, JobState, job_states
+from envgen.store.manifest import LATEST_CHECKPOINT as CHECKPOINT
 
-CHECKPOINT = Path("checkpoints") / "latest.pt"
 POLL_S = 5.0
 Log = Callable[[str], Any]
 

@@ -23,7 +23,7 @@ from envgen.pipeline.jobs import DONE, JobResult, job_dir, job_game
 from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.pipeline.results import table_results
-from envgen.store.manifest import is_sealed
+from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 from envgen.store.provenance import PROVENANCE, read_provenance, recorded_version, summary
 
 FINISHED, RUNNING, PARTIAL, STALE, MISSING = "done", "running", "partial", "stale", "missing"
@@ -144,7 +144,7 @@ def _state(
     recent = now - _last_write(run_dir) < RUNNING_WINDOW_S
     if alive and recent:
         state = RUNNING
-    elif (run_dir / "checkpoints" / "latest.pt").is_file():
+    elif (run_dir / LATEST_CHECKPOINT).is_file():
         state = PARTIAL
     else:
         state, steps = MISSING, 0  # no checkpoint: it starts over

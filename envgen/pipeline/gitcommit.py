@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-LATEST = "latest.pt"  # envgen.agents.checkpoint.LATEST, without importing torch here
+from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
+
 LOCK_RETRIES = 5
 LOCK_WAIT_S = 2.0
 
@@ -48,9 +49,9 @@ def commit_run(
         # skips ignored files; the reset unstages checkpoints where nothing ignores them.
         added = _git(repo, "add", "--", str(run_dir))
         if added.returncode == 0:
-            _git(repo, "reset", "-q", "--", f"{run_dir}/checkpoints")
-            if _git(repo, "ls-files", "--", f"{run_dir}/checkpoints").stdout.strip():
-                added = _git(repo, "rm", "-r", "-q", "-f", "--", f"{run_dir}/checkpoints")
+            _git(repo, "reset", "-q", "--", f"{run_dir}/{CHECKPOINT_DIR}")
+            if _git(repo, "ls-files", "--", f"{run_dir}/{CHECKPOINT_DIR}").stdout.strip():
+                added = _git(repo, "rm", "-r", "-q", "-f", "--", f"{run_dir}/{CHECKPOINT_DIR}")
         return added
 
     return _commit(repo, run_dir, message, stage, wait_s)
@@ -65,7 +66,7 @@ def commit_partial(
     def stage() -> subprocess.CompletedProcess[str]:
         added = _git(repo, "add", "--", str(run_dir))
         if added.returncode == 0:
-            added = _git(repo, "add", "-f", "--", f"{run_dir}/checkpoints/{LATEST}")
+            added = _git(repo, "add", "-f", "--", f"{run_dir}/{LATEST_CHECKPOINT}")
         return added
 
     return _commit(repo, run_dir, message, stage, wait_s)
@@ -98,7 +99,7 @@ def _commit(
 
 def _no_checkpoints(run_dir: Path) -> str:
     """A pathspec leaving out the run's checkpoints (git-ignored too; never committed)."""
-    return f":(exclude){run_dir}/checkpoints"
+    return f":(exclude){run_dir}/{CHECKPOINT_DIR}"
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -31,7 +31,7 @@ from envgen.loop.runner import RunOptions, execute_run
 from envgen.pipeline.plan import Job, RandomJob
 from envgen.pipeline.random_policy import play_random
 from envgen.store.lifecycle import finish_run
-from envgen.store.manifest import is_sealed
+from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 from envgen.store.provenance import recorded_version
 
 DONE, FAILED, NOT_RECORDED = "done", "failed", "not_recorded"
@@ -200,7 +200,7 @@ def _drop_if_stale(run_dir: Path, version: int) -> None:
         ) from None
     if not stale and final.is_file() and not is_sealed(run_dir):
         finish_run(run_dir, read_json(final)["global_steps"])
-    resumable = (run_dir / "checkpoints" / "latest.pt").is_file()
+    resumable = (run_dir / LATEST_CHECKPOINT).is_file()
     if stale or not (is_sealed(run_dir) or resumable):
         shutil.rmtree(run_dir)
 

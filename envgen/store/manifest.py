@@ -30,7 +30,11 @@ from envgen.files import write_json_atomic
 
 MANIFEST = "manifest.json"
 FORMAT = 1
-SKIPPED_DIRS = ("checkpoints",)  # never committed, never part of a result
+CHECKPOINT_DIR = "checkpoints"
+# What a run in progress resumes from, relative to its run directory (written by
+# envgen.agents.checkpoint): committed only for a run handed off mid-way, never a result.
+LATEST_CHECKPOINT = Path(CHECKPOINT_DIR) / "latest.pt"
+SKIPPED_DIRS = (CHECKPOINT_DIR,)  # never part of a result
 LOG_SUFFIX = ".jsonl"
 GZ_SUFFIX = ".jsonl.gz"
 _SEARCH_DEPTH = 4  # a run file lies at most this deep below its run directory
