@@ -23,10 +23,15 @@ from envgen.agents.threads import DEFAULT_TORCH_THREADS, set_torch_threads  # no
 # so that a run recorded with `envgen run` replays bit-identically inside a test.
 set_torch_threads(DEFAULT_TORCH_THREADS)
 
-# The longest files, longest first (minutes on 2 cores: Table 1 through Ray, the
-# results-version guard, the loop's real runs): started last, one would run on alone
-# while the other worker idles.
-LONGEST = ("test_pipeline_ray.py", "test_results_version.py", "test_loop.py")
+# The longest files, longest first (minutes on 2 cores: the results-version guard,
+# the Ray executor's files, the loop's real runs and its baselines): started last, one
+# would run on alone while the other worker idles.
+LONGEST = (
+    "test_results_version.py",
+    "test_pipeline_ray.py",
+    "test_loop.py",
+    "test_loop_baselines.py",
+)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
