@@ -24,7 +24,7 @@ from envgen.agents.threads import DEFAULT_TORCH_THREADS, set_torch_threads  # no
 set_torch_threads(DEFAULT_TORCH_THREADS)
 
 # The longest files, longest first (minutes on 2 cores: the results-version guard,
-# the Ray executor's files, the loop's real runs and its baselines): started last, one
+# the Ray executor's file, the loop's real runs and its baselines): started last, one
 # would run on alone while the other worker idles.
 LONGEST = (
     "test_results_version.py",
@@ -39,8 +39,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     (envgen/envs/crafter/__pycache__) once, before any test process starts: in a fresh
     clone the first tests of both workers, and the runs they start in subprocesses,
     otherwise each compile them at the same time (about 14 s of a core apiece)."""
-    if hasattr(session.config, "workerinput"):
-        return  # an xdist worker: the controller has done it
+    if hasattr(session.config, "workerinput") or session.config.option.collectonly:
+        return  # an xdist worker (the controller has done it), or nothing will run
     from envgen.envs.crafter.env import CrafterEnv
 
     env = CrafterEnv()

@@ -64,3 +64,14 @@ def test_a_crafter_run_needs_no_procgen_openai_or_dotenv(tmp_path):
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {BLOCKED!r}))",
     )
     assert loaded.returncode == 0 and loaded.stdout.strip() == "[]", loaded.stderr
+
+
+def test_committing_a_run_loads_no_torch(tmp_path):
+    """envgen.pipeline.gitcommit and envgen.store.compare name the checkpoint path
+    through envgen.store.manifest, which must stay free of torch, as they are."""
+    env = blocker_env(tmp_path, blocked=("torch",))
+    code = "import envgen.pipeline.gitcommit, envgen.store.compare"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr

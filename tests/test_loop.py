@@ -1,4 +1,5 @@
-"""Tiny real runs of the EnvGen loop and its baselines (replayed LLM, small network).
+"""Tiny real runs of the EnvGen loop (replayed LLM, small network); its baselines are in
+tests/test_loop_baselines.py.
 
 The EnvGen run replays `tests/data/loop_cache/`: the bundled local model's replies to
 this tiny run's four calls (the adaptation prompts hold the agent's evaluation, so

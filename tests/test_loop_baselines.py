@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 # The curricula rank a pool of 16 designed worlds: 16 validation agents of one rollout
 # each; adversarial also tests the agent in each world of its second pool, here one
-# episode apiece (two doubled this test's time to 160 s on a 2-core CI machine).
+# episode apiece (two took this test to 159 s on a 2-core AVX2 EPYC).
 CURRICULUM = {"n_cycles": 2, "validation_steps": 256, "eval_episodes": 1}
 BASELINES = {
     "original_only": {"method": "original_only"},

@@ -117,8 +117,8 @@ def test_two_node_cluster_on_loopback(tmp_path):
 # One Table 1 row per kind of job a worker runs: a plain PPO run, an EnvGen run whose
 # LLM calls replay from the cache inside the worker, and the random policy. The AD rows
 # differ from the PPO ones only in config fields the executor never reads, and they
-# cost four times as much: with them and both seeds this test took 800 s of a 2-core
-# CI machine (the timeout is 900 s).
+# cost four times as much: with them and both seeds this test took 797 s on a 2-core
+# AVX2 EPYC and over pytest's 900 s timeout on CI (docs/measurements.md).
 RAY_ROWS = ("PPO", "PPO + EnvGen", "Random")
 
 
@@ -158,7 +158,8 @@ def test_smoke_table1_through_the_ray_executor_matches_the_committed_results(tmp
         assert mine["config_hash"] == theirs["config_hash"]
         assert [r["seed"] for r in mine["runs"]] == [0] == [r["seed"] for r in theirs["runs"]][:1]
         assert all(r["episodes"] > 0 for r in mine["runs"])
+        assert ("llm_replay" in mine) == ("llm_replay" in theirs)
         if "llm_replay" in theirs:
             served = mine["llm_replay"]
-            assert served["calls"] * 2 == theirs["llm_replay"]["calls"]  # one seed of two
+            assert served["calls"] == theirs["runs"][0]["llm_replay"]["calls"]  # seed 0's
             assert served["exact"] + served["slot"] == served["calls"]  # none missing, none live

@@ -76,8 +76,9 @@ def _weights(run: Path) -> dict:
     import torch
 
     from envgen.agents.checkpoint import load_checkpoint
+    from envgen.store.manifest import CHECKPOINT_DIR
 
-    state = load_checkpoint(run / "checkpoints", torch.device("cpu"))
+    state = load_checkpoint(run / CHECKPOINT_DIR, torch.device("cpu"))
     assert state is not None, f"{run}: no checkpoint"
     return state
 

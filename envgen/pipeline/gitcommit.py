@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
+from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT  # no torch: see tests
 
 LOCK_RETRIES = 5
 LOCK_WAIT_S = 2.0

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from envgen.store.manifest import CHECKPOINT_DIR
+
 SKIPPED = {"provenance.json", "manifest.json"}  # where and when: differ by design
 VOLATILE_KEYS = {"wall_s"}  # final_metrics.json: wall-clock time
 VOLATILE_PREFIX = "time/"  # metrics.jsonl: throughput
@@ -88,7 +90,7 @@ def outputs(run_dir: Path) -> dict[str, Path]:
     files = {}
     for path in sorted(Path(run_dir).rglob("*")):
         rel = path.relative_to(run_dir)
-        if path.is_file() and rel.parts[0] != "checkpoints" and path.name not in SKIPPED:
+        if path.is_file() and rel.parts[0] != CHECKPOINT_DIR and path.name not in SKIPPED:
             files[rel.as_posix().removesuffix(".gz")] = path
     return files
 
