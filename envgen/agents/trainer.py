@@ -33,14 +33,14 @@ import torch
 from tqdm import tqdm
 
 from envgen.agents import ad, ppo
-from envgen.agents.checkpoint import LATEST, load_checkpoint, save_checkpoint
+from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
 from envgen.agents.config import ModelConfig, PPOConfig
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
 from envgen.envs.plain import mixture_from_plain, mixture_to_plain
 from envgen.errors import ConfigError, EnvGenError
 from envgen.scoring import summarize
-from envgen.store.manifest import CHECKPOINT_DIR
+from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
 
 # (configs, num_envs, seed, weights) -> vec env
 EnvFactory = Callable[[Sequence[Any], int, int, Sequence[float] | None], ppo.VecEnv]
@@ -253,7 +253,7 @@ class Trainer:
         except (AttributeError, KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
             self.close_env()
             raise EnvGenError(
-                f"{self.run_dir / CHECKPOINT_DIR / LATEST}: the saved environment state is "
+                f"{self.run_dir / LATEST_CHECKPOINT}: the saved environment state is "
                 f"malformed ({type(exc).__name__}); remove {self.run_dir / CHECKPOINT_DIR} "
                 "to resume from step 0"
             ) from None
@@ -325,7 +325,7 @@ class Trainer:
                     f"checkpoint in {self.run_dir} was written with {theirs!r}, not "
                     f"{ours!r}; resume with the same settings or use a new --out directory",
                 )
-        path = self.run_dir / CHECKPOINT_DIR / LATEST
+        path = self.run_dir / LATEST_CHECKPOINT
         try:
             self.agent.load_state_dict(state)
             counters = Counters(**state["counters"])

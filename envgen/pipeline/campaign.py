@@ -23,10 +23,13 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from envgen.errors import ConfigError, EnvGenError
 from envgen.input_checks import OneLineParser, fail, whole_number
+
+if TYPE_CHECKING:  # imported where used: it loads torch (envgen.pipeline.jobs)
+    from envgen.pipeline.campaign_run import RunRequest
 
 STATE_DIR = Path(".envgen/campaigns")
 PROCESS_MARK = "envgen.pipeline.campaign"  # in the command line of a campaign process
@@ -54,7 +57,7 @@ class Campaign:
 
     def request(
         self, params: Path, runs_root: Path, workers: int | None = None, commit: bool = True
-    ) -> Any:
+    ) -> RunRequest:
         """The `RunRequest` of one session of this campaign (its table, profile, seeds)."""
         from envgen.pipeline.campaign_run import RunRequest
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.pipeline.campaign_store import PARTIAL, RUNNING, JobState, job_states
-from envgen.store.manifest import LATEST_CHECKPOINT as CHECKPOINT
+from envgen.store.manifest import LATEST_CHECKPOINT
 
 POLL_S = 5.0
 Log = Callable[[str], Any]
@@ -39,7 +39,7 @@ def distinct(states: list[JobState], state: str) -> list[JobState]:
 
 def _mtime(run_dir: Path) -> float:
     try:
-        return (run_dir / CHECKPOINT).stat().st_mtime
+        return (run_dir / LATEST_CHECKPOINT).stat().st_mtime
     except OSError:
         return 0.0
 
@@ -67,7 +67,7 @@ def checkpoint_step(run_dir: Path) -> int:
 
     from envgen.agents.checkpoint import load_checkpoint
 
-    state = load_checkpoint(run_dir / CHECKPOINT.parent, torch.device("cpu"))
+    state = load_checkpoint(run_dir / LATEST_CHECKPOINT.parent, torch.device("cpu"))
     return int(state["counters"]["global_step"]) if state else 0
 
 

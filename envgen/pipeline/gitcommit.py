@@ -17,7 +17,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT  # no torch: see tests
+from envgen.store.manifest import (  # torch-free: tests/test_lazy_imports.py
+    CHECKPOINT_DIR,
+    LATEST_CHECKPOINT,
+)
 
 LOCK_RETRIES = 5
 LOCK_WAIT_S = 2.0
