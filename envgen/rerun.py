@@ -8,7 +8,8 @@ trained it, retraining it repeats its logs bit for bit; on another CPU or softwa
 the floats differ in their last digits from the first PPO update on and the runs then
 diverge (README, "Reproducibility"). This command tells which holds for one committed
 run: it trains the run again from step 0 (`envgen run` with the run's config, seed,
-device, torch threads and env workers as its provenance records them, LLM replies
+device, GPU kernel settings, torch threads and env workers as its provenance records
+them, LLM replies
 replayed from the cache) into a temporary directory, stops it after `--seconds` or
 `--updates`, and compares every record both have written: metrics.jsonl (timing
 fields aside), episodes.jsonl and the cycle files. It prints how much was identical,
@@ -60,6 +61,9 @@ class Committed:
     env_workers: int | None
     session: dict[str, Any] | None
     """Its first provenance session (None when backfilled: machine unknown)."""
+    deterministic: bool
+    """Trained with `--deterministic`; False where its provenance predates that record
+    (every such committed run trained on the CPU, where the flag changes nothing)."""
 
 
 def committed_run(run_dir: Path) -> Committed:
@@ -94,6 +98,7 @@ def committed_run(run_dir: Path) -> Committed:
     sessions = [] if provenance.get("backfilled") else provenance.get("sessions") or []
     first = sessions[0] if sessions else None
     threads = (first or {}).get("threads") or {}
+    kernels = (first or {}).get("kernels") or {}
     return Committed(
         run_dir,
         config,
@@ -102,6 +107,7 @@ def committed_run(run_dir: Path) -> Committed:
         int(threads.get("torch_intra_op") or 1),
         threads.get("env_workers"),
         first,
+        kernels.get("deterministic_algorithms") is True,
     )
 
 
@@ -109,13 +115,16 @@ def committed_run(run_dir: Path) -> Committed:
 def rerun_command(
     run: Committed, config: Path, runs_root: Path, args: argparse.Namespace
 ) -> list[str]:
-    """`envgen run` of the committed run's config and seed, its device, threads and workers."""
+    """`envgen run` of the committed run's config and seed, its device, kernel settings,
+    threads and workers (each unless `args` names another)."""
     command = [sys.executable, "-m", "envgen.cli", "run", str(config), "--seed", str(run.seed)]
     command += ["--runs-root", str(runs_root), "--cache-dir", str(args.cache_dir)]
     command += ["--device", args.device or run.device]
     command += ["--torch-threads", str(args.torch_threads or run.torch_threads)]
     if run.env_workers:
         command += ["--workers", str(run.env_workers)]
+    if run.deterministic if args.deterministic is None else args.deterministic:
+        command.append("--deterministic")
     return command
 
 
@@ -220,25 +229,37 @@ ARITHMETIC = {
 }
 
 
-def setting_differences(session: dict[str, Any] | None, device: str) -> tuple[list[str], bool]:
+def setting_differences(
+    session: dict[str, Any] | None, device: str, kernels: dict[str, Any] | None = None
+) -> tuple[list[str], bool]:
     """(where this machine's and software's fields differ from the committed run's, whether
-    any of them can change floats); an unknown machine counts as one that can."""
+    any of them can change floats); an unknown machine counts as one that can.
+
+    `kernels` are the retrained run's GPU kernel settings (its provenance); they are
+    compared where both runs recorded them, and change floats only on a GPU."""
     from envgen.store.provenance import machine, software
 
     if session is None:
         return ["the committed run's machine and software are unknown (backfilled)"], True
+    on_gpu = device.startswith("cuda")
+    parts = [("machine", machine(device)), ("software", software())]
     found, arithmetic = [], False
-    for part, here in (("machine", machine(device)), ("software", software())):
+    if kernels is not None and session.get("kernels") is not None:
+        parts.append(("kernels", kernels))
+    elif on_gpu:
+        found, arithmetic = ["kernels: not recorded by both runs"], True
+    for part, here in parts:
         theirs = session.get(part) or {}
         for key in sorted(set(theirs) | set(here)):
             if key == "host" or theirs.get(key) == here.get(key):
                 continue
             found.append(f"{part}.{key}: {theirs.get(key)!r} committed, {here.get(key)!r} here")
-            arithmetic = arithmetic or key in ARITHMETIC[part]
+            arithmetic = arithmetic or (on_gpu if part == "kernels" else key in ARITHMETIC[part])
     return found, arithmetic
 
 
 def main(args: argparse.Namespace) -> int:
+    from envgen.store import read_provenance
     from envgen.store.compare import compare_logs
 
     run = committed_run(args.run_dir)
@@ -255,7 +276,9 @@ def main(args: argparse.Namespace) -> int:
         limit = f"{args.seconds:g} s" + (f" or {args.updates} updates" if args.updates else "")
         print(
             f"envgen rerun {args.run_dir}: seed {run.seed} on {args.device or run.device}, "
-            f"{args.torch_threads or run.torch_threads} torch thread(s), up to {limit}",
+            f"{args.torch_threads or run.torch_threads} torch thread(s)"
+            + (", deterministic kernels" if "--deterministic" in command else "")
+            + f", up to {limit}",
             flush=True,
         )
         finished, elapsed, code = retrain(
@@ -268,6 +291,7 @@ def main(args: argparse.Namespace) -> int:
                 f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}"
             )
         print(f"retrained {elapsed:.0f} s ({'to the end' if finished else 'stopped'})")
+        kernels = ((read_provenance(here) or {}).get("sessions") or [{}])[0].get("kernels")
         comparisons = [
             compare_logs(name, run_log(args.run_dir, name), run_log(here, name))
             for name in ("metrics.jsonl", "episodes.jsonl")
@@ -293,7 +317,7 @@ def main(args: argparse.Namespace) -> int:
             raise EnvGenError("the retrained run wrote no record to compare; give more --seconds")
     for line in lines:
         print(line)
-    settings, explains = setting_differences(run.session, args.device or run.device)
+    settings, explains = setting_differences(run.session, args.device or run.device, kernels)
     print(
         "machine and software: "
         + ("as the committed run's" if not settings else "; ".join(settings))
@@ -339,6 +363,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--device", type=torch_device, default=None, help="torch device (default: the run's)"
+    )
+    parser.add_argument(
+        "--deterministic",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="deterministic GPU kernels, TF32 off (default: as the run was trained; "
+        "no effect on the CPU)",
     )
     parser.add_argument(
         "--torch-threads",

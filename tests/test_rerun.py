@@ -144,3 +144,41 @@ def test_only_an_arithmetic_difference_explains_different_floats():
     found, explains = rerun.setting_differences(session, "cpu")
     assert f"machine.torch_cpu_capability: {isa!r} committed" in found[-1] and explains
     assert rerun.setting_differences(None, "cpu")[1]
+
+
+def test_the_retrained_run_uses_the_committed_runs_kernel_settings_unless_told(tmp_path):
+    import argparse
+
+    def command(recorded: bool, flag: bool | None) -> list[str]:
+        run = rerun.Committed(tmp_path, {}, 3, "cpu", 1, None, None, recorded)
+        args = argparse.Namespace(
+            cache_dir=tmp_path, device=None, torch_threads=None, deterministic=flag
+        )
+        return rerun.rerun_command(run, tmp_path / "c.yaml", tmp_path / "runs", args)
+
+    assert "--deterministic" in command(True, None)
+    assert "--deterministic" not in command(False, None)
+    assert "--deterministic" not in command(True, False)
+    assert "--deterministic" in command(False, True)
+
+
+def test_kernel_settings_explain_different_floats_only_on_a_gpu(monkeypatch):
+    from envgen.agents.device import determinism_state
+    from envgen.store import provenance
+
+    monkeypatch.setattr(provenance, "_gpu", lambda device: None if device == "cpu" else {"n": 1})
+    kernels = determinism_state()
+    other = {**kernels, "tf32_cudnn": not kernels["tf32_cudnn"]}
+    for device, explains in (("cpu", False), ("cuda:0", True)):
+        session = {"machine": provenance.machine(device), "software": provenance.software()}
+        session["kernels"] = kernels
+        assert rerun.setting_differences(session, device, kernels) == ([], False)
+        found, why = rerun.setting_differences(session, device, other)
+        assert (len(found), why) == (1, explains) and found[0].startswith("kernels.tf32_cudnn: ")
+    del session["kernels"]  # recorded before kernels were: unknown, so it may explain on a GPU
+    assert rerun.setting_differences(session, "cuda:0", kernels) == (
+        ["kernels: not recorded by both runs"],
+        True,
+    )
+    session = {"machine": provenance.machine("cpu"), "software": provenance.software()}
+    assert rerun.setting_differences(session, "cpu", kernels) == ([], False)

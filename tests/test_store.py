@@ -141,3 +141,22 @@ def test_machine_label_names_each_machine_a_run_trained_on():
     assert machine_label(one) == "AMD EPYC (AVX512), cpu"  # a resume on the same machine
     moved = {"sessions": [*one["sessions"], session("Xeon", "AVX2", "cuda", {"name": "H100"})]}
     assert machine_label(moved) == "AMD EPYC (AVX512), cpu + Xeon (AVX2), cuda (H100)"
+
+
+def test_a_session_records_the_gpu_kernel_settings_in_force(tmp_path, monkeypatch):
+    """`envgen rerun` repeats a run's `--deterministic` from this record."""
+    from envgen.agents.device import set_deterministic
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)  # set_deterministic sets it
+    run_dir = tmp_path / "r" / "seed-0"
+    run_dir.mkdir(parents=True)
+    set_deterministic(True)
+    try:
+        start_session(run_dir, "crafter", 0)
+    finally:
+        set_deterministic(False)
+    start_session(run_dir, "crafter", 4096)
+    first, second = read_provenance(run_dir)["sessions"]
+    assert first["kernels"]["deterministic_algorithms"] is True
+    assert (first["kernels"]["tf32_cudnn"], second["kernels"]["tf32_cudnn"]) == (False, True)
+    assert second["kernels"]["deterministic_algorithms"] is False

@@ -4,9 +4,10 @@ A run is trained in one or more sessions: the first starts at step 0, every late
 resumes from a checkpoint (after a kill, `envgen campaign stop`, a move to another
 machine). Each session records the machine (CPU model, the vector ISA torch's CPU kernels
 use, GPU model and driver), the software (Python, torch, numpy, crafter, procgen, the lock
-file's hash), thread counts, the git commit and whether the tree had uncommitted
-changes, its start and end times and steps, and the host's load average at both ends.
-A session with no end was killed; the next one's `step` says where training resumed.
+file's hash), thread counts, the GPU kernel settings (`--deterministic`, TF32), the
+git commit and whether the tree had uncommitted changes, its start and end times and
+steps, and the host's load average at both ends. A session with no end was killed;
+the next one's `step` says where training resumed.
 
 The file also holds the run's results version (`envgen.results_version`): what decides
 whether a finished run is current. The file fingerprint of the code is kept beside it
@@ -153,6 +154,14 @@ def threads(env_workers: int | None = None) -> dict[str, Any]:
     }
 
 
+def kernels() -> dict[str, Any]:
+    """The GPU kernel settings in force (`envgen.agents.device.set_deterministic`): what
+    `envgen rerun` repeats; they change no float on the CPU."""
+    from envgen.agents.device import determinism_state
+
+    return determinism_state()
+
+
 def read_provenance(run_dir: Path) -> dict[str, Any] | None:
     """A run's provenance.json, or None if it has none (started before it existed)."""
     path = Path(run_dir) / PROVENANCE
@@ -216,6 +225,7 @@ def begin_session(
             "machine": machine(device),
             "software": software(),
             "threads": threads(env_workers),
+            "kernels": kernels(),
             "git": git_state(),
         }
     )
