@@ -86,6 +86,15 @@ def codes():
     return results_versions()
 
 
+def real_checkpoint(run_dir: Path, step: int) -> None:
+    """A checkpoint `load_checkpoint` accepts, resuming at `step`."""
+    from envgen.agents.checkpoint import CHECKPOINT_KEYS, save_checkpoint
+
+    payload = {key: {} for key in CHECKPOINT_KEYS}
+    payload["counters"] = {"global_step": step}
+    save_checkpoint(run_dir / "checkpoints", payload)
+
+
 def fake_run(run_dir: Path, job: Job, score: float, version: int, finished: bool = True):
     """The files a real run leaves; `finished=False`: a killed run (checkpoint, no summary,
     not sealed)."""
@@ -93,10 +102,9 @@ def fake_run(run_dir: Path, job: Job, score: float, version: int, finished: bool
     provenance = {"game": "crafter", "results_version": version, "sessions": []}
     (run_dir / "provenance.json").write_text(json.dumps(provenance))
     (run_dir / "run.yaml").write_text(f"config_hash: {job.key[0]}\nseed: {job.seed}\n")
-    (run_dir / "checkpoints").mkdir()
-    (run_dir / "checkpoints" / "latest.pt").write_bytes(b"weights")
     total = job.config.total_steps
     steps = total if finished else total // 2
+    real_checkpoint(run_dir, steps)
     lines = [{"step": s, "phase": "final", "time/sps": 1000.0} for s in (steps // 2, steps)]
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     (run_dir / "episodes.jsonl").write_text(json.dumps({"length": 100, "reward": 1.0}) + "\n")
@@ -295,6 +303,22 @@ def test_status_of_an_unfinished_run_with_an_odd_last_log_line(
     assert "Traceback" not in status_text(CPU, states, None, 2)
 
 
+def test_a_partial_run_shows_the_step_it_resumes_from_not_its_last_log(plan, codes, tmp_path):
+    """Steps logged after the last checkpoint are trained again on resume."""
+    synthetic_store(plan, codes, tmp_path)
+    job = jobs_by_row(plan)[ROWS[2]][0]  # killed at 980,000 logged steps
+    real_checkpoint(job_dir(job, tmp_path), 819_200)
+    states = job_states(plan, tmp_path, codes, alive=False)
+    found = next(s for s in states if s.job.key == job.key)
+    assert (found.state, found.steps) == (PARTIAL, 819_200)
+    assert "partial 42% (819,200 of 1,960,000 steps; resumes from its checkpoint)" in (
+        status_text(CPU, states, None, 2)
+    )
+    (job_dir(job, tmp_path) / "checkpoints" / "latest.pt").write_bytes(b"weights")
+    found = next(s for s in job_states(plan, tmp_path, codes, False) if s.job.key == job.key)
+    assert found.state == DAMAGED and "unreadable checkpoint" in found.problem
+
+
 def test_collect_lists_finished_runs_and_says_k_of_n(plan, codes, tmp_path):
     synthetic_store(plan, codes, tmp_path / "runs")
     profile = load_campaign(request(tmp_path))[1]
@@ -391,15 +415,6 @@ def test_commit_waits_for_a_busy_index_and_reports_failures(repo, tmp_path):
     assert "not a git repository" in commit_run(Path("x"), "m", outside, wait_s=0)
 
 
-def real_checkpoint(run_dir: Path, step: int) -> None:
-    """A checkpoint `load_checkpoint` accepts, resuming at `step`."""
-    from envgen.agents.checkpoint import CHECKPOINT_KEYS, save_checkpoint
-
-    payload = {key: {} for key in CHECKPOINT_KEYS}
-    payload["counters"] = {"global_step": step}
-    save_checkpoint(run_dir / "checkpoints", payload)
-
-
 def test_handoff_commits_an_unfinished_run_with_its_checkpoint_until_it_finishes(
     plan, codes, repo, monkeypatch
 ):
@@ -412,6 +427,7 @@ def test_handoff_commits_an_unfinished_run_with_its_checkpoint_until_it_finishes
     real_checkpoint(run_dir, 123_456)
     other = jobs_by_row(plan)[ROWS[1]][0]  # a checkpoint that is not one: kept back
     fake_run(job_dir(other, Path("results/runs")), other, 0.0, codes["crafter"], finished=False)
+    (job_dir(other, Path("results/runs")) / "checkpoints" / "latest.pt").write_bytes(b"weights")
     Path("other.txt").write_text("user's staged work\n")
     _git(repo, "add", "other.txt")
     logged: list[str] = []

@@ -21,7 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envgen.pipeline.campaign_store import PARTIAL, RUNNING, JobState, job_states
+from envgen.pipeline.campaign_store import (
+    DAMAGED,
+    PARTIAL,
+    RUNNING,
+    JobState,
+    job_states,
+)
 from envgen.store.manifest import LATEST_CHECKPOINT
 
 POLL_S = 5.0
@@ -61,30 +67,17 @@ def wait_for_checkpoints(running: list[JobState], wait_s: float, log: Log) -> No
         log(f"[handoff] {run_dir}: {'new checkpoint' if fresh else 'no new checkpoint in time'}")
 
 
-def checkpoint_step(run_dir: Path) -> int:
-    """The env step the run's checkpoint resumes from (an `EnvGenError` if unreadable)."""
-    import torch
-
-    from envgen.agents.checkpoint import load_checkpoint
-
-    state = load_checkpoint(run_dir / LATEST_CHECKPOINT.parent, torch.device("cpu"))
-    return int(state["counters"]["global_step"]) if state else 0
-
-
 def commit_partial_runs(name: str, states: list[JobState], log: Log, repo: Path) -> int:
-    """Commit every partial run of `states` with its checkpoint; returns how many."""
-    from envgen.errors import EnvGenError
+    """Commit every partial run of `states` with its checkpoint; returns how many. A
+    damaged run (an unreadable checkpoint: it would not resume) is named, not committed."""
     from envgen.pipeline.gitcommit import commit_partial
 
+    for s in distinct(states, DAMAGED):
+        log(f"[handoff] {s.run_dir}: not handed off: {s.problem}")
     count = 0
     for s in distinct(states, PARTIAL):
-        try:
-            step = checkpoint_step(repo / s.run_dir)
-        except EnvGenError as exc:
-            log(f"[handoff] {s.run_dir}: not handed off: {exc}")
-            continue
         message = (
-            f"campaign {name}: handoff of {s.row} seed {s.job.seed} at step {step:,} of "
+            f"campaign {name}: handoff of {s.row} seed {s.job.seed} at step {s.steps:,} of "
             f"{s.total_steps:,} (`envgen campaign start {name}` resumes it)"
         )
         error = commit_partial(s.run_dir, message, repo)

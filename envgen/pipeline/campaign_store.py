@@ -46,7 +46,8 @@ class JobState:
     state: str
     """done | running | partial (checkpoint, no live process) | stale | missing."""
     steps: int
-    """Env steps done (a finished run: its global_steps; else metrics.jsonl's last step)."""
+    """Env steps done: a finished run's global_steps, a running run's last logged step,
+    a partial run's checkpoint step (where it resumes: steps logged after it are redone)."""
     total_steps: int
     """Env steps the run trains in all."""
     speed: float | None
@@ -145,10 +146,26 @@ def _state(
     if alive and recent:
         state = RUNNING
     elif (run_dir / LATEST_CHECKPOINT).is_file():
-        state = PARTIAL
+        state, steps = PARTIAL, checkpoint_step(run_dir)
     else:
         state, steps = MISSING, 0  # no checkpoint: it starts over
     return dataclasses.replace(base, state=state, steps=steps, speed=speed)
+
+
+def checkpoint_step(run_dir: Path) -> int:
+    """The env step the run's checkpoint resumes from; an `EnvGenError` naming the file
+    when it cannot be read (the run would not resume either)."""
+    import torch
+
+    from envgen.agents.checkpoint import load_checkpoint
+
+    state = load_checkpoint(run_dir / LATEST_CHECKPOINT.parent, torch.device("cpu"))
+    if state is None:
+        return 0
+    path, counters = run_dir / LATEST_CHECKPOINT, state["counters"]
+    if not isinstance(counters, dict):
+        raise EnvGenError(f"{path}: counters is {type(counters).__name__}, not a mapping")
+    return _field(counters, "global_step", 0, int, path, "a whole number")
 
 
 def finished_numbers(path: Path) -> tuple[int, float | None, float]:
