@@ -344,7 +344,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     parser = subparsers.add_parser(
         "rerun",
-        help="retrain a committed run's first steps here and compare them with its logs",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

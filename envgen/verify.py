@@ -300,7 +300,6 @@ def verify(
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "verify",
-        help="re-derive every committed table and claim from the raw run logs",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -156,7 +156,8 @@ def test_run_budget_is_checked_when_parsed(capsys, minutes):
 
     args = ["gpu", "run", "smoke", "t.yaml", "--store", "s", "--out", "o"]
     with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args([*args, f"--budget-min={minutes}"])
+        argv = [*args, f"--budget-min={minutes}"]
+        build_parser(argv).parse_args(argv)
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1
     assert "argument --budget-min" in err and minutes in err
@@ -269,7 +270,8 @@ def test_run_seeds_are_checked_when_parsed(capsys, seeds):
 
     args = ["gpu", "run", "smoke", "t.yaml", "--store", "s", "--out", "o"]
     with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args([*args, f"--seeds={seeds}"])
+        argv = [*args, f"--seeds={seeds}"]
+        build_parser(argv).parse_args(argv)
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1
     assert "argument --seeds" in err and seeds in err

@@ -75,3 +75,26 @@ def test_committing_a_run_loads_no_torch(tmp_path):
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_a_command_loads_only_its_own_module(tmp_path):
+    """`envgen verify` and `envgen campaign` must not pay for torch and scipy (seconds)
+    because `envgen run` needs them: with both blocked, their parsers still build."""
+    env = blocker_env(tmp_path, blocked=("torch", "scipy"))
+    for argv in (["--help"], ["verify", "--help"], ["campaign", "status", "--help"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "envgen.cli", *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 0, f"{argv}: {result.stderr}"
+    result = subprocess.run(
+        [sys.executable, "-m", "envgen.cli", "run", "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1 and "torch" in result.stderr  # the blocker works here

@@ -43,7 +43,6 @@ The device is the CPU unless --device names a GPU; --deterministic, --bf16 and
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "train",
-        help="train PPO (or AD) in stock Crafter",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

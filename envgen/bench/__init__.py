@@ -25,7 +25,9 @@ TARGETS: dict[str, tuple[str, str]] = {
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("bench", help="speed benchmarks against the reference")
+    parser = subparsers.add_parser(
+        "bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     targets = parser.add_subparsers(dest="target", metavar="TARGET", required=True)
     for name, (module_name, help_text) in TARGETS.items():
         try:

@@ -12,7 +12,7 @@ from envgen.input_checks import read_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("envs", help="inspect Crafter-EnvGen environments")
+    parser = subparsers.add_parser("envs", description="Inspect Crafter-EnvGen environments.")
     commands = parser.add_subparsers(dest="envs_command", metavar="COMMAND", required=True)
     preview = commands.add_parser(
         "preview",

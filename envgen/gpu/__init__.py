@@ -88,7 +88,6 @@ def _device_args(parser: argparse.ArgumentParser, model: str = "paper") -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "gpu",
-        help="drive an offline GPU machine: check, bench, run in chunks, import",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

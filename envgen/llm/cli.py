@@ -24,7 +24,6 @@ from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path, ru
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "llm",
-        help="the LLM environment designer: local server, recording, cache",
         description=(
             "The pipeline replays LLM replies from data/llm_cache/ and never calls a "
             "server. These commands run the bundled local model, record the planned "

@@ -47,7 +47,6 @@ LLM replies come from the response cache (docs/llm.md), by --llm-mode:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
-        help="one EnvGen or baseline run (resumable)",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -344,7 +344,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """`envgen campaign ...` (envgen.cli)."""
     parser = subparsers.add_parser(
         "campaign",
-        help="start, watch and collect a long campaign (e.g. cpu)",
         description=__doc__.split("\n\n")[0],
     )
     add_commands(parser)
