@@ -2,10 +2,10 @@
 
 A subcommand module exposes ``register(subparsers)``; it adds its parser and sets
 ``func`` to a callable taking the parsed namespace and returning an exit code. Only the
-module of the command given is imported: `envgen campaign status` or `envgen verify`
-loads no torch or scipy (under a second where importing every module took several),
-and a missing optional extra breaks only the command that needs it. The others are
-listed by their one-line help below, so `envgen --help` imports none.
+module of the command given is imported to build the parser, the others are listed by
+their one-line help below: `envgen --help` and `envgen verify --help` answer in well
+under a second (importing every module, torch and scipy included, took several), and
+a dependency missing for one command breaks only that command, in one line.
 """
 
 from __future__ import annotations
@@ -49,12 +49,20 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     words = sys.argv[1:] if argv is None else argv
-    given = next((word for word in words if not word.startswith("-")), None)
+    given = words[0] if words else None  # `envgen -h ...` needs no command's parser
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        if name == given:
-            importlib.import_module(module_name).register(sub)
-        else:
+        if name != given:
             sub.add_parser(name, help=help_text)
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            if (exc.name or "envgen").split(".")[0] == "envgen":
+                raise  # our own code: a bug, with its traceback
+            raise SystemExit(
+                fail(f"envgen {name}", EnvGenError(f"{exc}; install the project: make setup"))
+            ) from None
+        module.register(sub)
     return parser
 
 

@@ -96,19 +96,40 @@ def committed_run(run_dir: Path) -> Committed:
         )
     provenance = read_provenance(run_dir) or {}
     sessions = [] if provenance.get("backfilled") else provenance.get("sessions") or []
-    first = sessions[0] if sessions else None
-    threads = (first or {}).get("threads") or {}
-    kernels = (first or {}).get("kernels") or {}
+    where = run_dir / "provenance.json"
+    first = _mapping(sessions[0], where, "sessions[0]") if sessions else None
+    part = {key: _mapping((first or {}).get(key), where, key) for key in PARTS}
     return Committed(
         run_dir,
         config,
         data["seed"],
-        str(((first or {}).get("machine") or {}).get("device") or "cpu"),
-        int(threads.get("torch_intra_op") or 1),
-        threads.get("env_workers"),
+        str(part["machine"].get("device") or "cpu"),
+        _count(part["threads"].get("torch_intra_op"), where, "torch_intra_op") or 1,
+        _count(part["threads"].get("env_workers"), where, "env_workers"),
         first,
-        kernels.get("deterministic_algorithms") is True,
+        part["kernels"].get("deterministic_algorithms") is True,
     )
+
+
+PARTS = ("machine", "threads", "kernels")  # the fields of a session the rerun repeats
+
+
+def _count(value: Any, path: Path, field: str) -> int | None:
+    """`value` if a whole number >= 1, None if absent; an `EnvGenError` otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise EnvGenError(f"{path}: {field} is {value!r}, not a whole number >= 1")
+    return value
+
+
+def _mapping(value: Any, path: Path, field: str) -> dict[str, Any]:
+    """`value` if a mapping, {} if absent; an `EnvGenError` naming the field otherwise."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise EnvGenError(f"{path}: {field} is {type(value).__name__}, not a mapping")
+    return value
 
 
 # --- retraining -------------------------------------------------------------------------

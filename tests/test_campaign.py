@@ -513,10 +513,22 @@ def test_a_reused_pid_of_another_program_is_not_a_campaign():
     assert not campaign.is_alive(os.getpid())  # pytest's command line has no campaign mark
 
 
-def test_envgen_lists_the_campaign_command():
-    from envgen.cli import build_parser
+def test_every_command_is_listed_and_registered_by_its_own_module():
+    """`envgen --help` lists each command from cli.SUBCOMMANDS without importing it, so
+    each module must register exactly the command it is listed under."""
+    import argparse
 
-    assert "campaign" in build_parser().format_help()
+    from envgen.cli import SUBCOMMANDS, build_parser
+
+    listing = build_parser([]).format_help()
+    for name, (_, help_text) in SUBCOMMANDS.items():
+        assert f"    {name:10s}{help_text[:40]}" in listing, name
+    assert build_parser(["-h", "verify"]).format_help() == listing
+    for name in SUBCOMMANDS:
+        (sub,) = (
+            a for a in build_parser([name])._actions if isinstance(a, argparse._SubParsersAction)
+        )
+        assert sub.choices[name].get_default("func") or sub.choices[name]._subparsers, name
 
 
 # --- executor callback ----------------------------------------------------------------------

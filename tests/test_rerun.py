@@ -19,6 +19,7 @@ import yaml
 
 from envgen import rerun
 from envgen.agents.runlog import read_jsonl, read_jsonl_written
+from envgen.errors import EnvGenError
 from envgen.loop.config import RunConfig
 from tests.envgen_cli import REPO, envgen_subprocess
 
@@ -182,3 +183,18 @@ def test_kernel_settings_explain_different_floats_only_on_a_gpu(monkeypatch):
     )
     session = {"machine": provenance.machine("cpu"), "software": provenance.software()}
     assert rerun.setting_differences(session, "cpu", kernels) == ([], False)
+
+
+def test_a_session_field_of_the_wrong_shape_is_one_line(tmp_path, committed):
+    copy = unsealed_copy(committed, tmp_path / "runs")
+    path = copy / "provenance.json"
+    original = path.read_text()
+    for field, value, words in (
+        ("kernels", ["on"], "kernels is list, not a mapping"),
+        ("threads", {"torch_intra_op": "two"}, "torch_intra_op is 'two', not a whole number"),
+    ):
+        data = json.loads(original)
+        data["sessions"][0][field] = value
+        path.write_text(json.dumps(data))
+        with pytest.raises(EnvGenError, match=words):
+            rerun.committed_run(copy)

@@ -147,7 +147,8 @@ def test_a_session_records_the_gpu_kernel_settings_in_force(tmp_path, monkeypatc
     """`envgen rerun` repeats a run's `--deterministic` from this record."""
     from envgen.agents.device import set_deterministic
 
-    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)  # set_deterministic sets it
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", "")  # recorded, so restored afterwards:
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG")  # set_deterministic(True) sets it
     run_dir = tmp_path / "r" / "seed-0"
     run_dir.mkdir(parents=True)
     set_deterministic(True)

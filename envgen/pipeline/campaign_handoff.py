@@ -28,7 +28,7 @@ from envgen.pipeline.campaign_store import (
     JobState,
     job_states,
 )
-from envgen.store.manifest import LATEST_CHECKPOINT
+from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 
 POLL_S = 5.0
 Log = Callable[[str], Any]
@@ -68,12 +68,14 @@ def wait_for_checkpoints(running: list[JobState], wait_s: float, log: Log) -> No
 
 
 def commit_partial_runs(name: str, states: list[JobState], log: Log, repo: Path) -> int:
-    """Commit every partial run of `states` with its checkpoint; returns how many. A
-    damaged run (an unreadable checkpoint: it would not resume) is named, not committed."""
+    """Commit every partial run of `states` with its checkpoint; returns how many. An
+    unfinished run that is damaged (an unreadable checkpoint or log: it would not resume)
+    is named, not committed."""
     from envgen.pipeline.gitcommit import commit_partial
 
     for s in distinct(states, DAMAGED):
-        log(f"[handoff] {s.run_dir}: not handed off: {s.problem}")
+        if not is_sealed(repo / s.run_dir):
+            log(f"[handoff] {s.run_dir}: not handed off: {s.problem}")
     count = 0
     for s in distinct(states, PARTIAL):
         message = (

@@ -44,7 +44,7 @@ class JobState:
     run_dir: Path
     """`<runs_root>/<hash>/seed-<K>`."""
     state: str
-    """done | running | partial (checkpoint, no live process) | stale | missing."""
+    """done | running | partial (checkpoint, no live process) | stale | damaged | missing."""
     steps: int
     """Env steps done: a finished run's global_steps, a running run's last logged step,
     a partial run's checkpoint step (where it resumes: steps logged after it are redone)."""
