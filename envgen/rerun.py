@@ -9,13 +9,12 @@ the floats differ in their last digits from the first PPO update on and the runs
 diverge (README, "Reproducibility"). This command tells which holds for one committed
 run: it trains the run again from step 0 (`envgen run` with the run's config, seed,
 device, GPU kernel settings, torch threads and env workers as its provenance records
-them, LLM replies
-replayed from the cache) into a temporary directory, stops it after `--seconds` or
-`--updates`, and compares every record both have written: metrics.jsonl (timing
-fields aside), episodes.jsonl and the cycle files. It prints how much was identical,
-the first difference with both values, and where the machine or software of the two
-differ. Exit 0: identical over what was compared; 1: a difference (printed on stdout)
-or a mistake (one line on stderr, as every envgen command).
+them, LLM replies replayed from the cache) into a temporary directory, stops it after
+`--seconds` or `--updates`, and compares every record both have written: metrics.jsonl
+(timing fields aside), episodes.jsonl and the cycle files. It prints how much was
+identical, the first difference with both values, and where the machine or software of
+the two differ. Exit 0: identical over what was compared; 1: a difference (printed on
+stdout) or a mistake (one line on stderr, as every envgen command).
 
 The committed run is only read, through its manifest (a damaged file is named).
 """
@@ -70,7 +69,7 @@ def committed_run(run_dir: Path) -> Committed:
     """Read a run directory's config, seed and first session; one `EnvGenError` if it is
     not a run directory or its config no longer hashes to its recorded hash."""
     from envgen.loop.config import RunConfig
-    from envgen.store import read_provenance, read_run_bytes
+    from envgen.store import PROVENANCE, read_provenance, read_run_bytes
 
     path = run_dir / RUN_YAML
     if not path.is_file():
@@ -96,7 +95,7 @@ def committed_run(run_dir: Path) -> Committed:
         )
     provenance = read_provenance(run_dir) or {}
     sessions = [] if provenance.get("backfilled") else provenance.get("sessions") or []
-    where = run_dir / "provenance.json"
+    where = run_dir / PROVENANCE
     first = _mapping(sessions[0], where, "sessions[0]") if sessions else None
     part = {key: _mapping((first or {}).get(key), where, key) for key in PARTS}
     return Committed(

@@ -154,14 +154,6 @@ def threads(env_workers: int | None = None) -> dict[str, Any]:
     }
 
 
-def kernels() -> dict[str, Any]:
-    """The GPU kernel settings in force (`envgen.agents.device.set_deterministic`): what
-    `envgen rerun` repeats; they change no float on the CPU."""
-    from envgen.agents.device import determinism_state
-
-    return determinism_state()
-
-
 def read_provenance(run_dir: Path) -> dict[str, Any] | None:
     """A run's provenance.json, or None if it has none (started before it existed)."""
     path = Path(run_dir) / PROVENANCE
@@ -203,6 +195,8 @@ def begin_session(
     fingerprint: str | None = None,
 ) -> None:
     """Record a training session starting (step 0) or resuming (step > 0)."""
+    from envgen.agents.device import determinism_state  # the kernels `envgen rerun` repeats
+
     run_dir = Path(run_dir)
     path = run_dir / PROVENANCE
     data = read_provenance(run_dir)
@@ -225,7 +219,7 @@ def begin_session(
             "machine": machine(device),
             "software": software(),
             "threads": threads(env_workers),
-            "kernels": kernels(),
+            "kernels": determinism_state(),
             "git": git_state(),
         }
     )
