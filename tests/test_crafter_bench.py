@@ -8,7 +8,9 @@ from envgen.cli import main
 
 
 def test_bench_env_prints_json_last(capsys) -> None:
-    assert main(["bench", "env", "--seconds", "0.2", "--workers", "2"]) == 0
-    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    for key in ("ours_sps", "stock_sps", "ratio", "vec_sps", "vec_sps_1_worker"):
+    assert main(["bench", "env", "--seconds", "0.2", "--workers", "2", "--starts", "2"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    result = json.loads(out[-1])
+    for key in ("ours_sps", "stock_sps", "ratio", "vec_sps", "vec_sps_1_worker", "start_ratio"):
         assert result[key] > 0, key
+    assert any(line.startswith("vector env start, cold: first") for line in out)

@@ -4,6 +4,10 @@ A uniformly random policy drives each env for `--seconds`, resets included (a ne
 per episode is part of the cost). With `--workers N`, `CrafterVecEnv` with 8 envs is
 measured with N workers and with 1. Rates are given by the wall clock and by CPU time:
 on a machine shared with other jobs the wall clock understates what a free core does.
+With `--starts N`, opening and resetting a 2-env vector env with one worker process is
+timed N times in a fresh process, with workers forked from the preloaded forkserver
+(envgen/envs/worker_preload.py) and without the preload (each worker imports and loads
+the engine itself); every evaluation and curriculum validation agent opens one.
 The last line is JSON (`ours_sps`, `stock_sps`, `ratio` are wall-clock figures).
 """
 
@@ -12,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -35,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=whole_number(0),
         default=0,
         help="also measure the vector env with this many workers (default 0: not)",
+    )
+    parser.add_argument(
+        "--starts",
+        type=whole_number(0),
+        default=0,
+        help="also time this many vector env starts, preloaded and cold (default 0: not)",
     )
     parser.add_argument(
         "--seed", type=whole_number(0), default=0, help="env and policy seed (default %(default)s)"
@@ -102,6 +114,51 @@ def vec_sps(seconds: float, seed: int, workers: int) -> tuple[float, float]:
         return steps / wall, steps / max(busiest, parent)
 
 
+# Run in a fresh interpreter: a process's forkserver starts once, with the preload it
+# finds then, so each variant needs a process of its own.
+_STARTS = """
+import json, sys, time
+from envgen.envs import vector
+from envgen.envs.crafter import CrafterConfig
+if sys.argv[1] == "cold":
+    vector.PRELOAD = ()
+seconds = []
+for _ in range(int(sys.argv[2])):
+    start = time.perf_counter()
+    with vector.CrafterVecEnv([CrafterConfig()], 2, seed=0, num_workers=2) as vec:
+        vec.reset()
+    seconds.append(time.perf_counter() - start)
+print(json.dumps(seconds))
+"""
+
+
+def start_seconds(variant: str, starts: int) -> list[float]:
+    """Wall seconds of each of `starts` vector env opens and resets in one fresh process;
+    `variant` "cold" empties the forkserver preload."""
+    done = subprocess.run(
+        [sys.executable, "-c", _STARTS, variant, str(starts)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def run_starts(starts: int, result: dict[str, float]) -> None:
+    """Time `starts` vector env opens with and without the preload; adds to `result`."""
+    for variant in ("preloaded", "cold"):
+        seconds = start_seconds(variant, starts)
+        result[f"start_first_s_{variant}"] = seconds[0]
+        later = seconds[1:] or seconds
+        result[f"start_later_s_{variant}"] = sum(later) / len(later)
+        print(
+            f"vector env start, {variant}: first {seconds[0]:.3f} s, "
+            f"later ones {result[f'start_later_s_{variant}']:.3f} s on average ({starts} starts)"
+        )
+    result["start_ratio"] = result["start_later_s_cold"] / result["start_later_s_preloaded"]
+    print(f"later starts, cold / preloaded: {result['start_ratio']:.1f}x")
+
+
 def run(args: argparse.Namespace) -> int:
     result: dict[str, float] = {}
     load = os.getloadavg()[0]
@@ -130,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
             f"{args.workers} workers vs 1: {result['vec_speedup']:.2f}x wall clock, "
             f"{result['vec_cpu_speedup']:.2f}x by CPU time"
         )
+    if args.starts > 0:
+        run_starts(args.starts, result)
     result["load_average"] = (load + os.getloadavg()[0]) / 2  # others' jobs skew figures
-    print(json.dumps({key: round(value, 2) for key, value in result.items()}))
+    print(json.dumps({key: round(value, 3) for key, value in result.items()}))
     return 0

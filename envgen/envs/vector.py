@@ -36,6 +36,9 @@ from envgen.envs.mixture import assign_configs, env_seed
 from envgen.envs.plain import config_from_plain, config_to_plain
 
 OBS_SHAPE = CrafterEnv.observation_shape
+PRELOAD: tuple[str, ...] = ("envgen.envs.worker_preload",)
+"""Modules the forkserver imports before forking workers (`envgen bench env --starts`
+empties it to time the cold start it saves)."""
 
 # x86 keeps stores in order (TSO): data written before a control word is seen with it.
 SHARED_SIGNALS = platform.machine().lower() in {"x86_64", "amd64", "i386", "i686"}
@@ -90,6 +93,9 @@ class CrafterVecEnv:
         control = np.frombuffer(self._control_raw, np.int64).reshape(-1, _WORDS)
         spin = SPIN_SECONDS if _usable_cores() >= workers else 0.0
         context = mp.get_context("forkserver")
+        # Workers fork from a server that has the engine loaded (envgen/envs/worker_preload.py);
+        # this takes effect when the process's forkserver starts, with its first vector env.
+        context.set_forkserver_preload(list(PRELOAD))
         self._links: list[_Link] = []
         self._procs = []
         for k, block in enumerate(self._slices[1:]):
