@@ -279,6 +279,15 @@ def test_cli_mistakes_are_one_line(tmp_path, args, words):
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 
 
+def test_a_bad_worker_variable_is_one_line_before_any_work(tmp_path, monkeypatch):
+    (tmp_path / "ok.yaml").write_text("method: original_only\n")
+    monkeypatch.setenv("ENVGEN_ENV_WORKERS", "two")
+    result = _cli("-m", "envgen.cli", "run", "ok.yaml", "--seed", "0", cwd=tmp_path)
+    assert result.returncode != 0
+    _check_one_line(result.stdout + result.stderr, "ENVGEN_ENV_WORKERS", "whole number")
+    assert [p.name for p in tmp_path.iterdir()] == ["ok.yaml"]
+
+
 # --- dvc repro -------------------------------------------------------------------------
 DVC = Path(sys.executable).with_name("dvc")
 

@@ -108,6 +108,8 @@ def run_side(code_root: Path, out: Path, config: Path) -> Path:
         str(LLM_CACHE),
         "--torch-threads",
         "1",
+        "--workers",  # envs in the run's own process on both sides (the reference code
+        "1",  # predates ENVGEN_ENV_WORKERS); the count never changes a number
     ]
     out.parent.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=out.parent)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import re
 import time
 
 import numpy as np
@@ -10,7 +12,8 @@ import pytest
 
 from envgen.envs.crafter import CrafterConfig, CrafterEnv
 from envgen.envs.mixture import assign_configs, env_seed
-from envgen.envs.vector import CrafterVecEnv, _Block
+from envgen.envs.vector import WORKERS_VARIABLE, CrafterVecEnv, _Block, default_num_workers
+from envgen.errors import ConfigError
 
 CONFIGS = [CrafterConfig(length=40), CrafterConfig(target_biome="mountain", length=25)]
 
@@ -150,3 +153,18 @@ def test_mixture_switch_counts_the_episodes_it_ends() -> None:
         assert vec.set_mixture(CONFIGS[:1]) == 0  # nothing played yet
         _steps(vec, np.random.RandomState(0), 3)
         assert vec.set_mixture(CONFIGS[1:]) == 4
+
+
+def test_default_worker_count_comes_from_the_variable_or_the_cores(monkeypatch) -> None:
+    monkeypatch.delenv(WORKERS_VARIABLE, raising=False)
+    assert default_num_workers(64) == min(64, os.cpu_count() or 1)
+    assert default_num_workers(1) == 1
+    monkeypatch.setenv(WORKERS_VARIABLE, "3")
+    assert (default_num_workers(8), default_num_workers(2)) == (3, 2)
+    for bad in ("0", "two", "-1", "1.5"):
+        monkeypatch.setenv(WORKERS_VARIABLE, bad)
+        with pytest.raises(
+            ConfigError,
+            match=f"ENVGEN_ENV_WORKERS: must be a whole number >= 1, got '{re.escape(bad)}'",
+        ):
+            default_num_workers(4)

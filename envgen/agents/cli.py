@@ -66,7 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--workers",
         type=whole_number(1),
         default=None,
-        help="vec env worker processes (default min(--num-envs, CPU cores))",
+        help="vec env worker processes (default $ENVGEN_ENV_WORKERS, else min(--num-envs, "
+        "CPU cores))",
     )
     add_rollout_arguments(parser)
     parser.add_argument(

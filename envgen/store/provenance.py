@@ -143,6 +143,11 @@ def git_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 
+# Recorded when set: the thread counts of torch's BLAS, and the vector env's default
+# worker count (envgen.envs.vector.WORKERS_VARIABLE, the one `env_workers: null` means).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ENVGEN_ENV_WORKERS")
+
+
 def threads(env_workers: int | None = None) -> dict[str, Any]:
     import torch
 
@@ -150,7 +155,7 @@ def threads(env_workers: int | None = None) -> dict[str, Any]:
         "torch_intra_op": torch.get_num_threads(),
         "torch_inter_op": torch.get_num_interop_threads(),
         "env_workers": env_workers,
-        **{k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ},
+        **{k: os.environ[k] for k in THREAD_VARIABLES if k in os.environ},
     }
 
 
