@@ -16,9 +16,14 @@ from pathlib import Path
 import pytest
 
 from envgen.loop.runner import execute_run
-from tests.test_loop import PIPELINE_CACHE, TINY, replay_llm
+from tests.test_loop import PIPELINE_CACHE, TINY, TINY_PPO, replay_llm
 
 pytestmark = pytest.mark.slow
+
+# One pass over each rollout instead of PPO's three: these tests check what each method
+# runs and writes, not learning (tests/test_agents_ppo.py covers the update), and their
+# LLM calls carry no feedback, so they replay whatever the config.
+ONE_EPOCH = TINY.replace(ppo=tuple(sorted({**TINY_PPO, "epochs": 1}.items())))
 
 # The curricula rank a pool of 16 designed worlds: 16 validation agents of one rollout
 # each; adversarial also tests the agent in each world of its second pool, here one
@@ -33,7 +38,7 @@ BASELINES = {
 
 @pytest.mark.parametrize("name", sorted(BASELINES))
 def test_baseline_runs(name: str, tmp_path: Path):
-    config = TINY.replace(**BASELINES[name])
+    config = ONE_EPOCH.replace(**BASELINES[name])
     root = execute_run(config, 0, tmp_path / "runs", replay_llm(PIPELINE_CACHE))
     metrics = json.loads((root / "final_metrics.json").read_text())
     assert metrics["method"] == name and metrics["episodes"] > 0
@@ -47,7 +52,7 @@ def test_baseline_runs(name: str, tmp_path: Path):
 
 @pytest.mark.parametrize(("designer", "method"), [("heuristic", "envgen"), ("random", "fixed")])
 def test_non_llm_designers_run_the_loop_without_any_llm(designer: str, method: str, tmp_path):
-    config = TINY.replace(designer=designer, method=method, n_cycles=2)
+    config = ONE_EPOCH.replace(designer=designer, method=method, n_cycles=2)
     root = execute_run(config, 0, tmp_path / "runs", llm=None)
     metrics = json.loads((root / "final_metrics.json").read_text())
     assert metrics["episodes"] > 0 and metrics["llm_calls"] == 0
