@@ -12,7 +12,10 @@ seed their own envs, and no engine state is global, so no number changes.
 from envgen.envs import vector  # noqa: F401  (the worker's code, loaded for every fork)
 from envgen.envs.crafter.env import CrafterEnv
 
-_warm = CrafterEnv(seed=0)
-_warm.reset()
-_warm.step(0)
-del _warm
+try:
+    _warm = CrafterEnv(seed=0)
+    _warm.reset()
+    _warm.step(0)
+    del _warm
+except Exception:  # noqa: BLE001, S110 - a forkserver that died here would hide the cause;
+    pass  # a worker meets the same error in its own env and reports it to the parent
