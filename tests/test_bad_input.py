@@ -279,10 +279,13 @@ def test_cli_mistakes_are_one_line(tmp_path, args, words):
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 
 
-def test_a_bad_worker_variable_is_one_line_before_any_work(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "command", [["run", "ok.yaml"], ["train", "--steps", "64", "--out", "out"]], ids=str
+)
+def test_a_bad_worker_variable_is_one_line_before_any_work(tmp_path, monkeypatch, command):
     (tmp_path / "ok.yaml").write_text("method: original_only\n")
     monkeypatch.setenv("ENVGEN_ENV_WORKERS", "two")
-    result = _cli("-m", "envgen.cli", "run", "ok.yaml", "--seed", "0", cwd=tmp_path)
+    result = _cli("-m", "envgen.cli", *command, "--seed", "0", cwd=tmp_path)
     assert result.returncode != 0
     _check_one_line(result.stdout + result.stderr, "ENVGEN_ENV_WORKERS", "whole number")
     assert [p.name for p in tmp_path.iterdir()] == ["ok.yaml"]
