@@ -18,9 +18,9 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Runs step their envs in their own process unless a test names a worker count: the two
 # xdist workers already hold both cores, and a vector env's worker process would wait
-# for one at every lock step (a tiny `envgen run` took 31 s with one, 21 s without, on 2
-# busy cores). Subprocesses inherit it. Worker processes keep their own tests, which
-# name the count (tests/test_vector_env.py: forked workers equal in-process envs).
+# for one at every lock step (docs/crafter.md, "Vector env"). Subprocesses inherit it.
+# Worker processes keep their own tests, which name the count (tests/test_vector_env.py,
+# and one config of the results-version guard).
 os.environ.setdefault("ENVGEN_ENV_WORKERS", "1")
 
 from envgen.agents.threads import DEFAULT_TORCH_THREADS, set_torch_threads  # noqa: E402

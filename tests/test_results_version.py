@@ -33,6 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 VERSION_FILE = "envgen/results_version.py"
 GUARD_CONFIGS = sorted((REPO / "tests" / "data" / "guard").glob("*.yaml"))
 LLM_CACHE = REPO / "tests" / "data" / "loop_cache"
+FORKED_WORKERS = "envgen_llm"  # training and two evaluations, each a vector env
 
 
 def _git(*args: str, repo: Path = REPO) -> str:
@@ -91,8 +92,10 @@ def extract(commit: str, dest: Path) -> Path:
     return dest
 
 
-def run_side(code_root: Path, out: Path, config: Path) -> Path:
-    """`envgen run CONFIG --seed 0` with the package at `code_root`; returns the run dir."""
+def run_side(code_root: Path, out: Path, config: Path, workers: int = 1) -> Path:
+    """`envgen run CONFIG --seed 0 --workers N` with the package at `code_root`; returns
+    the run dir. One worker steps every env in the run's own process: the faster choice
+    beside the other test worker, and the reference code predates ENVGEN_ENV_WORKERS."""
     env = {**os.environ, "PYTHONPATH": str(code_root), "OMP_NUM_THREADS": "1"}
     command = [
         sys.executable,
@@ -108,8 +111,8 @@ def run_side(code_root: Path, out: Path, config: Path) -> Path:
         str(LLM_CACHE),
         "--torch-threads",
         "1",
-        "--workers",  # envs in the run's own process on both sides (the reference code
-        "1",  # predates ENVGEN_ENV_WORKERS); the count never changes a number
+        "--workers",
+        str(workers),
     ]
     out.parent.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=out.parent)
@@ -180,7 +183,11 @@ def test_behaviour_is_unchanged_unless_the_results_version_is_bumped(tmp_path):
     reference = extract(commit, tmp_path / "reference")
 
     def both(config: Path) -> tuple[Path, Path]:
-        ours = run_side(REPO, tmp_path / "ours" / config.stem, config)
+        # One config runs our side's envs in a worker process too (forked from the
+        # preloaded forkserver, envgen/envs/worker_preload.py) against the reference's
+        # single process: the worker count must change no number either.
+        workers = 2 if config.stem == FORKED_WORKERS else 1
+        ours = run_side(REPO, tmp_path / "ours" / config.stem, config, workers)
         theirs = run_side(reference, tmp_path / "theirs" / config.stem, config)
         return ours, theirs
 

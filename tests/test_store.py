@@ -103,6 +103,7 @@ def test_sessions_record_machine_software_git_and_resumes(tmp_path):
     for key in ("python", "torch", "numpy", "crafter", "procgen-mirror", "lock_sha256"):
         assert key in second["software"]
     assert {"commit", "dirty"} <= set(second["git"]) and second["threads"]["torch_intra_op"] >= 1
+    assert second["threads"]["ENVGEN_ENV_WORKERS"] == "1"  # tests/conftest.py sets it
     assert len(data["code_fingerprint"]) == 16
     assert "2 session(s), 1 resume(s)" in summary(data)
     assert verify_run(run_dir) == 2  # provenance.json is part of the sealed run

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing as mp
 import os
 import re
@@ -12,7 +13,13 @@ import pytest
 
 from envgen.envs.crafter import CrafterConfig, CrafterEnv
 from envgen.envs.mixture import assign_configs, env_seed
-from envgen.envs.vector import WORKERS_VARIABLE, CrafterVecEnv, _Block, default_num_workers
+from envgen.envs.vector import (
+    PRELOAD,
+    WORKERS_VARIABLE,
+    CrafterVecEnv,
+    _Block,
+    default_num_workers,
+)
 from envgen.errors import ConfigError
 
 CONFIGS = [CrafterConfig(length=40), CrafterConfig(target_biome="mountain", length=25)]
@@ -161,10 +168,23 @@ def test_default_worker_count_comes_from_the_variable_or_the_cores(monkeypatch) 
     assert default_num_workers(1) == 1
     monkeypatch.setenv(WORKERS_VARIABLE, "3")
     assert (default_num_workers(8), default_num_workers(2)) == (3, 2)
-    for bad in ("0", "two", "-1", "1.5"):
+    monkeypatch.setenv(WORKERS_VARIABLE, "1")
+    with CrafterVecEnv(CONFIGS, 4, seed=0) as vec:  # no count named: the variable's
+        assert vec.num_workers == 1
+    for bad in ("0", "two", "-1", "1.5", "\u00b2"):
         monkeypatch.setenv(WORKERS_VARIABLE, bad)
         with pytest.raises(
             ConfigError,
             match=f"ENVGEN_ENV_WORKERS: must be a whole number >= 1, got '{re.escape(bad)}'",
         ):
             default_num_workers(4)
+
+
+def test_the_forkserver_preload_imports_and_warms_up() -> None:
+    """The preload's import errors are swallowed by multiprocessing and its warm-up
+    errors by the module itself (workers would just start cold): check both here."""
+    for name in PRELOAD:
+        importlib.import_module(name)
+    from envgen.envs.worker_preload import warm_up
+
+    warm_up()

@@ -110,11 +110,11 @@ def run(args: argparse.Namespace) -> int:
     from envgen.agents.runlog import read_jsonl
     from envgen.agents.trainer import Trainer, crafter_vec_env_factory
     from envgen.envs.crafter.config import CrafterConfig
-    from envgen.envs.vector import default_num_workers
+    from envgen.envs.vector import workers_variable
 
     check_out_dir(args.out, args.resume)
     if args.workers is None:
-        default_num_workers(1)  # a bad $ENVGEN_ENV_WORKERS is one line, before any work
+        workers_variable()  # a bad $ENVGEN_ENV_WORKERS is one line, before any work
     set_torch_threads(args.torch_threads)
     set_deterministic(args.deterministic)
     ppo_cfg = PPOConfig(

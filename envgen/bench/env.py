@@ -4,10 +4,11 @@ A uniformly random policy drives each env for `--seconds`, resets included (a ne
 per episode is part of the cost). With `--workers N`, `CrafterVecEnv` with 8 envs is
 measured with N workers and with 1. Rates are given by the wall clock and by CPU time:
 on a machine shared with other jobs the wall clock understates what a free core does.
-With `--starts N`, opening and resetting a 2-env vector env with one worker process is
-timed N times in a fresh process, with workers forked from the preloaded forkserver
-(envgen/envs/worker_preload.py) and without the preload (each worker imports and loads
-the engine itself); every evaluation and curriculum validation agent opens one.
+With `--starts N`, opening and resetting a 2-env vector env with one worker process
+(`num_workers=2`) is timed N times in a fresh process, with workers forked from the
+preloaded forkserver (envgen/envs/worker_preload.py) and without the preload (each
+worker imports and loads the engine itself); every evaluation and curriculum
+validation agent opens a vector env.
 The last line is JSON (`ours_sps`, `stock_sps`, `ratio` are wall-clock figures).
 """
 
@@ -23,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from envgen.errors import EnvGenError
 from envgen.input_checks import positive_number, whole_number
 
 NUM_ACTIONS = 17
@@ -136,11 +138,11 @@ def start_seconds(variant: str, starts: int) -> list[float]:
     """Wall seconds of each of `starts` vector env opens and resets in one fresh process;
     `variant` "cold" empties the forkserver preload."""
     done = subprocess.run(
-        [sys.executable, "-c", _STARTS, variant, str(starts)],
-        capture_output=True,
-        text=True,
-        check=True,
+        [sys.executable, "-c", _STARTS, variant, str(starts)], capture_output=True, text=True
     )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise EnvGenError(f"--starts: the {variant} vector env failed to start: {last}")
     return json.loads(done.stdout.splitlines()[-1])
 
 
@@ -149,14 +151,14 @@ def run_starts(starts: int, result: dict[str, float]) -> None:
     for variant in ("preloaded", "cold"):
         seconds = start_seconds(variant, starts)
         result[f"start_first_s_{variant}"] = seconds[0]
-        later = seconds[1:] or seconds
-        result[f"start_later_s_{variant}"] = sum(later) / len(later)
-        print(
-            f"vector env start, {variant}: first {seconds[0]:.3f} s, "
-            f"later ones {result[f'start_later_s_{variant}']:.3f} s on average ({starts} starts)"
-        )
-    result["start_ratio"] = result["start_later_s_cold"] / result["start_later_s_preloaded"]
-    print(f"later starts, cold / preloaded: {result['start_ratio']:.1f}x")
+        line = f"vector env start, {variant}: first {seconds[0]:.3f} s"
+        if len(seconds) > 1:
+            result[f"start_later_s_{variant}"] = sum(seconds[1:]) / (len(seconds) - 1)
+            line += f", later ones {result[f'start_later_s_{variant}']:.3f} s on average"
+        print(f"{line} ({starts} starts)")
+    if starts > 1:
+        result["start_ratio"] = result["start_later_s_cold"] / result["start_later_s_preloaded"]
+        print(f"later starts, cold / preloaded: {result['start_ratio']:.1f}x")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -95,9 +95,11 @@ class CrafterVecEnv:
         control = np.frombuffer(self._control_raw, np.int64).reshape(-1, _WORDS)
         spin = SPIN_SECONDS if _usable_cores() >= workers else 0.0
         context = mp.get_context("forkserver")
-        # Workers fork from a server that has the engine loaded (envgen/envs/worker_preload.py);
-        # this takes effect when the process's forkserver starts, with its first vector env.
-        context.set_forkserver_preload(list(PRELOAD))
+        # Workers fork from a server that has the engine loaded (envgen/envs/worker_preload.py).
+        # The list is the process's and takes effect when its forkserver starts, with the
+        # first vector env that has workers; the server then holds about 168 MiB.
+        if workers > 1:
+            context.set_forkserver_preload(list(PRELOAD))
         self._links: list[_Link] = []
         self._procs = []
         for k, block in enumerate(self._slices[1:]):
@@ -472,21 +474,28 @@ class _Block:
         return episodes
 
 
-def default_num_workers(num_envs: int) -> int:
-    """Worker processes when the caller names none: `$ENVGEN_ENV_WORKERS` if set, else one
-    per core; at most `num_envs`.
+def workers_variable() -> int | None:
+    """`$ENVGEN_ENV_WORKERS` as a count, None when unset; any other value is a
+    `ConfigError` (the CLIs call this before any work, so a typo is one line).
 
-    The variable is for a machine whose cores other jobs hold (a test suite on two
-    workers, a campaign): there a worker process waits for a core at every lock step,
-    and a run with one (the parent steps every env) was faster, 21 s against 31 s for
-    a tiny `envgen run` beside a 2-run campaign on 2 cores. It changes no number.
+    The variable sets the worker count of a Crafter run that names none, for a machine
+    whose cores other jobs hold (a test suite on two workers): there a worker process
+    waits for a core at every lock step, and a run that steps every env in its own
+    process is faster (docs/crafter.md, "Vector env"). It changes no number.
     """
     value = os.environ.get(WORKERS_VARIABLE, "").strip()
     if not value:
-        return min(num_envs, os.cpu_count() or 1)
-    if not value.isdigit() or int(value) < 1:
+        return None
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
         raise ConfigError(WORKERS_VARIABLE, f"must be a whole number >= 1, got {value!r}")
-    return min(num_envs, int(value))
+    return int(value)
+
+
+def default_num_workers(num_envs: int) -> int:
+    """Worker processes when the caller names none: `$ENVGEN_ENV_WORKERS` if set, else one
+    per core; at most `num_envs`."""
+    count = workers_variable()
+    return min(num_envs, count if count is not None else os.cpu_count() or 1)
 
 
 def _usable_cores() -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from envgen.agents.device import add_device_arguments, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
-from envgen.envs.vector import default_num_workers
+from envgen.envs.vector import workers_variable
 from envgen.errors import CacheMissError, ConfigError, EnvGenError
 from envgen.games import game_spec
 from envgen.input_checks import whole_number
@@ -134,8 +134,8 @@ def main(args: argparse.Namespace) -> int:
     set_deterministic(args.deterministic)
     try:
         config = checked_config(args.config)
-        if args.workers is None:
-            default_num_workers(1)  # a bad $ENVGEN_ENV_WORKERS is one line, before any work
+        if args.workers is None and config.game == "crafter":
+            workers_variable()  # a bad $ENVGEN_ENV_WORKERS is one line, before any work
         options = RunOptions(args.device, args.workers, args.progress, args.resume)
         backend = _backend(args, config.llm_model)
         # a server is started only when calls may go out (never in replay)

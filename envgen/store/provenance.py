@@ -143,8 +143,9 @@ def git_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 
-# Recorded when set: the thread counts of torch's BLAS, and the vector env's default
-# worker count (envgen.envs.vector.WORKERS_VARIABLE, the one `env_workers: null` means).
+# Recorded when set: the thread counts of torch's BLAS, and the worker count of a Crafter
+# run given no `--workers` (envgen.envs.vector.WORKERS_VARIABLE; it applies where
+# `env_workers` is null and the game is Crafter).
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ENVGEN_ENV_WORKERS")
 
 
