@@ -22,7 +22,8 @@ pytestmark = pytest.mark.slow
 
 # One pass over each rollout instead of PPO's three: these tests check what each method
 # runs and writes, not learning (tests/test_agents_ppo.py covers the update), and their
-# LLM calls carry no feedback, so they replay whatever the config.
+# LLM calls are initial prompts without feedback, replayed by exact request whatever
+# the PPO settings.
 ONE_EPOCH = TINY.replace(ppo=tuple(sorted({**TINY_PPO, "epochs": 1}.items())))
 
 # The curricula rank a pool of 16 designed worlds: 16 validation agents of one rollout
