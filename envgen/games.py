@@ -15,17 +15,13 @@ minibatches, 3 epochs, clip 0.2, entropy 0.01, value 0.5, grad norm 0.5 (docs/he
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envgen.agents.config import ModelConfig, PPOConfig, from_mapping, model_preset
-from envgen.agents.evaluate import crafter_evaluate
-from envgen.agents.networks import ActorCritic
 from envgen.agents.runlog import episode_record, heist_episode_record
-from envgen.agents.trainer import EnvFactory, EpisodeRecord, Summarize, crafter_vec_env_factory
 from envgen.envs.crafter.config import LLM_ENV_LENGTH, CrafterConfig
-from envgen.envs.heist import evaluate as heist_evaluate
-from envgen.envs.heist import metrics as heist_metrics
 from envgen.envs.heist.config import HeistConfig
 from envgen.envs.heist.engine import NUM_ACTIONS as HEIST_ACTIONS
 from envgen.errors import ConfigError
@@ -34,12 +30,28 @@ from envgen.llm import heist as heist_prompts
 from envgen.llm.design_spec import DesignSpec
 from envgen.scoring import summarize as crafter_summary
 
+if TYPE_CHECKING:
+    from envgen.agents.networks import ActorCritic
+    from envgen.agents.trainer import EnvFactory, EpisodeRecord, Summarize
+
 # (model, seed, episodes per run, device, workers, original config, runs) ->
 # {"feedback": {skill: [mean %, std %]}, "success_mean": {skill: %}, ...}: the agent in
 # the original game without updates; `feedback` is the authors' statistic over the runs.
-Evaluate = Callable[[ActorCritic, int, int, str, int | None, Any, int], dict[str, Any]]
+Evaluate = Callable[["ActorCritic", int, int, str, int | None, Any, int], dict[str, Any]]
 
 HEIST_CHECKPOINT_EVERY = 1_048_576  # 64 rollouts of 64 x 256; see docs/heist.md
+
+
+def _on_first_call(module: str, name: str) -> Callable[..., Any]:
+    """`module.name`, imported when first called: the training and evaluation functions
+    load torch (and Heist's procgen), which reading profiles, plans and finished runs
+    (`envgen campaign status`, the results tables) never needs."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__qualname__ = call.__name__ = f"{module}.{name}"
+    return call
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,10 +114,10 @@ GAMES: dict[str, GameSpec] = {
         original=CrafterConfig(),
         num_actions=ModelConfig().num_actions,
         ppo_defaults=(),
-        vec_env_factory=crafter_vec_env_factory,
+        vec_env_factory=_on_first_call("envgen.agents.trainer", "crafter_vec_env_factory"),
         episode_record=episode_record,
         summarize=crafter_summary,
-        evaluate=crafter_evaluate,
+        evaluate=_on_first_call("envgen.agents.evaluate", "crafter_evaluate"),
         design=DesignSpec(
             config_cls=CrafterConfig,
             default_length=LLM_ENV_LENGTH,
@@ -121,10 +133,10 @@ GAMES: dict[str, GameSpec] = {
         original=HeistConfig(),
         num_actions=HEIST_ACTIONS,
         ppo_defaults=tuple(sorted(HEIST_PPO.items())),
-        vec_env_factory=heist_evaluate.vec_env_factory,
+        vec_env_factory=_on_first_call("envgen.envs.heist.evaluate", "vec_env_factory"),
         episode_record=heist_episode_record,
-        summarize=heist_metrics.summary,
-        evaluate=heist_evaluate.evaluate,
+        summarize=_on_first_call("envgen.envs.heist.metrics", "summary"),
+        evaluate=_on_first_call("envgen.envs.heist.evaluate", "evaluate"),
         design=DesignSpec(
             config_cls=heist_prompts.HeistReplyConfig,
             default_length=heist_prompts.EPISODE_STEPS,

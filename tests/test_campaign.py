@@ -36,9 +36,9 @@ from envgen.pipeline.campaign_store import (
 )
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.gitcommit import commit_run, is_committed
-from envgen.pipeline.jobs import DONE, JobResult, Settings, job_dir
+from envgen.pipeline.job_status import DONE, JobResult, job_dir, results_versions
+from envgen.pipeline.jobs import Settings
 from envgen.pipeline.plan import Job
-from envgen.pipeline.train import results_versions
 from envgen.report import claims as report_claims
 from envgen.report import tables as report_tables
 from envgen.report.achievements import comparison_markdown

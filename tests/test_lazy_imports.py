@@ -7,6 +7,7 @@ as on a machine without them; spawned workers inherit it through PYTHONPATH.
 """
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,8 @@ import yaml
 from tests.import_blocker import blocker_env
 
 BLOCKED = ("procgen", "openai", "dotenv", "httpx")
+REPO = Path(__file__).resolve().parents[1]
+CRAFTER_ONLY_SEED_0 = "ca3d42bc0a83/seed-0"
 
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -75,6 +78,27 @@ def test_committing_a_run_loads_no_torch(tmp_path):
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_campaign_status_reads_finished_runs_without_torch(tmp_path):
+    """Planning, the run store's states and the results tables load no torch (seconds
+    per call); only a partial run's checkpoint (its step) is read with it."""
+    env = blocker_env(tmp_path, blocked=("torch",))
+    finished = tmp_path / "runs"
+    seed_0 = Path(CRAFTER_ONLY_SEED_0)  # the CPU campaign's first run (results/campaign_cpu)
+    shutil.copytree(REPO / "results" / "runs" / seed_0, finished / seed_0)
+    result = subprocess.run(
+        [sys.executable, "-m", "envgen.cli", "campaign", "status", "cpu"]
+        + ["--runs-root", str(finished)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines() if line.startswith("PPO")]
+    assert rows[0][-6:] == ["0", "done", "(not", "committed),", "score", "15.37%"]
+    assert all(row[-1] == "missing" for row in rows[1:])
 
 
 def test_a_command_loads_only_its_own_module(tmp_path):

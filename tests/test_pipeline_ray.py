@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from envgen.pipeline.executor import ExecutorConfig, execute
-from envgen.pipeline.jobs import DONE, job_dir
+from envgen.pipeline.job_status import DONE, job_dir
 from envgen.pipeline.plan import RandomJob
 from tests.test_pipeline_executor import REPO, quiet, settings
 

@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from envgen.pipeline.jobs import DONE, LLMSpec, Settings, run_job
+from envgen.pipeline.job_status import DONE, results_versions
+from envgen.pipeline.jobs import LLMSpec, Settings, run_job
 from envgen.pipeline.plan import load_table, plan_table
 from envgen.pipeline.profile import load_profile
 from envgen.pipeline.results import table_results
-from envgen.pipeline.train import results_versions
 from envgen.report import claims, figures, tables
 
 REPO = Path(__file__).resolve().parents[1]

@@ -93,7 +93,7 @@ class CrafterVecEnv:
         bounds = np.linspace(0, n, workers + 1).astype(int)
         self._slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
         control = np.frombuffer(self._control_raw, np.int64).reshape(-1, _WORDS)
-        spin = SPIN_SECONDS if _usable_cores() >= workers else 0.0
+        spin = SPIN_SECONDS if usable_cores() >= workers else 0.0
         context = mp.get_context("forkserver")
         # Workers fork from a server that has the engine loaded (envgen/envs/worker_preload.py).
         # The list is the process's and takes effect when its forkserver starts, with the
@@ -498,7 +498,8 @@ def default_num_workers(num_envs: int) -> int:
     return min(num_envs, count if count is not None else os.cpu_count() or 1)
 
 
-def _usable_cores() -> int:
+def usable_cores() -> int:
+    """The cores this process may run on (Linux: its affinity mask), else all of them."""
     if hasattr(os, "sched_getaffinity"):  # Linux: the cores this process may run on
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1

@@ -118,7 +118,8 @@ def _stop(child: subprocess.Popen) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """The child: plan, filter, execute (`envgen gpu run` starts it)."""
     from envgen.pipeline.executor import execute
-    from envgen.pipeline.jobs import FAILED, LLMSpec
+    from envgen.pipeline.job_status import FAILED
+    from envgen.pipeline.jobs import LLMSpec
     from envgen.pipeline.train import job_settings
 
     parser = argparse.ArgumentParser(prog="python -m envgen.gpu.chunk")

@@ -150,9 +150,9 @@ def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commi
             f"campaign {c.name} is already running (pid {running.pid}, log {c.log}); see "
             f"`envgen campaign status {c.name}`, or `envgen campaign stop {c.name}`"
         )
+    from envgen.envs.vector import usable_cores
     from envgen.pipeline.campaign_run import load_campaign, pending_jobs, seed_order
-    from envgen.pipeline.executor import _cores
-    from envgen.pipeline.train import results_versions
+    from envgen.pipeline.job_status import results_versions
 
     # mistakes show here, not in the log
     plan, _, executor = load_campaign(c.request(params, runs_root, workers, commit))
@@ -160,7 +160,7 @@ def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commi
     if not pending and not commit:
         print(f"campaign {c.name}: all {len(seed_order(plan))} runs finished; nothing to train")
         return 0
-    count = workers or executor.local_workers(_cores(), 0)
+    count = workers or executor.local_workers(usable_cores(), 0)
     command = [sys.executable, "-m", PROCESS_MARK, "run", c.name, "--params", str(params)]
     command += ["--runs-root", str(runs_root), "--workers", str(count)]
     command += [] if commit else ["--no-commit"]
@@ -231,17 +231,17 @@ def stop(c: Campaign, wait_s: float = 15.0) -> int:
 # --- status and collect ---------------------------------------------------------------
 def status(c: Campaign, params: Path, runs_root: Path) -> int:
     """Print every (row, seed)'s state, counts per row, and an ETA."""
+    from envgen.envs.vector import usable_cores
     from envgen.pipeline.campaign_run import load_campaign
     from envgen.pipeline.campaign_status import status_text
     from envgen.pipeline.campaign_store import job_states
-    from envgen.pipeline.executor import _cores
     from envgen.pipeline.gitcommit import is_committed
-    from envgen.pipeline.train import results_versions
+    from envgen.pipeline.job_status import results_versions
 
     plan, _, executor = load_campaign(c.request(params, runs_root))
     process = live_process(c)
     states = job_states(plan, runs_root, results_versions(), process is not None, is_committed)
-    workers = process.workers if process else executor.local_workers(_cores(), 0)
+    workers = process.workers if process else executor.local_workers(usable_cores(), 0)
     print(status_text(c, states, process, workers))
     return 0
 
@@ -251,8 +251,8 @@ def collect(c: Campaign, params: Path, runs_root: Path, outs: Sequence[Path]) ->
     from envgen.files import write_json_atomic
     from envgen.pipeline.campaign_run import load_campaign
     from envgen.pipeline.campaign_store import collect_table
+    from envgen.pipeline.job_status import results_versions
     from envgen.pipeline.results import table_metrics, table_scores
-    from envgen.pipeline.train import results_versions
 
     plan, profile, _ = load_campaign(c.request(params, runs_root, commit=False))
     table = collect_table(

@@ -92,7 +92,7 @@ def handoff(campaign: Any, params: Path, runs_root: Path, wait_s: float, log: Lo
     """Wait for checkpoints, stop `campaign`, commit its unfinished runs; exit code."""
     from envgen.pipeline.campaign import live_process, stop
     from envgen.pipeline.campaign_run import load_campaign
-    from envgen.pipeline.train import results_versions
+    from envgen.pipeline.job_status import results_versions
 
     plan = load_campaign(campaign.request(params, runs_root))[0]
     versions = results_versions()

@@ -17,7 +17,7 @@ from typing import Any
 
 from envgen.pipeline.campaign_store import is_finished, row_jobs, version_of
 from envgen.pipeline.gitcommit import commit_run, is_committed
-from envgen.pipeline.jobs import DONE, FAILED, JobResult, job_dir
+from envgen.pipeline.job_status import DONE, FAILED, JobResult, job_dir
 from envgen.pipeline.plan import Job, RandomJob, TablePlan
 
 AnyJob = Job | RandomJob
@@ -121,7 +121,8 @@ def run_campaign(request: RunRequest, log: Log = print) -> int:
     """Train the pending jobs; 0 when all finished, 2 when some still failed."""
     from envgen.llm.cache import DEFAULT_CACHE_DIR
     from envgen.pipeline.executor import execute
-    from envgen.pipeline.train import check_device, job_settings, llm_spec, results_versions
+    from envgen.pipeline.job_status import results_versions
+    from envgen.pipeline.train import check_device, job_settings, llm_spec
 
     plan, profile, executor = load_campaign(request)
     codes = results_versions()

@@ -19,7 +19,7 @@ from typing import Any
 
 from envgen.errors import EnvGenError
 from envgen.loop.paths import read_json
-from envgen.pipeline.jobs import DONE, JobResult, job_dir, job_game
+from envgen.pipeline.job_status import DONE, JobResult, job_dir, job_game
 from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.pipeline.results import table_results

@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from envgen.envs.vector import usable_cores
 from envgen.errors import ConfigError
 from envgen.pipeline.gpu_plan import (
     DEFAULT_RESERVE_GIB,
@@ -30,7 +31,8 @@ from envgen.pipeline.gpu_plan import (
     largest_run,
     runs_per_gpu,
 )
-from envgen.pipeline.jobs import FAILED, JobResult, Settings, job_dir, run_job
+from envgen.pipeline.job_status import FAILED, JobResult, job_dir
+from envgen.pipeline.jobs import Settings, run_job
 from envgen.pipeline.plan import Job, RandomJob
 
 EXECUTORS = ("local", "ray")
@@ -143,7 +145,7 @@ def gpu_fit(
 def _local_runner(config: ExecutorConfig) -> Runner:
     def run(jobs: Sequence[AnyJob], settings: Settings, report: Report) -> list[JobResult]:
         fit = gpu_fit(jobs, settings, config)
-        workers = min(len(jobs), config.local_workers(_cores(), _gpus(), fit))
+        workers = min(len(jobs), config.local_workers(usable_cores(), _gpus(), fit))
         context = multiprocessing.get_context("spawn")  # torch and forked workers do not mix
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
             futures = {pool.submit(run_job, job, settings): job for job in jobs}
@@ -173,7 +175,7 @@ def _ray_runner(config: ExecutorConfig) -> Runner:
             if config.ray_address:
                 ray.init(address=config.ray_address, runtime_env=_ray_runtime_env())
             else:
-                ray.init(num_cpus=_cores(), num_gpus=_gpus(), runtime_env=_ray_runtime_env())
+                ray.init(num_cpus=usable_cores(), num_gpus=_gpus(), runtime_env=_ray_runtime_env())
         fit = gpu_fit(jobs, settings, config)
         gpus = config.gpu_share(fit) if fit is not None else config.gpus_per_run
         task = ray.remote(num_cpus=config.env_workers, num_gpus=gpus)(run_job)
@@ -209,10 +211,6 @@ def _absolute(settings: Settings) -> Settings:
     """Paths a Ray worker resolves from any directory (the store must be shared)."""
     llm = dataclasses.replace(settings.llm, cache_dir=os.path.abspath(settings.llm.cache_dir))
     return dataclasses.replace(settings, runs_root=os.path.abspath(settings.runs_root), llm=llm)
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0))
 
 
 def _gpus() -> int:

@@ -31,7 +31,6 @@ import math
 import numpy as np
 
 from envgen.agents.config import ADConfig, ModelConfig, PPOConfig
-from envgen.agents.networks import OBS_SHAPE
 
 GIB = 2**30
 CONTEXT_GIB = 0.5  # CUDA context + kernels per process (assumed)
@@ -76,7 +75,7 @@ def activation_bytes_per_row(model_cfg: ModelConfig, agent: str) -> tuple[int, i
     import torch
 
     from envgen.agents.ad_networks import ADActorCritic
-    from envgen.agents.networks import ActorCritic
+    from envgen.agents.networks import OBS_SHAPE, ActorCritic
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
@@ -106,6 +105,8 @@ def run_memory(
     model_cfg: ModelConfig, ppo: PPOConfig, agent: str = "ppo", ad: ADConfig | None = None
 ) -> RunMemory:
     """The estimate of the module docstring for one run."""
+    from envgen.agents.networks import OBS_SHAPE  # torch: imported where a plan needs it
+
     per_row, parameters = activation_bytes_per_row(model_cfg, agent)
     obs_bytes = int(np.prod(OBS_SHAPE))
     rollout = ppo.rollout_size * (obs_bytes + 6 * 4)

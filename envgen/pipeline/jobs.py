@@ -19,23 +19,26 @@ import traceback
 from collections.abc import Mapping
 from pathlib import Path
 
-import torch
-
 from envgen.agents.device import set_deterministic
 from envgen.errors import CacheMissError, EnvGenError, LLMResponseError, LLMTransportError
 from envgen.llm.budget import Budget
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import LOCAL_MODEL, backend_config, configured_keys, scrub
 from envgen.loop.paths import read_json
-from envgen.loop.runner import RunOptions, execute_run
+from envgen.pipeline.job_status import (
+    DONE,
+    FAILED,
+    LLM_UNUSABLE,
+    NOT_RECORDED,
+    JobResult,
+    job_dir,
+    job_game,
+)
 from envgen.pipeline.plan import Job, RandomJob
 from envgen.pipeline.random_policy import play_random
 from envgen.store.lifecycle import finish_run
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 from envgen.store.provenance import recorded_version
-
-DONE, FAILED, NOT_RECORDED = "done", "failed", "not_recorded"
-LLM_UNUSABLE = "llm_unusable"  # the recorded reply is unusable even after re-asks: a result
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,28 +102,14 @@ class Settings:
     """LLM cache access."""
 
 
-@dataclasses.dataclass(frozen=True)
-class JobResult:
-    """What became of one job."""
-
-    key: tuple[str, int]
-    """(config hash, seed)."""
-    status: str
-    """done | failed | not_recorded."""
-    run_dir: str
-    """The run directory, relative to the working directory as given."""
-    reason: str = ""
-    """Why a job did not finish, with the command that fixes it where there is one."""
-    attempts: int = 1
-    """Times the executor ran it."""
-
-
-def job_dir(job: Job | RandomJob, runs_root: Path | str) -> Path:
-    return Path(runs_root) / job.key[0] / f"seed-{job.seed}"
-
-
 def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
     """Run one job (see the module docstring); safe to call again after a kill."""
+    # torch and the training loop are imported here, where a job runs: the pipeline's
+    # planning, its results tables and `envgen campaign status` import this module too.
+    import torch
+
+    from envgen.loop.runner import RunOptions, execute_run
+
     run_dir = job_dir(job, settings.runs_root)
     torch.set_num_threads(settings.torch_threads)
     set_deterministic(settings.deterministic)
@@ -170,11 +159,6 @@ def transport_failure(exc: Exception) -> bool:
     if isinstance(cause, openai.APIConnectionError):
         return True
     return isinstance(cause, openai.APIStatusError) and cause.status_code >= 500
-
-
-def job_game(job: Job | RandomJob) -> str:
-    """The game whose results version governs `job` (random-policy runs play Crafter)."""
-    return job.config.game if isinstance(job, Job) else "crafter"
 
 
 def _drop_if_stale(run_dir: Path, version: int) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.loop.paths import read_json
-from envgen.pipeline.jobs import DONE, FAILED, LLM_UNUSABLE, NOT_RECORDED, JobResult, job_dir
+from envgen.pipeline.job_status import DONE, FAILED, LLM_UNUSABLE, NOT_RECORDED, JobResult, job_dir
 from envgen.pipeline.plan import REPORTED_ONLY, Job, RandomJob, RowPlan, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.store.provenance import machine_label, read_provenance

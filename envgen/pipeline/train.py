@@ -29,7 +29,6 @@ from typing import Any
 
 from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
-from envgen.games import GAMES
 from envgen.input_checks import OneLineParser, at_most, check_types, read_yaml_mapping, unknown_key
 from envgen.llm.accounting import PRICES_PER_M_TOKENS
 from envgen.llm.budget import estimate_usd, run_calls
@@ -37,11 +36,11 @@ from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES
 from envgen.llm.client import LOCAL_MODEL, backend_config
 from envgen.pipeline import gpu_plan
 from envgen.pipeline.executor import ExecutorConfig, execute
-from envgen.pipeline.jobs import FAILED, LLMSpec, Settings
+from envgen.pipeline.job_status import FAILED, results_versions
+from envgen.pipeline.jobs import LLMSpec, Settings
 from envgen.pipeline.plan import Job, RandomJob, TablePlan, load_table, plan_table
 from envgen.pipeline.profile import Profile, load_profile
 from envgen.pipeline.results import table_metrics, table_results, table_scores
-from envgen.results_version import RESULTS_VERSION
 
 # The top-level keys of params.yaml.
 PARAMS_KEYS = ("profile", "profiles", "executor", "execution")
@@ -273,11 +272,6 @@ def _budget(jobs: Sequence[Job | RandomJob]) -> str:
         f"{len(trained):4d} training runs, {steps / 1e6:9.2f}M env steps"
         f" (+{episodes} random-policy episodes)"
     )
-
-
-def results_versions() -> dict[str, int]:
-    """{game: results version} of the current code (`envgen.results_version`)."""
-    return {game: RESULTS_VERSION[game] for game in GAMES}
 
 
 def run_plans(

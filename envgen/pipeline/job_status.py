@@ -1,0 +1,48 @@
+"""What became of a job, and where its run lives.
+
+Kept apart from `envgen.pipeline.jobs`, which runs jobs and so loads torch: the results
+tables and `envgen campaign status` read finished runs through these names alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from envgen.games import GAMES
+from envgen.pipeline.plan import Job, RandomJob
+from envgen.results_version import RESULTS_VERSION
+
+DONE, FAILED, NOT_RECORDED = "done", "failed", "not_recorded"
+LLM_UNUSABLE = "llm_unusable"  # the recorded reply is unusable even after re-asks: a result
+
+
+@dataclasses.dataclass(frozen=True)
+class JobResult:
+    """What became of one job."""
+
+    key: tuple[str, int]
+    """(config hash, seed)."""
+    status: str
+    """done | failed | not_recorded | llm_unusable."""
+    run_dir: str
+    """The run directory, relative to the working directory as given."""
+    reason: str = ""
+    """Why a job did not finish, with the command that fixes it where there is one."""
+    attempts: int = 1
+    """Times the executor ran it."""
+
+
+def job_dir(job: Job | RandomJob, runs_root: Path | str) -> Path:
+    """`<runs_root>/<config hash>/seed-<K>`: the run directory of `job`."""
+    return Path(runs_root) / job.key[0] / f"seed-{job.seed}"
+
+
+def job_game(job: Job | RandomJob) -> str:
+    """The game whose results version governs `job` (random-policy runs play Crafter)."""
+    return job.config.game if isinstance(job, Job) else "crafter"
+
+
+def results_versions() -> dict[str, int]:
+    """{game: results version} of the current code (`envgen.results_version`)."""
+    return {game: RESULTS_VERSION[game] for game in GAMES}
