@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from envgen.agents.config import ModelConfig, PPOConfig, from_mapping, model_preset
 from envgen.agents.runlog import episode_record, heist_episode_record
 from envgen.envs.crafter.config import LLM_ENV_LENGTH, CrafterConfig
+from envgen.envs.heist import metrics as heist_metrics
 from envgen.envs.heist.config import HeistConfig
 from envgen.envs.heist.engine import NUM_ACTIONS as HEIST_ACTIONS
 from envgen.errors import ConfigError
@@ -42,16 +43,18 @@ Evaluate = Callable[["ActorCritic", int, int, str, int | None, Any, int], dict[s
 HEIST_CHECKPOINT_EVERY = 1_048_576  # 64 rollouts of 64 x 256; see docs/heist.md
 
 
-def _on_first_call(module: str, name: str) -> Callable[..., Any]:
+@dataclasses.dataclass(frozen=True)
+class _OnFirstCall:
     """`module.name`, imported when first called: the training and evaluation functions
-    load torch (and Heist's procgen), which reading profiles, plans and finished runs
-    (`envgen campaign status`, the results tables) never needs."""
+    load torch (Heist's also procgen), which reading profiles, plans and finished runs
+    (`envgen campaign status`, the results tables) never needs. A dataclass, not a
+    closure, so a `GameSpec` still pickles and compares by value."""
 
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+    module: str
+    name: str
 
-    call.__qualname__ = call.__name__ = f"{module}.{name}"
-    return call
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(self.module), self.name)(*args, **kwargs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,10 +117,10 @@ GAMES: dict[str, GameSpec] = {
         original=CrafterConfig(),
         num_actions=ModelConfig().num_actions,
         ppo_defaults=(),
-        vec_env_factory=_on_first_call("envgen.agents.trainer", "crafter_vec_env_factory"),
+        vec_env_factory=_OnFirstCall("envgen.agents.trainer", "crafter_vec_env_factory"),
         episode_record=episode_record,
         summarize=crafter_summary,
-        evaluate=_on_first_call("envgen.agents.evaluate", "crafter_evaluate"),
+        evaluate=_OnFirstCall("envgen.agents.evaluate", "crafter_evaluate"),
         design=DesignSpec(
             config_cls=CrafterConfig,
             default_length=LLM_ENV_LENGTH,
@@ -133,10 +136,10 @@ GAMES: dict[str, GameSpec] = {
         original=HeistConfig(),
         num_actions=HEIST_ACTIONS,
         ppo_defaults=tuple(sorted(HEIST_PPO.items())),
-        vec_env_factory=_on_first_call("envgen.envs.heist.evaluate", "vec_env_factory"),
+        vec_env_factory=_OnFirstCall("envgen.envs.heist.evaluate", "vec_env_factory"),
         episode_record=heist_episode_record,
-        summarize=_on_first_call("envgen.envs.heist.metrics", "summary"),
-        evaluate=_on_first_call("envgen.envs.heist.evaluate", "evaluate"),
+        summarize=heist_metrics.summary,
+        evaluate=_OnFirstCall("envgen.envs.heist.evaluate", "evaluate"),
         design=DesignSpec(
             config_cls=heist_prompts.HeistReplyConfig,
             default_length=heist_prompts.EPISODE_STEPS,

@@ -23,7 +23,9 @@ from envgen.llm import client as client_module
 from envgen.llm.cache import CachedLLM
 from envgen.llm.entry import model_matches
 from envgen.loop.config import RunConfig
-from envgen.pipeline.jobs import FAILED, Job, LLMSpec, Settings, run_job
+from envgen.pipeline.job_status import FAILED
+from envgen.pipeline.jobs import LLMSpec, Settings, run_job
+from envgen.pipeline.plan import Job
 from tests.llm_stub_server import StubLLMServer, completion, json_reply
 
 REPO = Path(__file__).resolve().parents[1]

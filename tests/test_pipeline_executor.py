@@ -17,15 +17,8 @@ from envgen.llm.request import ChatRequest, ChatResponse, Usage
 from envgen.loop.config import RunConfig
 from envgen.loop.runner import RunOptions, execute_run
 from envgen.pipeline.executor import ExecutorConfig, execute
-from envgen.pipeline.jobs import (
-    DONE,
-    FAILED,
-    LLM_UNUSABLE,
-    NOT_RECORDED,
-    LLMSpec,
-    Settings,
-    job_dir,
-)
+from envgen.pipeline.job_status import DONE, FAILED, LLM_UNUSABLE, NOT_RECORDED, job_dir
+from envgen.pipeline.jobs import LLMSpec, Settings
 from envgen.pipeline.plan import Job, RandomJob
 from envgen.results_version import RESULTS_VERSION
 from envgen.store import recorded_version, verify_run

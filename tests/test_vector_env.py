@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing as mp
-import os
 import re
 import time
 
@@ -19,6 +18,7 @@ from envgen.envs.vector import (
     CrafterVecEnv,
     _Block,
     default_num_workers,
+    usable_cores,
 )
 from envgen.errors import ConfigError
 
@@ -164,7 +164,7 @@ def test_mixture_switch_counts_the_episodes_it_ends() -> None:
 
 def test_default_worker_count_comes_from_the_variable_or_the_cores(monkeypatch) -> None:
     monkeypatch.delenv(WORKERS_VARIABLE, raising=False)
-    assert default_num_workers(64) == min(64, os.cpu_count() or 1)
+    assert default_num_workers(64) == min(64, usable_cores())
     assert default_num_workers(1) == 1
     monkeypatch.setenv(WORKERS_VARIABLE, "3")
     assert (default_num_workers(8), default_num_workers(2)) == (3, 2)

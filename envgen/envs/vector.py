@@ -495,7 +495,7 @@ def default_num_workers(num_envs: int) -> int:
     """Worker processes when the caller names none: `$ENVGEN_ENV_WORKERS` if set, else one
     per core; at most `num_envs`."""
     count = workers_variable()
-    return min(num_envs, count if count is not None else os.cpu_count() or 1)
+    return min(num_envs, count if count is not None else usable_cores())
 
 
 def usable_cores() -> int:

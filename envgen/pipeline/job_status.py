@@ -1,7 +1,8 @@
 """What became of a job, and where its run lives.
 
-Kept apart from `envgen.pipeline.jobs`, which runs jobs and so loads torch: the results
-tables and `envgen campaign status` read finished runs through these names alone.
+Kept apart from `envgen.pipeline.jobs`, which runs a job (torch and the training loop,
+imported inside `run_job`) and builds its LLM client: the results tables and `envgen
+campaign status` read finished runs through these names alone.
 """
 
 from __future__ import annotations
