@@ -30,6 +30,7 @@ from envgen.pipeline.campaign_store import (
     NOT_STARTED,
     PARTIAL,
     RUNNING,
+    SPEED_WINDOW,
     STALE,
     collect_table,
     job_states,
@@ -198,13 +199,16 @@ def test_states_progress_and_eta(plan, codes, tmp_path):
 
 
 def test_eta_prefers_the_running_runs_speed_on_this_machine(plan, codes, tmp_path):
-    """Finished runs at 1,000 steps/s elsewhere; the one running here at 250."""
+    """Finished runs at 1,000 steps/s elsewhere; the one running here at 250 over its
+    last SPEED_WINDOW rollouts (steps over time: half at 500, half at 1/6 of that), after
+    faster ones that no longer count."""
     synthetic_store(plan, codes, tmp_path)
     job = jobs_by_row(plan)[ROWS[2]][0]
     metrics = job_dir(job, tmp_path) / "metrics.jsonl"
-    lines = metrics.read_text().splitlines()
-    last = {**json.loads(lines[-1]), "time/sps": 250.0}
-    metrics.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    last = json.loads(metrics.read_text().splitlines()[-1])
+    speeds = [5000.0] * 7 + [500.0, 500.0 / 3] * (SPEED_WINDOW // 2)
+    lines = [json.dumps({**last, "time/sps": sps}) for sps in speeds]
+    metrics.write_text("\n".join(lines) + '\n{"step": 9')  # the last line, half written
     text = status_text(CPU, job_states(plan, tmp_path, codes, alive=True), None, 2)
     left_steps = 16 * 1_960_000 + 980_000
     assert (
@@ -282,7 +286,7 @@ def test_status_names_a_provenance_of_the_wrong_shape(plan, codes, tmp_path, ses
 @pytest.mark.parametrize(
     ("last", "state", "words"),
     [
-        (b"[1]", DAMAGED, "metrics.jsonl: last line is [1], not a record"),
+        (b"[1]", DAMAGED, "metrics.jsonl: line {last} is [1], not a record"),
         (b'{"step": "abc"}', DAMAGED, "metrics.jsonl: step is 'abc', not a whole number"),
         (b'{"step": 5, "time/sps": "x"}', DAMAGED, "time/sps is 'x', not a number"),
         (b'{"step": 980000, "time/sps": 1000.\xff', PARTIAL, ""),  # torn in a character
@@ -297,6 +301,7 @@ def test_status_of_an_unfinished_run_with_an_odd_last_log_line(
     log.write_bytes(log.read_bytes() + last + b"\n")
     states = job_states(plan, tmp_path, codes, alive=False)
     found = next(s for s in states if (s.row, s.job.seed) == (ROWS[2], 0))
+    words = words.format(last=len(log.read_bytes().splitlines()))
     assert found.state == state and words in (found.problem or "")
     if state == PARTIAL:
         assert found.steps == found.total_steps // 2

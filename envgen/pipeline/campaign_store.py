@@ -30,6 +30,9 @@ FINISHED, RUNNING, PARTIAL, STALE, MISSING = "done", "running", "partial", "stal
 DAMAGED = "damaged"  # a run file holds what no run writes; `JobState.problem` says which
 NOT_STARTED = "not_started"  # runs.json status of a campaign row with no finished seed
 RUNNING_WINDOW_S = 900.0  # a run of a live campaign that wrote within this is running
+# Rollouts whose steps over time give a running run's speed: about 6 minutes of a `cpu`
+# profile run (4,096 steps a rollout at about 350 steps/s on 2 cores).
+SPEED_WINDOW = 30
 AnyJob = Job | RandomJob
 
 
@@ -139,9 +142,11 @@ def _state(
             committed=committed(run_dir) if committed else None,
         )
     path = run_dir / "metrics.jsonl"
-    last = last_record(path) or {}
-    steps = _field(last, "step", 0, int, path, "a whole number")
-    speed = _field(last, "time/sps", None, float, path, "a number")
+    recent = last_records(path, SPEED_WINDOW)
+    steps = _field(recent[-1] if recent else {}, "step", 0, int, path, "a whole number")
+    speeds = [_field(r, "time/sps", None, float, path, "a number") for r in recent]
+    speeds = [s for s in speeds if s]
+    speed = len(speeds) / sum(1 / s for s in speeds) if speeds else None
     recent = now - _last_write(run_dir) < RUNNING_WINDOW_S
     if alive and recent:
         state = RUNNING
@@ -196,21 +201,25 @@ def _field(
     return value
 
 
-def last_record(path: Path) -> dict[str, Any] | None:
-    """The last whole JSON line of a JSONL log (a line being written, which may also be
-    cut inside a UTF-8 character, is skipped); an `EnvGenError` when that line is JSON
-    but not a record."""
+def last_records(path: Path, count: int) -> list[dict[str, Any]]:
+    """The last `count` whole JSON lines of a JSONL log, oldest first (a line being
+    written, which may also be cut inside a UTF-8 character, is skipped); an
+    `EnvGenError` when one of them is JSON but not a record."""
     if not path.is_file():
-        return None
-    for line in reversed(path.read_bytes().splitlines()):
+        return []
+    records: list[dict[str, Any]] = []
+    lines = path.read_bytes().splitlines()
+    for number in range(len(lines), 0, -1):
+        if len(records) == count:
+            break
         try:
-            record = json.loads(line.decode("utf-8"))
+            record = json.loads(lines[number - 1].decode("utf-8"))
         except ValueError:  # UnicodeDecodeError included
             continue
         if not isinstance(record, dict):
-            raise EnvGenError(f"{path}: last line is {record!r}, not a record of metrics")
-        return record
-    return None
+            raise EnvGenError(f"{path}: line {number} is {record!r}, not a record of metrics")
+        records.append(record)
+    return records[::-1]
 
 
 def _last_write(run_dir: Path) -> float:
@@ -221,7 +230,9 @@ def _last_write(run_dir: Path) -> float:
 def eta_s(states: Sequence[JobState], workers: int) -> tuple[float | None, float | None]:
     """(seconds left, env steps/s per run used), from the measured speed and `workers`.
 
-    Speed: the mean of running runs' last `time/sps` (this machine, now), else of
+    Speed: the mean over running runs of their last SPEED_WINDOW rollouts' speed (this
+    machine, now; one rollout's `time/sps` follows whatever else the machine did in
+    those seconds), else of
     finished runs' global_steps / wall_s: a campaign continues on other machines, and
     finished runs may have been trained on one several times faster or slower (the
     `confirm` campaign's updates ran 3-7x slower on one 2-core machine than on another;
