@@ -142,9 +142,9 @@ def _state(
             committed=committed(run_dir) if committed else None,
         )
     path = run_dir / "metrics.jsonl"
-    recent = last_records(path, SPEED_WINDOW)
-    steps = _field(recent[-1] if recent else {}, "step", 0, int, path, "a whole number")
-    speeds = [_field(r, "time/sps", None, float, path, "a number") for r in recent]
+    tail = last_records(path, SPEED_WINDOW)
+    steps = _field(tail[-1] if tail else {}, "step", 0, int, path, "a whole number")
+    speeds = [_field(r, "time/sps", None, float, path, "a number") for r in tail]
     speeds = [s for s in speeds if s]
     speed = len(speeds) / sum(1 / s for s in speeds) if speeds else None
     recent = now - _last_write(run_dir) < RUNNING_WINDOW_S
