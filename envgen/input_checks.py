@@ -251,7 +251,11 @@ positive_number = number_in(0, math.inf)
 
 
 def torch_device(text: str) -> str:
-    """An argparse `type` accepting a torch device this machine has (cpu, cuda, cuda:1)."""
+    """An argparse `type` accepting a torch device this machine has (cpu, cuda, cuda:1).
+    argparse applies it to the default too, so "cpu" is answered without importing torch:
+    a command refused for another argument then exits in a fraction of a second."""
+    if text == "cpu":
+        return text
     import torch
 
     try:

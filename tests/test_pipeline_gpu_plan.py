@@ -28,6 +28,18 @@ def test_the_paper_network_fits_fewer_runs_than_sixteen_and_ad_fewer_still():
     assert small.activations == pytest.approx(ppo.activations / 2, rel=0.01)
 
 
+def test_the_plan_fits_no_more_paper_runs_than_an_h100_held():
+    """results/gpu/2026-11-26-h100: on a card with 78.7 GiB free, one paper-network PPO
+    run allocated at most 5,578 MiB; eight at once filled the card (80,244 MiB in use,
+    10,030 MiB a run) and ten ran out of memory. The plan must leave room on that card
+    (the estimate before the measurement put 13 on it)."""
+    ppo = gpu_plan.run_memory(model_preset("paper"), PPOConfig(), "ppo")
+    assert ppo.allocated == pytest.approx(5578 * 2**20, rel=0.15)
+    free, measured_run = int(78.7 * gpu_plan.GIB), 80244 * 2**20 // 8
+    fit = gpu_plan.runs_per_gpu(ppo.total, free, RESERVE)
+    assert 1 < fit < 8 and fit * measured_run <= free
+
+
 @pytest.mark.parametrize(
     ("workers", "gpus_per_run", "fit", "expected"),
     [(0, 0.0, 3, 3), (16, 0.0, 3, 3), (0, 0.5, 3, 2), (2, 0.0, 13, 2), (0, 0.0, None, 16)],
@@ -61,3 +73,23 @@ def test_plan_prints_runs_per_gpu_and_gpu_hours(capsys):
         main(["replication/table1.yaml", "--profile", "paper", "--plan", "--gpu-sps", "4000"]) == 0
     )
     assert "measured (--gpu-sps)" in capsys.readouterr().out
+
+
+def test_a_run_out_of_gpu_memory_fails_with_the_fix(tmp_path, monkeypatch):
+    """The H100's three out-of-memory runs were logged as torch's message cut at 200
+    characters, which never reached what to change."""
+    import torch
+
+    from envgen.loop import runner
+    from envgen.pipeline.job_status import FAILED
+    from envgen.pipeline.jobs import run_job
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 MiB. " * 5)
+
+    monkeypatch.setattr(runner, "execute_run", out_of_memory)
+    settings = Settings(runs_root=str(tmp_path), versions={"crafter": "f0"})
+    result = run_job(Job(RunConfig(method="original_only"), 0), settings)
+    assert result.status == FAILED
+    assert "execution.gpus_per_run" in result.reason[:200]
+    assert result.reason.endswith("Tried to allocate 64.00 MiB.")

@@ -12,9 +12,11 @@ Ours is timed at each `--concurrency` level: that many runs started together in 
 own processes on `--device` (default levels: 1 on the CPU, 1 2 4 8 16 on a GPU). Per
 level: total env steps/s of all runs, and per run the collection and the update speed
 separately (transitions of a rollout / seconds spent collecting it, resp. updating on it,
-AD's auxiliary phase included), and peak memory (GPU: `max_memory_allocated`; CPU: the
-process's peak resident size). The last output line is JSON: {"device", "levels": [...],
-"ours_sps" (1 run), "reference_sps", "ratio" (ours / reference), ...}.
+AD's auxiliary phase included), and peak memory (GPU: `max_memory_allocated`, plus the
+caching allocator's peak reservation and the card's memory in use at the end, which the
+GPU plan must fit; CPU: the process's peak resident size). The last output line is
+JSON: {"device", "levels": [...], "ours_sps" (1 run), "reference_sps", "ratio" (ours /
+reference), ...}.
 """
 
 from __future__ import annotations
@@ -209,6 +211,24 @@ def _peak_mib(device: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+CARD_KEYS = ("reserved_mib", "card_used_mib")
+
+
+def _card_mib(device: str) -> dict[str, float]:
+    """What the scheduler must plan with, beyond the tensors' peak: the caching
+    allocator's peak reservation, and the card's memory in use at the end of the run
+    (every process on it: CUDA context, cuDNN/cuBLAS workspaces and reservations)."""
+    if not device.startswith("cuda"):
+        return {}
+    import torch
+
+    free, total = torch.cuda.mem_get_info(device)
+    return {
+        "reserved_mib": torch.cuda.max_memory_reserved(device) / 2**20,
+        "card_used_mib": (total - free) / 2**20,
+    }
+
+
 def _one_run(
     args: argparse.Namespace, ppo_cfg: PPOConfig, reference: bool, start: Any = None
 ) -> dict[str, float]:
@@ -236,6 +256,7 @@ def _one_run(
             begin = time.perf_counter()
             trainer.train(args.rollouts * ppo_cfg.rollout_size, [CrafterConfig()])
             wall = time.perf_counter() - begin
+            card = _card_mib(args.device)
         finally:
             trainer.close()
     steps = args.rollouts * ppo_cfg.rollout_size
@@ -246,6 +267,7 @@ def _one_run(
         "collect_sps": steps / seconds["collect"],
         "update_sps": steps / seconds["update"],
         "peak_mib": _peak_mib(args.device),
+        **card,
     }
 
 
@@ -277,6 +299,7 @@ def _level(args: argparse.Namespace, ppo_cfg: PPOConfig, runs: int) -> dict[str,
         "collect_sps": round(mean["collect_sps"], 1),
         "update_sps": round(mean["update_sps"], 1),
         "peak_mib": round(max(r["peak_mib"] for r in results), 1),
+        **{k: round(max(r[k] for r in results), 1) for k in CARD_KEYS if k in results[0]},
     }
 
 
@@ -300,7 +323,13 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"{runs:3d} run(s): {level['total_sps']:.1f} env steps/s in all; per run: "
             f"collect {level['collect_sps']:.1f}, update {level['update_sps']:.1f} "
-            f"samples/s, {memory} {level['peak_mib']:.0f} MiB",
+            f"samples/s, {memory} {level['peak_mib']:.0f} MiB"
+            + (
+                f" (reserved {level['reserved_mib']:.0f} MiB; card in use at the end "
+                f"{level['card_used_mib']:.0f} MiB)"
+                if "reserved_mib" in level
+                else ""
+            ),
             flush=True,
         )
     ours = result["levels"][0]["total_sps"] if levels[0] == 1 else None
@@ -325,4 +354,5 @@ def _single(args: argparse.Namespace, ppo_cfg: PPOConfig) -> dict[str, Any]:
         "collect_sps": round(r["collect_sps"], 1),
         "update_sps": round(r["update_sps"], 1),
         "peak_mib": round(r["peak_mib"], 1),
+        **{k: round(r[k], 1) for k in CARD_KEYS if k in r},
     }

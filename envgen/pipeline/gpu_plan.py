@@ -2,24 +2,31 @@
 
 Memory of one run on its GPU (`run_memory`), from the run's network, agent and batch sizes:
 
-- the CUDA context and torch's kernels of its process, `CONTEXT_GIB` (assumed);
+- the CUDA context and torch's kernels of its process, `CONTEXT_GIB`;
 - static state: weights, gradients and Adam moments, 16 bytes per parameter for PPO; AD
   keeps three Adam optimisers and a frozen copy for its auxiliary phase, 36 bytes;
 - buffers: the rollout (uint8 observations and a few floats per step); AD adds its
   auxiliary buffer of `aux_every` rollouts and its memories;
-- saved activations at the largest batch one backward pass sees, times `HEADROOM` for the
-  caching allocator and cuDNN workspaces. The bytes saved per observation are measured
-  here, on the CPU, with `torch.autograd.graph.saved_tensors_hooks` over a real forward
-  and loss of the network (`activation_bytes_per_row`). PPO's batch is a minibatch,
+- saved activations at the largest batch one backward pass sees, times `HEADROOM` for
+  cuDNN workspaces and temporaries. The bytes saved per observation are measured here,
+  on the CPU, with `torch.autograd.graph.saved_tensors_hooks` over a real forward and
+  loss of the network (`activation_bytes_per_row`). PPO's batch is a minibatch,
   rollout / minibatches observations (paper: 512); AD's auxiliary batches see 3
   observations per element (the matching loss encodes the anchor's before and after
   images and the regulariser's step, all with gradients), `3 x ADConfig.batch_size`
-  (1,536), which is why AD needs about 3 times PPO's memory.
+  (1,536), which is why AD needs about 3 times PPO's memory;
+- the three tensor parts together are the peak torch allocates; the card loses
+  `RESERVED_FACTOR` times that to the caching allocator's reservation.
+
+Measured on one H100 (torch 2.11 + CUDA 13.0, 2026-11-26; results/gpu/2026-11-26-h100):
+a paper-network PPO run's allocated peak was 5,578 MiB, which the tensor parts predict
+(5.0 GiB); eight such runs at once each reserved up to 9,902 MiB (1.78 x the peak) and
+filled the card (80,244 MiB in use); ten at once ran out of memory. The plan before
+this measurement (0.5 GiB context, no reservation factor) put 13 on the card.
 
 `runs_per_gpu` fits as many such runs as the card's memory less a reserve holds, at least
-one. GPU-hours of a plan divide its env steps by a per-GPU throughput: measured where
-given (`--gpu-sps`, from `envgen bench train --device cuda --concurrency ...`), else the
-`ASSUMED_GPU_SPS` figure, an assumption labelled as such until measured.
+one. GPU-hours of a plan divide its env steps by a per-GPU throughput: `--gpu-sps` where
+given, else `GPU_SPS`, each figure labelled measured or assumed.
 """
 
 from __future__ import annotations
@@ -33,16 +40,27 @@ import numpy as np
 from envgen.agents.config import ADConfig, ModelConfig, PPOConfig
 
 GIB = 2**30
-CONTEXT_GIB = 0.5  # CUDA context + kernels per process (assumed)
-HEADROOM = 1.25  # caching allocator and cuDNN workspace over the saved activations
+# CUDA context + kernels per process: 769 MiB measured (card in use less torch's
+# reservation, one run alone on an H100)
+CONTEXT_GIB = 0.75
+HEADROOM = 1.25  # cuDNN workspaces and temporaries over the saved activations
+# The caching allocator's reservation over the allocated peak: 9,902 / 5,578 MiB = 1.78,
+# measured with 8 paper-network PPO runs on one H100 (deterministic, float32)
+RESERVED_FACTOR = 1.8
 DEFAULT_CARD_GIB = 80.0  # planning size where no GPU is visible (an 80 GB H100 or A100)
 DEFAULT_RESERVE_GIB = 4.0  # left free on each GPU
 AD_ROWS_PER_AUX_ELEMENT = 3  # matching: before + after + regulariser step, with gradients
-# Env steps/s of all runs on one GPU together, by network: ASSUMED, not measured (no GPU
-# has run this code yet). The paper network costs about 9 GFLOP per env step with its
-# 3 PPO epochs (`envgen train --help`); 2,000 steps/s is 18 TFLOP/s of float32 work.
-ASSUMED_GPU_SPS = {"paper": 2_000.0, "impala-small": 10_000.0, "nature": 20_000.0}
-AD_COST = 3.0  # AD's env step costs this many PPO steps of GPU time (assumed)
+# Env steps/s of all runs on one GPU together, by network, and where the figure comes
+# from. The paper network's is measured: `envgen bench train --device cuda --model paper
+# --agent ppo --deterministic --concurrency 8` on one H100 gave 1,289 (4 runs: 1,216;
+# 1 run: 942), and 7 pipeline runs on it about 1,365: the card's float32 update work
+# saturates it from about 4 runs on. The other two networks have not run on a GPU.
+GPU_SPS = {
+    "paper": (1_290.0, "measured on one H100, PPO, deterministic float32"),
+    "impala-small": (10_000.0, "ASSUMED, not measured"),
+    "nature": (20_000.0, "ASSUMED, not measured"),
+}
+AD_COST = 3.0  # AD's env step costs this many PPO steps of GPU time (ASSUMED, not measured)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,13 +75,19 @@ class RunMemory:
 
     @property
     def total(self) -> int:
-        return int(CONTEXT_GIB * GIB + self.static + self.buffers + HEADROOM * self.activations)
+        return int(CONTEXT_GIB * GIB + RESERVED_FACTOR * self.allocated)
+
+    @property
+    def allocated(self) -> int:
+        """The peak torch allocates (`torch.cuda.max_memory_allocated`)."""
+        return int(self.static + self.buffers + HEADROOM * self.activations)
 
     def describe(self) -> str:
         return (
             f"{self.total / GIB:.1f} GiB a run ({self.parameters / 1e6:.1f}M parameters, "
             f"{self.rows} observations per backward pass: {self.activations / GIB:.1f} GiB "
-            f"saved activations x {HEADROOM}, {CONTEXT_GIB} GiB context)"
+            f"saved activations x {HEADROOM}; {self.allocated / GIB:.1f} GiB allocated x "
+            f"{RESERVED_FACTOR} reserved, {CONTEXT_GIB} GiB context)"
         )
 
 
@@ -141,10 +165,17 @@ def card_memory(gib: float, device: str = "cuda") -> tuple[int, str]:
     return int(DEFAULT_CARD_GIB * GIB), f"{DEFAULT_CARD_GIB:g} GiB (no GPU here: assumed card)"
 
 
+def gpu_rate(model: str, sps: float | None) -> tuple[float, str]:
+    """(env steps/s per GPU, where it comes from): `sps` when given, else `GPU_SPS`."""
+    if sps is not None:
+        return sps, "measured (--gpu-sps)"
+    return GPU_SPS.get(model, GPU_SPS["paper"])
+
+
 def gpu_hours(steps: float, ad_steps: float, model: str, sps: float | None) -> float:
     """GPU-hours of `steps` env steps of `model` runs, `ad_steps` of them AD's (each
-    costing `AD_COST`), at `sps` env steps/s per GPU (None: `ASSUMED_GPU_SPS`)."""
-    rate = sps if sps is not None else ASSUMED_GPU_SPS.get(model, ASSUMED_GPU_SPS["paper"])
+    costing `AD_COST`), at `sps` env steps/s per GPU (None: `GPU_SPS`)."""
+    rate, _ = gpu_rate(model, sps)
     return (steps + (AD_COST - 1.0) * ad_steps) / rate / 3600
 
 

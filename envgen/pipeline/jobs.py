@@ -102,6 +102,13 @@ class Settings:
     """LLM cache access."""
 
 
+OUT_OF_MEMORY = (
+    "out of GPU memory: too many runs share the card; set execution.gpus_per_run "
+    "(0.25 = at most 4 runs a GPU) or a smaller execution.gpu_memory_gib, and run again "
+    "(the run resumes from its last checkpoint). torch: "
+)
+
+
 def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
     """Run one job (see the module docstring); safe to call again after a kill."""
     # torch and the training loop are imported here, where a job runs: the pipeline's
@@ -136,6 +143,8 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
         if transport_failure(exc):  # the server, not the reply: retried like any failure
             return JobResult(job.key, FAILED, str(run_dir), reason)
         return JobResult(job.key, LLM_UNUSABLE, str(run_dir), reason)  # replays the same way
+    except torch.OutOfMemoryError as exc:  # the fix first: the log line is cut at 200
+        return JobResult(job.key, FAILED, str(run_dir), OUT_OF_MEMORY + str(exc).strip())
     except Exception as exc:  # noqa: BLE001 - reported per job, retried by the executor
         last = traceback.format_exception_only(exc)[-1].strip()
         return JobResult(job.key, FAILED, str(run_dir), _scrubbed(last))

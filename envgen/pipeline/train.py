@@ -239,19 +239,24 @@ def gpu_summary(
         alone = gpu_plan.runs_per_gpu(memory.total, card, reserve)
         lines.append(f"  {'/'.join(kind)}: {alone} runs per GPU; {memory.describe()}")
     lines.append(f"  runs per GPU when these rows run together: {fit} (the largest run's)")
-    total = 0.0
+    total, sources = 0.0, set()
     for model in sorted({c.model for c in configs}):
         steps = sum(c.total_steps for c in configs if c.model == model)
         ad_steps = sum(c.total_steps for c in configs if c.model == model and c.agent == "ad")
         hours = gpu_plan.gpu_hours(steps, ad_steps, model, gpu_sps)
-        rate = gpu_sps or gpu_plan.ASSUMED_GPU_SPS.get(model, gpu_plan.ASSUMED_GPU_SPS["paper"])
+        rate, source = gpu_plan.gpu_rate(model, gpu_sps)
+        sources.add(f"{model}: {source}")
+        if ad_steps:
+            sources.add(f"AD's step {gpu_plan.AD_COST:g} x PPO's: ASSUMED, not measured")
         total += hours
         lines.append(
             f"  GPU-hours, {model} network: {hours:,.0f} ({steps / 1e6:,.1f}M env steps at "
-            f"{rate:,.0f} per GPU-second)"
+            f"{rate:,.0f} per GPU-second: {source})"
         )
-    where = "measured (--gpu-sps)" if gpu_sps else "ASSUMED throughput, not measured"
-    lines.append(f"  GPU-hours in all: {total:,.0f} ({where}; docs/pipeline.md, 'GPU plan')")
+    lines.append(
+        f"  GPU-hours in all: {total:,.0f} ({'; '.join(sorted(sources))}; "
+        "docs/pipeline.md, 'GPU plan')"
+    )
     return lines
 
 
