@@ -22,9 +22,14 @@ PHASE_1 = [CrafterConfig(length=20), CrafterConfig(target_biome="mountain", leng
 PHASE_2 = [CrafterConfig(length=20, inventory=(("wood", 5),))]
 
 
-def _trainer(run_dir: Path, seed: int = 7) -> Trainer:
+def _trainer(run_dir: Path, seed: int = 7, checkpoint_seconds: float = 0.0) -> Trainer:
     return Trainer(
-        model_preset("nature"), PPO, seed, run_dir, env_factory=crafter_vec_env_factory(1)
+        model_preset("nature"),
+        PPO,
+        seed,
+        run_dir,
+        env_factory=crafter_vec_env_factory(1),
+        checkpoint_seconds=checkpoint_seconds,
     )
 
 
@@ -65,6 +70,20 @@ def test_killed_and_resumed_run_ends_identical(tmp_path):
     assert got[3] == expected[3] == 384
     assert got[0] == expected[0]  # every episode line, bit for bit
     assert got[1] == expected[1]  # losses of every rollout
+    assert all(torch.equal(got[2][k], expected[2][k]) for k in expected[2])
+
+    # Wall-clock checkpoints (`envgen gpu run`'s chunks), here after every rollout: the
+    # kill at 320 loses nothing, and the numbers are the uninterrupted run's.
+    clocked = _trainer(tmp_path / "clocked", checkpoint_seconds=1e-9)
+    _schedule(clocked, stop=320)
+    assert clocked.counters.checkpoints == 5
+    clocked.close()
+    resumed = _trainer(tmp_path / "clocked")
+    assert resumed.resume() and resumed.global_step == 320
+    _schedule(resumed)
+    got = _outcome(tmp_path / "clocked", resumed)
+    resumed.close()
+    assert got[:2] == expected[:2] and got[3] == expected[3]
     assert all(torch.equal(got[2][k], expected[2][k]) for k in expected[2])
 
     episodes = read_jsonl(tmp_path / "full" / "episodes.jsonl")

@@ -78,10 +78,12 @@ def test_bench_writes_both_agents(tmp_path, image_env):
 def test_run_in_chunks_then_pack_and_import(tmp_path, image_env):
     store, runs_root = tmp_path / "store", tmp_path / "results" / "runs"
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    smoke = params["profiles"]["smoke"]  # 4 rollouts of 512 steps, a checkpoint after each
-    smoke.update(step_scale=0.002, ppo={**smoke["ppo"], "checkpoint_every": 512})
+    smoke = params["profiles"]["smoke"]  # 4 rollouts of 512 steps
+    smoke.update(step_scale=0.002)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    # a wall-clock checkpoint after each rollout (checkpoint_every is 102,400 steps)
     row = ["smoke", "replication/table1.yaml", "--row", "PPO", "--seeds", "0"]
+    row += ["--checkpoint-minutes", "0.0001"]
     row += ["--params", str(tmp_path / "params.yaml"), "--store", str(store)]
     archives: list[Path] = []
     for call in range(12):  # each call trains at most ~20 s, then packs what finished

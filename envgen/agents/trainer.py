@@ -10,7 +10,9 @@ counted in whole rollouts: a call stops at the first rollout boundary at or past
 target, and the next call's target is absolute, so overshoot never accumulates.
 
 Resume semantics (docs/agent.md, "Reproducibility and resume"): a checkpoint is written every
-`PPOConfig.checkpoint_every` steps (whole rollouts) and on `checkpoint()`. It holds the
+`PPOConfig.checkpoint_every` steps (whole rollouts), at the first rollout boundary
+`checkpoint_seconds` after the last one when that is set (wall-clock jobs that get
+killed: `envgen gpu run`), and on `checkpoint()`. Writing one changes no number. It holds the
 vec env's state too (every env mid-episode, `get_state`), and the env keeps running:
 checkpoints never end an episode. A resumed run rebuilds the env from that state, so a
 run killed and resumed equals an uninterrupted one. Only a mixture switch (a phase
@@ -95,7 +97,7 @@ class Counters:
     rollouts: int = 0
     """Rollouts (PPO updates) done."""
     checkpoints: int = 0
-    """Checkpoints written; the env seed after a checkpoint derives from it."""
+    """Checkpoints written (a count only: the run's numbers do not depend on it)."""
     checkpoint_step: int = 0
     """Global step of the latest checkpoint."""
     episodes_cut: int = 0
@@ -118,6 +120,7 @@ class Trainer:
         summarize: Summarize = summarize,
         progress: bool = False,
         agent: str = "ppo",
+        checkpoint_seconds: float = 0.0,
     ):
         if agent not in AGENTS:
             raise ConfigError("agent", f"{agent!r}; allowed: {', '.join(AGENTS)}")
@@ -128,6 +131,8 @@ class Trainer:
         self.episode_record = episode_record
         self.summarize = summarize
         self.progress = progress
+        self.checkpoint_seconds = checkpoint_seconds
+        self._checkpointed_at = time.monotonic()
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(derive_seed(seed, "model"))
@@ -207,7 +212,10 @@ class Trainer:
             self._cut = 0
             bar.update(self.ppo_cfg.rollout_size)
             bar.set_postfix(sps=f"{sps:.0f}", score=self._running_score())
-            if self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0:
+            if self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0 or (
+                self.checkpoint_seconds
+                and time.monotonic() - self._checkpointed_at >= self.checkpoint_seconds
+            ):
                 self.checkpoint()
         bar.close()
         return self.summarize(finished) if finished else {"episodes": 0}
@@ -278,6 +286,7 @@ class Trainer:
         """Write a checkpoint, the vec env's running episodes included (module docstring)."""
         self.counters.checkpoints += 1
         self.counters.checkpoint_step = self.global_step
+        self._checkpointed_at = time.monotonic()
         env_state = None
         if self.env is not None:
             env_state = (mixture_to_plain(self.mixture), self.env.get_state())
@@ -350,9 +359,10 @@ class Trainer:
     def _restore_action_rng(self, saved: Any, counters: Counters) -> None:
         """Restore the action generator, or re-seed it when the checkpoint's is another
         device's: a CPU generator state (5,056 bytes) and a CUDA one (16 bytes) do not
-        convert. The re-seeded stream is fixed by (seed, checkpoints written), so a
+        convert. The re-seeded stream is fixed by (seed, the checkpoint's step), so a
         cross-device resume is reproducible but not the uninterrupted run's stream
-        (docs/agent.md, "Reproducibility and resume")."""
+        (docs/agent.md, "Reproducibility and resume"). The step, not the count of
+        checkpoints, since wall-clock checkpoints (`checkpoint_seconds`) vary that count."""
         if not isinstance(saved, dict) or not isinstance(saved.get("state"), torch.Tensor):
             raise ValueError("action_rng: expected {device, state}")
         ours = self.action_rng.get_state()
@@ -360,7 +370,7 @@ class Trainer:
         if saved.get("device") == self.device.type and state.shape == ours.shape:
             self.action_rng.set_state(state)
             return
-        self.action_rng.manual_seed(derive_seed(self.seed, "actions", counters.checkpoints))
+        self.action_rng.manual_seed(derive_seed(self.seed, "actions", counters.checkpoint_step))
 
     def close_env(self) -> None:
         """Close the vec env (unfinished episodes are dropped; used when a run ends)."""

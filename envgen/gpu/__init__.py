@@ -17,7 +17,7 @@ import argparse
 import time
 from pathlib import Path
 
-from envgen.gpu.chunk import seed_list
+from envgen.gpu.chunk import CHECKPOINT_MINUTES, seed_list
 from envgen.input_checks import number_in, whole_number
 
 BUDGET_MIN = 9.0  # a call's wall-clock budget: the job limit is 10 minutes
@@ -133,6 +133,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=BUDGET_MIN,
         help=f"wall-clock minutes of this call, packing included: more than 0, at most "
         f"{BUDGET_MIN:g} (the default)",
+    )
+    run.add_argument(
+        "--checkpoint-minutes",
+        type=number_in(0, BUDGET_MIN),
+        default=CHECKPOINT_MINUTES,
+        help="each run also checkpoints this long after its last checkpoint, so a stop at "
+        f"the budget loses at most this much of it (default {CHECKPOINT_MINUTES:g})",
     )
     run.set_defaults(func=_run)
 

@@ -3,7 +3,9 @@
 `run_chunk` starts the training in a child process (its own session) and ends it, and
 every process it started, when the budget is spent. Runs continue from their latest
 checkpoint in the next call (`execute_run` resumes; a checkpoint is atomic, so a kill
-while one is written leaves the previous one). The child is `python -m envgen.gpu.chunk`:
+while one is written leaves the previous one). Every run checkpoints at least every
+`CHECKPOINT_MINUTES` of wall clock, so a chunk loses at most that much of each run. The
+child is `python -m envgen.gpu.chunk`:
 the rows' jobs, planned from the replication files under the profile and filtered by row
 name and seed, through the pipeline's executor into the run store.
 """
@@ -25,6 +27,10 @@ from envgen.input_checks import unknown_key
 
 REPO = Path(__file__).resolve().parents[2]
 GRACE_S = 15.0  # after SIGTERM, before SIGKILL
+# Every run also checkpoints this long after its last checkpoint: 7 paper-network runs on
+# one H100 train about 196 env steps/s each, so `checkpoint_every` (102,400 steps) alone
+# would first checkpoint after 8.7 minutes, and a 9-minute chunk would keep nothing.
+CHECKPOINT_MINUTES = 2.0
 
 
 def check_store(store: Path) -> Path:
@@ -87,7 +93,7 @@ def child_command(args: argparse.Namespace) -> list[str]:
         cmd += ["--row", row]
     if args.seeds is not None:
         cmd += ["--seeds", ",".join(map(str, sorted(args.seeds)))]
-    return cmd
+    return cmd + ["--checkpoint-minutes", str(args.checkpoint_minutes)]
 
 
 def run_chunk(args: argparse.Namespace, budget_s: float) -> str:
@@ -117,6 +123,8 @@ def _stop(child: subprocess.Popen) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The child: plan, filter, execute (`envgen gpu run` starts it)."""
+    import dataclasses
+
     from envgen.pipeline.executor import execute
     from envgen.pipeline.job_status import FAILED
     from envgen.pipeline.jobs import LLMSpec
@@ -129,10 +137,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--params", type=Path, default=REPO / "params.yaml")
     parser.add_argument("--row", action="append")
     parser.add_argument("--seeds", type=seed_list)
+    parser.add_argument("--checkpoint-minutes", type=float, default=CHECKPOINT_MINUTES)
     args = parser.parse_args(argv)
     profile, executor, jobs = selected_jobs(args)
     llm = LLMSpec("replay", str(REPO / "data" / "llm_cache"))
-    results = execute(jobs, job_settings(profile, executor, args.store, llm), executor)
+    settings = job_settings(profile, executor, args.store, llm)
+    settings = dataclasses.replace(settings, checkpoint_minutes=args.checkpoint_minutes)
+    results = execute(jobs, settings, executor)
     return 1 if any(r.status == FAILED for r in results.values()) else 0
 
 

@@ -86,6 +86,7 @@ def rank_by_validation_agents(run: Run, pool: list[CrafterConfig]) -> list[int]:
             agent_dir,
             run.options.device,
             env_factory=crafter_vec_env_factory(run.options.num_workers),
+            checkpoint_seconds=60 * run.options.checkpoint_minutes,
         )
         try:
             trainer.resume()

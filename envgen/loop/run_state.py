@@ -43,6 +43,9 @@ class RunOptions:
     """Show tqdm progress bars."""
     resume: bool = True
     """Continue a partial run directory instead of refusing it."""
+    checkpoint_minutes: float = 0.0
+    """Also checkpoint at the first rollout boundary this long after the last one (0: only
+    every `checkpoint_every` steps): a job killed on a wall-clock budget keeps its work."""
 
 
 class CallLog:

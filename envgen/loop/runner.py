@@ -199,6 +199,7 @@ def execute_run(
         summarize=game.summarize,
         progress=options.progress,
         agent=config.agent,
+        checkpoint_seconds=60 * options.checkpoint_minutes,
     )
     run = Run(config, seed, paths, trainer, options, call_log, designer, game)
     try:

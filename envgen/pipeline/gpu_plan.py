@@ -18,15 +18,17 @@ Memory of one run on its GPU (`run_memory`), from the run's network, agent and b
 - the three tensor parts together are the peak torch allocates; the card loses
   `RESERVED_FACTOR` times that to the caching allocator's reservation.
 
-Measured on one H100 (torch 2.11 + CUDA 13.0, 2026-11-26; results/gpu/2026-11-26-h100):
-a paper-network PPO run's allocated peak was 5,578 MiB, which the tensor parts predict
-(5.0 GiB); eight such runs at once each reserved up to 9,902 MiB (1.78 x the peak) and
-filled the card (80,244 MiB in use); ten at once ran out of memory. The plan before
-this measurement (0.5 GiB context, no reservation factor) put 13 on the card.
+Measured on one H100 (torch 2.11 + CUDA 13.0, 2026-11-26; results/gpu/2026-11-26-h100),
+over one or two timed rollouts: a paper-network PPO run's allocated peak was 5,578 MiB,
+9% above what the tensor parts estimate (5,084 MiB); eight such runs at once each
+reserved up to 9,902 MiB and filled the card (80,244 MiB in use); ten at once ran out of
+memory. The plan before this measurement (0.5 GiB context, no reservation factor) put
+13 on the card. A whole 1M-step run's reservation is not measured.
 
 `runs_per_gpu` fits as many such runs as the card's memory less a reserve holds, at least
 one. GPU-hours of a plan divide its env steps by a per-GPU throughput: `--gpu-sps` where
-given, else `GPU_SPS`, each figure labelled measured or assumed.
+given, else `MEASURED_GPU_SPS` at the plan's runs per GPU, else `ASSUMED_GPU_SPS`; the
+plan labels each figure measured or assumed.
 """
 
 from __future__ import annotations
@@ -41,25 +43,23 @@ from envgen.agents.config import ADConfig, ModelConfig, PPOConfig
 
 GIB = 2**30
 # CUDA context + kernels per process: 769 MiB measured (card in use less torch's
-# reservation, one run alone on an H100)
+# reservation, one bf16 + TF32 run alone on an H100; not measured in float32)
 CONTEXT_GIB = 0.75
 HEADROOM = 1.25  # cuDNN workspaces and temporaries over the saved activations
-# The caching allocator's reservation over the allocated peak: 9,902 / 5,578 MiB = 1.78,
-# measured with 8 paper-network PPO runs on one H100 (deterministic, float32)
-RESERVED_FACTOR = 1.8
+# The card's reservation over the *estimated* allocated peak: an H100 reserved up to
+# 9,902 MiB per paper-network PPO run (8 at once, deterministic float32), 1.95 x the
+# 5,084 MiB `RunMemory.allocated` estimates (the measured peak was 5,578: 1.78 x that)
+RESERVED_FACTOR = 1.95
 DEFAULT_CARD_GIB = 80.0  # planning size where no GPU is visible (an 80 GB H100 or A100)
 DEFAULT_RESERVE_GIB = 4.0  # left free on each GPU
 AD_ROWS_PER_AUX_ELEMENT = 3  # matching: before + after + regulariser step, with gradients
-# Env steps/s of all runs on one GPU together, by network, and where the figure comes
-# from. The paper network's is measured: `envgen bench train --device cuda --model paper
-# --agent ppo --deterministic --concurrency 8` on one H100 gave 1,289 (4 runs: 1,216;
-# 1 run: 942), and 7 pipeline runs on it about 1,365: the card's float32 update work
-# saturates it from about 4 runs on. The other two networks have not run on a GPU.
-GPU_SPS = {
-    "paper": (1_290.0, "measured on one H100, PPO, deterministic float32"),
-    "impala-small": (10_000.0, "ASSUMED, not measured"),
-    "nature": (20_000.0, "ASSUMED, not measured"),
-}
+# Env steps/s of all runs on one GPU together, by network and runs at once. The paper
+# network's are measured: `envgen bench train --device cuda --model paper --agent ppo
+# --deterministic --concurrency N` on one H100 (results/gpu/2026-11-26-h100); 7 pipeline
+# runs there trained at about 1,370. The other two networks have not run on a GPU.
+MEASURED_GPU_SPS = {"paper": {1: 942.0, 4: 1_216.0, 8: 1_289.0}}
+MEASURED_ON = "one H100, PPO, deterministic float32"
+ASSUMED_GPU_SPS = {"impala-small": 10_000.0, "nature": 20_000.0}
 AD_COST = 3.0  # AD's env step costs this many PPO steps of GPU time (ASSUMED, not measured)
 
 
@@ -165,17 +165,23 @@ def card_memory(gib: float, device: str = "cuda") -> tuple[int, str]:
     return int(DEFAULT_CARD_GIB * GIB), f"{DEFAULT_CARD_GIB:g} GiB (no GPU here: assumed card)"
 
 
-def gpu_rate(model: str, sps: float | None) -> tuple[float, str]:
-    """(env steps/s per GPU, where it comes from): `sps` when given, else `GPU_SPS`."""
+def gpu_rate(model: str, sps: float | None, runs: int = 1) -> tuple[float, str]:
+    """(env steps/s per GPU, where it comes from) with `runs` runs at once on a card:
+    `sps` when given; else the measurement at the most runs at once not above `runs`
+    (never a rate the plan's packing did not reach); else `ASSUMED_GPU_SPS`."""
     if sps is not None:
         return sps, "measured (--gpu-sps)"
-    return GPU_SPS.get(model, GPU_SPS["paper"])
+    if model in MEASURED_GPU_SPS:
+        levels = MEASURED_GPU_SPS[model]
+        level = max((n for n in levels if n <= runs), default=min(levels))
+        return levels[level], f"measured on {MEASURED_ON}, {level} run(s) at once"
+    return ASSUMED_GPU_SPS[model], "ASSUMED, not measured"
 
 
-def gpu_hours(steps: float, ad_steps: float, model: str, sps: float | None) -> float:
+def gpu_hours(steps: float, ad_steps: float, model: str, sps: float | None, runs: int = 1) -> float:
     """GPU-hours of `steps` env steps of `model` runs, `ad_steps` of them AD's (each
-    costing `AD_COST`), at `sps` env steps/s per GPU (None: `GPU_SPS`)."""
-    rate, _ = gpu_rate(model, sps)
+    costing `AD_COST`), at `gpu_rate(model, sps, runs)`."""
+    rate, _ = gpu_rate(model, sps, runs)
     return (steps + (AD_COST - 1.0) * ad_steps) / rate / 3600
 
 

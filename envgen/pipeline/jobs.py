@@ -98,15 +98,15 @@ class Settings:
     """Torch intra-op threads per run (part of the profile: float sums depend on it)."""
     deterministic: bool = False
     """Deterministic GPU kernels (`envgen.agents.device.set_deterministic`); no CPU effect."""
+    checkpoint_minutes: float = 0.0
+    """`RunOptions.checkpoint_minutes`: `envgen gpu run` sets it; no effect on numbers."""
     llm: LLMSpec = LLMSpec()
     """LLM cache access."""
 
 
-OUT_OF_MEMORY = (
-    "out of GPU memory: too many runs share the card; set execution.gpus_per_run "
-    "(0.25 = at most 4 runs a GPU) or a smaller execution.gpu_memory_gib, and run again "
-    "(the run resumes from its last checkpoint). torch: "
-)
+# Short, so that torch's own figures (tried to allocate, free) survive the log's cut at
+# 200 characters; docs/pipeline.md, "GPU plan", says the rest.
+OUT_OF_MEMORY = "out of GPU memory: lower execution.gpus_per_run (0.25 = 4 runs a GPU); "
 
 
 def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
@@ -129,7 +129,11 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
             play_random(job.episodes, job.seed, run_dir)
             return JobResult(job.key, DONE, str(run_dir))
         llm = settings.llm.build(job.config.llm_model) if job.config.uses_llm else None
-        options = RunOptions(device=settings.device, num_workers=settings.env_workers)
+        options = RunOptions(
+            device=settings.device,
+            num_workers=settings.env_workers,
+            checkpoint_minutes=settings.checkpoint_minutes,
+        )
         try:
             execute_run(job.config, job.seed, settings.runs_root, llm, options)
         except CacheMissError:
@@ -143,8 +147,9 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
         if transport_failure(exc):  # the server, not the reply: retried like any failure
             return JobResult(job.key, FAILED, str(run_dir), reason)
         return JobResult(job.key, LLM_UNUSABLE, str(run_dir), reason)  # replays the same way
-    except torch.OutOfMemoryError as exc:  # the fix first: the log line is cut at 200
-        return JobResult(job.key, FAILED, str(run_dir), OUT_OF_MEMORY + str(exc).strip())
+    except torch.cuda.OutOfMemoryError as exc:  # the fix first: the log line is cut at 200
+        reason = OUT_OF_MEMORY + str(exc).strip()
+        return JobResult(job.key, FAILED, str(run_dir), _scrubbed(reason))
     except Exception as exc:  # noqa: BLE001 - reported per job, retried by the executor
         last = traceback.format_exception_only(exc)[-1].strip()
         return JobResult(job.key, FAILED, str(run_dir), _scrubbed(last))

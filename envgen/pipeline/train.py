@@ -243,8 +243,8 @@ def gpu_summary(
     for model in sorted({c.model for c in configs}):
         steps = sum(c.total_steps for c in configs if c.model == model)
         ad_steps = sum(c.total_steps for c in configs if c.model == model and c.agent == "ad")
-        hours = gpu_plan.gpu_hours(steps, ad_steps, model, gpu_sps)
-        rate, source = gpu_plan.gpu_rate(model, gpu_sps)
+        hours = gpu_plan.gpu_hours(steps, ad_steps, model, gpu_sps, fit)
+        rate, source = gpu_plan.gpu_rate(model, gpu_sps, fit)
         sources.add(f"{model}: {source}")
         if ad_steps:
             sources.add(f"AD's step {gpu_plan.AD_COST:g} x PPO's: ASSUMED, not measured")
@@ -352,7 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--gpu-sps",
         type=float,
         help="--plan: measured env steps/s of one GPU with its runs together "
-        "(`envgen bench train --device cuda`), instead of the assumed figure",
+        "(`envgen bench train --device cuda`), instead of gpu_plan's measured or assumed "
+        "figures",
     )
     args = parser.parse_args(argv)
     if args.runs_root is None and not args.plan:
