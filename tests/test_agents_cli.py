@@ -46,5 +46,4 @@ def test_bench_train_prints_json():
         assert min(level[k] for k in ("total_sps", "collect_sps", "update_sps", "peak_mib")) > 0
     assert last["ours_sps"] == last["levels"][0]["total_sps"] > 0 and last["reference_sps"] > 0
     assert last["ratio"] == pytest.approx(last["ours_sps"] / last["reference_sps"], rel=0.01)
-    alone = _envgen("bench", "train", "--rollouts", "1", "--no-reference", *TINY)
-    assert "reference_sps" not in json.loads(alone.stdout.splitlines()[-1])
+    # --no-reference: tests/test_gpu_driver.py::test_bench_writes_both_agents

@@ -72,6 +72,7 @@ def test_bench_writes_both_agents(tmp_path, image_env):
     )  # fmt: skip
     bench = json.loads((out / "bench.json").read_text())
     assert set(bench) == {"ppo", "ad"} and bench["ad"]["levels"][0]["total_sps"] > 0
+    assert "reference_sps" not in bench["ppo"]  # --no-reference: no CPU reference timed
 
 
 @pytest.mark.slow
