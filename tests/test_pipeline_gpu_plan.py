@@ -76,21 +76,31 @@ def test_plan_prints_runs_per_gpu_and_gpu_hours(capsys):
     assert "measured (--gpu-sps)" in capsys.readouterr().out
 
 
-def test_a_run_out_of_gpu_memory_fails_with_the_fix(tmp_path, monkeypatch):
-    """The H100's three out-of-memory runs were logged as torch's message cut at 200
-    characters, which never reached what to change."""
+def _torch_error(kind: str) -> Exception:
     import torch
 
+    if kind == "torch":
+        return torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 MiB. " * 5)
+    if kind == "cublas":  # what torch raises when cuBLAS cannot allocate its handle
+        return RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate`")
+    return RuntimeError("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)")
+
+
+@pytest.mark.parametrize("kind", ["torch", "cublas", "other"])
+def test_a_run_out_of_gpu_memory_fails_with_the_fix(tmp_path, monkeypatch, kind):
+    """The H100's three out-of-memory runs were logged as torch's message cut at 200
+    characters, which never reached what to change."""
     from envgen.loop import runner
     from envgen.pipeline.job_status import FAILED
     from envgen.pipeline.jobs import run_job
 
-    def out_of_memory(*args, **kwargs):
-        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 MiB. " * 5)
+    def fails(*args, **kwargs):
+        raise _torch_error(kind)
 
-    monkeypatch.setattr(runner, "execute_run", out_of_memory)
+    monkeypatch.setattr(runner, "execute_run", fails)
     settings = Settings(runs_root=str(tmp_path), versions={"crafter": "f0"})
     result = run_job(Job(RunConfig(method="original_only"), 0), settings)
     assert result.status == FAILED
     shown = result.reason[:200]  # what the executor's log line keeps
-    assert "execution.gpus_per_run" in shown and "Tried to allocate 64.00 MiB" in shown
+    assert ("execution.gpus_per_run" in shown) == (kind != "other")
+    assert str(_torch_error(kind))[:40] in shown

@@ -18,6 +18,7 @@ import shutil
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from envgen.agents.device import set_deterministic
 from envgen.errors import CacheMissError, EnvGenError, LLMResponseError, LLMTransportError
@@ -107,6 +108,7 @@ class Settings:
 # Short, so that torch's own figures (tried to allocate, free) survive the log's cut at
 # 200 characters; docs/pipeline.md, "GPU plan", says the rest.
 OUT_OF_MEMORY = "out of GPU memory: lower execution.gpus_per_run (0.25 = 4 runs a GPU); "
+GPU_ALLOC_FAILURES = ("CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED")
 
 
 def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
@@ -147,12 +149,20 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
         if transport_failure(exc):  # the server, not the reply: retried like any failure
             return JobResult(job.key, FAILED, str(run_dir), reason)
         return JobResult(job.key, LLM_UNUSABLE, str(run_dir), reason)  # replays the same way
-    except torch.cuda.OutOfMemoryError as exc:  # the fix first: the log line is cut at 200
-        reason = OUT_OF_MEMORY + str(exc).strip()
-        return JobResult(job.key, FAILED, str(run_dir), _scrubbed(reason))
     except Exception as exc:  # noqa: BLE001 - reported per job, retried by the executor
-        last = traceback.format_exception_only(exc)[-1].strip()
-        return JobResult(job.key, FAILED, str(run_dir), _scrubbed(last))
+        if _out_of_gpu_memory(exc, torch):  # the fix first: the log line is cut at 200
+            reason = OUT_OF_MEMORY + str(exc).strip()
+        else:
+            reason = traceback.format_exception_only(exc)[-1].strip()
+        return JobResult(job.key, FAILED, str(run_dir), _scrubbed(reason))
+
+
+def _out_of_gpu_memory(exc: Exception, torch: Any) -> bool:
+    """torch's out-of-memory error, or a cuBLAS or cuDNN allocation failure, which torch
+    raises as a plain RuntimeError."""
+    return isinstance(exc, torch.cuda.OutOfMemoryError) or (
+        isinstance(exc, RuntimeError) and any(text in str(exc) for text in GPU_ALLOC_FAILURES)
+    )
 
 
 def _scrubbed(reason: str) -> str:
