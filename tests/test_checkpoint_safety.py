@@ -125,14 +125,16 @@ def test_malicious_checkpoint_through_the_cli(checkpointed, tmp_path):
 
 def test_cuda_generator_layout_resumes_on_cpu(checkpointed, tmp_path):
     """A checkpoint written on a GPU (action generator state of 16 bytes) resumes on the
-    CPU: the generator is re-seeded from (seed, checkpoints written), so two such
-    resumes agree with each other (not with the GPU run's action stream)."""
+    CPU: the generator is re-seeded from (seed, the checkpoint's step), so two such
+    resumes agree with each other (not with the GPU run's action stream), also when one
+    run wrote more checkpoints before it (wall-clock checkpoints vary that count)."""
     outcomes = []
-    for name in ("a", "b"):
+    for name, extra_checkpoints in (("a", 0), ("b", 3)):
         run_dir = _copy_run(checkpointed, tmp_path / name)
         state = _raw(run_dir)
         assert state["action_rng"]["state"].numel() == 5056  # the CPU layout
         state["action_rng"] = {"device": "cuda", "state": torch.zeros(16, dtype=torch.uint8)}
+        state["counters"]["checkpoints"] += extra_checkpoints
         torch.save(state, run_dir / "checkpoints" / LATEST)
         trainer = _trainer(run_dir)
         assert trainer.resume() and trainer.global_step == 32

@@ -82,7 +82,8 @@ def test_run_in_chunks_then_pack_and_import(tmp_path, image_env):
     smoke = params["profiles"]["smoke"]  # 4 rollouts of 512 steps
     smoke.update(step_scale=0.002)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    # a wall-clock checkpoint after each rollout (checkpoint_every is 102,400 steps)
+    # a wall-clock checkpoint after each rollout (smoke's checkpoint_every, 4,096 steps,
+    # lies beyond this 2,048-step run)
     row = ["smoke", "replication/table1.yaml", "--row", "PPO", "--seeds", "0"]
     row += ["--checkpoint-minutes", "0.0001"]
     row += ["--params", str(tmp_path / "params.yaml"), "--store", str(store)]
@@ -278,3 +279,15 @@ def test_run_seeds_are_checked_when_parsed(capsys, seeds):
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1
     assert "argument --seeds" in err and seeds in err
+
+
+def test_a_checkpoint_gap_past_the_training_time_is_refused(tmp_path, capsys):
+    """A run would never checkpoint inside the call, and the stop would lose its work."""
+    from envgen.cli import main
+
+    args = ["gpu", "run", "smoke", "replication/table1.yaml", "--store", str(tmp_path / "s")]
+    args += ["--out", str(tmp_path / "o"), "--budget-min", "1", "--checkpoint-minutes", "0.8"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "--checkpoint-minutes: 0.8 is not below this call's training time (0.75" in err
+    assert not (tmp_path / "s").exists()

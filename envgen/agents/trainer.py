@@ -354,6 +354,7 @@ class Trainer:
         self.metrics.truncate_after(self.global_step)
         self.close_env()
         self._saved_env = saved_env
+        self._checkpointed_at = time.monotonic()
         return True
 
     def _restore_action_rng(self, saved: Any, counters: Counters) -> None:

@@ -17,6 +17,7 @@ import argparse
 import time
 from pathlib import Path
 
+from envgen.errors import ConfigError
 from envgen.gpu.chunk import CHECKPOINT_MINUTES, seed_list
 from envgen.input_checks import number_in, whole_number
 
@@ -29,9 +30,16 @@ def _run(args: argparse.Namespace) -> int:
     from envgen.gpu.chunk import check_store, run_chunk, selected_jobs
 
     started = time.monotonic()
+    budget_s = args.budget_min * 60 - min(PACK_RESERVE_S, args.budget_min * 15)
+    if args.checkpoint_minutes * 60 >= budget_s:
+        raise ConfigError(
+            "--checkpoint-minutes",
+            f"{args.checkpoint_minutes:g} is not below this call's training time "
+            f"({budget_s / 60:.2f} of --budget-min {args.budget_min:g}): no run would "
+            "checkpoint before the stop; give less",
+        )
     selected_jobs(args)  # the child plans again; a mistake here is one line, no child
     args.store = check_store(args.store)
-    budget_s = args.budget_min * 60 - min(PACK_RESERVE_S, args.budget_min * 15)
     outcome = run_chunk(args, budget_s)
     written, notes = pack_runs(args.store, args.out)
     for line in notes:

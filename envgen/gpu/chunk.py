@@ -13,6 +13,7 @@ name and seed, through the pipeline's executor into the run store.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import subprocess
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.errors import ConfigError
-from envgen.input_checks import unknown_key
+from envgen.input_checks import number_in, unknown_key
 
 REPO = Path(__file__).resolve().parents[2]
 GRACE_S = 15.0  # after SIGTERM, before SIGKILL
@@ -137,7 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--params", type=Path, default=REPO / "params.yaml")
     parser.add_argument("--row", action="append")
     parser.add_argument("--seeds", type=seed_list)
-    parser.add_argument("--checkpoint-minutes", type=float, default=CHECKPOINT_MINUTES)
+    parser.add_argument(
+        "--checkpoint-minutes", type=number_in(0, math.inf), default=CHECKPOINT_MINUTES
+    )
     args = parser.parse_args(argv)
     profile, executor, jobs = selected_jobs(args)
     llm = LLMSpec("replay", str(REPO / "data" / "llm_cache"))

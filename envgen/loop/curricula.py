@@ -86,8 +86,7 @@ def rank_by_validation_agents(run: Run, pool: list[CrafterConfig]) -> list[int]:
             agent_dir,
             run.options.device,
             env_factory=crafter_vec_env_factory(run.options.num_workers),
-            checkpoint_seconds=60 * run.options.checkpoint_minutes,
-        )
+        )  # no wall-clock checkpoints: they would stay inside the run (its manifest, archive)
         try:
             trainer.resume()
             trainer.train_until(run.config.validation_steps, [env], phase="validation")

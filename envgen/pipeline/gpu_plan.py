@@ -20,7 +20,7 @@ Memory of one run on its GPU (`run_memory`), from the run's network, agent and b
 
 Measured on one H100 (torch 2.11 + CUDA 13.0, 2026-11-26; results/gpu/2026-11-26-h100),
 over one or two timed rollouts: a paper-network PPO run's allocated peak was 5,578 MiB,
-9% above what the tensor parts estimate (5,084 MiB); eight such runs at once each
+10% above what the tensor parts estimate (5,084 MiB); eight such runs at once each
 reserved up to 9,902 MiB and filled the card (80,244 MiB in use); ten at once ran out of
 memory. The plan before this measurement (0.5 GiB context, no reservation factor) put
 13 on the card. A whole 1M-step run's reservation is not measured.

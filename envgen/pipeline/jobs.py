@@ -108,7 +108,14 @@ class Settings:
 # Short, so that torch's own figures (tried to allocate, free) survive the log's cut at
 # 200 characters; docs/pipeline.md, "GPU plan", says the rest.
 OUT_OF_MEMORY = "out of GPU memory: lower execution.gpus_per_run (0.25 = 4 runs a GPU); "
-GPU_ALLOC_FAILURES = ("CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED")
+# Allocation failures torch raises as a plain RuntimeError: cuBLAS, cuDNN 8 and 9
+# (CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED), and the CUDA runtime's own.
+GPU_ALLOC_FAILURES = (
+    "CUBLAS_STATUS_ALLOC_FAILED",
+    "CUDNN_STATUS_ALLOC_FAILED",
+    "ALLOCATION_FAILED",
+    "CUDA error: out of memory",
+)
 
 
 def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
@@ -151,7 +158,7 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
         return JobResult(job.key, LLM_UNUSABLE, str(run_dir), reason)  # replays the same way
     except Exception as exc:  # noqa: BLE001 - reported per job, retried by the executor
         if _out_of_gpu_memory(exc, torch):  # the fix first: the log line is cut at 200
-            reason = OUT_OF_MEMORY + str(exc).strip()
+            reason = OUT_OF_MEMORY + " ".join(str(exc).split())  # CUDA's text spans lines
         else:
             reason = traceback.format_exception_only(exc)[-1].strip()
         return JobResult(job.key, FAILED, str(run_dir), _scrubbed(reason))
