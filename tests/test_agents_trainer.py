@@ -48,6 +48,23 @@ def _outcome(run_dir: Path, trainer: Trainer) -> tuple:
     return (run_dir / "episodes.jsonl").read_text(), metrics, params, trainer.global_step
 
 
+def _killed_then_resumed(run_dir: Path, stop: int, checkpoint_seconds: float = 0.0):
+    """The schedule stopped at `stop` without saving, as if killed, then resumed and
+    finished: (checkpoints written before the kill, step resumed from, outcome)."""
+    killed = _trainer(run_dir, checkpoint_seconds=checkpoint_seconds)
+    _schedule(killed, stop=stop)
+    assert killed.global_step == stop
+    written = killed.counters.checkpoints
+    killed.close()
+    resumed = _trainer(run_dir)
+    assert resumed.resume()
+    step = resumed.global_step
+    _schedule(resumed)
+    got = _outcome(run_dir, resumed)
+    resumed.close()
+    return written, step, got
+
+
 def test_killed_and_resumed_run_ends_identical(tmp_path):
     # Uninterrupted run.
     full = _trainer(tmp_path / "full")
@@ -57,16 +74,8 @@ def test_killed_and_resumed_run_ends_identical(tmp_path):
 
     # Same seed, stopped one rollout after its 2nd checkpoint (step 256) without saving,
     # as if killed; its logs hold a rollout the resumed run must redo.
-    killed = _trainer(tmp_path / "resumed")
-    _schedule(killed, stop=320)
-    assert killed.counters.checkpoints == 2 and killed.global_step == 320
-    killed.close()
-    resumed = _trainer(tmp_path / "resumed")
-    assert resumed.resume() and resumed.global_step == 256
-    _schedule(resumed)
-    got = _outcome(tmp_path / "resumed", resumed)
-    resumed.close()
-
+    written, step, got = _killed_then_resumed(tmp_path / "resumed", stop=320)
+    assert written == 2 and step == 256
     assert got[3] == expected[3] == 384
     assert got[0] == expected[0]  # every episode line, bit for bit
     assert got[1] == expected[1]  # losses of every rollout
@@ -74,15 +83,8 @@ def test_killed_and_resumed_run_ends_identical(tmp_path):
 
     # Wall-clock checkpoints (`envgen gpu run`'s chunks), here after every rollout: the
     # kill at 320 loses nothing, and the numbers are the uninterrupted run's.
-    clocked = _trainer(tmp_path / "clocked", checkpoint_seconds=1e-9)
-    _schedule(clocked, stop=320)
-    assert clocked.counters.checkpoints == 5
-    clocked.close()
-    resumed = _trainer(tmp_path / "clocked")
-    assert resumed.resume() and resumed.global_step == 320
-    _schedule(resumed)
-    got = _outcome(tmp_path / "clocked", resumed)
-    resumed.close()
+    written, step, got = _killed_then_resumed(tmp_path / "clocked", 320, checkpoint_seconds=1e-9)
+    assert written == 5 and step == 320
     assert got[:2] == expected[:2] and got[3] == expected[3]
     assert all(torch.equal(got[2][k], expected[2][k]) for k in expected[2])
 

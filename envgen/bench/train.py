@@ -292,9 +292,14 @@ def _level(args: argparse.Namespace, ppo_cfg: PPOConfig, runs: int) -> dict[str,
     errors = [r["error"] for r in results if "error" in r]
     if errors:
         raise ConfigError("concurrency", f"{runs} runs at once failed: {errors[0]}")
+    return _summary(results)
+
+
+def _summary(results: list[dict[str, float]]) -> dict[str, Any]:
+    """A level's line: total env steps/s of its runs, per-run means, peak memory."""
     mean = {k: float(np.mean([r[k] for r in results])) for k in results[0]}
     return {
-        "runs": runs,
+        "runs": len(results),
         "total_sps": round(sum(r["steps"] for r in results) / max(r["wall_s"] for r in results), 1),
         "collect_sps": round(mean["collect_sps"], 1),
         "update_sps": round(mean["update_sps"], 1),
@@ -347,12 +352,4 @@ def run(args: argparse.Namespace) -> int:
 
 def _single(args: argparse.Namespace, ppo_cfg: PPOConfig) -> dict[str, Any]:
     """One run in this process (no spawn: the CPU default and the reference's peer)."""
-    r = _one_run(args, ppo_cfg, reference=False)
-    return {
-        "runs": 1,
-        "total_sps": round(r["sps"], 1),
-        "collect_sps": round(r["collect_sps"], 1),
-        "update_sps": round(r["update_sps"], 1),
-        "peak_mib": round(r["peak_mib"], 1),
-        **{k: round(r[k], 1) for k in CARD_KEYS if k in r},
-    }
+    return _summary([_one_run(args, ppo_cfg, reference=False)])

@@ -178,10 +178,9 @@ def gpu_rate(model: str, sps: float | None, runs: int = 1) -> tuple[float, str]:
     return ASSUMED_GPU_SPS[model], "ASSUMED, not measured"
 
 
-def gpu_hours(steps: float, ad_steps: float, model: str, sps: float | None, runs: int = 1) -> float:
-    """GPU-hours of `steps` env steps of `model` runs, `ad_steps` of them AD's (each
-    costing `AD_COST`), at `gpu_rate(model, sps, runs)`."""
-    rate, _ = gpu_rate(model, sps, runs)
+def gpu_hours(steps: float, ad_steps: float, rate: float) -> float:
+    """GPU-hours of `steps` env steps, `ad_steps` of them AD's (each costing `AD_COST`),
+    at `rate` env steps/s per GPU (`gpu_rate`)."""
     return (steps + (AD_COST - 1.0) * ad_steps) / rate / 3600
 
 

@@ -243,8 +243,8 @@ def gpu_summary(
     for model in sorted({c.model for c in configs}):
         steps = sum(c.total_steps for c in configs if c.model == model)
         ad_steps = sum(c.total_steps for c in configs if c.model == model and c.agent == "ad")
-        hours = gpu_plan.gpu_hours(steps, ad_steps, model, gpu_sps, fit)
         rate, source = gpu_plan.gpu_rate(model, gpu_sps, fit)
+        hours = gpu_plan.gpu_hours(steps, ad_steps, rate)
         sources.add(f"{model}: {source}")
         if ad_steps:
             sources.add(f"AD's step {gpu_plan.AD_COST:g} x PPO's: ASSUMED, not measured")
