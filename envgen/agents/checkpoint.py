@@ -54,13 +54,15 @@ def save_checkpoint(directory: Path, payload: dict[str, Any]) -> Path:
     return path
 
 
-def load_checkpoint(directory: Path, device: torch.device) -> dict[str, Any] | None:
-    """The latest checkpoint in `directory`, or None when there is none.
+def load_checkpoint(
+    directory: Path, device: torch.device, name: str = LATEST
+) -> dict[str, Any] | None:
+    """The checkpoint `name` (the latest by default) in `directory`, or None when there is none.
 
     Tensors land on `device`; arrays come back as NumPy arrays. One-line `EnvGenError`
     naming the file when it is damaged, foreign, of an older format or holds code.
     """
-    path = directory / LATEST
+    path = directory / name
     if not path.exists():
         return None
     try:

@@ -334,6 +334,13 @@ class Trainer:
                     f"checkpoint in {self.run_dir} was written with {theirs!r}, not "
                     f"{ours!r}; resume with the same settings or use a new --out directory",
                 )
+        if state.get("cohort") is not None:  # a slice of a cohort (envgen.agents.cohort_trainer)
+            raise ConfigError(
+                "cohort",
+                f"the checkpoint in {self.run_dir} is a slice of a cohort of "
+                f"{state['cohort'].get('size') if isinstance(state['cohort'], dict) else '?'} "
+                "seeds; resume it in a cohort of that size",
+            )
         path = self.run_dir / LATEST_CHECKPOINT
         try:
             self.agent.load_state_dict(state)

@@ -72,10 +72,22 @@ class CrafterVecEnv:
         seed: int,
         weights: Sequence[float] | None = None,
         num_workers: int | None = None,
+        *,
+        env_seeds: Sequence[int] | None = None,
+        group_size: int | None = None,
     ):
         self.num_envs = int(num_envs)
         self.configs = list(configs)
-        self.config_indices = assign_configs(len(self.configs), self.num_envs, weights)
+        # A cohort (`envgen.agents.cohort`) steps several runs' envs as one vector: each
+        # group of `group_size` envs is one run's, spread over the mixture as a run alone
+        # would be, with that run's env seeds (`env_seeds`, one per env).
+        self.group_size = self.num_envs if group_size is None else int(group_size)
+        if self.group_size < 1 or self.num_envs % self.group_size:
+            raise ValueError(f"group_size: must divide num_envs={num_envs}, got {group_size}")
+        if env_seeds is not None and len(env_seeds) != self.num_envs:
+            raise ValueError(f"env_seeds: expected {num_envs} seeds, got {len(env_seeds)}")
+        seed_of = list(env_seeds) if env_seeds is not None else None
+        self.config_indices = self._assign(weights)
         workers = default_num_workers(self.num_envs) if num_workers is None else num_workers
         if not 1 <= workers <= self.num_envs:
             raise ValueError(f"num_workers: must be in [1, num_envs={num_envs}], got {workers}")
@@ -104,7 +116,9 @@ class CrafterVecEnv:
         self._procs = []
         for k, block in enumerate(self._slices[1:]):
             parent, child = context.Pipe()
-            seeds = [env_seed(seed, i) for i in range(block.start, block.stop)]
+            seeds = [
+                seed_of[i] if seed_of else env_seed(seed, i) for i in range(block.start, block.stop)
+            ]
             proc = context.Process(
                 target=_worker,
                 args=(
@@ -124,7 +138,10 @@ class CrafterVecEnv:
             self._procs.append(proc)
         self._local = _Block(
             self._slices[0],
-            [env_seed(seed, i) for i in range(self._slices[0].start, self._slices[0].stop)],
+            [
+                seed_of[i] if seed_of else env_seed(seed, i)
+                for i in range(self._slices[0].start, self._slices[0].stop)
+            ],
             self._shared(),
             self.configs,
             self.config_indices,
@@ -132,6 +149,11 @@ class CrafterVecEnv:
         )
         self._workers_busy = [(link.words, _WORKER_BUSY) for link in self._links]
         self._closed = False
+
+    def _assign(self, weights: Sequence[float] | None) -> list[int]:
+        """Config index per env: each group of `group_size` envs spans the mixture."""
+        group = assign_configs(len(self.configs), self.group_size, weights)
+        return group * (self.num_envs // self.group_size)
 
     def _shared(self) -> tuple[Any, ...]:
         return (self._obs_raw, self._actions_raw, self._rewards_raw, self._flags_raw, self.num_envs)
@@ -176,7 +198,7 @@ class CrafterVecEnv:
         number of running episodes (at least one step played) the switch ended unlogged.
         """
         self.configs = list(configs)
-        self.config_indices = assign_configs(len(self.configs), self.num_envs, weights)
+        self.config_indices = self._assign(weights)
         return sum(self._call("mixture", (self.configs, self.config_indices)))
 
     def get_state(self) -> dict[str, Any]:

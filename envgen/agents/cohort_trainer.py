@@ -1,0 +1,372 @@
+"""`CohortTrainer`: W runs of one config, one seed each, trained as a cohort
+(`envgen.agents.cohort`), each writing its own run directory as a run alone would.
+
+What a run alone's `Trainer` does per run, this does per seed: `episodes.jsonl` and
+`metrics.jsonl` in the seed's directory, its counters, and a checkpoint in its
+`checkpoints/` (the same keys, plus `cohort`: the size W and the seeds' step). The
+slices of one checkpoint are written one seed after another; each seed keeps its
+previous slice (`previous.pt`) until all the new ones are in, so a kill between two
+slices leaves a step that every seed has, and `resume` takes the newest such step.
+A slice resumes in any slot of a cohort of the same W.
+
+The mixture is one for the whole cohort and is never switched: cohorts train runs that
+play one mixture from start to end (the original game: `original_only`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
+from envgen.agents.cohort import CohortPPO
+from envgen.agents.config import ModelConfig, PPOConfig
+from envgen.agents.runlog import JsonlLog, episode_record
+from envgen.agents.seeding import derive_seed
+from envgen.agents.trainer import Counters
+from envgen.envs.mixture import env_seed
+from envgen.errors import ConfigError, EnvGenError
+from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
+
+PREVIOUS = "previous.pt"
+# (configs, seeds of every env, envs per seed, weights) -> vec env of W * N envs
+CohortEnvFactory = Callable[[Sequence[Any], Sequence[int], int, Sequence[float] | None], Any]
+
+
+def crafter_cohort_env_factory(num_workers: int | None = None) -> CohortEnvFactory:
+    """`CrafterVecEnv` over every seed's envs, seed-major, at most (cores - 1) workers
+    unless `num_workers` says: the parent also drives the GPU."""
+    from envgen.envs.vector import CrafterVecEnv, default_num_workers
+
+    def make(configs, env_seeds, group_size, weights):
+        n = len(env_seeds)
+        workers = num_workers or max(1, min(default_num_workers(n), (os.cpu_count() or 2) - 1))
+        return CrafterVecEnv(
+            configs, n, 0, weights, workers, env_seeds=env_seeds, group_size=group_size
+        )
+
+    return make
+
+
+class CohortTrainer:
+    """W seeds of one (model, PPO) config; `run_dirs[k]` is seed `seeds[k]`'s directory."""
+
+    def __init__(
+        self,
+        model_cfg: ModelConfig,
+        ppo_cfg: PPOConfig,
+        seeds: Sequence[int],
+        run_dirs: Sequence[Path | str],
+        device: str | torch.device = "cpu",
+        *,
+        env_factory: CohortEnvFactory | None = None,
+        episode_record: Callable[..., dict[str, Any]] = episode_record,
+        progress: bool = False,
+        checkpoint_seconds: float = 0.0,
+    ):
+        if len(seeds) != len(run_dirs) or len(set(seeds)) != len(seeds):
+            raise ConfigError("seeds", "a cohort needs distinct seeds, one run directory each")
+        self.model_cfg, self.ppo_cfg, self.seeds = model_cfg, ppo_cfg, list(seeds)
+        self.size = len(self.seeds)
+        self.run_dirs = [Path(d) for d in run_dirs]
+        self.device = torch.device(device)
+        self.env_factory = env_factory or crafter_cohort_env_factory()
+        self.episode_record = episode_record
+        self.progress = progress
+        self.checkpoint_seconds = checkpoint_seconds
+        self._checkpointed_at = time.monotonic()
+        self.agent = CohortPPO(model_cfg, ppo_cfg, self.seeds, self.device)
+        self.action_rngs = []
+        for seed in self.seeds:
+            g = torch.Generator(device=self.device)
+            g.manual_seed(derive_seed(seed, "actions"))
+            self.action_rngs.append(g)
+        self.shuffle_rngs = [np.random.default_rng(derive_seed(s, "minibatches")) for s in seeds]
+        self.counters = Counters()
+        self.env: Any = None
+        self.obs: np.ndarray | None = None
+        self.mixture: tuple[tuple[Any, ...], tuple[float, ...] | None] | None = None
+        self._saved_env: list[dict[str, Any]] | None = None
+        self.episodes = [JsonlLog(d / "episodes.jsonl") for d in self.run_dirs]
+        self.metrics = [JsonlLog(d / "metrics.jsonl") for d in self.run_dirs]
+
+    @property
+    def global_step(self) -> int:
+        """Each seed's env steps (all seeds are at the same step)."""
+        return self.counters.global_step
+
+    # --- training --------------------------------------------------------------------
+    def train_until(
+        self,
+        step: int,
+        configs: Sequence[Any],
+        weights: Sequence[float] | None = None,
+        phase: str = "crafter",
+    ) -> None:
+        """Train every seed until its global step reaches `step` (whole rollouts)."""
+        mixture = (tuple(configs), tuple(weights) if weights is not None else None)
+        if self.mixture is not None and mixture != self.mixture:
+            raise ConfigError(
+                "method", "a cohort plays one mixture from start to end (original_only)"
+            )
+        self.mixture = mixture
+        bar = tqdm(
+            total=max(step - self.global_step, 0) * self.size,
+            desc=f"{phase} x{self.size}",
+            unit="step",
+            disable=not self.progress,
+            dynamic_ncols=True,
+        )
+        while self.global_step < step:
+            start = time.perf_counter()
+            counts, losses = self._rollout_and_update(phase)
+            sps = self.ppo_cfg.rollout_size / (time.perf_counter() - start)
+            for k in range(self.size):
+                self.metrics[k].write(
+                    {
+                        "step": self.global_step,
+                        "phase": phase,
+                        "episodes": counts[k],
+                        **{f"losses/{name}": v for name, v in losses[k].items()},
+                        "time/sps": sps,
+                    }
+                )
+            bar.update(self.ppo_cfg.rollout_size * self.size)
+            bar.set_postfix(sps=f"{sps * self.size:.0f}")
+            if self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0 or (
+                self.checkpoint_seconds
+                and time.monotonic() - self._checkpointed_at >= self.checkpoint_seconds
+            ):
+                self.checkpoint()
+        bar.close()
+
+    def _rollout_and_update(self, phase: str) -> tuple[list[int], list[dict[str, float]]]:
+        if self.env is None:
+            self._open_env()
+        start_step = self.global_step
+        self.obs, finished = self.agent.collect(self.env, self.obs, self.action_rngs)
+        losses = self.agent.update(self.shuffle_rngs)
+        for k, seed_losses in enumerate(losses):
+            bad = {n: v for n, v in seed_losses.items() if not math.isfinite(v)}
+            if bad:
+                name, value = next(iter(bad.items()))
+                raise EnvGenError(
+                    f"{self.run_dirs[k]}: training diverged at step {self.global_step}: loss "
+                    f"{name} is {value}; lower ppo.lr ({self.ppo_cfg.lr}) or "
+                    "ppo.max_grad_norm and start the cohort over"
+                )
+        self.counters.global_step += self.ppo_cfg.rollout_size
+        self.counters.rollouts += 1
+        for k, episodes in enumerate(finished):
+            for ep in episodes:
+                step = start_step + (ep.t + 1) * self.ppo_cfg.num_envs
+                self.episodes[k].write(self.episode_record(ep.info, step, phase))
+        return [len(e) for e in finished], losses
+
+    def _env_seeds(self) -> list[int]:
+        n = self.ppo_cfg.num_envs
+        return [env_seed(derive_seed(s, "env"), i) for s in self.seeds for i in range(n)]
+
+    def _open_env(self) -> None:
+        assert self.mixture is not None
+        configs, weights = self.mixture
+        n = self.ppo_cfg.num_envs
+        self.env = self.env_factory(configs, self._env_seeds(), n, weights)
+        saved, self._saved_env = self._saved_env, None
+        if saved is None:
+            self.obs = self.env.reset()
+            return
+        try:
+            self.env.set_state(_merge_env_states(saved, n))
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
+            self.close_env()
+            raise EnvGenError(
+                f"{self.run_dirs[0] / LATEST_CHECKPOINT}: a saved environment state of the "
+                f"cohort is malformed ({type(exc).__name__}); remove every seed's "
+                f"{CHECKPOINT_DIR} to start the cohort from step 0"
+            ) from None
+        self.obs = self.env.last_obs
+
+    # --- checkpoints -------------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """One slice per seed (module docstring): previous kept until all are written."""
+        self.counters.checkpoints += 1
+        self.counters.checkpoint_step = self.global_step
+        self._checkpointed_at = time.monotonic()
+        env_states = None
+        if self.env is not None:
+            env_states = _split_env_state(self.env.get_state(), self.ppo_cfg.num_envs)
+        elif self._saved_env is not None:
+            env_states = self._saved_env
+        for k in range(self.size):
+            directory = self.run_dirs[k] / CHECKPOINT_DIR
+            latest = directory / LATEST_CHECKPOINT.name
+            if latest.exists():
+                os.replace(latest, directory / PREVIOUS)
+            save_checkpoint(directory, self._slice(k, env_states))
+        for k in range(self.size):
+            (self.run_dirs[k] / CHECKPOINT_DIR / PREVIOUS).unlink(missing_ok=True)
+
+    def _slice(self, k: int, env_states: list[dict[str, Any]] | None) -> dict[str, Any]:
+        from envgen.envs.plain import mixture_to_plain
+
+        g = self.action_rngs[k]
+        return {
+            "model_cfg": dataclasses.asdict(self.model_cfg),
+            "ppo_cfg": dataclasses.asdict(self.ppo_cfg),
+            "seed": self.seeds[k],
+            "cohort": {"size": self.size, "step": self.global_step},
+            "counters": dataclasses.asdict(self.counters),
+            **self.agent.seed_state(k),
+            "action_rng": {"device": g.device.type, "state": g.get_state()},
+            "shuffle_rng": self.shuffle_rngs[k].bit_generator.state,
+            "env": (
+                (mixture_to_plain(self.mixture), env_states[k])
+                if env_states is not None and self.mixture is not None
+                else None
+            ),
+        }
+
+    def resume(self) -> bool:
+        """Load the newest step every seed has a slice of; truncate the logs to it.
+
+        False (logs emptied) when no seed has a slice. `ConfigError` when the slices were
+        written with other configs or another cohort size, or when some seeds have none.
+        """
+        found = [self._slices(d) for d in self.run_dirs]
+        if not any(found):
+            for log in (*self.episodes, *self.metrics):
+                log.truncate_after(0)
+            return False
+        common = set.intersection(*(set(f) for f in found))
+        if not common:
+            missing = [str(d) for d, f in zip(self.run_dirs, found, strict=True) if not f]
+            raise ConfigError(
+                "cohort",
+                f"the seeds' checkpoints share no step ({', '.join(missing) or 'steps differ'}); "
+                f"remove every seed's {CHECKPOINT_DIR} to start the cohort from step 0",
+            )
+        step = max(common)
+        states = [f[step] for f in found]
+        for k, state in enumerate(states):
+            self._check_slice(k, state)
+        try:
+            self.agent.load_seed_states(states)
+            counters = Counters(**states[0]["counters"])
+            for k, state in enumerate(states):
+                saved = state["action_rng"]
+                if saved.get("device") == self.device.type:
+                    self.action_rngs[k].set_state(saved["state"].cpu())
+                else:  # another device's generator: re-seeded by (seed, step), as Trainer
+                    self.action_rngs[k].manual_seed(
+                        derive_seed(self.seeds[k], "actions", counters.checkpoint_step)
+                    )
+                self.shuffle_rngs[k].bit_generator.state = state["shuffle_rng"]
+            envs = [state.get("env") for state in states]
+        except (KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
+            raise EnvGenError(
+                f"{self.run_dirs[0] / LATEST_CHECKPOINT}: malformed cohort checkpoint "
+                f"({type(exc).__name__}); remove every seed's {CHECKPOINT_DIR} to start over"
+            ) from None
+        from envgen.envs.plain import mixture_from_plain
+
+        self.counters = counters
+        for log in (*self.episodes, *self.metrics):
+            log.truncate_after(self.global_step)
+        self.close_env()
+        if all(e is not None for e in envs):
+            self.mixture = mixture_from_plain(envs[0][0])
+            self._saved_env = [e[1] for e in envs]
+        self._checkpointed_at = time.monotonic()
+        return True
+
+    def _slices(self, run_dir: Path) -> dict[int, dict[str, Any]]:
+        """Step -> slice, of this seed's latest and previous slices."""
+        out = {}
+        for name in (LATEST_CHECKPOINT.name, PREVIOUS):
+            state = load_checkpoint(run_dir / CHECKPOINT_DIR, self.device, name)
+            cohort = (state or {}).get("cohort")
+            if state is None:
+                continue
+            if not isinstance(cohort, dict) or type(cohort.get("step")) is not int:
+                raise ConfigError(
+                    "cohort",
+                    f"{run_dir / CHECKPOINT_DIR / name} was not written by a cohort; resume "
+                    "it as a run alone, or remove it",
+                )
+            if cohort.get("size") != self.size:
+                raise ConfigError(
+                    "cohort",
+                    f"{run_dir} was trained in a cohort of {cohort.get('size')}, not "
+                    f"{self.size}: a seed's numbers depend on W; resume it in a cohort of "
+                    "that size",
+                )
+            out[cohort["step"]] = state
+        return out
+
+    def _check_slice(self, k: int, state: dict[str, Any]) -> None:
+        for key, ours in (
+            ("model_cfg", dataclasses.asdict(self.model_cfg)),
+            ("ppo_cfg", dataclasses.asdict(self.ppo_cfg)),
+            ("seed", self.seeds[k]),
+        ):
+            if state.get(key) != ours:
+                raise ConfigError(
+                    key,
+                    f"checkpoint in {self.run_dirs[k]} was written with {state.get(key)!r}, "
+                    f"not {ours!r}; resume with the same settings or start over",
+                )
+
+    def close_env(self) -> None:
+        if self.env is not None:
+            self.env.close()
+        self.env, self.obs = None, None
+
+    def close(self) -> None:
+        self.close_env()
+        for log in (*self.episodes, *self.metrics):
+            log.close()
+
+
+def _split_env_state(state: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """The vec env's state (`CrafterVecEnv.get_state`) as one run-alone state per seed."""
+    merged: dict[int, Any] = {}
+    for block in state["blocks"]:
+        merged.update(block)
+    total = len(state["config_indices"])
+    return [
+        {
+            "configs": state["configs"],
+            "config_indices": state["config_indices"][s : s + n],
+            "blocks": [{i - s: merged[i] for i in range(s, s + n)}],
+            "obs": state["obs"][s : s + n].copy(),
+        }
+        for s in range(0, total, n)
+    ]
+
+
+def _merge_env_states(states: Sequence[dict[str, Any]], n: int) -> dict[str, Any]:
+    """Inverse of `_split_env_state`: seed k's envs become envs k*n .. k*n+n-1."""
+    blocks: dict[int, Any] = {}
+    for k, state in enumerate(states):
+        local: dict[int, Any] = {}
+        for block in state["blocks"]:
+            local.update(block)
+        if set(local) != set(range(n)):
+            raise ValueError(f"env states: expected envs 0..{n - 1} per seed")
+        blocks.update({k * n + i: v for i, v in local.items()})
+    return {
+        "configs": states[0]["configs"],
+        "config_indices": [i for s in states for i in s["config_indices"]],
+        "blocks": [blocks],
+        "obs": np.concatenate([s["obs"] for s in states]),
+    }

@@ -1,0 +1,188 @@
+"""Cohorts (envgen.agents.cohort): a seed's numbers do not depend on its slot or its
+neighbours, repeat exactly, survive kill -9 and resume, and place every tensor on the device.
+
+Tiny IMPALA networks on the real CrafterVecEnv, 2 envs x 16 steps per seed."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from envgen.agents.checkpoint import load_checkpoint
+from envgen.agents.cohort import CohortPPO, gae_numpy
+from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
+from envgen.agents.config import ModelConfig, PPOConfig
+from envgen.agents.networks import ActorCritic
+from envgen.agents.trainer import Trainer
+from envgen.envs.crafter.config import CrafterConfig
+from envgen.envs.vector import CrafterVecEnv
+from envgen.errors import ConfigError
+from envgen.store.manifest import CHECKPOINT_DIR
+from tests.fake_device import DEVICE, FakeDevice, on_device
+
+MODEL = ModelConfig(channels=(4, 8), blocks_per_stack=1, embed_size=16, hidden_size=16)
+# 2 envs x 16 steps = 32 steps per rollout and seed; a checkpoint every 2 rollouts.
+PPO = PPOConfig(num_envs=2, num_steps=16, minibatches=2, epochs=2, checkpoint_every=64)
+WORLD = [CrafterConfig(length=20)]  # short episodes: some finish in 128 steps
+STEPS = 128
+
+
+def _cohort(seeds, root: Path, **kwargs) -> CohortTrainer:
+    dirs = [root / f"seed-{s}" for s in seeds]
+    return CohortTrainer(
+        MODEL, PPO, seeds, dirs, env_factory=crafter_cohort_env_factory(1), **kwargs
+    )
+
+
+def _outcome(run_dir: Path) -> tuple:
+    metrics = [
+        {k: v for k, v in json.loads(line).items() if not k.startswith("time/")}
+        for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+    ]
+    weights = load_checkpoint(run_dir / CHECKPOINT_DIR, torch.device("cpu"))["model"]
+    return (run_dir / "episodes.jsonl").read_text(), metrics, weights
+
+
+def _train(seeds, root: Path) -> None:
+    trainer = _cohort(seeds, root)
+    trainer.train_until(STEPS, WORLD)
+    trainer.close()
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    return (
+        a[0] == b[0]
+        and a[1] == b[1]
+        and a[2].keys() == b[2].keys()
+        and all(torch.equal(a[2][k], b[2][k]) for k in a[2])
+    )
+
+
+def test_a_seed_is_the_same_in_any_slot_beside_any_seeds_and_on_repeat(tmp_path):
+    _train([5, 1, 2], tmp_path / "first")
+    _train([10, 11, 5], tmp_path / "last")
+    _train([5, 1, 2], tmp_path / "again")
+    slot0 = _outcome(tmp_path / "first" / "seed-5")
+    assert slot0[0].count("\n") > 0  # episodes finished, so the comparison has content
+    assert _same(slot0, _outcome(tmp_path / "last" / "seed-5"))
+    assert _same(slot0, _outcome(tmp_path / "again" / "seed-5"))
+    # and the seeds differ from one another
+    assert not _same(slot0, _outcome(tmp_path / "first" / "seed-1"))
+
+
+_KILLED = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    sys.path.insert(0, {root!r})
+    from tests.test_agents_cohort import _cohort, WORLD
+    trainer = _cohort([3, 4], Path({run!r}))
+    trainer.resume()
+    wrote = trainer.checkpoint
+    def checkpoint():
+        wrote()
+        if trainer.global_step >= 96:
+            os.kill(os.getpid(), signal.SIGKILL)
+    trainer.checkpoint = checkpoint
+    trainer.train_until(10_000, WORLD)
+    """
+)
+
+
+def test_a_cohort_killed_and_resumed_equals_an_uninterrupted_one(tmp_path):
+    _train([3, 4], tmp_path / "full")
+    run = tmp_path / "killed"
+    root = str(Path(__file__).resolve().parents[1])
+    script = _KILLED.format(root=root, run=str(run))
+    proc = subprocess.run([sys.executable, "-c", script], timeout=300, cwd=root)
+    assert proc.returncode == -signal.SIGKILL
+    trainer = _cohort([3, 4], run, checkpoint_seconds=1e-9)  # every rollout checkpoints
+    assert trainer.resume() and trainer.global_step == 128  # a slice every 2 rollouts
+    trainer.close()
+    # a kill inside the next checkpoint: seed 3's new slice written, seed 4's not yet
+    (run / "seed-3" / CHECKPOINT_DIR / "previous.pt").write_bytes(
+        (run / "seed-3" / CHECKPOINT_DIR / "latest.pt").read_bytes()
+    )
+    trainer = _cohort([3, 4], run)
+    assert trainer.resume() and trainer.global_step == 128
+    trainer.train_until(STEPS, WORLD)
+    trainer.close()
+    for seed in (3, 4):
+        assert _same(_outcome(run / f"seed-{seed}"), _outcome(tmp_path / "full" / f"seed-{seed}"))
+
+
+def test_a_slice_resumes_only_in_a_cohort_of_its_size_and_loads_into_a_network(tmp_path):
+    _train([1, 2], tmp_path)
+    with pytest.raises(ConfigError, match="cohort of 2"):
+        _cohort([1, 2, 3], tmp_path).resume()
+    alone = Trainer(MODEL, PPO, 1, tmp_path / "seed-1")
+    with pytest.raises(ConfigError, match="slice of a cohort"):
+        alone.resume()
+    state = load_checkpoint(tmp_path / "seed-2" / CHECKPOINT_DIR, torch.device("cpu"))
+    net = ActorCritic(MODEL)
+    net.load_state_dict(state["model"])  # a run alone's network takes a seed's slice
+    torch.optim.Adam(net.parameters()).load_state_dict(state["optimizer"])
+    with pytest.raises(ValueError, match="at least 2"):
+        CohortPPO(MODEL, PPO, [1], torch.device("cpu"))
+
+
+def test_gae_over_every_env_at_once_is_the_loop_per_env():
+    rng = np.random.default_rng(0)
+    t, e = 7, 5
+    rewards = rng.normal(size=(t, e)).astype(np.float32)
+    values = rng.normal(size=(t + 1, e)).astype(np.float32)
+    dones = (rng.random((t, e)) < 0.3).astype(np.float32)
+    got = gae_numpy(rewards, values, dones, 0.95, 0.65)
+    for j in range(e):
+        last = 0.0
+        for i in reversed(range(t)):
+            keep = 1.0 - dones[i, j]
+            delta = rewards[i, j] + 0.95 * values[i + 1, j] * keep - values[i, j]
+            last = delta + 0.95 * 0.65 * keep * last
+            assert got[i, j] == pytest.approx(last, rel=1e-5, abs=1e-6)
+
+
+def _rollouts(device: torch.device, mode: FakeDevice | None = None):
+    seeds = [0, 1]
+    env = CrafterVecEnv(WORLD, 4, 0, num_workers=1, group_size=2)
+    try:
+        obs = env.reset()
+        agent = CohortPPO(MODEL, PPO, seeds, device)
+        gens = [mode.generator(s) if mode else torch.Generator().manual_seed(s) for s in seeds]
+        rngs = [np.random.default_rng(s) for s in seeds]
+        losses = []
+        for _ in range(2):
+            obs, _ = agent.collect(env, obs, gens)
+            losses.append(agent.update(rngs))
+    finally:
+        env.close()
+    return losses, agent
+
+
+def test_the_cohort_runs_on_a_device_with_the_cpu_numbers():
+    expected, _ = _rollouts(torch.device("cpu"))
+    with FakeDevice() as mode:
+        got, agent = _rollouts(DEVICE, mode)
+        assert all(on_device(p) for p in agent.params.values())
+        assert all(on_device(t) for t in (agent.buf.obs, agent.buf.values, agent.buf.actions))
+    assert got == expected
+
+
+def test_vec_env_groups_take_their_own_seeds_and_mixture():
+    seeds = [11, 12, 13, 14]
+    configs = [CrafterConfig(length=20), CrafterConfig(target_biome="mountain", length=12)]
+    with CrafterVecEnv(configs, 4, 0, num_workers=2, env_seeds=seeds, group_size=2) as env:
+        assert env.config_indices == [0, 1, 0, 1]
+        both = env.reset()
+    with CrafterVecEnv(configs, 2, 0, num_workers=1, env_seeds=seeds[2:], group_size=2) as env:
+        assert np.array_equal(env.reset(), both[2:])
+    if os.name == "posix":
+        with pytest.raises(ValueError, match="group_size"):
+            CrafterVecEnv(configs, 4, 0, num_workers=1, group_size=3)
