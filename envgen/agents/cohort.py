@@ -35,6 +35,7 @@ from envgen.agents.networks import OBS_SHAPE, ActorCritic
 from envgen.agents.normalizer import _DEBIAS_MIN, _VAR_MIN
 from envgen.agents.ppo import FinishedEpisode, VecEnv
 from envgen.agents.seeding import derive_seed
+from envgen.errors import ConfigError
 
 STATS = ("policy", "value", "entropy", "kl", "clip")
 NORM_BUFFERS = ("value_norm.mean_ewma", "value_norm.mean_sq_ewma", "value_norm.debias")
@@ -122,6 +123,10 @@ class CohortPPO:
     ):
         if len(seeds) < 2:
             raise ValueError("a cohort trains at least 2 seeds (one run: trainer.Trainer)")
+        if model_cfg.channels_last:  # vmap cannot query or make NHWC strides
+            raise ConfigError(
+                "channels_last", "a cohort's batched network runs NCHW only; leave it off"
+            )
         self.cfg, self.seeds, self.device, self.size = cfg, list(seeds), device, len(seeds)
         models = []
         for seed in self.seeds:  # each seed's initial weights, exactly as a run alone

@@ -16,6 +16,10 @@ TARGETS: dict[str, tuple[str, str]] = {
     "env": ("envgen.bench.env", "Crafter-EnvGen env steps/s vs stock crafter.Env"),
     "train": ("envgen.bench.train", "PPO/AD trainer steps/s vs the reference setup"),
     "heist": ("envgen.bench.heist", "Heist-EnvGen steps/s vs plain procgen Heist"),
+    "precision": (
+        "envgen.bench.precision",
+        "learning equivalence: the same seeds as one cohort per precision mode (GPU)",
+    ),
     "isa": ("envgen.bench.isa", "PPO update speed: torch's CPU path vs pinned to AVX2"),
     "rank": (
         "envgen.bench.rank",

@@ -15,8 +15,14 @@ separately (transitions of a rollout / seconds spent collecting it, resp. updati
 AD's auxiliary phase included), and peak memory (GPU: `max_memory_allocated`, plus the
 caching allocator's peak reservation and the card's memory in use at the end, which the
 GPU plan must fit; CPU: the process's peak resident size). The last output line is
-JSON: {"device", "levels": [...], "ours_sps" (1 run), "reference_sps", "ratio" (ours /
-reference), ...}.
+JSON: {"device", "mode", "levels": [...], "ours_sps" (1 run), "reference_sps", "ratio"
+(ours / reference), ...}.
+
+`--cohort 8,16` also times cohorts (`envgen.agents.cohort`: W seeds as one batched model
+in this process) after the levels; the JSON line then has "cohorts" (one entry per W)
+and, for the fastest, "cohort", "cohort_sps", "baseline_sps" (the last --concurrency
+level, e.g. 8 runs in 8 processes), and "ratio" = cohort_sps / baseline_sps (the
+reference's ratio moves to "reference_ratio").
 """
 
 from __future__ import annotations
@@ -171,6 +177,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-reference", action="store_true", help="skip the stock-Crafter reference timing"
+    )
+    parser.add_argument(
+        "--cohort",
+        type=concurrency_levels,
+        default=None,
+        help="also time cohorts of these sizes W (e.g. 8,16): W seeds as one batched model "
+        "in this process (envgen.agents.cohort); the JSON line compares each with the "
+        "last --concurrency level",
     )
     parser.add_argument("--seed", type=whole_number(0), default=0, help="seed (default 0)")
     add_threads_argument(parser)
@@ -338,14 +352,32 @@ def run(args: argparse.Namespace) -> int:
             flush=True,
         )
     ours = result["levels"][0]["total_sps"] if levels[0] == 1 else None
-    result.update(ours_sps=ours, model=args.model, agent=args.agent)
+    result.update(ours_sps=ours, model=args.model, agent=args.agent, mode=precision_mode(args))
+    if args.cohort:
+        baseline = result["levels"][-1]
+        result.update(baseline_runs=baseline["runs"], baseline_sps=baseline["total_sps"])
+        result["cohorts"] = []
+        for size in args.cohort:
+            timed = cohort_run(args, ppo_cfg, size)
+            timed["ratio"] = round(timed["cohort_sps"] / baseline["total_sps"], 3)
+            result["cohorts"].append(timed)
+            print(
+                f"cohort of {size}: {timed['cohort_sps']:.1f} env steps/s in all "
+                f"({timed['ratio']:.2f}x the {baseline['runs']}-run level); collect "
+                f"{timed['collect_sps']:.1f}, update {timed['update_sps']:.1f} samples/s, "
+                f"peak {timed['peak_mib']:.0f} MiB",
+                flush=True,
+            )
+        best = max(result["cohorts"], key=lambda c: c["cohort_sps"])
+        result.update(cohort=best["cohort"], cohort_sps=best["cohort_sps"], ratio=best["ratio"])
     if not args.no_reference:
         cpu_args = argparse.Namespace(**{**vars(args), "device": "cpu"})
         reference = _one_run(cpu_args, ppo_cfg, reference=True)["sps"]
         print(f"reference (stock crafter.Env, {args.num_envs} subprocesses, cpu): {reference:.1f}")
         result["reference_sps"] = round(reference, 1)
         if ours is not None:
-            result["ratio"] = round(ours / reference, 3)
+            # with --cohort, "ratio" is the cohort's over the baseline (issue 39's line)
+            result["reference_ratio" if args.cohort else "ratio"] = round(ours / reference, 3)
     print(json.dumps(result))
     return 0
 
@@ -353,3 +385,54 @@ def run(args: argparse.Namespace) -> int:
 def _single(args: argparse.Namespace, ppo_cfg: PPOConfig) -> dict[str, Any]:
     """One run in this process (no spawn: the CPU default and the reference's peer)."""
     return _summary([_one_run(args, ppo_cfg, reference=False)])
+
+
+def precision_mode(args: argparse.Namespace) -> str:
+    """float32 (TF32 off: --deterministic), tf32 (torch's default for convolutions) or
+    bf16 (autocast); "+channels_last" where set."""
+    exact = args.deterministic or not str(args.device).startswith("cuda")
+    mode = "bf16" if args.bf16 else ("float32" if exact else "tf32")
+    return mode + ("+channels_last" if args.channels_last else "")
+
+
+def cohort_run(args: argparse.Namespace, ppo_cfg: PPOConfig, size: int) -> dict[str, Any]:
+    """A cohort of `size` seeds in this process: a warm-up rollout, then `args.rollouts`
+    timed ones; env steps/s of all seeds together."""
+    from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
+
+    set_deterministic(args.deterministic)
+    model = dataclasses.replace(model_preset(args.model), bf16_autocast=args.bf16)
+    seeds = [args.seed + k for k in range(size)]
+    with tempfile.TemporaryDirectory() as root:
+        dirs = [f"{root}/{s}" for s in seeds]
+        trainer = CohortTrainer(
+            model,
+            ppo_cfg,
+            seeds,
+            dirs,
+            args.device,
+            env_factory=crafter_cohort_env_factory(args.workers),
+        )
+        try:
+            trainer.train_until(ppo_cfg.rollout_size, [CrafterConfig()])
+            if args.device.startswith("cuda"):
+                import torch
+
+                torch.cuda.reset_peak_memory_stats(args.device)
+            seconds = _timed(trainer, args.device)  # type: ignore[arg-type]
+            begin = time.perf_counter()
+            trainer.train_until((1 + args.rollouts) * ppo_cfg.rollout_size, [CrafterConfig()])
+            wall = time.perf_counter() - begin
+            card = _card_mib(args.device)
+        finally:
+            trainer.close()
+    steps = args.rollouts * ppo_cfg.rollout_size * size
+    return {
+        "cohort": size,
+        "cohort_sps": round(steps / wall, 1),
+        "wall_s": round(wall, 2),
+        "collect_sps": round(steps / seconds["collect"], 1),
+        "update_sps": round(steps / seconds["update"], 1),
+        "peak_mib": round(_peak_mib(args.device), 1),
+        **{k: round(v, 1) for k, v in card.items()},
+    }
