@@ -82,6 +82,8 @@ _KILLED = textwrap.dedent(
     import os, signal, sys
     from pathlib import Path
     sys.path.insert(0, {root!r})
+    import torch
+    torch.set_num_threads(1)  # as tests/conftest.py: the thread count is part of a run's numbers
     from tests.test_agents_cohort import _cohort, WORLD
     trainer = _cohort([3, 4], Path({run!r}))
     trainer.resume()

@@ -158,8 +158,12 @@ class ActorCritic(nn.Module):
 
 def autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager:
     """bfloat16 autocast on `device` when `enabled`, else nothing: a disabled autocast is
-    not entered at all, so that devices autocast does not know (tests' fake device) run."""
-    return torch.autocast(device.type, torch.bfloat16) if enabled else contextlib.nullcontext()
+    not entered at all, so that devices autocast does not know (tests' fake device) run.
+    Its cast cache is off: a CUDA graph (the cohort's policy step) must not keep casts
+    made while it was captured; the numbers are the same either way."""
+    if not enabled:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, torch.bfloat16, cache_enabled=False)
 
 
 def count_parameters(model: nn.Module) -> int:

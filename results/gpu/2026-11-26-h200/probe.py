@@ -94,7 +94,11 @@ def eager_update(bf16: bool, benchmark: bool, profile: bool = False):
     for _ in range(50):
         a, _, _ = ppo.policy_step(agent.model, obs, g)
         a.cpu()
-    emit(variant="policy_eager", bf16=bf16, ms_per_step=round((time.perf_counter() - t) / 50 * 1e3, 2))
+    emit(
+        variant="policy_eager",
+        bf16=bf16,
+        ms_per_step=round((time.perf_counter() - t) / 50 * 1e3, 2),
+    )
 
 
 class GraphedStep:
@@ -165,7 +169,9 @@ def graphed(bf16: bool, models: int):
     sync()
     dt = time.perf_counter() - t
     mb = CFG.rollout_size // CFG.minibatches
-    emit(variant="graphed", bf16=bf16, models=models, update_samples_s=round(n * mb * models / dt, 1))
+    emit(
+        variant="graphed", bf16=bf16, models=models, update_samples_s=round(n * mb * models / dt, 1)
+    )
 
 
 def vmap_cohort(bf16: bool, benchmark: bool):
@@ -174,7 +180,7 @@ def vmap_cohort(bf16: bool, benchmark: bool):
     agent = CohortPPO(model, CFG, list(range(W)), DEVICE)
     agent.buf.obs.copy_(torch.randint(0, 256, agent.buf.obs.shape, dtype=torch.uint8))
     agent.buf.values.normal_()
-    agent.buf.rewards[:] = (np.random.default_rng(0).random(agent.buf.rewards.shape) < 0.05)
+    agent.buf.rewards[:] = np.random.default_rng(0).random(agent.buf.rewards.shape) < 0.05
     rngs = [np.random.default_rng(k) for k in range(W)]
     agent.update(rngs)
     sync()
@@ -183,8 +189,13 @@ def vmap_cohort(bf16: bool, benchmark: bool):
     sync()
     dt = time.perf_counter() - t
     samples = CFG.rollout_size * CFG.epochs * W
-    emit(variant="vmap", bf16=bf16, benchmark=benchmark, cohort=W,
-         update_samples_s=round(samples / dt, 1))
+    emit(
+        variant="vmap",
+        bf16=bf16,
+        benchmark=benchmark,
+        cohort=W,
+        update_samples_s=round(samples / dt, 1),
+    )
 
 
 def main():
