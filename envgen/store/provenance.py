@@ -19,13 +19,13 @@ from __future__ import annotations
 import datetime
 import hashlib
 import importlib.metadata
-import json
 import os
 import platform
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from envgen import json_input
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.results_version import RESULTS_VERSION
@@ -166,9 +166,9 @@ def read_provenance(run_dir: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(read_run_bytes(path))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise EnvGenError(f"{path}: unreadable provenance ({exc})") from None
+        data = json_input.loads(read_run_bytes(path), path)
+    except json_input.JSONInputError as exc:
+        raise EnvGenError(f"{path}: unreadable provenance ({exc.detail})") from None
     if not isinstance(data, dict):
         raise EnvGenError(f"{path}: unreadable provenance (not a mapping)")
     return data
