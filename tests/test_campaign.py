@@ -175,7 +175,7 @@ def synthetic_store(plan, codes, root: Path) -> None:
     job = rows[ROWS[1]][0]
     fake_run(job_dir(job, root), job, 6.0, fp)
     job = rows[ROWS[1]][1]
-    fake_run(job_dir(job, root), job, 6.5, "0" * 16)  # finished under other code
+    fake_run(job_dir(job, root), job, 6.5, fp + 1)  # finished under another results version
     job = rows[ROWS[2]][0]
     fake_run(job_dir(job, root), job, 0.0, fp, finished=False)
 

@@ -199,9 +199,10 @@ def _drop_if_stale(run_dir: Path, version: int) -> None:
     existed: no provenance), and an unfinished one without a checkpoint (nothing to
     resume from; its logs would be appended to twice). A run that finished training but
     was killed before it was sealed is sealed here. A run whose provenance.json or
-    manifest.json is damaged is kept and the job fails with one line saying so: the
-    damage, not a version, is what the user has to see (a committed run restores from
-    git).
+    manifest.json is damaged (a sealed run without provenance, a version that is not a
+    whole number) is kept and the job fails with one line saying so: the damage, not a
+    version, is what the user has to see (a committed run restores from git). Only a
+    whole-number version other than the code's makes a sealed run stale.
     """
     if not run_dir.exists():
         return
