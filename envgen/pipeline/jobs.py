@@ -37,6 +37,7 @@ from envgen.pipeline.job_status import (
 )
 from envgen.pipeline.plan import Job, RandomJob
 from envgen.pipeline.random_policy import play_random
+from envgen.store.identity import check_identity
 from envgen.store.lifecycle import finish_run
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 from envgen.store.provenance import recorded_version
@@ -133,6 +134,7 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
     try:
         _drop_if_stale(run_dir, version)
         if is_sealed(run_dir):
+            _check_identity(run_dir)
             return JobResult(job.key, DONE, str(run_dir))
         if isinstance(job, RandomJob):
             play_random(job.episodes, job.seed, run_dir)
@@ -219,6 +221,17 @@ def _drop_if_stale(run_dir: Path, version: int) -> None:
     resumable = (run_dir / LATEST_CHECKPOINT).is_file()
     if stale or not (is_sealed(run_dir) or resumable):
         shutil.rmtree(run_dir)
+
+
+def _check_identity(run_dir: Path) -> None:
+    """A finished run must be the run its folder names (`envgen.store.identity`): one
+    copied into another's folder is kept, and its job fails saying so."""
+    try:
+        check_identity(run_dir)
+    except EnvGenError as exc:
+        raise EnvGenError(
+            f"{exc} (the run is kept: restore it, or delete {run_dir} to train it again)"
+        ) from None
 
 
 def _drop_if_empty(run_dir: Path) -> None:
