@@ -69,7 +69,8 @@ def committed_run(run_dir: Path) -> Committed:
     """Read a run directory's config, seed and first session; one `EnvGenError` if it is
     not a run directory or its config no longer hashes to its recorded hash."""
     from envgen.loop.config import RunConfig
-    from envgen.store import PROVENANCE, read_provenance, read_run_bytes
+    from envgen.store import PROVENANCE, is_sealed, read_provenance, read_run_bytes
+    from envgen.store.identity import check_identity, refuse_links
 
     path = run_dir / RUN_YAML
     if not path.is_file():
@@ -78,6 +79,7 @@ def committed_run(run_dir: Path) -> Committed:
             f"{run_dir} holds no {RUN_YAML}; give a run directory such as "
             "results/runs/<config-hash>/seed-<K>",
         )
+    refuse_links(run_dir)  # a linked folder reruns another run than the one named
     try:
         data = yaml.safe_load(read_run_bytes(path).decode("utf-8"))
     except yaml.YAMLError as exc:
@@ -93,7 +95,19 @@ def committed_run(run_dir: Path) -> Committed:
             f"{recorded}; the code's config fields changed since the run (rerun it with the "
             "commit in its provenance.json)"
         )
-    provenance = read_provenance(run_dir) or {}
+    if actual != run_dir.parent.name or data["seed"] != _folder_seed(run_dir):
+        raise EnvGenError(
+            f"{path}: config hash {actual}, seed {data['seed']}, but the run lies in "
+            f"{run_dir.parent.name}/{run_dir.name}: the folder holds another run"
+        )
+    if is_sealed(run_dir):  # a finished run: its final metrics and provenance agree too
+        check_identity(run_dir)
+    provenance = read_provenance(run_dir)
+    if provenance is None:
+        raise EnvGenError(
+            f"{run_dir / PROVENANCE}: missing, so the machine, threads and kernel settings "
+            "the rerun must repeat are unknown; restore it from git (git checkout -- PATH)"
+        )
     sessions = [] if provenance.get("backfilled") else provenance.get("sessions") or []
     where = run_dir / PROVENANCE
     first = _mapping(sessions[0], where, "sessions[0]") if sessions else None
@@ -108,6 +122,12 @@ def committed_run(run_dir: Path) -> Committed:
         first,
         part["kernels"].get("deterministic_algorithms") is True,
     )
+
+
+def _folder_seed(run_dir: Path) -> int | None:
+    name = run_dir.name
+    digits = name.removeprefix("seed-")
+    return int(digits) if name.startswith("seed-") and digits.isdigit() else None
 
 
 PARTS = ("machine", "threads", "kernels")  # the fields of a session the rerun repeats
@@ -196,9 +216,12 @@ def run_log(run_dir: Path, name: str) -> list[dict[str, Any]]:
     """A run's log: sealed (checked against its manifest) when it finished, else as far
     as it was written (a last line torn by a stop or a kill dropped)."""
     from envgen.agents.runlog import read_jsonl, read_jsonl_written
+    from envgen.store import run_file_exists
 
     plain = run_dir / name
-    return read_jsonl_written(plain) if plain.is_file() else read_jsonl(plain)
+    if plain.is_file():
+        return read_jsonl_written(plain)
+    return read_jsonl(plain) if run_file_exists(plain) else []  # stopped before its first line
 
 
 def _cycle_files(committed: Path, here: Path) -> Iterator[tuple[str, Any, Any]]:

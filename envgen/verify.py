@@ -4,13 +4,18 @@
 
 Trains nothing and calls no LLM. It checks, in order:
 1. the LLM response cache (every file's key and fields, as `envgen llm verify`);
-2. the run store: every run a runs.json uses is sealed, every sealed run's files match
-   its manifest, and its `final_metrics.json` numbers re-derived from its episode log
-   (Crafter: the final phase's score, reward, success rates and first unlocks; Heist:
-   the test episodes);
-3. per table (dvc.yaml's runs.json list): every run entry of runs.json re-derived from
-   its run's final metrics, the table's metrics.json and scores.json from runs.json, and
-   the report's results/tables/<table>.md/.csv and score-vs-step CSVs
+2. the run store: every run a runs.json uses is sealed and of the code's results
+   version; every sealed run is the run its folder names (`envgen.store.identity`: no
+   symbolic links, run.yaml's config hash and seed, final metrics and provenance
+   agree), its files match its manifest, and every number of its final_metrics.json
+   that a report shows is re-derived from its logs (`envgen.store.derive`: score,
+   reward, success rates, first unlocks, Heist's sub-goals, global_steps, llm_calls,
+   llm_replay), as are its llm_accounting.json counts;
+3. per table (dvc.yaml's runs.json list): runs.json's rows against the plan the
+   pipeline makes from the replication file and profile (`envgen.verify_plan`: each
+   row lists exactly its planned runs that are finished), every run entry re-derived
+   from its run's final metrics, the table's metrics.json and scores.json from
+   runs.json, and the report's results/tables/<table>.md/.csv and score-vs-step CSVs
    (results/plots/<table>/) rebuilt in a temporary directory and compared byte for byte;
 4. results/metrics.json and results/CLAIMS.md rebuilt the same way.
 The figures' images are not compared (their bytes depend on the matplotlib build);
@@ -23,7 +28,6 @@ import argparse
 import contextlib
 import dataclasses
 import io
-import json
 import math
 import sys
 import tempfile
@@ -33,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from envgen import json_input
 from envgen.errors import EnvGenError
 
 RUNS_ROOT = Path("results/runs")
@@ -98,22 +103,10 @@ def check_cache(cache_dir: Path = CACHE_DIR) -> Check:
 # --- 2. the run store ------------------------------------------------------------------------
 def rederived_final_metrics(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
     """The numbers of a run's final_metrics.json (`final`) that its logs determine, from
-    the logs."""
-    from envgen.agents.runlog import read_jsonl
-    from envgen.envs.heist.metrics import summary as heist_summary
-    from envgen.scoring import final_phase_summary, summarize
+    the logs (`envgen.store.derive`)."""
+    from envgen.store.derive import rederived
 
-    if final.get("game") == "heist":
-        summary = heist_summary(read_jsonl(run_dir / "test_episodes.jsonl"))
-        return {k: summary[k] for k in ("score", "reward", "episodes", "success_rate")}
-    episodes = read_jsonl(run_dir / "episodes.jsonl")
-    if final.get("method") == "random":  # every episode is scored; unlocks in absolute steps
-        summary = summarize(episodes)
-        return {k: summary[k] for k in ("score", "reward", "episodes", "success_rates")}
-    scored = final_phase_summary(episodes)
-    if scored is None:
-        raise EnvGenError(f"{run_dir}: no episode of the final phase in its log")
-    return scored
+    return rederived(run_dir, final)
 
 
 def _final_metrics(run_dir: Path) -> dict[str, Any]:
@@ -123,9 +116,9 @@ def _final_metrics(run_dir: Path) -> dict[str, Any]:
 
     path = run_dir / "final_metrics.json"
     try:
-        final = json.loads(read_run_bytes(path))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise EnvGenError(f"{path}: not JSON ({exc}); restore it from git") from None
+        final = json_input.loads(read_run_bytes(path), path)
+    except json_input.JSONInputError as exc:
+        raise EnvGenError(f"{exc}; restore it from git") from None
     if not isinstance(final, dict):
         raise EnvGenError(
             f"{path}: holds a {type(final).__name__}, not a mapping of metrics; restore it from git"
@@ -137,15 +130,20 @@ def listed_run_dirs(runs_files: Sequence[Path]) -> list[Path]:
     """Every run directory a runs.json entry names (the runs the committed numbers use)."""
     found: set[Path] = set()
     for path in runs_files:
-        table = json.loads(path.read_text(encoding="utf-8"))
+        table = json_input.read(path)
         found |= {Path(entry["run_dir"]) for row in table["rows"] for entry in row["runs"]}
     return sorted(found)
 
 
-def check_run_store(runs_root: Path = RUNS_ROOT, listed: Sequence[Path] = ()) -> Check:
-    """Every sealed run against its manifest, and every run in `listed` sealed: a run
-    without its manifest could not be checked, so its logs could change a table."""
+def check_run_store(
+    runs_root: Path = RUNS_ROOT, listed: Sequence[Path] = (), cache_dir: Path = CACHE_DIR
+) -> Check:
+    """Every sealed run against its folder's name, its manifest and its logs, and every
+    run in `listed` sealed and current: a run without its manifest could not be checked,
+    so its logs could change a table; a stale one is not what the code would report."""
     from envgen.store import MANIFEST, is_sealed, verify_run
+    from envgen.store.derive import accounting_difference
+    from envgen.store.identity import check_identity, refuse_links
 
     unsealed = [p for p in listed if not is_sealed(p)]
     if unsealed:
@@ -155,15 +153,28 @@ def check_run_store(runs_root: Path = RUNS_ROOT, listed: Sequence[Path] = ()) ->
             f"{unsealed[0]}: no {MANIFEST}, so its files cannot be checked, yet runs.json uses "
             f"it ({len(unsealed)} such run(s)): restore it from git (git checkout -- PATH)",
         )
+    try:
+        for run_dir in sorted({*runs_root.glob("*/seed-*"), *listed}):
+            refuse_links(run_dir)
+        for run_dir in listed:
+            stale = _stale(run_dir)
+            if stale:
+                return Check("run store", False, stale)
+    except EnvGenError as exc:
+        return Check("run store", False, str(exc))
     runs = sorted(p for p in runs_root.glob("*/seed-*") if is_sealed(p))
     files = 0
     for run_dir in runs:
         try:
             files += verify_run(run_dir)
+            check_identity(run_dir)
             final = _final_metrics(run_dir)
             derived = rederived_final_metrics(run_dir, final)
+            accounting = accounting_difference(run_dir, cache_dir)
         except EnvGenError as exc:
             return Check("run store", False, str(exc))
+        if accounting:
+            return Check("run store", False, accounting)
         recorded = {k: final.get(k) for k in derived}
         if not _same(recorded, derived):
             key = _first_key_differing(recorded, derived)
@@ -176,9 +187,24 @@ def check_run_store(runs_root: Path = RUNS_ROOT, listed: Sequence[Path] = ()) ->
     return Check(
         "run store",
         True,
-        f"{len(runs)} sealed runs, {files} files against their manifests; final metrics "
-        "re-derived from the episode logs",
+        f"{len(runs)} sealed runs, each in its own folder, {files} files against their "
+        "manifests; final metrics and LLM accounting re-derived from the logs",
     )
+
+
+def _stale(run_dir: Path) -> str | None:
+    """Why a run runs.json uses is not of the code's results version, or None."""
+    from envgen.results_version import RESULTS_VERSION
+    from envgen.store import recorded_version
+
+    game = _final_metrics(run_dir).get("game", "crafter")
+    version = recorded_version(run_dir)
+    if game not in RESULTS_VERSION or version != RESULTS_VERSION[game]:
+        return (
+            f"{run_dir}: results version {version!r}, the code's for {game!r} is "
+            f"{RESULTS_VERSION.get(game)!r}: the run is stale, yet runs.json uses it"
+        )
+    return None
 
 
 # --- 3, 4. tables, CLAIMS.md ---------------------------------------------------------------
@@ -205,8 +231,14 @@ def _diff_files(ours: Path, committed: Path) -> str | None:
 
 def _runs_json_differences(path: Path) -> str | None:
     from envgen.pipeline.results import row_replay, run_entry, table_metrics, table_scores
+    from envgen.verify_plan import plan_differences
 
-    table = json.loads(path.read_text(encoding="utf-8"))
+    table = json_input.read(path)
+    if not isinstance(table, dict):
+        return f"{path}: not a mapping"
+    problem = plan_differences(path, table, RUNS_ROOT)
+    if problem:
+        return problem
     for row in table["rows"]:
         for entry in row["runs"]:
             derived = run_entry(
@@ -223,7 +255,7 @@ def _runs_json_differences(path: Path) -> str | None:
             return f"{path}: row {row['row']!r}: llm_replay"
     for name, derive in (("metrics.json", table_metrics), ("scores.json", table_scores)):
         sibling = path.with_name(name)
-        if sibling.is_file() and not _same(json.loads(sibling.read_text()), derive(table)):
+        if sibling.is_file() and not _same(json_input.read(sibling), derive(table)):
             return f"{sibling}: not what runs.json gives"
     return None
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from envgen.errors import EnvGenError
 from envgen.pipeline import campaign
@@ -102,7 +103,8 @@ def fake_run(run_dir: Path, job: Job, score: float, version: int, finished: bool
     run_dir.mkdir(parents=True)
     provenance = {"game": "crafter", "results_version": version, "sessions": []}
     (run_dir / "provenance.json").write_text(json.dumps(provenance))
-    (run_dir / "run.yaml").write_text(f"config_hash: {job.key[0]}\nseed: {job.seed}\n")
+    config = {"seed": job.seed, "config_hash": job.key[0], **job.config.to_dict()}
+    (run_dir / "run.yaml").write_text(yaml.safe_dump(config, sort_keys=True))
     total = job.config.total_steps
     steps = total if finished else total // 2
     real_checkpoint(run_dir, steps)
@@ -175,7 +177,7 @@ def synthetic_store(plan, codes, root: Path) -> None:
     job = rows[ROWS[1]][0]
     fake_run(job_dir(job, root), job, 6.0, fp)
     job = rows[ROWS[1]][1]
-    fake_run(job_dir(job, root), job, 6.5, "0" * 16)  # finished under other code
+    fake_run(job_dir(job, root), job, 6.5, fp + 1)  # finished under another results version
     job = rows[ROWS[2]][0]
     fake_run(job_dir(job, root), job, 0.0, fp, finished=False)
 

@@ -147,3 +147,33 @@ def test_cuda_generator_layout_resumes_on_cpu(checkpointed, tmp_path):
         outcomes.append(((run_dir / "episodes.jsonl").read_text(), metrics))
     assert outcomes[0] == outcomes[1] and outcomes[0][1][-1]["step"] == 96
     assert load_checkpoint(tmp_path / "a" / "checkpoints", torch.device("cpu")) is not None
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"global_step": -100_000}, "global_step is -100000, not a whole number >= 0"),
+        ({"global_step": "32"}, "global_step is '32', not a whole number >= 0"),
+        ({"rollouts": True}, "rollouts is True"),
+        ({"global_step": 48}, "not rollouts (1) x the rollout size (32)"),
+        ({"checkpoint_step": 0}, "checkpoint_step 0 is not global_step 32"),
+        ({"global_step": 64, "rollouts": 2, "checkpoint_step": 64}, "has no update at that step"),
+        ({"bogus": 1}, "unknown counter 'bogus'"),
+    ],
+)
+def test_checkpoint_counters_are_checked_before_the_logs_are_cut(
+    checkpointed, tmp_path, change, words
+):
+    """`global_step = -100000` resumed, cut the logs and trained from step -99,936; a
+    string step gave a TypeError traceback."""
+    run_dir = _copy_run(checkpointed, tmp_path / "run")
+    state = _raw(run_dir)
+    state["counters"].update(change)
+    torch.save(state, run_dir / "checkpoints" / LATEST)
+    logs = {name: (run_dir / name).read_bytes() for name in ("episodes.jsonl", "metrics.jsonl")}
+    trainer = _trainer(run_dir)
+    with pytest.raises(EnvGenError) as err:
+        trainer.resume()
+    trainer.close()
+    _one_line(str(err.value), str(run_dir / "checkpoints" / LATEST), words, "resume from step 0")
+    assert {name: (run_dir / name).read_bytes() for name in logs} == logs

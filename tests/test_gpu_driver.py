@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from envgen.errors import ConfigError, EnvGenError
-from envgen.gpu.archive import import_archives, pack_runs
+from envgen.gpu import archive
+from envgen.gpu.archive import REFUSED, import_archives, pack_runs
 from envgen.gpu.chunk import check_store
 from tests.import_blocker import blocker_env, gpu_image_modules
 
@@ -117,8 +118,8 @@ def test_run_in_chunks_then_pack_and_import(tmp_path, image_env):
                 member.size = len(data)
             dst.addfile(member, io.BytesIO(data) if data is not None else None)
     fresh = tmp_path / "fresh"
-    with pytest.raises(EnvGenError, match="final_metrics"):
-        import_archives([damaged], fresh)
+    (line,) = import_archives([damaged], fresh)
+    assert line.startswith(REFUSED) and "final_metrics" in line
     assert not list(fresh.glob("*/seed-*"))
 
 
@@ -167,16 +168,19 @@ def test_run_budget_is_checked_when_parsed(capsys, minutes):
     assert "argument --budget-min" in err and minutes in err
 
 
-def _sealed_run(store: Path, name: str, damaged: bool = False) -> None:
-    """A sealed run `store/name/seed-0` (its file edited after sealing when `damaged`)."""
-    from envgen.store import seal_run
+RUNS = REPO / "results" / "runs"
+GOOD, BAD = "random-8ep/seed-0", "random-8ep/seed-1"  # committed runs of a few KB
 
-    run = store / name / "seed-0"
-    run.mkdir(parents=True)
-    (run / "final_metrics.json").write_text('{"score": 1.0}')
-    seal_run(run)
+
+def _sealed_run(store: Path, rel: str, damaged: bool = False) -> Path:
+    """The committed run `rel` in `store` (its final metrics edited after sealing when
+    `damaged`)."""
+    run = store / rel
+    shutil.copytree(RUNS / rel, run)
     if damaged:
-        (run / "final_metrics.json").write_text('{"score": 99.0}')
+        path = run / "final_metrics.json"
+        path.write_text(path.read_text().replace('"score": ', '"score": 9', 1))
+    return run
 
 
 def _archive_of(store: Path, path: Path) -> Path:
@@ -185,26 +189,112 @@ def _archive_of(store: Path, path: Path) -> Path:
     return path
 
 
-def test_import_verifies_every_run_of_an_archive_before_moving_any(tmp_path):
-    """A good run beside a damaged one used to be moved in, then the damaged one raised:
-    the store changed although the user was told the import failed."""
+def test_import_takes_each_run_on_its_own(tmp_path):
+    """A damaged run beside a good one used to refuse the whole archive: it is refused by
+    name, and the good one is imported."""
     store = tmp_path / "store"
-    _sealed_run(store, "aaa")
-    _sealed_run(store, "bbb", damaged=True)
+    _sealed_run(store, GOOD)
+    _sealed_run(store, BAD, damaged=True)
     archive = _archive_of(store, tmp_path / "runs-00.tar.gz")
     runs_root = tmp_path / "runs"
-    with pytest.raises(EnvGenError) as err:
-        import_archives([archive], runs_root)
-    assert "bbb/seed-0/final_metrics.json" in str(err.value) and "nothing imported" in str(
-        err.value
+    lines = import_archives([archive], runs_root)
+    assert lines[0] == f"{GOOD}: imported"
+    assert lines[1].startswith(f"{REFUSED}{BAD} ({archive}): {BAD}/final_metrics.json: differs")
+    assert sorted(p.relative_to(runs_root).as_posix() for p in runs_root.glob("*/seed-*")) == [GOOD]
+    assert not list(runs_root.glob(".import-*"))
+
+
+def test_a_swapped_run_in_an_archive_is_refused(tmp_path):
+    """A run renamed in the archive to another run's folder (`gpu import` of a renamed
+    archive) passes its manifest; its identity refuses it."""
+    store = tmp_path / "store"
+    shutil.copytree(RUNS / "7b838eba3c35" / "seed-19", store / "ca3d42bc0a83" / "seed-19")
+    (line,) = import_archives([_archive_of(store, tmp_path / "a.tar.gz")], tmp_path / "runs")
+    assert line.startswith(REFUSED) and "its config hashes to '7b838eba3c35'" in line
+
+
+def test_only_sealed_runs_and_their_listed_files_are_packed(tmp_path):
+    """An unsealed run (final metrics, no manifest) used to be packed, and the import
+    refused the whole archive while the store marked every run in it as sent."""
+    store = tmp_path / "store"
+    sealed = _sealed_run(store, GOOD)
+    (sealed / "checkpoints").mkdir()
+    (sealed / "checkpoints" / "latest.pt").write_bytes(b"x" * 100)
+    (sealed / "final_metrics.json.tmp").write_text("{}")
+    unsealed = _sealed_run(store, BAD)
+    (unsealed / "manifest.json").unlink()
+    written, notes = pack_runs(store, tmp_path / "out")
+    (path,) = written
+    names = set(tarfile.open(path).getnames())
+    assert names == {f"runs/{GOOD}/{rel}" for rel in ("manifest.json", *_listed(sealed))}
+    assert json.loads((store / ".gpu_packed.json").read_text()) == [GOOD]
+    lines = import_archives(written, tmp_path / "runs")
+    assert lines == [f"{GOOD}: imported"]
+    assert not (tmp_path / "runs" / GOOD / "checkpoints").exists()
+
+
+def _listed(run: Path) -> list[str]:
+    return sorted(json.loads((run / "manifest.json").read_text())["files"])
+
+
+def test_import_copies_only_listed_files(tmp_path):
+    store = tmp_path / "store"
+    run = _sealed_run(store, GOOD)
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / "latest.pt").write_bytes(b"x" * 100)
+    (run / "episodes.jsonl.gz.tmp").write_bytes(b"half")
+    runs_root = tmp_path / "runs"
+    assert import_archives([_archive_of(store, tmp_path / "a.tar.gz")], runs_root) == [
+        f"{GOOD}: imported"
+    ]
+    copied = sorted(
+        p.relative_to(runs_root / GOOD).as_posix() for p in (runs_root / GOOD).rglob("*")
     )
-    assert list(runs_root.iterdir()) == []
+    assert copied == sorted(["manifest.json", *_listed(run)])
+
+
+@pytest.mark.parametrize("cap", ["MAX_MEMBER_BYTES", "MAX_ARCHIVE_BYTES"])
+def test_import_caps_member_and_archive_sizes(tmp_path, monkeypatch, cap):
+    store = tmp_path / "store"
+    _sealed_run(store, GOOD)
+    archive_path = _archive_of(store, tmp_path / "a.tar.gz")
+    monkeypatch.setattr(archive, cap, 1000)  # the committed run's log is over 1000 bytes
+    runs_root = tmp_path / "runs"
+    with pytest.raises(EnvGenError) as err:
+        import_archives([archive_path], runs_root)
+    assert "over 0 MiB" in str(err.value) and "nothing imported" in str(err.value)
+    assert not list(runs_root.rglob("*"))
+
+
+def test_control_characters_in_a_member_name_are_escaped(tmp_path):
+    store = tmp_path / "store"
+    run = _sealed_run(store, GOOD)
+    (run / "\x1b[31mred\x07").write_text("x")
+    (line,) = import_archives([_archive_of(store, tmp_path / "a.tar.gz")], tmp_path / "runs")
+    assert line.startswith(REFUSED) and "\\x1b[31mred\\x07" in line
+    assert "\x1b" not in line and "\x07" not in line
+    bad = tmp_path / "bad.tar.gz"
+    with tarfile.open(bad, "w:gz") as tar:
+        info = tarfile.TarInfo("runs/\x1b]0;title\x07/x")
+        info.size = 0
+        tar.addfile(info, io.BytesIO(b""))
+    with pytest.raises(EnvGenError) as err:
+        import_archives([bad], tmp_path / "runs")
+    assert "\x1b" not in str(err.value) and "\\x1b" in str(err.value)
+
+
+def test_deeply_nested_json_in_an_archive_is_one_line(tmp_path):
+    store = tmp_path / "store"
+    run = _sealed_run(store, GOOD)
+    (run / "manifest.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    (line,) = import_archives([_archive_of(store, tmp_path / "a.tar.gz")], tmp_path / "runs")
+    assert line.startswith(REFUSED) and "nest 100000 deep" in line and "\n" not in line
 
 
 def _bad_import(tmp_path: Path, name: str) -> tuple[list[Path], Path]:
     """(archives, runs root) of one bad import, named by `name`."""
     good = tmp_path / "good"
-    _sealed_run(good, "aaa")
+    _sealed_run(good, GOOD)
     whole = _archive_of(good, tmp_path / "whole.tar.gz").read_bytes()
     path = tmp_path / "runs-00.tar.gz"
     runs_root = tmp_path / "runs"

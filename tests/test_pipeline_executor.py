@@ -21,7 +21,7 @@ from envgen.pipeline.job_status import DONE, FAILED, LLM_UNUSABLE, NOT_RECORDED,
 from envgen.pipeline.jobs import LLMSpec, Settings
 from envgen.pipeline.plan import Job, RandomJob
 from envgen.results_version import RESULTS_VERSION
-from envgen.store import recorded_version, verify_run
+from envgen.store import recorded_version, seal_run, verify_run
 
 TINY_PPO = {"num_envs": 2, "num_steps": 32, "minibatches": 2, "checkpoint_every": 100_000}
 REPO = Path(__file__).resolve().parents[1]
@@ -77,9 +77,20 @@ def test_parallel_runs_then_skip_then_stale_redo(tmp_path):
     assert mtime(jobs[1], s) != first[jobs[1].key]  # another version: the run is redone
 
 
-@pytest.mark.parametrize("damage", ["manifest cut", "provenance edited"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "manifest cut",
+        "provenance edited",
+        "provenance missing",
+        "provenance missing, resealed",
+        "version a string, resealed",
+        "version missing, resealed",
+    ],
+)
 def test_a_run_with_a_damaged_manifest_or_provenance_is_kept_and_its_job_fails(tmp_path, damage):
-    """A damaged file is not another results version: the run is never deleted."""
+    """A damaged file is not another results version: the run is never deleted (a sealed
+    run without provenance, or with a version "1", was deleted and retrained)."""
     job = RandomJob(episodes=1, seed=0)
     s = settings(tmp_path)
     assert execute([job], s, ExecutorConfig(workers=1, retries=0), quiet)[job.key].status == DONE
@@ -87,9 +98,21 @@ def test_a_run_with_a_damaged_manifest_or_provenance_is_kept_and_its_job_fails(t
     if damage == "manifest cut":
         manifest = run_dir / "manifest.json"
         manifest.write_bytes(manifest.read_bytes()[:100])
-    else:
+    elif damage == "provenance edited":
         provenance = run_dir / "provenance.json"
         provenance.write_text(provenance.read_text().replace('"sessions"', '"session5"', 1))
+    elif damage.startswith("provenance missing"):
+        (run_dir / "provenance.json").unlink()
+    else:
+        provenance = run_dir / "provenance.json"
+        data = json.loads(provenance.read_text())
+        if damage.startswith("version a string"):
+            data["results_version"] = str(data["results_version"])
+        else:
+            del data["results_version"]
+        provenance.write_text(json.dumps(data))
+    if damage.endswith("resealed"):
+        seal_run(run_dir)
     before = sorted((p.relative_to(run_dir), p.read_bytes()) for p in run_dir.rglob("*.*"))
     result = execute([job], s, ExecutorConfig(workers=1, retries=0), quiet)[job.key]
     assert result.status == FAILED and "the run is kept" in result.reason

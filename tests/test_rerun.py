@@ -198,3 +198,31 @@ def test_a_session_field_of_the_wrong_shape_is_one_line(tmp_path, committed):
         path.write_text(json.dumps(data))
         with pytest.raises(EnvGenError, match=words):
             rerun.committed_run(copy)
+
+
+def test_a_committed_run_without_provenance_or_in_another_folder_is_one_line(tmp_path, committed):
+    """Without provenance.json a rerun said it "repeats the committed run" (exit 0); on a
+    linked folder it ignored --updates; a run in another run's folder is another run."""
+    copy = tmp_path / "runs" / committed.parent.name / committed.name
+    shutil.copytree(committed, copy)
+    (copy / "provenance.json").unlink()
+    with pytest.raises(EnvGenError, match="provenance.json: missing") as err:
+        rerun.committed_run(copy)
+    assert "\n" not in str(err.value)
+    link = tmp_path / "linked" / committed.parent.name / committed.name
+    link.parent.mkdir(parents=True)
+    link.symlink_to(committed)
+    with pytest.raises(EnvGenError, match="symbolic link"):
+        rerun.committed_run(link)
+    elsewhere = tmp_path / "moved" / "0123456789ab" / committed.name
+    shutil.copytree(committed, elsewhere)
+    with pytest.raises(EnvGenError, match="the folder holds another run"):
+        rerun.committed_run(elsewhere)
+
+
+def test_a_rerun_stopped_before_its_first_record_says_so(committed):
+    done = envgen_subprocess("rerun", str(committed), "--seconds", "0.01")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "envgen rerun: the retrained run wrote no record to compare; give more --seconds"
+    ], done.stderr

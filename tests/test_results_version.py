@@ -14,6 +14,7 @@ command line keeps the guard working when modules move or are renamed.
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import os
@@ -22,7 +23,6 @@ import sys
 import tarfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -43,14 +43,20 @@ def _git(*args: str, repo: Path = REPO) -> str:
 
 
 def reference_commit(repo: Path = REPO) -> tuple[str | None, str]:
-    """(the commit that last changed the version file, "") or (None, why it is unknown).
+    """(the commit that last changed a version value, "") or (None, why it is unknown).
 
-    In a shallow clone `git log` takes the oldest commit it has for one that added every
-    file, so a history cut after the version's commit would make the guard compare this
-    tree with itself and pass whatever changed: that case is refused, not guessed.
+    The versions are compared as parsed values, not as the file's bytes: a commit that
+    touches the file without changing a number (a comment, a reformat) is no reference,
+    or a behaviour change committed with such a touch would compare the tree with itself
+    and pass. Walking back over the commits that touched the file, the reference is the
+    oldest of the newest commits whose versions equal the latest committed ones.
+
+    In a shallow clone the history may end before that commit (`git log` then takes the
+    oldest commit it has for one that added every file), so a walk that reaches the cut
+    is refused, not guessed.
     """
     try:
-        commit = _git("log", "-1", "--format=%H", "--", VERSION_FILE, repo=repo)
+        commits = _git("log", "--format=%H", "--", VERSION_FILE, repo=repo).split()
         shallow = _git("rev-parse", "--is-shallow-repository", repo=repo) == "true"
         cut = (
             Path(repo, _git("rev-parse", "--git-path", "shallow", repo=repo)).read_text().split()
@@ -59,21 +65,41 @@ def reference_commit(repo: Path = REPO) -> tuple[str | None, str]:
         )
     except (OSError, subprocess.CalledProcessError):
         return None, "no git history"
-    if not commit:
+    if not commits:
         return None, f"no commit in the history changed {VERSION_FILE}"
-    if commit in cut:
-        return None, (
-            f"shallow clone cut at {commit[:10]}, so the commit that last changed "
-            f"{VERSION_FILE} is unknown (git fetch --unshallow)"
-        )
-    return commit, ""
+    latest = versions_at(commits[0], repo)
+    reference = commits[0]
+    for commit in commits:
+        if commit in cut:
+            return None, (
+                f"shallow clone cut at {commit[:10]}, so the commit that last changed a "
+                f"version in {VERSION_FILE} is unknown (git fetch --unshallow)"
+            )
+        if versions_at(commit, repo) != latest:
+            return reference, ""
+        reference = commit
+    return reference, ""
 
 
-def versions_at(commit: str) -> dict[str, int]:
-    source = _git("show", f"{commit}:{VERSION_FILE}")
-    namespace: dict[str, Any] = {}
-    exec(compile(source, VERSION_FILE, "exec"), namespace)  # noqa: S102 - our own file, from git
-    return namespace["RESULTS_VERSION"]
+def versions_at(commit: str, repo: Path = REPO) -> dict[str, int] | None:
+    """The RESULTS_VERSION mapping of the version file at `commit`, parsed, not run (None
+    where the file holds no such literal mapping)."""
+    try:
+        tree = ast.parse(_git("show", f"{commit}:{VERSION_FILE}", repo=repo))
+    except (SyntaxError, subprocess.CalledProcessError):
+        return None
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and target.id == "RESULTS_VERSION" and value:
+            try:
+                parsed = ast.literal_eval(value)
+            except ValueError:
+                return None
+            return parsed if isinstance(parsed, dict) else None
+    return None
 
 
 def extract(commit: str, dest: Path) -> Path:
@@ -173,12 +199,49 @@ def test_a_shallow_clone_cut_after_the_version_commit_gives_no_reference(tmp_pat
             assert why.startswith("shallow clone cut at") and "unshallow" in why
 
 
+def test_a_touched_but_unchanged_version_file_is_no_reference(tmp_path):
+    """`score * 1.5` committed with a comment in the version file: the guard must compare
+    with the code of the commit that set the version, where the score was not scaled."""
+    repo = tmp_path / "repo"
+    (repo / "envgen").mkdir(parents=True)
+    version, scoring = repo / VERSION_FILE, repo / "envgen" / "scoring.py"
+
+    def commit(message: str) -> str:
+        _git("add", "-A", repo=repo)
+        _git(
+            *("-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"),
+            *("commit", "-qm", message),
+            repo=repo,
+        )
+        return _git("rev-parse", "HEAD", repo=repo)
+
+    _git("init", "-q", repo=repo)
+    version.write_text('RESULTS_VERSION: dict[str, int] = {"crafter": 1, "heist": 1}\n')
+    scoring.write_text("def score(x):\n    return x\n")
+    first = commit("version 1")
+    version.write_text(
+        '"""Declared here."""\n\nRESULTS_VERSION: dict[str, int] = {"crafter": 1, "heist": 1}\n'
+    )
+    scoring.write_text("def score(x):\n    return x * 1.5  # touched with the version file\n")
+    commit("score * 1.5, and a word in the version file")
+    reference, why = reference_commit(repo)
+    assert (reference, why) == (first, "")
+    assert versions_at(reference, repo) == {"crafter": 1, "heist": 1}  # not bumped: the
+    # guard runs the old scoring against the new one and fails on the difference
+    assert "1.5" not in _git("show", f"{reference}:envgen/scoring.py", repo=repo)
+    version.write_text('RESULTS_VERSION: dict[str, int] = {"crafter": 2, "heist": 1}\n')
+    bump = commit("a real bump")
+    version.write_text('RESULTS_VERSION: dict[str, int] = {"crafter": 2, "heist": 1}  # ok\n')
+    commit("a comment after the bump")
+    assert reference_commit(repo) == (bump, "")
+
+
 @pytest.mark.slow
 def test_behaviour_is_unchanged_unless_the_results_version_is_bumped(tmp_path):
     commit, why = reference_commit()
     if commit is None:
         pytest.skip(f"{why}: the guard needs the commit that set the results version")
-    old = versions_at(commit)
+    old = versions_at(commit) or {}
     bumped = sorted(g for g in RESULTS_VERSION if RESULTS_VERSION[g] != old.get(g))
     reference = extract(commit, tmp_path / "reference")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-COPIED = ("dvc.yaml", "results", "data")
+COPIED = ("dvc.yaml", "params.yaml", "replication", "results", "data")
 
 
 @pytest.fixture
@@ -82,3 +82,33 @@ def test_a_final_metrics_that_is_not_a_mapping_is_named(tmp_path, content, words
     seal_run(run_dir)
     check = check_run_store(tmp_path / "runs", listed=[run_dir])
     assert not check.ok and check.detail.startswith(f"{run_dir}/final_metrics.json: {words}")
+
+
+@pytest.mark.slow
+def test_a_swapped_run_and_a_forged_field_fail_verify_naming_the_run(committed):
+    """Crafter-only seed 19 replaced by the domain-randomization seed-19 run; then, restored,
+    an LLM run's llm_replay forged with its manifest rewritten to match."""
+    import json
+
+    from envgen.store import seal_run
+
+    runs = committed / "results" / "runs"
+    swapped = runs / "ca3d42bc0a83" / "seed-19"
+    shutil.rmtree(swapped)
+    shutil.copytree(runs / "7b838eba3c35" / "seed-19", swapped)
+    done = verify(committed)
+    assert done.returncode == 1
+    store = next(line for line in done.stdout.splitlines() if line.startswith("run store:"))
+    assert "DIFFERS" in store and "ca3d42bc0a83/seed-19/run.yaml: its config hashes to" in store
+
+    shutil.rmtree(swapped)
+    shutil.copytree(REPO / "results" / "runs" / "ca3d42bc0a83" / "seed-19", swapped)
+    forged = runs / "ee3aec67a90e" / "seed-0"
+    final = json.loads((forged / "final_metrics.json").read_text())
+    final["llm_replay"]["exact"] = 24
+    (forged / "final_metrics.json").write_text(json.dumps(final))
+    seal_run(forged)
+    done = verify(committed)
+    assert done.returncode == 1
+    store = next(line for line in done.stdout.splitlines() if line.startswith("run store:"))
+    assert "ee3aec67a90e/seed-0/final_metrics.json: llm_replay is" in store

@@ -105,7 +105,7 @@ def _records(path: Path, torn_ok: bool) -> Iterator[tuple[str, dict[str, Any]]]:
             record = json.loads(line)
             if not isinstance(record, dict) or not isinstance(record.get("step"), int):
                 raise ValueError("not a record with an integer 'step'")
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: [[[... nested
             if torn_ok and number == len(lines) and not raw.endswith("\n"):
                 return  # torn by a kill: the resumed run writes it again
             raise EnvGenError(

@@ -42,6 +42,7 @@ from envgen.agents.seeding import derive_seed
 from envgen.envs.plain import mixture_from_plain, mixture_to_plain
 from envgen.errors import ConfigError, EnvGenError
 from envgen.scoring import summarize
+from envgen.store.counters import checked_counters
 from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
 
 # (configs, num_envs, seed, weights) -> vec env
@@ -343,8 +344,11 @@ class Trainer:
             )
         path = self.run_dir / LATEST_CHECKPOINT
         try:
+            raw = checked_counters(
+                state["counters"], path, self.ppo_cfg.rollout_size, self.metrics.path
+            )
             self.agent.load_state_dict(state)
-            counters = Counters(**state["counters"])
+            counters = Counters(**raw)
             self._restore_action_rng(state["action_rng"], counters)
             self.shuffle_rng.bit_generator.state = state["shuffle_rng"]
             saved_env = state.get("env")

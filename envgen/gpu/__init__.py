@@ -53,11 +53,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from envgen.gpu.archive import import_archives
+    from envgen.gpu.archive import REFUSED, import_archives
 
-    for line in import_archives(args.archives, args.runs_root):
+    lines = import_archives(args.archives, args.runs_root)
+    for line in lines:
         print(f"[gpu import] {line}")
-    return 0
+    return 1 if any(line.startswith(REFUSED) for line in lines) else 0
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -1,17 +1,23 @@
 """Finished runs in and out of a machine that returns at most a few small files.
 
-`pack_runs` puts the finished runs of a run store (sealed: `manifest.json`; or, from
-older code, `final_metrics.json`) into `runs-NN.tar.gz` files of at most `max_bytes`,
-at most `max_files` of them per call, each run whole (its directory less `checkpoints/`
-and temporary files: the files its manifest lists). A list in the store remembers what
-was packed, so the next call sends only runs that finished since.
+`pack_runs` puts the sealed runs of a run store (`manifest.json` written: a run that
+finished and was checked) into `runs-NN.tar.gz` files of at most `max_bytes`, at most
+`max_files` of them per call, each run whole: its manifest and the files it lists,
+nothing else (no checkpoints, no temporary files). A run with final metrics but no
+manifest is unfinished business of its machine, not a result: it stays there, unsent.
+A list in the store remembers what was packed, so the next call sends only runs sealed
+since.
 
-`import_archives` unpacks such files into a run store (results/runs): every member must
+`import_archives` unpacks such files into a run store (results/runs). Every member must
 be a plain file or directory under `runs/<run>/seed-<K>/`, no absolute path, no `..`,
-no link or device (anything else refuses the whole archive, naming the member); each
-run is checked against its manifest (`envgen.store.verify_run`, where that module
-exists), every run of every archive before any is moved into place (a damaged one
-imports nothing), and a run already in the store is kept as it is.
+no link or device, each at most `MAX_MEMBER_BYTES` and all of one archive at most
+`MAX_ARCHIVE_BYTES` unpacked (anything else refuses the whole archive, naming the
+member: it is not an archive `gpu run` wrote). Then each run is taken on its own: it
+must be the run its folder names (`envgen.store.identity`) and match its manifest
+(`envgen.store.verify_run`); a run that fails is refused by name and the others are
+imported. Only the manifest and the files it lists enter the store, and a run already
+there is kept as it is. What is printed escapes control characters (a member's name
+comes from someone else).
 """
 
 from __future__ import annotations
@@ -24,14 +30,21 @@ import shutil
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
+from envgen import json_input
 from envgen.errors import EnvGenError
+from envgen.store import verify_run
+from envgen.store.identity import check_identity
+from envgen.store.manifest import MANIFEST, manifest_of
 
 MiB = 2**20
 MAX_BYTES = 16 * MiB
 MAX_FILES = 8
+MAX_MEMBER_BYTES = 256 * MiB  # one file of a run, unpacked (a 1.96M-step run's: < 1 MiB)
+MAX_ARCHIVE_BYTES = 1024 * MiB  # one archive, unpacked (16 MiB packed holds < 200 MiB)
+REFUSED = "refused: "  # how a line of `import_archives` says a run was not imported
 PACKED = ".gpu_packed.json"  # in the run store: runs already packed
 SKIPPED_DIRS = ("checkpoints",)  # the run store's rule: never part of a result
 RUN_PART = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._-]*$")
@@ -39,25 +52,13 @@ SEED_PART = re.compile(r"^seed-\d+$")
 
 
 def finished_runs(store: Path) -> list[Path]:
-    """Run directories of `store` that finished, sorted."""
-    runs = [p.parent for p in store.glob("*/seed-*/manifest.json")]
-    runs += [
-        p.parent
-        for p in store.glob("*/seed-*/final_metrics.json")
-        if not (p.parent / "manifest.json").exists()
-    ]
-    return sorted(set(runs))
+    """Run directories of `store` that were sealed, sorted."""
+    return sorted({p.parent for p in store.glob("*/seed-*/manifest.json")})
 
 
 def run_files(run_dir: Path) -> list[Path]:
-    """What goes into the archive: every file but checkpoints/ and *.tmp."""
-    return [
-        p
-        for p in sorted(run_dir.rglob("*"))
-        if p.is_file()
-        and p.relative_to(run_dir).parts[0] not in SKIPPED_DIRS
-        and not p.name.endswith(".tmp")
-    ]
+    """What goes into the archive: the manifest and the files it lists."""
+    return [run_dir / MANIFEST, *(run_dir / rel for rel in sorted(manifest_of(run_dir)))]
 
 
 def _tar_gz(runs: Sequence[Path], store: Path) -> bytes:
@@ -82,9 +83,18 @@ def pack_runs(
     """
     out.mkdir(parents=True, exist_ok=True)
     packed_list = store / PACKED
-    packed = set(json.loads(packed_list.read_text())) if packed_list.is_file() else set()
-    pending = [r for r in finished_runs(store) if r.relative_to(store).as_posix() not in packed]
+    packed = set(json_input.read(packed_list)) if packed_list.is_file() else set()
     notes: list[str] = []
+    pending = []
+    for run in finished_runs(store):
+        if run.relative_to(store).as_posix() in packed:
+            continue
+        try:
+            verify_run(run)
+        except EnvGenError as exc:  # damaged here: left out, named, not marked as sent
+            notes.append(f"{printable(str(exc))}; not packed")
+            continue
+        pending.append(run)
     sizes = {}
     for run in pending:
         sizes[run] = len(_tar_gz([run], store))
@@ -115,7 +125,17 @@ def pack_runs(
 
 
 def _check_members(archive: Path, tar: tarfile.TarFile) -> None:
+    total = 0
     for member in tar.getmembers():
+        total += member.size
+        if member.size > MAX_MEMBER_BYTES or total > MAX_ARCHIVE_BYTES:
+            what = "member" if member.size > MAX_MEMBER_BYTES else "archive, unpacked,"
+            limit = MAX_MEMBER_BYTES if member.size > MAX_MEMBER_BYTES else MAX_ARCHIVE_BYTES
+            raise EnvGenError(
+                f"{printable(archive)}: {what} over {limit // MiB} MiB at member "
+                f"{printable(member.name)!r}; `gpu run` writes no such archive; nothing "
+                "imported"
+            )
         name = PurePosixPath(member.name)
         parts = name.parts
         bad = (
@@ -129,37 +149,37 @@ def _check_members(archive: Path, tar: tarfile.TarFile) -> None:
         )
         if bad:
             raise EnvGenError(
-                f"{archive}: member {member.name!r} is not a file under runs/<run>/seed-<K>/ "
-                "(absolute path, '..', link or device); nothing imported"
+                f"{printable(archive)}: member {printable(member.name)!r} is not a file under "
+                "runs/<run>/seed-<K>/ (absolute path, '..', link or device); nothing imported"
             )
 
 
-def _verifier():
-    """`envgen.store.verify_run` where the run store provides it, else None."""
-    try:
-        from envgen.store import verify_run
-    except ImportError:
-        return None
-    return verify_run
-
-
 def import_archives(archives: Sequence[Path], runs_root: Path) -> list[str]:
-    """Unpack `archives` into `runs_root` (module docstring); returns one line per run.
+    """Unpack `archives` into `runs_root` (module docstring); returns one line per run,
+    `REFUSED` first on a run that was not imported and why.
 
-    All or nothing: every archive is unpacked and every run in it verified before any
-    run is moved into the store, so a damaged run or archive imports nothing and the
-    store is never left with part of a call that the user was told failed.
+    An archive that is not one `gpu run` wrote (not a whole gzip'd tar, a member outside
+    runs/<run>/seed-<K>/, a link, a member over the size caps) imports nothing of any
+    archive given: it is checked before any run moves. A run is refused on its own.
     """
-    verify = _verifier()
     for archive in archives:
         _check_archive_path(archive)
     _make_store(runs_root)
     lines = []
     with tempfile.TemporaryDirectory(dir=runs_root, prefix=".import-") as tmp:
-        staged = [_stage(archive, Path(tmp, str(i)), verify) for i, archive in enumerate(archives)]
-        for run, rel in (pair for runs in staged for pair in runs):
-            lines.append(_move_in(run, rel, runs_root))
+        staged = [_stage(archive, Path(tmp, str(i))) for i, archive in enumerate(archives)]
+        for archive, runs in zip(archives, staged, strict=True):
+            for run, rel in runs:
+                lines.append(printable(_take_in(archive, run, rel, runs_root)))
     return lines
+
+
+def printable(text: object) -> str:
+    """`text` with every character that is not printable escaped (`\\x1b`, `\\n`):
+    names from an archive must not drive the terminal."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(text)
+    )
 
 
 def _check_archive_path(archive: Path) -> None:
@@ -183,34 +203,41 @@ def _make_store(runs_root: Path) -> None:
         ) from None
 
 
-def _stage(
-    archive: Path, dest: Path, verify: Callable[[Path], object] | None
-) -> list[tuple[Path, PurePosixPath]]:
-    """Unpack `archive` into `dest` and verify each run; returns (run, runs/-relative path)."""
+def _stage(archive: Path, dest: Path) -> list[tuple[Path, PurePosixPath]]:
+    """Unpack `archive` into `dest`; returns (run, runs/-relative path) of each run."""
     try:
         with tarfile.open(archive, "r:gz") as tar:
             _check_members(archive, tar)
             tar.extractall(dest, filter="data")
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise EnvGenError(
-            f"{archive}: not a whole runs-NN.tar.gz ({exc or type(exc).__name__}): damaged or "
-            "truncated in transfer, fetch it again; nothing imported"
+            f"{printable(archive)}: not a whole runs-NN.tar.gz ({exc or type(exc).__name__}): "
+            "damaged or truncated in transfer, fetch it again; nothing imported"
         ) from None
     except OSError as exc:
-        raise EnvGenError(f"{archive}: cannot unpack ({exc}); nothing imported") from None
+        raise EnvGenError(
+            f"{printable(archive)}: cannot unpack ({printable(exc)}); nothing imported"
+        ) from None
     runs = sorted(Path(dest, "runs").glob("*/seed-*"))
-    for run in runs if verify is not None else ():
-        try:
-            verify(run)
-        except EnvGenError as exc:
-            raise EnvGenError(f"{exc} ({archive}; nothing imported)") from None
     return [(run, PurePosixPath(run.relative_to(Path(dest, "runs")).as_posix())) for run in runs]
 
 
-def _move_in(run: Path, rel: PurePosixPath, runs_root: Path) -> str:
+def _take_in(archive: Path, run: Path, rel: PurePosixPath, runs_root: Path) -> str:
+    """Check one staged run and copy its manifest and listed files into the store."""
     target = runs_root / rel
-    if target.exists():
+    if target.exists() or target.is_symlink():
         return f"{rel}: already in {runs_root}, kept as it is"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(run), str(target))
+    try:
+        verify_run(run)
+        check_identity(run)
+        listed = [MANIFEST, *sorted(manifest_of(run))]
+    except EnvGenError as exc:
+        where = str(exc).replace(f"{run.parent.parent}/", "")  # the staging folder
+        return f"{REFUSED}{rel} ({archive}): {where}"
+    building = target.with_name(f".{target.name}.importing")
+    shutil.rmtree(building, ignore_errors=True)
+    for name in listed:
+        (building / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(run / name, building / name)
+    building.rename(target)
     return f"{rel}: imported"

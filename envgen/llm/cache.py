@@ -23,12 +23,12 @@ that carry feedback get slots: the others are machine-independent and replay exa
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from envgen import json_input
 from envgen.errors import CacheIntegrityError, CacheMissError, ConfigError
 from envgen.files import remove_stale_temporaries, write_json_atomic
 from envgen.llm.accounting import Ledger
@@ -269,7 +269,7 @@ def file_run_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> int:
             if not is_sealed(run_dir):
                 continue
             run = run_id(run_dir.parent.name, int(run_dir.name.removeprefix("seed-")))
-            for call in json.loads(read_run_bytes(calls_path)):
+            for call in json_input.loads(read_run_bytes(calls_path), calls_path):
                 entry = cache.load(call["key"])
                 if entry is None and call.get("served") == "slot":
                     slot = slot_id(run, call["label"])
@@ -306,9 +306,11 @@ def _verified(path: Path) -> dict[str, Any]:
     """The entry in `path`, every field checked (`envgen.llm.entry`) and its request
     hashing to the file's name; one-line `CacheIntegrityError` naming the file otherwise."""
     try:
-        entry = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CacheIntegrityError(f"{path}: unreadable cache file ({exc}); delete it") from None
+        entry = json_input.read(path)
+    except json_input.JSONInputError as exc:
+        raise CacheIntegrityError(
+            f"{path}: unreadable cache file ({exc.detail}); delete it"
+        ) from None
     try:
         check_entry(entry)
     except ValueError as exc:

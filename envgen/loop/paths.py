@@ -9,14 +9,15 @@ that stopped with an error; nothing reads it as a result.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from envgen import json_input
 from envgen.errors import EnvGenError
+from envgen.json_input import JSONInputError
 from envgen.loop.config import RunConfig
 from envgen.store.manifest import RunStoreError, is_sealed, read_run_bytes
 
@@ -25,12 +26,13 @@ def read_json(path: Path) -> Any:
     """A run file's JSON, checked against the run's manifest when the run is sealed; a
     damaged one is an `EnvGenError` naming it and the fix."""
     try:
-        return json.loads(read_run_bytes(path))
+        return json_input.loads(read_run_bytes(path), path)
     except RunStoreError:
         raise
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, JSONInputError) as exc:
+        detail = exc.detail if isinstance(exc, JSONInputError) else exc
         raise EnvGenError(
-            f"{path}: unreadable ({exc}); the run directory is damaged: remove "
+            f"{path}: unreadable ({detail}); the run directory is damaged: remove "
             f"{path.parent} (or the run directory) and run it again with --resume"
         ) from None
 

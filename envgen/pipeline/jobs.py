@@ -37,6 +37,7 @@ from envgen.pipeline.job_status import (
 )
 from envgen.pipeline.plan import Job, RandomJob
 from envgen.pipeline.random_policy import play_random
+from envgen.store.identity import check_identity
 from envgen.store.lifecycle import finish_run
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 from envgen.store.provenance import recorded_version
@@ -133,6 +134,7 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
     try:
         _drop_if_stale(run_dir, version)
         if is_sealed(run_dir):
+            _check_identity(run_dir)
             return JobResult(job.key, DONE, str(run_dir))
         if isinstance(job, RandomJob):
             play_random(job.episodes, job.seed, run_dir)
@@ -199,9 +201,10 @@ def _drop_if_stale(run_dir: Path, version: int) -> None:
     existed: no provenance), and an unfinished one without a checkpoint (nothing to
     resume from; its logs would be appended to twice). A run that finished training but
     was killed before it was sealed is sealed here. A run whose provenance.json or
-    manifest.json is damaged is kept and the job fails with one line saying so: the
-    damage, not a version, is what the user has to see (a committed run restores from
-    git).
+    manifest.json is damaged (a sealed run without provenance, a version that is not a
+    whole number) is kept and the job fails with one line saying so: the damage, not a
+    version, is what the user has to see (a committed run restores from git). Only a
+    whole-number version other than the code's makes a sealed run stale.
     """
     if not run_dir.exists():
         return
@@ -218,6 +221,17 @@ def _drop_if_stale(run_dir: Path, version: int) -> None:
     resumable = (run_dir / LATEST_CHECKPOINT).is_file()
     if stale or not (is_sealed(run_dir) or resumable):
         shutil.rmtree(run_dir)
+
+
+def _check_identity(run_dir: Path) -> None:
+    """A finished run must be the run its folder names (`envgen.store.identity`): one
+    copied into another's folder is kept, and its job fails saying so."""
+    try:
+        check_identity(run_dir)
+    except EnvGenError as exc:
+        raise EnvGenError(
+            f"{exc} (the run is kept: restore it, or delete {run_dir} to train it again)"
+        ) from None
 
 
 def _drop_if_empty(run_dir: Path) -> None:

@@ -10,7 +10,6 @@ directory, which is the repository root under `dvc repro`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from envgen import json_input
 from envgen.agents.runlog import read_jsonl
 from envgen.errors import ConfigError, ReportInputError
 from envgen.input_checks import safe_name
@@ -165,11 +165,13 @@ def load_table(path: Path) -> TableRecord:
     """Parse and check one runs.json; errors name the file and the field at fault."""
     where = str(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except OSError as exc:
         raise ReportInputError(where, f"cannot read: {exc.strerror}; run the train stage") from None
-    except json.JSONDecodeError as exc:
-        raise ReportInputError(where, f"not JSON ({exc}); re-run the train stage") from None
+    try:
+        data = json_input.loads(raw, where)
+    except json_input.JSONInputError as exc:
+        raise ReportInputError(where, f"{exc.detail}; re-run the train stage") from None
     data = _mapping(data, where)
     rows = _field(data, "rows", list, where)
     table = _field(data, "table", str, where)
@@ -343,9 +345,11 @@ def read_cycles(run_dir: Path) -> list[Cycle]:
         envs_path = directory / "environments.json"
         if not envs_path.is_file():
             continue
-        environments = json.loads(read_run_bytes(envs_path))["configs"]
+        environments = json_input.loads(read_run_bytes(envs_path), envs_path)["configs"]
         eval_path = directory / "evaluation.json"
-        evaluation = json.loads(read_run_bytes(eval_path)) if eval_path.is_file() else None
+        evaluation = (
+            json_input.loads(read_run_bytes(eval_path), eval_path) if eval_path.is_file() else None
+        )
         cycles.append(Cycle(index, tuple(environments), evaluation))
     return cycles
 
@@ -353,4 +357,4 @@ def read_cycles(run_dir: Path) -> list[Cycle]:
 def read_accounting(run_dir: Path) -> dict[str, Any] | None:
     """llm_accounting.json (calls, tokens, cost_usd); None for runs that used no LLM."""
     path = run_dir / "llm_accounting.json"
-    return json.loads(read_run_bytes(path)) if path.is_file() else None
+    return json_input.loads(read_run_bytes(path), path) if path.is_file() else None

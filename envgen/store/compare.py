@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from envgen import json_input
 from envgen.store.manifest import CHECKPOINT_DIR
 
 SKIPPED = {"provenance.json", "manifest.json"}  # where and when: differ by design
@@ -79,9 +79,11 @@ def _content(path: Path) -> Any:
     data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     name = path.name.removesuffix(".gz")
     if name.endswith(".jsonl"):
-        return [behaviour(json.loads(line)) for line in data.splitlines() if line.strip()]
+        return [
+            behaviour(json_input.loads(line, path)) for line in data.splitlines() if line.strip()
+        ]
     if name == "final_metrics.json":
-        return {k: v for k, v in json.loads(data).items() if k not in VOLATILE_KEYS}
+        return {k: v for k, v in json_input.loads(data, path).items() if k not in VOLATILE_KEYS}
     return data
 
 

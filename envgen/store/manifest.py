@@ -20,13 +20,14 @@ import functools
 import gzip
 import hashlib
 import io
-import json
 import os
 from pathlib import Path
 from typing import Any
 
+from envgen import json_input
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
+from envgen.json_input import JSONInputError
 
 MANIFEST = "manifest.json"
 FORMAT = 1
@@ -112,13 +113,15 @@ def seal_run(run_dir: Path) -> Path:
 @functools.lru_cache(maxsize=256)
 def _load_manifest(path: Path, mtime_ns: int) -> dict[str, dict[str, Any]]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_input.read(path)
         files = data["files"]
         if data.get("format") != FORMAT or not isinstance(files, dict):
             raise ValueError(f"unknown manifest format {data.get('format')!r}")
         for name, entry in files.items():
             if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
                 raise ValueError(f"entry {name!r} has no sha256")
+    except JSONInputError as exc:
+        raise RunStoreError(f"{path}: unreadable run manifest ({exc.detail})") from None
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise RunStoreError(f"{path}: unreadable run manifest ({exc})") from None
     return files

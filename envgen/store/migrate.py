@@ -14,8 +14,6 @@ run is sealed. A run of other code is left alone and reported (it stays stale).
 
 from __future__ import annotations
 
-import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +21,10 @@ from typing import Any
 
 import yaml
 
+from envgen import json_input
+from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
+from envgen.input_checks import OneLineParser, existing_dir, fail, read_yaml_mapping
 from envgen.store.fingerprint import FINGERPRINT_FILE
 from envgen.store.manifest import is_sealed, seal_run
 from envgen.store.provenance import PROVENANCE, UNKNOWN
@@ -47,7 +48,9 @@ def _git_added(path: Path) -> tuple[str, str]:
 
 
 def backfilled(run_dir: Path, game: str, fingerprint: str, note: str | None) -> dict[str, Any]:
-    final = json.loads((run_dir / "final_metrics.json").read_text(encoding="utf-8"))
+    final = json_input.read(run_dir / "final_metrics.json")
+    if not isinstance(final, dict):
+        raise EnvGenError(f"{run_dir / 'final_metrics.json'}: not a mapping of metrics")
     commit, committed_at = _git_added(run_dir / "final_metrics.json")
     data: dict[str, Any] = {
         "game": game,
@@ -74,15 +77,33 @@ def backfilled(run_dir: Path, game: str, fingerprint: str, note: str | None) -> 
     return data
 
 
+def _game(run_dir: Path) -> str:
+    """The run's game from its run.yaml (random-policy runs have none: Crafter); an
+    `EnvGenError` naming the file when it is not a config of a known game."""
+    path = run_dir / "run.yaml"
+    if not path.is_file():
+        return "crafter"
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise EnvGenError(f"{path}: unreadable ({type(exc).__name__})") from None
+    game = config.get("game", "crafter") if isinstance(config, dict) else None
+    if game not in VERSION_1_FINGERPRINTS:
+        what = f"game {game!r}" if isinstance(config, dict) else f"a {type(config).__name__}"
+        raise EnvGenError(
+            f"{path}: holds {what}, not a run config of {' or '.join(VERSION_1_FINGERPRINTS)}"
+        )
+    return game
+
+
 def migrate_run(run_dir: Path, note: str | None = None) -> str:
-    """Migrate one run directory; returns what was done (one word)."""
+    """Migrate one run directory; returns what was done (one word). A run that already
+    has a provenance.json keeps it: it is a real record, never replaced by a back-fill."""
     if is_sealed(run_dir):
         return "sealed-already"
-    config_path = run_dir / "run.yaml"  # random-policy runs have none: they play Crafter
-    config = (
-        yaml.safe_load(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
-    )
-    game = (config or {}).get("game", "crafter")
+    if (run_dir / PROVENANCE).exists():
+        return "has-provenance"
+    game = _game(run_dir)
     fp_path = run_dir / FINGERPRINT_FILE
     fingerprint = fp_path.read_text(encoding="utf-8").strip() if fp_path.is_file() else None
     if not (run_dir / "final_metrics.json").is_file():
@@ -95,21 +116,37 @@ def migrate_run(run_dir: Path, note: str | None = None) -> str:
     return "migrated"
 
 
+LEFT_AS_IS = {
+    "stale": "not of results version 1",
+    "has-provenance": "has a provenance.json already, which a back-fill would overwrite",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m envgen.store.migrate", description=__doc__)
+    parser = OneLineParser(prog="python -m envgen.store.migrate", description=__doc__)
     parser.add_argument("runs_root", type=Path)
     parser.add_argument("--notes", type=Path, help="YAML {<hash>/seed-<K>: note}")
     args = parser.parse_args(argv)
-    notes = yaml.safe_load(args.notes.read_text(encoding="utf-8")) if args.notes else {}
+    try:
+        existing_dir(args.runs_root, "runs to migrate (results/runs)")
+        notes = (
+            read_yaml_mapping(args.notes, "notes: {<hash>/seed-<K>: note}") if args.notes else {}
+        )
+    except EnvGenError as exc:
+        return fail(parser.prog, exc)
     counts: dict[str, int] = {}
     for run_dir in sorted(p for p in args.runs_root.glob("*/seed-*") if p.is_dir()):
         key = run_dir.relative_to(args.runs_root).as_posix()
-        outcome = migrate_run(run_dir, (notes or {}).get(key))
+        try:
+            outcome = migrate_run(run_dir, notes.get(key))
+        except EnvGenError as exc:
+            print(f"{exc} (left as is)", file=sys.stderr)
+            outcome = "damaged"
         counts[outcome] = counts.get(outcome, 0) + 1
-        if outcome == "stale":
-            print(f"{run_dir}: not of results version 1 (left as is)", file=sys.stderr)
-    print(", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
-    return 0
+        if outcome in LEFT_AS_IS:
+            print(f"{run_dir}: {LEFT_AS_IS[outcome]} (left as is)", file=sys.stderr)
+    print(", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no run directories")
+    return 1 if counts.get("damaged") else 0
 
 
 if __name__ == "__main__":

@@ -19,17 +19,17 @@ from __future__ import annotations
 import datetime
 import hashlib
 import importlib.metadata
-import json
 import os
 import platform
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from envgen import json_input
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.results_version import RESULTS_VERSION
-from envgen.store.manifest import read_run_bytes
+from envgen.store.manifest import is_sealed, read_run_bytes
 
 PROVENANCE = "provenance.json"
 UNKNOWN = "unknown"
@@ -166,9 +166,9 @@ def read_provenance(run_dir: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(read_run_bytes(path))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise EnvGenError(f"{path}: unreadable provenance ({exc})") from None
+        data = json_input.loads(read_run_bytes(path), path)
+    except json_input.JSONInputError as exc:
+        raise EnvGenError(f"{path}: unreadable provenance ({exc.detail})") from None
     if not isinstance(data, dict):
         raise EnvGenError(f"{path}: unreadable provenance (not a mapping)")
     return data
@@ -177,14 +177,29 @@ def read_provenance(run_dir: Path) -> dict[str, Any] | None:
 def recorded_version(run_dir: Path) -> int | None:
     """The results version a run was produced under (None: unknown, so not current).
 
-    Unknown means no provenance.json, or none with a version: a run made before versions
-    existed. A provenance.json that cannot be read, or that differs from its run's
-    manifest, raises instead: a damaged file must stop whoever asked (the pipeline would
-    otherwise judge the run stale and delete it), never pass for another version.
+    Unknown means an unsealed run without a provenance.json, or without a version in it:
+    one made before versions existed, or one in progress. Anything else that is not a
+    whole number raises instead, naming the file: a sealed run without its provenance,
+    a provenance.json that cannot be read or differs from its run's manifest, a version
+    of another type (`"1"`). Damage must stop whoever asked (the pipeline would otherwise
+    judge the run stale and delete it), never pass for another version.
     """
+    run_dir = Path(run_dir)
+    path = run_dir / PROVENANCE
     data = read_provenance(run_dir)
     value = (data or {}).get("results_version")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if value is None and is_sealed(run_dir):
+        problem = "no results_version in it" if data is not None else "it is missing"
+        raise EnvGenError(
+            f"{path}: the run is sealed but {problem}, so its results version is unknown; "
+            "restore it from git (git checkout -- PATH)"
+        )
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise EnvGenError(
+            f"{path}: results_version is {value!r}, not a whole number; restore it from git "
+            "(git checkout -- PATH)"
+        )
+    return value
 
 
 def is_current(run_dir: Path, game: str) -> bool:

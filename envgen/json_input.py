@@ -1,0 +1,85 @@
+"""Reading JSON that someone else may have written: bounded in size and nesting.
+
+Every JSON file the package reads (a run's manifest, provenance, final metrics and call
+log, a runs.json, a cache entry, an archive's list) can come from another machine or
+another person. `json.loads` of 200 KB of `[[[...]]]` raises `RecursionError` (a
+traceback, not a message), and code that walks the result recurses as deep; a file of
+gigabytes fills the memory. `loads` refuses both before parsing, in one line naming the
+file, as `EnvGenError`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from envgen.errors import EnvGenError
+
+MAX_BYTES = 64 * 2**20
+"""Largest JSON file read: 64 MiB (a runs.json of the paper profile is under 1 MiB, a
+Crafter run's manifest a few KB)."""
+MAX_DEPTH = 32
+"""Deepest nesting of arrays and objects (the package's files nest at most 6 deep)."""
+
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+class JSONInputError(EnvGenError):
+    """A JSON file that is too large, too deep, or not JSON; `detail` says which without
+    the file's name, for callers that put it in their own words."""
+
+    def __init__(self, where: object, detail: str):
+        self.detail = detail
+        super().__init__(f"{where}: {detail}")
+
+
+def nesting_depth(data: bytes) -> int:
+    """How deep arrays and objects nest in JSON text (strings skipped)."""
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_STRING.sub(b'""', data)):
+        depth += 1 if bracket in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def loads(
+    data: bytes | str, where: object, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
+) -> Any:
+    """The value of JSON text `data` read from `where` (named in the errors)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if len(raw) > max_bytes:
+        raise JSONInputError(where, _too_large(len(raw), max_bytes))
+    depth = nesting_depth(raw)
+    if depth > max_depth:
+        raise JSONInputError(
+            where,
+            f"arrays and objects nest {depth} deep, more than {max_depth}; it is not a file "
+            "this package wrote",
+        )
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise JSONInputError(where, f"not JSON ({str(exc)[:200]})") from None
+
+
+def read(path: Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+    """The JSON value of the file `path` (its size checked before it is read)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        data = b"" if size > max_bytes else path.read_bytes()
+    except OSError as exc:
+        raise JSONInputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if size > max_bytes:
+        raise JSONInputError(path, _too_large(size, max_bytes))
+    return loads(data, path, max_bytes, max_depth)
+
+
+def _too_large(size: int, max_bytes: int) -> str:
+    return (
+        f"{size:,} bytes, more than the {max_bytes:,} a JSON file of this package may hold; "
+        "it is not one this package wrote"
+    )

@@ -1,0 +1,61 @@
+"""A checkpoint's progress counters, checked before a run resumes from them.
+
+A checkpoint's `counters` say where training resumes, and the run's logs are cut back to
+that step. Read as they come, `global_step = -100000` resumed a run, cut its logs and
+trained from step -99,936; a string gave a TypeError traceback. The trainer writes them
+as whole numbers >= 0 with `global_step = rollouts x rollout size`, `checkpoint_step =
+global_step`, and only after the metrics line of that step (flushed): anything else is
+a file this program did not write, refused in one line before anything is cut.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from envgen.errors import EnvGenError
+
+NAMES = ("global_step", "rollouts", "checkpoints", "checkpoint_step", "episodes_cut")
+
+
+def checked_counters(
+    raw: Any, checkpoint: Path, rollout_size: int, metrics_log: Path | None = None
+) -> dict[str, int]:
+    """`raw` (a checkpoint's counters) if consistent (module docstring), else a one-line
+    `EnvGenError` naming `checkpoint`, the counter and the fix."""
+    fix = f"remove {Path(checkpoint).parent} to resume from step 0"
+    if not isinstance(raw, dict):
+        raise EnvGenError(f"{checkpoint}: counters is a {type(raw).__name__}, not a mapping; {fix}")
+    for name, value in raw.items():
+        if name not in NAMES:
+            raise EnvGenError(f"{checkpoint}: unknown counter {str(name)[:40]!r}; {fix}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise EnvGenError(
+                f"{checkpoint}: counter {name} is {repr(value)[:40]}, not a whole number >= 0; "
+                f"{fix}"
+            )
+    step = raw.get("global_step", 0)
+    if raw.get("rollouts", 0) * rollout_size != step:
+        raise EnvGenError(
+            f"{checkpoint}: global_step {step} is not rollouts ({raw.get('rollouts', 0)}) x the "
+            f"rollout size ({rollout_size}); {fix}"
+        )
+    if raw.get("checkpoint_step", step) != step:
+        raise EnvGenError(
+            f"{checkpoint}: checkpoint_step {raw.get('checkpoint_step')} is not global_step "
+            f"{step}; {fix}"
+        )
+    if metrics_log is not None and step > 0 and step not in _logged_steps(metrics_log):
+        raise EnvGenError(
+            f"{checkpoint}: global_step {step}, but {metrics_log} has no update at that step "
+            f"(the checkpoint is written after it); {fix}"
+        )
+    return dict(raw)
+
+
+def _logged_steps(path: Path) -> set[int]:
+    from envgen.agents.runlog import read_jsonl_written
+
+    if not path.is_file():
+        return set()
+    return {record["step"] for record in read_jsonl_written(path)}

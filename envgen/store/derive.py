@@ -1,0 +1,124 @@
+"""Every number a run reports, derived again from its raw logs (`envgen verify`).
+
+A manifest vouches for a file's bytes, and whoever edits a number can rewrite the
+manifest too; what cannot be forged that way is agreement with the logs. So every field
+of final_metrics.json that a table, plot CSV or CLAIMS.md shows is derived here from the
+logs it summarises: the score, reward, episode count, success rates and first unlocks
+(Crafter: the final phase of episodes.jsonl; Heist: test_episodes.jsonl, with its
+sub-goal rates), `global_steps` (the last PPO update in metrics.jsonl; a random-policy
+run's last episode), `llm_calls` and `llm_replay` (llm_calls.json: how each reply was
+served and the feedback drift), and llm_accounting.json's counts (and its tokens, from
+the cache entries that served each call, where the cache holds them all).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from envgen import json_input
+from envgen.errors import EnvGenError
+from envgen.store.manifest import read_run_bytes, run_file_exists
+
+ACCOUNTING_COUNTS = ("calls", "reasks", "cache_hits")
+ACCOUNTING_TOKENS = ("prompt_tokens", "completion_tokens")
+
+
+def _json(path: Path) -> Any:
+    return json_input.loads(read_run_bytes(path), path)
+
+
+def _uses_llm(run_dir: Path) -> bool:
+    import yaml
+
+    from envgen.loop.config import RunConfig
+
+    path = run_dir / "run.yaml"
+    if not path.is_file():
+        return False
+    data = yaml.safe_load(read_run_bytes(path).decode("utf-8"))
+    config = {k: v for k, v in data.items() if k not in ("seed", "config_hash")}
+    return RunConfig.from_dict(config).uses_llm
+
+
+def _calls(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "llm_calls.json"
+    if not path.is_file():
+        return []
+    calls = _json(path)
+    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        raise EnvGenError(f"{path}: not a list of call records; restore it from git")
+    return calls
+
+
+def rederived(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
+    """The fields of `final` (a run's final_metrics.json) that its logs determine, as
+    the logs give them."""
+    from envgen.agents.runlog import read_jsonl
+    from envgen.envs.heist.metrics import summary as heist_summary
+    from envgen.llm.slots import summarize_calls
+    from envgen.scoring import final_phase_summary, summarize
+
+    run_dir = Path(run_dir)
+    random = final.get("method") == "random"
+    if final.get("game") == "heist":
+        summary = heist_summary(read_jsonl(run_dir / "test_episodes.jsonl"))
+        keys = ("score", "reward", "episodes", "success_rate", "keys_collected", "doors_opened")
+        derived = {k: summary[k] for k in keys}
+    else:
+        episodes = read_jsonl(run_dir / "episodes.jsonl")
+        if random:  # every episode is scored; unlocks in absolute steps
+            summary = summarize(episodes)
+            derived = {k: summary[k] for k in ("score", "reward", "episodes", "success_rates")}
+            derived["global_steps"] = episodes[-1]["step"] if episodes else 0
+        else:
+            scored = final_phase_summary(episodes)
+            if scored is None:
+                raise EnvGenError(f"{run_dir}: no episode of the final phase in its log")
+            derived = dict(scored)
+    if not random:
+        metrics = run_dir / "metrics.jsonl"
+        updates = read_jsonl(metrics) if run_file_exists(metrics) else []
+        derived["global_steps"] = updates[-1]["step"] if updates else 0
+    calls = _calls(run_dir)
+    derived["llm_calls"] = len(calls)
+    if not random:
+        derived["llm_replay"] = summarize_calls(calls) if _uses_llm(run_dir) else None
+    return derived
+
+
+def accounting_difference(run_dir: Path, cache_dir: Path) -> str | None:
+    """Where a run's llm_accounting.json departs from its call log (and, where every
+    serving entry is in `cache_dir`, from the tokens recorded with them), or None."""
+    path = Path(run_dir) / "llm_accounting.json"
+    if not path.is_file():
+        return None
+    recorded = _json(path)
+    calls = _calls(Path(run_dir))
+    if not isinstance(recorded, dict):
+        return f"{path}: not a mapping"
+    derived: dict[str, Any] = {
+        "calls": len(calls),
+        "reasks": sum(bool(c.get("reask")) for c in calls),
+        "cache_hits": sum(c.get("served") != "live" for c in calls),
+    }
+    entries = [_cache_entry(cache_dir, c.get("key")) for c in calls]
+    if all(e is not None for e in entries):
+        for key in ACCOUNTING_TOKENS:
+            derived[key] = sum(int(e["response"]["usage"][key]) for e in entries if e)
+    for key, value in derived.items():
+        if recorded.get(key) != value:
+            return f"{path}: {key} is {recorded.get(key)!r}, its call log gives {value!r}"
+    return None
+
+
+def _cache_entry(cache_dir: Path, key: Any) -> dict[str, Any] | None:
+    if not isinstance(key, str) or not key.isalnum():
+        return None
+    path = Path(cache_dir) / f"{key}.json"
+    try:
+        entry = json_input.read(path) if path.is_file() else None
+        usage = entry["response"]["usage"] if isinstance(entry, dict) else None
+    except (EnvGenError, KeyError, TypeError):
+        return None
+    return entry if isinstance(usage, dict) else None
