@@ -24,7 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "train": ("envgen.agents.cli", "train PPO (or AD) in stock Crafter"),
     "llm": ("envgen.llm.cli", "the LLM environment designer: local server, recording, cache"),
     "run": ("envgen.loop.cli", "one EnvGen or baseline run (resumable)"),
-    "campaign": ("envgen.pipeline.campaign", "start, watch and collect a long campaign (e.g. cpu)"),
+    "campaign": ("envgen.campaign.cli", "start, watch and collect a long campaign (e.g. cpu)"),
     "verify": ("envgen.verify", "re-derive every committed table and claim from the raw run logs"),
     "rerun": (
         "envgen.rerun",

@@ -21,14 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from envgen.agents.config import ModelConfig, PPOConfig, from_mapping, model_preset
 from envgen.agents.runlog import episode_record, heist_episode_record
-from envgen.envs.crafter.config import LLM_ENV_LENGTH, CrafterConfig
+from envgen.envs.crafter.config import CrafterConfig
 from envgen.envs.heist import metrics as heist_metrics
 from envgen.envs.heist.config import HeistConfig
 from envgen.envs.heist.engine import NUM_ACTIONS as HEIST_ACTIONS
 from envgen.errors import ConfigError
-from envgen.llm import crafter as crafter_prompts
-from envgen.llm import heist as heist_prompts
-from envgen.llm.design_spec import DesignSpec
+from envgen.llm.design_spec import DESIGN_SPECS, DesignSpec
 from envgen.scoring import summarize as crafter_summary
 
 if TYPE_CHECKING:
@@ -121,34 +119,18 @@ GAMES: dict[str, GameSpec] = {
         episode_record=episode_record,
         summarize=crafter_summary,
         evaluate=_OnFirstCall("envgen.agents.evaluate", "crafter_evaluate"),
-        design=DesignSpec(
-            config_cls=CrafterConfig,
-            default_length=LLM_ENV_LENGTH,
-            skills=crafter_prompts.skills,
-            name_map=crafter_prompts.name_map,
-            environment_schema=crafter_prompts.environment_schema,
-            initial_prompt=crafter_prompts.initial_prompt,
-            adaptation_prompt=crafter_prompts.adaptation_prompt,
-        ),
+        design=DESIGN_SPECS["crafter"],
     ),
     "heist": GameSpec(
         name="heist",
         original=HeistConfig(),
         num_actions=HEIST_ACTIONS,
         ppo_defaults=tuple(sorted(HEIST_PPO.items())),
-        vec_env_factory=_OnFirstCall("envgen.envs.heist.evaluate", "vec_env_factory"),
+        vec_env_factory=_OnFirstCall("envgen.agents.heist_evaluate", "vec_env_factory"),
         episode_record=heist_episode_record,
         summarize=heist_metrics.summary,
-        evaluate=_OnFirstCall("envgen.envs.heist.evaluate", "evaluate"),
-        design=DesignSpec(
-            config_cls=heist_prompts.HeistReplyConfig,
-            default_length=heist_prompts.EPISODE_STEPS,
-            skills=heist_prompts.skills,
-            name_map=heist_prompts.name_map,
-            environment_schema=heist_prompts.environment_schema,
-            initial_prompt=heist_prompts.initial_prompt,
-            adaptation_prompt=heist_prompts.adaptation_prompt,
-        ),
+        evaluate=_OnFirstCall("envgen.agents.heist_evaluate", "evaluate"),
+        design=DESIGN_SPECS["heist"],
     ),
 }
 

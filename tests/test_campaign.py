@@ -10,21 +10,21 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from envgen.errors import EnvGenError
-from envgen.pipeline import campaign
-from envgen.pipeline.campaign_handoff import commit_partial_runs
-from envgen.pipeline.campaign_run import RunRequest, commit_hook, load_campaign, seed_order
-from envgen.pipeline.campaign_status import status_text
-from envgen.pipeline.campaign_store import (
+from envgen.campaign import cli as campaign_cli
+from envgen.campaign.gitcommit import commit_run, is_committed
+from envgen.campaign.handoff import commit_partial_runs
+from envgen.campaign.process import Process
+from envgen.campaign.registry import CAMPAIGNS, RunRequest
+from envgen.campaign.run import commit_hook, load_campaign, seed_order
+from envgen.campaign.status import status_text
+from envgen.campaign.store import (
     DAMAGED,
     FINISHED,
     MISSING,
@@ -37,7 +37,6 @@ from envgen.pipeline.campaign_store import (
     job_states,
 )
 from envgen.pipeline.executor import ExecutorConfig, execute
-from envgen.pipeline.gitcommit import commit_run, is_committed
 from envgen.pipeline.job_status import DONE, JobResult, job_dir, results_versions
 from envgen.pipeline.jobs import Settings
 from envgen.pipeline.plan import Job
@@ -63,7 +62,7 @@ from envgen.store import seal_run
 from tests import test_report_tables
 
 REPO = Path(__file__).resolve().parents[1]
-CPU = campaign.CAMPAIGNS["cpu"]
+CPU = CAMPAIGNS["cpu"]
 ROWS = (
     "PPO 1.96M Crafter only",
     "Heuristic designer: EnvGen schedule",
@@ -147,7 +146,7 @@ def test_jobs_fill_seeds_evenly_across_rows(plan):
 def test_confirm_trains_the_two_rows_in_the_first_campaigns_run_dirs_on_fresh_seeds(plan):
     """The registered campaign (docs/campaign_confirm.md): the same run configs as
     campaign_cpu's two rows, so the same run directories, on seeds 5-19 only."""
-    c = campaign.CAMPAIGNS["confirm"]
+    c = CAMPAIGNS["confirm"]
     confirm = load_campaign(
         RunRequest(
             c.name, REPO / c.table, c.profile, REPO / "params.yaml", Path("u"), None, False, c.seeds
@@ -192,7 +191,7 @@ def test_states_progress_and_eta(plan, codes, tmp_path):
     live = job_states(plan, tmp_path, codes, alive=True)
     partial = next(s for s in live if (s.row, s.job.seed) == (ROWS[2], 0))
     assert partial.state == RUNNING and partial.steps == partial.total_steps // 2
-    text = status_text(CPU, live, campaign.Process(123, 2), 2)
+    text = status_text(CPU, live, Process(123, 2), 2)
     assert "running 50%" in text and "pid 123" in text
     assert f"{ROWS[0]}: 2 done, 3 missing (of 5)" in text
     # 1,000 steps/s measured on the finished runs; 16 runs and a half left over 2 workers
@@ -360,7 +359,7 @@ def test_collect_command_writes_three_files(tmp_path, monkeypatch):
         str(tmp_path / "runs"),
         *(f"--{k}={p}" for k, p in zip(("out", "metrics", "plots"), outs, strict=True)),
     ]
-    assert campaign.main(args) == 0
+    assert campaign_cli.main(args) == 0
     assert all(p.is_file() for p in outs)
     assert json.loads(outs[1].read_text()) == {} and json.loads(outs[2].read_text()) == []
 
@@ -469,57 +468,7 @@ def test_handoff_commits_an_unfinished_run_with_its_checkpoint_until_it_finishes
     )
 
 
-# --- start ---------------------------------------------------------------------------------
-def test_start_refuses_while_a_campaign_process_lives(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    sleeper = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)", campaign.PROCESS_MARK]
-    )
-    try:
-        campaign.STATE_DIR.mkdir(parents=True)
-        CPU.pid_file.write_text(f"{sleeper.pid}\n2\n")
-        assert campaign.live_process(CPU) == campaign.Process(sleeper.pid, 2)
-        with pytest.raises(EnvGenError, match="already running"):
-            campaign.start(CPU, REPO / "params.yaml", tmp_path, None, False)
-        assert campaign.main(["start", "cpu"]) == 1
-        (line,) = capsys.readouterr().err.strip().splitlines()
-        assert f"pid {sleeper.pid}" in line and "envgen campaign stop cpu" in line
-    finally:
-        sleeper.kill()
-        sleeper.wait()
-    assert campaign.live_process(CPU) is None  # dead: start would go ahead
-
-
-def test_stop_ends_the_campaign_process_group(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    code = (  # a leader with a worker child, like `run` and its executor
-        "import subprocess, sys, time; "
-        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
-    )
-    leader = subprocess.Popen(
-        [sys.executable, "-c", code, campaign.PROCESS_MARK], start_new_session=True
-    )
-    try:
-        campaign.STATE_DIR.mkdir(parents=True)
-        CPU.pid_file.write_text(f"{leader.pid}\n1\n")
-        deadline = time.monotonic() + 60  # on a loaded machine the exec may lag
-        while not campaign.is_alive(leader.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert campaign.main(["stop", "cpu"]) == 0
-        assert leader.wait(timeout=5) != 0 and not CPU.pid_file.exists()
-        assert f"stopped pid {leader.pid}" in capsys.readouterr().out
-        assert campaign.main(["stop", "cpu"]) == 0  # nothing running: says so
-        assert "not running" in capsys.readouterr().out
-    finally:
-        leader.kill()
-
-
-def test_a_reused_pid_of_another_program_is_not_a_campaign():
-    import os
-
-    assert not campaign.is_alive(os.getpid())  # pytest's command line has no campaign mark
-
-
+# --- commands ------------------------------------------------------------------------------
 def test_every_command_is_listed_and_registered_by_its_own_module():
     """`envgen --help` lists each command from cli.SUBCOMMANDS without importing it, so
     each module must register exactly the command it is listed under."""

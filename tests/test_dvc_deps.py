@@ -5,8 +5,9 @@ but the stage does not list is code whose edit leaves a stale table behind `dvc 
 The import closure of each stage's `python -m MODULE` is read from a fresh interpreter
 and every envgen file in it must lie under one of the stage's deps. Exempt: stages that
 are `always_changed` (they run on every `dvc repro`), package `__init__.py` files with no
-statement but a docstring, and the two modules every process imports that cannot change
-an output (`envgen/__init__.py`: the version and a quiet gym import; `gym_notice.py`).
+statement but a docstring, and the modules that cannot change an output: the two every
+process imports (`envgen/__init__.py`: the version and a quiet gym import;
+`gym_notice.py`) and `lifetime.py` (workers end with their parent).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 STAGES = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
-NO_OUTPUT_EFFECT = {"envgen/__init__.py", "envgen/gym_notice.py"}
+NO_OUTPUT_EFFECT = {"envgen/__init__.py", "envgen/gym_notice.py", "envgen/lifetime.py"}
 CLOSURE = (
     "import importlib, json, sys; importlib.import_module(sys.argv[1]); "
     "print(json.dumps(sorted(m.__file__ for n, m in list(sys.modules.items()) "

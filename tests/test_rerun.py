@@ -164,11 +164,10 @@ def test_the_retrained_run_uses_the_committed_runs_kernel_settings_unless_told(t
 
 
 def test_kernel_settings_explain_different_floats_only_on_a_gpu(monkeypatch):
-    from envgen.agents.device import determinism_state
     from envgen.store import provenance
 
     monkeypatch.setattr(provenance, "_gpu", lambda device: None if device == "cpu" else {"n": 1})
-    kernels = determinism_state()
+    kernels = provenance.kernel_settings()
     other = {**kernels, "tf32_cudnn": not kernels["tf32_cudnn"]}
     for device, explains in (("cpu", False), ("cuda:0", True)):
         session = {"machine": provenance.machine(device), "software": provenance.software()}

@@ -228,11 +228,6 @@ class Episode:
     goals: torch.Tensor  # int64 (K,): positions p in 1..L-1 where obs[p] follows an unlock
 
     @property
-    def goal_before(self) -> torch.Tensor:
-        """Flat rows of the observation before each unlock (K,)."""
-        return self.steps[self.goals - 1]
-
-    @property
     def goal_after(self) -> torch.Tensor:
         """Flat rows of the observation after each unlock (K,)."""
         return self.steps[self.goals]

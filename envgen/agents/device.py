@@ -47,7 +47,8 @@ def add_device_arguments(parser: argparse.ArgumentParser, gpu_options: bool = Tr
 
 def set_deterministic(on: bool) -> None:
     """Switch deterministic GPU computation on (see the module docstring) or back to
-    torch's defaults (cuDNN TF32 convolutions, heuristic algorithm choice)."""
+    torch's defaults (cuDNN TF32 convolutions, heuristic algorithm choice). A run's
+    provenance records them as they are (`envgen.store.provenance.kernel_settings`)."""
     import torch
 
     if on:
@@ -57,20 +58,6 @@ def set_deterministic(on: bool) -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = not on
     torch.use_deterministic_algorithms(on)
-
-
-def determinism_state() -> dict[str, Any]:
-    """The settings `set_deterministic` controls, as they are now (for run records)."""
-    import torch
-
-    return {
-        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
-        "cudnn_deterministic": torch.backends.cudnn.deterministic,
-        "cudnn_benchmark": torch.backends.cudnn.benchmark,
-        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
-        "tf32_cudnn": torch.backends.cudnn.allow_tf32,
-        "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
-    }
 
 
 def describe(device: Any) -> str:

@@ -35,6 +35,7 @@ from envgen.envs.crafter.env import CrafterEnv
 from envgen.envs.mixture import assign_configs, env_seed
 from envgen.envs.plain import config_from_plain, config_to_plain
 from envgen.errors import ConfigError
+from envgen.lifetime import die_with_parent
 
 OBS_SHAPE = CrafterEnv.observation_shape
 WORKERS_VARIABLE = "ENVGEN_ENV_WORKERS"
@@ -533,6 +534,8 @@ def _running_mean(mean: float, value: float) -> float:
 
 def _worker(conn, control, block, seeds, shared, configs, config_indices) -> None:
     """A worker process: run one `_Block` until told to close."""
+    # Its parent is the forkserver, which ends when the vector env's process does.
+    die_with_parent()
     control_raw, k, spin = control
     link = _Link(np.frombuffer(control_raw, np.int64).reshape(-1, _WORDS)[k], conn, spin)
     envs = _Block(block, seeds, shared, configs, config_indices, [(link.words, _WORKER_BUSY)])

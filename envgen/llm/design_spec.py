@@ -1,9 +1,10 @@
 """What the LLM designer needs to know of a game: one `DesignSpec` per game.
 
-The specs live in the one game registry, `envgen.games.GAMES` (field `design`), beside
-what training and scoring need of the same game. A game brings its config class (with
-the `from_dict(data, *, default_length, path)` contract of `CrafterConfig`), the episode
-length of LLM-designed worlds, its skills, prompts, reply schema and obfuscation names.
+A game brings its config class (with the `from_dict(data, *, default_length, path)`
+contract of `CrafterConfig`), the episode length of LLM-designed worlds, its skills,
+prompts, reply schema and obfuscation names. The specs live here, beside the prompts
+they name; the game registry `envgen.games.GAMES` points its `design` field at them, so
+this package needs nothing above it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from envgen.envs.crafter.config import LLM_ENV_LENGTH, CrafterConfig
+from envgen.errors import ConfigError
+from envgen.llm import crafter as crafter_prompts
+from envgen.llm import heist as heist_prompts
 from envgen.llm.names import NameMap
 
 
@@ -37,12 +42,30 @@ class DesignSpec:
     """(previous configs, success_stats, n, names, structured) -> a feedback message."""
 
 
+DESIGN_SPECS: dict[str, DesignSpec] = {
+    "crafter": DesignSpec(
+        config_cls=CrafterConfig,
+        default_length=LLM_ENV_LENGTH,
+        skills=crafter_prompts.skills,
+        name_map=crafter_prompts.name_map,
+        environment_schema=crafter_prompts.environment_schema,
+        initial_prompt=crafter_prompts.initial_prompt,
+        adaptation_prompt=crafter_prompts.adaptation_prompt,
+    ),
+    "heist": DesignSpec(
+        config_cls=heist_prompts.HeistReplyConfig,
+        default_length=heist_prompts.EPISODE_STEPS,
+        skills=heist_prompts.skills,
+        name_map=heist_prompts.name_map,
+        environment_schema=heist_prompts.environment_schema,
+        initial_prompt=heist_prompts.initial_prompt,
+        adaptation_prompt=heist_prompts.adaptation_prompt,
+    ),
+}
+
+
 def design_spec(game: str) -> DesignSpec:
-    """The registered game's design spec, or a ConfigError listing the known games.
-
-    Imported late: `envgen.games` imports this package's prompt modules, so a top-level
-    import here would be circular.
-    """
-    from envgen.games import game_spec
-
-    return game_spec(game).design
+    """The game's design spec, or a ConfigError listing the known games."""
+    if game not in DESIGN_SPECS:
+        raise ConfigError("game", f"unknown game {game!r}; known: {', '.join(DESIGN_SPECS)}")
+    return DESIGN_SPECS[game]

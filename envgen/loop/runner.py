@@ -26,10 +26,10 @@ from typing import Any
 
 import torch
 
+from envgen.agents.heist_evaluate import play_test_episodes
 from envgen.agents.runlog import JsonlLog, read_jsonl
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Trainer
-from envgen.envs.heist.evaluate import play_test_episodes
 from envgen.envs.heist.metrics import summary as heist_summary
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic

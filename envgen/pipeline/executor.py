@@ -24,6 +24,7 @@ from typing import Any
 
 from envgen.envs.vector import usable_cores
 from envgen.errors import ConfigError
+from envgen.lifetime import die_with_parent
 from envgen.pipeline.gpu_plan import (
     DEFAULT_RESERVE_GIB,
     GIB,
@@ -146,8 +147,7 @@ def _local_runner(config: ExecutorConfig) -> Runner:
     def run(jobs: Sequence[AnyJob], settings: Settings, report: Report) -> list[JobResult]:
         fit = gpu_fit(jobs, settings, config)
         workers = min(len(jobs), config.local_workers(usable_cores(), _gpus(), fit))
-        context = multiprocessing.get_context("spawn")  # torch and forked workers do not mix
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        with worker_pool(workers) as pool:
             futures = {pool.submit(run_job, job, settings): job for job in jobs}
             done: dict[tuple[str, int], JobResult] = {}
             for future in concurrent.futures.as_completed(futures):
@@ -157,6 +157,15 @@ def _local_runner(config: ExecutorConfig) -> Runner:
         return [done[job.key] for job in jobs]
 
     return run
+
+
+def worker_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
+    """`workers` spawned processes that end when this one does (`envgen.lifetime`): a
+    killed stage or campaign leaves no worker training on."""
+    context = multiprocessing.get_context("spawn")  # torch and forked workers do not mix
+    return concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),)
+    )
 
 
 def _result_of(job: AnyJob, future: concurrent.futures.Future, settings: Settings) -> JobResult:

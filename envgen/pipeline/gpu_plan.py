@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 
 import numpy as np
 
@@ -182,11 +181,6 @@ def gpu_hours(steps: float, ad_steps: float, rate: float) -> float:
     """GPU-hours of `steps` env steps, `ad_steps` of them AD's (each costing `AD_COST`),
     at `rate` env steps/s per GPU (`gpu_rate`)."""
     return (steps + (AD_COST - 1.0) * ad_steps) / rate / 3600
-
-
-def fraction_of_gpu(per_run: int, card_bytes: int, reserve_bytes: int) -> float:
-    """The GPU share one run declares to Ray: 1 / runs_per_gpu, rounded up to 1/1000."""
-    return math.ceil(1000 / runs_per_gpu(per_run, card_bytes, reserve_bytes)) / 1000
 
 
 def job_memory(config) -> RunMemory:

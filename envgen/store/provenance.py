@@ -207,6 +207,21 @@ def is_current(run_dir: Path, game: str) -> bool:
     return recorded_version(run_dir) == RESULTS_VERSION[game]
 
 
+def kernel_settings() -> dict[str, Any]:
+    """The GPU kernel settings `envgen.agents.device.set_deterministic` controls, read from
+    torch as they are now: the kernels `envgen rerun` repeats."""
+    import torch
+
+    return {
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_deterministic": torch.backends.cudnn.deterministic,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+        "tf32_cudnn": torch.backends.cudnn.allow_tf32,
+        "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+    }
+
+
 def begin_session(
     run_dir: Path,
     game: str,
@@ -216,8 +231,6 @@ def begin_session(
     fingerprint: str | None = None,
 ) -> None:
     """Record a training session starting (step 0) or resuming (step > 0)."""
-    from envgen.agents.device import determinism_state  # the kernels `envgen rerun` repeats
-
     run_dir = Path(run_dir)
     path = run_dir / PROVENANCE
     data = read_provenance(run_dir)
@@ -240,7 +253,7 @@ def begin_session(
             "machine": machine(device),
             "software": software(),
             "threads": threads(env_workers),
-            "kernels": determinism_state(),
+            "kernels": kernel_settings(),
             "git": git_state(),
         }
     )

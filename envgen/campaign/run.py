@@ -1,24 +1,33 @@
-"""Train a campaign's missing runs in the foreground, committing each one as it finishes.
+"""A campaign session: `start` it detached, or `run` it here; train the missing runs, commit
+each one as it finishes.
 
-`envgen campaign start` runs this in a detached process. Jobs go to the executor
-seed by seed (seed 0 of every row, then seed 1, ...), so a campaign stopped half way
-has every row at about the same number of seeds, which is what its claims compare.
-Finished runs of the current code are skipped; a partial one resumes from its
-checkpoint (`envgen.pipeline.jobs.run_job`).
+Jobs go to the executor seed by seed (seed 0 of every row, then seed 1, ...), so a
+campaign stopped half way has every row at about the same number of seeds, which is
+what its claims compare. Finished runs of the current code are skipped; a partial one
+resumes from its checkpoint (`envgen.pipeline.jobs.run_job`). One process per campaign
+runs at a time (`envgen.campaign.process`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.pipeline.campaign_store import is_finished, row_jobs, version_of
-from envgen.pipeline.gitcommit import commit_run, is_committed
-from envgen.pipeline.job_status import DONE, FAILED, JobResult, job_dir
+from envgen.campaign import process
+from envgen.campaign.gitcommit import commit_run, is_committed
+from envgen.campaign.registry import PROCESS_MARK, Campaign, RunRequest
+from envgen.campaign.store import is_finished, row_jobs, version_of
+from envgen.envs.vector import usable_cores
+from envgen.llm.cache import DEFAULT_CACHE_DIR
+from envgen.pipeline.executor import execute
+from envgen.pipeline.job_status import DONE, FAILED, JobResult, job_dir, results_versions
 from envgen.pipeline.plan import Job, RandomJob, TablePlan
+from envgen.pipeline.train import check_device, job_settings, llm_spec, load_settings, table_plan
 
 AnyJob = Job | RandomJob
 Log = Callable[[str], Any]
@@ -95,35 +104,8 @@ def commit_finished(
     return count
 
 
-@dataclasses.dataclass(frozen=True)
-class RunRequest:
-    """What one foreground campaign session does."""
-
-    campaign: str
-    """The campaign's name (`envgen.pipeline.campaign.CAMPAIGNS`)."""
-    table: Path
-    """Its replication file."""
-    profile: str
-    """The profile it runs under."""
-    params: Path
-    """params.yaml."""
-    runs_root: Path
-    """The run store."""
-    workers: int | None
-    """Runs at once; None = params.yaml's `execution.workers`."""
-    commit: bool
-    """Commit each finished run."""
-    seeds: tuple[int, ...] | None = None
-    """The campaign's own seeds in place of the profile's (`Campaign.seeds`)."""
-
-
 def run_campaign(request: RunRequest, log: Log = print) -> int:
     """Train the pending jobs; 0 when all finished, 2 when some still failed."""
-    from envgen.llm.cache import DEFAULT_CACHE_DIR
-    from envgen.pipeline.executor import execute
-    from envgen.pipeline.job_status import results_versions
-    from envgen.pipeline.train import check_device, job_settings, llm_spec
-
     plan, profile, executor = load_campaign(request)
     codes = results_versions()
     if request.commit:
@@ -146,11 +128,58 @@ def run_campaign(request: RunRequest, log: Log = print) -> int:
 
 def load_campaign(request: RunRequest) -> tuple[TablePlan, Any, Any]:
     """(plan, profile, executor config) of the campaign, params.yaml checked first."""
-    from envgen.pipeline.train import load_settings, table_plan
-
     profile, executor = load_settings(request.params, request.profile)
     if request.seeds is not None:  # seeds are not part of a run's config: hashes stay
         profile = dataclasses.replace(profile, seeds=request.seeds)
     if request.workers is not None:
         executor = dataclasses.replace(executor, workers=request.workers)
     return table_plan(request.table, profile), profile, executor
+
+
+def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commit: bool) -> int:
+    """Launch the campaign detached; refused while one runs (it holds the lock)."""
+    lock = process.acquire(c)
+    try:
+        # mistakes show here, not in the log
+        plan, _, executor = load_campaign(c.request(params, runs_root, workers, commit))
+        pending = pending_jobs(plan, runs_root, results_versions())
+        if not pending and not commit:
+            print(f"campaign {c.name}: all {len(seed_order(plan))} runs finished; nothing to train")
+            return 0
+        count = workers or executor.local_workers(usable_cores(), 0)
+        command = [sys.executable, "-m", PROCESS_MARK, "run", c.name, "--params", str(params)]
+        command += ["--runs-root", str(runs_root), "--workers", str(count)]
+        command += [] if commit else ["--no-commit"]
+        pid = process.launch(c, command, lock, count)
+    finally:
+        os.close(lock)  # the launched process holds it now
+    print(
+        f"campaign {c.name}: started pid {pid}, {len(pending)} of "
+        f"{len(seed_order(plan))} runs to train, {count} at once "
+        f"({'each committed as it finishes' if commit else 'not committed'}); log {c.log}; "
+        f"`envgen campaign status {c.name}`; stop: `envgen campaign stop {c.name}`"
+    )
+    return 0
+
+
+def run(
+    c: Campaign,
+    params: Path,
+    runs_root: Path,
+    workers: int | None,
+    commit: bool,
+    lock_fd: int | None = None,
+) -> int:
+    """The session in the foreground (what `start` launches, handing over its lock as
+    `lock_fd`): holds the lock, ends its workers on Ctrl-C or SIGTERM, clears its pid
+    file when it ends."""
+    lock = process.acquire(c) if lock_fd is None else process.adopt(c, lock_fd)
+    try:
+        process.write_process(c, process.Process(os.getpid(), workers or 0))
+        process.end_group_on_signal()
+        return run_campaign(c.request(params, runs_root, workers, commit))
+    finally:
+        recorded = process.read_process(c)
+        if recorded is not None and recorded.pid == os.getpid():
+            c.pid_file.unlink(missing_ok=True)
+        os.close(lock)

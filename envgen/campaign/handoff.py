@@ -21,13 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envgen.pipeline.campaign_store import (
-    DAMAGED,
-    PARTIAL,
-    RUNNING,
-    JobState,
-    job_states,
-)
+from envgen.campaign.gitcommit import commit_partial
+from envgen.campaign.process import live_process, stop
+from envgen.campaign.registry import Campaign
+from envgen.campaign.run import load_campaign
+from envgen.campaign.store import DAMAGED, PARTIAL, RUNNING, JobState, job_states
+from envgen.pipeline.job_status import results_versions
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 
 POLL_S = 5.0
@@ -71,8 +70,6 @@ def commit_partial_runs(name: str, states: list[JobState], log: Log, repo: Path)
     """Commit every partial run of `states` with its checkpoint; returns how many. An
     unfinished run that is damaged (an unreadable checkpoint or log: it would not resume)
     is named, not committed."""
-    from envgen.pipeline.gitcommit import commit_partial
-
     for s in distinct(states, DAMAGED):
         if not is_sealed(repo / s.run_dir):
             log(f"[handoff] {s.run_dir}: not handed off: {s.problem}")
@@ -88,12 +85,10 @@ def commit_partial_runs(name: str, states: list[JobState], log: Log, repo: Path)
     return count
 
 
-def handoff(campaign: Any, params: Path, runs_root: Path, wait_s: float, log: Log = print) -> int:
+def handoff(
+    campaign: Campaign, params: Path, runs_root: Path, wait_s: float, log: Log = print
+) -> int:
     """Wait for checkpoints, stop `campaign`, commit its unfinished runs; exit code."""
-    from envgen.pipeline.campaign import live_process, stop
-    from envgen.pipeline.campaign_run import load_campaign
-    from envgen.pipeline.job_status import results_versions
-
     plan = load_campaign(campaign.request(params, runs_root))[0]
     versions = results_versions()
     process = live_process(campaign)

@@ -1,12 +1,17 @@
-"""`envgen campaign status`'s text: one line per (row, seed), counts per row, an ETA."""
+"""What the run store holds of a campaign: `status` as text (one line per (row, seed),
+counts per row, an ETA), `collect` as its runs.json, metrics.json and scores.json."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
 
-from envgen.pipeline.campaign_store import (
+from envgen.campaign.gitcommit import is_committed
+from envgen.campaign.process import Process, live_process
+from envgen.campaign.registry import Campaign
+from envgen.campaign.run import load_campaign
+from envgen.campaign.store import (
     DAMAGED,
     FINISHED,
     MISSING,
@@ -14,10 +19,35 @@ from envgen.pipeline.campaign_store import (
     RUNNING,
     STALE,
     JobState,
+    collect_table,
     eta_s,
+    job_states,
+    write_collected,
 )
+from envgen.envs.vector import usable_cores
+from envgen.pipeline.job_status import results_versions
 
 STATES = (FINISHED, RUNNING, PARTIAL, STALE, DAMAGED, MISSING)
+
+
+def status(c: Campaign, params: Path, runs_root: Path) -> int:
+    """Print every (row, seed)'s state, counts per row, and an ETA."""
+    plan, _, executor = load_campaign(c.request(params, runs_root))
+    process = live_process(c)
+    states = job_states(plan, runs_root, results_versions(), process is not None, is_committed)
+    workers = (process and process.workers) or executor.local_workers(usable_cores(), 0)
+    print(status_text(c, states, process, workers))
+    return 0
+
+
+def collect(c: Campaign, params: Path, runs_root: Path, outs: Sequence[Path]) -> int:
+    """Write runs.json, metrics.json and scores.json from the run store; trains nothing."""
+    plan, profile, _ = load_campaign(c.request(params, runs_root, commit=False))
+    table = collect_table(
+        plan, profile, runs_root, results_versions(), f"`envgen campaign start {c.name}`"
+    )
+    write_collected(table, outs)
+    return 0
 
 
 def describe(state: JobState, alive: bool) -> str:
@@ -38,7 +68,9 @@ def describe(state: JobState, alive: bool) -> str:
     return "missing (queued)" if alive else "missing"
 
 
-def status_text(campaign: Any, states: Sequence[JobState], process: Any, workers: int) -> str:
+def status_text(
+    campaign: Campaign, states: Sequence[JobState], process: Process | None, workers: int
+) -> str:
     """The whole status report; `process`: the live campaign process or None."""
     alive = process is not None
     head = f"campaign {campaign.name} ({campaign.table}, profile {campaign.profile}): " + (
@@ -59,7 +91,7 @@ def status_text(campaign: Any, states: Sequence[JobState], process: Any, workers
         parts = ", ".join(f"{counts[k]} {k}" for k in STATES if counts[k])
         lines.append(f"  {row}: {parts} (of {total})")
     lines += ["", eta_line(campaign.name, states, workers, alive)]
-    registration = getattr(campaign, "registration", None)
+    registration = campaign.registration
     if registration:
         done = sum(s.state == FINISHED for s in states)
         lines.append(

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from envgen.errors import EnvGenError
+from envgen.files import write_json_atomic
 from envgen.loop.paths import read_json
 from envgen.pipeline.job_status import DONE, JobResult, job_dir, job_game
 from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
 from envgen.pipeline.profile import Profile
-from envgen.pipeline.results import table_results
+from envgen.pipeline.results import table_metrics, table_results, table_scores
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 from envgen.store.provenance import PROVENANCE, read_provenance, recorded_version, summary
 
@@ -281,3 +282,10 @@ def collect_table(
                 "trains the rest)"
             )
     return table
+
+
+def write_collected(table: dict[str, Any], outs: Sequence[Path]) -> None:
+    """runs.json, metrics.json and scores.json of a collected table, at `outs`."""
+    for path, data in zip(outs, (table, table_metrics(table), table_scores(table)), strict=True):
+        write_json_atomic(path, data)
+        print(f"[campaign] wrote {path}")

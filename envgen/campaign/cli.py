@@ -1,0 +1,140 @@
+"""`envgen campaign start|status|stop|handoff|collect|run NAME`: a campaign across machines.
+
+    envgen campaign start cpu      # train the missing runs in the background, commit each
+    envgen campaign status cpu     # (row, seed): done/running/partial/stale/damaged/missing; ETA
+    envgen campaign collect cpu    # results/campaign_cpu/runs.json from the run store
+    envgen campaign stop cpu       # stop it; the run in flight resumes on the next start
+    envgen campaign handoff cpu    # stop at the next checkpoints, commit unfinished runs too
+
+A campaign is one replication file under one profile (`envgen.campaign.registry`).
+`start` launches `python -m envgen.campaign.cli run NAME` in its own session (log, pid
+and lock file under `.envgen/campaigns/`, git-ignored); one process per campaign runs at
+a time (`envgen.campaign.process`). Each finished run is committed at once
+(`envgen.campaign.gitcommit`), so any checkout, on any machine, continues with `start`
+and trains only the missing seeds. `collect` trains nothing (the DVC stage
+`campaign_cpu`; docs/pipeline.md, "CPU campaign").
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from envgen.campaign.process import stop
+from envgen.campaign.registry import CAMPAIGNS, campaign
+from envgen.errors import EnvGenError
+from envgen.input_checks import OneLineParser, fail, whole_number
+
+
+# --- command line ------------------------------------------------------------------------
+def add_commands(parser: argparse.ArgumentParser) -> None:
+    """start | status | stop | handoff | collect | run, each taking the campaign's name."""
+    sub = parser.add_subparsers(dest="campaign_command", metavar="ACTION", required=True)
+    helps = {
+        "start": "train the missing runs in the background, committing each as it finishes",
+        "status": "every (row, seed): done, running, partial, stale, damaged or missing; ETA",
+        "stop": "stop the background campaign (the run in flight resumes on the next start)",
+        "handoff": "wait for the next checkpoints, stop, and commit the unfinished runs with "
+        "them, so that another session or machine resumes them",
+        "collect": "write the campaign's runs.json (and metrics, scores) from the run store",
+        "run": "what start launches: the same in the foreground",
+    }
+    for action, text in helps.items():
+        p = sub.add_parser(action, help=text, description=text)
+        p.add_argument("name", help=f"the campaign: {', '.join(CAMPAIGNS)}")
+        p.add_argument(
+            "--params",
+            type=Path,
+            default=Path("params.yaml"),
+            help="the params file whose profiles the campaign uses (default params.yaml)",
+        )
+        p.add_argument(
+            "--runs-root",
+            type=Path,
+            default=Path("results/runs"),
+            help="the run store (default results/runs)",
+        )
+        if action in ("start", "run"):
+            p.add_argument(
+                "--workers",
+                type=whole_number(1),
+                help="runs at once (default: params.yaml's execution.workers)",
+            )
+            p.add_argument(
+                "--no-commit", action="store_true", help="do not commit finished runs to git"
+            )
+        if action == "run":  # `start` hands its lock to the process it launches
+            p.add_argument("--lock-fd", type=int, help=argparse.SUPPRESS)
+        if action == "handoff":
+            p.add_argument(
+                "--wait-s",
+                type=whole_number(0),
+                default=900,
+                help="wait at most this long for each running run's next checkpoint "
+                "(default 900; 0: stop at once, losing the steps since the last one)",
+            )
+        if action == "collect":
+            for name in ("out", "metrics", "plots"):
+                p.add_argument(
+                    f"--{name}",
+                    type=Path,
+                    help=f"default: results/campaign_NAME/{_OUT_NAMES[name]}",
+                )
+        p.set_defaults(func=dispatch)
+
+
+_OUT_NAMES = {"out": "runs.json", "metrics": "metrics.json", "plots": "scores.json"}
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the action. Its module is imported here, not at the top: those modules load
+    the planner and the Crafter engine (about 0.7 s), which `--help` and `stop` need not."""
+    c = campaign(args.name)
+    action = args.campaign_command
+    if action == "stop":
+        return stop(c)
+    if action in ("start", "run"):
+        from envgen.campaign import run
+
+        if action == "start":
+            return run.start(c, args.params, args.runs_root, args.workers, not args.no_commit)
+        return run.run(
+            c, args.params, args.runs_root, args.workers, not args.no_commit, args.lock_fd
+        )
+    if action == "handoff":
+        from envgen.campaign.handoff import handoff
+
+        return handoff(c, args.params, args.runs_root, args.wait_s)
+    from envgen.campaign import status
+
+    if action == "status":
+        return status.status(c, args.params, args.runs_root)
+    outs = [getattr(args, n) or c.out_dir / _OUT_NAMES[n] for n in _OUT_NAMES]
+    return status.collect(c, args.params, args.runs_root, outs)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """`envgen campaign ...` (envgen.cli)."""
+    parser = subparsers.add_parser(
+        "campaign",
+        description=__doc__.split("\n\n")[0],
+    )
+    add_commands(parser)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = OneLineParser(
+        prog="python -m envgen.campaign.cli", description=__doc__.split("\n\n")[0]
+    )
+    add_commands(parser)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except EnvGenError as exc:
+        return fail(f"envgen campaign {args.campaign_command}", exc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

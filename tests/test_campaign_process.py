@@ -1,0 +1,264 @@
+"""One campaign process at a time, a stop that ends its whole group, no orphaned worker.
+
+Each test starts real processes: a campaign holding its lock (through
+`envgen.campaign.process` itself), a process group with a grandchild, the executor's
+worker pool, a vector env's workers; then kills or stops the parent and looks for
+every child in /proc.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envgen.campaign import cli, process, run
+from envgen.campaign.registry import CAMPAIGNS, PROCESS_MARK, STATE_DIR
+from envgen.errors import EnvGenError
+
+REPO = Path(__file__).resolve().parents[1]
+CPU = CAMPAIGNS["cpu"]
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+# A campaign process as `run` is: takes the lock, records itself, starts a worker whose
+# own child is a grandchild of the campaign, then waits. argv[1] is the campaign mark.
+HOLDER = """
+import subprocess, sys, time
+from envgen.campaign import process
+from envgen.campaign.registry import CAMPAIGNS
+c = CAMPAIGNS["cpu"]
+fd = process.acquire(c)
+process.write_process(c, process.Process(__import__("os").getpid(), 2))
+sleep = [sys.executable, "-c", "import time; time.sleep(120)"]
+worker = subprocess.Popen([sys.executable, "-c",
+    "import subprocess, sys, time; subprocess.Popen(sys.argv[1:]); time.sleep(120)", *sleep])
+print(worker.pid, flush=True)
+time.sleep(120)
+"""
+
+# A stage or campaign with two pool workers busy for 2 minutes; prints their pids.
+POOL = """
+import os, sys, time
+from envgen.pipeline.executor import worker_pool
+{signals}
+pool = worker_pool(2)
+futures = [pool.submit(time.sleep, 120) for _ in range(2)]
+while len(pool._processes) < 2:
+    time.sleep(0.05)
+print(*pool._processes, flush=True)
+time.sleep(120)
+"""
+
+
+def alive(pid: int) -> bool:
+    """A live, non-zombie process."""
+    try:
+        return ") Z" not in Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+
+
+def wait_gone(pids: list[int], within_s: float) -> list[int]:
+    """The pids of `pids` still alive after `within_s`."""
+    deadline = time.monotonic() + within_s
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [p for p in pids if alive(p)]
+
+
+def children_of(pids: list[int]) -> list[int]:
+    """Every live descendant of `pids`, from /proc."""
+    parent = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            parent[int(entry.name)] = int(fields[1])
+    found, frontier = [], list(pids)
+    while frontier:
+        kids = [p for p, pp in parent.items() if pp in frontier]
+        found += kids
+        frontier = kids
+    return found
+
+
+@pytest.fixture
+def holder(tmp_path, monkeypatch):
+    """A campaign process in its own session, holding cpu's lock, with a worker and a
+    grandchild; yields (process, worker pid)."""
+    monkeypatch.chdir(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, PROCESS_MARK],
+        cwd=tmp_path,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    worker = int(proc.stdout.readline())
+    deadline = time.monotonic() + 60
+    while process.live_process(CPU) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        yield proc, worker
+    finally:
+        with_group = [proc.pid, *children_of([proc.pid])]
+        for pid in with_group:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait()
+
+
+def test_a_second_campaign_process_is_refused_while_the_first_holds_the_lock(holder, capsys):
+    proc, _ = holder
+    assert process.live_process(CPU) == process.Process(proc.pid, 2)
+    with pytest.raises(EnvGenError, match=f"already running \\(pid {proc.pid}"):
+        run.start(CPU, REPO / "params.yaml", Path("runs"), None, False)
+    with pytest.raises(EnvGenError, match="already running"):  # in the foreground too
+        run.run(CPU, REPO / "params.yaml", Path("runs"), None, False)
+    assert cli.main(["start", "cpu"]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"pid {proc.pid}" in line and "envgen campaign stop cpu" in line
+    proc.kill()
+    proc.wait()
+    assert process.live_process(CPU) is None  # the kernel dropped its lock
+    os.close(process.acquire(CPU))  # free for the next start
+
+
+def test_a_pid_file_without_the_lock_is_no_campaign(tmp_path, monkeypatch):
+    """A live process with the campaign mark, named by the pid file, but holding no lock
+    (a stale pid file whose pid came back as another campaign-looking process)."""
+    monkeypatch.chdir(tmp_path)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", PROCESS_MARK])
+    try:
+        STATE_DIR.mkdir(parents=True)
+        CPU.pid_file.write_text(f"{sleeper.pid}\n2\n")
+        deadline = time.monotonic() + 60  # on a loaded machine the exec may lag
+        while not process.is_alive(sleeper.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert process.is_alive(sleeper.pid) and process.live_process(CPU) is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_the_lock_is_one_holder_at_a_time_and_handed_over_only_as_itself(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fd = process.acquire(CPU)
+    try:
+        with pytest.raises(EnvGenError, match="already running"):
+            process.acquire(CPU)
+        assert process.adopt(CPU, fd) == fd  # what `start` hands to `run`
+        other = os.open(tmp_path / "other", os.O_RDWR | os.O_CREAT)
+        with pytest.raises(EnvGenError, match="--lock-fd"):
+            process.adopt(CPU, other)
+        os.close(other)
+    finally:
+        os.close(fd)
+    os.close(process.acquire(CPU))
+
+
+def test_stop_ends_the_whole_process_group_grandchildren_too(holder, capsys):
+    proc, worker = holder
+    deadline = time.monotonic() + 60  # the worker starts its child
+    while len(children_of([proc.pid])) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    group = [proc.pid, *children_of([proc.pid])]
+    assert worker in group and len(group) == 3  # campaign, worker, the worker's child
+    assert cli.main(["stop", "cpu"]) == 0
+    assert proc.wait(timeout=5) != 0 and not CPU.pid_file.exists()
+    assert wait_gone(group, 5) == []
+    assert f"stopped pid {proc.pid} and its workers" in capsys.readouterr().out
+    assert cli.main(["stop", "cpu"]) == 0  # nothing running: says so
+    assert "not running" in capsys.readouterr().out
+
+
+def test_a_reused_pid_of_another_program_is_not_a_campaign():
+    assert not process.is_alive(os.getpid())  # pytest's command line has no campaign mark
+
+
+def _pool_parent(tmp_path: Path, signals: str = "") -> tuple[subprocess.Popen, list[int]]:
+    parent = subprocess.Popen(
+        [sys.executable, "-c", POOL.format(signals=signals)],
+        cwd=tmp_path,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    workers = [int(p) for p in parent.stdout.readline().split()]
+    assert len(workers) == 2 and all(alive(p) for p in workers)
+    return parent, workers
+
+
+def test_pool_workers_end_when_their_parent_is_killed(tmp_path):
+    """kill -9 of a train stage or campaign: no clean-up runs, yet no worker trains on."""
+    parent, workers = _pool_parent(tmp_path)
+    try:
+        parent.kill()
+        parent.wait()
+        assert wait_gone(workers, 20) == [], "orphaned workers"
+    finally:
+        for pid in workers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_of_a_foreground_campaign_ends_its_workers(tmp_path, signum):
+    """`envgen campaign run` in a script (no group of its own): the signal reaches it
+    alone, and it ends its workers before it exits."""
+    signals = "from envgen.campaign.process import end_group_on_signal; end_group_on_signal()"
+    parent, workers = _pool_parent(tmp_path, signals)
+    try:
+        parent.send_signal(signum)
+        assert parent.wait(timeout=20) == 128 + signum
+        assert wait_gone(workers, 20) == []
+    finally:
+        parent.kill()
+        for pid in workers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+VECTOR = """
+import time
+from envgen.envs.crafter.config import CrafterConfig
+from envgen.envs.vector import CrafterVecEnv
+env = CrafterVecEnv([CrafterConfig()], num_envs=2, seed=0, num_workers=2)
+env.reset()
+print(*(p.pid for p in env._procs), flush=True)
+time.sleep(120)
+"""
+
+
+def test_vector_env_workers_end_when_their_process_is_killed(tmp_path):
+    """`envgen run` killed with -9: its env workers (children of the forkserver) end too."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", VECTOR], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, text=True
+    )
+    workers = [int(p) for p in parent.stdout.readline().split()]
+    family = [*workers, *children_of([parent.pid])]
+    try:
+        assert workers and all(alive(p) for p in workers)
+        parent.kill()
+        parent.wait()
+        assert wait_gone(family, 20) == [], "orphaned env workers or forkserver"
+    finally:
+        for pid in family:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
