@@ -70,7 +70,7 @@ def committed_run(run_dir: Path) -> Committed:
     not a run directory or its config no longer hashes to its recorded hash."""
     from envgen.loop.config import RunConfig
     from envgen.store import PROVENANCE, is_sealed, read_provenance, read_run_bytes
-    from envgen.store.identity import check_identity, refuse_links
+    from envgen.audit.identity import check_identity, refuse_links
 
     path = run_dir / RUN_YAML
     if not path.is_file():

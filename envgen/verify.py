@@ -5,10 +5,10 @@
 Trains nothing and calls no LLM. It checks, in order:
 1. the LLM response cache (every file's key and fields, as `envgen llm verify`);
 2. the run store: every run a runs.json uses is sealed and of the code's results
-   version; every sealed run is the run its folder names (`envgen.store.identity`: no
+   version; every sealed run is the run its folder names (`envgen.audit.identity`: no
    symbolic links, run.yaml's config hash and seed, final metrics and provenance
    agree), its files match its manifest, and every number of its final_metrics.json
-   that a report shows is re-derived from its logs (`envgen.store.derive`: score,
+   that a report shows is re-derived from its logs (`envgen.audit.derive`: score,
    reward, success rates, first unlocks, Heist's sub-goals, global_steps, llm_calls,
    llm_replay), as are its llm_accounting.json counts;
 3. per table (dvc.yaml's runs.json list): runs.json's rows against the plan the
@@ -103,8 +103,8 @@ def check_cache(cache_dir: Path = CACHE_DIR) -> Check:
 # --- 2. the run store ------------------------------------------------------------------------
 def rederived_final_metrics(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
     """The numbers of a run's final_metrics.json (`final`) that its logs determine, from
-    the logs (`envgen.store.derive`)."""
-    from envgen.store.derive import rederived
+    the logs (`envgen.audit.derive`)."""
+    from envgen.audit.derive import rederived
 
     return rederived(run_dir, final)
 
@@ -142,8 +142,8 @@ def check_run_store(
     run in `listed` sealed and current: a run without its manifest could not be checked,
     so its logs could change a table; a stale one is not what the code would report."""
     from envgen.store import MANIFEST, is_sealed, verify_run
-    from envgen.store.derive import accounting_difference
-    from envgen.store.identity import check_identity, refuse_links
+    from envgen.audit.derive import accounting_difference
+    from envgen.audit.identity import check_identity, refuse_links
 
     unsealed = [p for p in listed if not is_sealed(p)]
     if unsealed:

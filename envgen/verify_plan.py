@@ -3,7 +3,7 @@
 A runs.json says which runs make each row; trusting it, a table's PPO row could point at
 PPO + EnvGen's folders and every number would still re-derive. So the rows are derived
 here from what the pipeline ran: the replication file and the profile (params.yaml's
-`profile`, or a campaign's own profile and seeds, `envgen.pipeline.campaign.CAMPAIGNS`)
+`profile`, or a campaign's own profile and seeds, `envgen.campaign.registry.CAMPAIGNS`)
 give each row's config hashes x seeds, and each row of runs.json must list exactly the
 planned runs that are finished in the store (sealed, of the code's results version), in
 the plan's order, each at its planned folder; a row "done" must have all of them (a
@@ -38,8 +38,8 @@ class Planned:
 
 def planned(runs_json: Path, params: Path = PARAMS, runs_root: Path = Path("results/runs")):
     """The plan behind `runs_json` (module docstring); a `ConfigError` names what is wrong."""
-    from envgen.pipeline.campaign import CAMPAIGNS
-    from envgen.pipeline.campaign_run import load_campaign
+    from envgen.campaign.registry import CAMPAIGNS
+    from envgen.campaign.run import load_campaign
     from envgen.pipeline.train import load_settings, table_plan
 
     for campaign in CAMPAIGNS.values():

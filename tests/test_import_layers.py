@@ -22,16 +22,18 @@ PACKAGE = REPO / "envgen"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "gym_notice", "results_version", "lifetime"),  # no envgen import
-    ("files", "input_checks"),
+    ("files", "input_checks", "json_input"),
     ("scoring", "stats", "store"),  # pure functions; the run store's files
     ("envs",),  # Crafter-EnvGen, Heist-EnvGen, the vector env
     ("agents",),  # PPO, AD, the trainer, evaluation of both games
     ("llm",),  # prompts, design specs, the client and its cache
     ("games",),  # the game registry: what training, scoring and the LLM need per game
     ("loop",),  # one EnvGen run
+    ("audit",),  # a finished run checked against its own files
     ("pipeline",),  # a table as runs: plan, profiles, executors, the DVC train stage
     ("campaign", "report", "rerun", "bench"),
-    ("gpu", "verify"),
+    ("gpu", "verify_plan"),
+    ("verify",),
     ("cli",),
     ("",),  # envgen/__init__.py
 )

@@ -12,7 +12,7 @@ import pytest
 
 from envgen.errors import EnvGenError
 from envgen.store import seal_run
-from envgen.store.identity import RunIdentityError, check_identity
+from envgen.audit.identity import RunIdentityError, check_identity
 from envgen.verify import check_run_store
 
 REPO = Path(__file__).resolve().parents[1]

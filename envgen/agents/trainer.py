@@ -42,7 +42,7 @@ from envgen.agents.seeding import derive_seed
 from envgen.envs.plain import mixture_from_plain, mixture_to_plain
 from envgen.errors import ConfigError, EnvGenError
 from envgen.scoring import summarize
-from envgen.store.counters import checked_counters
+from envgen.agents.checkpoint_counters import checked_counters
 from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
 
 # (configs, num_envs, seed, weights) -> vec env

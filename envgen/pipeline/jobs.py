@@ -37,7 +37,7 @@ from envgen.pipeline.job_status import (
 )
 from envgen.pipeline.plan import Job, RandomJob
 from envgen.pipeline.random_policy import play_random
-from envgen.store.identity import check_identity
+from envgen.audit.identity import check_identity
 from envgen.store.lifecycle import finish_run
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 from envgen.store.provenance import recorded_version
@@ -224,7 +224,7 @@ def _drop_if_stale(run_dir: Path, version: int) -> None:
 
 
 def _check_identity(run_dir: Path) -> None:
-    """A finished run must be the run its folder names (`envgen.store.identity`): one
+    """A finished run must be the run its folder names (`envgen.audit.identity`): one
     copied into another's folder is kept, and its job fails saying so."""
     try:
         check_identity(run_dir)

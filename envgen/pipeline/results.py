@@ -15,7 +15,7 @@ from envgen.loop.paths import read_json
 from envgen.pipeline.job_status import DONE, FAILED, LLM_UNUSABLE, NOT_RECORDED, JobResult, job_dir
 from envgen.pipeline.plan import REPORTED_ONLY, Job, RandomJob, RowPlan, TablePlan
 from envgen.pipeline.profile import Profile
-from envgen.store.identity import check_identity
+from envgen.audit.identity import check_identity
 from envgen.store.provenance import machine_label, read_provenance
 
 # final_metrics.json keys every run entry copies: "score" is the game's table number
@@ -107,7 +107,7 @@ def run_entry(
 ) -> dict[str, Any]:
     """One run's entry in runs.json, from its final_metrics.json and the machine of its
     provenance.json (also `envgen verify`); a run whose files describe another run than
-    its folder names is refused (`envgen.store.identity`)."""
+    its folder names is refused (`envgen.audit.identity`)."""
     check_identity(run_dir)
     metrics = read_json(run_dir / "final_metrics.json")
     return {
