@@ -68,9 +68,9 @@ class Committed:
 def committed_run(run_dir: Path) -> Committed:
     """Read a run directory's config, seed and first session; one `EnvGenError` if it is
     not a run directory or its config no longer hashes to its recorded hash."""
+    from envgen.audit.identity import check_identity, refuse_links
     from envgen.loop.config import RunConfig
     from envgen.store import PROVENANCE, is_sealed, read_provenance, read_run_bytes
-    from envgen.audit.identity import check_identity, refuse_links
 
     path = run_dir / RUN_YAML
     if not path.is_file():

@@ -141,9 +141,9 @@ def check_run_store(
     """Every sealed run against its folder's name, its manifest and its logs, and every
     run in `listed` sealed and current: a run without its manifest could not be checked,
     so its logs could change a table; a stale one is not what the code would report."""
-    from envgen.store import MANIFEST, is_sealed, verify_run
     from envgen.audit.derive import accounting_difference
     from envgen.audit.identity import check_identity, refuse_links
+    from envgen.store import MANIFEST, is_sealed, verify_run
 
     unsealed = [p for p in listed if not is_sealed(p)]
     if unsealed:

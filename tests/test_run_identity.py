@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from envgen.audit.identity import RunIdentityError, check_identity
 from envgen.errors import EnvGenError
 from envgen.store import seal_run
-from envgen.audit.identity import RunIdentityError, check_identity
 from envgen.verify import check_run_store
 
 REPO = Path(__file__).resolve().parents[1]

@@ -36,13 +36,13 @@ from tqdm import tqdm
 
 from envgen.agents import ad, ppo
 from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
+from envgen.agents.checkpoint_counters import checked_counters
 from envgen.agents.config import ModelConfig, PPOConfig
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
 from envgen.envs.plain import mixture_from_plain, mixture_to_plain
 from envgen.errors import ConfigError, EnvGenError
 from envgen.scoring import summarize
-from envgen.agents.checkpoint_counters import checked_counters
 from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
 
 # (configs, num_envs, seed, weights) -> vec env

@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from envgen import json_input
+from envgen.audit.identity import check_identity
 from envgen.errors import EnvGenError
 from envgen.store import verify_run
-from envgen.audit.identity import check_identity
 from envgen.store.manifest import MANIFEST, manifest_of
 
 MiB = 2**20

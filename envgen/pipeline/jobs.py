@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.agents.device import set_deterministic
+from envgen.audit.identity import check_identity
 from envgen.errors import CacheMissError, EnvGenError, LLMResponseError, LLMTransportError
 from envgen.llm.budget import Budget
 from envgen.llm.cache import CachedLLM
@@ -37,7 +38,6 @@ from envgen.pipeline.job_status import (
 )
 from envgen.pipeline.plan import Job, RandomJob
 from envgen.pipeline.random_policy import play_random
-from envgen.audit.identity import check_identity
 from envgen.store.lifecycle import finish_run
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 from envgen.store.provenance import recorded_version

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from envgen.audit.identity import check_identity
 from envgen.loop.paths import read_json
 from envgen.pipeline.job_status import DONE, FAILED, LLM_UNUSABLE, NOT_RECORDED, JobResult, job_dir
 from envgen.pipeline.plan import REPORTED_ONLY, Job, RandomJob, RowPlan, TablePlan
 from envgen.pipeline.profile import Profile
-from envgen.audit.identity import check_identity
 from envgen.store.provenance import machine_label, read_provenance
 
 # final_metrics.json keys every run entry copies: "score" is the game's table number
