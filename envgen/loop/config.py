@@ -34,6 +34,7 @@ METHODS = ("envgen", "fixed", "original_only", "easy_to_hard", "adversarial")
 GAMES = ("crafter", "heist")  # the keys of `envgen.games.GAMES`
 CRAFTER_ONLY_METHODS = ("easy_to_hard", "adversarial")  # curricula rank by Crafter score
 MAX_CYCLES = 10_000
+MAX_COHORT = 64
 MIN_SCORED_STEPS_PER_ENV = 100
 """Fewest steps each env must play in Crafter's scored phase. The score averages the
 episodes that phase finishes, and a near-random agent's episodes are the shortest: 28
@@ -133,6 +134,22 @@ class RunConfig:
     """Convolutions in NHWC layout (`ModelConfig.channels_last`); other kernels, other
     float rounding, hence part of the run's identity."""
 
+    cohort: int = 1
+    """Seeds trained together as one batched model (`envgen.agents.cohort`; original_only
+    PPO in Crafter). A seed's numbers depend on the cohort's size, hence part of the
+    run's identity; 1 (a run alone) is left out of the hash."""
+
+    @property
+    def cohort_eligible(self) -> bool:
+        """Whether this run may train in a cohort: one mixture from start to end (the
+        original game), PPO, a network vmap can batch (NCHW)."""
+        return (
+            self.method == "original_only"
+            and self.game == "crafter"
+            and self.agent == "ppo"
+            and not self.channels_last
+        )
+
     @property
     def gpu_options(self) -> dict[str, bool]:
         """The network options `GameSpec.model_config` takes."""
@@ -143,6 +160,14 @@ class RunConfig:
             raise ConfigError("method", f"{self.method!r}; allowed: {', '.join(METHODS)}")
         if self.agent not in AGENTS:
             raise ConfigError("agent", f"{self.agent!r}; allowed: {', '.join(AGENTS)}")
+        if type(self.cohort) is not int or not 1 <= self.cohort <= MAX_COHORT:
+            raise ConfigError("cohort", f"{self.cohort!r}: a whole number in 1..{MAX_COHORT}")
+        if self.cohort > 1 and not self.cohort_eligible:
+            raise ConfigError(
+                "cohort",
+                "cohorts train PPO runs of the original Crafter game (method original_only, "
+                "agent ppo, channels_last off); set cohort 1 for this run",
+            )
         if self.designer not in DESIGNERS:
             raise ConfigError("designer", f"{self.designer!r}; allowed: {', '.join(DESIGNERS)}")
         if self.designer != "llm" and (self.game != "crafter" or self.obfuscated):
@@ -240,6 +265,8 @@ class RunConfig:
         for name in ("bf16_autocast", "channels_last"):
             if not out[name]:
                 del out[name]
+        if out["cohort"] == 1:
+            del out["cohort"]
         return out
 
     def config_hash(self) -> str:

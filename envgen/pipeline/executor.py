@@ -33,7 +33,7 @@ from envgen.pipeline.gpu_plan import (
     runs_per_gpu,
 )
 from envgen.pipeline.job_status import FAILED, JobResult, job_dir
-from envgen.pipeline.jobs import Settings, run_job
+from envgen.pipeline.jobs import Settings, run_cohort, run_job, split_cohorts
 from envgen.pipeline.plan import Job, RandomJob
 
 EXECUTORS = ("local", "ray")
@@ -117,9 +117,17 @@ def execute(
             if on_result is not None:
                 on_result(result)
 
-        outcomes = run(pending, settings, report)
-        for job, result in zip(pending, outcomes, strict=True):
-            results[job.key] = dataclasses.replace(result, attempts=attempt)
+        cohorts, rest = split_cohorts(pending)
+        outcomes: dict[tuple[str, int], JobResult] = {}
+        for cohort in cohorts:  # one at a time: a cohort fills its GPU (envgen.agents.cohort)
+            for result in run_cohort(cohort, settings):
+                outcomes[result.key] = result
+                report(result)
+        if rest:
+            for job, result in zip(rest, run(rest, settings, report), strict=True):
+                outcomes[job.key] = result
+        for job in pending:
+            results[job.key] = dataclasses.replace(outcomes[job.key], attempts=attempt)
         pending = [job for job in pending if results[job.key].status == FAILED]
     return results
 

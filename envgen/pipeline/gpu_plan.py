@@ -59,6 +59,11 @@ AD_ROWS_PER_AUX_ELEMENT = 3  # matching: before + after + regulariser step, with
 MEASURED_GPU_SPS = {"paper": {1: 942.0, 4: 1_216.0, 8: 1_289.0}}
 MEASURED_ON = "one H100, PPO, deterministic float32"
 ASSUMED_GPU_SPS = {"impala-small": 10_000.0, "nature": 20_000.0}
+# Env steps/s of one cohort (`envgen.agents.cohort`) of W PPO seeds on one GPU, by
+# (network, precision, W): `envgen bench train --device cuda --model paper --cohort 8`
+# (results/gpu/2026-11-26-h200/bench_*_graphed.log), float32 with --deterministic.
+MEASURED_COHORT_SPS = {("paper", "float32", 8): 1_702.6, ("paper", "bf16", 8): 4_562.5}
+COHORT_MEASURED_ON = "one H200"
 AD_COST = 3.0  # AD's env step costs this many PPO steps of GPU time (ASSUMED, not measured)
 
 
@@ -175,6 +180,21 @@ def gpu_rate(model: str, sps: float | None, runs: int = 1) -> tuple[float, str]:
         level = max((n for n in levels if n <= runs), default=min(levels))
         return levels[level], f"measured on {MEASURED_ON}, {level} run(s) at once"
     return ASSUMED_GPU_SPS[model], "ASSUMED, not measured"
+
+
+def cohort_rate(model: str, bf16: bool, size: int) -> tuple[float, str] | None:
+    """(env steps/s of one cohort of `size` on a GPU, where it comes from): the
+    measurement at the largest W not above `size`, or None when none was measured."""
+    precision = "bf16" if bf16 else "float32"
+    sizes = [w for (m, p, w) in MEASURED_COHORT_SPS if m == model and p == precision]
+    fitting = [w for w in sizes if w <= size]
+    if not fitting:
+        return None
+    w = max(fitting)
+    return (
+        MEASURED_COHORT_SPS[(model, precision, w)],
+        f"measured on {COHORT_MEASURED_ON}, a {precision} cohort of {w}",
+    )
 
 
 def gpu_hours(steps: float, ad_steps: float, rate: float) -> float:

@@ -16,13 +16,19 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from envgen.agents.device import set_deterministic
 from envgen.audit.identity import check_identity
-from envgen.errors import CacheMissError, EnvGenError, LLMResponseError, LLMTransportError
+from envgen.errors import (
+    CacheMissError,
+    ConfigError,
+    EnvGenError,
+    LLMResponseError,
+    LLMTransportError,
+)
 from envgen.llm.budget import Budget
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import LOCAL_MODEL, backend_config, configured_keys, scrub
@@ -164,6 +170,69 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
         else:
             reason = traceback.format_exception_only(exc)[-1].strip()
         return JobResult(job.key, FAILED, str(run_dir), _scrubbed(reason))
+
+
+def run_cohort(jobs: Sequence[Job], settings: Settings) -> list[JobResult]:
+    """Run the jobs of one cohort (one config, `config.cohort` seeds) together
+    (`envgen.loop.cohort_run`); one result per job, in order. A failure fails them all:
+    their seeds train as one."""
+    import torch
+
+    from envgen.loop.cohort_run import execute_cohort
+    from envgen.loop.runner import RunOptions
+
+    torch.set_num_threads(settings.torch_threads)
+    set_deterministic(settings.deterministic)
+    config, seeds = jobs[0].config, [job.seed for job in jobs]
+    dirs = [job_dir(job, settings.runs_root) for job in jobs]
+    try:
+        if len(jobs) != config.cohort:
+            raise ConfigError(
+                "seeds",
+                f"a cohort of {config.cohort} got {len(jobs)} seed(s) ({seeds}); give each "
+                f"row's seeds in multiples of {config.cohort}",
+            )
+        version = settings.versions[config.game]
+        for run_dir in dirs:
+            _drop_if_stale(run_dir, version)
+        if not all(is_sealed(d) for d in dirs):
+            options = RunOptions(
+                device=settings.device,
+                num_workers=settings.env_workers,
+                checkpoint_minutes=settings.checkpoint_minutes,
+            )
+            execute_cohort(config, seeds, settings.runs_root, options)
+        for run_dir in dirs:
+            _check_identity(run_dir)
+        return [JobResult(job.key, DONE, str(d)) for job, d in zip(jobs, dirs, strict=True)]
+    except Exception as exc:  # noqa: BLE001 - reported per job, retried by the executor
+        if _out_of_gpu_memory(exc, torch):
+            reason = OUT_OF_MEMORY + " ".join(str(exc).split())
+        else:
+            reason = traceback.format_exception_only(exc)[-1].strip()
+        return [
+            JobResult(job.key, FAILED, str(d), _scrubbed(reason))
+            for job, d in zip(jobs, dirs, strict=True)
+        ]
+
+
+def split_cohorts(jobs: Sequence[Job | RandomJob]) -> tuple[list[list[Job]], list]:
+    """(cohorts, the other jobs): jobs whose config trains in cohorts, grouped by config
+    and, in seed order, `config.cohort` seeds a group (the last may be short: it fails
+    with the fix)."""
+    groups: dict[str, list[Job]] = {}
+    rest: list[Job | RandomJob] = []
+    for job in jobs:
+        if isinstance(job, Job) and job.config.cohort > 1:
+            groups.setdefault(job.config.config_hash(), []).append(job)
+        else:
+            rest.append(job)
+    cohorts = []
+    for group in groups.values():
+        group.sort(key=lambda job: job.seed)
+        size = group[0].config.cohort
+        cohorts += [group[i : i + size] for i in range(0, len(group), size)]
+    return cohorts, rest
 
 
 def _out_of_gpu_memory(exc: Exception, torch: Any) -> bool:

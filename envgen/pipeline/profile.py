@@ -35,7 +35,7 @@ STEP_FIELDS: tuple[str, ...] = (
 # The largest step count of any row in the paper: Table 8's 25M Heist steps.
 LARGEST_PAPER_STEPS = 25_000_000
 # Profile fields a profile may leave out (their defaults: off); every other one is required.
-OPTIONAL_FIELDS = frozenset({"deterministic", "bf16_autocast", "channels_last"})
+OPTIONAL_FIELDS = frozenset({"deterministic", "bf16_autocast", "channels_last", "cohort"})
 # Profile fields a `games.<game>` section sets for that game's rows (all of them).
 GAME_FIELDS: tuple[str, ...] = (
     "step_scale",
@@ -107,6 +107,9 @@ class Profile:
     hashes; optional key)."""
     channels_last: bool = False
     """Convolutions in NHWC layout (GPU speed; other run hashes; optional key)."""
+    cohort: int = 1
+    """Seeds trained together as one batched model (`RunConfig.cohort`) in the rows that
+    may (original_only PPO in Crafter); 1 = every run alone (optional key)."""
     game: str = "crafter"
     """The game whose rows this profile budgets (`for_game` sets it)."""
 
@@ -117,6 +120,8 @@ class Profile:
             raise ConfigError(f"{where}.step_scale", "must be > 0 (1.0 = paper)")
         if self.llm_history_cycles < 0:
             raise ConfigError(f"{where}.llm_history_cycles", "must be >= 0 (0 = whole history)")
+        if type(self.cohort) is not int or not 1 <= self.cohort <= 64:
+            raise ConfigError(f"{where}.cohort", "a whole number in 1..64 (1: runs alone)")
         for name in (
             "min_rollouts",
             "eval_episodes",
@@ -244,7 +249,10 @@ class Profile:
             for name in ("llm_world_rules", "original_world"):
                 if name not in own:
                     changes[name] = getattr(self, name)
-        return config.replace(**changes)
+        applied = config.replace(**changes)
+        if self.cohort > 1 and applied.cohort_eligible and "cohort" not in own:
+            applied = applied.replace(cohort=self.cohort)
+        return applied
 
 
 def load_profile(params: Mapping[str, Any], name: str | None = None) -> Profile:

@@ -11,6 +11,7 @@ A kill between `final_metrics.json` and the manifest leaves an unsealed run that
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from envgen.store.fingerprint import code_fingerprint
 from envgen.store.manifest import is_sealed, seal_run
@@ -18,10 +19,18 @@ from envgen.store.provenance import begin_session, end_session, read_provenance
 
 
 def start_session(
-    run_dir: Path, game: str, step: int, device: str = "cpu", env_workers: int | None = None
+    run_dir: Path,
+    game: str,
+    step: int,
+    device: str = "cpu",
+    env_workers: int | None = None,
+    cohort: dict[str, Any] | None = None,
 ) -> None:
-    """Record a session of `game` training in `run_dir` from global step `step`."""
-    begin_session(run_dir, game, step, device, env_workers, fingerprint=code_fingerprint(game))
+    """Record a session of `game` training in `run_dir` from global step `step`; `cohort`:
+    the run's cohort ({"size", "slot", "seeds"}) when it trains in one."""
+    begin_session(
+        run_dir, game, step, device, env_workers, fingerprint=code_fingerprint(game), cohort=cohort
+    )
 
 
 def finish_run(run_dir: Path, step: int) -> None:

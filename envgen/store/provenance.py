@@ -229,6 +229,7 @@ def begin_session(
     device: str = "cpu",
     env_workers: int | None = None,
     fingerprint: str | None = None,
+    cohort: dict[str, Any] | None = None,
 ) -> None:
     """Record a training session starting (step 0) or resuming (step > 0)."""
     run_dir = Path(run_dir)
@@ -254,6 +255,7 @@ def begin_session(
             "software": software(),
             "threads": threads(env_workers),
             "kernels": kernel_settings(),
+            **({"cohort": cohort} if cohort else {}),
             "git": git_state(),
         }
     )

@@ -1,0 +1,70 @@
+"""Cohorts in the pipeline: identity, the profile's `cohort`, grouping, and real runs that
+come out as ordinary sealed runs (tiny, on the CPU)."""
+
+import dataclasses
+import json
+
+import pytest
+
+from envgen.audit.identity import check_identity
+from envgen.errors import ConfigError
+from envgen.loop.config import RunConfig
+from envgen.pipeline.executor import ExecutorConfig, execute
+from envgen.pipeline.job_status import DONE, FAILED, job_dir
+from envgen.pipeline.jobs import split_cohorts
+from envgen.pipeline.plan import Job, RandomJob
+from envgen.pipeline.profile import load_profile
+from envgen.store import read_provenance, verify_run
+from tests.test_pipeline_executor import quiet, settings, tiny_job
+
+
+def test_the_cohort_size_is_part_of_a_run_identity_only_when_above_one():
+    alone = RunConfig(method="original_only")
+    assert "cohort" not in alone.to_dict()  # every committed run keeps its hash
+    assert alone.replace(cohort=1).config_hash() == alone.config_hash()
+    assert alone.replace(cohort=4).config_hash() != alone.config_hash()
+    with pytest.raises(ConfigError, match="original_only"):
+        RunConfig(cohort=4)  # EnvGen switches mixtures: not a cohort's schedule
+    with pytest.raises(ConfigError, match="cohort"):
+        RunConfig(method="original_only", cohort=0)
+
+
+def test_a_profile_puts_only_eligible_rows_in_cohorts():
+    import yaml
+
+    params = yaml.safe_load(open("params.yaml"))
+    profile = dataclasses.replace(load_profile(params, "smoke"), cohort=3)
+    assert profile.apply(RunConfig(method="original_only"), 0).cohort == 3
+    assert profile.apply(RunConfig(), 0).cohort == 1  # EnvGen
+    assert profile.apply(RunConfig(method="original_only", agent="ad"), 0).cohort == 1
+    with pytest.raises(ConfigError, match="cohort"):
+        dataclasses.replace(profile, cohort=65)
+
+
+def test_jobs_are_grouped_by_config_in_seed_order():
+    config = tiny_job(0).config.replace(cohort=2)
+    jobs = [Job(config, s) for s in (5, 1, 3)] + [tiny_job(0), RandomJob(1, 0)]
+    cohorts, rest = split_cohorts(jobs)
+    assert [[j.seed for j in c] for c in cohorts] == [[1, 3], [5]]
+    assert rest == jobs[3:]
+
+
+def test_a_cohort_trains_through_the_executor_into_sealed_ordinary_runs(tmp_path):
+    config = tiny_job(0, final_steps=512).config.replace(cohort=2)
+    jobs = [Job(config, 4), Job(config, 7), Job(config, 9)]  # the third has no partner
+    s = settings(tmp_path)
+    results = execute(jobs, s, ExecutorConfig(retries=0), log=quiet)
+    assert [results[j.key].status for j in jobs] == [DONE, DONE, FAILED]
+    assert "multiples of 2" in results[jobs[2].key].reason
+    for job in jobs[:2]:
+        run = job_dir(job, s.runs_root)
+        verify_run(run)  # sealed: manifest over every file
+        check_identity(run)  # the folder is the run its files name
+        metrics = json.loads((run / "final_metrics.json").read_text())
+        assert metrics["seed"] == job.seed and metrics["global_steps"] == 512
+        assert metrics["config_hash"] == config.config_hash() == run.parent.name
+        cohort = read_provenance(run)["sessions"][-1]["cohort"]
+        assert cohort == {"size": 2, "slot": jobs.index(job), "seeds": [4, 7]}
+    # a second call finds them finished
+    again = execute(jobs[:2], s, ExecutorConfig(retries=0), log=quiet)
+    assert all(r.status == DONE for r in again.values())
