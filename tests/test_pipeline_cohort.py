@@ -68,3 +68,18 @@ def test_a_cohort_trains_through_the_executor_into_sealed_ordinary_runs(tmp_path
     # a second call finds them finished
     again = execute(jobs[:2], s, ExecutorConfig(retries=0), log=quiet)
     assert all(r.status == DONE for r in again.values())
+
+
+def test_a_gpu_call_starts_only_what_finishes_inside_its_budget():
+    from envgen.gpu.chunk import STARTUP_S, fitting_jobs
+
+    config = RunConfig(method="original_only", original_only_steps=1_000_000, model="paper")
+    cohort = config.replace(cohort=2)
+    jobs = [Job(cohort, 0), Job(cohort, 1), Job(config, 5), RandomJob(1, 0)]
+    # at 10,000 env steps/s: the cohort needs 60 + 200 s, the run alone 60 + 100 s
+    kept, refused = fitting_jobs(jobs, 300.0, 10_000.0)
+    assert kept == [jobs[0], jobs[1], jobs[3]]
+    assert len(refused) == 1 and "seed(s) 5" in refused[0] and "40 s left" in refused[0]
+    kept, refused = fitting_jobs(jobs, 2 * STARTUP_S + 300.0, 10_000.0)
+    assert kept == jobs and not refused
+    assert fitting_jobs(jobs, float("inf"), None) == (jobs, [])

@@ -14,6 +14,7 @@ Back home:
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 
@@ -149,6 +150,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=CHECKPOINT_MINUTES,
         help="each run also checkpoints this long after its last checkpoint, so a stop at "
         f"the budget loses at most this much of it (default {CHECKPOINT_MINUTES:g})",
+    )
+    run.add_argument(
+        "--sps",
+        type=number_in(0, math.inf),
+        default=None,
+        help="env steps/s one cohort or run trains on this GPU, as `envgen bench train "
+        "--cohort W` measured it in this call (default: the plan's measured rates); a "
+        "cohort or run that would not finish inside the budget at this rate is not started",
     )
     run.set_defaults(func=_run)
 

@@ -87,19 +87,21 @@ def selected_jobs(args: argparse.Namespace) -> tuple[Any, Any, list]:
     return profile, executor, distinct_jobs([_Jobs(jobs)])
 
 
-def child_command(args: argparse.Namespace) -> list[str]:
+def child_command(args: argparse.Namespace, budget_s: float | None = None) -> list[str]:
     cmd = [sys.executable, "-m", "envgen.gpu.chunk", args.profile, *map(str, args.tables)]
     cmd += ["--store", str(args.store), "--params", str(args.params)]
     for row in args.row or ():
         cmd += ["--row", row]
     if args.seeds is not None:
         cmd += ["--seeds", ",".join(map(str, sorted(args.seeds)))]
+    cmd += ["--budget-s", str(budget_s)] if budget_s is not None else []
+    cmd += ["--sps", str(args.sps)] if getattr(args, "sps", None) else []
     return cmd + ["--checkpoint-minutes", str(args.checkpoint_minutes)]
 
 
 def run_chunk(args: argparse.Namespace, budget_s: float) -> str:
     """Train until done or `budget_s` seconds; returns "done", "budget" or "failed (rc)"."""
-    child = subprocess.Popen(child_command(args), start_new_session=True)
+    child = subprocess.Popen(child_command(args, budget_s), start_new_session=True)
     try:
         rc = child.wait(timeout=max(budget_s, 1.0))
     except subprocess.TimeoutExpired:
@@ -141,13 +143,61 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--checkpoint-minutes", type=number_in(0, math.inf), default=CHECKPOINT_MINUTES
     )
+    parser.add_argument("--budget-s", type=number_in(0, math.inf), default=math.inf)
+    parser.add_argument("--sps", type=number_in(0, math.inf), default=None)
     args = parser.parse_args(argv)
     profile, executor, jobs = selected_jobs(args)
+    if profile.device.startswith("cuda"):  # the rates the rule takes are a GPU's
+        jobs, refused = fitting_jobs(jobs, args.budget_s, args.sps)
+    else:
+        refused = []
+    for line in refused:
+        print(f"[gpu run] not started: {line}", flush=True)
     llm = LLMSpec("replay", str(REPO / "data" / "llm_cache"))
     settings = job_settings(profile, executor, args.store, llm)
     settings = dataclasses.replace(settings, checkpoint_minutes=args.checkpoint_minutes)
     results = execute(jobs, settings, executor)
     return 1 if any(r.status == FAILED for r in results.values()) else 0
+
+
+STARTUP_S = 60.0
+"""Seconds a cohort or run needs before its first timed rollout: process, environments,
+Crafter-EnvGen's compile, the warm-up rollout and the policy step's graph capture (the
+H200 bench's cohort of 8 took about 40 s to its first timed rollout)."""
+
+
+def fitting_jobs(jobs: list, budget_s: float, sps: float | None) -> tuple[list, list[str]]:
+    """The jobs, one cohort or run after another, whose every run reaches its final step
+    inside `budget_s` at `sps` env steps/s per GPU (else the plan's measured rate);
+    a run that cannot finish is not started (returned as a line saying why)."""
+    from envgen.pipeline import gpu_plan
+    from envgen.pipeline.jobs import split_cohorts
+
+    if not math.isfinite(budget_s):
+        return jobs, []
+    cohorts, rest = split_cohorts(jobs)
+    units = [list(c) for c in cohorts] + [[job] for job in rest]
+    kept, refused, used = [], [], 0.0
+    for unit in units:
+        config = getattr(unit[0], "config", None)
+        if config is None:  # the Random row: no GPU, seconds
+            kept += unit
+            continue
+        measured = gpu_plan.cohort_rate(config.model, config.bf16_autocast, config.cohort)
+        rate = sps or (measured[0] if config.cohort > 1 and measured else None)
+        rate = rate or gpu_plan.gpu_rate(config.model, None, 1)[0]
+        need = STARTUP_S + config.total_steps * len(unit) / rate
+        if used + need <= budget_s:
+            kept += unit
+            used += need
+        else:
+            seeds = ",".join(str(job.seed) for job in unit)
+            refused.append(
+                f"{config.config_hash()} seed(s) {seeds}: {config.total_steps:,} steps each "
+                f"need about {need:,.0f} s at {rate:,.0f} env steps/s; "
+                f"{budget_s - used:,.0f} s left"
+            )
+    return kept, refused
 
 
 class _Jobs:
