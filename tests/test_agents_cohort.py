@@ -188,3 +188,48 @@ def test_vec_env_groups_take_their_own_seeds_and_mixture():
     if os.name == "posix":
         with pytest.raises(ValueError, match="group_size"):
             CrafterVecEnv(configs, 4, 0, num_workers=1, group_size=3)
+
+
+def _cli_json(args: list[str]) -> dict:
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "ENVGEN_ENV_WORKERS": "1"}
+    out = subprocess.run(
+        [sys.executable, "-m", "envgen.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=root,
+        env=env,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_cohort_bench_and_the_precision_ab_run_tiny_on_the_cpu(tmp_path):
+    tiny = ["--model", "nature", "--num-envs", "2", "--num-steps", "32", "--minibatches", "2"]
+    bench = _cli_json(
+        ["bench", "train", *tiny, "--rollouts", "1", "--no-reference", "--cohort", "2"]
+    )
+    assert bench["mode"] == "float32" and bench["cohort"] == 2 and bench["baseline_runs"] == 1
+    assert bench["ratio"] == pytest.approx(bench["cohort_sps"] / bench["baseline_sps"], rel=0.01)
+    ab = _cli_json(
+        [
+            "bench",
+            "precision",
+            "--device",
+            "cpu",
+            *tiny,
+            "--modes",
+            "float32,tf32",
+            "--seeds",
+            "1,2",
+            "--steps",
+            "1024",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    # on the CPU the modes are one computation: the same returns, seed by seed
+    arms = ab["arms"]
+    assert arms["float32"]["per_seed"] == arms["tf32"]["per_seed"]
+    assert ab["tf32_vs_float32"]["difference"] == 0.0
