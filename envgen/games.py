@@ -129,6 +129,8 @@ GAMES: dict[str, GameSpec] = {
             environment_schema=crafter_prompts.environment_schema,
             initial_prompt=crafter_prompts.initial_prompt,
             adaptation_prompt=crafter_prompts.adaptation_prompt,
+            briefing=crafter_prompts.briefing,
+            results_prompt=crafter_prompts.results_prompt,
         ),
     ),
     "heist": GameSpec(
@@ -148,6 +150,8 @@ GAMES: dict[str, GameSpec] = {
             environment_schema=heist_prompts.environment_schema,
             initial_prompt=heist_prompts.initial_prompt,
             adaptation_prompt=heist_prompts.adaptation_prompt,
+            briefing=heist_prompts.briefing,
+            results_prompt=heist_prompts.results_prompt,
         ),
     ),
 }

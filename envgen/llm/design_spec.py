@@ -4,6 +4,8 @@ The specs live in the one game registry, `envgen.games.GAMES` (field `design`), 
 what training and scoring need of the same game. A game brings its config class (with
 the `from_dict(data, *, default_length, path)` contract of `CrafterConfig`), the episode
 length of LLM-designed worlds, its skills, prompts, reply schema and obfuscation names.
+The prompts follow the authors' conversation (envgen.llm.conversation): an initial
+request, a self-contained first adaptation, then short results messages.
 """
 
 from __future__ import annotations
@@ -34,7 +36,14 @@ class DesignSpec:
     adaptation_prompt: Callable[
         [Sequence[Any], Mapping[str, tuple[float, float]], int, NameMap, bool], str
     ]
-    """(previous configs, success_stats, n, names, structured) -> a feedback message."""
+    """(previous configs, success_stats, n, names, structured) -> the worlds just trained
+    in, their outcome and the request for new ones: the body of the first adaptation."""
+    briefing: Callable[[NameMap], str]
+    """names -> the task, skills, parameters and rules that open a self-contained request
+    (the initial prompt and the first adaptation)."""
+    results_prompt: Callable[[Mapping[str, tuple[float, float]], int, NameMap, bool], str]
+    """(success_stats, n, names, structured) -> a later adaptation's message: the outcome
+    of the worlds in the reply just before it."""
 
 
 def design_spec(game: str) -> DesignSpec:
