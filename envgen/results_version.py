@@ -13,4 +13,4 @@ Keep this file to the declaration alone: the guard takes the last commit that to
 it as the reference.
 """
 
-RESULTS_VERSION: dict[str, int] = {"crafter": 1, "heist": 1}
+RESULTS_VERSION: dict[str, int] = {"crafter": 2, "heist": 1}
