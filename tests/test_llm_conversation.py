@@ -81,11 +81,38 @@ def test_conversation_reask_and_adaptation():
 
     designer.adapt(STATS)
     adapt = llm.requests[-1]
-    assert [m.role for m in adapt.messages] == ["user", "assistant"] * 2 + ["user"]
+    assert [m.role for m in adapt.messages] == ["user"]  # the first adaptation stands alone
     prompt = adapt.messages[-1].content
     assert "- collect_coal: 12% +/- 5%" in prompt  # whole percent, as the authors round
     assert '"target_biome": "mountain"' in prompt and "which of the information" in prompt
+    assert prompt.startswith(crafter_prompts.briefing(crafter_prompts.name_map(False)))
     assert adapt.label == "crafter/adapt2/n1/set2" and designer.cycle == 2
+
+
+def test_adaptations_follow_the_authors_layout():
+    """adaptK sends 2K-3 messages: the first adaptation, then (reply, results) pairs; a
+    failed reply and its re-ask stay out of later requests."""
+    llm = Scripted(GOOD, GOOD, "no json here", GOOD, GOOD, GOOD)
+    designer = EnvironmentDesigner(PromptOptions(), llm)
+    designer.generate(1)
+    for _ in range(4):
+        designer.adapt(STATS)
+    sent = {r.label: r.messages for r in llm.requests}
+    for k in (2, 3, 4, 5):
+        assert len(sent[f"crafter/adapt{k}/n1/set0"]) == 2 * k - 3
+    assert len(sent["crafter/adapt3/n1/set0/reask1"]) == 5  # within its own cycle only
+    adapt5 = sent["crafter/adapt5/n1/set0"]
+    assert [m.role for m in adapt5] == ["user", "assistant"] * 3 + ["user"]
+    assert adapt5[0] == sent["crafter/adapt2/n1/set0"][0]
+    assert all("could not be used" not in m.content for m in adapt5)
+    assert adapt5[-1].content.startswith("The agent trained in the environments of your last")
+    assert "- wake_up: 12% +/- 5%" in adapt5[-1].content and "```json" not in adapt5[-1].content
+
+
+def test_rules_state_both_sleep_facts():
+    rules = " ".join(crafter_prompts.GAME_RULES)
+    assert '"wake_up" needs the agent to sleep first' in rules
+    assert "woken by monsters or by sunrise" in rules
 
 
 def test_gives_up_after_max_reasks_with_the_reason():
@@ -120,19 +147,19 @@ def test_obfuscated_reask_speaks_obfuscated_names():
 
 
 @pytest.mark.parametrize("keep", [0, 1, 2])
-def test_bounded_history_keeps_first_and_last_cycles(keep):
-    llm = Scripted(*[GOOD] * 6)
+def test_bounded_history_keeps_first_and_last_adaptations(keep):
+    llm = Scripted(*[GOOD] * 7)
     designer = EnvironmentDesigner(PromptOptions(history_cycles=keep), llm)
     designer.generate(1)
-    for _ in range(5):
+    for _ in range(6):
         designer.adapt(STATS)
     sent = [len(r.messages) for r in llm.requests]
+    full = [1, 1, 3, 5, 7, 9, 11]  # initial, then adaptK with 2K-3 messages
     if keep == 0:
-        assert sent == [1, 3, 5, 7, 9, 11]  # the paper: the whole conversation
+        assert sent == full  # the authors': the whole adaptation history
     else:
-        full = [1, 3, 5, 7, 9, 11]
-        cap = 2 + 2 * keep + 1  # first exchange, `keep` earlier cycles, the new prompt
+        cap = 2 + 2 * keep + 1  # first adaptation, `keep` later ones, the new message
         assert sent == [min(n, cap) for n in full]
         last = llm.requests[-1].messages
-        assert last[:2] == tuple(designer.messages[:2])
+        assert last[:2] == (designer.messages[2], designer.messages[3])
         assert last[-1] == designer.messages[-2]  # the newest prompt, before its reply

@@ -16,6 +16,7 @@ from envgen.llm.heist import SKILLS, adaptation_prompt, environment_schema, init
 from envgen.llm.names import NameMap
 from envgen.llm.parse import parse_environments
 from envgen.llm.planned_calls import PLANNED_CALLS
+from envgen.llm.request import ChatResponse, Usage
 
 REAL = NameMap({})
 
@@ -131,6 +132,35 @@ def test_adaptation_prompt_reports_skills_and_previous_environments():
     assert '"maze_size": 7' in text and "Purpose: two doors" in text
     with pytest.raises(ConfigError, match="missing skills steal_gem"):
         adaptation_prompt(previous, {k: stats[k] for k in list(stats)[:2]}, 4, REAL, False)
+
+
+def test_heist_adaptations_follow_the_authors_layout_too():
+    """Obfuscated or not: a self-contained first adaptation, then results messages."""
+    stats = {"collect_keys": (80.0, 5.0), "open_doors": (40.0, 10.0), "steal_gem": (20.0, 4.0)}
+    for obfuscate in (False, True):
+        reply = json.dumps({"environments": [env()]})
+        if obfuscate:
+            reply = reply.replace("distribution_mode", "parameter1").replace(
+                "maze_size", "parameter2"
+            )
+            reply = reply.replace("num_keys", "parameter3").replace("keys_held", "item1")
+            reply = reply.replace('"easy"', '"optionA"')
+        sent = []
+
+        def llm(request, reply=reply, sent=sent):
+            sent.append(request.messages)
+            return ChatResponse(reply, "scripted", Usage(1, 1), "stop", 0)
+
+        designer = EnvironmentDesigner(PromptOptions(game="heist", obfuscate=obfuscate), llm)
+        designer.generate(1)
+        designer.adapt(stats)
+        designer.adapt(stats)
+        assert [len(m) for m in sent] == [1, 1, 3]
+        assert sent[1][0].content.startswith("You design training environments") and (
+            "- open_doors: 40% +/- 10%" in sent[1][0].content
+        )
+        assert sent[2][-1].content.startswith("The agent trained in the environments of your")
+        assert "was tested in the original game again" in sent[2][-1].content
 
 
 def test_recorded_local_replies_replay_through_the_designer():

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.files import write_json_atomic
-from envgen.llm.client import LOCAL_MODEL
+from envgen.llm.client import LOCAL_MODELS
 from envgen.llm.request import ChatResponse
 
 # USD per 1M tokens (input, output), OpenAI's published prices for these model ids.
@@ -21,7 +21,7 @@ PRICES_PER_M_TOKENS: dict[str, tuple[float, float]] = {
     "gpt-3.5-turbo": (0.5, 1.5),
     "gpt-3.5-turbo-0125": (0.5, 1.5),
     "gpt-3.5-turbo-1106": (1.0, 2.0),
-    LOCAL_MODEL: (0.0, 0.0),
+    **{model: (0.0, 0.0) for model in LOCAL_MODELS},
 }
 
 

@@ -13,12 +13,12 @@ from envgen.errors import EnvGenError, LLMResponseError
 from envgen.input_checks import existing_dir
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
-from envgen.llm.client import BACKENDS, backend_config
+from envgen.llm.client import BACKENDS, LOCAL_MODEL, LOCAL_MODELS, backend_config
 from envgen.llm.conversation import EnvironmentDesigner
 from envgen.llm.parse import parse_environments
 from envgen.llm.planned_calls import PLANNED_CALLS, planned_call
 from envgen.llm.schema import DIALECTS
-from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path, running_backend
+from envgen.llm.server import LocalServer, ServerOptions, running_backend
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,10 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     serve = sub.add_parser(
         "serve",
-        help="run the bundled SmolLM2-135M server until Ctrl-C",
-        description="Start llama-cpp-python's OpenAI-compatible server with the bundled "
-        "SmolLM2-135M-Instruct model on 127.0.0.1 and print its base URL.",
+        help="run a local model's server until Ctrl-C",
+        description="Start llama-cpp-python's OpenAI-compatible server with a local model "
+        "(default: the bundled SmolLM2-135M-Instruct) on 127.0.0.1 and print its base URL.",
     )
+    serve.add_argument("--model", choices=LOCAL_MODELS, default=LOCAL_MODEL)
     _server_arguments(serve)
     serve.set_defaults(func=_serve)
 
@@ -106,13 +107,13 @@ def _server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, help="local server CPU threads")
 
 
-def _server_options(args: argparse.Namespace) -> ServerOptions:
-    return ServerOptions(model_path=bundled_model_path(), port=args.port, threads=args.threads)
+def _server_options(args: argparse.Namespace, model: str) -> ServerOptions:
+    return ServerOptions.for_model(model, port=args.port, threads=args.threads)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    with LocalServer(_server_options(args)) as server:
-        print(f"serving model {BACKENDS['local'].model!r} at {server.base_url} (Ctrl-C stops)")
+    with LocalServer(_server_options(args, args.model)) as server:
+        print(f"serving model {args.model!r} at {server.base_url} (Ctrl-C stops)")
         try:
             return server.wait()
         except KeyboardInterrupt:
@@ -135,7 +136,7 @@ def _record_calls(args: argparse.Namespace) -> int:
     )
     # only the bundled local model needs its package (`make setup-llm`)
     local = config.name == "local" and not config.base_url
-    with running_backend(config, _server_options(args) if local else None) as backend:
+    with running_backend(config, _server_options(args, config.model) if local else None) as backend:
         llm = CachedLLM(args.mode, args.cache_dir, backend)
         for label in labels:
             call = planned_call(label)

@@ -36,7 +36,9 @@ if TYPE_CHECKING:
     import httpx
     import openai
 
-LOCAL_MODEL = "smollm2-135m-instruct"  # the alias the local server answers to
+LOCAL_MODEL = "smollm2-135m-instruct"  # the local backend's default (the tests' model)
+# Every model the local server can serve (envgen.llm.local_models holds their files).
+LOCAL_MODELS = ("smollm2-135m-instruct", "qwen2.5-coder-1.5b-instruct")
 KEY_VARIABLE = "OPENAI_API_KEY"
 COMPATIBLE_KEY_VARIABLE = "ENVGEN_COMPATIBLE_API_KEY"
 NO_KEY = "no-key-needed"  # the SDK insists on some key; this one is not a secret
@@ -48,7 +50,7 @@ class BackendConfig:
     """Where requests go and how."""
 
     name: str
-    """"local" (bundled SmolLM2 server), "openai", or "compatible" (any other server)."""
+    """"local" (llama.cpp server on this machine), "openai", or "compatible" (any other)."""
     model: str
     """Model name sent with every request (part of the cache key)."""
     base_url: str | None = None
@@ -67,7 +69,9 @@ class BackendConfig:
     def record_flags(self) -> str:
         """The `envgen llm record` options that select this backend."""
         if self.name == "local":
-            return "--backend local"
+            return "--backend local" + (
+                f" --model {self.model}" if self.model != LOCAL_MODEL else ""
+            )
         flags = f"--backend {self.name} --model {self.model}"
         if self.base_url:
             flags += f" --base-url {self.base_url}"
@@ -113,12 +117,12 @@ def backend_config(
     config = dataclasses.replace(config, **changes)
     if not config.model:
         raise ConfigError("model", f"backend {name!r} needs --model (the server's model name)")
-    if name == "local" and config.model != LOCAL_MODEL:
+    if name == "local" and config.model not in LOCAL_MODELS:
         raise ConfigError(
             "model",
-            f"the local backend serves only the bundled {LOCAL_MODEL!r}, not {config.model!r}; "
-            "record that model's replies with `--backend openai` (OpenAI models) or "
-            "`--backend compatible --base-url URL` (a server that serves it)",
+            f"the local backend serves only {', '.join(map(repr, LOCAL_MODELS))}, not "
+            f"{config.model!r}; record that model's replies with `--backend openai` (OpenAI "
+            "models) or `--backend compatible --base-url URL` (a server that serves it)",
         )
     if name == "compatible" and not config.base_url:
         raise ConfigError("base_url", "backend 'compatible' needs --base-url (e.g. .../v1)")

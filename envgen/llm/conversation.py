@@ -2,10 +2,23 @@
 
 Cycle 1 asks for N environments (`generate`); every later cycle sends the agent's
 per-skill success in the original game and asks for N adapted ones (`adapt`). The
-history is kept across cycles, as in the paper (docs/paper.md, "The method in four
-steps"). A reply that does not yield N usable environments is re-asked up to
-`max_reasks` times with the parse error as the next user message; every re-ask is a
-call of its own (counted, cached).
+requests are laid out as the authors' code sends them (aszala/EnvGen,
+environment_generation/update_environments.py), because the request is the protocol:
+
+- the initial call: one user message (task, skills, parameters, rules, format);
+- the first adaptation (cycle 2): one self-contained user message, which restates the
+  task, skills, parameters and rules and shows the initial worlds and their scores; the
+  initial exchange is not sent again;
+- every later adaptation: the earlier adaptations' messages, each followed by its
+  usable reply as the assistant's message, then a short results message. The adaptation
+  of cycle K sends 2K-3 messages; the whole history is kept unless `history_cycles`
+  trims it.
+
+A reply that does not yield N usable environments is re-asked up to `max_reasks` times
+with the parse error as the next user message; every re-ask is a call of its own
+(counted, cached). Failed replies and re-ask messages stay out of later cycles'
+requests: those carry each cycle's prompt and the reply that was used, as the authors'
+(whose code has no re-asks) carry each saved reply.
 """
 
 from __future__ import annotations
@@ -43,8 +56,9 @@ class PromptOptions:
     max_reasks: int = 1
     """Re-asks after an unusable reply before giving up."""
     history_cycles: int = 0
-    """0 keeps the whole conversation (the paper); k > 0 sends the first cycle's exchange
-    and only the last k earlier cycles, so many cycles fit a small model's context."""
+    """0 keeps the whole adaptation history (the authors' code); k > 0 sends the first
+    adaptation's exchange and only the last k later ones, so many cycles fit a small
+    model's context."""
 
     def __post_init__(self) -> None:
         design_spec(self.game)
@@ -69,7 +83,12 @@ def call_label(options: PromptOptions, n: int, cycle: int) -> str:
 
 
 class EnvironmentDesigner:
-    """Holds the conversation; `generate(n)` once, then `adapt(success_stats)` per cycle."""
+    """Holds the conversation; `generate(n)` once, then `adapt(success_stats)` per cycle.
+
+    `messages` logs every message in order (prompts, replies, re-asks): the loop writes
+    a cycle's first new message as its feedback.txt. What a request sends is built from
+    `_exchanges`, one (prompt, usable reply) pair per adaptation answered so far.
+    """
 
     def __init__(self, options: PromptOptions, llm: LLMCallable):
         self.options = options
@@ -79,7 +98,7 @@ class EnvironmentDesigner:
         self._spec = design_spec(options.game)
         self._names = self._spec.name_map(options.obfuscate)
         self._n = 0
-        self._cycle_starts: list[int] = []  # index in `messages` of each cycle's prompt
+        self._exchanges: list[tuple[Message, Message]] = []
 
     @property
     def cycle(self) -> int:
@@ -95,28 +114,41 @@ class EnvironmentDesigner:
         self._n = n
         structured = self.options.structured != "off"
         prompt = self._spec.initial_prompt(n, self._names, structured)
-        return self._ask(prompt, explain=False)
+        return self._ask(prompt, explain=False, history=())
 
     def adapt(self, success_stats: Mapping[str, tuple[float, float]]) -> ParsedEnvironments:
         """Next cycle: `success_stats` maps each skill to (mean %, std %) in the original game."""
         if not self.results:
             raise RuntimeError("call generate(n) before adapt()")
         structured = self.options.structured != "off"
-        prompt = self._spec.adaptation_prompt(
-            self.results[-1].configs, success_stats, self._n, self._names, structured
-        )
-        return self._ask(prompt, explain=True)
+        if len(self.results) == 1:  # the first adaptation stands alone
+            body = self._spec.adaptation_prompt(
+                self.results[0].configs, success_stats, self._n, self._names, structured
+            )
+            prompt = f"{self._spec.briefing(self._names)}\n\n{body}"
+        else:
+            prompt = self._spec.results_prompt(success_stats, self._n, self._names, structured)
+        return self._ask(prompt, explain=True, history=self._history())
 
-    def _ask(self, prompt: str, explain: bool) -> ParsedEnvironments:
+    def _history(self) -> tuple[Message, ...]:
+        """The earlier adaptations as sent: all, or the first and the last `history_cycles`."""
+        keep = self.options.history_cycles
+        kept = self._exchanges
+        if keep and len(kept) > keep + 1:
+            kept = [kept[0], *kept[-keep:]]
+        return tuple(m for pair in kept for m in pair)
+
+    def _ask(self, prompt: str, explain: bool, history: tuple[Message, ...]) -> ParsedEnvironments:
         opts = self.options
         label = call_label(opts, self._n, self.cycle + 1)
         schema = reply_schema(self._spec.environment_schema(self._names), self._n, explain)
-        self._cycle_starts.append(len(self.messages))
-        self.messages.append(Message("user", prompt))
+        asked = Message("user", prompt)
+        attempt_messages = [asked]
+        self.messages.append(asked)
         attempt = 0
         while True:
             request = ChatRequest(
-                messages=self._sent_messages(),
+                messages=(*history, *attempt_messages),
                 temperature=opts.temperature,
                 seed=opts.initial_set,
                 max_tokens=max_tokens(self._n),
@@ -125,7 +157,8 @@ class EnvironmentDesigner:
                 reask=attempt > 0,
             )
             reply = self.llm(request)
-            self.messages.append(Message("assistant", reply.text))
+            answer = Message("assistant", reply.text)
+            self.messages.append(answer)
             try:
                 parsed = parse_environments(
                     reply.text, self._n, opts.game, obfuscated=opts.obfuscate
@@ -137,19 +170,14 @@ class EnvironmentDesigner:
                     ) from None
                 attempt += 1
                 cut = reply.finish_reason == "length"
-                self.messages.append(Message("user", _reask_text(str(exc), self._n, cut)))
+                reask = Message("user", _reask_text(str(exc), self._n, cut))
+                attempt_messages += [answer, reask]
+                self.messages.append(reask)
                 continue
+            if explain:
+                self._exchanges.append((asked, answer))
             self.results.append(parsed)
             return parsed
-
-    def _sent_messages(self) -> tuple[Message, ...]:
-        """The conversation as sent: whole, or first cycle + last `history_cycles` + now."""
-        keep = self.options.history_cycles
-        starts = self._cycle_starts
-        if keep == 0 or len(starts) <= keep + 2:
-            return tuple(self.messages)
-        first = self.messages[: starts[1]]
-        return tuple(first + self.messages[starts[-1 - keep] :])
 
 
 def _reask_text(error: str, n: int, cut: bool) -> str:

@@ -77,8 +77,9 @@ def environment_schema(names: NameMap) -> dict[str, Any]:
     return prompt_parts.environment_schema(env_props, inv_props)
 
 
-def initial_prompt(n: int, names: NameMap, structured: bool) -> str:
-    """Step 1 of the method: task, skills, parameters, rules and the output format."""
+def briefing(names: NameMap) -> str:
+    """What every self-contained request states first: the task, the skills, the
+    parameters and the game rules (the initial prompt and the first adaptation)."""
     skill_lines = "\n".join(f"- {s}" for s in skills())
     return "\n\n".join(
         (
@@ -88,6 +89,15 @@ def initial_prompt(n: int, names: NameMap, structured: bool) -> str:
             f"{len(skills())} skills as possible:\n{skill_lines}",
             _parameters_section(names),
             "Game rules to respect:\n" + "\n".join(f"- {r}" for r in GAME_RULES),
+        )
+    )
+
+
+def initial_prompt(n: int, names: NameMap, structured: bool) -> str:
+    """Step 1 of the method: task, skills, parameters, rules and the output format."""
+    return "\n\n".join(
+        (
+            briefing(names),
             f"Create {n} environments in which the agent can practise the skills it needs, "
             "especially those that are hard to reach in the original game.",
             _format_section(n, names, structured),
@@ -113,6 +123,15 @@ def adaptation_prompt(
         _format_section(n, names, structured),
         measured="evaluated",
         runs="evaluation runs",
+    )
+
+
+def results_prompt(
+    success_stats: Mapping[str, tuple[float, float]], n: int, names: NameMap, structured: bool
+) -> str:
+    """A later adaptation: the success the worlds of the previous reply led to."""
+    return prompt_parts.results_prompt(
+        success_stats, skills(), n, structured, measured="evaluated", runs="evaluation runs"
     )
 
 

@@ -5,6 +5,8 @@ contract of `CrafterConfig`), the episode length of LLM-designed worlds, its ski
 prompts, reply schema and obfuscation names. The specs live here, beside the prompts
 they name; the game registry `envgen.games.GAMES` points its `design` field at them, so
 this package needs nothing above it.
+The prompts follow the authors' conversation (envgen.llm.conversation): an initial
+request, a self-contained first adaptation, then short results messages.
 """
 
 from __future__ import annotations
@@ -39,7 +41,14 @@ class DesignSpec:
     adaptation_prompt: Callable[
         [Sequence[Any], Mapping[str, tuple[float, float]], int, NameMap, bool], str
     ]
-    """(previous configs, success_stats, n, names, structured) -> a feedback message."""
+    """(previous configs, success_stats, n, names, structured) -> the worlds just trained
+    in, their outcome and the request for new ones: the body of the first adaptation."""
+    briefing: Callable[[NameMap], str]
+    """names -> the task, skills, parameters and rules that open a self-contained request
+    (the initial prompt and the first adaptation)."""
+    results_prompt: Callable[[Mapping[str, tuple[float, float]], int, NameMap, bool], str]
+    """(success_stats, n, names, structured) -> a later adaptation's message: the outcome
+    of the worlds in the reply just before it."""
 
 
 DESIGN_SPECS: dict[str, DesignSpec] = {
@@ -51,6 +60,8 @@ DESIGN_SPECS: dict[str, DesignSpec] = {
         environment_schema=crafter_prompts.environment_schema,
         initial_prompt=crafter_prompts.initial_prompt,
         adaptation_prompt=crafter_prompts.adaptation_prompt,
+        briefing=crafter_prompts.briefing,
+        results_prompt=crafter_prompts.results_prompt,
     ),
     "heist": DesignSpec(
         config_cls=heist_prompts.HeistReplyConfig,
@@ -60,6 +71,8 @@ DESIGN_SPECS: dict[str, DesignSpec] = {
         environment_schema=heist_prompts.environment_schema,
         initial_prompt=heist_prompts.initial_prompt,
         adaptation_prompt=heist_prompts.adaptation_prompt,
+        briefing=heist_prompts.briefing,
+        results_prompt=heist_prompts.results_prompt,
     ),
 }
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from envgen.llm.client import BACKENDS, LOCAL_MODEL, MAX_INT_FIELD
+from envgen.llm.client import BACKENDS, LOCAL_MODELS, MAX_INT_FIELD
 
 ROLES = ("system", "user", "assistant")
 MAX_TEXT = 2_000_000
@@ -66,10 +66,10 @@ def check_entry(entry: Any) -> None:
         raise ValueError(
             f"a reply written by model {answered!r} is stored under model {requested!r}"
         )
-    if (backend == "local") != (requested == LOCAL_MODEL) and backend is not None:
+    if (backend == "local") != (requested in LOCAL_MODELS) and backend is not None:
         raise ValueError(
             f"recorded through backend {backend!r} but filed under model {requested!r}: "
-            f"only the local backend serves {LOCAL_MODEL!r}, and it serves nothing else"
+            f"only the local backend serves {', '.join(LOCAL_MODELS)}, and it serves nothing else"
         )
 
 

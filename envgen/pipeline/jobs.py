@@ -31,7 +31,7 @@ from envgen.errors import (
 )
 from envgen.llm.budget import Budget
 from envgen.llm.cache import CachedLLM
-from envgen.llm.client import LOCAL_MODEL, backend_config, configured_keys, scrub
+from envgen.llm.client import LOCAL_MODEL, LOCAL_MODELS, backend_config, configured_keys, scrub
 from envgen.loop.paths import read_json
 from envgen.pipeline.job_status import (
     DONE,
@@ -59,6 +59,8 @@ class LLMSpec:
     """The response cache directory."""
     local_base_url: str | None = None
     """A running local server's /v1 URL (fill mode only)."""
+    local_model: str = LOCAL_MODEL
+    """The local model that server serves; other local models' rows replay."""
     match: str = "slot"
     """How replay matches requests: slot (across machines) or strict (`envgen.llm.cache`)."""
     record_backend: str | None = None
@@ -75,9 +77,12 @@ class LLMSpec:
     def build(self, model: str) -> CachedLLM:
         """Replay for every model but the one being recorded (local: through its server)."""
         budget = None
-        if model == LOCAL_MODEL:
-            backend = backend_config("local", base_url=self.local_base_url)
-            mode = self.mode if self.local_base_url else "replay"
+        if model in LOCAL_MODELS:
+            serving = model == self.local_model and self.local_base_url is not None
+            backend = backend_config(
+                "local", model=model, base_url=self.local_base_url if serving else None
+            )
+            mode = self.mode if serving else "replay"
         elif self.mode == "fill" and model == self.record_model and self.record_backend:
             backend = backend_config(
                 self.record_backend, model=model, base_url=self.record_base_url

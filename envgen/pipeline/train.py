@@ -33,7 +33,7 @@ from envgen.input_checks import OneLineParser, at_most, check_types, read_yaml_m
 from envgen.llm.accounting import PRICES_PER_M_TOKENS
 from envgen.llm.budget import estimate_usd, run_calls
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES
-from envgen.llm.client import LOCAL_MODEL, backend_config
+from envgen.llm.client import LOCAL_MODEL, LOCAL_MODELS, backend_config
 from envgen.pipeline import gpu_plan
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.job_status import FAILED, results_versions
@@ -108,30 +108,34 @@ def load_settings(path: Path, profile: str | None) -> tuple[Profile, ExecutorCon
 
 @contextlib.contextmanager
 def llm_spec(
-    mode: str, cache_dir: Path, match: str = "slot", record: LLMSpec | None = None
+    mode: str,
+    cache_dir: Path,
+    match: str = "slot",
+    record: LLMSpec | None = None,
+    local_model: str = LOCAL_MODEL,
 ) -> Iterator[LLMSpec]:
-    """Replay needs nothing; fill starts the bundled local model's server for the jobs,
-    or records another model through `record`'s backend (no server here)."""
+    """Replay needs nothing; fill starts `local_model`'s server for the jobs, or records
+    another model through `record`'s backend (no server here)."""
     if mode == "replay":
         yield LLMSpec("replay", str(cache_dir), match=match)
         return
     if record is not None:
         yield dataclasses.replace(record, mode=mode, cache_dir=str(cache_dir), match=match)
         return
-    from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
+    from envgen.llm.server import LocalServer, ServerOptions
 
-    with LocalServer(ServerOptions(model_path=bundled_model_path())) as server:
-        yield LLMSpec(mode, str(cache_dir), server.base_url, match=match)
+    with LocalServer(ServerOptions.for_model(local_model)) as server:
+        yield LLMSpec(mode, str(cache_dir), server.base_url, local_model, match=match)
 
 
 def recording_spec(args: argparse.Namespace) -> LLMSpec | None:
     """The spec for recording a non-local model (`--backend openai|compatible`), or None."""
     if args.backend == "local":
-        if args.model not in (None, LOCAL_MODEL):
+        if args.model not in (None, *LOCAL_MODELS):
             raise ConfigError(
                 "model",
-                f"the local backend serves only {LOCAL_MODEL!r}; record {args.model!r} with "
-                "--backend openai or --backend compatible --base-url URL",
+                f"the local backend serves only {', '.join(map(repr, LOCAL_MODELS))}; record "
+                f"{args.model!r} with --backend openai or --backend compatible --base-url URL",
             )
         return None
     if args.llm_mode != "fill" or not args.model:
@@ -340,7 +344,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="fill mode: who answers the misses; local (default) = the bundled model's "
         "server; openai / compatible record --model's rows (key from OPENAI_API_KEY)",
     )
-    parser.add_argument("--model", help="fill mode with openai/compatible: the model to record")
+    parser.add_argument(
+        "--model",
+        help="fill mode: the model to record (local: one of "
+        f"{', '.join(LOCAL_MODELS)}, default {LOCAL_MODEL})",
+    )
     parser.add_argument("--base-url", help="compatible backend: the server's /v1 URL")
     parser.add_argument(
         "--max-usd",
@@ -386,7 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             assert record.record_model is not None
             print(recording_estimate(plans, record.record_model), flush=True)
         check_device(profile, executor)
-        with llm_spec(args.llm_mode, args.cache_dir, args.replay, record) as llm:
+        local = args.model if args.backend == "local" and args.model else LOCAL_MODEL
+        with llm_spec(args.llm_mode, args.cache_dir, args.replay, record, local) as llm:
             results = run_plans(plans, profile, executor, args.runs_root, llm)
     except EnvGenError as exc:
         print(f"envgen.pipeline.train: {exc}", file=sys.stderr)

