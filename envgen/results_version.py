@@ -1,6 +1,10 @@
-"""The results version of each game: what decides whether a finished run is current.
+"""The results version of each kind of run: what decides whether a finished run is current.
 
-A finished run records the version its game had when it started (`provenance.json`,
+A run's kind is its game, with "-llm" when an LLM adapts its worlds to its feedback
+(`version_key`, `RunConfig.llm_adapts`): the adaptation conversation can change while
+every other run (the original game alone, the random and heuristic designers, LLM
+worlds generated once) stays what it was.
+A finished run records the version its kind had when it started (`provenance.json`,
 `envgen.store.provenance`). It is current, and never retrained, while that equals the
 number here; edits that change no number (a comment, a device fix, an error message)
 leave every committed run current. Bump a game's version in the same commit as a change
@@ -14,4 +18,9 @@ the version did not change.
 Keep the declaration a literal mapping: the guard reads it with `ast.literal_eval`.
 """
 
-RESULTS_VERSION: dict[str, int] = {"crafter": 2, "heist": 1}
+RESULTS_VERSION: dict[str, int] = {"crafter": 1, "heist": 1, "crafter-llm": 2, "heist-llm": 1}
+
+
+def version_key(game: str, llm_adapts: bool) -> str:
+    """The `RESULTS_VERSION` key of a run of `game` whose worlds an LLM adapts, or not."""
+    return f"{game}-llm" if llm_adapts else game

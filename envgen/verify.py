@@ -194,17 +194,33 @@ def check_run_store(
 
 def _stale(run_dir: Path) -> str | None:
     """Why a run runs.json uses is not of the code's results version, or None."""
-    from envgen.results_version import RESULTS_VERSION
+    from envgen.results_version import RESULTS_VERSION, version_key
     from envgen.store import recorded_version
 
     game = _final_metrics(run_dir).get("game", "crafter")
+    key = version_key(game, _llm_adapts(run_dir))
     version = recorded_version(run_dir)
-    if game not in RESULTS_VERSION or version != RESULTS_VERSION[game]:
+    if key not in RESULTS_VERSION or version != RESULTS_VERSION[key]:
         return (
-            f"{run_dir}: results version {version!r}, the code's for {game!r} is "
-            f"{RESULTS_VERSION.get(game)!r}: the run is stale, yet runs.json uses it"
+            f"{run_dir}: results version {version!r}, the code's for {key!r} is "
+            f"{RESULTS_VERSION.get(key)!r}: the run is stale, yet runs.json uses it"
         )
     return None
+
+
+def _llm_adapts(run_dir: Path) -> bool:
+    """Whether the run's own config (run.yaml) has an LLM adapt its worlds; a
+    random-policy run has no config."""
+    import yaml
+
+    from envgen.audit.identity import NOT_CONFIG, RUN_YAML
+    from envgen.loop.config import RunConfig
+
+    path = run_dir / RUN_YAML
+    if not path.is_file():
+        return False
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))  # checked by the identity step
+    return RunConfig.from_dict({k: v for k, v in data.items() if k not in NOT_CONFIG}).llm_adapts
 
 
 # --- 3, 4. tables, CLAIMS.md ---------------------------------------------------------------

@@ -53,18 +53,18 @@ def planned(runs_json: Path, params: Path = PARAMS, runs_root: Path = Path("resu
     )
 
 
-def finished(run_dir: Path, game: str) -> bool:
+def finished(run_dir: Path, key: str) -> bool:
     """Sealed and of the code's results version (a damaged provenance raises)."""
     from envgen.results_version import RESULTS_VERSION
     from envgen.store import is_sealed, recorded_version
 
-    return is_sealed(run_dir) and recorded_version(run_dir) == RESULTS_VERSION[game]
+    return is_sealed(run_dir) and recorded_version(run_dir) == RESULTS_VERSION[key]
 
 
 def plan_differences(path: Path, table: dict[str, Any], runs_root: Path) -> str | None:
     """Where the runs.json mapping `table` (read from `path`) departs from its plan, or
     None. A run the plan lists that is finished but stale is named too."""
-    from envgen.pipeline.job_status import job_dir, job_game
+    from envgen.pipeline.job_status import job_dir, job_game, job_version_key
 
     try:
         want = planned(path, runs_root=runs_root)
@@ -91,7 +91,7 @@ def plan_differences(path: Path, table: dict[str, Any], runs_root: Path) -> str 
         for job in spec.jobs:
             run_dir = job_dir(job, runs_root)
             try:
-                if finished(run_dir, job_game(job)):
+                if finished(run_dir, job_version_key(job)):
                     expected.append(job)
             except EnvGenError as exc:
                 return f"{where}: {exc}"

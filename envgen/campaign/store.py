@@ -20,7 +20,7 @@ from typing import Any
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.loop.paths import read_json
-from envgen.pipeline.job_status import DONE, JobResult, job_dir, job_game
+from envgen.pipeline.job_status import DONE, JobResult, job_dir, job_version_key
 from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.pipeline.results import table_metrics, table_results, table_scores
@@ -67,7 +67,7 @@ class JobState:
 
 
 def version_of(job: AnyJob, versions: Mapping[str, int]) -> str:
-    return versions[job_game(job)]
+    return versions[job_version_key(job)]
 
 
 def is_finished(run_dir: Path, version: int) -> bool:

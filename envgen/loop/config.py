@@ -234,6 +234,13 @@ class RunConfig:
         return self.uses_designer and self.designer == "llm"
 
     @property
+    def llm_adapts(self) -> bool:
+        """Whether an LLM adapts this run's worlds to its feedback (EnvGen with the LLM
+        designer and more than one cycle): its adaptation conversation is what the
+        "-llm" results version covers (`envgen.results_version.version_key`)."""
+        return self.uses_llm and self.method == "envgen" and self.n_cycles > 1
+
+    @property
     def envgen_phase_steps(self) -> int:
         """Steps before the final phase (LLM envs + original game, all cycles)."""
         return self.n_cycles * (self.llm_env_steps + self.orig_env_steps)

@@ -42,6 +42,7 @@ from envgen.loop.curricula import run_curriculum
 from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.run_state import CallLog, Run, RunOptions
 from envgen.loop.world_designers import make_designer
+from envgen.results_version import version_key
 from envgen.scoring import final_phase_summary
 from envgen.store.lifecycle import finish_run, start_session
 
@@ -205,7 +206,12 @@ def execute_run(
     try:
         trainer.resume()
         start_session(
-            paths.root, config.game, trainer.global_step, options.device, options.num_workers
+            paths.root,
+            config.game,
+            trainer.global_step,
+            options.device,
+            options.num_workers,
+            key=version_key(config.game, config.llm_adapts),
         )
         METHODS[config.method](run)
         trainer.close_env()

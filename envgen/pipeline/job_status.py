@@ -10,9 +10,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from envgen.games import GAMES
 from envgen.pipeline.plan import Job, RandomJob
-from envgen.results_version import RESULTS_VERSION
+from envgen.results_version import RESULTS_VERSION, version_key
 
 DONE, FAILED, NOT_RECORDED = "done", "failed", "not_recorded"
 LLM_UNUSABLE = "llm_unusable"  # the recorded reply is unusable even after re-asks: a result
@@ -44,6 +43,11 @@ def job_game(job: Job | RandomJob) -> str:
     return job.config.game if isinstance(job, Job) else "crafter"
 
 
+def job_version_key(job: Job | RandomJob) -> str:
+    """The `RESULTS_VERSION` key of `job`: its game, "-llm" when an LLM adapts its worlds."""
+    return version_key(job_game(job), isinstance(job, Job) and job.config.llm_adapts)
+
+
 def results_versions() -> dict[str, int]:
-    """{game: results version} of the current code (`envgen.results_version`)."""
-    return {game: RESULTS_VERSION[game] for game in GAMES}
+    """{kind of run: results version} of the current code (`envgen.results_version`)."""
+    return dict(RESULTS_VERSION)

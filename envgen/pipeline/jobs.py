@@ -40,7 +40,7 @@ from envgen.pipeline.job_status import (
     NOT_RECORDED,
     JobResult,
     job_dir,
-    job_game,
+    job_version_key,
 )
 from envgen.pipeline.plan import Job, RandomJob
 from envgen.pipeline.random_policy import play_random
@@ -141,7 +141,7 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
     run_dir = job_dir(job, settings.runs_root)
     torch.set_num_threads(settings.torch_threads)
     set_deterministic(settings.deterministic)
-    version = settings.versions[job_game(job)]
+    version = settings.versions[job_version_key(job)]
     try:
         _drop_if_stale(run_dir, version)
         if is_sealed(run_dir):

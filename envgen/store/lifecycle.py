@@ -25,11 +25,20 @@ def start_session(
     device: str = "cpu",
     env_workers: int | None = None,
     cohort: dict[str, Any] | None = None,
+    key: str | None = None,
 ) -> None:
     """Record a session of `game` training in `run_dir` from global step `step`; `cohort`:
-    the run's cohort ({"size", "slot", "seeds"}) when it trains in one."""
+    the run's cohort ({"size", "slot", "seeds"}) when it trains in one; `key`: its
+    results-version key (`envgen.results_version.version_key`; default the game)."""
     begin_session(
-        run_dir, game, step, device, env_workers, fingerprint=code_fingerprint(game), cohort=cohort
+        run_dir,
+        game,
+        step,
+        device,
+        env_workers,
+        fingerprint=code_fingerprint(game),
+        cohort=cohort,
+        key=key,
     )
 
 

@@ -202,9 +202,10 @@ def recorded_version(run_dir: Path) -> int | None:
     return value
 
 
-def is_current(run_dir: Path, game: str) -> bool:
-    """Whether the run's results version is the code's for `game`."""
-    return recorded_version(run_dir) == RESULTS_VERSION[game]
+def is_current(run_dir: Path, key: str) -> bool:
+    """Whether the run's results version is the code's for its kind `key`
+    (`envgen.results_version.version_key`)."""
+    return recorded_version(run_dir) == RESULTS_VERSION[key]
 
 
 def kernel_settings() -> dict[str, Any]:
@@ -230,18 +231,21 @@ def begin_session(
     env_workers: int | None = None,
     fingerprint: str | None = None,
     cohort: dict[str, Any] | None = None,
+    key: str | None = None,
 ) -> None:
-    """Record a training session starting (step 0) or resuming (step > 0)."""
+    """Record a training session starting (step 0) or resuming (step > 0); `key`: the
+    run's results-version key (`version_key`), its game by default."""
+    key = key or game
     run_dir = Path(run_dir)
     path = run_dir / PROVENANCE
     data = read_provenance(run_dir)
     if data is None:
-        data = {"game": game, "results_version": RESULTS_VERSION[game], "sessions": []}
-    elif data.get("results_version") != RESULTS_VERSION[game]:
+        data = {"game": game, "results_version": RESULTS_VERSION[key], "sessions": []}
+    elif data.get("results_version") != RESULTS_VERSION[key]:
         # Resuming would label a run that other code trained in part with the old version.
         raise EnvGenError(
             f"{run_dir}: started under results version {data.get('results_version')}, the "
-            f"code's is {RESULTS_VERSION[game]}; remove the directory to start over"
+            f"code's is {RESULTS_VERSION[key]}; remove the directory to start over"
         )
     if fingerprint is not None:
         data["code_fingerprint"] = fingerprint
