@@ -36,6 +36,9 @@ class RunRequest:
     """Commit each finished run."""
     seeds: tuple[int, ...] | None = None
     """The campaign's own seeds in place of the profile's (`Campaign.seeds`)."""
+    local_model: str | None = None
+    """Fill missing LLM replies from this local model's server (`Campaign.local_model`);
+    None: replay the committed cache only."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,13 +60,25 @@ class Campaign:
     registration: str | None = None
     """The document that registered the campaign before its runs (its verdict is withheld
     until every planned run is in); None for a campaign not registered."""
+    local_model: str | None = None
+    """A local LLM (`envgen.llm.local_models`) whose replies the campaign records as its
+    runs ask (fill mode): each reply is recorded once, in data/llm_cache, and replays
+    from there; None: its runs replay the committed cache only."""
 
     def request(
         self, params: Path, runs_root: Path, workers: int | None = None, commit: bool = True
     ) -> RunRequest:
         """The `RunRequest` of one session of this campaign (its table, profile, seeds)."""
         return RunRequest(
-            self.name, self.table, self.profile, params, runs_root, workers, commit, self.seeds
+            self.name,
+            self.table,
+            self.profile,
+            params,
+            runs_root,
+            workers,
+            commit,
+            self.seeds,
+            self.local_model,
         )
 
     @property
@@ -84,6 +99,9 @@ class Campaign:
 # Seeds of the confirmatory campaign registered in docs/campaign_confirm.md: 15 fresh
 # seeds per arm, after campaign_cpu's 0-4. Fixed by the registration: never edit.
 CONFIRM_SEEDS = tuple(range(5, 20))
+# Seeds of the campaign registered in docs/campaign_llm15.md: 16 fresh seeds per arm,
+# after the confirm campaign's. Fixed by the registration: never edit.
+LLM15_SEEDS = tuple(range(20, 36))
 
 CAMPAIGNS: dict[str, Campaign] = {
     "cpu": Campaign(
@@ -96,6 +114,15 @@ CAMPAIGNS: dict[str, Campaign] = {
         Path("results/campaign_confirm"),
         CONFIRM_SEEDS,
         "docs/campaign_confirm.md",
+    ),
+    "llm15": Campaign(
+        "llm15",
+        Path("replication/campaign_llm15.yaml"),
+        "cpu",
+        Path("results/campaign_llm15"),
+        LLM15_SEEDS,
+        "docs/campaign_llm15.md",
+        local_model="qwen2.5-coder-1.5b-instruct",
     ),
 }
 

@@ -118,7 +118,9 @@ def run_campaign(request: RunRequest, log: Log = print) -> int:
         return 0
     check_device(profile, executor)
     hook = commit_hook(request.campaign, plan, log) if request.commit else None
-    with llm_spec("replay", DEFAULT_CACHE_DIR) as llm:
+    mode = "fill" if request.local_model else "replay"
+    model = {"local_model": request.local_model} if request.local_model else {}
+    with llm_spec(mode, DEFAULT_CACHE_DIR, **model) as llm:
         settings = job_settings(profile, executor, request.runs_root, llm)
         results = execute(jobs, settings, executor, log, on_result=hook)
     failed = [r for r in results.values() if r.status == FAILED]
