@@ -115,6 +115,13 @@ def test_a_forged_field_with_a_matching_manifest_is_named(tmp_path, field):
     for call in calls[1:]:  # served by slot with drift, as a run on another CPU would be
         call.update(served="slot", drift={**call["drift"], "max_abs": 22.0, "differing": 3})
     (run_dir / "llm_calls.json").write_text(json.dumps(calls))
+
+    def replayed(accounting):  # every call served from the cache, as in that replay
+        accounting["cache_hits"] = len(calls)
+        for model in accounting.get("models", {}).values():
+            model["cache_hits"] = model["calls"]
+
+    forge(run_dir, "llm_accounting.json", replayed)
     forge(run_dir, "final_metrics.json", lambda f: f.update(llm_replay=_replay(calls)))
     assert check_run_store(tmp_path / "runs", cache_dir=REPO / "data" / "llm_cache").ok
     forge(run_dir, "final_metrics.json", FORGERIES[field])
