@@ -45,11 +45,11 @@ CohortEnvFactory = Callable[[Sequence[Any], Sequence[int], int, Sequence[float] 
 def crafter_cohort_env_factory(num_workers: int | None = None) -> CohortEnvFactory:
     """`CrafterVecEnv` over every seed's envs, seed-major, at most (cores - 1) workers
     unless `num_workers` says: the parent also drives the GPU."""
-    from envgen.envs.vector import CrafterVecEnv, default_num_workers
+    from envgen.envs.vector import CrafterVecEnv, default_num_workers, usable_cores
 
     def make(configs, env_seeds, group_size, weights):
         n = len(env_seeds)
-        workers = num_workers or max(1, min(default_num_workers(n), (os.cpu_count() or 2) - 1))
+        workers = num_workers or max(1, min(default_num_workers(n), usable_cores() - 1))
         return CrafterVecEnv(
             configs, n, 0, weights, workers, env_seeds=env_seeds, group_size=group_size
         )
