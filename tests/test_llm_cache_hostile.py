@@ -5,7 +5,6 @@ printed with control characters escaped."""
 from __future__ import annotations
 
 import contextlib
-import copy
 import io
 import json
 import subprocess
@@ -127,24 +126,3 @@ def test_show_escapes_control_characters_in_labels(tmp_path):
 def test_committed_cache_verifies():
     result = _cli("llm", "verify", "--cache-dir", str(REPO / "data" / "llm_cache"))
     assert result.returncode == 0, result.stderr
-
-
-def test_slots_on_the_committed_store_skips_calls_served_by_slot(tmp_path):
-    """Calls served by slot have no file of their own: `llm slots` files the others."""
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    for path in (REPO / "data" / "llm_cache").glob("*.json"):
-        (cache / path.name).write_bytes(path.read_bytes())
-    runs = REPO / "results" / "runs"
-    served = [
-        call
-        for calls in runs.glob("*/seed-*/llm_calls.json")
-        for call in json.loads(calls.read_text())
-        if call.get("served") == "slot"
-    ]
-    assert served, "the committed store has calls served by slot"
-    result = _cli("llm", "slots", "--runs-root", str(runs), "--cache-dir", str(cache))
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "slot(s) filed" in result.stdout
-    unchanged = copy.deepcopy(sorted(p.name for p in cache.iterdir()))
-    assert unchanged == sorted(p.name for p in (REPO / "data" / "llm_cache").glob("*.json"))

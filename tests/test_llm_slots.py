@@ -1,6 +1,8 @@
 """Protocol slots: replies recorded on one machine replay on another (drift reported),
 a changed experiment is refused, and no reply is stored under another model's name."""
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -9,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from envgen.cli import main
 from envgen.errors import CacheIntegrityError, CacheMissError, ConfigError
 from envgen.llm import CachedLLM, ChatRequest, Message, OpenAIChat, ResponseCache, backend_config
 from envgen.llm.cache import file_run_slots
@@ -22,6 +25,7 @@ from envgen.llm.slots import (
     summarize_calls,
 )
 from envgen.store import seal_run
+from envgen.store.manifest import MANIFEST
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = run_id("abc123def456", 0)
@@ -276,3 +280,42 @@ def test_slots_are_filed_from_finished_runs(tmp_path, monkeypatch):
     seal_run(run_dir)  # finished: its manifest written
     assert file_run_slots(ResponseCache(cache_dir), [tmp_path / "runs"]) == 1
     assert replayer(cache_dir)(adapt_request(feedback(8.3, 0.0))).served == "slot"
+
+
+def test_slots_skips_calls_served_by_slot(tmp_path, monkeypatch):
+    """A call served by slot has no file of its own: `llm slots` files its run's others
+    and neither fails on it nor writes a file for it."""
+    cache_dir = tmp_path / "cache"
+    request = adapt_request(feedback(50.0, 0.0), run="")
+    record(cache_dir, monkeypatch, request)
+    key = record_key(request_record(request, "gpt-4-1106-preview"))
+    run_dir = tmp_path / "runs" / "abc123def456" / "seed-0"
+    run_dir.mkdir(parents=True)
+    (run_dir / "llm_calls.json").write_text(
+        json.dumps([{"label": "crafter/adapt2/n2/set0", "key": key}])
+    )
+    (run_dir / "final_metrics.json").write_text("{}")
+    seal_run(run_dir)
+    assert file_run_slots(ResponseCache(cache_dir), [tmp_path / "runs"]) == 1
+    # The same run trained again elsewhere: other feedback numbers, served by its slot.
+    drifted = record_key(request_record(adapt_request(feedback(8.3, 0.0), run=""), "m"))
+    assert not (cache_dir / f"{drifted}.json").exists()
+    (run_dir / MANIFEST).unlink()
+    served = {"label": "crafter/adapt2/n2/set0", "key": drifted, "served": "slot"}
+    (run_dir / "llm_calls.json").write_text(json.dumps([{**served, "model": "gpt-4-1106-preview"}]))
+    seal_run(run_dir)
+    before = sorted(p.name for p in cache_dir.iterdir())
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(
+            ["llm", "slots", "--runs-root", str(tmp_path / "runs"), "--cache-dir", str(cache_dir)]
+        )
+    assert code == 0, out.getvalue()
+    assert "slot(s) filed" in out.getvalue()
+    assert sorted(p.name for p in cache_dir.iterdir()) == before
+    # Served by the slot of another model: nothing holds its reply, and the error names it.
+    (run_dir / MANIFEST).unlink()
+    (run_dir / "llm_calls.json").write_text(json.dumps([{**served, "model": "other-model"}]))
+    seal_run(run_dir)
+    with pytest.raises(CacheIntegrityError, match=f"no file {drifted}.json"):
+        file_run_slots(ResponseCache(cache_dir), [tmp_path / "runs"])
