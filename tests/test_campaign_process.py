@@ -262,3 +262,38 @@ def test_vector_env_workers_end_when_their_process_is_killed(tmp_path):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+# A parent that starts a program (not Python's multiprocessing) the way the local LLM
+# server is started, prints its pid and waits.
+BOUND = """
+import subprocess, sys, time
+from envgen.lifetime import bound_to_parent
+child = subprocess.Popen(bound_to_parent(["sleep", "120"]))
+print(child.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_program_started_bound_to_its_parent_ends_when_the_parent_is_killed(tmp_path):
+    """`envgen.lifetime.bound_to_parent` (the local LLM server): kill -9 of the parent,
+    which runs no clean-up, still ends the program, with the pid it was started as."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", BOUND], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, text=True
+    )
+    child = int(parent.stdout.readline())
+    try:
+        deadline = time.monotonic() + 20  # the launcher execs `sleep` in the same pid
+        while b"sleep" not in Path(f"/proc/{child}/cmdline").read_bytes():
+            assert time.monotonic() < deadline, "the launcher did not exec the program"
+            time.sleep(0.05)
+        parent.kill()
+        parent.wait()
+        assert wait_gone([child], 10) == [], "the program outlived its parent"
+    finally:
+        parent.kill()
+        parent.wait()
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

