@@ -1,11 +1,22 @@
-"""The real local backend: start the bundled server, record, stop, replay offline."""
+"""The real local backend: start the bundled server, record, stop, replay offline; the
+server never outlives the process that started it, however that process ends."""
 
+import dataclasses
 import importlib.util
+import os
+import signal
 import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
+from envgen.errors import LLMTransportError
 from envgen.llm import BACKENDS, CachedLLM, EnvironmentDesigner, PromptOptions, backend_config
+from envgen.llm.client import OpenAIChat
+from envgen.llm.request import ChatRequest, Message
 from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
 
 pytestmark = [
@@ -33,3 +44,103 @@ def test_record_with_local_server_then_replay_offline(tmp_path, monkeypatch):
     replayed = EnvironmentDesigner(options, replayer).generate(1)
     assert replayed.configs == recorded.configs
     assert replayer.ledger.summary()["cache_hits"] == recorder.ledger.summary()["calls"]
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+# A process that starts the server as `--llm-mode fill` does (`envgen.pipeline.train.
+# llm_spec`; campaigns with a local model and `envgen run` go through the same
+# `LocalServer`) and, like `envgen pipeline train`, holds a worker pool busy for 2
+# minutes; prints the server's pid (its child running llama_cpp.server) and the workers.
+PARENT = """
+import os, time
+from pathlib import Path
+from envgen.pipeline.executor import worker_pool
+from envgen.pipeline.train import llm_spec
+
+def server_pid():
+    for entry in Path("/proc").iterdir():
+        try:
+            ppid = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            if ppid == os.getpid() and b"llama_cpp.server" in (entry / "cmdline").read_bytes():
+                return entry.name
+        except (OSError, ValueError, IndexError):
+            pass
+
+with llm_spec("fill", "cache") as spec, worker_pool(2) as pool:
+    futures = [pool.submit(time.sleep, 120) for _ in range(2)]
+    while len(pool._processes) < 2:
+        time.sleep(0.05)
+    print(server_pid(), *pool._processes, flush=True)
+    time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return ") Z" not in Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+
+
+def _wait_gone(pids: list[int], within_s: float) -> list[int]:
+    deadline = time.monotonic() + within_s
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+@pytest.mark.parametrize(
+    ("signum", "code"),
+    [
+        (signal.SIGTERM, 128 + signal.SIGTERM),
+        (signal.SIGINT, -signal.SIGINT),
+        (signal.SIGKILL, None),
+    ],
+)
+def test_the_server_ends_with_the_process_that_started_it(tmp_path, signum, code):
+    """SIGTERM and Ctrl-C: an orderly exit (the server stopped, its log directory
+    removed, the pool's workers ended without waiting for their jobs); kill -9: the
+    kernel ends the server and the workers."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(temp)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    learned: list[int] = []
+    try:
+        line = parent.stdout.readline().split()
+        assert line, f"the parent printed nothing (exit {parent.wait()})"
+        learned = [int(p) for p in line]  # the server, the workers
+        assert len(learned) == 3 and all(map(_alive, learned))
+        assert list(temp.glob("envgen-llm-server-*"))  # the server's log
+        parent.send_signal(signum)
+        returned = parent.wait(timeout=30)
+        if code is not None:
+            assert returned == code
+            assert not list(temp.glob("envgen-llm-server-*")), "no clean-up ran"
+        assert _wait_gone(learned, 10) == [], "the server or a worker outlived its parent"
+    finally:
+        parent.kill()
+        parent.wait()
+        for pid in learned:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_request_after_the_server_died_fails_with_one_line():
+    with LocalServer(ServerOptions(bundled_model_path())) as server:
+        backend = backend_config("local", base_url=server.base_url)
+        os.kill(server.pid, signal.SIGKILL)
+        server.wait()
+        request = ChatRequest((Message("user", "hi"),), temperature=0, seed=0, max_tokens=8)
+        with pytest.raises(LLMTransportError) as raised:
+            OpenAIChat(dataclasses.replace(backend, max_retries=1))(request)
+    message = str(raised.value)
+    assert message.startswith(f"cannot reach {server.base_url}") and "\n" not in message
