@@ -17,7 +17,8 @@ Trains nothing and calls no LLM. It checks, in order:
    from its run's final metrics, the table's metrics.json and scores.json from
    runs.json, and the report's results/tables/<table>.md/.csv and score-vs-step CSVs
    (results/plots/<table>/) rebuilt in a temporary directory and compared byte for byte;
-4. results/metrics.json and results/CLAIMS.md rebuilt the same way.
+4. results/metrics.json and results/CLAIMS.md rebuilt the same way;
+5. the result figures README.md and docs/ quote in prose (`envgen.report.docfigures`).
 The figures' images are not compared (their bytes depend on the matplotlib build);
 their data are the plot CSVs and tables above.
 """
@@ -342,7 +343,23 @@ def verify(
                 add(check)
         except EnvGenError as exc:
             add(Check("report", False, str(exc)))
+    add(check_doc_figures(runs_files))
     return checks
+
+
+def check_doc_figures(runs_files: Sequence[Path], root: Path = Path(".")) -> Check:
+    """The figures README.md and docs/ quote, against the runs (`envgen.report.docfigures`):
+    the first problem, and how many there are."""
+    from envgen.report import docfigures
+
+    try:
+        problems = docfigures.run(runs_files, root)
+    except EnvGenError as exc:
+        return Check("docs figures", False, str(exc))
+    if problems:
+        more = f" (and {len(problems) - 1} more: python -m envgen.report.docfigures)"
+        return Check("docs figures", False, str(problems[0]) + (more if len(problems) > 1 else ""))
+    return Check("docs figures", True, f"{len(docfigures.PHRASES)} quoted passages match the runs")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-COPIED = ("dvc.yaml", "params.yaml", "replication", "results", "data")
+COPIED = ("dvc.yaml", "params.yaml", "replication", "results", "data", "README.md", "docs")
 
 
 @pytest.fixture

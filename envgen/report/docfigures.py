@@ -1,0 +1,573 @@
+"""Result figures quoted in README.md and docs/, checked against the runs (`make verify`).
+
+CLAIMS.md is written from the runs; prose elsewhere that quotes a result (a campaign's
+mean, difference, bound or p-value) would drift from it when copied by hand. So each
+such passage is declared here, in `PHRASES`: the file and the exact words, with every
+figure a placeholder (`{confirm.dr}`) that `figures` computes from the same runs.json
+files (and, for the audit's resume and load figures, the same runs' provenance.json)
+that CLAIMS.md is built from, printed at the precision the passage prints.
+
+    python -m envgen.report.docfigures            # check; exit 1 naming file, figure, value
+    python -m envgen.report.docfigures --write    # rewrite each declared figure from the runs
+
+A check fails, with one line each, when
+- a declared passage's figure differs from what the runs give ("README.md line 47:
+  confirm.dr reads '21.56 ± 1.29', the runs give '21.55 ± 1.29'");
+- a declared passage is not found at all (its prose changed: edit `PHRASES` with it);
+- a guarded figure (`GUARDED`: the campaigns' headline numbers) appears in README.md or
+  docs/*.md outside every declared passage: a copy nobody checks. Declare the passage
+  or point at results/CLAIMS.md instead.
+`envgen verify` runs the check as its "docs figures" line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import math
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from envgen.errors import EnvGenError
+from envgen.report.inputs import DONE, TableRecord
+from envgen.stats.campaign import H1, CampaignResult, evaluate_campaign
+from envgen.stats.claims import PaperNumbers
+from envgen.stats.compare import welch_test
+from envgen.stats.runs import SampleStats
+
+FIRST, CONFIRM = "campaign_cpu", "campaign_confirm"
+DOCS = ("README.md", "docs")
+
+# (file, passage): the passage as the file has it, figures as {name}; whitespace (line
+# breaks included) matches any whitespace. A passage starts and ends with words, not a
+# figure, so that a wrong figure's extent is known.
+PHRASES: tuple[tuple[str, str], ...] = (
+    (
+        "README.md",
+        "scored {confirm.dr} against Crafter-only's {confirm.co}, {confirm.diff} points "
+        "(one-sided 95% lower bound {confirm.lower}, Welch p = {confirm.p};",
+    ),
+    (
+        "README.md",
+        "first campaign's ({confirm.co_mean} vs {first.co_mean}) while domain randomization "
+        "did not move ({confirm.dr_mean} vs {first.dr_mean}).",
+    ),
+    (
+        "README.md",
+        "the CPU's vector unit (AVX-512 {audit.avx512} vs AVX2 {audit.avx2}, p {audit.isa_p})",
+    ),
+    (
+        "README.md",
+        "lead is {cross.diff} points (one-sided 95% bounds {cross.bounds}): not significant.",
+    ),
+    (
+        "docs/campaign_confirm.md",
+        'Crafter only": {first.dr} vs {first.co}, {first.diff} points (one-sided Welch p '
+        "{first.p} unadjusted, {first.p_adj} after Bonferroni over 4).",
+    ),
+    (
+        "docs/campaign_confirm.md",
+        "The stds are the first campaign's: {first.dr_sd} (DR) and {first.co_sd} "
+        "(Crafter-only); sensitivity lines with both arms at the larger std ({first.co_sd}) "
+        "and at their root mean square ({first.rms_sd}).",
+    ),
+    (
+        "docs/campaign_confirm.md",
+        "python -m envgen.stats.power --diffs {first.diff_plain} 1.5 --sds {first.dr_sd},"
+        "{first.co_sd} {first.co_sd},{first.co_sd} {first.rms_sd},{first.rms_sd} \\ --n 10",
+    ),
+    ("docs/campaign_confirm.md", "| {first.diff} | {first.dr_sd} | {first.co_sd} | 0.78 |"),
+    ("docs/campaign_confirm.md", "| {first.diff} | {first.co_sd} | {first.co_sd} | 0.58 |"),
+    ("docs/campaign_confirm.md", "| {first.diff} | {first.rms_sd} | {first.rms_sd} | 0.80 |"),
+    ("docs/campaign_confirm.md", "| +1.5 | {first.dr_sd} | {first.co_sd} | 0.46 |"),
+    ("docs/campaign_confirm.md", "| +1.5 | {first.co_sd} | {first.co_sd} | 0.32 |"),
+    ("docs/campaign_confirm.md", "| +1.5 | {first.rms_sd} | {first.rms_sd} | 0.47 |"),
+    (
+        "docs/campaign_confirm.md",
+        "With the first campaign's stds the test has power 0.92 for {first.diff} points",
+    ),
+    (
+        "docs/campaign_confirm.md",
+        "python -m envgen.stats.power --diffs 1.94 2.56 --sds {first.dr_sd},{first.co_sd} "
+        "{first.co_sd},{first.co_sd} --n 15",
+    ),
+    (
+        "docs/campaign_confirm.md",
+        "Crafter-only std of {first.co_sd} rests partly on seed 0 ({first.co_seed0};",
+    ),
+    ("docs/campaign_confirm.md", "- {first.diff}, the first campaign's observed difference;"),
+    (
+        "docs/campaign_confirm.md",
+        "- {first.scaled}, the paper's relative gain of EnvGen over Crafter-only at 1.96M "
+        "steps (32.2 vs 26.4, paper Tables 1 and 4) scaled to our Crafter-only baseline "
+        "({first.co_mean} × 5.8 / 26.4);",
+    ),
+    (
+        "docs/campaign_confirm.md",
+        "The first campaign's descriptive lead ({first.furnace_co} vs {first.furnace_dr});",
+    ),
+    (
+        "docs/campaign_confirm.md",
+        "this campaign's 15 runs scored {confirm.co}, the first campaign's 5 scored "
+        "{first.co}, and the first campaign's seeds 1-4 all scored above all 15 fresh runs "
+        "(seeds 0-4 vs 5-19, exact permutation p of the mean difference {audit.perm_p}; "
+        "post hoc); domain randomization did not move ({first.dr_mean} vs "
+        "{confirm.dr_mean}).",
+    ),
+    (
+        "docs/campaign_confirm.md",
+        "the CPU's vector unit within this campaign (AVX-512 {audit.avx512}, "
+        "{audit.avx512_n} runs, vs AVX2 {audit.avx2}, {audit.avx2_n} runs; p {audit.isa_p}), "
+        "resumes (resumed runs scored higher, {audit.resumed} vs {audit.not_resumed}) and "
+        "load (Spearman {audit.load_rho}). The gap is in stone tools (make_stone_sword "
+        "{audit.sword_first} vs {audit.sword_confirm}),",
+    ),
+    (
+        "docs/campaign_confirm.md",
+        "the verdict's {confirm.diff} is specific to this campaign's Crafter-only runs "
+        "(against the first campaign's, domain randomization leads by {cross.diff}, "
+        "one-sided 95% bounds {cross.bounds}, not significant);",
+    ),
+    (
+        "docs/campaign_llm15.md",
+        "against the first campaign's Crafter-only runs its lead was {cross.diff} points "
+        "and not significant,",
+    ),
+    (
+        "docs/campaign_llm15.md",
+        "first campaign's Crafter-only runs (seeds 0-4, {first.co_mean}) and the confirm "
+        "campaign's (seeds 5-19, {confirm.co_mean}),",
+    ),
+    (
+        "docs/stats.md",
+        "baseline (our b × paper (a − b) / paper b: {first.scaled} for the paper's +5.8 on "
+        "our Crafter-only {first.co_mean} against its 26.4)",
+    ),
+    (
+        "docs/stats.md",
+        "Campaign_cpu's heuristic EnvGen schedule (U = {first.heuristic_upper}) rules out "
+        "the paper's +5.8 but not {first.scaled}; domain randomization (U = "
+        "{first.dr_upper}) rules out neither.",
+    ),
+    (
+        "docs/pipeline.md",
+        "Table 2's adaptive row scores {row.table2.adaptive} against Fixed's "
+        "{row.table2.fixed} (2 runs each).",
+    ),
+    (
+        "docs/pipeline.md",
+        "Table 6's row of 8 environments per call is `{status.table6.n8}` (one seed's",
+    ),
+    # CLAIMS.md's audit paragraph: its issue-40 figures are written in
+    # envgen/report/campaign.py; these re-derive them from the runs.
+    (
+        "results/CLAIMS.md",
+        "the CPU's vector unit within this campaign (Crafter-only {audit.avx512} on "
+        "AVX-512, {audit.avx512_n} runs, vs {audit.avx2} on AVX2, {audit.avx2_n} runs; "
+        "two-sided Welch p {audit.isa_p}); resumes (the {audit.resumed_n} resumed runs "
+        "scored higher, {audit.resumed} vs {audit.not_resumed}); machine load (Spearman "
+        "{audit.load_rho}).",
+    ),
+    (
+        "results/CLAIMS.md",
+        "exact permutation p of the mean difference {audit.perm_p}; post hoc).",
+    ),
+    (
+        "results/CLAIMS.md",
+        "the gap is in stone tools (make_stone_sword {audit.sword_first} vs "
+        "{audit.sword_confirm}).",
+    ),
+)
+
+# {alias: (table, row)}: rows whose figures a passage quotes, as row.<alias> (mean ± std
+# of the score over its runs) and status.<alias> (its status in runs.json).
+ROWS: dict[str, tuple[str, str]] = {
+    "table2.fixed": ("table2", "Fixed (no curriculum)"),
+    "table2.adaptive": ("table2", "Adaptive+Dynamic (EnvGen)"),
+    "table6.n8": ("table6", "8 envs per call"),
+}
+
+# Figures whose numbers must not appear in README.md or docs/*.md outside a declared
+# passage (a hand copy nobody checks).
+GUARDED = (
+    "confirm.dr_mean",
+    "confirm.co_mean",
+    "confirm.diff",
+    "confirm.lower",
+    "first.dr_mean",
+    "first.co_mean",
+    "first.diff",
+    "cross.diff",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """One failed check: where and what."""
+
+    path: str
+    line: int | None
+    what: str
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path} line {self.line}"
+        return f"{where}: {self.what}"
+
+
+# --- the figures ------------------------------------------------------------------------
+def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[str, str]:
+    """Every figure `PHRASES` names, formatted as the docs print it, from the campaign
+    tables (their runs.json) and, for resumes and load, their runs' provenance.json
+    (paths relative to `runs_root`); `ROWS`' figures from their tables. No campaign
+    figure while either campaign is missing or its registered verdict is withheld."""
+    by_id = {t.table: t for t in tables}
+    out: dict[str, str] = {}
+    for alias, (table_id, label) in ROWS.items():
+        rows = by_id[table_id].rows if table_id in by_id else ()
+        row = next((r for r in rows if r.row == label), None)
+        if row is None:
+            continue
+        out[f"status.{alias}"] = row.status
+        if len(row.runs) >= 2:
+            s = SampleStats.of([r.score for r in row.runs], label)
+            out[f"row.{alias}"] = f"{s.mean:.2f} ± {s.std:.2f}"
+    if FIRST not in by_id or CONFIRM not in by_id:
+        return out
+    paper = PaperNumbers.load()
+    first, confirm = (_rows(by_id[t]) for t in (FIRST, CONFIRM))
+    planned = {r.row: r.planned_runs or len(r.runs) for r in by_id[CONFIRM].rows}
+    if any(len(confirm.get(row, {}).get("score", [])) < planned.get(row, 0) for row in planned):
+        return out
+
+    def score(rows: Mapping[str, Mapping[str, list[float]]], row: str) -> list[float]:
+        return rows[row]["score"]
+
+    h1 = _result({H1.a: score(confirm, H1.a), H1.b: score(confirm, H1.b)}, paper)
+    out |= _pair("confirm", h1)
+    out["confirm.lower"] = f"{h1.bounds[0]:+.2f}"
+    out["confirm.p"] = f"{h1.p_adj:.3g}"
+
+    # The first campaign's DR vs Crafter-only, within its family of 4 score claims.
+    first_dr = _result({H1.a: score(first, H1.a), H1.b: score(first, H1.b)}, paper)
+    out |= _pair("first", first_dr)
+    assert first_dr.ours_a is not None and first_dr.ours_b is not None
+    sd_a, sd_b = first_dr.ours_a.std, first_dr.ours_b.std
+    out["first.diff_plain"] = f"{_diff(first_dr):.2f}"
+    out["first.dr_sd"], out["first.co_sd"] = f"{sd_a:.2f}", f"{sd_b:.2f}"
+    out["first.rms_sd"] = f"{math.sqrt((sd_a**2 + sd_b**2) / 2):.2f}"
+    out["first.co_seed0"] = f"{next(r.score for r in _done(by_id[FIRST], H1.b) if r.seed == 0):.2f}"
+    out["first.p"] = f"{first_dr.p_adj:.2g}"  # one claim alone: the unadjusted p
+    out["first.scaled"] = f"{first_dr.scaled_diff:+.2f}"
+    family = _family(by_id[FIRST], paper)
+    dr = family["Domain randomization, EnvGen schedule > Crafter-only"]
+    out["first.p_adj"] = f"{dr.p_adj:.3g}"
+    out["first.dr_upper"] = f"{dr.bounds[1]:+.2f}"
+    heuristic = family["Heuristic designer, EnvGen schedule > Crafter-only"]
+    out["first.heuristic_upper"] = f"{heuristic.bounds[1]:+.2f}"
+    furnace = "success_rate:place_furnace"
+    for key, row in (("furnace_co", H1.b), ("furnace_dr", H1.a)):
+        s = SampleStats.of(first[row][furnace], row)
+        out[f"first.{key}"] = f"{s.mean:.1f} ± {s.std:.1f}%"
+
+    cross = _result({H1.a: score(confirm, H1.a), H1.b: score(first, H1.b)}, paper)
+    out["cross.diff"] = f"{_diff(cross):+.2f}"
+    out["cross.bounds"] = f"[{cross.bounds[0]:+.2f}, {cross.bounds[1]:+.2f}]"
+
+    out |= _audit(by_id[FIRST], by_id[CONFIRM], runs_root)
+    return out
+
+
+def _rows(table: TableRecord) -> dict[str, dict[str, list[float]]]:
+    """{row: {metric: per-run values}} for the done rows: score and every success rate."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for row in table.rows:
+        if row.status != DONE:
+            continue
+        metrics: dict[str, list[float]] = {"score": [r.score for r in row.runs]}
+        for run in row.runs:
+            for name, rate in run.success_rates.items():
+                metrics.setdefault(f"success_rate:{name}", []).append(rate)
+        out[row.row] = metrics
+    return out
+
+
+def _done(table: TableRecord, label: str) -> tuple:
+    return next((r.runs for r in table.rows if r.row == label and r.status == DONE), ())
+
+
+def _result(values: Mapping[str, list[float]], paper: PaperNumbers) -> CampaignResult:
+    return evaluate_campaign((H1,), {H1.metric: values}, {}, paper)[0]
+
+
+def _family(table: TableRecord, paper: PaperNumbers) -> dict[str, CampaignResult]:
+    """The first campaign's family of score claims, by claim name."""
+    from envgen.stats.campaign import CAMPAIGN_CLAIMS
+
+    claims = CAMPAIGN_CLAIMS[FIRST]
+    rows = _rows(table)
+    runs = {"score": {row: m["score"] for row, m in rows.items()}}
+    results = evaluate_campaign(claims, runs, {}, paper)
+    return {r.claim.name: r for r in results}
+
+
+def _diff(r: CampaignResult) -> float:
+    assert r.ours_a is not None and r.ours_b is not None
+    return r.ours_a.mean - r.ours_b.mean
+
+
+def _pair(prefix: str, r: CampaignResult) -> dict[str, str]:
+    a, b = r.ours_a, r.ours_b
+    assert a is not None and b is not None
+    return {
+        f"{prefix}.dr": f"{a.mean:.2f} ± {a.std:.2f}",
+        f"{prefix}.co": f"{b.mean:.2f} ± {b.std:.2f}",
+        f"{prefix}.dr_mean": f"{a.mean:.2f}",
+        f"{prefix}.co_mean": f"{b.mean:.2f}",
+        f"{prefix}.diff": f"{_diff(r):+.2f}",
+    }
+
+
+def _audit(first: TableRecord, confirm: TableRecord, runs_root: Path) -> dict[str, str]:
+    """Issue 40's audit of the confirm campaign's Crafter-only runs: by CPU vector unit,
+    by resumes, against machine load, against the first campaign's runs."""
+    from scipy import stats as scipy_stats
+
+    (ours,) = [r for r in confirm.rows if r.row == H1.b]
+    (earlier,) = [r for r in first.rows if r.row == H1.b]
+    out: dict[str, str] = {}
+    by_isa: dict[str, list[float]] = {}
+    resumed: dict[bool, list[float]] = {}
+    loads: list[float] = []
+    for run in ours.runs:
+        sessions = _sessions(runs_root / run.run_dir)
+        isa = sessions[0].get("machine", {}).get("torch_cpu_capability", "unknown")
+        by_isa.setdefault(str(isa), []).append(run.score)
+        resumed.setdefault(len(sessions) > 1, []).append(run.score)
+        starts = [s["load_start"][0] for s in sessions if s.get("load_start")]
+        loads.append(sum(starts) / len(starts) if starts else math.nan)
+    for key, isa in (("avx512", "AVX512"), ("avx2", "AVX2")):
+        values = by_isa.get(isa, [])
+        out[f"audit.{key}"] = f"{_mean(values):.2f}"
+        out[f"audit.{key}_n"] = str(len(values))
+    if len(by_isa.get("AVX512", [])) >= 2 and len(by_isa.get("AVX2", [])) >= 2:
+        out["audit.isa_p"] = f"{welch_test(by_isa['AVX512'], by_isa['AVX2']).p:.2f}"
+    out["audit.resumed"] = f"{_mean(resumed.get(True, [])):.2f}"
+    out["audit.resumed_n"] = str(len(resumed.get(True, [])))
+    out["audit.not_resumed"] = f"{_mean(resumed.get(False, [])):.2f}"
+    scores = [r.score for r in ours.runs]
+    rho = scipy_stats.spearmanr(scores, loads).statistic
+    out["audit.load_rho"] = f"{rho:.2f}"
+    out["audit.perm_p"] = f"{_permutation_p([r.score for r in earlier.runs], scores):.2g}"
+    sword = "make_stone_sword"
+    out["audit.sword_first"] = f"{_mean([r.success_rates[sword] for r in earlier.runs]):.2f}%"
+    out["audit.sword_confirm"] = f"{_mean([r.success_rates[sword] for r in ours.runs]):.2f}%"
+    return out
+
+
+def _sessions(run_dir: Path) -> list[dict]:
+    from envgen.store import read_run_bytes
+
+    path = run_dir / "provenance.json"
+    try:
+        data = json.loads(read_run_bytes(path))
+    except (OSError, ValueError, EnvGenError) as exc:
+        raise EnvGenError(f"{path}: unreadable ({exc}); restore it from git") from None
+    sessions = data.get("sessions") if isinstance(data, dict) else None
+    if not isinstance(sessions, list) or not sessions:
+        raise EnvGenError(f"{path}: no sessions; restore it from git")
+    return sessions
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def _permutation_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Exact one-sided permutation p of mean(a) - mean(b): the share of the splits of
+    the pooled values into groups of len(a) and len(b) whose difference is as large."""
+    pooled = [*a, *b]
+    observed = _mean(a) - _mean(b)
+    total = sum(pooled)
+    hits = count = 0
+    for group in itertools.combinations(pooled, len(a)):
+        mean_a = sum(group) / len(a)
+        mean_b = (total - sum(group)) / len(b)
+        hits += mean_a - mean_b >= observed - 1e-12
+        count += 1
+    return hits / count
+
+
+# --- the check ----------------------------------------------------------------------------
+_NAME = re.compile(r"\{([a-z0-9_.]+)\}")
+_ANY_NUMBER = r"[-+−\[]?\d[-+−\d.,e%±\[\]\s]{0,40}?"
+_ANY_WORD = r"[a-z_]+"
+_TOKEN = re.compile(r"\d+\.\d{2,}")
+
+
+def _pattern(passage: str, values: Mapping[str, str] | None) -> re.Pattern[str]:
+    """The passage as a regex: whitespace flexible; each figure its value (when `values`
+    is given) or any short text, as a named group."""
+    parts: list[str] = []
+    pos = 0
+    for i, m in enumerate(_NAME.finditer(passage)):
+        parts.append(_literal(passage[pos : m.start()]))
+        if values is None:  # a number, interval or ± pair (or, for a word figure, a word)
+            parts.append(f"(?P<f{i}>{_ANY_NUMBER}|{_ANY_WORD})")
+        else:
+            parts.append(f"(?P<f{i}>{_literal(values[m.group(1)])})")
+        pos = m.end()
+    parts.append(_literal(passage[pos:]))
+    return re.compile("".join(parts))
+
+
+def _literal(text: str) -> str:
+    return (
+        r"\s+".join(re.escape(w) for w in re.split(r"\s+", text))
+        if text.strip()
+        else (r"\s+" if text else "")
+    )
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def check(
+    values: Mapping[str, str], root: Path = Path("."), write: bool = False
+) -> tuple[list[Problem], int]:
+    """Every declared passage against `values`, and the guard; (problems, passages
+    checked). With `write`, a passage whose figures differ is rewritten with `values`."""
+    problems: list[Problem] = []
+    covered: dict[str, list[tuple[int, int]]] = {}
+    texts: dict[str, str] = {}
+    for path, passage in PHRASES:
+        file = root / path
+        if path not in texts:
+            if not file.is_file():
+                problems.append(Problem(path, None, "missing"))
+                texts[path] = ""
+                continue
+            texts[path] = file.read_text(encoding="utf-8")
+        text = texts[path]
+        names = _NAME.findall(passage)
+        unknown = [n for n in names if n not in values]
+        if unknown:
+            problems.append(Problem(path, None, f"{unknown[0]}: the runs give no such figure"))
+            continue
+        found = _pattern(passage, values).search(text)
+        if found:
+            covered.setdefault(path, []).append(found.span())
+            continue
+        loose = _pattern(passage, None).search(text)
+        if loose is not None:
+            covered.setdefault(path, []).append(loose.span())
+        else:
+            problems.append(
+                Problem(path, None, f"passage not found (edit envgen/report/docfigures.py "
+                        f"PHRASES with the prose): {passage[:70]!r}...")
+            )  # fmt: skip
+            continue
+        wrong = [
+            (i, n) for i, n in enumerate(names)
+            if " ".join(loose.group(f"f{i}").split()) != values[n]
+        ]  # fmt: skip
+        for i, name in wrong:
+            problems.append(
+                Problem(
+                    path,
+                    _line_of(text, loose.start(f"f{i}")),
+                    f"{name} reads {loose.group(f'f{i}')!r}, the runs give {values[name]!r}",
+                )
+            )
+        if write:
+            for i, name in reversed(wrong):
+                text = text[: loose.start(f"f{i}")] + values[name] + text[loose.end(f"f{i}") :]
+            texts[path] = text
+            (root / path).write_text(text, encoding="utf-8")
+    problems += _unguarded(values, root, covered)
+    return problems, len(PHRASES)
+
+
+def _doc_files(root: Path) -> list[Path]:
+    files: list[Path] = []
+    for entry in DOCS:
+        p = root / entry
+        files += sorted(p.glob("*.md")) if p.is_dir() else [p] if p.is_file() else []
+    return files
+
+
+def _unguarded(
+    values: Mapping[str, str], root: Path, covered: Mapping[str, list[tuple[int, int]]]
+) -> list[Problem]:
+    tokens = {t: name for name in GUARDED if name in values for t in _TOKEN.findall(values[name])}
+    problems = []
+    for file in _doc_files(root):
+        rel = file.relative_to(root).as_posix()
+        text = file.read_text(encoding="utf-8")
+        spans = covered.get(rel, [])
+        for m in re.finditer(r"(?<![\d.])\d+\.\d{2,}(?![\d])", text):
+            name = tokens.get(m.group())
+            if name and not any(a <= m.start() < b for a, b in spans):
+                problems.append(
+                    Problem(
+                        rel,
+                        _line_of(text, m.start()),
+                        f"{m.group()} ({name}) is a copy no check covers: declare its "
+                        "passage in envgen/report/docfigures.py PHRASES or point at "
+                        "results/CLAIMS.md",
+                    )
+                )
+    return problems
+
+
+def run(runs_files: Sequence[Path], root: Path = Path("."), write: bool = False) -> list[Problem]:
+    """Load the runs.json files and check (or write) the docs' figures."""
+    from envgen.report.inputs import load_tables
+
+    values = figures(load_tables(list(runs_files)), root)
+    if not values:
+        return [Problem("runs.json", None, "no finished campaign_cpu and campaign_confirm")]
+    return check(values, root, write)[0]
+
+
+def runs_json_files(dvc_yaml: Path = Path("dvc.yaml")) -> list[Path]:
+    """The runs.json files the report stages read, from dvc.yaml's `vars` (as
+    `envgen.verify.runs_json_files`)."""
+    import yaml
+
+    data = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8"))
+    found: list[str] = []
+    for entry in data.get("vars", []):
+        for key in ("all_runs", "campaign_runs"):
+            if isinstance(entry, dict) and key in entry:
+                found += str(entry[key]).split()
+    return [Path(p) for p in found]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m envgen.report.docfigures", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "runs", nargs="*", type=Path, help="runs.json files (default: dvc.yaml's, as verify)"
+    )
+    parser.add_argument("--write", action="store_true", help="rewrite differing figures")
+    args = parser.parse_args(argv)
+    try:
+        problems = run(args.runs or runs_json_files(), write=args.write)
+    except EnvGenError as exc:
+        print(f"envgen.report.docfigures: {exc}", file=sys.stderr)
+        return 1
+    for p in problems:
+        print(p)
+    written = " (written)" if args.write else ""
+    print(f"{len(PHRASES)} passages, {len(problems)} problems{written}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,169 @@
+"""Docs that hold by construction: the result figures README.md and docs/ quote match the
+runs (`envgen.report.docfigures`, run by `make verify`), the README's "Where" table names
+every part of envgen/, its first screen says what the project is, how to run it and
+where it stands, and the plan the docs print is what the command prints."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envgen.report import docfigures
+from envgen.report.inputs import load_tables
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def values() -> dict[str, str]:
+    runs = [REPO / p for p in docfigures.runs_json_files(REPO / "dvc.yaml")]
+    return docfigures.figures(load_tables(runs), REPO)
+
+
+@pytest.fixture
+def docs_copy(tmp_path: Path) -> Path:
+    """README.md, docs/ and results/CLAIMS.md, copied: the files the check reads."""
+    shutil.copy(REPO / "README.md", tmp_path / "README.md")
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    (tmp_path / "results").mkdir()
+    shutil.copy(REPO / "results" / "CLAIMS.md", tmp_path / "results" / "CLAIMS.md")
+    return tmp_path
+
+
+def test_the_committed_docs_quote_what_the_runs_give(values):
+    problems, checked = docfigures.check(values, REPO)
+    assert checked == len(docfigures.PHRASES) and not problems, "\n".join(map(str, problems))
+
+
+def test_every_passage_names_only_computed_figures_and_starts_and_ends_with_words(values):
+    for path, passage in docfigures.PHRASES:
+        names = re.findall(r"\{([a-z0-9_.]+)\}", passage)
+        assert names, passage
+        assert set(names) <= set(values), (path, set(names) - set(values))
+        assert not passage.startswith("{") and not passage.endswith("}"), passage
+
+
+def test_an_edited_figure_is_named_with_what_the_runs_give_and_write_restores_it(values, docs_copy):
+    readme = docs_copy / "README.md"
+    original = readme.read_text(encoding="utf-8")
+    assert values["confirm.dr"] == "21.55 ± 1.29"  # the committed runs' figure
+    readme.write_text(original.replace("21.55 ± 1.29", "21.56 ± 1.29", 1), encoding="utf-8")
+    problems, _ = docfigures.check(values, docs_copy)
+    line = original[: original.index("21.55 ± 1.29")].count("\n") + 1
+    assert [str(p) for p in problems] == [
+        f"README.md line {line}: confirm.dr reads '21.56 ± 1.29', the runs give '21.55 ± 1.29'"
+    ]
+    docfigures.check(values, docs_copy, write=True)
+    assert readme.read_text(encoding="utf-8") == original
+    assert docfigures.check(values, docs_copy)[0] == []
+
+
+def test_a_figure_in_a_registration_and_in_claims_audit_is_checked_too(values, docs_copy):
+    registration = docs_copy / "docs" / "campaign_confirm.md"
+    text = registration.read_text(encoding="utf-8")
+    edited = text.replace("difference 0.0014", "difference 0.002")
+    registration.write_text(edited, encoding="utf-8")
+    claims = docs_copy / "results" / "CLAIMS.md"
+    claims.write_text(
+        claims.read_text(encoding="utf-8").replace("(Spearman -0.19)", "(Spearman -0.29)"),
+        encoding="utf-8",
+    )
+    problems = [str(p) for p in docfigures.check(values, docs_copy)[0]]
+    assert any(
+        p.startswith("docs/campaign_confirm.md line")
+        and "audit.perm_p reads '0.002', the runs give '0.0014'" in p
+        for p in problems
+    ), problems
+    assert any(
+        p.startswith("results/CLAIMS.md line")
+        and "audit.load_rho reads '-0.29', the runs give '-0.19'" in p
+        for p in problems
+    ), problems
+
+
+def test_a_headline_figure_copied_outside_every_passage_is_named(values, docs_copy):
+    page = docs_copy / "docs" / "loop.md"
+    page.write_text(
+        page.read_text(encoding="utf-8") + "\nThe confirm campaign's Crafter-only runs: 15.14.\n",
+        encoding="utf-8",
+    )
+    problems = [str(p) for p in docfigures.check(values, docs_copy)[0]]
+    assert len(problems) == 1 and problems[0].startswith("docs/loop.md line"), problems
+    assert "15.14 (confirm.co_mean) is a copy no check covers" in problems[0]
+
+
+def test_a_passage_whose_prose_changed_is_named(values, docs_copy):
+    readme = docs_copy / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    edited = text.replace("lead is +1.80 points", "lead is only +1.80 points")
+    readme.write_text(edited, encoding="utf-8")
+    problems = [str(p) for p in docfigures.check(values, docs_copy)[0]]
+    assert any(p.startswith("README.md: passage not found") for p in problems), problems
+
+
+# --- README -------------------------------------------------------------------------------
+def _where_table() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    return text.split("## Where", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_where_table_names_every_package_and_top_level_module_of_envgen():
+    table = _where_table()
+    packages = [p.name for p in (REPO / "envgen").iterdir() if (p / "__init__.py").is_file()]
+    modules = [p.name for p in (REPO / "envgen").glob("*.py") if p.name != "__init__.py"]
+    missing = [f"envgen/{name}/" for name in packages if f"`envgen/{name}/" not in table]
+    missing += [f"envgen/{name}" for name in modules if f"`envgen/{name}`" not in table]
+    assert not missing, f"README.md's Where table omits {sorted(missing)}"
+    named = set(re.findall(r"`envgen/([a-z_]+)(?:/|\.py)`", table))
+    root = REPO / "envgen"
+    gone = sorted(n for n in named if not (root / n).is_dir() and not (root / f"{n}.py").is_file())
+    assert not gone, f"README.md's Where table names what envgen/ lacks: {gone}"
+
+
+def test_the_readme_first_screen_says_what_how_where_it_stands_and_links():
+    head = "\n".join((REPO / "README.md").read_text(encoding="utf-8").splitlines()[:30])
+    assert head.startswith("# envgen")
+    assert "make repro" in head and "make test" in head
+    status = head.split("**Status.**", 1)[1].split("\n\n", 1)[0]
+    assert len(re.findall(r"^- ", status, flags=re.M)) == 3, status
+    assert "Links:" in head and "results/CLAIMS.md" in head
+
+
+# --- what the plan prints ---------------------------------------------------------------
+@pytest.mark.slow
+def test_the_gpu_plan_docs_print_is_what_the_command_prints():
+    """docs/pipeline.md, "GPU plan", quotes the plan for Tables 1 to 8; on a machine
+    without a GPU (the command assumes an 80 GiB card) it must print the same."""
+    text = (REPO / "docs" / "pipeline.md").read_text(encoding="utf-8")
+    section = text.split("## GPU plan", 1)[1]
+    command = "python -m envgen.pipeline.train replication/table*.yaml --profile paper --plan"
+    assert f"    {command}\n" in section
+    quoted = re.search(r"\n((?:    profile 'paper'.*\n)(?:    .*\n)+)", section)
+    assert quoted, "no quoted plan output"
+    tables = sorted(str(p.relative_to(REPO)) for p in (REPO / "replication").glob("table*.yaml"))
+    done = subprocess.run(
+        [sys.executable, "-m", "envgen.pipeline.train", *tables, "--profile", "paper", "--plan"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(REPO)},
+    )
+    assert done.returncode == 0, done.stderr
+    printed = [line for line in done.stdout.splitlines() if line.strip()]
+    assert [line[4:] for line in quoted.group(1).splitlines()] == printed
+
+
+def test_params_yaml_states_no_plan_figure_but_points_at_the_command():
+    """A profile's runs, env steps and GPU-hours are what `--plan` prints, never a copy."""
+    text = (REPO / "params.yaml").read_text(encoding="utf-8")
+    comments = "\n".join(line.split("#", 1)[1] for line in text.splitlines() if "#" in line)
+    assert not re.search(
+        r"GPU-hours? in all|\d+ GPU-hours|\d+ runs,|\d[\d.,]*M (Crafter|Heist)", comments
+    )
+    assert "--plan" in comments
