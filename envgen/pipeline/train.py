@@ -29,12 +29,12 @@ from typing import Any
 
 from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
+from envgen.gpu import plan as gpu_plan
 from envgen.input_checks import OneLineParser, at_most, check_types, read_yaml_mapping, unknown_key
 from envgen.llm.accounting import PRICES_PER_M_TOKENS
 from envgen.llm.budget import estimate_usd, run_calls
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES
 from envgen.llm.client import LOCAL_MODEL, LOCAL_MODELS, backend_config
-from envgen.pipeline import gpu_plan
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.job_status import FAILED, results_versions
 from envgen.pipeline.jobs import LLMSpec, Settings
@@ -214,7 +214,7 @@ def plan_summary(
     gpu_sps: float | None = None,
 ) -> str:
     """Runs and env steps per table and in all (a run shared by tables counted once);
-    for a GPU profile, runs per GPU and GPU-hours (estimates, `envgen.pipeline.gpu_plan`)."""
+    for a GPU profile, runs per GPU and GPU-hours (estimates, `envgen.gpu.plan`)."""
     lines = [f"profile {profile.name!r} (device {profile.device}):"]
     lines += [f"  {plan.table:12s} {_budget(plan.jobs)}" for plan in plans]
     lines.append(f"  {'distinct':12s} {_budget(distinct_jobs(plans))}")
