@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from envgen.agents.config import PPOConfig, add_rollout_arguments, model_preset
+from envgen.agents.config import add_rollout_arguments, model_preset, rollout_config
 from envgen.agents.device import describe, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.input_checks import torch_device, whole_number
@@ -73,12 +73,7 @@ def train_mode(args: argparse.Namespace, mode: str) -> float:
 
     set_deterministic(mode == "float32")
     model = dataclasses.replace(model_preset(args.model), bf16_autocast=mode == "bf16")
-    ppo = PPOConfig(
-        num_envs=args.num_envs,
-        num_steps=args.num_steps,
-        minibatches=args.minibatches,
-        checkpoint_every=10**12,
-    )
+    ppo = rollout_config(args, checkpoint_every=10**12)
     dirs = [args.out / mode / f"seed-{s}" for s in args.seeds]
     trainer = CohortTrainer(
         model,
