@@ -30,7 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "envgen.rerun",
         "retrain a committed run's first steps here and compare them with its logs",
     ),
-    "gpu": ("envgen.gpu", "drive an offline GPU machine: check, bench, run in chunks, import"),
+    "gpu": ("envgen.gpu.cli", "drive an offline GPU machine: check, bench, run in chunks, import"),
 }
 
 

@@ -19,7 +19,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envgen.agents.config import ModelConfig, PPOConfig, from_mapping, model_preset
+from envgen.agents.config import ModelConfig, PPOConfig, PPOOverrides, model_preset
 from envgen.agents.runlog import episode_record, heist_episode_record
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.envs.heist import metrics as heist_metrics
@@ -65,7 +65,7 @@ class GameSpec:
     """Config of the original game: its training phases and its tests."""
     num_actions: int
     """Size of the policy head."""
-    ppo_defaults: tuple[tuple[str, Any], ...]
+    ppo_defaults: PPOOverrides
     """`PPOConfig` fields set for this game before a run's own `ppo` overrides."""
     vec_env_factory: Callable[[int | None], EnvFactory]
     """(workers) -> the trainer's vec-env factory; workers never change results."""
@@ -78,9 +78,10 @@ class GameSpec:
     design: DesignSpec
     """What the LLM designer needs: world config class, prompts, schema, skills."""
 
-    def ppo_config(self, overrides: Mapping[str, Any]) -> PPOConfig:
-        """Table 9's `PPOConfig` with this game's defaults, then `overrides`, applied."""
-        return from_mapping(PPOConfig, {**dict(self.ppo_defaults), **overrides}, "ppo")
+    def ppo_config(self, overrides: PPOOverrides | Mapping[str, Any] = ()) -> PPOConfig:
+        """Table 9's `PPOConfig` with this game's defaults, then `overrides` (a run's or
+        a profile's `ppo`), applied."""
+        return PPOOverrides(overrides).apply(self.ppo_defaults)
 
     def model_config(
         self, preset: str, *, bf16_autocast: bool = False, channels_last: bool = False
@@ -114,7 +115,7 @@ GAMES: dict[str, GameSpec] = {
         name="crafter",
         original=CrafterConfig(),
         num_actions=ModelConfig().num_actions,
-        ppo_defaults=(),
+        ppo_defaults=PPOOverrides(),
         vec_env_factory=_OnFirstCall("envgen.agents.trainer", "crafter_vec_env_factory"),
         episode_record=episode_record,
         summarize=crafter_summary,
@@ -125,7 +126,7 @@ GAMES: dict[str, GameSpec] = {
         name="heist",
         original=HeistConfig(),
         num_actions=HEIST_ACTIONS,
-        ppo_defaults=tuple(sorted(HEIST_PPO.items())),
+        ppo_defaults=PPOOverrides(HEIST_PPO),
         vec_env_factory=_OnFirstCall("envgen.agents.heist_evaluate", "vec_env_factory"),
         episode_record=heist_episode_record,
         summarize=heist_metrics.summary,

@@ -209,6 +209,34 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def comma_list(
+    item: typing.Callable[[str], Any],
+    usage: str,
+    *,
+    least: int = 1,
+    distinct: bool = False,
+    allowed: typing.Callable[[Any], bool] = lambda _: True,
+) -> typing.Callable[[str], tuple[Any, ...]]:
+    """An argparse `type` for a comma-separated list ("1,2,4" -> (1, 2, 4)): each part
+    read by `item` and `allowed`, at least `least` of them, `distinct` if asked; any
+    mistake is one line, "'TEXT': `usage`"."""
+
+    def parse(text: str) -> tuple[Any, ...]:
+        try:
+            items = tuple(item(part) for part in text.split(","))
+        except ValueError:
+            items = ()
+        if (
+            len(items) < max(least, 1)
+            or not all(allowed(i) for i in items)
+            or (distinct and len(set(items)) != len(items))
+        ):
+            raise argparse.ArgumentTypeError(f"{text!r}: {usage}")
+        return items
+
+    return parse
+
+
 def whole_number(minimum: int) -> typing.Callable[[str], int]:
     """An argparse `type` accepting integers >= `minimum`."""
 

@@ -40,7 +40,8 @@ def planned(runs_json: Path, params: Path = PARAMS, runs_root: Path = Path("resu
     """The plan behind `runs_json` (module docstring); a `ConfigError` names what is wrong."""
     from envgen.campaign.registry import CAMPAIGNS
     from envgen.campaign.run import load_campaign
-    from envgen.pipeline.train import load_settings, table_plan
+    from envgen.pipeline.params_stage import load_settings
+    from envgen.pipeline.plan import plan_file
 
     for campaign in CAMPAIGNS.values():
         if campaign.out_dir == runs_json.parent:
@@ -49,7 +50,7 @@ def planned(runs_json: Path, params: Path = PARAMS, runs_root: Path = Path("resu
     table = Path("replication") / f"{runs_json.parent.name}.yaml"
     profile, _ = load_settings(params, None)
     return Planned(
-        f"{table} under profile {profile.name!r}", profile.name, table_plan(table, profile)
+        f"{table} under profile {profile.name!r}", profile.name, plan_file(table, profile)
     )
 
 

@@ -22,8 +22,7 @@ from envgen.agents.checkpoint import load_checkpoint
 from envgen.agents.runlog import JsonlLog, read_jsonl
 from envgen.errors import ConfigError, EnvGenError
 from envgen.loop.config import RunConfig
-from envgen.pipeline.params_stage import resolved_params
-from envgen.pipeline.train import read_params
+from envgen.pipeline.params_stage import read_params, resolved_params
 
 REPO = Path(__file__).resolve().parents[1]
 PARAMS = yaml.safe_load((REPO / "params.yaml").read_text())

@@ -10,8 +10,8 @@ from envgen.pipeline.plan import (
     RANDOM,
     REPORTED_ONLY,
     TRAIN,
-    load_table,
     plan_table,
+    read_replication_file,
 )
 from envgen.pipeline.profile import load_profile
 
@@ -21,7 +21,7 @@ TABLES = sorted(Path("replication").glob("*.yaml"))
 
 
 def plans(profile=SMOKE):
-    return {p.stem: plan_table(load_table(p), profile) for p in TABLES}
+    return {p.stem: plan_table(read_replication_file(p), profile) for p in TABLES}
 
 
 def row(plan, name):
@@ -68,14 +68,14 @@ def test_unknown_row_key_is_named(tmp_path):
     path = tmp_path / "t.yaml"
     path.write_text("table: t\nrows:\n  - row: x\n    rnu: {}\n")
     with pytest.raises(ConfigError, match=r"t.rows\[x\].rnu"):
-        plan_table(load_table(path), SMOKE)
+        plan_table(read_replication_file(path), SMOKE)
 
 
 def test_bad_run_override_names_the_row_and_field(tmp_path):
     path = tmp_path / "t.yaml"
     path.write_text("table: t\nrows:\n  - row: x\n    run: {n_cycle: 3}\n")
     with pytest.raises(ConfigError) as info:
-        plan_table(load_table(path), SMOKE)
+        plan_table(read_replication_file(path), SMOKE)
     assert info.value.path == "t.rows[x].run.n_cycle"
 
 

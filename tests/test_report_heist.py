@@ -17,7 +17,7 @@ import yaml
 
 from envgen.pipeline.job_status import DONE, results_versions
 from envgen.pipeline.jobs import LLMSpec, Settings, run_job
-from envgen.pipeline.plan import load_table, plan_table
+from envgen.pipeline.plan import plan_table, read_replication_file
 from envgen.pipeline.profile import load_profile
 from envgen.pipeline.results import table_results
 from envgen.report import claims, figures, tables
@@ -39,7 +39,7 @@ def table8(tmp_path_factory: pytest.TempPathFactory) -> Path:
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["profiles"]["smoke"]["games"]["heist"] = TINY_HEIST
     profile = load_profile(params, "smoke")
-    plan = plan_table(load_table(REPO / "replication" / "table8.yaml"), profile)
+    plan = plan_table(read_replication_file(REPO / "replication" / "table8.yaml"), profile)
     settings = Settings(
         runs_root=str(root / "runs"),
         versions=results_versions(),

@@ -13,7 +13,7 @@ from envgen.stats.summary import (
     aggregate_iqm,
     aggregate_mean,
     interval_estimates,
-    summarize,
+    summarize_row,
     summarize_rows,
 )
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.filterwarnings("error")
 
 
 def test_moments_hand_computed():
-    s = summarize([1.0, 2.0, 3.0, 4.0])
+    s = summarize_row([1.0, 2.0, 3.0, 4.0])
     assert (s.n, s.n_nan, s.mean) == (4, 0, 2.5)
     assert s.std == pytest.approx(math.sqrt(5 / 3))  # ddof=1: (2.25+0.25+0.25+2.25)/3
     assert s.ci_low <= s.mean <= s.ci_high and s.confidence == 0.95
@@ -30,28 +30,28 @@ def test_moments_hand_computed():
 def test_iqm_with_ties_and_against_rliable():
     # 8 values, 2 cut from each end: mean of 1, 1, 5, 5.
     assert aggregate_iqm(np.array([[1, 1, 1, 1, 5, 5, 5, 5]], float).T) == 3.0
-    assert summarize([9.0, 1.0, 2.0]).iqm == 4.0  # n < 4: the mean
+    assert summarize_row([9.0, 1.0, 2.0]).iqm == 4.0  # n < 4: the mean
     scores = np.random.default_rng(3).random((10, 5))
     assert aggregate_iqm(scores) == pytest.approx(metrics.aggregate_iqm(scores))
     assert aggregate_mean(scores) == pytest.approx(metrics.aggregate_mean(scores))
 
 
 def test_single_run_has_nan_spread_not_a_warning():
-    s = summarize([7.0])
+    s = summarize_row([7.0])
     assert (s.n, s.mean, s.iqm) == (1, 7.0, 7.0)
     assert math.isnan(s.std) and math.isnan(s.ci_low) and math.isnan(s.ci_high)
 
 
 def test_zero_variance_gives_exact_point_interval():
-    s = summarize([0.1, 0.1, 0.1])
+    s = summarize_row([0.1, 0.1, 0.1])
     assert (s.mean, s.std, s.ci_low, s.ci_high) == (0.1, 0.0, 0.1, 0.1)
 
 
 def test_nan_runs_dropped_and_counted():
-    s = summarize([1.0, np.nan, 3.0])
+    s = summarize_row([1.0, np.nan, 3.0])
     assert (s.n, s.n_nan, s.mean) == (2, 1, 2.0)
     with pytest.raises(StatsInputError, match="row x: no finite run"):
-        summarize([np.nan], name="row x")
+        summarize_row([np.nan], name="row x")
 
 
 def test_bootstrap_seed_is_required_and_explicit():
@@ -99,7 +99,7 @@ def test_bootstrap_is_stratified_by_task():
 
 def test_row_interval_is_the_t_interval():
     runs = np.random.default_rng(4).normal(0.0, 1.0, 30)
-    s = summarize(runs)
+    s = summarize_row(runs)
     half = scipy.stats.t.ppf(0.975, 29) * runs.std(ddof=1) / math.sqrt(30)
     assert (s.ci_low, s.ci_high) == pytest.approx((runs.mean() - half, runs.mean() + half))
     assert summarize_rows({"r": runs})["r"] == s
@@ -111,7 +111,7 @@ def test_bad_shapes_and_arguments_name_the_field():
     with pytest.raises(StatsInputError, match="reps"):
         interval_estimates({"r": [1.0, 2.0]}, aggregate_mean, seed=0, reps=10)
     with pytest.raises(StatsInputError, match="confidence"):
-        summarize([1.0, 2.0], confidence=95)
+        summarize_row([1.0, 2.0], confidence=95)
 
 
 def test_bootstrap_agrees_with_rliable_when_importable():

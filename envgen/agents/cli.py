@@ -14,6 +14,7 @@ from envgen.agents.config import (
     PPOConfig,
     add_rollout_arguments,
     model_preset,
+    rollout_config,
 )
 from envgen.agents.device import add_device_arguments, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
@@ -117,12 +118,7 @@ def run(args: argparse.Namespace) -> int:
         workers_variable()  # a bad $ENVGEN_ENV_WORKERS is one line, before any work
     set_torch_threads(args.torch_threads)
     set_deterministic(args.deterministic)
-    ppo_cfg = PPOConfig(
-        num_envs=args.num_envs,
-        num_steps=args.num_steps,
-        minibatches=args.minibatches,
-        checkpoint_every=args.checkpoint_every,
-    )
+    ppo_cfg = rollout_config(args, checkpoint_every=args.checkpoint_every)
     trainer = Trainer(
         model_config(args),
         ppo_cfg,

@@ -153,6 +153,51 @@ class PPOConfig:
         return -(-self.checkpoint_every // self.rollout_size)
 
 
+class PPOOverrides(tuple):
+    """The PPO settings a run or profile changes from its game's defaults: sorted (name,
+    value) pairs of `PPOConfig` fields, names and types checked when built.
+
+    The one form PPO settings take from params.yaml's profile (`Profile.ppo`) through the
+    run's config (`RunConfig.ppo`, hashed into the run's identity) to the trainer, where
+    `apply` builds the `PPOConfig`, the only place one is built from settings. Overrides,
+    not a whole `PPOConfig`, because a run's hash covers what its config sets: a value
+    given equal to its default still counts, and values stay as given (an `lr: 1` stays
+    the int 1), so every committed run keeps its hash. A tuple, so that it stays hashable,
+    pickles to worker processes, and a profile's resolved settings (results/params.json)
+    and a run's hash read as they always have.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, values: Any = (), section: str = "ppo") -> PPOOverrides:
+        if isinstance(values, PPOOverrides):
+            return values
+        if not isinstance(values, Mapping):
+            try:  # (name, value) pairs, as a tuple, list or generator of them
+                if isinstance(values, str | bytes):
+                    raise TypeError
+                values = dict(values or ())
+            except (TypeError, ValueError):
+                raise ConfigError(
+                    section, f"{values!r} is not a mapping of PPO setting: value (e.g. lr: 3e-4)"
+                ) from None
+        fields = {f.name for f in dataclasses.fields(PPOConfig)}
+        unknown = sorted(set(values) - fields, key=str)
+        if unknown:
+            raise unknown_key(f"{section}.{unknown[0]}", unknown[0], fields)
+        check_types(PPOConfig, values, f"{section}.")
+        return super().__new__(cls, tuple(sorted(values.items())))
+
+    def apply(self, defaults: Mapping[str, Any] | tuple = ()) -> PPOConfig:
+        """Table 9's `PPOConfig` with a game's `defaults`, then these overrides, applied;
+        a value out of range is a `ConfigError` naming `ppo.<field>`."""
+        return PPOConfig(**{**dict(PPOOverrides(defaults)), **dict(self)})
+
+    def to_dict(self) -> dict[str, Any]:
+        """{name: value}, as a run's config (run.yaml, its hash) writes them."""
+        return dict(self)
+
+
 def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
     """--num-envs, --num-steps and --minibatches: the rollout's shape, as in `PPOConfig`
     (defaults Table 9's), for the commands that train or time a Crafter agent."""
@@ -175,6 +220,12 @@ def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
         default=ppo.minibatches,
         help=f"minibatches per epoch (default {ppo.minibatches}, Table 9)",
     )
+
+
+def rollout_config(args: argparse.Namespace, **more: Any) -> PPOConfig:
+    """The `PPOConfig` of `add_rollout_arguments`' values and `more` (Table 9 elsewhere)."""
+    shape = {"num_envs": args.num_envs, "num_steps": args.num_steps}
+    return PPOOverrides({**shape, "minibatches": args.minibatches, **more}).apply()
 
 
 @dataclasses.dataclass(frozen=True)

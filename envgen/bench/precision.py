@@ -25,30 +25,29 @@ from typing import Any
 
 import numpy as np
 
-from envgen.agents.config import PPOConfig, add_rollout_arguments, model_preset
+from envgen.agents.config import add_rollout_arguments, model_preset, rollout_config
 from envgen.agents.device import describe, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
-from envgen.input_checks import torch_device, whole_number
+from envgen.input_checks import comma_list, torch_device, whole_number
 
 MODES = ("float32", "tf32", "bf16")
 WINDOW = 0.25  # the last quarter of the steps
 
 
-def _modes(text: str) -> tuple[str, ...]:
-    modes = tuple(text.split(","))
-    if len(modes) < 2 or not set(modes) <= set(MODES) or len(set(modes)) != len(modes):
-        raise argparse.ArgumentTypeError(f"{text!r}: give two or more of {', '.join(MODES)}")
-    return modes
-
-
-def _seeds(text: str) -> tuple[int, ...]:
-    try:
-        seeds = tuple(int(s) for s in text.split(","))
-    except ValueError:
-        seeds = ()
-    if len(seeds) < 2 or min(seeds) < 0 or len(set(seeds)) != len(seeds):
-        raise argparse.ArgumentTypeError(f"{text!r}: give 2 or more distinct seeds, e.g. 0,1,2,3")
-    return seeds
+_modes = comma_list(
+    str,
+    f"give two or more of {', '.join(MODES)}",
+    least=2,
+    distinct=True,
+    allowed=lambda m: m in MODES,
+)
+_seeds = comma_list(
+    int,
+    "give 2 or more distinct seeds, e.g. 0,1,2,3",
+    least=2,
+    distinct=True,
+    allowed=lambda s: s >= 0,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,12 +72,7 @@ def train_mode(args: argparse.Namespace, mode: str) -> float:
 
     set_deterministic(mode == "float32")
     model = dataclasses.replace(model_preset(args.model), bf16_autocast=mode == "bf16")
-    ppo = PPOConfig(
-        num_envs=args.num_envs,
-        num_steps=args.num_steps,
-        minibatches=args.minibatches,
-        checkpoint_every=10**12,
-    )
+    ppo = rollout_config(args, checkpoint_every=10**12)
     dirs = [args.out / mode / f"seed-{s}" for s in args.seeds]
     trainer = CohortTrainer(
         model,

@@ -26,7 +26,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen.agents.config import MODEL_PRESETS, PPOConfig, add_rollout_arguments, model_preset
+from envgen.agents.config import (
+    MODEL_PRESETS,
+    PPOConfig,
+    add_rollout_arguments,
+    model_preset,
+    rollout_config,
+)
 from envgen.agents.runlog import read_jsonl
 from envgen.agents.seeding import derive_seed
 from envgen.agents.threads import add_threads_argument, set_torch_threads
@@ -187,12 +193,7 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("--rescore: give the --work-dir of the run to score")
     args.budgets = sorted(set(args.budgets))
     set_torch_threads(args.torch_threads)
-    ppo_cfg = PPOConfig(
-        num_envs=args.num_envs,
-        num_steps=args.num_steps,
-        minibatches=args.minibatches,
-        checkpoint_every=10**12,
-    )
+    ppo_cfg = rollout_config(args, checkpoint_every=10**12)
     pool = build_pool(args.pool_designer, args.pool_size, args.pool_seed)
     scores: dict[int, list[list[float]]] = {s: [] for s in args.seeds}
     start = time.perf_counter()

@@ -53,7 +53,7 @@ from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.agents.trainer import EnvFactory, Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
-from envgen.input_checks import whole_number
+from envgen.input_checks import comma_list, whole_number
 
 
 def _crafter_worker(conn: Connection, seed: int) -> None:
@@ -137,15 +137,7 @@ def reference_env_factory() -> EnvFactory:
     return make
 
 
-def concurrency_levels(text: str) -> tuple[int, ...]:
-    """An argparse `type`: "1,2,4" -> (1, 2, 4), each a positive whole number."""
-    try:
-        levels = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        levels = ()
-    if not levels or min(levels) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give run counts like 1,2,4,8,16")
-    return levels
+concurrency_levels = comma_list(int, "give run counts like 1,2,4,8,16", allowed=lambda n: n >= 1)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -26,8 +26,10 @@ from envgen.envs.vector import usable_cores
 from envgen.llm.cache import DEFAULT_CACHE_DIR
 from envgen.pipeline.executor import execute
 from envgen.pipeline.job_status import DONE, FAILED, JobResult, job_dir, results_versions
-from envgen.pipeline.plan import Job, RandomJob, TablePlan
-from envgen.pipeline.train import check_device, job_settings, llm_spec, load_settings, table_plan
+from envgen.pipeline.jobs import Settings
+from envgen.pipeline.params_stage import check_device, load_settings
+from envgen.pipeline.plan import Job, RandomJob, TablePlan, plan_file
+from envgen.pipeline.recording import llm_spec
 
 AnyJob = Job | RandomJob
 Log = Callable[[str], Any]
@@ -121,7 +123,7 @@ def run_campaign(request: RunRequest, log: Log = print) -> int:
     mode = "fill" if request.local_model else "replay"
     model = {"local_model": request.local_model} if request.local_model else {}
     with llm_spec(mode, DEFAULT_CACHE_DIR, **model) as llm:
-        settings = job_settings(profile, executor, request.runs_root, llm)
+        settings = Settings.for_profile(profile, request.runs_root, llm, executor.env_workers)
         results = execute(jobs, settings, executor, log, on_result=hook)
     failed = [r for r in results.values() if r.status == FAILED]
     log(f"[campaign] {request.campaign}: session over, {len(failed)} run(s) failed")
@@ -135,7 +137,7 @@ def load_campaign(request: RunRequest) -> tuple[TablePlan, Any, Any]:
         profile = dataclasses.replace(profile, seeds=request.seeds)
     if request.workers is not None:
         executor = dataclasses.replace(executor, workers=request.workers)
-    return table_plan(request.table, profile), profile, executor
+    return plan_file(request.table, profile), profile, executor
 
 
 def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commit: bool) -> int:

@@ -64,10 +64,11 @@ def selected_jobs(args: argparse.Namespace) -> tuple[Any, Any, list]:
     only `--row` and `--seeds` where given. `envgen gpu run` calls it before it starts
     the child, which calls it again, so a mistake is one line in the parent, not a
     traceback from the child."""
-    from envgen.pipeline.train import distinct_jobs, load_settings, table_plan
+    from envgen.pipeline.params_stage import load_settings
+    from envgen.pipeline.plan import plan_file
 
     profile, executor = load_settings(args.params, args.profile)
-    plans = [table_plan(path, profile) for path in args.tables]
+    plans = [plan_file(path, profile) for path in args.tables]
     names = {row.name for plan in plans for row in plan.rows}
     for row in args.row or ():
         if row not in names:
@@ -84,7 +85,10 @@ def selected_jobs(args: argparse.Namespace) -> tuple[Any, Any, list]:
     if not jobs and args.seeds is not None:
         seeds = ",".join(map(str, sorted(args.seeds)))
         raise ConfigError("--seeds", f"no run of the chosen rows has seed {seeds}")
-    return profile, executor, distinct_jobs([_Jobs(jobs)])
+    unique: dict[tuple[str, int], Any] = {}
+    for job in jobs:  # a row shared by tables trains once
+        unique.setdefault(job.key, job)
+    return profile, executor, list(unique.values())
 
 
 def child_command(args: argparse.Namespace, budget_s: float | None = None) -> list[str]:
@@ -130,8 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from envgen.pipeline.executor import execute
     from envgen.pipeline.job_status import FAILED
-    from envgen.pipeline.jobs import LLMSpec
-    from envgen.pipeline.train import job_settings
+    from envgen.pipeline.jobs import LLMSpec, Settings
 
     parser = argparse.ArgumentParser(prog="python -m envgen.gpu.chunk")
     parser.add_argument("profile")
@@ -154,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in refused:
         print(f"[gpu run] not started: {line}", flush=True)
     llm = LLMSpec("replay", str(REPO / "data" / "llm_cache"))
-    settings = job_settings(profile, executor, args.store, llm)
+    settings = Settings.for_profile(profile, args.store, llm, executor.env_workers)
     settings = dataclasses.replace(settings, checkpoint_minutes=args.checkpoint_minutes)
     results = execute(jobs, settings, executor)
     return 1 if any(r.status == FAILED for r in results.values()) else 0
@@ -170,7 +173,7 @@ def fitting_jobs(jobs: list, budget_s: float, sps: float | None) -> tuple[list, 
     """The jobs, one cohort or run after another, whose every run reaches its final step
     inside `budget_s` at `sps` env steps/s per GPU (else the plan's measured rate);
     a run that cannot finish is not started (returned as a line saying why)."""
-    from envgen.pipeline import gpu_plan
+    from envgen.gpu import plan as gpu_plan
     from envgen.pipeline.jobs import split_cohorts
 
     if not math.isfinite(budget_s):
@@ -198,13 +201,6 @@ def fitting_jobs(jobs: list, budget_s: float, sps: float | None) -> tuple[list, 
                 f"{budget_s - used:,.0f} s left"
             )
     return kept, refused
-
-
-class _Jobs:
-    """The shape `distinct_jobs` reads (a plan's `jobs`)."""
-
-    def __init__(self, jobs):
-        self.jobs = jobs
 
 
 if __name__ == "__main__":

@@ -121,7 +121,7 @@ def checked_config(path: Path) -> RunConfig:
     config = RunConfig.from_yaml(path)
     game = game_spec(config.game)
     try:
-        ppo = game.ppo_config(config.ppo_overrides)
+        ppo = game.ppo_config(config.ppo)
         game.model_config(config.model, **config.gpu_options)
         if config.game == "crafter":  # scored by training episodes (Heist: test episodes)
             check_scored_phase(config.final_steps, ppo.num_envs)

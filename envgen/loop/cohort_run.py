@@ -72,13 +72,13 @@ def execute_cohort(
             f"{paths[0].root.parent} holds partial runs; pass --resume or remove them"
         )
     game = game_spec(config.game)
-    check_scored_phase(config.final_steps, game.ppo_config(config.ppo_overrides).num_envs)
+    check_scored_phase(config.final_steps, game.ppo_config(config.ppo).num_envs)
     started = time.monotonic()
     for p, seed in zip(paths, seeds, strict=True):
         p.write_config(config, seed)
     trainer = CohortTrainer(
         game.model_config(config.model, **config.gpu_options),
-        game.ppo_config(config.ppo_overrides),
+        game.ppo_config(config.ppo),
         seeds,
         [p.root for p in paths],
         options.device,

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from envgen.agents.config import PPOOverrides
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.input_checks import (
@@ -124,9 +125,9 @@ class RunConfig:
     """Policy network by registry name (paper: the 4M-parameter IMPALA ResNet)."""
     agent: str = "ppo"
     """The RL agent: ppo | ad (Achievement Distillation, Table 1's AD rows; docs/agent.md)."""
-    ppo: tuple[tuple[str, Any], ...] = ()
+    ppo: PPOOverrides = PPOOverrides()
     """PPO overrides of the game's defaults (Crafter: Table 9; Heist: CleanRL's
-    ppo_procgen, `envgen.games`), as sorted (name, value) pairs."""
+    ppo_procgen, `envgen.games`); a mapping given here becomes `PPOOverrides`."""
     bf16_autocast: bool = False
     """Forward passes under bfloat16 autocast (`ModelConfig.bf16_autocast`); changes the
     numbers, hence part of the run's identity."""
@@ -156,6 +157,7 @@ class RunConfig:
         return {"bf16_autocast": self.bf16_autocast, "channels_last": self.channels_last}
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "ppo", PPOOverrides(self.ppo))  # names and types checked
         if self.method not in METHODS:
             raise ConfigError("method", f"{self.method!r}; allowed: {', '.join(METHODS)}")
         if self.agent not in AGENTS:
@@ -251,10 +253,6 @@ class RunConfig:
             return self.original_only_steps or self.envgen_phase_steps + self.final_steps
         return self.envgen_phase_steps + self.final_steps
 
-    @property
-    def ppo_overrides(self) -> dict[str, Any]:
-        return dict(self.ppo)
-
     # --- identity ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Every field; `designer` only when not the LLM, `agent` only when not PPO and
@@ -262,7 +260,7 @@ class RunConfig:
         so that configs written before these existed keep their hash (their run
         directories and LLM slots)."""
         out = dataclasses.asdict(self)
-        out["ppo"] = dict(self.ppo)
+        out["ppo"] = self.ppo.to_dict()
         if out["designer"] == "llm":
             del out["designer"]
         if out["heuristic_first_set"] == "initial_set":
@@ -289,10 +287,7 @@ class RunConfig:
         if unknown:
             raise unknown_key(unknown[0], unknown[0], names, "run option")
         check_types(cls, data)
-        values = dict(data)
-        if "ppo" in values:
-            values["ppo"] = tuple(sorted(dict(values["ppo"] or {}).items()))
-        return cls(**values)
+        return cls(**data)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> RunConfig:

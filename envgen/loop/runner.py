@@ -157,7 +157,7 @@ def execute_run(
         return paths.root
     game = game_spec(config.game)
     if config.game == "crafter":  # scored by its training episodes (Heist: test episodes)
-        check_scored_phase(config.final_steps, game.ppo_config(config.ppo_overrides).num_envs)
+        check_scored_phase(config.final_steps, game.ppo_config(config.ppo).num_envs)
     if paths.root.exists() and not options.resume:
         raise EnvGenError(
             f"{paths.root} holds a partial run; pass --resume to continue it or remove it"
@@ -191,7 +191,7 @@ def execute_run(
     torch.manual_seed(derive_seed(seed, "torch"))
     trainer = Trainer(
         game.model_config(config.model, **config.gpu_options),
-        game.ppo_config(config.ppo_overrides),
+        game.ppo_config(config.ppo),
         seed,
         paths.root,
         options.device,

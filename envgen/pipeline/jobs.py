@@ -41,8 +41,10 @@ from envgen.pipeline.job_status import (
     JobResult,
     job_dir,
     job_version_key,
+    results_versions,
 )
 from envgen.pipeline.plan import Job, RandomJob
+from envgen.pipeline.profile import Profile
 from envgen.pipeline.random_policy import play_random
 from envgen.store.lifecycle import finish_run
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
@@ -115,6 +117,22 @@ class Settings:
     """`RunOptions.checkpoint_minutes`: `envgen gpu run` sets it; no effect on numbers."""
     llm: LLMSpec = LLMSpec()
     """LLM cache access."""
+
+    @classmethod
+    def for_profile(
+        cls, profile: Profile, runs_root: Path | str, llm: LLMSpec, env_workers: int = 1
+    ) -> Settings:
+        """How every job of `profile` runs, under the code's results versions (the train
+        stage, campaigns and `envgen gpu run` alike)."""
+        return cls(
+            runs_root=str(runs_root),
+            versions=results_versions(),
+            device=profile.device,
+            env_workers=env_workers,
+            torch_threads=profile.torch_threads,
+            deterministic=profile.deterministic,
+            llm=llm,
+        )
 
 
 # Short, so that torch's own figures (tried to allocate, free) survive the log's cut at

@@ -1,17 +1,21 @@
-"""DVC stage `check_params`: validate params.yaml before any stage that owns results runs.
+"""params.yaml read and checked, for the train stages and as DVC stage `check_params`.
 
     python -m envgen.pipeline.params_stage params.yaml --out results/params.json \
         --tables replication/table1.yaml ...
 
-DVC removes a stage's outputs before running its command, so a train stage that found
-`step_scale: tiny` itself would fail only after its committed runs.json, metrics.json
-and scores.json were gone (`cache: false`: only git brings them back). Every train
-stage depends on this stage's output, so `dvc repro` runs it first and stops here, one
-line on stderr, with nothing removed (the output is `persist: true` and written only
-when every profile and the execution settings are valid). It checks, too, what a train
-stage would refuse before training: each replication file given with --tables, planned
-under the chosen profile, and a GPU profile on a machine without a GPU. The output is
-the chosen profile and execution settings as resolved, for the record.
+`load_settings` gives a train stage (and a campaign, `envgen gpu run`) its profile and
+executor with every profile checked first: a typo in `paper` is found while `smoke`
+runs, before anyone spends a GPU-day on it. As a stage of its own it runs before every
+train stage: DVC removes a stage's outputs before running its command, so a train
+stage that found `step_scale: tiny` itself would fail only after its committed
+runs.json, metrics.json and scores.json were gone (`cache: false`: only git brings them
+back). Every train stage depends on this stage's output, so `dvc repro` runs it first
+and stops here, one line on stderr, with nothing removed (the output is `persist: true`
+and written only when every profile and the execution settings are valid). It checks,
+too, what a train stage would refuse before training: each replication file given with
+--tables, planned under the chosen profile, and a GPU profile on a machine without a
+GPU. The output is the chosen profile and execution settings as resolved, for the
+record.
 """
 
 from __future__ import annotations
@@ -24,14 +28,91 @@ from typing import Any
 
 from envgen.errors import ConfigError
 from envgen.files import write_json_atomic
-from envgen.input_checks import OneLineParser
-from envgen.pipeline.train import (
-    check_device,
-    check_params,
-    executor_config,
-    read_params,
-    table_plan,
-)
+from envgen.input_checks import OneLineParser, at_most, check_types, read_yaml_mapping, unknown_key
+from envgen.pipeline.executor import ExecutorConfig
+from envgen.pipeline.plan import plan_file
+from envgen.pipeline.profile import Profile, load_profile
+
+# The top-level keys of params.yaml.
+PARAMS_KEYS = ("profile", "profiles", "executor", "execution")
+
+
+def read_params(path: Path) -> dict[str, Any]:
+    """params.yaml as a mapping; a missing, empty or malformed file is a `ConfigError`."""
+    return read_yaml_mapping(path, "the pipeline parameters (profile, profiles, execution)")
+
+
+def executor_config(params: dict[str, Any]) -> ExecutorConfig:
+    """`executor` and `execution` of params.yaml, unknown keys and wrong types rejected by
+    name."""
+    execution = params.get("execution") or {}
+    if not isinstance(execution, dict):
+        raise ConfigError("execution", "must be a mapping of setting: value")
+    allowed = {f.name for f in dataclasses.fields(ExecutorConfig)} - {"kind"}
+    unknown = sorted(set(execution) - allowed)
+    if unknown:
+        raise unknown_key(f"execution.{unknown[0]}", unknown[0], allowed)
+    check_types(ExecutorConfig, execution, "execution.")
+    for name, limit, why in (
+        ("workers", 4096, "runs at once"),
+        ("env_workers", 1024, "processes per run"),
+        ("gpus_per_run", 64, "GPUs per run"),
+        ("retries", 100, "attempts of a failed run"),
+    ):
+        if name in execution:
+            at_most(execution[name], limit, f"execution.{name}", why)
+    kind = params.get("executor", "local")
+    if not isinstance(kind, str):
+        raise ConfigError("executor", f"{kind!r} is not a string; use local or ray")
+    return ExecutorConfig(kind=kind, **execution)
+
+
+def check_params(params: dict[str, Any]) -> Profile:
+    """Every profile and the execution settings of params.yaml; returns the chosen profile.
+
+    Validating all profiles (not only the chosen one) catches a typo in `paper` while
+    `smoke` runs, before anyone spends a GPU-day to find it. An unknown top-level key
+    (`profle: paper`) is refused with the nearest known name: ignored, it would train
+    another profile than the one meant.
+    """
+    unknown = sorted(set(params) - set(PARAMS_KEYS), key=str)
+    if unknown:
+        raise unknown_key(str(unknown[0]), unknown[0], PARAMS_KEYS)
+    profiles = params.get("profiles") or {}
+    if isinstance(profiles, dict):
+        for name in profiles:
+            load_profile(params, str(name))
+    executor_config(params)
+    return load_profile(params)
+
+
+def load_settings(path: Path, profile: str | None) -> tuple[Profile, ExecutorConfig]:
+    """The chosen profile and the executor of params.yaml at `path`, every profile checked
+    first; a mistake names the file."""
+    try:
+        params = read_params(path)
+        check_params(params)
+        return load_profile(params, profile), executor_config(params)
+    except ConfigError as exc:
+        raise exc.in_file(path) from None
+
+
+def check_device(profile: Profile, executor: ExecutorConfig) -> None:
+    """Fail before any run starts when a GPU profile would train on this machine (local
+    workers or a local Ray instance) and it has no GPU; a cluster's workers may have one."""
+    on_cluster = executor.kind == "ray" and executor.ray_address is not None
+    if on_cluster or not profile.device.startswith("cuda"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError(
+            f"profiles.{profile.name}.device",
+            f"{profile.device!r}, but torch finds no GPU on this machine, where the runs "
+            "would train. Run it on a GPU machine; or send the runs to a cluster with "
+            "`-S executor=ray -S execution.ray_address=auto`; or train on CPU (slow) with "
+            f'`-S profiles.{profile.name}.device=cpu` (docs/pipeline.md, "Paper scale").',
+        )
 
 
 def resolved_params(path: Path, tables: Sequence[Path] = ()) -> dict[str, Any]:
@@ -46,7 +127,7 @@ def resolved_params(path: Path, tables: Sequence[Path] = ()) -> dict[str, Any]:
     except ConfigError as exc:
         raise exc.in_file(path) from None
     for table in tables:
-        table_plan(table, profile)
+        plan_file(table, profile)
     return {"profile": dataclasses.asdict(profile), "execution": dataclasses.asdict(executor)}
 
 

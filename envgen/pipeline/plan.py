@@ -12,7 +12,7 @@ are trained once.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +96,7 @@ def random_hash(episodes: int) -> str:
     return f"random-{episodes}ep"
 
 
-def load_table(path: Path | str) -> dict[str, Any]:
+def read_replication_file(path: Path | str) -> dict[str, Any]:
     """A replication file as a mapping, its keys checked."""
     path = Path(path)
     data = read_yaml_mapping(path, "a replication table (table:, rows:)")
@@ -118,11 +118,29 @@ def load_table(path: Path | str) -> dict[str, Any]:
     return data
 
 
+def plan_file(path: Path | str, profile: Profile) -> TablePlan:
+    """`plan_table` of the replication file at `path`; its mistakes name the file."""
+    try:
+        return plan_table(read_replication_file(path), profile)
+    except ConfigError as exc:
+        raise exc.in_file(Path(path)) from None
+
+
 def plan_table(spec: Mapping[str, Any], profile: Profile) -> TablePlan:
-    """The table's rows as jobs under `profile` (see the module docstring)."""
+    """The table's rows as jobs under `profile` (see the module docstring); `spec` is a
+    replication file as `read_replication_file` reads it."""
     rows = [_plan_row(spec["table"], row, profile) for row in spec["rows"]]
     rows += [RowPlan(name, REPORTED_ONLY) for name in spec.get("reported_only") or ()]
     return TablePlan(spec["table"], spec.get("caption", ""), tuple(rows))
+
+
+def distinct_jobs(plans: Sequence[TablePlan]) -> list[Job | RandomJob]:
+    """Every job of `plans` once, in table order: a row shared by tables trains once."""
+    jobs: dict[tuple[str, int], Job | RandomJob] = {}
+    for plan in plans:
+        for job in plan.jobs:
+            jobs.setdefault(job.key, job)
+    return list(jobs.values())
 
 
 def _plan_row(table: str, row: Mapping[str, Any], profile: Profile) -> RowPlan:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from envgen.agents.config import PPOConfig, from_mapping, model_preset
+from envgen.agents.config import PPOConfig, PPOOverrides, model_preset
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.games import GAMES, game_spec
@@ -68,8 +68,9 @@ class Profile:
     """Initial LLM environment sets per seed (paper: 3; runs = sets x seeds)."""
     model: str
     """Network preset (`envgen.agents.config.MODEL_PRESETS`)."""
-    ppo: tuple[tuple[str, Any], ...]
-    """PPO overrides of the game's defaults (Crafter: Table 9), as sorted (name, value) pairs."""
+    ppo: PPOOverrides
+    """PPO overrides of the game's defaults (Crafter: Table 9); each run of the profile
+    carries this very object (`RunConfig.ppo`) to its trainer."""
     eval_episodes: int
     """Evaluation episodes after each cycle (paper: 12); Heist: also the final agent's
     test episodes (paper: 100)."""
@@ -144,8 +145,9 @@ class Profile:
             raise ConfigError(f"{where}.device", f"{self.device!r}; use cpu or cuda (cuda:N)")
         model_preset(self.model)
         try:
-            from_mapping(PPOConfig, dict(self.ppo), f"{where}.ppo")  # a bad key, named
-            game_spec(self.game).ppo_config(dict(self.ppo))  # e.g. minibatches vs rollout size
+            ppo = PPOOverrides(self.ppo)  # a bad key or type, named
+            object.__setattr__(self, "ppo", ppo)
+            game_spec(self.game).ppo_config(ppo)  # e.g. minibatches vs the rollout size
         except ConfigError as exc:
             if exc.path.startswith(where):
                 raise
@@ -191,7 +193,7 @@ class Profile:
     @property
     def ppo_config(self) -> PPOConfig:
         """The game's PPO defaults with this profile's overrides applied."""
-        return game_spec(self.game).ppo_config(dict(self.ppo))
+        return game_spec(self.game).ppo_config(self.ppo)
 
     @property
     def rollout_size(self) -> int:
@@ -238,7 +240,7 @@ class Profile:
             model=budget.model,
             bf16_autocast=self.bf16_autocast,
             channels_last=self.channels_last,
-            ppo=dict(budget.ppo),
+            ppo=budget.ppo,
             eval_episodes=budget.eval_episodes,
             validation_steps=self.validation_steps,
             llm_history_cycles=config.llm_history_cycles or self.llm_history_cycles,
@@ -280,7 +282,7 @@ def load_profile(params: Mapping[str, Any], name: str | None = None) -> Profile:
     check_types(Profile, data, f"profiles.{name}.")
     if data["games"] is not None and not isinstance(data["games"], Mapping):
         raise ConfigError(f"profiles.{name}.games", "must be a mapping of game: its section")
-    data = _typed(data)
+    data = _typed(data, f"profiles.{name}")
     data["games"] = tuple(
         (game, _game_section(section, f"profiles.{name}.games.{game}", game))
         for game, section in sorted(dict(data["games"] or {}).items())
@@ -288,13 +290,13 @@ def load_profile(params: Mapping[str, Any], name: str | None = None) -> Profile:
     return Profile(name=name, **data)
 
 
-def _typed(data: dict[str, Any]) -> dict[str, Any]:
-    """Lists and mappings of a profile (or game section) as hashable tuples."""
+def _typed(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """Lists and mappings of a profile (or game section) at `where` as hashable tuples."""
     for key in ("seeds", "initial_sets"):
         if key in data:
             data[key] = tuple(data[key])
     if "ppo" in data:
-        data["ppo"] = tuple(sorted(dict(data["ppo"] or {}).items()))
+        data["ppo"] = PPOOverrides(data["ppo"], f"{where}.ppo")
     return data
 
 
@@ -320,4 +322,4 @@ def _game_section(section: Any, where: str, game: str) -> tuple[tuple[str, Any],
             "missing; a game section sets every one of " + ", ".join(GAME_FIELDS),
         )
     check_types(Profile, data, f"{where}.")
-    return tuple(sorted(_typed(data).items()))
+    return tuple(sorted(_typed(data, where).items()))

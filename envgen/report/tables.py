@@ -36,7 +36,7 @@ from envgen.report.campaign import CAMPAIGN_SECTION
 from envgen.report.flags import row_flags
 from envgen.report.inputs import DONE, RowRecord, TableRecord, load_tables, profile_of
 from envgen.stats.paper import load_reported
-from envgen.stats.summary import summarize
+from envgen.stats.summary import summarize_row
 
 METRICS = ("score", "reward")
 SCORE_NAMES = {"crafter": "Score %", "heist": "Success %"}  # the paper's column names
@@ -64,7 +64,7 @@ def table_frame(table: TableRecord, reported: pd.DataFrame) -> pd.DataFrame:
         if row.status == DONE:
             for metric in METRICS:
                 values = [getattr(run, metric) for run in row.runs]
-                summary = summarize(values, name=f"{table.table}/{row.row}")
+                summary = summarize_row(values, name=f"{table.table}/{row.row}")
                 line[f"{metric}_mean"], line[f"{metric}_std"] = summary.mean, summary.std
                 line[f"{metric}_ci_low"], line[f"{metric}_ci_high"] = (
                     summary.ci_low,

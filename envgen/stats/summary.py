@@ -133,7 +133,7 @@ class RowSummary:
     """Coverage of [ci_low, ci_high], e.g. 0.95."""
 
 
-def summarize(runs: ArrayLike, *, name: str = "runs", confidence: float = 0.95) -> RowSummary:
+def summarize_row(runs: ArrayLike, *, name: str = "runs", confidence: float = 0.95) -> RowSummary:
     """Summary of one row's per-run values, shape (n_runs,); NaN runs dropped and counted."""
     values, n_nan = clean_runs(runs, name)
     mean, std = moments(values)
@@ -153,7 +153,8 @@ def summarize(runs: ArrayLike, *, name: str = "runs", confidence: float = 0.95) 
 def summarize_rows(
     runs: Mapping[str, ArrayLike], *, confidence: float = 0.95
 ) -> dict[str, RowSummary]:
-    """`summarize` for every row of {row: array(n_runs,)}."""
+    """`summarize_row` for every row of {row: array(n_runs,)}."""
     return {
-        name: summarize(values, name=name, confidence=confidence) for name, values in runs.items()
+        name: summarize_row(values, name=name, confidence=confidence)
+        for name, values in runs.items()
     }

@@ -74,7 +74,7 @@ class CrafterEnv:
         self._player: Player | None = None
         self._last_health = 0
         self._unlocked: set[str] = set()
-        self._next_world: tuple[tuple, worldgen.World] | None = None
+        self._next_world: tuple[tuple, worldgen.GeneratedWorld] | None = None
         self._atlas = render.atlas()
         self._textures = np.zeros(1024, np.int64)
         self._obs = np.zeros(self.observation_shape, np.uint8)
@@ -186,7 +186,7 @@ class CrafterEnv:
         self._atlas = render.atlas()
 
     # --- internals ---------------------------------------------------------------
-    def _take_next_world(self, world_seed: int) -> worldgen.World:
+    def _take_next_world(self, world_seed: int) -> worldgen.GeneratedWorld:
         prepared, self._next_world = self._next_world, None
         if prepared is not None and prepared[0] == (world_seed, self.config):
             return prepared[1]

@@ -61,7 +61,7 @@ _BIOMES = {
 
 
 @dataclasses.dataclass(frozen=True)
-class World:
+class GeneratedWorld:
     """A generated world, ready to install: it depends on the world seed, the area, the
     centre and the config only, so it can be built ahead of the reset that uses it."""
 
@@ -75,7 +75,7 @@ class World:
 
 def build(
     seed: int, area: tuple[int, int], center: tuple[int, int], config: CrafterConfig
-) -> World:
+) -> GeneratedWorld:
     """The world stock generates after `world.reset(seed)` with the player at `center`."""
     random = np.random.RandomState(seed)
     perm, grad = _permutation(random.randint(0, 2**31 - 1))
@@ -104,10 +104,10 @@ def build(
         authors,
     )
     spawns = _creatures(materials, tunnels, key, pos, px, py, authors)
-    return World(materials, spawns, (key, pos))
+    return GeneratedWorld(materials, spawns, (key, pos))
 
 
-def install(world, built: World) -> np.ndarray:
+def install(world, built: GeneratedWorld) -> np.ndarray:
     """Put `built` into `world`, just reset with its seed; returns the creatures to add.
 
     `world.random` continues from where generation left it, as in stock.

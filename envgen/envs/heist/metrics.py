@@ -140,6 +140,8 @@ def run_episodes(
     return finished
 
 
-def evaluate(policy: Policy, *, seed: int, episodes: int = TEST_EPISODES) -> HeistMetrics:
+def original_game_metrics(
+    policy: Policy, *, seed: int, episodes: int = TEST_EPISODES
+) -> HeistMetrics:
     """Test metrics of `policy` on plain easy Heist (the original environment)."""
     return summarise(run_episodes(policy, seed=seed, episodes=episodes))

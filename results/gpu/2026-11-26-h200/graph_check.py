@@ -1,11 +1,13 @@
 """The cohort's CUDA-graphed policy step against the same step run eagerly: the same
 inputs must give the same actions, log-probabilities and values, bit for bit."""
 
-import json, sys
+import dataclasses
+import json
+
 import torch
+
 from envgen.agents.cohort import CohortPPO
 from envgen.agents.config import PPOConfig, model_preset
-import dataclasses
 
 for bf16 in (False, True):
     model = dataclasses.replace(model_preset("paper"), bf16_autocast=bf16)
@@ -21,7 +23,7 @@ for bf16 in (False, True):
             {
                 "bf16": bf16,
                 "graph": agent._graph is not False and agent._graph is not None,
-                "equal": [bool(torch.equal(a, b)) for a, b in zip(graphed, eager)],
+                "equal": [bool(torch.equal(a, b)) for a, b in zip(graphed, eager, strict=False)],
             }
         ),
         flush=True,

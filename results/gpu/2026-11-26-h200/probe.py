@@ -71,7 +71,8 @@ def eager_update(bf16: bool, benchmark: bool, profile: bool = False):
     samples = CFG.rollout_size * CFG.epochs
     emit(variant="eager", bf16=bf16, benchmark=benchmark, update_samples_s=round(samples / dt, 1))
     if profile and CUDA:
-        from torch.profiler import ProfilerActivity, profile as prof
+        from torch.profiler import ProfilerActivity
+        from torch.profiler import profile as prof
 
         with prof(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:
             agent.update(rng)

@@ -3,8 +3,8 @@
 import pytest
 
 from envgen.agents.config import PPOConfig, model_preset
+from envgen.gpu import plan as gpu_plan
 from envgen.loop.config import RunConfig
-from envgen.pipeline import gpu_plan
 from envgen.pipeline.executor import ExecutorConfig, gpu_fit
 from envgen.pipeline.jobs import Settings
 from envgen.pipeline.plan import Job

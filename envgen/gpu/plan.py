@@ -209,7 +209,7 @@ def job_memory(config) -> RunMemory:
 
     game = game_spec(config.game)
     model = game.model_config(config.model, **config.gpu_options)
-    return run_memory(model, game.ppo_config(config.ppo_overrides), config.agent)
+    return run_memory(model, game.ppo_config(config.ppo), config.agent)
 
 
 def largest_run(configs) -> RunMemory | None:
