@@ -407,6 +407,26 @@ def test_commit_takes_only_the_run_dir_never_checkpoints(plan, codes, repo, proj
     assert _git(repo, "rev-list", "--count", "HEAD").strip() == "2"
 
 
+def test_commit_takes_the_runs_llm_replies_with_it(plan, codes, repo):
+    """A run that called the LLM commits with the cache files its calls were served from
+    (it replays without the model); a call served by slot and other replies stay out."""
+    job = jobs_by_row(plan)[ROWS[0]][0]
+    run_dir = Path("results/runs") / job.key[0] / "seed-0"
+    fake_run(repo / run_dir, job, 4.25, codes["crafter"])
+    cache = repo / "data" / "llm_cache"
+    cache.mkdir(parents=True)
+    for key in ("a" * 64, "c" * 64):
+        (cache / f"{key}.json").write_text("{}")
+    calls = [{"key": "a" * 64, "label": "x"}, {"key": "b" * 64, "label": "y", "served": "slot"}]
+    (repo / run_dir / "llm_calls.json").write_text(json.dumps(calls))
+    commit_hook("cpu", plan, [].append, repo)(JobResult(job.key, DONE, str(run_dir)))
+    files = _git(repo, "show", "--name-only", "--format=", "HEAD").split()
+    assert f"data/llm_cache/{'a' * 64}.json" in files and f"{run_dir}/llm_calls.json" in files
+    assert not any(("b" * 64) in f or ("c" * 64) in f for f in files)
+    untracked = _git(repo, "status", "--porcelain", "--", "data").split()
+    assert untracked == ["??", f"data/llm_cache/{'c' * 64}.json"]
+
+
 def test_commit_waits_for_a_busy_index_and_reports_failures(repo, tmp_path):
     run_dir = repo / "results" / "r"
     run_dir.mkdir(parents=True)

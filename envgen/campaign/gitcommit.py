@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from envgen.store.manifest import (  # torch-free: tests/test_lazy_imports.py
@@ -36,10 +36,16 @@ def is_committed(run_dir: Path, repo: Path = Path(".")) -> bool:
 
 
 def commit_run(
-    run_dir: Path, message: str, repo: Path = Path("."), wait_s: float = LOCK_WAIT_S
+    run_dir: Path,
+    message: str,
+    repo: Path = Path("."),
+    wait_s: float = LOCK_WAIT_S,
+    replies: Sequence[Path] = (),
 ) -> str:
-    """Commit the finished `run_dir` (checkpoints excluded) with `message`; returns "" or
-    why it failed. A directory with nothing to commit returns "" without a commit.
+    """Commit the finished `run_dir` (checkpoints excluded) with `message`, and in the
+    same commit the LLM cache files `replies` its calls were served from (a run commits
+    with what it needs to replay); returns "" or why it failed. Nothing to commit
+    returns "" without a commit.
 
     A checkpoint that a handoff committed (`commit_partial`) leaves git with the finished
     run, and the working tree too: `git commit -- DIR` takes a tracked file's working-tree
@@ -50,14 +56,14 @@ def commit_run(
         # Not `add -- dir :(exclude)dir/checkpoints`: git refuses a pathspec that names an
         # ignored path, and checkpoints/ is ignored in this repository. `add -- dir`
         # skips ignored files; the reset unstages checkpoints where nothing ignores them.
-        added = _git(repo, "add", "--", str(run_dir))
+        added = _git(repo, "add", "--", str(run_dir), *map(str, replies))
         if added.returncode == 0:
             _git(repo, "reset", "-q", "--", f"{run_dir}/{CHECKPOINT_DIR}")
             if _git(repo, "ls-files", "--", f"{run_dir}/{CHECKPOINT_DIR}").stdout.strip():
                 added = _git(repo, "rm", "-r", "-q", "-f", "--", f"{run_dir}/{CHECKPOINT_DIR}")
         return added
 
-    return _commit(repo, run_dir, message, stage, wait_s)
+    return _commit(repo, [run_dir, *replies], message, stage, wait_s)
 
 
 def commit_partial(
@@ -72,23 +78,24 @@ def commit_partial(
             added = _git(repo, "add", "-f", "--", f"{run_dir}/{LATEST_CHECKPOINT}")
         return added
 
-    return _commit(repo, run_dir, message, stage, wait_s)
+    return _commit(repo, [run_dir], message, stage, wait_s)
 
 
 def _commit(
     repo: Path,
-    run_dir: Path,
+    paths: Sequence[Path],
     message: str,
     stage: Callable[[], subprocess.CompletedProcess[str]],
     wait_s: float,
 ) -> str:
-    """Stage with `stage`, then commit `run_dir` alone; a busy index is retried."""
+    """Stage with `stage`, then commit `paths` alone; a busy index is retried."""
+    names = [str(p) for p in paths]
     for attempt in range(LOCK_RETRIES + 1):
         added = stage()
         if added.returncode == 0:
-            if _git(repo, "diff", "--cached", "--quiet", "--", str(run_dir)).returncode == 0:
-                return ""  # nothing new in this directory
-            done = _git(repo, "commit", "--quiet", "-m", message, "--", str(run_dir))
+            if _git(repo, "diff", "--cached", "--quiet", "--", *names).returncode == 0:
+                return ""  # nothing new in these paths
+            done = _git(repo, "commit", "--quiet", "-m", message, "--", *names)
             if done.returncode == 0:
                 return ""
             error = done.stderr or done.stdout

@@ -13,11 +13,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from envgen import json_input
 from envgen.campaign import process
 from envgen.campaign.gitcommit import commit_run, is_committed
 from envgen.campaign.registry import PROCESS_MARK, Campaign, RunRequest
@@ -67,6 +69,24 @@ def commit_message(campaign: str, row: str, seed: int, run_dir: Path) -> str:
     return f"campaign {campaign}: {row} seed {seed}: score {float(final['score']):.2f}%"
 
 
+def reply_files(run_dir: Path, repo: Path = Path(".")) -> list[Path]:
+    """The cache files (relative to `repo`) that hold the replies of the run's LLM calls
+    (`llm_calls.json`): committed with the run, so it replays without the model. A call
+    served by its protocol slot has no file of its own and is skipped."""
+    calls_path = run_dir / "llm_calls.json"
+    if not calls_path.is_file():
+        return []
+    files = []
+    for call in json_input.loads(calls_path.read_bytes(), calls_path):
+        key = call.get("key") if isinstance(call, dict) else None
+        if not (isinstance(key, str) and re.fullmatch(r"[0-9a-f]{64}", key)):
+            continue  # not a cache key: verify reports the run; nothing to commit for it
+        path = DEFAULT_CACHE_DIR / f"{key}.json"
+        if (repo / path).is_file() and path not in files:
+            files.append(path)
+    return files
+
+
 def commit_hook(
     campaign: str, plan: TablePlan, log: Log, repo: Path = Path(".")
 ) -> Callable[[JobResult], bool]:
@@ -81,7 +101,7 @@ def commit_hook(
         run_dir = Path(result.run_dir)  # relative to `repo` (the working directory)
         row = rows.get(result.key, "?")
         message = commit_message(campaign, row, result.key[1], repo / run_dir)
-        error = commit_run(run_dir, message, repo)
+        error = commit_run(run_dir, message, repo, replies=reply_files(repo / run_dir, repo))
         log(f"[campaign] commit failed for {run_dir}: {error}" if error else f"[{message}]")
         return not error
 
