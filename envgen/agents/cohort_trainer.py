@@ -42,7 +42,7 @@ from tqdm import tqdm
 
 from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
 from envgen.agents.cohort import CohortPPO, drain, interleave
-from envgen.agents.config import ModelConfig, PPOConfig
+from envgen.agents.config import ModelConfig, PPOConfig, check_groups
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Counters
@@ -479,18 +479,6 @@ class CohortTrainer:
         self.close_env()
         for log in (*self.episodes, *self.metrics):
             log.close()
-
-
-def check_groups(size: int, groups: int) -> None:
-    """A pipelined cohort's grouping: `groups` divides W, each group at least 2 seeds."""
-    if type(groups) is not int or groups < 1:
-        raise ConfigError("cohort_groups", f"{groups!r}: a whole number >= 1 (1: not pipelined)")
-    if groups > 1 and (size % groups or size // groups < 2):
-        raise ConfigError(
-            "cohort_groups",
-            f"a cohort of {size} splits into {groups} groups only if {groups} divides it "
-            "into groups of at least 2 seeds",
-        )
 
 
 def _split_env_state(state: dict[str, Any], n: int) -> list[dict[str, Any]]:
