@@ -308,10 +308,29 @@ def _cli_json(args: list[str]) -> dict:
 def test_the_cohort_bench_and_the_precision_ab_run_tiny_on_the_cpu(tmp_path):
     tiny = ["--model", "nature", "--num-envs", "2", "--num-steps", "32", "--minibatches", "2"]
     bench = _cli_json(
-        ["bench", "train", *tiny, "--rollouts", "1", "--no-reference", "--cohort", "2"]
+        [
+            "bench",
+            "train",
+            *tiny,
+            "--rollouts",
+            "1",
+            "--no-reference",
+            "--cohort",
+            "2,4",
+            "--cohort-groups",
+            "1,2",
+        ]
     )
-    assert bench["mode"] == "float32" and bench["cohort"] == 2 and bench["baseline_runs"] == 1
+    assert bench["mode"] == "float32" and bench["baseline_runs"] == 1
     assert bench["ratio"] == pytest.approx(bench["cohort_sps"] / bench["baseline_sps"], rel=0.01)
+    # a cohort of 2 has no 2 groups of at least 2 seeds: skipped
+    entries = {(c["cohort"], c["groups"]): c for c in bench["cohorts"]}
+    assert sorted(entries) == [(2, 1), (4, 1), (4, 2)]
+    assert (bench["cohort"], bench["cohort_groups"]) in entries
+    pipelined = entries[4, 2]
+    assert pipelined["collect_sps"] is None and pipelined["update_sps"] is None
+    assert len(pipelined["rollout_s"]) == 1 and pipelined["cohort_sps"] > 0
+    assert entries[2, 1]["collect_sps"] > 0
     ab = _cli_json(
         [
             "bench",
