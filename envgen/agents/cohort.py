@@ -18,6 +18,13 @@ not a cohort (the pipeline trains it with `envgen.agents.trainer.Trainer`).
 Per rollout the host and the device meet once per vector step (the actions come back)
 and once per rollout for rewards and dones; GAE runs in NumPy over all envs at once,
 and losses stay on the device until the rollout's update is done.
+
+`collect_steps` and `update_steps` are the rollout and the update as generators (one
+yield per vector step, resp. per minibatch) so that a pipelined cohort
+(`envgen.agents.cohort_trainer`, `groups=2`: two `CohortPPO`s of W/2 seeds) can run one
+group's update and the other's collection interleaved in one thread (`interleave`), the
+collection on its own CUDA stream (`side_stream`). `collect` and `update` drain them: an
+unpipelined cohort computes exactly what it computed before they existed.
 """
 
 from __future__ import annotations
@@ -451,3 +458,6 @@ class CohortPPO:
             for i, entry in first["state"].items()
         }
         self.optimizer.load_state_dict({"state": merged, "param_groups": first["param_groups"]})
+        if self._side is not None:  # the next collection reads the loaded parameters
+            self._updated = torch.cuda.Event()
+            self._updated.record(torch.cuda.current_stream(self.device))
