@@ -324,11 +324,11 @@ class CohortTrainer:
     # --- checkpoints -------------------------------------------------------------------
     def checkpoint(self) -> None:
         """One slice per seed (module docstring): previous kept until all are written."""
+        if self._groups[0].ahead:  # group 0's next rollout is in no checkpoint's format
+            raise RuntimeError("a pipelined cohort checkpoints at a rollout boundary only")
         self.counters.checkpoints += 1
         self.counters.checkpoint_step = self.global_step
         self._checkpointed_at = time.monotonic()
-        if self._groups[0].ahead:
-            raise RuntimeError("a pipelined cohort checkpoints at a rollout boundary only")
         env_states = None
         if self._groups[0].env is not None:
             env_states = [
