@@ -366,7 +366,12 @@ class CohortPPO:
         stats: list[torch.Tensor] = []
         for _ in range(cfg.epochs):
             orders = torch.from_numpy(np.stack([rng.permutation(batch) for rng in rngs]))
-            orders = orders.to(self.device)
+            # pinned, the copy does not wait for the minibatches queued before it (a
+            # pageable one synchronises the stream: the other group's collection would idle)
+            if self.device.type == "cuda":
+                orders = orders.pin_memory().to(self.device, non_blocking=True)
+            else:
+                orders = orders.to(self.device)
             for start in range(0, batch, mb):
                 idx = orders[:, start : start + mb]
                 logprobs_all, value_pred = self._update_forward(obs[rows, idx])
