@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from envgen.agents.checkpoint import load_checkpoint
-from envgen.agents.cohort import CohortPPO, gae_numpy
+from envgen.agents.cohort import CohortPPO, gae_numpy, interleave
 from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
 from envgen.agents.config import ModelConfig, PPOConfig
 from envgen.agents.networks import ActorCritic
@@ -50,8 +50,8 @@ def _outcome(run_dir: Path) -> tuple:
     return (run_dir / "episodes.jsonl").read_text(), metrics, weights
 
 
-def _train(seeds, root: Path) -> None:
-    trainer = _cohort(seeds, root)
+def _train(seeds, root: Path, **kwargs) -> None:
+    trainer = _cohort(seeds, root, **kwargs)
     trainer.train_until(STEPS, WORLD)
     trainer.close()
 
@@ -120,6 +120,71 @@ def test_a_cohort_killed_and_resumed_equals_an_uninterrupted_one(tmp_path):
         assert _same(_outcome(run / f"seed-{seed}"), _outcome(tmp_path / "full" / f"seed-{seed}"))
 
 
+def test_a_pipelined_cohort_is_its_groups_trained_one_after_the_other(tmp_path):
+    # 4 rollouts: group 0 collects ahead during rollouts 1 and 3, not before the
+    # checkpoints (every 2 rollouts) nor at the end
+    _train([5, 1, 2, 3], tmp_path / "pipelined", groups=2)
+    _train([5, 1], tmp_path / "alone")
+    _train([2, 3], tmp_path / "alone")
+    for seed in (5, 1, 2, 3):
+        pipelined = _outcome(tmp_path / "pipelined" / f"seed-{seed}")
+        assert pipelined[0].count("\n") > 0
+        assert _same(pipelined, _outcome(tmp_path / "alone" / f"seed-{seed}"))
+    # a seed in the other group, in another slot, beside other seeds: the same numbers
+    _train([10, 11, 12, 5], tmp_path / "moved", groups=2)
+    assert _same(
+        _outcome(tmp_path / "pipelined" / "seed-5"), _outcome(tmp_path / "moved" / "seed-5")
+    )
+    slice_ = load_checkpoint(
+        tmp_path / "pipelined" / "seed-5" / CHECKPOINT_DIR, torch.device("cpu")
+    )
+    assert slice_["cohort"] == {"size": 4, "step": STEPS, "groups": 2}
+    with pytest.raises(ConfigError, match="in 2 group"):  # resumes only with its grouping
+        _cohort([5, 1, 2, 3], tmp_path / "pipelined").resume()
+    with pytest.raises(ConfigError, match="groups of at least 2"):
+        _cohort([5, 1, 2], tmp_path / "odd", groups=2)
+
+
+_KILLED_PIPELINED = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    sys.path.insert(0, {root!r})
+    import torch
+    torch.set_num_threads(1)
+    from tests.test_agents_cohort import _cohort, WORLD
+    trainer = _cohort([3, 4, 5, 6], Path({run!r}), groups=2)
+    trainer.resume()
+    log = trainer.metrics[-1]  # the last seed's metrics: written last in a rollout
+    wrote = log.write
+    def write(record):
+        wrote(record)
+        if record["step"] >= 96:  # group 0 has collected rollout 4 ahead; no checkpoint
+            assert trainer._groups[0].ahead
+            os.kill(os.getpid(), signal.SIGKILL)
+    log.write = write
+    trainer.train_until(10_000, WORLD)
+    """
+)
+
+
+def test_a_pipelined_cohort_killed_mid_pipeline_and_resumed_equals_an_uninterrupted_one(
+    tmp_path,
+):
+    _train([3, 4, 5, 6], tmp_path / "full", groups=2)
+    run = tmp_path / "killed"
+    root = str(Path(__file__).resolve().parents[1])
+    script = _KILLED_PIPELINED.format(root=root, run=str(run))
+    proc = subprocess.run([sys.executable, "-c", script], timeout=300, cwd=root)
+    assert proc.returncode == -signal.SIGKILL
+    trainer = _cohort([3, 4, 5, 6], run, groups=2)
+    assert trainer.resume() and trainer.global_step == 64
+    trainer.train_until(STEPS, WORLD)
+    trainer.close()
+    for seed in (3, 4, 5, 6):
+        assert _same(_outcome(run / f"seed-{seed}"), _outcome(tmp_path / "full" / f"seed-{seed}"))
+
+
 def test_a_slice_resumes_only_in_a_cohort_of_its_size_and_loads_into_a_network(tmp_path):
     _train([1, 2], tmp_path)
     with pytest.raises(ConfigError, match="cohort of 2"):
@@ -177,6 +242,41 @@ def test_the_cohort_runs_on_a_device_with_the_cpu_numbers():
     assert got == expected
 
 
+def _pipelined_rollouts(device: torch.device, mode: FakeDevice | None = None):
+    """Two groups of two seeds, each update interleaved with the other's collection, as
+    `CohortTrainer(groups=2)` runs them."""
+    groups = [[0, 1], [2, 3]]
+    envs = [CrafterVecEnv(WORLD, 4, 0, num_workers=1, group_size=2) for _ in groups]
+    try:
+        obs = [env.reset() for env in envs]
+        agents = [CohortPPO(MODEL, PPO, g, device, side_stream=True) for g in groups]
+        gens = [
+            [mode.generator(s) if mode else torch.Generator().manual_seed(s) for s in g]
+            for g in groups
+        ]
+        rngs = [[np.random.default_rng(s) for s in g] for g in groups]
+        losses = []
+        obs[0], _ = agents[0].collect(envs[0], obs[0], gens[0])
+        for a, b in ((0, 1), (1, 0), (0, 1)):
+            update = agents[a].update_steps(rngs[a])
+            collect = agents[b].collect_steps(envs[b], obs[b], gens[b])
+            result, (obs[b], _) = interleave(update, collect, PPO)
+            losses.append(result)
+        losses.append(agents[1].update(rngs[1]))
+    finally:
+        for env in envs:
+            env.close()
+    return losses, agents
+
+
+def test_the_pipelined_groups_run_on_a_device_with_the_cpu_numbers():
+    expected, _ = _pipelined_rollouts(torch.device("cpu"))
+    with FakeDevice() as mode:
+        got, agents = _pipelined_rollouts(DEVICE, mode)
+        assert all(on_device(p) for agent in agents for p in agent.params.values())
+    assert got == expected
+
+
 def test_vec_env_groups_take_their_own_seeds_and_mixture():
     seeds = [11, 12, 13, 14]
     configs = [CrafterConfig(length=20), CrafterConfig(target_biome="mountain", length=12)]
@@ -208,10 +308,29 @@ def _cli_json(args: list[str]) -> dict:
 def test_the_cohort_bench_and_the_precision_ab_run_tiny_on_the_cpu(tmp_path):
     tiny = ["--model", "nature", "--num-envs", "2", "--num-steps", "32", "--minibatches", "2"]
     bench = _cli_json(
-        ["bench", "train", *tiny, "--rollouts", "1", "--no-reference", "--cohort", "2"]
+        [
+            "bench",
+            "train",
+            *tiny,
+            "--rollouts",
+            "1",
+            "--no-reference",
+            "--cohort",
+            "2,4",
+            "--cohort-groups",
+            "1,2",
+        ]
     )
-    assert bench["mode"] == "float32" and bench["cohort"] == 2 and bench["baseline_runs"] == 1
+    assert bench["mode"] == "float32" and bench["baseline_runs"] == 1
     assert bench["ratio"] == pytest.approx(bench["cohort_sps"] / bench["baseline_sps"], rel=0.01)
+    # a cohort of 2 has no 2 groups of at least 2 seeds: skipped
+    entries = {(c["cohort"], c["groups"]): c for c in bench["cohorts"]}
+    assert sorted(entries) == [(2, 1), (4, 1), (4, 2)]
+    assert (bench["cohort"], bench["cohort_groups"]) in entries
+    pipelined = entries[4, 2]
+    assert pipelined["collect_sps"] is None and pipelined["update_sps"] is None
+    assert len(pipelined["rollout_s"]) == 1 and pipelined["cohort_sps"] > 0
+    assert entries[2, 1]["collect_sps"] > 0
     ab = _cli_json(
         [
             "bench",

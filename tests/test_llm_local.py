@@ -56,7 +56,7 @@ PARENT = """
 import os, time
 from pathlib import Path
 from envgen.pipeline.executor import worker_pool
-from envgen.pipeline.train import llm_spec
+from envgen.pipeline.recording import llm_spec
 
 def server_pid():
     for entry in Path("/proc").iterdir():

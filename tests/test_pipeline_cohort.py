@@ -29,6 +29,22 @@ def test_the_cohort_size_is_part_of_a_run_identity_only_when_above_one():
         RunConfig(method="original_only", cohort=0)
 
 
+def test_a_pipelined_cohort_s_grouping_is_part_of_a_run_identity_only_when_above_one():
+    cohort = RunConfig(method="original_only", cohort=4)
+    assert "cohort_groups" not in cohort.to_dict()  # every committed cohort keeps its hash
+    assert cohort.replace(cohort_groups=1).config_hash() == cohort.config_hash()
+    pipelined = cohort.replace(cohort_groups=2)
+    assert pipelined.to_dict()["cohort_groups"] == 2
+    assert pipelined.config_hash() != cohort.config_hash()
+    assert RunConfig.from_dict(pipelined.to_dict()) == pipelined
+    with pytest.raises(ConfigError, match="cohort above 1"):
+        RunConfig(method="original_only", cohort_groups=2)
+    with pytest.raises(ConfigError, match="groups of at least 2"):
+        cohort.replace(cohort_groups=3)
+    with pytest.raises(ConfigError, match="groups of at least 2"):
+        cohort.replace(cohort_groups=4)  # groups of 1 seed: runs alone, not a cohort
+
+
 def test_a_profile_puts_only_eligible_rows_in_cohorts():
     import yaml
 
@@ -39,6 +55,14 @@ def test_a_profile_puts_only_eligible_rows_in_cohorts():
     assert profile.apply(RunConfig(method="original_only", agent="ad"), 0).cohort == 1
     with pytest.raises(ConfigError, match="cohort"):
         dataclasses.replace(profile, cohort=65)
+    pipelined = dataclasses.replace(profile, cohort=4, cohort_groups=2)
+    applied = pipelined.apply(RunConfig(method="original_only"), 0)
+    assert (applied.cohort, applied.cohort_groups) == (4, 2)
+    assert pipelined.apply(RunConfig(), 0).cohort_groups == 1  # EnvGen: no cohort
+    with pytest.raises(ConfigError, match="cohort_groups"):
+        dataclasses.replace(profile, cohort=3, cohort_groups=2)
+    with pytest.raises(ConfigError, match="cohort_groups"):
+        dataclasses.replace(profile, cohort_groups=2)  # cohort 1
 
 
 def test_jobs_are_grouped_by_config_in_seed_order():
@@ -70,6 +94,21 @@ def test_a_cohort_trains_through_the_executor_into_sealed_ordinary_runs(tmp_path
     assert all(r.status == DONE for r in again.values())
 
 
+def test_a_pipelined_cohort_trains_through_the_executor_into_sealed_runs(tmp_path):
+    config = tiny_job(0, final_steps=512).config.replace(cohort=4, cohort_groups=2)
+    jobs = [Job(config, s) for s in (4, 7, 9, 11)]
+    s = settings(tmp_path)
+    results = execute(jobs, s, ExecutorConfig(retries=0), log=quiet)
+    assert [results[j.key].status for j in jobs] == [DONE] * 4
+    for slot, job in enumerate(jobs):
+        run = job_dir(job, s.runs_root)
+        verify_run(run)
+        check_identity(run)
+        assert config.config_hash() == run.parent.name
+        cohort = read_provenance(run)["sessions"][-1]["cohort"]
+        assert cohort == {"size": 4, "slot": slot, "seeds": [4, 7, 9, 11], "groups": 2}
+
+
 def test_a_gpu_call_starts_only_what_finishes_inside_its_budget():
     from envgen.gpu.chunk import STARTUP_S, fitting_jobs
 
@@ -83,3 +122,24 @@ def test_a_gpu_call_starts_only_what_finishes_inside_its_budget():
     kept, refused = fitting_jobs(jobs, 2 * STARTUP_S + 300.0, 10_000.0)
     assert kept == jobs and not refused
     assert fitting_jobs(jobs, float("inf"), None) == (jobs, [])
+
+
+def test_a_pipelined_cohort_is_planned_only_with_a_pipelined_measurement(monkeypatch):
+    from envgen.gpu import plan as gpu_plan
+    from envgen.gpu.chunk import STARTUP_S, fitting_jobs
+
+    assert gpu_plan.MEASURED_PIPELINED_COHORT_SPS == {}  # not measured yet: no estimate
+    assert gpu_plan.cohort_rate("paper", True, 8) is not None
+    assert gpu_plan.cohort_rate("paper", True, 8, groups=2) is None
+    config = RunConfig(method="original_only", original_only_steps=1_000_000, model="paper")
+    pipelined = config.replace(bf16_autocast=True, cohort=4, cohort_groups=2)
+    jobs = [Job(pipelined, s) for s in range(4)]
+    alone = gpu_plan.gpu_rate("paper", None, 1)[0]  # the runs' rate until measured
+    need = STARTUP_S + 4 * pipelined.total_steps / alone
+    assert fitting_jobs(jobs, need + 1, None) == (jobs, [])
+    assert fitting_jobs(jobs, need - 1, None)[0] == []
+    monkeypatch.setitem(gpu_plan.MEASURED_PIPELINED_COHORT_SPS, ("paper", "bf16", 4, 2), 8e3)
+    monkeypatch.setattr(gpu_plan, "PIPELINED_COHORT_MEASURED_ON", "one H200")
+    rate, source = gpu_plan.cohort_rate("paper", True, 4, groups=2)
+    assert rate == 8e3 and "in 2 groups" in source
+    assert fitting_jobs(jobs, STARTUP_S + 4e6 / 8e3 + 1, None) == (jobs, [])

@@ -18,13 +18,21 @@ not a cohort (the pipeline trains it with `envgen.agents.trainer.Trainer`).
 Per rollout the host and the device meet once per vector step (the actions come back)
 and once per rollout for rewards and dones; GAE runs in NumPy over all envs at once,
 and losses stay on the device until the rollout's update is done.
+
+`collect_steps` and `update_steps` are the rollout and the update as generators (one
+yield per vector step, resp. per minibatch) so that a pipelined cohort
+(`envgen.agents.cohort_trainer`, `groups=2`: two `CohortPPO`s of W/2 seeds) can run one
+group's update and the other's collection interleaved in one thread (`interleave`), the
+collection on its own CUDA stream (`side_stream`). `collect` and `update` drain them: an
+unpipelined cohort computes exactly what it computed before they existed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import warnings
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import numpy as np
@@ -101,6 +109,55 @@ class CohortRollout:
         )
 
 
+def drain(steps: Generator[None, None, Any]) -> Any:
+    """Run a step generator (`CohortPPO.collect_steps`, `update_steps`) to its end; its
+    return value."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as stop:
+            return stop.value
+
+
+def interleave(
+    update: Generator[None, None, Any],
+    collect: Generator[None, None, Any] | None,
+    cfg: PPOConfig,
+) -> tuple[Any, Any]:
+    """(update's result, collect's result): one seed group's update and another group's
+    collection, cooperatively in this thread, in a fixed order. The update yields once per
+    minibatch (`cfg.epochs * cfg.minibatches` times), the collection once per vector step
+    (`cfg.num_steps`); after the update's i-th yield the collection has made
+    floor(i * num_steps / yields) steps, so the two end together. Each generator's own
+    steps run in the order they run alone, and the two share no tensor, generator or env:
+    every number either computes is the one it computes alone (tests/test_agents_cohort.py
+    compares a pipelined cohort with its groups trained one after the other)."""
+    yields, steps = cfg.epochs * cfg.minibatches, cfg.num_steps
+    collected: list[Any] = []
+    made = 0
+
+    def advance(until: int) -> None:
+        nonlocal made
+        while collect is not None and not collected and made < until:
+            try:
+                next(collect)
+                made += 1
+            except StopIteration as stop:
+                collected.append(stop.value)
+
+    i = 0
+    while True:
+        try:
+            next(update)
+        except StopIteration as stop:
+            result = stop.value
+            break
+        i += 1
+        advance(i * steps // yields)
+    advance(steps + 1)  # the rest, and the collection's end (its last values)
+    return result, (collected[0] if collected else None)
+
+
 def gae_numpy(
     rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, gamma: float, lam: float
 ) -> np.ndarray:
@@ -120,7 +177,13 @@ class CohortPPO:
     """The stacked model, its optimiser and rollout buffer; per-seed slices for checkpoints."""
 
     def __init__(
-        self, model_cfg: ModelConfig, cfg: PPOConfig, seeds: Sequence[int], device: torch.device
+        self,
+        model_cfg: ModelConfig,
+        cfg: PPOConfig,
+        seeds: Sequence[int],
+        device: torch.device,
+        *,
+        side_stream: bool = False,
     ):
         if len(seeds) < 2:
             raise ValueError("a cohort trains at least 2 seeds (one run: trainer.Trainer)")
@@ -144,6 +207,15 @@ class CohortPPO:
         self._forward = vmap(self._one_forward, in_dims=(0, 0))
         self._graph: torch.cuda.CUDAGraph | bool | None = None  # False: capture failed
         pin = device.type == "cuda"
+        # A pipelined cohort's group (`CohortTrainer(groups=2)`) collects on a stream of
+        # its own, of high priority, so that its small policy steps are not queued behind
+        # the other group's update kernels; elsewhere (and off CUDA) no stream is switched.
+        self._side = torch.cuda.Stream(device, priority=-1) if pin and side_stream else None
+        self._collected: torch.cuda.Event | None = None
+        self._updated: torch.cuda.Event | None = None
+        if self._side is not None:  # the initial parameters, written on the default stream
+            self._updated = torch.cuda.Event()
+            self._updated.record(torch.cuda.current_stream(device))
         self._host_obs = torch.zeros(
             (self.size * cfg.num_envs, *OBS_SHAPE), dtype=torch.uint8, pin_memory=pin
         )
@@ -207,27 +279,54 @@ class CohortPPO:
     ) -> tuple[np.ndarray, list[list[FinishedEpisode]]]:
         """Fill the buffer from the cohort's vec env (W * N envs, seed-major); returns the
         next observations and each seed's finished episodes (env index within the seed)."""
+        return drain(self.collect_steps(env, obs, generators))
+
+    def collect_steps(
+        self, env: VecEnv, obs: np.ndarray, generators: Sequence[torch.Generator]
+    ) -> Generator[None, None, tuple[np.ndarray, list[list[FinishedEpisode]]]]:
+        """`collect` one vector step at a time: yields after each step (a pipelined cohort
+        runs another group's update between them) and returns what `collect` returns.
+
+        With `side_stream`, every step's device work is queued on the collection's own
+        stream, never across a yield, so the update interleaved with it stays on the
+        default stream and the two only meet at the events below."""
         buf, n = self.buf, self.cfg.num_envs
         finished: list[list[FinishedEpisode]] = [[] for _ in self.seeds]
         host = self._host_obs.numpy()
+        with self._on_side():  # this seed group's last update has written the parameters
+            if self._updated is not None:
+                torch.cuda.current_stream(self.device).wait_event(self._updated)
         for t in range(buf.obs.shape[1]):
-            host[:] = obs
-            obs_t = self._host_obs.to(self.device, non_blocking=True).view(self.size, n, *OBS_SHAPE)
-            actions, logprobs, values = self._policy_step(obs_t, generators)
-            buf.obs[:, t] = obs_t
-            buf.actions[:, t] = actions
-            buf.logprobs[:, t] = logprobs
-            buf.values[:, t] = values
-            obs, reward, terminated, truncated, infos = env.step(actions.flatten().cpu().numpy())
+            with self._on_side():
+                host[:] = obs
+                obs_t = self._host_obs.to(self.device, non_blocking=True)
+                obs_t = obs_t.view(self.size, n, *OBS_SHAPE)
+                actions, logprobs, values = self._policy_step(obs_t, generators)
+                buf.obs[:, t] = obs_t
+                buf.actions[:, t] = actions
+                buf.logprobs[:, t] = logprobs
+                buf.values[:, t] = values
+                host_actions = actions.flatten().cpu().numpy()  # the step's one host sync
+            obs, reward, terminated, truncated, infos = env.step(host_actions)
             buf.rewards[t] = reward
             done = np.logical_or(terminated, truncated)
             buf.dones[t] = done
             for i in np.flatnonzero(done):
                 finished[i // n].append(FinishedEpisode(t, int(i % n), infos[i]["episode"]))
-        host[:] = obs
-        last = self._host_obs.to(self.device, non_blocking=True).view(self.size, n, *OBS_SHAPE)
-        buf.values[:, -1] = self._policy_step(last, generators)[2]
+            yield
+        with self._on_side():
+            host[:] = obs
+            last = self._host_obs.to(self.device, non_blocking=True)
+            last = last.view(self.size, n, *OBS_SHAPE)
+            buf.values[:, -1] = self._policy_step(last, generators)[2]
+            if self._side is not None:  # the update reads the buffer after this point
+                self._collected = torch.cuda.Event()
+                self._collected.record(self._side)
         return obs, finished
+
+    def _on_side(self) -> contextlib.AbstractContextManager[Any]:
+        """The collection's stream (CUDA, `side_stream`), else nothing to switch."""
+        return torch.cuda.stream(self._side) if self._side is not None else contextlib.nullcontext()
 
     # --- 2. GAE --------------------------------------------------------------------------
     def advantages(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -243,7 +342,18 @@ class CohortPPO:
     # --- 3. update -----------------------------------------------------------------------
     def update(self, rngs: Sequence[np.random.Generator]) -> list[dict[str, float]]:
         """PPO epochs over every seed's rollout at once; each seed's mean losses."""
+        return drain(self.update_steps(rngs))
+
+    def update_steps(
+        self, rngs: Sequence[np.random.Generator]
+    ) -> Generator[None, None, list[dict[str, float]]]:
+        """`update` one minibatch at a time: yields after each minibatch's optimiser step
+        is queued (a pipelined cohort steps another group's envs while the device runs
+        it) and returns what `update` returns. Runs on the default stream."""
         cfg, w = self.cfg, self.size
+        if self._collected is not None:  # the rollout was written on the collection's stream
+            torch.cuda.current_stream(self.device).wait_event(self._collected)
+            self._collected = None
         advantages, returns = self.advantages()
         advantages = (advantages - advantages.mean(1, keepdim=True)) / (
             advantages.std(1, keepdim=True) + 1e-8
@@ -256,7 +366,12 @@ class CohortPPO:
         stats: list[torch.Tensor] = []
         for _ in range(cfg.epochs):
             orders = torch.from_numpy(np.stack([rng.permutation(batch) for rng in rngs]))
-            orders = orders.to(self.device)
+            # pinned, the copy does not wait for the minibatches queued before it (a
+            # pageable one synchronises the stream: the other group's collection would idle)
+            if self.device.type == "cuda":
+                orders = orders.pin_memory().to(self.device, non_blocking=True)
+            else:
+                orders = orders.to(self.device)
             for start in range(0, batch, mb):
                 idx = orders[:, start : start + mb]
                 logprobs_all, value_pred = self._update_forward(obs[rows, idx])
@@ -280,6 +395,10 @@ class CohortPPO:
                     kl = ((ratio - 1) - log_ratio).mean(1)
                     clip = ((ratio - 1).abs() > cfg.clip).float().mean(1)
                     stats.append(torch.stack([policy_loss, value_loss, entropy, kl, clip]))
+                yield
+        if self._side is not None:  # the next collection reads the new parameters after this
+            self._updated = torch.cuda.Event()
+            self._updated.record(torch.cuda.current_stream(self.device))
         means = torch.stack(stats).mean(0).cpu().numpy()  # the update's one sync: (5, W)
         return [{k: float(means[j, s]) for j, k in enumerate(STATS)} for s in range(w)]
 
@@ -344,3 +463,6 @@ class CohortPPO:
             for i, entry in first["state"].items()
         }
         self.optimizer.load_state_dict({"state": merged, "param_groups": first["param_groups"]})
+        if self._side is not None:  # the next collection reads the loaded parameters
+            self._updated = torch.cuda.Event()
+            self._updated.record(torch.cuda.current_stream(self.device))

@@ -11,6 +11,19 @@ A slice resumes in any slot of a cohort of the same W.
 
 The mixture is one for the whole cohort and is never switched: cohorts train runs that
 play one mixture from start to end (the original game: `original_only`).
+
+Pipelined (`groups=2`): the cohort's seeds are split into two groups of W/2 (slots in
+order), each its own batched model (`CohortPPO`), vec env and policy step (its own CUDA
+graph, on its own stream). While one group's PPO update runs on the device, the other
+collects its next rollout (`cohort.interleave`, in this thread, in a fixed order), then
+they swap: the collection is mostly the CPU's (env workers) and the update mostly the
+GPU's, so their times overlap instead of adding up. Every seed still alternates collect,
+update, collect with its own parameters (on-policy as before), and a seed's numbers are
+those of a cohort of W/2 (the policy step's batch is its group's): fixed by (seed, W,
+groups, device model, software, precision), hence `RunConfig.cohort_groups` in the run's
+identity. Group 0 collects the next rollout during the last group's update; before a
+checkpoint (and at the end of `train_until`) it does not, so a checkpoint holds every
+seed at a rollout boundary and resumes exactly.
 """
 
 from __future__ import annotations
@@ -28,8 +41,8 @@ import torch
 from tqdm import tqdm
 
 from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
-from envgen.agents.cohort import CohortPPO
-from envgen.agents.config import ModelConfig, PPOConfig
+from envgen.agents.cohort import CohortPPO, drain, interleave
+from envgen.agents.config import ModelConfig, PPOConfig, check_groups
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Counters
@@ -57,8 +70,23 @@ def crafter_cohort_env_factory(num_workers: int | None = None) -> CohortEnvFacto
     return make
 
 
+@dataclasses.dataclass(eq=False)
+class _Group:
+    """One seed group of a cohort: its slots (indices into the cohort's seeds), its
+    batched model, its vec env and observations; `ahead`: it has collected the next
+    rollout, not yet updated on (pipelined only)."""
+
+    slots: range
+    agent: CohortPPO
+    env: Any = None
+    obs: np.ndarray | None = None
+    ahead: bool = False
+    counts: list[int] = dataclasses.field(default_factory=list)  # episodes per seed, last rollout
+
+
 class CohortTrainer:
-    """W seeds of one (model, PPO) config; `run_dirs[k]` is seed `seeds[k]`'s directory."""
+    """W seeds of one (model, PPO) config; `run_dirs[k]` is seed `seeds[k]`'s directory;
+    `groups` > 1 pipelines the cohort (module docstring)."""
 
     def __init__(
         self,
@@ -72,9 +100,11 @@ class CohortTrainer:
         episode_record: Callable[..., dict[str, Any]] = episode_record,
         progress: bool = False,
         checkpoint_seconds: float = 0.0,
+        groups: int = 1,
     ):
         if len(seeds) != len(run_dirs) or len(set(seeds)) != len(seeds):
             raise ConfigError("seeds", "a cohort needs distinct seeds, one run directory each")
+        check_groups(len(seeds), groups)
         self.model_cfg, self.ppo_cfg, self.seeds = model_cfg, ppo_cfg, list(seeds)
         self.size = len(self.seeds)
         self.run_dirs = [Path(d) for d in run_dirs]
@@ -84,7 +114,21 @@ class CohortTrainer:
         self.progress = progress
         self.checkpoint_seconds = checkpoint_seconds
         self._checkpointed_at = time.monotonic()
-        self.agent = CohortPPO(model_cfg, ppo_cfg, self.seeds, self.device)
+        self.groups = groups
+        per = self.size // groups
+        self._groups = [
+            _Group(
+                range(g * per, (g + 1) * per),
+                CohortPPO(
+                    model_cfg,
+                    ppo_cfg,
+                    self.seeds[g * per : (g + 1) * per],
+                    self.device,
+                    side_stream=groups > 1,
+                ),
+            )
+            for g in range(groups)
+        ]
         self.action_rngs = []
         for seed in self.seeds:
             g = torch.Generator(device=self.device)
@@ -92,12 +136,17 @@ class CohortTrainer:
             self.action_rngs.append(g)
         self.shuffle_rngs = [np.random.default_rng(derive_seed(s, "minibatches")) for s in seeds]
         self.counters = Counters()
-        self.env: Any = None
-        self.obs: np.ndarray | None = None
         self.mixture: tuple[tuple[Any, ...], tuple[float, ...] | None] | None = None
         self._saved_env: list[dict[str, Any]] | None = None
         self.episodes = [JsonlLog(d / "episodes.jsonl") for d in self.run_dirs]
         self.metrics = [JsonlLog(d / "metrics.jsonl") for d in self.run_dirs]
+
+    @property
+    def agent(self) -> CohortPPO:
+        """The batched model of an unpipelined cohort (`groups` 1)."""
+        if self.groups != 1:
+            raise AttributeError("a pipelined cohort has one CohortPPO per group (_groups)")
+        return self._groups[0].agent
 
     @property
     def global_step(self) -> int:
@@ -128,7 +177,15 @@ class CohortTrainer:
         )
         while self.global_step < step:
             start = time.perf_counter()
-            counts, losses = self._rollout_and_update(phase)
+            # pipelined: group 0 collects the next rollout now unless this call ends or a
+            # checkpoint follows this rollout (a checkpoint holds every seed at a boundary)
+            ahead = (
+                self.groups > 1
+                and self.global_step + self.ppo_cfg.rollout_size < step
+                and (self.counters.rollouts + 1) % self.ppo_cfg.checkpoint_rollouts != 0
+                and not self._clock_due()
+            )
+            counts, losses = self._rollout_and_update(phase, ahead)
             sps = self.ppo_cfg.rollout_size / (time.perf_counter() - start)
             for k in range(self.size):
                 self.metrics[k].write(
@@ -142,20 +199,84 @@ class CohortTrainer:
                 )
             bar.update(self.ppo_cfg.rollout_size * self.size)
             bar.set_postfix(sps=f"{sps * self.size:.0f}")
-            if self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0 or (
-                self.checkpoint_seconds
-                and time.monotonic() - self._checkpointed_at >= self.checkpoint_seconds
+            if not self._groups[0].ahead and (
+                self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0 or self._clock_due()
             ):
                 self.checkpoint()
         bar.close()
 
-    def _rollout_and_update(self, phase: str) -> tuple[list[int], list[dict[str, float]]]:
-        if self.env is None:
-            self._open_env()
+    def _clock_due(self) -> bool:
+        return bool(
+            self.checkpoint_seconds
+            and time.monotonic() - self._checkpointed_at >= self.checkpoint_seconds
+        )
+
+    def _rollout_and_update(
+        self, phase: str, ahead: bool = False
+    ) -> tuple[list[int], list[dict[str, float]]]:
+        """One rollout and update of every seed; pipelined, `ahead` also collects group
+        0's next rollout during the last group's update."""
+        if self._groups[0].env is None:
+            self._open_envs()
         start_step = self.global_step
-        self.obs, finished = self.agent.collect(self.env, self.obs, self.action_rngs)
-        losses = self.agent.update(self.shuffle_rngs)
-        for k, seed_losses in enumerate(losses):
+        if self.groups == 1:
+            group = self._groups[0]
+            group.obs, finished = group.agent.collect(
+                group.env, group.obs, self._rngs(group, self.action_rngs)
+            )
+            losses = group.agent.update(self._rngs(group, self.shuffle_rngs))
+            self._check_finite(group, losses)
+            self.counters.global_step += self.ppo_cfg.rollout_size
+            self.counters.rollouts += 1
+            self._write_episodes(group, finished, start_step, phase)
+            return [len(e) for e in finished], losses
+        first = self._groups[0]
+        if not first.ahead:
+            self._collected(first, drain(self._collect(first)), start_step, phase)
+        losses: list[dict[str, float]] = [{} for _ in self.seeds]
+        counts = [0] * self.size
+        for i, group in enumerate(self._groups):
+            for k, count in zip(group.slots, group.counts, strict=True):
+                counts[k] = count  # before group 0 collects ahead
+            last = i + 1 == self.groups
+            following = first if last and ahead else None if last else self._groups[i + 1]
+            update = group.agent.update_steps(self._rngs(group, self.shuffle_rngs))
+            collect = self._collect(following) if following is not None else None
+            group_losses, collected = interleave(update, collect, self.ppo_cfg)
+            if following is not None:
+                at = start_step + (self.ppo_cfg.rollout_size if last else 0)
+                self._collected(following, collected, at, phase)
+            self._check_finite(group, group_losses)
+            for k, seed_losses in zip(group.slots, group_losses, strict=True):
+                losses[k] = seed_losses
+        first.ahead = ahead
+        self.counters.global_step += self.ppo_cfg.rollout_size
+        self.counters.rollouts += 1
+        return counts, losses
+
+    def _collect(self, group: _Group):
+        return group.agent.collect_steps(group.env, group.obs, self._rngs(group, self.action_rngs))
+
+    def _collected(self, group: _Group, result: Any, start_step: int, phase: str) -> None:
+        """A pipelined group's collection ended: its observations, its episodes logged."""
+        group.obs, finished = result
+        self._write_episodes(group, finished, start_step, phase)
+
+    def _write_episodes(
+        self, group: _Group, finished: list[list[Any]], start_step: int, phase: str
+    ) -> None:
+        group.counts = [len(episodes) for episodes in finished]
+        for k, episodes in zip(group.slots, finished, strict=True):
+            for ep in episodes:
+                step = start_step + (ep.t + 1) * self.ppo_cfg.num_envs
+                self.episodes[k].write(self.episode_record(ep.info, step, phase))
+
+    @staticmethod
+    def _rngs(group: _Group, rngs: Sequence[Any]) -> list[Any]:
+        return [rngs[k] for k in group.slots]
+
+    def _check_finite(self, group: _Group, losses: list[dict[str, float]]) -> None:
+        for k, seed_losses in zip(group.slots, losses, strict=True):
             bad = {n: v for n, v in seed_losses.items() if not math.isfinite(v)}
             if bad:
                 name, value = next(iter(bad.items()))
@@ -164,47 +285,57 @@ class CohortTrainer:
                     f"{name} is {value}; lower ppo.lr ({self.ppo_cfg.lr}) or "
                     "ppo.max_grad_norm and start the cohort over"
                 )
-        self.counters.global_step += self.ppo_cfg.rollout_size
-        self.counters.rollouts += 1
-        for k, episodes in enumerate(finished):
-            for ep in episodes:
-                step = start_step + (ep.t + 1) * self.ppo_cfg.num_envs
-                self.episodes[k].write(self.episode_record(ep.info, step, phase))
-        return [len(e) for e in finished], losses
 
-    def _env_seeds(self) -> list[int]:
+    def _env_seeds(self, group: _Group) -> list[int]:
         n = self.ppo_cfg.num_envs
-        return [env_seed(derive_seed(s, "env"), i) for s in self.seeds for i in range(n)]
+        return [
+            env_seed(derive_seed(self.seeds[k], "env"), i) for k in group.slots for i in range(n)
+        ]
 
-    def _open_env(self) -> None:
+    def _open_envs(self) -> None:
         assert self.mixture is not None
         configs, weights = self.mixture
         n = self.ppo_cfg.num_envs
-        self.env = self.env_factory(configs, self._env_seeds(), n, weights)
         saved, self._saved_env = self._saved_env, None
-        if saved is None:
-            self.obs = self.env.reset()
-            return
-        try:
-            self.env.set_state(_merge_env_states(saved, n))
-        except (AttributeError, KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
-            self.close_env()
-            raise EnvGenError(
-                f"{self.run_dirs[0] / LATEST_CHECKPOINT}: a saved environment state of the "
-                f"cohort is malformed ({type(exc).__name__}); remove every seed's "
-                f"{CHECKPOINT_DIR} to start the cohort from step 0"
-            ) from None
-        self.obs = self.env.last_obs
+        for group in self._groups:
+            group.env = self.env_factory(configs, self._env_seeds(group), n, weights)
+            group.ahead = False
+            if saved is None:
+                group.obs = group.env.reset()
+                continue
+            try:
+                group.env.set_state(_merge_env_states([saved[k] for k in group.slots], n))
+            except (
+                AttributeError,
+                KeyError,
+                TypeError,
+                ValueError,
+                IndexError,
+                RuntimeError,
+            ) as exc:
+                self.close_env()
+                raise EnvGenError(
+                    f"{self.run_dirs[0] / LATEST_CHECKPOINT}: a saved environment state of the "
+                    f"cohort is malformed ({type(exc).__name__}); remove every seed's "
+                    f"{CHECKPOINT_DIR} to start the cohort from step 0"
+                ) from None
+            group.obs = group.env.last_obs
 
     # --- checkpoints -------------------------------------------------------------------
     def checkpoint(self) -> None:
         """One slice per seed (module docstring): previous kept until all are written."""
+        if self._groups[0].ahead:  # group 0's next rollout is in no checkpoint's format
+            raise RuntimeError("a pipelined cohort checkpoints at a rollout boundary only")
         self.counters.checkpoints += 1
         self.counters.checkpoint_step = self.global_step
         self._checkpointed_at = time.monotonic()
         env_states = None
-        if self.env is not None:
-            env_states = _split_env_state(self.env.get_state(), self.ppo_cfg.num_envs)
+        if self._groups[0].env is not None:
+            env_states = [
+                state
+                for group in self._groups
+                for state in _split_env_state(group.env.get_state(), self.ppo_cfg.num_envs)
+            ]
         elif self._saved_env is not None:
             env_states = self._saved_env
         for k in range(self.size):
@@ -220,13 +351,17 @@ class CohortTrainer:
         from envgen.envs.plain import mixture_to_plain
 
         g = self.action_rngs[k]
+        group = self._groups[k // (self.size // self.groups)]
+        cohort = {"size": self.size, "step": self.global_step}
+        if self.groups > 1:  # left out at 1: an unpipelined cohort's slices as before
+            cohort["groups"] = self.groups
         return {
             "model_cfg": dataclasses.asdict(self.model_cfg),
             "ppo_cfg": dataclasses.asdict(self.ppo_cfg),
             "seed": self.seeds[k],
-            "cohort": {"size": self.size, "step": self.global_step},
+            "cohort": cohort,
             "counters": dataclasses.asdict(self.counters),
-            **self.agent.seed_state(k),
+            **group.agent.seed_state(k - group.slots.start),
             "action_rng": {"device": g.device.type, "state": g.get_state()},
             "shuffle_rng": self.shuffle_rngs[k].bit_generator.state,
             "env": (
@@ -260,7 +395,8 @@ class CohortTrainer:
         for k, state in enumerate(states):
             self._check_slice(k, state)
         try:
-            self.agent.load_seed_states(states)
+            for group in self._groups:
+                group.agent.load_seed_states([states[k] for k in group.slots])
             counters = Counters(**states[0]["counters"])
             for k, state in enumerate(states):
                 saved = state["action_rng"]
@@ -310,6 +446,13 @@ class CohortTrainer:
                     f"{self.size}: a seed's numbers depend on W; resume it in a cohort of "
                     "that size",
                 )
+            if cohort.get("groups", 1) != self.groups:
+                raise ConfigError(
+                    "cohort_groups",
+                    f"{run_dir} was trained in a cohort of {self.size} in "
+                    f"{cohort.get('groups', 1)} group(s), not {self.groups}: a seed's numbers "
+                    "depend on its group's size; resume it with that grouping",
+                )
             out[cohort["step"]] = state
         return out
 
@@ -327,9 +470,10 @@ class CohortTrainer:
                 )
 
     def close_env(self) -> None:
-        if self.env is not None:
-            self.env.close()
-        self.env, self.obs = None, None
+        for group in self._groups:
+            if group.env is not None:
+                group.env.close()
+            group.env, group.obs, group.ahead = None, None, False
 
     def close(self) -> None:
         self.close_env()

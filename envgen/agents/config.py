@@ -290,3 +290,15 @@ def model_preset(name: str) -> ModelConfig:
             "model", f"unknown preset {name!r}; choose one of {', '.join(MODEL_PRESETS)}"
         )
     return MODEL_PRESETS[name]
+
+
+def check_groups(size: int, groups: int) -> None:
+    """A pipelined cohort's grouping: `groups` divides W, each group at least 2 seeds."""
+    if type(groups) is not int or groups < 1:
+        raise ConfigError("cohort_groups", f"{groups!r}: a whole number >= 1 (1: not pipelined)")
+    if groups > 1 and (size % groups or size // groups < 2):
+        raise ConfigError(
+            "cohort_groups",
+            f"a cohort of {size} splits into {groups} groups only if {groups} divides it "
+            "into groups of at least 2 seeds",
+        )

@@ -23,6 +23,12 @@ in this process) after the levels; the JSON line then has "cohorts" (one entry p
 and, for the fastest, "cohort", "cohort_sps", "baseline_sps" (the last --concurrency
 level, e.g. 8 runs in 8 processes), and "ratio" = cohort_sps / baseline_sps (the
 reference's ratio moves to "reference_ratio").
+
+`--cohort-groups 1,2` times each cohort size at each grouping (`groups` 2: a pipelined
+cohort, `envgen.agents.cohort_trainer`, one group collecting while the other updates);
+each "cohorts" entry names its "groups". A pipelined cohort's collection and update
+overlap, so its entry has no "collect_sps" and "update_sps" (null): only "cohort_sps",
+the env steps/s of all its seeds together, compares with the unpipelined entries.
 """
 
 from __future__ import annotations
@@ -30,12 +36,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import multiprocessing as mp
 import resource
 import tempfile
 import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -177,6 +185,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also time cohorts of these sizes W (e.g. 8,16): W seeds as one batched model "
         "in this process (envgen.agents.cohort); the JSON line compares each with the "
         "last --concurrency level",
+    )
+    parser.add_argument(
+        "--cohort-groups",
+        type=concurrency_levels,
+        default=(1,),
+        help="time each --cohort size at each of these groupings, e.g. 1,2 (2: pipelined, "
+        "one group of W/2 seeds collects while the other updates; default 1)",
     )
     parser.add_argument("--seed", type=whole_number(0), default=0, help="seed (default 0)")
     add_threads_argument(parser)
@@ -350,18 +365,34 @@ def run(args: argparse.Namespace) -> int:
         result.update(baseline_runs=baseline["runs"], baseline_sps=baseline["total_sps"])
         result["cohorts"] = []
         for size in args.cohort:
-            timed = cohort_run(args, ppo_cfg, size)
-            timed["ratio"] = round(timed["cohort_sps"] / baseline["total_sps"], 3)
-            result["cohorts"].append(timed)
-            print(
-                f"cohort of {size}: {timed['cohort_sps']:.1f} env steps/s in all "
-                f"({timed['ratio']:.2f}x the {baseline['runs']}-run level); collect "
-                f"{timed['collect_sps']:.1f}, update {timed['update_sps']:.1f} samples/s, "
-                f"peak {timed['peak_mib']:.0f} MiB",
-                flush=True,
-            )
+            for groups in args.cohort_groups:
+                if groups > 1 and (size % groups or size // groups < 2):
+                    print(f"cohort of {size} in {groups} groups: skipped (groups of < 2 seeds)")
+                    continue
+                timed = cohort_run(args, ppo_cfg, size, groups)
+                timed["ratio"] = round(timed["cohort_sps"] / baseline["total_sps"], 3)
+                result["cohorts"].append(timed)
+                parts = (
+                    f"collect {timed['collect_sps']:.1f}, update {timed['update_sps']:.1f} "
+                    "samples/s"
+                    if groups == 1
+                    else f"pipelined in {groups} groups"
+                )
+                print(
+                    f"cohort of {size}: {timed['cohort_sps']:.1f} env steps/s in all "
+                    f"({timed['ratio']:.2f}x the {baseline['runs']}-run level); {parts}, "
+                    f"peak {timed['peak_mib']:.0f} MiB",
+                    flush=True,
+                )
+        if not result["cohorts"]:
+            raise ConfigError("cohort_groups", "no --cohort size splits into these groups")
         best = max(result["cohorts"], key=lambda c: c["cohort_sps"])
-        result.update(cohort=best["cohort"], cohort_sps=best["cohort_sps"], ratio=best["ratio"])
+        result.update(
+            cohort=best["cohort"],
+            cohort_groups=best["groups"],
+            cohort_sps=best["cohort_sps"],
+            ratio=best["ratio"],
+        )
     if not args.no_reference:
         cpu_args = argparse.Namespace(**{**vars(args), "device": "cpu"})
         reference = _one_run(cpu_args, ppo_cfg, reference=True)["sps"]
@@ -387,9 +418,16 @@ def precision_mode(args: argparse.Namespace) -> str:
     return mode + ("+channels_last" if args.channels_last else "")
 
 
-def cohort_run(args: argparse.Namespace, ppo_cfg: PPOConfig, size: int) -> dict[str, Any]:
-    """A cohort of `size` seeds in this process: a warm-up rollout, then `args.rollouts`
-    timed ones; env steps/s of all seeds together."""
+def cohort_run(
+    args: argparse.Namespace, ppo_cfg: PPOConfig, size: int, groups: int = 1
+) -> dict[str, Any]:
+    """A cohort of `size` seeds (in `groups` groups, pipelined when > 1) in this process:
+    a warm-up rollout, then `args.rollouts` timed ones; env steps/s of all seeds
+    together. A pipelined cohort's timed rollouts overlap as in training (group 0 collects
+    the next rollout during the last group's update) except that the first starts with
+    group 0's collection alone and the last ends with the last group's update alone (as
+    after every checkpoint in training): time 3 or more rollouts; "rollout_s" gives each
+    timed rollout's seconds (the middle ones are the steady state)."""
     from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
 
     set_deterministic(args.deterministic)
@@ -404,6 +442,7 @@ def cohort_run(args: argparse.Namespace, ppo_cfg: PPOConfig, size: int) -> dict[
             dirs,
             args.device,
             env_factory=crafter_cohort_env_factory(args.workers),
+            groups=groups,
         )
         try:
             trainer.train_until(ppo_cfg.rollout_size, [CrafterConfig()])
@@ -411,20 +450,26 @@ def cohort_run(args: argparse.Namespace, ppo_cfg: PPOConfig, size: int) -> dict[
                 import torch
 
                 torch.cuda.reset_peak_memory_stats(args.device)
-            seconds = _timed(trainer, args.device)  # type: ignore[arg-type]
+            seconds = {"collect": math.nan, "update": math.nan}
+            if groups == 1:  # a pipelined cohort's collection and update overlap
+                seconds = _timed(trainer, args.device)  # type: ignore[arg-type]
             begin = time.perf_counter()
             trainer.train_until((1 + args.rollouts) * ppo_cfg.rollout_size, [CrafterConfig()])
             wall = time.perf_counter() - begin
             card = _card_mib(args.device)
         finally:
             trainer.close()
+        lines = Path(dirs[0], "metrics.jsonl").read_text().splitlines()[1:]
+        rollout_s = [ppo_cfg.rollout_size / json.loads(line)["time/sps"] for line in lines]
     steps = args.rollouts * ppo_cfg.rollout_size * size
     return {
         "cohort": size,
+        "groups": groups,
         "cohort_sps": round(steps / wall, 1),
         "wall_s": round(wall, 2),
-        "collect_sps": round(steps / seconds["collect"], 1),
-        "update_sps": round(steps / seconds["update"], 1),
+        "collect_sps": round(steps / seconds["collect"], 1) if groups == 1 else None,
+        "update_sps": round(steps / seconds["update"], 1) if groups == 1 else None,
+        "rollout_s": [round(t, 3) for t in rollout_s],
         "peak_mib": round(_peak_mib(args.device), 1),
         **{k: round(v, 1) for k, v in card.items()},
     }

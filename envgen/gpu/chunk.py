@@ -186,7 +186,9 @@ def fitting_jobs(jobs: list, budget_s: float, sps: float | None) -> tuple[list, 
         if config is None:  # the Random row: no GPU, seconds
             kept += unit
             continue
-        measured = gpu_plan.cohort_rate(config.model, config.bf16_autocast, config.cohort)
+        measured = gpu_plan.cohort_rate(
+            config.model, config.bf16_autocast, config.cohort, config.cohort_groups
+        )
         rate = sps or (measured[0] if config.cohort > 1 and measured else None)
         rate = rate or gpu_plan.gpu_rate(config.model, None, 1)[0]
         need = STARTUP_S + config.total_steps * len(unit) / rate

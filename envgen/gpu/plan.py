@@ -64,6 +64,13 @@ ASSUMED_GPU_SPS = {"impala-small": 10_000.0, "nature": 20_000.0}
 # (results/gpu/2026-11-26-h200/bench_*_graphed.log), float32 with --deterministic.
 MEASURED_COHORT_SPS = {("paper", "float32", 8): 1_702.6, ("paper", "bf16", 8): 4_562.5}
 COHORT_MEASURED_ON = "one H200"
+# The same for pipelined cohorts (`RunConfig.cohort_groups`: one group collects while
+# another updates), by (network, precision, W, groups). NOT MEASURED YET: empty until
+# `envgen bench train --device cuda --model paper --cohort 8 --cohort-groups 1,2`
+# (results/gpu/next/call.sh) has run on a GPU; until then such a cohort is planned with
+# the runs' rate, as any cohort whose kind was not measured.
+MEASURED_PIPELINED_COHORT_SPS: dict[tuple[str, str, int, int], float] = {}
+PIPELINED_COHORT_MEASURED_ON = ""
 AD_COST = 3.0  # AD's env step costs this many PPO steps of GPU time (ASSUMED, not measured)
 
 
@@ -182,10 +189,23 @@ def gpu_rate(model: str, sps: float | None, runs: int = 1) -> tuple[float, str]:
     return ASSUMED_GPU_SPS[model], "ASSUMED, not measured"
 
 
-def cohort_rate(model: str, bf16: bool, size: int) -> tuple[float, str] | None:
+def cohort_rate(model: str, bf16: bool, size: int, groups: int = 1) -> tuple[float, str] | None:
     """(env steps/s of one cohort of `size` on a GPU, where it comes from): the
-    measurement at the largest W not above `size`, or None when none was measured."""
+    measurement at the largest W not above `size`, or None when none was measured.
+    A pipelined cohort (`groups` > 1) takes only a pipelined measurement of its groups."""
     precision = "bf16" if bf16 else "float32"
+    if groups > 1:
+        table = MEASURED_PIPELINED_COHORT_SPS
+        fitting = [w for (m, p, w, g) in table if (m, p, g) == (model, precision, groups)]
+        fitting = [w for w in fitting if w <= size]
+        if not fitting:
+            return None
+        w = max(fitting)
+        return (
+            table[(model, precision, w, groups)],
+            f"measured on {PIPELINED_COHORT_MEASURED_ON}, a {precision} cohort of {w} "
+            f"in {groups} groups",
+        )
     sizes = [w for (m, p, w) in MEASURED_COHORT_SPS if m == model and p == precision]
     fitting = [w for w in sizes if w <= size]
     if not fitting:

@@ -4,9 +4,10 @@ The method is `original_only` (every phase in the original game, one mixture fro
 to end: `RunConfig.cohort_eligible`), so the cohort walks `runner.run_original_only`'s
 schedule: pretraining, then the scored final phase. Each seed ends as a run alone ends:
 its `final_metrics.json` (the same fields, `runner.crafter_final_metrics`), its
-provenance (with the cohort's size, the seed's slot and its neighbours), sealed. The
-run store, verify, rerun and the report therefore see ordinary runs; the cohort's size
-is in each run's config (`RunConfig.cohort`), hence in its hash.
+provenance (with the cohort's size, the seed's slot and its neighbours, and the number
+of groups of a pipelined cohort), sealed. The run store, verify, rerun and the report
+therefore see ordinary runs; the cohort's size and grouping are in each run's config
+(`RunConfig.cohort`, `RunConfig.cohort_groups`), hence in its hash.
 """
 
 from __future__ import annotations
@@ -86,11 +87,14 @@ def execute_cohort(
         episode_record=game.episode_record,
         progress=options.progress,
         checkpoint_seconds=60 * options.checkpoint_minutes,
+        groups=config.cohort_groups,
     )
     try:
         trainer.resume()
         for slot, p in enumerate(paths):
-            cohort = {"size": len(seeds), "slot": slot, "seeds": seeds}
+            cohort: dict[str, Any] = {"size": len(seeds), "slot": slot, "seeds": seeds}
+            if config.cohort_groups > 1:  # pipelined (left out at 1, as in the hash)
+                cohort["groups"] = config.cohort_groups
             start_session(
                 p.root,
                 config.game,

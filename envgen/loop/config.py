@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.agents.config import PPOOverrides
+from envgen.agents.config import PPOOverrides, check_groups
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.input_checks import (
@@ -139,6 +139,11 @@ class RunConfig:
     """Seeds trained together as one batched model (`envgen.agents.cohort`; original_only
     PPO in Crafter). A seed's numbers depend on the cohort's size, hence part of the
     run's identity; 1 (a run alone) is left out of the hash."""
+    cohort_groups: int = 1
+    """A pipelined cohort (`envgen.agents.cohort_trainer`): its seeds split into this many
+    groups of cohort / cohort_groups, one collecting while another updates. A seed's
+    numbers are those of its group's size, hence part of the run's identity; 1 (not
+    pipelined) is left out of the hash."""
 
     @property
     def cohort_eligible(self) -> bool:
@@ -164,6 +169,10 @@ class RunConfig:
             raise ConfigError("agent", f"{self.agent!r}; allowed: {', '.join(AGENTS)}")
         if type(self.cohort) is not int or not 1 <= self.cohort <= MAX_COHORT:
             raise ConfigError("cohort", f"{self.cohort!r}: a whole number in 1..{MAX_COHORT}")
+        if self.cohort_groups != 1:
+            if self.cohort == 1:
+                raise ConfigError("cohort_groups", "pipelines a cohort: set cohort above 1")
+            check_groups(self.cohort, self.cohort_groups)
         if self.cohort > 1 and not self.cohort_eligible:
             raise ConfigError(
                 "cohort",
@@ -272,6 +281,8 @@ class RunConfig:
                 del out[name]
         if out["cohort"] == 1:
             del out["cohort"]
+        if out["cohort_groups"] == 1:
+            del out["cohort_groups"]
         return out
 
     def config_hash(self) -> str:

@@ -8,6 +8,7 @@ of `envgen.gpu.plan`, each figure labelled measured or assumed. Nothing is train
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from envgen.gpu import plan as gpu_plan
 from envgen.pipeline.executor import ExecutorConfig
@@ -52,17 +53,19 @@ def gpu_summary(
         lines.append(f"  {'/'.join(kind)}: {alone} runs per GPU; {memory.describe()}")
     lines.append(f"  runs per GPU when these rows run together: {fit} (the largest run's)")
     total, sources = 0.0, set()
-    for kind in sorted({(c.model, c.bf16_autocast, c.cohort) for c in configs if c.cohort > 1}):
+    for kind in sorted({_cohort_kind(c) for c in configs if c.cohort > 1}):
         measured = gpu_plan.cohort_rate(*kind)
         if measured is None:
             continue  # no cohort of this kind measured: planned with the runs' rate below
-        steps = sum(c.total_steps for c in configs if (c.model, c.bf16_autocast, c.cohort) == kind)
-        configs = [c for c in configs if (c.model, c.bf16_autocast, c.cohort) != kind]
+        steps = sum(c.total_steps for c in configs if _cohort_kind(c) == kind)
+        configs = [c for c in configs if _cohort_kind(c) != kind]
         hours = gpu_plan.gpu_hours(steps, 0, measured[0])
         sources.add(f"{kind[0]} cohorts: {measured[1]}")
         total += hours
         lines.append(
-            f"  GPU-hours, {kind[0]} network in cohorts of {kind[2]}: {hours:,.0f} "
+            f"  GPU-hours, {kind[0]} network in cohorts of {kind[2]}"
+            + (f" in {kind[3]} groups" if kind[3] > 1 else "")
+            + f": {hours:,.0f} "
             f"({steps / 1e6:,.1f}M env steps at {measured[0]:,.0f} per GPU-second: {measured[1]})"
         )
     for model in sorted({c.model for c in configs}):
@@ -93,3 +96,8 @@ def _budget(jobs: Sequence[Job | RandomJob]) -> str:
         f"{len(trained):4d} training runs, {steps / 1e6:9.2f}M env steps"
         f" (+{episodes} random-policy episodes)"
     )
+
+
+def _cohort_kind(config: Any) -> tuple[str, bool, int, int]:
+    """What a cohort's measured rate depends on (a `RunConfig`): network, bf16, W, groups."""
+    return config.model, config.bf16_autocast, config.cohort, config.cohort_groups

@@ -18,7 +18,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from envgen.agents.config import PPOConfig, PPOOverrides, model_preset
+from envgen.agents.config import PPOConfig, PPOOverrides, check_groups, model_preset
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.games import GAMES, game_spec
@@ -35,7 +35,9 @@ STEP_FIELDS: tuple[str, ...] = (
 # The largest step count of any row in the paper: Table 8's 25M Heist steps.
 LARGEST_PAPER_STEPS = 25_000_000
 # Profile fields a profile may leave out (their defaults: off); every other one is required.
-OPTIONAL_FIELDS = frozenset({"deterministic", "bf16_autocast", "channels_last", "cohort"})
+OPTIONAL_FIELDS = frozenset(
+    {"deterministic", "bf16_autocast", "channels_last", "cohort", "cohort_groups"}
+)
 # Profile fields a `games.<game>` section sets for that game's rows (all of them).
 GAME_FIELDS: tuple[str, ...] = (
     "step_scale",
@@ -111,6 +113,10 @@ class Profile:
     cohort: int = 1
     """Seeds trained together as one batched model (`RunConfig.cohort`) in the rows that
     may (original_only PPO in Crafter); 1 = every run alone (optional key)."""
+    cohort_groups: int = 1
+    """Pipelines those cohorts (`RunConfig.cohort_groups`): groups of cohort /
+    cohort_groups seeds, one collecting while another updates; 1 = not pipelined
+    (optional key)."""
     game: str = "crafter"
     """The game whose rows this profile budgets (`for_game` sets it)."""
 
@@ -123,6 +129,13 @@ class Profile:
             raise ConfigError(f"{where}.llm_history_cycles", "must be >= 0 (0 = whole history)")
         if type(self.cohort) is not int or not 1 <= self.cohort <= 64:
             raise ConfigError(f"{where}.cohort", "a whole number in 1..64 (1: runs alone)")
+        if self.cohort_groups != 1:
+            if self.cohort == 1:
+                raise ConfigError(f"{where}.cohort_groups", "pipelines cohorts: set cohort")
+            try:
+                check_groups(self.cohort, self.cohort_groups)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}.cohort_groups", exc.message) from None
         for name in (
             "min_rollouts",
             "eval_episodes",
@@ -253,7 +266,7 @@ class Profile:
                     changes[name] = getattr(self, name)
         applied = config.replace(**changes)
         if self.cohort > 1 and applied.cohort_eligible and "cohort" not in own:
-            applied = applied.replace(cohort=self.cohort)
+            applied = applied.replace(cohort=self.cohort, cohort_groups=self.cohort_groups)
         return applied
 
 
