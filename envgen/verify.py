@@ -36,8 +36,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from envgen import json_input
 from envgen.errors import EnvGenError
 
@@ -56,17 +54,6 @@ class Check:
 
     def line(self) -> str:
         return f"{self.name}: {'matches' if self.ok else 'DIFFERS'} ({self.detail})"
-
-
-def runs_json_files(dvc_yaml: Path = Path("dvc.yaml")) -> list[Path]:
-    """The runs.json files the report stages read, from dvc.yaml's `vars`."""
-    data = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8"))
-    found: list[str] = []
-    for entry in data.get("vars", []):
-        for key in ("all_runs", "campaign_runs"):
-            if isinstance(entry, dict) and key in entry:
-                found += str(entry[key]).split()
-    return [Path(p) for p in found]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -330,6 +317,8 @@ def verify(
     def add(check: Check) -> None:
         checks.append(check)
         echo(check.line())
+
+    from envgen.report.inputs import runs_json_files  # the report's inputs: loaded on use
 
     runs_files = runs_files or runs_json_files()
     add(check_cache())

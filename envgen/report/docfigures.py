@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from envgen.errors import EnvGenError
-from envgen.report.inputs import DONE, TableRecord
+from envgen.report.inputs import DONE, TableRecord, runs_json_files
 from envgen.stats.campaign import H1, CampaignResult, evaluate_campaign
 from envgen.stats.claims import PaperNumbers
 from envgen.stats.compare import welch_test
@@ -532,20 +532,6 @@ def run(runs_files: Sequence[Path], root: Path = Path("."), write: bool = False)
     if not values:
         return [Problem("runs.json", None, "no finished campaign_cpu and campaign_confirm")]
     return check(values, root, write)[0]
-
-
-def runs_json_files(dvc_yaml: Path = Path("dvc.yaml")) -> list[Path]:
-    """The runs.json files the report stages read, from dvc.yaml's `vars` (as
-    `envgen.verify.runs_json_files`)."""
-    import yaml
-
-    data = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8"))
-    found: list[str] = []
-    for entry in data.get("vars", []):
-        for key in ("all_runs", "campaign_runs"):
-            if isinstance(entry, dict) and key in entry:
-                found += str(entry[key]).split()
-    return [Path(p) for p in found]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -358,3 +358,14 @@ def read_accounting(run_dir: Path) -> dict[str, Any] | None:
     """llm_accounting.json (calls, tokens, cost_usd); None for runs that used no LLM."""
     path = run_dir / "llm_accounting.json"
     return json_input.loads(read_run_bytes(path), path) if path.is_file() else None
+
+
+def runs_json_files(dvc_yaml: Path = Path("dvc.yaml")) -> list[Path]:
+    """The runs.json files the report stages read, from dvc.yaml's `vars`."""
+    data = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8"))
+    found: list[str] = []
+    for entry in data.get("vars", []):
+        for key in ("all_runs", "campaign_runs"):
+            if isinstance(entry, dict) and key in entry:
+                found += str(entry[key]).split()
+    return [Path(p) for p in found]
