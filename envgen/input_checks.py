@@ -90,6 +90,17 @@ def check_types(cls: type, data: Mapping[str, Any], prefix: str = "") -> None:
             finite(value, f"{prefix}{name}")
 
 
+MAX_TEMPERATURE = 2.0  # the OpenAI API's bound, which llama.cpp's server shares
+
+
+def check_temperature(value: float, where: str) -> None:
+    """A `ConfigError` unless `value` is a sampling temperature the APIs accept."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(where, f"{value!r} is not a number; give one in 0..{MAX_TEMPERATURE:g}")
+    if not 0.0 <= value <= MAX_TEMPERATURE:  # also false for NaN
+        raise ConfigError(where, f"{value!r} is outside 0..{MAX_TEMPERATURE:g} (paper: 0)")
+
+
 def finite(value: Any, where: str) -> None:
     """A `ConfigError` when a number (or a number in a list) is NaN or infinite: YAML's
     `.nan` and `.inf` are floats, and every comparison with NaN is false, so range checks

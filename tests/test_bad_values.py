@@ -91,6 +91,8 @@ RUN_CASES = [
     ({"n_cycles": 10**9, "method": "envgen"}, "n_cycles", "more than"),
     ({"final_steps": 64}, "final_steps", "too few to finish an episode"),
     ({"n_cycels": 3}, "n_cycels", "did you mean `n_cycles`"),
+    ({"llm_temperature": 3.0}, "llm_temperature", "outside 0..2"),
+    ({"llm_temperature": -0.5}, "llm_temperature", "paper: 0"),
 ]
 
 

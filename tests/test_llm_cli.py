@@ -24,3 +24,14 @@ def test_verify_fails_on_a_bad_file(tmp_path, capsys):
     (tmp_path / ("a" * 64 + ".json")).write_text("{}")
     assert _run("verify", "--cache-dir", str(tmp_path)) == 1
     assert "unreadable cache file" in capsys.readouterr().err
+
+
+def test_record_refuses_a_temperature_out_of_range_before_any_call(tmp_path, capsys):
+    code = _run(
+        "record", "--backend", "compatible", "--model", "m", "--base-url",
+        "http://127.0.0.1:9/v1", "--temperature", "2.5", "--cache-dir", str(tmp_path),
+    )  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--temperature" in err and "0..2" in err
+    assert list(tmp_path.iterdir()) == []

@@ -69,6 +69,17 @@ def test_reply_schema_asks_for_exactly_n():
     assert inventory["iron_sword"]["enum"] == [0, 1]
 
 
+def test_temperature_is_sent_with_the_initial_set_as_seed_and_checked():
+    llm = Scripted(GOOD, GOOD)
+    designer = EnvironmentDesigner(PromptOptions(initial_set=1, temperature=0.7), llm)
+    designer.generate(1)
+    designer.adapt(STATS)
+    assert [(r.temperature, r.seed) for r in llm.requests] == [(0.7, 1), (0.7, 1)]
+    for bad in (-0.1, 2.5, float("nan"), True, "0.7"):
+        with pytest.raises(ConfigError, match="temperature"):
+            PromptOptions(temperature=bad)
+
+
 def test_conversation_reask_and_adaptation():
     llm = Scripted("no json here", GOOD, GOOD)
     designer = EnvironmentDesigner(PromptOptions(initial_set=2), llm)

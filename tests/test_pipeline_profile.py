@@ -63,6 +63,25 @@ def test_history_bound_comes_from_the_profile_unless_the_row_sets_one():
     assert smoke.apply(RunConfig(llm_history_cycles=5), 0).llm_history_cycles == 5
 
 
+def test_temperature_comes_from_the_profile_to_llm_rows_unless_the_row_sets_one():
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    assert load_profile(params, "paper").llm_temperature == 0.0  # optional key, paper's 0
+    params["profiles"]["smoke"]["llm_temperature"] = 0.7
+    smoke = load_profile(params, "smoke")
+    assert smoke.apply(RunConfig(), 0).llm_temperature == 0.7
+    own = RunConfig(llm_temperature=0.2)
+    assert smoke.apply(own, 0, own={"llm_temperature"}).llm_temperature == 0.2
+    # Rows without LLM replies keep the default, hence their hash.
+    heuristic = RunConfig(designer="heuristic")
+    assert smoke.apply(heuristic, 0).llm_temperature == 0.0
+    assert smoke.apply(RunConfig(method="original_only"), 0).llm_temperature == 0.0
+    # 0 is left out of the hash (every committed run keeps its own); above 0 it counts.
+    assert "llm_temperature" not in RunConfig().to_dict()
+    warm = RunConfig(llm_temperature=0.7)
+    assert warm.config_hash() != RunConfig().config_hash()
+    assert RunConfig.from_dict(warm.to_dict()) == warm
+
+
 def test_original_only_rows_ignore_the_initial_set():
     smoke = load_profile(PARAMS, "smoke")
     assert smoke.apply(RunConfig(method="original_only"), initial_set=2).initial_set == 0
@@ -76,6 +95,8 @@ def test_original_only_rows_ignore_the_initial_set():
         ({"ppo": {"num_env": 2}}, "profiles.smoke.ppo.num_env"),
         ({"model": "huge"}, "model"),
         ({"llm_history_cycles": -1}, "profiles.smoke.llm_history_cycles"),
+        ({"llm_temperature": 2.5}, "profiles.smoke.llm_temperature"),
+        ({"llm_temperature": float("nan")}, "profiles.smoke.llm_temperature"),
         ({"games": {"heist": {"seed": [0]}}}, "profiles.smoke.games.heist.seed"),
         ({"games": {"crafter": {}}}, "profiles.smoke.games.crafter"),
         (

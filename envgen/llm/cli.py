@@ -10,7 +10,7 @@ import unicodedata
 from pathlib import Path
 
 from envgen.errors import EnvGenError, LLMResponseError
-from envgen.input_checks import existing_dir
+from envgen.input_checks import check_temperature, existing_dir
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
 from envgen.llm.client import BACKENDS, LOCAL_MODEL, LOCAL_MODELS, backend_config
@@ -55,6 +55,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     record.add_argument("--base-url", help="OpenAI-compatible server URL ending in /v1")
     record.add_argument(
         "--structured", choices=DIALECTS, help="structured-output dialect (default: preset)"
+    )
+    record.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="sampling temperature, sent with the initial set as the seed (default 0, the "
+        "paper's); the rows that replay these replies set the same `llm_temperature`",
     )
     record.add_argument(
         "--call", action="append", choices=list(PLANNED_CALLS), help="repeatable; default all"
@@ -129,6 +136,7 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def _record_calls(args: argparse.Namespace) -> int:
+    check_temperature(args.temperature, "--temperature")
     labels = args.call or list(PLANNED_CALLS)
     failed = 0
     config = backend_config(
@@ -140,7 +148,7 @@ def _record_calls(args: argparse.Namespace) -> int:
         llm = CachedLLM(args.mode, args.cache_dir, backend)
         for label in labels:
             call = planned_call(label)
-            designer = EnvironmentDesigner(call.options(backend), llm)
+            designer = EnvironmentDesigner(call.options(backend, args.temperature), llm)
             started = time.monotonic()
             try:
                 parsed = designer.generate(call.n)

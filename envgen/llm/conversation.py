@@ -27,6 +27,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from envgen.errors import ConfigError, LLMResponseError
+from envgen.input_checks import check_temperature
 from envgen.llm.design_spec import design_spec
 from envgen.llm.parse import ParsedEnvironments, parse_environments
 from envgen.llm.request import ChatRequest, LLMCallable, Message
@@ -68,6 +69,7 @@ class PromptOptions:
             )
         if self.initial_set < 0 or self.max_reasks < 0 or self.history_cycles < 0:
             raise ConfigError("initial_set/max_reasks/history_cycles", "must be >= 0")
+        check_temperature(self.temperature, "temperature")
 
 
 def max_tokens(n: int) -> int:

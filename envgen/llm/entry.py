@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from envgen.input_checks import MAX_TEMPERATURE
 from envgen.llm.client import BACKENDS, LOCAL_MODELS, MAX_INT_FIELD
 
 ROLES = ("system", "user", "assistant")
@@ -85,7 +86,7 @@ def _request(request: Any) -> None:
         if message.get("role") not in ROLES:
             raise ValueError(f"'request.messages[{i}].role' is not one of {', '.join(ROLES)}")
         _text(message.get("content"), f"request.messages[{i}].content", MAX_TEXT)
-    _number(request.get("temperature"), "request.temperature", 0.0, 2.0)
+    _number(request.get("temperature"), "request.temperature", 0.0, MAX_TEMPERATURE)
     _integer(request.get("seed"), "request.seed", -(2**63), 2**63 - 1)
     _integer(request.get("max_tokens"), "request.max_tokens", 1, 10**7)
     if request.get("response_format") is not None:

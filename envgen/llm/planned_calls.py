@@ -29,13 +29,15 @@ class PlannedCall:
     game: str = "crafter"
     """The game the worlds are for (a key of `envgen.games.GAMES`)."""
 
-    def options(self, backend: BackendConfig) -> PromptOptions:
-        """The designer options that reproduce this call on `backend`."""
+    def options(self, backend: BackendConfig, temperature: float = 0.0) -> PromptOptions:
+        """The designer options that reproduce this call on `backend` at `temperature`
+        (a run's `llm_temperature`)."""
         return PromptOptions(
             game=self.game,
             initial_set=self.initial_set,
             obfuscate=self.obfuscate,
             structured=backend.structured,
+            temperature=temperature,
         )
 
     def label(self) -> str:

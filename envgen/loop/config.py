@@ -21,6 +21,7 @@ from envgen.input_checks import (
     MAX_COUNT,
     MAX_STEPS,
     at_most,
+    check_temperature,
     check_types,
     read_yaml_mapping,
     unknown_key,
@@ -88,6 +89,11 @@ class RunConfig:
     """N: environments the LLM writes per call (paper: 4; Table 6: 1, 2, 4, 8)."""
     llm_model: str = "smollm2-135m-instruct"
     """Model id the LLM cache is keyed by (paper: gpt-4-1106-preview)."""
+    llm_temperature: float = 0.0
+    """Sampling temperature of the designer's calls (paper: 0), sent with the initial
+    set as the seed. A local model at 0 is deterministic, so its 3 initial sets would be
+    one reply; above 0 each set is its own seeded sample (docs/llm.md, "Temperature").
+    Left out of the hash at 0."""
     designer: str = "llm"
     """Who writes the environments: llm (the method) | random (domain randomization) |
     heuristic (rule-based, adaptive); the last two are baselines (envgen.loop.world_designers)."""
@@ -225,6 +231,7 @@ class RunConfig:
             raise ConfigError("final_steps", "must be >= 1: the final phase is what is scored")
         if self.llm_history_cycles < 0:
             raise ConfigError("llm_history_cycles", "must be >= 0 (0 = whole history)")
+        check_temperature(self.llm_temperature, "llm_temperature")
         at_most(self.n_cycles, MAX_CYCLES, "n_cycles", "cycles of one run; paper: 4 to 40")
         at_most(self.envs_per_call, 64, "envs_per_call", "environments in one reply; paper: 1-8")
         at_most(self.curriculum_pool, 4096, "curriculum_pool", "environments per ranking")
@@ -265,7 +272,8 @@ class RunConfig:
     # --- identity ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Every field; `designer` only when not the LLM, `agent` only when not PPO and
-        `heuristic_first_set` only when not "initial_set" and the GPU options only when on,
+        `heuristic_first_set` only when not "initial_set", the GPU options only when on and
+        `llm_temperature` only when above 0,
         so that configs written before these existed keep their hash (their run
         directories and LLM slots)."""
         out = dataclasses.asdict(self)
@@ -276,7 +284,7 @@ class RunConfig:
             del out["heuristic_first_set"]
         if out["agent"] == "ppo":
             del out["agent"]
-        for name in ("bf16_autocast", "channels_last"):
+        for name in ("bf16_autocast", "channels_last", "llm_temperature"):
             if not out[name]:
                 del out[name]
         if out["cohort"] == 1:

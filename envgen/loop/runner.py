@@ -179,6 +179,7 @@ def execute_run(
             obfuscate=config.obfuscated,
             structured=llm.backend.structured if llm is not None else "off",
             history_cycles=config.llm_history_cycles,
+            temperature=config.llm_temperature,
         )
         designer = make_designer(
             config.designer, prompt_options, seed, call_log, config.heuristic_first_set

@@ -22,7 +22,15 @@ from envgen.agents.config import PPOConfig, PPOOverrides, check_groups, model_pr
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.games import GAMES, game_spec
-from envgen.input_checks import MAX_COUNT, MAX_STEPS, at_most, check_types, finite, unknown_key
+from envgen.input_checks import (
+    MAX_COUNT,
+    MAX_STEPS,
+    at_most,
+    check_temperature,
+    check_types,
+    finite,
+    unknown_key,
+)
 from envgen.loop.config import RunConfig, check_scored_phase
 
 # RunConfig fields counted in env steps; a profile scales each of them.
@@ -34,9 +42,17 @@ STEP_FIELDS: tuple[str, ...] = (
 )
 # The largest step count of any row in the paper: Table 8's 25M Heist steps.
 LARGEST_PAPER_STEPS = 25_000_000
-# Profile fields a profile may leave out (their defaults: off); every other one is required.
+# Profile fields a profile may leave out (their defaults: off, 0 or 1); every other one
+# is required.
 OPTIONAL_FIELDS = frozenset(
-    {"deterministic", "bf16_autocast", "channels_last", "cohort", "cohort_groups"}
+    {
+        "deterministic",
+        "bf16_autocast",
+        "channels_last",
+        "llm_temperature",
+        "cohort",
+        "cohort_groups",
+    }
 )
 # Profile fields a `games.<game>` section sets for that game's rows (all of them).
 GAME_FIELDS: tuple[str, ...] = (
@@ -110,6 +126,9 @@ class Profile:
     hashes; optional key)."""
     channels_last: bool = False
     """Convolutions in NHWC layout (GPU speed; other run hashes; optional key)."""
+    llm_temperature: float = 0.0
+    """Sampling temperature of the LLM rows that set none of their own
+    (`RunConfig.llm_temperature`; paper: 0); optional key."""
     cohort: int = 1
     """Seeds trained together as one batched model (`RunConfig.cohort`) in the rows that
     may (original_only PPO in Crafter); 1 = every run alone (optional key)."""
@@ -127,6 +146,7 @@ class Profile:
             raise ConfigError(f"{where}.step_scale", "must be > 0 (1.0 = paper)")
         if self.llm_history_cycles < 0:
             raise ConfigError(f"{where}.llm_history_cycles", "must be >= 0 (0 = whole history)")
+        check_temperature(self.llm_temperature, f"{where}.llm_temperature")
         if type(self.cohort) is not int or not 1 <= self.cohort <= 64:
             raise ConfigError(f"{where}.cohort", "a whole number in 1..64 (1: runs alone)")
         if self.cohort_groups != 1:
@@ -258,8 +278,10 @@ class Profile:
             validation_steps=self.validation_steps,
             llm_history_cycles=config.llm_history_cycles or self.llm_history_cycles,
         )
-        if config.uses_llm and "llm_model" not in own:
-            changes["llm_model"] = self.llm_model
+        if config.uses_llm:
+            for name in ("llm_model", "llm_temperature"):
+                if name not in own:
+                    changes[name] = getattr(self, name)
         if config.game == "crafter":
             for name in ("llm_world_rules", "original_world"):
                 if name not in own:
