@@ -4,7 +4,10 @@ values, and whether an adaptation moved toward the weakest skills."""
 import json
 
 from envgen.envs.crafter.config import CrafterConfig
-from envgen.loop.design_quality import reply_quality, supports, weakest
+from envgen.llm.cache import CachedLLM
+from envgen.llm.client import backend_config
+from envgen.llm.request import ChatRequest, ChatResponse, Message, Usage
+from envgen.loop.design_quality import measure, reply_quality, supports, weakest
 from envgen.loop.world_designers import RECIPES
 from envgen.scoring import ACHIEVEMENTS
 
@@ -18,6 +21,7 @@ IRON = {
                              "coal_rarity": "very_common"},
     "inventory_settings": {"stone_pickaxe": 1, "wood": 5, "coal": 2, "stone": 3},
 }  # fmt: skip
+LABEL = "crafter/initial/n2/set0"
 WOOD = {"environment_settings": {"target_biome": "grassland"}, "inventory_settings": {"wood": 3}}
 
 
@@ -60,3 +64,23 @@ def test_out_of_range_values_are_counted_before_clamping():
              "response": {"text": reply(wild)}}  # fmt: skip
     quality = reply_quality(entry)
     assert quality is not None and quality.out_of_range == 2 and quality.toward_weakness is None
+
+
+def test_replies_are_measured_per_model_and_temperature(tmp_path):
+    def record(model, temperature, *worlds):
+        def client(backend):
+            return lambda request: ChatResponse(
+                reply(*worlds), model, Usage(5, 3), "stop", 1700000000
+            )
+
+        backend = backend_config("openai", model=model)
+        llm = CachedLLM("fill", tmp_path, backend, client_factory=client)
+        llm(ChatRequest((Message("user", "design"),), temperature, 0, 100, label=LABEL))
+
+    record("m", 0.0, WOOD, WOOD)
+    record("m", 0.7, WOOD, IRON)
+    record("other", 0.7, IRON, IRON)
+    assert sorted(q.distinct for q in measure(tmp_path, "m")) == [1, 2]
+    assert [q.distinct for q in measure(tmp_path, "m", 0.7)] == [2]
+    assert [q.distinct for q in measure(tmp_path, "m", 0.0)] == [1]
+    assert measure(tmp_path, "m", 1.0) == []

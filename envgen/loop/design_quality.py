@@ -121,11 +121,12 @@ def reply_quality(entry: Mapping[str, Any]) -> ReplyQuality | None:
     )
 
 
-def measure(cache_dir: Path, model: str) -> list[ReplyQuality]:
-    """Every Crafter reply of `model` in the cache, by label."""
+def measure(cache_dir: Path, model: str, temperature: float | None = None) -> list[ReplyQuality]:
+    """Every Crafter reply of `model` in the cache (at `temperature`, if given), by label."""
     found = []
     for _, entry in ResponseCache(cache_dir).entries():
-        if entry["request"]["model"] == model:
+        request = entry["request"]
+        if request["model"] == model and temperature in (None, request["temperature"]):
             quality = reply_quality(entry)
             if quality is not None:
                 found.append(quality)
@@ -135,10 +136,15 @@ def measure(cache_dir: Path, model: str) -> list[ReplyQuality]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True)
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        help="only the replies sampled at this temperature (a run's llm_temperature; default: all)",
+    )
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     args = parser.parse_args(argv)
     try:
-        rows = measure(args.cache_dir, args.model)
+        rows = measure(args.cache_dir, args.model, args.temperature)
     except EnvGenError as exc:
         print(f"envgen.loop.design_quality: {exc}", file=sys.stderr)
         return 1
