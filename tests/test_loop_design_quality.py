@@ -3,11 +3,20 @@ values, and whether an adaptation moved toward the weakest skills."""
 
 import json
 
+import pytest
+
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import backend_config
 from envgen.llm.request import ChatRequest, ChatResponse, Message, Usage
-from envgen.loop.design_quality import measure, reply_quality, supports, weakest
+from envgen.loop.design_quality import (
+    main,
+    measure,
+    reply_quality,
+    summarize,
+    supports,
+    weakest,
+)
 from envgen.loop.world_designers import RECIPES
 from envgen.scoring import ACHIEVEMENTS
 
@@ -84,3 +93,23 @@ def test_replies_are_measured_per_model_and_temperature(tmp_path):
     assert [q.distinct for q in measure(tmp_path, "m", 0.7)] == [2]
     assert [q.distinct for q in measure(tmp_path, "m", 0.0)] == [1]
     assert measure(tmp_path, "m", 1.0) == []
+
+
+def test_the_summary_counts_initial_sets_with_every_world_distinct(tmp_path, capsys):
+    def quality(label, *worlds):
+        entry = {"label": label, "request": {"messages": []}, "response": {"text": reply(*worlds)}}
+        return reply_quality(entry)
+
+    rows = [
+        quality(LABEL, WOOD, IRON),
+        quality("crafter/initial/n2/set1", WOOD, WOOD),
+        quality("crafter/initial/n1/set0", WOOD),
+    ]
+    summary = summarize([q for q in rows if q is not None])
+    assert (summary["initial_sets"], summary["initial_sets_all_distinct"]) == (2, 1)
+    assert summary["all_distinct"] == 2 and summary["adaptations"] == 0
+    with pytest.raises(SystemExit):
+        main(["--cache-dir", str(tmp_path)])  # neither --model nor --out
+    assert "--model" in capsys.readouterr().err
+    assert main(["--cache-dir", str(tmp_path), "--out", str(tmp_path / "q.json")]) == 0
+    assert json.loads((tmp_path / "q.json").read_text()) == {}

@@ -31,6 +31,7 @@ from typing import Any
 
 from envgen.envs.crafter.config import RARITIES, CrafterConfig
 from envgen.errors import EnvGenError, LLMResponseError
+from envgen.files import write_json_atomic
 from envgen.llm.cache import DEFAULT_CACHE_DIR, ResponseCache
 from envgen.llm.parse import parse_environments
 from envgen.llm.slots import FEEDBACK_LINE
@@ -123,52 +124,95 @@ def reply_quality(entry: Mapping[str, Any]) -> ReplyQuality | None:
 
 def measure(cache_dir: Path, model: str, temperature: float | None = None) -> list[ReplyQuality]:
     """Every Crafter reply of `model` in the cache (at `temperature`, if given), by label."""
-    found = []
-    for _, entry in ResponseCache(cache_dir).entries():
-        request = entry["request"]
-        if request["model"] == model and temperature in (None, request["temperature"]):
-            quality = reply_quality(entry)
-            if quality is not None:
-                found.append(quality)
-    return sorted(found, key=lambda q: q.label)
+    return select(measure_groups(cache_dir), model, temperature)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True)
-    parser.add_argument(
-        "--temperature",
-        type=float,
-        help="only the replies sampled at this temperature (a run's llm_temperature; default: all)",
+def select(
+    groups: Mapping[tuple[str, float], list[ReplyQuality]], model: str, temperature: float | None
+) -> list[ReplyQuality]:
+    """The replies of `model` (at `temperature`, if given) among `groups`, by label."""
+    chosen = (
+        q
+        for (m, t), rows in groups.items()
+        if m == model and temperature in (None, t)
+        for q in rows
     )
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
-    args = parser.parse_args(argv)
-    try:
-        rows = measure(args.cache_dir, args.model, args.temperature)
-    except EnvGenError as exc:
-        print(f"envgen.loop.design_quality: {exc}", file=sys.stderr)
-        return 1
-    for q in rows:
-        if not q.usable:
-            print(f"{q.label:34s} unusable (re-asked)")
-            continue
-        toward = "" if q.toward_weakness is None else f"  toward weakness {q.toward_weakness:+.3f}"
-        print(
-            f"{q.label:34s} distinct {q.distinct}/{q.n}  out of range {q.out_of_range}/{q.values}"
-            + toward
-        )
+    return sorted(chosen, key=lambda q: q.label)
+
+
+def measure_groups(cache_dir: Path) -> dict[tuple[str, float], list[ReplyQuality]]:
+    """Every Crafter reply in the cache, grouped by (model, temperature)."""
+    groups: dict[tuple[str, float], list[ReplyQuality]] = {}
+    for _, entry in ResponseCache(cache_dir).entries():
+        quality = reply_quality(entry)
+        if quality is not None:
+            request = entry["request"]
+            groups.setdefault((request["model"], request["temperature"]), []).append(quality)
+    return groups
+
+
+def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
+    """The measures of `rows` in a few counts: replies, those with every world distinct
+    (and the initial ones among them), values out of range, adaptations toward weakness."""
     moves = [q.toward_weakness for q in rows if q.toward_weakness is not None]
-    summary = {
+    initial = [q for q in rows if "/initial/" in q.label and q.n > 1]
+    return {
         "replies": len(rows),
         "unusable": sum(not q.usable for q in rows),
         "all_distinct": sum(q.usable and q.distinct == q.n for q in rows),
+        "initial_sets": len(initial),
+        "initial_sets_all_distinct": sum(q.usable and q.distinct == q.n for q in initial),
         "out_of_range": sum(q.out_of_range for q in rows),
         "values": sum(q.values for q in rows),
         "adaptations": len(moves),
         "toward_weakness_mean": round(sum(moves) / len(moves), 3) if moves else None,
         "toward_weakness_positive": sum(m > 0 for m in moves),
     }
-    print(json.dumps(summary))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0]
+        + " One model's replies, a line each (--model), or every model's summary (--out)."
+    )
+    parser.add_argument("--model", help="print this model's replies, a line each, and a summary")
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        help="with --model: only the replies sampled at this temperature (a run's "
+        "llm_temperature; default: all)",
+    )
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    parser.add_argument(
+        "--out", type=Path, help="write the summary of every (model, temperature) as JSON"
+    )
+    args = parser.parse_args(argv)
+    if not (args.model or args.out):
+        parser.error("give --model M (one model's replies) or --out FILE (every model)")
+    try:
+        groups = measure_groups(args.cache_dir)
+    except EnvGenError as exc:
+        print(f"envgen.loop.design_quality: {exc}", file=sys.stderr)
+        return 1
+    if args.out:
+        summaries = {
+            f"{model} @ temperature {temperature:g}": summarize(rows)
+            for (model, temperature), rows in sorted(groups.items())
+        }
+        write_json_atomic(args.out, summaries)
+    if args.model:
+        rows = select(groups, args.model, args.temperature)
+        for q in rows:
+            if not q.usable:
+                print(f"{q.label:34s} unusable (re-asked)")
+                continue
+            toward = q.toward_weakness
+            print(
+                f"{q.label:34s} distinct {q.distinct}/{q.n}  "
+                f"out of range {q.out_of_range}/{q.values}"
+                + ("" if toward is None else f"  toward weakness {toward:+.3f}")
+            )
+        print(json.dumps(summarize(rows)))
     return 0
 
 
