@@ -264,7 +264,9 @@ def test_run_advice_for_a_paper_model_names_a_backend_that_serves_it(tmp_path):
 
 
 # --- migration: slots from finished runs ---------------------------------------------------
-def test_slots_are_filed_from_finished_runs(tmp_path, monkeypatch):
+def run_with_one_recorded_call(tmp_path, monkeypatch):
+    """A cache holding one recorded adaptation reply, and an unfinished run whose
+    llm_calls.json names it: (cache dir, run dir)."""
     cache_dir = tmp_path / "cache"
     request = adapt_request(feedback(50.0, 0.0), run="")
     record(cache_dir, monkeypatch, request)
@@ -274,6 +276,11 @@ def test_slots_are_filed_from_finished_runs(tmp_path, monkeypatch):
     (run_dir / "llm_calls.json").write_text(
         json.dumps([{"label": "crafter/adapt2/n2/set0", "key": key}])
     )
+    return cache_dir, run_dir
+
+
+def test_slots_are_filed_from_finished_runs(tmp_path, monkeypatch):
+    cache_dir, run_dir = run_with_one_recorded_call(tmp_path, monkeypatch)
     assert file_run_slots(ResponseCache(cache_dir), [tmp_path / "runs"]) == 0  # unfinished
     (run_dir / "final_metrics.json").write_text("{}")
     assert file_run_slots(ResponseCache(cache_dir), [tmp_path / "runs"]) == 0  # not sealed
@@ -285,15 +292,7 @@ def test_slots_are_filed_from_finished_runs(tmp_path, monkeypatch):
 def test_slots_skips_calls_served_by_slot(tmp_path, monkeypatch):
     """A call served by slot has no file of its own: `llm slots` files its run's others
     and neither fails on it nor writes a file for it."""
-    cache_dir = tmp_path / "cache"
-    request = adapt_request(feedback(50.0, 0.0), run="")
-    record(cache_dir, monkeypatch, request)
-    key = record_key(request_record(request, "gpt-4-1106-preview"))
-    run_dir = tmp_path / "runs" / "abc123def456" / "seed-0"
-    run_dir.mkdir(parents=True)
-    (run_dir / "llm_calls.json").write_text(
-        json.dumps([{"label": "crafter/adapt2/n2/set0", "key": key}])
-    )
+    cache_dir, run_dir = run_with_one_recorded_call(tmp_path, monkeypatch)
     (run_dir / "final_metrics.json").write_text("{}")
     seal_run(run_dir)
     assert file_run_slots(ResponseCache(cache_dir), [tmp_path / "runs"]) == 1
