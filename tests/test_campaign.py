@@ -35,12 +35,14 @@ from envgen.campaign.store import (
     STALE,
     collect_table,
     job_states,
+    write_collected,
 )
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.job_status import DONE, JobResult, job_dir, results_versions
 from envgen.pipeline.jobs import Settings
 from envgen.pipeline.plan import Job
 from envgen.report import claims as report_claims
+from envgen.report import figures as report_figures
 from envgen.report import tables as report_tables
 from envgen.report.achievements import comparison_markdown
 from envgen.report.inputs import load_table, load_tables
@@ -52,6 +54,7 @@ from envgen.stats.campaign import (
     INTERIM,
     NO_DIFFERENCE,
     NOT_ENOUGH,
+    REGISTRATIONS,
     WORSE,
     evaluate_campaign,
     registered_sentence,
@@ -718,12 +721,113 @@ def test_registered_no_difference_names_each_reference_it_rules_out_or_not(paper
     r = evaluate_campaign((H1,), {"score": {H1.a: a, H1.b: b}}, {H1.a: 15, H1.b: 15}, paper)[0]
     high = r.bounds[1]
     assert 0 < high < 2.37 and r.verdict.startswith(f"{NO_DIFFERENCE}; rules out {high:+.2f}")
-    text = registered_sentence(r, [("the first campaign's", 2.37), ("huge", high - 0.01)])
+    refs = [("the first campaign's", 2.37), ("huge", high - 0.01)]
+    text = registered_sentence(r, refs, REGISTRATIONS["campaign_confirm"])
     assert text.startswith("no difference detected: ")
     assert f"The data rule out an effect of {high:+.2f} or more; " in text
     assert text.endswith(
         "it rules out +2.37 (the first campaign's); "
         f"it does not rule out {high - 0.01:+.2f} (huge)."
+    )
+
+
+LLM = "EnvGen: Qwen2.5-Coder-1.5B designer"
+
+
+def llm15_text(tmp_path: Path, fresh: int, llm_shift: float) -> str:
+    """CLAIMS.md with the first campaign, the confirm campaign and llm15 (`fresh` runs of
+    each of its arms in, 16 planned; arm a `llm_shift` points above arm b on average)."""
+    rng = np.random.default_rng(3)
+    furnace = [30.0] * 16
+    dr = 21.5 + rng.normal(0, 1.3, 16)
+    llm = 21.5 + llm_shift + rng.normal(0, 1.3, 16)
+    first = campaign_table(
+        "campaign_cpu",
+        {CO: campaign_runs(FIRST_CO, furnace[:5], 0), DR: campaign_runs(FIRST_DR, furnace[:5], 0)},
+        5,
+    )
+    confirm = campaign_table(
+        "campaign_confirm",
+        {CO: campaign_runs(list(15.0 + rng.normal(0, 2.0, 15)), furnace[:15], 5)},
+        15,
+    )
+    llm15 = campaign_table(
+        "campaign_llm15",
+        {
+            LLM: campaign_runs(list(llm[:fresh]), furnace[:fresh], 20),
+            DR: campaign_runs(list(dr[:fresh]), furnace[:fresh], 20),
+        },
+        16,
+    )
+    paths = [test_report_tables.write(tmp_path, t) for t in (first, confirm, llm15)]
+    return report_claims.claims_markdown(load_tables(paths)).split("### campaign_llm15")[1]
+
+
+def test_llm15_withholds_its_verdict_and_descriptives_until_all_32_runs_are_in(tmp_path):
+    section = llm15_text(tmp_path, fresh=15, llm_shift=3.0)
+    h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
+    assert h1.endswith(
+        "| - (15 of 16) | - (15 of 16) | - | - | - | - | - "
+        "| **registered verdict withheld: 30 of 32 runs** |"
+    )
+    assert section.count("registered verdict withheld: 30 of 32 runs") == 3  # H1, D1, D3
+    assert "Registered wording" not in section and "| campaign_cpu: " not in section
+    assert "`git log -- docs/campaign_llm15.md` precedes every run's commit" in section
+
+
+def test_llm15_gives_the_registered_words_and_its_descriptives_when_complete(tmp_path):
+    section = llm15_text(tmp_path, fresh=16, llm_shift=3.0)
+    h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
+    assert "(16 of 16)" in h1 and h1.endswith("| **better** |")
+    assert (
+        "Registered wording (docs/campaign_llm15.md): better: EnvGen with the 1.5B LLM "
+        "designer scored +"
+    ) in section
+    assert "points above domain randomization on the same schedule (one-sided 95% lower" in section
+    assert (
+        "; 16 + 16 seeds, both arms trained in this campaign). An adaptive LLM designer "
+        "added to varied worlds for the nature network on CPU."
+    ) in section
+    d1 = section.split("#### D1")[1].split("#### D2")[0]
+    assert "| campaign_cpu: PPO 1.96M Crafter only | 19.75 ± 2.74 (5) |" in d1
+    assert "| campaign_confirm: PPO 1.96M Crafter only | " in d1 and "(15) |" in d1
+    assert "never pooled" in d1
+    assert section.split("#### D3")[1].count("\n| ") == 1 + len(ACHIEVEMENTS)
+    assert "design_quality --model qwen2.5-coder-1.5b-instruct --runs results/runs/" in section
+
+
+def test_a_registered_campaign_in_progress_shows_no_score_in_tables_figures_or_metrics(tmp_path):
+    rng = np.random.default_rng(5)
+    rows = {
+        LLM: campaign_runs(list(20 + rng.normal(0, 1, 3)), [30.0] * 3, 20),
+        DR: campaign_runs(list(20 + rng.normal(0, 1, 2)), [30.0] * 2, 20),
+    }
+    table = campaign_table("campaign_llm15", rows, 16)
+    loaded = load_tables([test_report_tables.write(tmp_path, table)])
+    written = report_tables.write_tables(loaded, tmp_path / "tables", tmp_path / "metrics.json")
+    md = (tmp_path / "tables" / "campaign_llm15.md").read_text()
+    assert "**registered verdict withheld: 5 of 32 runs** (docs/campaign_llm15.md)" in md
+    assert "±" not in md and tmp_path / "tables" / "campaign_llm15.csv" not in written
+    assert json.loads((tmp_path / "metrics.json").read_text()).get("campaign_llm15") is None
+    log = report_figures.write_figures(loaded, tmp_path / "figures", tmp_path / "plots")
+    assert log == ["campaign_llm15: no figures, registered verdict withheld: 5 of 32 runs"]
+    outs = [tmp_path / name for name in ("runs.json", "m.json", "s.json")]
+    write_collected(table, outs, withheld=True)
+    assert json.loads(outs[1].read_text()) == {LLM: {"runs": 3}, DR: {"runs": 2}}
+    assert json.loads(outs[2].read_text()) == []
+    write_collected(table, outs)  # complete (or not registered): the scores
+    assert "score" in json.loads(outs[1].read_text())[LLM] and json.loads(outs[2].read_text())
+
+
+def test_llm15_no_difference_names_the_registered_paper_references(tmp_path):
+    section = llm15_text(tmp_path, fresh=16, llm_shift=0.0)
+    wording = next(line for line in section.splitlines() if "Registered wording" in line)
+    assert (
+        "no difference detected: " in wording and "; 16 + 16 seeds). The data rule out" in wording
+    )
+    assert wording.rstrip().endswith(
+        "+2.30 (the paper's PPO + EnvGen − Fixed); "
+        "it rules out +5.80 (the paper's PPO + EnvGen − Crafter-only)."
     )
 
 

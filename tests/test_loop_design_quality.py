@@ -6,13 +6,16 @@ import json
 import pytest
 
 from envgen.envs.crafter.config import CrafterConfig
+from envgen.errors import EnvGenError
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import backend_config
 from envgen.llm.request import ChatRequest, ChatResponse, Message, Usage
 from envgen.loop.design_quality import (
     main,
     measure,
+    measure_groups,
     reply_quality,
+    run_keys,
     summarize,
     supports,
     weakest,
@@ -93,6 +96,15 @@ def test_replies_are_measured_per_model_and_temperature(tmp_path):
     assert [q.distinct for q in measure(tmp_path, "m", 0.7)] == [2]
     assert [q.distinct for q in measure(tmp_path, "m", 0.0)] == [1]
     assert measure(tmp_path, "m", 1.0) == []
+    # --runs: only the calls a run made (its llm_calls.json names their keys).
+    keys = sorted(p.stem for p in tmp_path.glob("*.json"))
+    run = tmp_path / "runs" / "abc" / "seed-0"
+    run.mkdir(parents=True)
+    (run / "llm_calls.json").write_text(json.dumps([{"key": keys[0]}]))
+    assert len(run_keys([run.parent])) == 1
+    assert sum(len(rows) for rows in measure_groups(tmp_path, run_keys([run])).values()) == 1
+    with pytest.raises(EnvGenError, match="no llm_calls.json"):
+        run_keys([tmp_path / "runs"])
 
 
 def test_the_summary_counts_initial_sets_with_every_world_distinct(tmp_path, capsys):

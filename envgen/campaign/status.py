@@ -46,7 +46,10 @@ def collect(c: Campaign, params: Path, runs_root: Path, outs: Sequence[Path]) ->
     table = collect_table(
         plan, profile, runs_root, results_versions(), f"`envgen campaign start {c.name}`"
     )
-    write_collected(table, outs)
+    done = sum(len(row["runs"]) for row in table["rows"])
+    planned = sum(len(row.jobs) for row in plan.rows)
+    withheld = c.registration is not None and done < planned
+    write_collected(table, outs, withheld)
     return 0
 
 

@@ -284,8 +284,15 @@ def collect_table(
     return table
 
 
-def write_collected(table: dict[str, Any], outs: Sequence[Path]) -> None:
-    """runs.json, metrics.json and scores.json of a collected table, at `outs`."""
-    for path, data in zip(outs, (table, table_metrics(table), table_scores(table)), strict=True):
+def write_collected(table: dict[str, Any], outs: Sequence[Path], withheld: bool = False) -> None:
+    """runs.json, metrics.json and scores.json of a collected table, at `outs`. `withheld`
+    (a registered campaign before every planned run is in): metrics.json holds run counts
+    only and scores.json no point, so `dvc metrics show` and `dvc plots` show no interim
+    score; the report withholds the rest (`envgen.report.campaign.withheld_runs`)."""
+    metrics, scores = table_metrics(table), table_scores(table)
+    if withheld:
+        metrics = {row: {"runs": values["runs"]} for row, values in metrics.items()}
+        scores = []
+    for path, data in zip(outs, (table, metrics, scores), strict=True):
         write_json_atomic(path, data)
         print(f"[campaign] wrote {path}")

@@ -25,7 +25,7 @@ import dataclasses
 import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from envgen.files import write_json_atomic
 from envgen.llm.cache import DEFAULT_CACHE_DIR, ResponseCache
 from envgen.llm.parse import parse_environments
 from envgen.llm.slots import FEEDBACK_LINE
+from envgen.loop.paths import read_json
 from envgen.loop.world_designers import RECIPES, Recipe
 
 WEAKEST = 5
@@ -140,15 +141,37 @@ def select(
     return sorted(chosen, key=lambda q: q.label)
 
 
-def measure_groups(cache_dir: Path) -> dict[tuple[str, float], list[ReplyQuality]]:
-    """Every Crafter reply in the cache, grouped by (model, temperature)."""
+def measure_groups(
+    cache_dir: Path, keys: Collection[str] | None = None
+) -> dict[tuple[str, float], list[ReplyQuality]]:
+    """Every Crafter reply in the cache (of `keys` only, if given), grouped by (model,
+    temperature)."""
     groups: dict[tuple[str, float], list[ReplyQuality]] = {}
-    for _, entry in ResponseCache(cache_dir).entries():
+    for key, entry in ResponseCache(cache_dir).entries():
+        if keys is not None and key not in keys:
+            continue
         quality = reply_quality(entry)
         if quality is not None:
             request = entry["request"]
             groups.setdefault((request["model"], request["temperature"]), []).append(quality)
     return groups
+
+
+def run_keys(run_dirs: Sequence[Path]) -> set[str]:
+    """The cache keys of the calls the runs under `run_dirs` made (each run's
+    llm_calls.json; a config directory stands for all its seeds)."""
+    keys: set[str] = set()
+    for root in run_dirs:
+        files = [root / "llm_calls.json"] if (root / "llm_calls.json").is_file() else []
+        files += sorted(root.glob("seed-*/llm_calls.json"))
+        if not files:
+            raise EnvGenError(f"{root}: no llm_calls.json here or in its seed-* folders")
+        for path in files:
+            calls = read_json(path)
+            if not isinstance(calls, list):
+                raise EnvGenError(f"{path}: not a list of calls")
+            keys.update(str(call.get("key", "")) for call in calls if isinstance(call, dict))
+    return keys
 
 
 def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
@@ -184,13 +207,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     parser.add_argument(
+        "--runs",
+        type=Path,
+        nargs="+",
+        help="only the calls these runs made (run or config directories, e.g. "
+        "results/runs/71f7ee870351: a campaign arm's replies)",
+    )
+    parser.add_argument(
         "--out", type=Path, help="write the summary of every (model, temperature) as JSON"
     )
     args = parser.parse_args(argv)
     if not (args.model or args.out):
         parser.error("give --model M (one model's replies) or --out FILE (every model)")
     try:
-        groups = measure_groups(args.cache_dir)
+        keys = run_keys(args.runs) if args.runs else None
+        groups = measure_groups(args.cache_dir, keys)
     except EnvGenError as exc:
         print(f"envgen.loop.design_quality: {exc}", file=sys.stderr)
         return 1

@@ -21,14 +21,15 @@ from envgen.stats.campaign import (
     CAMPAIGN_FAMILIES,
     H1,
     POOLED_WITH,
-    REGISTRATION,
+    REGISTRATIONS,
     WITHHELD,
     CampaignResult,
     Family,
+    Registration,
     evaluate_campaign,
     registered_sentence,
 )
-from envgen.stats.claims import PaperNumbers
+from envgen.stats.claims import Claim, PaperNumbers
 from envgen.stats.compare import welch_test
 from envgen.stats.runs import SampleStats
 from envgen.stats.verdict import ALPHA
@@ -39,8 +40,21 @@ WHAT = {
     "CPU (profile cpu)",
     "campaign_confirm": "registered: domain randomization on EnvGen's schedule vs "
     "Crafter-only, fresh seeds, nature network, CPU (profile cpu)",
+    "campaign_llm15": "registered: EnvGen with the open 1.5B LLM designer vs domain "
+    "randomization on EnvGen's schedule, fresh seeds, both arms trained in this campaign, "
+    "nature network, CPU (profile cpu)",
 }
 Runs = dict[str, dict[str, list[float]]]  # {metric: {row label: per-run values}}
+
+
+def withheld_runs(table: TableRecord) -> str | None:
+    """ "k of n runs" while a registered campaign still misses planned runs (its tables and
+    figures wait, as its verdict does), else None."""
+    if table.table not in REGISTRATIONS:
+        return None
+    planned = sum(r.planned_runs or 0 for r in table.rows)
+    done = sum(len(r.runs) for r in table.rows)
+    return f"{done} of {planned} runs" if done < planned else None
 
 
 def campaign_lines(tables: Sequence[TableRecord], paper: PaperNumbers) -> list[str]:
@@ -82,16 +96,21 @@ def _campaign(
     if not families:
         return [*head, "No claims are defined for this campaign (envgen.stats.campaign)."]
     planned = {r.row: r.planned_runs or len(r.runs) for r in table.rows}
-    registered = any(f.registered for f in families)
+    registration = REGISTRATIONS.get(table.table)
+    count = (
+        f"{len(families)} families of claims, each Bonferroni-corrected on its own"
+        if len(families) > 1
+        else "1 family of claims"
+    )
     lines = [
         *head,
-        f"Profile `{table.profile}`; {len(families)} families of claims, each "
-        "Bonferroni-corrected on its own. Rows, runs and every achievement's rates: "
-        f"results/tables/{table.table}.md. Trained on (provenance.json): {table.machines()}."
+        f"Profile `{table.profile}`; {count}. Rows, runs and "
+        f"every achievement's rates: results/tables/{table.table}.md. Trained on "
+        f"(provenance.json): {table.machines()}."
         + (
-            f" Registered in {REGISTRATION} before any of its runs (`git log -- "
-            f"{REGISTRATION}` precedes every run's commit)."
-            if registered
+            f" Registered in {registration.document} before any of its runs (`git log -- "
+            f"{registration.document}` precedes every run's commit)."
+            if registration
             else ""
         ),
     ]
@@ -102,12 +121,18 @@ def _campaign(
             family.claims, _runs(table, family), planned, paper, registered=family.registered
         )
         results[family.heading] = family_results
-        lines += ["", *_family_lines(family, family_results, first)]
+        lines += ["", *_family_lines(family, family_results, first, registration, paper)]
+    if registration is None:
+        return lines
+    primary = results[families[0].heading][0]
     if table.table in POOLED_WITH:
-        primary = results[families[0].heading][0]
         lines += ["", *_baseline(table, first, primary, paper)]
         lines += ["", *_pooled(table, first, primary, paper)]
-        lines += ["", *_per_achievement(table, primary)]
+        lines += ["", *_per_achievement(table, primary, "S3, secondary and descriptive")]
+    else:  # llm15's descriptive analyses (docs/campaign_llm15.md)
+        lines += ["", *_beside_crafter_only(table, primary, by_id)]
+        lines += ["", *_designer_worlds(table, primary)]
+        lines += ["", *_per_achievement(table, primary, "D3, descriptive")]
     return lines
 
 
@@ -118,7 +143,11 @@ def _runs(table: TableRecord, family: Family) -> Runs:
 
 
 def _family_lines(
-    family: Family, results: Sequence[CampaignResult], first: TableRecord | None
+    family: Family,
+    results: Sequence[CampaignResult],
+    first: TableRecord | None,
+    registration: Registration | None,
+    paper: PaperNumbers,
 ) -> list[str]:
     notes = Notes()
     count = f"{len(results)} claims, each" if len(results) > 1 else "1 claim,"
@@ -132,17 +161,29 @@ def _family_lines(
         "|" + "---|" * 9,
         *(_line(r, notes) for r in results),
     ]
-    if family.registered:
+    if family.registered and registration is not None:
         for r in results:
             if not r.withheld and not math.isnan(r.bounds[0]):
-                sentence = registered_sentence(r, _references(r, first))
-                notes.add(f"Registered wording ({REGISTRATION}): {sentence}")
+                refs = _references(r, first, registration, paper)
+                sentence = registered_sentence(r, refs, registration)
+                notes.add(f"Registered wording ({registration.document}): {sentence}")
     return [*lines, *notes.lines()]
 
 
-def _references(r: CampaignResult, first: TableRecord | None) -> list[tuple[str, float]]:
-    """The registered reference effects (docs/campaign_confirm.md, "Verdicts"): the first
-    campaign's observed difference, the paper's gain scaled to our baseline, the paper's."""
+def _references(
+    r: CampaignResult,
+    first: TableRecord | None,
+    registration: Registration,
+    paper: PaperNumbers,
+) -> list[tuple[str, float]]:
+    """The registered reference effects (the registration's "Verdicts"): those it names
+    from the paper (llm15), or the first campaign's observed difference, the paper's gain
+    scaled to our baseline and the paper's own (confirm)."""
+    if registration.paper_references:
+        return [
+            (words, _paper_diff(paper, Claim(words, a, b, r.claim.metric)))
+            for words, a, b in registration.paper_references
+        ]
     refs = []
     earlier = _rows(first, r.claim.metric) if first is not None else {}
     if earlier.get(r.claim.a) and earlier.get(r.claim.b):
@@ -153,6 +194,12 @@ def _references(r: CampaignResult, first: TableRecord | None) -> list[tuple[str,
             ("the paper's relative gain scaled to our Crafter-only baseline", r.scaled_diff)
         )
     return [*refs, ("the paper's own difference", r.paper_diff)]
+
+
+def _paper_diff(paper: PaperNumbers, claim: Claim) -> float:
+    diff = paper.effect(claim)[2].diff
+    assert diff is not None, claim  # the score: the paper reports both rows
+    return diff
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -278,11 +325,13 @@ def _pooled(
     return [*lines, *notes.lines()]
 
 
-def _per_achievement(table: TableRecord, primary: CampaignResult) -> list[str]:
-    """S3: every achievement's DR − Crafter-only difference, unadjusted p; descriptive."""
+def _per_achievement(table: TableRecord, primary: CampaignResult, name: str) -> list[str]:
+    """Every achievement's a − b of the primary claim, unadjusted p; descriptive (the
+    confirm campaign's S3, llm15's D3)."""
     m = len(ACHIEVEMENTS)
+    a_row, b_row = primary.claim.a, primary.claim.b
     head = [
-        f"#### S3, secondary and descriptive: {H1.a} − {H1.b}, every achievement",
+        f"#### {name}: {a_row} − {b_row}, every achievement",
         "",
         f"{m} comparisons with unadjusted two-sided Welch p: about one below 0.05 is "
         f"expected by chance with no true difference; Bonferroni's threshold is "
@@ -298,16 +347,60 @@ def _per_achievement(table: TableRecord, primary: CampaignResult) -> list[str]:
     ]
     for achievement in ACHIEVEMENTS:
         rows = _rows(table, f"success_rate:{achievement}")
-        a, b = rows.get(H1.a, []), rows.get(H1.b, [])
+        a, b = rows.get(a_row, []), rows.get(b_row, [])
         if len(a) < 2 or len(b) < 2:
             continue
-        sa, sb = SampleStats.of(a, H1.a), SampleStats.of(b, H1.b)
+        sa, sb = SampleStats.of(a, a_row), SampleStats.of(b, b_row)
         p = welch_test(a, b).p
         lines.append(
             f"| {achievement} | {_arm(sa)} | {_arm(sb)} | {sa.mean - sb.mean:+.2f} "
             f"| {_num(p, '.3g')} |"
         )
     return lines
+
+
+def _beside_crafter_only(
+    table: TableRecord, primary: CampaignResult, by_id: Mapping[str, TableRecord]
+) -> list[str]:
+    """llm15's D1: each arm's mean beside each earlier campaign's Crafter-only runs, one
+    campaign at a time, never pooled (their Crafter-only runs differ for a reason not
+    found); no test, no verdict."""
+    head = [
+        "#### D1, descriptive: each arm beside the earlier campaigns' Crafter-only runs",
+        "",
+        "Reported separately, never pooled: the first campaign's Crafter-only runs and the "
+        "confirm campaign's differ for a reason not found (docs/campaign_confirm.md, "
+        '"Deviations"). No test, no verdict.',
+    ]
+    if primary.withheld:
+        return [*head, "", f"**{primary.verdict}** (given with the primary verdict)."]
+    ours = _rows(table, "score")
+    lines = [*head, "", "| Runs | Score (n) |", "|---|---|"]
+    for row in (primary.claim.a, primary.claim.b):
+        if len(ours.get(row, [])) >= 2:
+            lines.append(f"| {table.table}: {row} | {_arm(SampleStats.of(ours[row], row))} |")
+    for name in ("campaign_cpu", "campaign_confirm"):
+        crafter_only = _rows(by_id[name], "score").get(H1.b, []) if name in by_id else []
+        if len(crafter_only) >= 2:
+            stats = SampleStats.of(crafter_only, H1.b)
+            lines.append(f"| {name}: {H1.b} | {_arm(stats)} |")
+        else:
+            lines.append(f"| {name}: {H1.b} | - (its runs.json was not given to the report) |")
+    return lines
+
+
+def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
+    """llm15's D2, measured on arm a's recorded replies (the cache), not by this report."""
+    arm = next((r for r in table.rows if r.row == primary.claim.a), None)
+    where = f"results/runs/{arm.config_hash}" if arm and arm.config_hash else "<arm a's runs>"
+    return [
+        "#### D2, descriptive: the designer's worlds",
+        "",
+        "Distinct worlds per set, values out of range before clamping, and each "
+        "adaptation's move toward the weakest skills, over arm a's recorded replies "
+        '(docs/llm.md, "Design quality"): `python -m envgen.loop.design_quality --model '
+        f"qwen2.5-coder-1.5b-instruct --runs {where}`. They read no score.",
+    ]
 
 
 def _rows(table: TableRecord, metric: str) -> dict[str, list[float]]:

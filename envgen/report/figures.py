@@ -28,7 +28,7 @@ from envgen.errors import EnvGenError
 from envgen.games import game_spec
 from envgen.input_checks import OneLineParser, safe_name
 from envgen.report.achievements import achievement_frame, done_rows
-from envgen.report.campaign import WHAT
+from envgen.report.campaign import WHAT, withheld_runs
 from envgen.report.curves import bin_width, score_vs_step
 from envgen.report.inputs import (
     DONE,
@@ -314,6 +314,9 @@ def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path)
     log: list[str] = []
     for table in tables:  # table ids name files: they stay under out_dir and plots_dir
         safe_name(table.table, f"{table.source}: table")
+    waiting = {t.table: withheld_runs(t) for t in tables if withheld_runs(t) is not None}
+    log += [f"{name}: no figures, registered verdict withheld: {k}" for name, k in waiting.items()]
+    tables = [t for t in tables if t.table not in waiting]
     campaigns = [t for t in tables if t.is_campaign]
     paper_tables = [t for t in tables if not t.is_campaign]
     log += _paper_figures(paper_tables, out_dir) if paper_tables else []

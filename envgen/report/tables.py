@@ -32,9 +32,10 @@ from envgen.report.achievements import (
     achievement_markdown,
     comparison_markdown,
 )
-from envgen.report.campaign import CAMPAIGN_SECTION
+from envgen.report.campaign import CAMPAIGN_SECTION, withheld_runs
 from envgen.report.flags import row_flags
 from envgen.report.inputs import DONE, RowRecord, TableRecord, load_tables, profile_of
+from envgen.stats.campaign import REGISTRATIONS, WITHHELD
 from envgen.stats.paper import load_reported
 from envgen.stats.summary import summarize_row
 
@@ -205,6 +206,18 @@ def write_tables(tables: Sequence[TableRecord], out_dir: Path, metrics_path: Pat
     written = []
     for table in tables:
         safe_name(table.table, f"{table.source}: table")  # its files stay under out_dir
+        withheld = withheld_runs(table)
+        if withheld is not None:  # a registered campaign in progress: no scores yet
+            md = out_dir / f"{table.table}.md"
+            registration = REGISTRATIONS[table.table].document
+            md.write_text(
+                f"{table.table}: {table.caption}.\n\n**{WITHHELD}: {withheld}** "
+                f"({registration}): its rows, scores and figures appear when every planned "
+                "run is in.\n",
+                encoding="utf-8",
+            )
+            written.append(md)
+            continue
         frame = table_frame(table, reported)
         frames[table.table] = frame
         csv, md = out_dir / f"{table.table}.csv", out_dir / f"{table.table}.md"

@@ -141,7 +141,6 @@ FIGURE4_POST_HOC = (
 )
 
 # The registered confirmatory campaign (docs/campaign_confirm.md): H1 and S2.
-REGISTRATION = "docs/campaign_confirm.md"
 H1 = CampaignClaim(
     "H1: Domain randomization, EnvGen schedule > Crafter-only",
     DOMAIN_RANDOMIZATION,
@@ -154,6 +153,64 @@ S2 = dataclasses.replace(
     name="S2: Domain randomization, EnvGen schedule > Crafter-only: place_furnace success",
     metric=f"{SUCCESS}:place_furnace",
 )
+
+# The registered campaign llm15 (docs/campaign_llm15.md): its primary test H1.
+LLM15_DESIGNER = "EnvGen: Qwen2.5-Coder-1.5B designer"
+H1_LLM15 = CampaignClaim(
+    "H1: EnvGen with the 1.5B LLM designer > domain randomization, EnvGen schedule",
+    LLM15_DESIGNER,
+    DOMAIN_RANDOMIZATION,
+    (ENVGEN, FIXED),
+    "better",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Registration:
+    """A registered campaign's document and the words its "Verdicts" fixed."""
+
+    document: str
+    """The registration, committed before any of the campaign's runs."""
+    primary: CampaignClaim
+    """H1, the claim whose verdict is the campaign's answer."""
+    subject: str
+    """What arm a is, as the verdict sentences name it."""
+    against: str
+    """What arm b is, as they name it."""
+    runs: str
+    """The run counts' words ({a}, {b}: the arms' runs), in the better verdict."""
+    coda: str
+    """The better verdict's closing sentence ({rate}: the outcome)."""
+    paper_references: tuple[tuple[str, str, str], ...] = ()
+    """(words, paper row a, paper row b): the paper's differences a no-difference verdict
+    says it rules out or not, beside the references the report adds itself."""
+    runs_otherwise: str = ""
+    """The run counts' words in the worse and no-difference verdicts ("": as `runs`)."""
+
+
+REGISTRATIONS: dict[str, Registration] = {
+    "campaign_confirm": Registration(
+        "docs/campaign_confirm.md",
+        H1,
+        "domain randomization on EnvGen's schedule",
+        "Crafter-only",
+        "{a} + {b} fresh seeds",
+        "Diverse worlds alone, on EnvGen's schedule, raised {rate} of the nature network on CPU.",
+    ),
+    "campaign_llm15": Registration(
+        "docs/campaign_llm15.md",
+        H1_LLM15,
+        "EnvGen with the 1.5B LLM designer",
+        "domain randomization on the same schedule",
+        "{a} + {b} seeds, both arms trained in this campaign",
+        "An adaptive LLM designer added to varied worlds for the nature network on CPU.",
+        paper_references=(
+            ("the paper's PPO + EnvGen − Fixed", ENVGEN, FIXED),
+            ("the paper's PPO + EnvGen − Crafter-only", ENVGEN, CRAFTER_ONLY),
+        ),
+        runs_otherwise="{a} + {b} seeds",
+    ),
+}
 
 # {campaign table id: its families, in CLAIMS.md's order}.
 CAMPAIGN_FAMILIES: dict[str, tuple[Family, ...]] = {
@@ -172,6 +229,9 @@ CAMPAIGN_FAMILIES: dict[str, tuple[Family, ...]] = {
             (S2,),
             registered=True,
         ),
+    ),
+    "campaign_llm15": (
+        Family("H1, the registered primary test (score)", (H1_LLM15,), registered=True),
     ),
 }
 # {registered campaign: the campaign whose runs of the same configs it is pooled with
@@ -254,7 +314,7 @@ def _evaluate(
     done = result.runs
     if registered and (done[0] < result.planned[0] or done[1] < result.planned[1]):
         word = f"{WITHHELD}: {sum(done)} of {sum(result.planned)} runs"
-        reason = f"{REGISTRATION}: a verdict only when every planned run is in"
+        reason = "registered: a verdict only when every planned run is in"
         return dataclasses.replace(result, verdict=word, reason=reason, withheld=True)
     if a is None or b is None or a.n < 2 or b.n < 2:
         counts = [f"{k} of {n}" for k, n in zip(done, result.planned, strict=True)]
@@ -325,15 +385,18 @@ def rules_out(high: float, paper_diff: float, scaled: float) -> str:
     return f"rules out {high:+.2f} or more: {which}"
 
 
-def registered_sentence(r: CampaignResult, references: Sequence[tuple[str, float]]) -> str:
-    """The verdict in the words docs/campaign_confirm.md registered (its "Verdicts")."""
+def registered_sentence(
+    r: CampaignResult, references: Sequence[tuple[str, float]], registration: Registration
+) -> str:
+    """The verdict in the words `registration` registered (its document's "Verdicts")."""
     if r.withheld or r.ours_a is None or r.ours_b is None or math.isnan(r.bounds[0]):
         return r.verdict
     a, b = r.ours_a, r.ours_b
     diff, (low, high) = a.mean - b.mean, r.bounds
     conf = f"{100 * (1 - r.level):.3g}%"
-    runs = f"{a.n} + {b.n} fresh seeds"
-    what = "domain randomization on EnvGen's schedule"
+    runs = registration.runs.format(a=a.n, b=b.n)
+    runs_otherwise = (registration.runs_otherwise or registration.runs).format(a=a.n, b=b.n)
+    what, against = registration.subject, registration.against
     # The registered words are the score's; a secondary test on an achievement's rate
     # (S2) says which outcome it is.
     rate = (
@@ -341,16 +404,15 @@ def registered_sentence(r: CampaignResult, references: Sequence[tuple[str, float
     )
     on = f" on {rate}" if rate else ""
     if low > 0:
+        coda = registration.coda.format(rate=rate or "the Crafter score")
         return (
-            f"better: {what} scored {diff:+.2f} points above Crafter-only{on} (one-sided "
-            f"{conf} lower bound {low:+.2f}, p = {r.p_adj:.3g}; {runs}). Diverse worlds "
-            f"alone, on EnvGen's schedule, raised {rate or 'the Crafter score'} of the nature "
-            "network on CPU."
+            f"better: {what} scored {diff:+.2f} points above {against}{on} (one-sided "
+            f"{conf} lower bound {low:+.2f}, p = {r.p_adj:.3g}; {runs}). {coda}"
         )
     if high < 0:
         return (
-            f"worse: {what} scored {abs(diff):.2f} points below Crafter-only{on} (one-sided "
-            f"{conf} upper bound {high:+.2f}; {runs})."
+            f"worse: {what} scored {abs(diff):.2f} points below {against}{on} (one-sided "
+            f"{conf} upper bound {high:+.2f}; {runs_otherwise})."
         )
     refs = "".join(
         f"; it {'rules out' if high < x else 'does not rule out'} {x:+.2f} ({label})"
@@ -358,8 +420,8 @@ def registered_sentence(r: CampaignResult, references: Sequence[tuple[str, float
     )
     return (
         f"no difference detected{on}: {diff:+.2f} points (one-sided {conf} bounds "
-        f"[{low:+.2f}, {high:+.2f}], p = {r.p_adj:.3g}; {runs}). The data rule out an effect of "
-        f"{high:+.2f} or more{refs}."
+        f"[{low:+.2f}, {high:+.2f}], p = {r.p_adj:.3g}; {runs_otherwise}). The data rule out "
+        f"an effect of {high:+.2f} or more{refs}."
     )
 
 
