@@ -233,8 +233,16 @@ def _diff_files(ours: Path, committed: Path) -> str | None:
     return f"{committed}: {len(a.splitlines())} lines rebuilt vs {len(b.splitlines())}"
 
 
-def _runs_json_differences(path: Path) -> str | None:
-    from envgen.pipeline.results import row_replay, run_entry, table_metrics, table_scores
+def _runs_json_differences(path: Path, withheld: bool) -> str | None:
+    """What in `path` (a runs.json) and its metrics.json and scores.json is not what the
+    runs give; `withheld`: a registered campaign in progress (run counts only)."""
+    from envgen.pipeline.results import (
+        row_replay,
+        run_entry,
+        table_metrics,
+        table_scores,
+        withheld_metrics,
+    )
     from envgen.verify_plan import plan_differences
 
     table = json_input.read(path)
@@ -257,7 +265,12 @@ def _runs_json_differences(path: Path) -> str | None:
                 return f"{path}: row {row['row']!r} seed {entry['seed']}: {key}"
         if row["runs"] and not _same(row.get("llm_replay"), row_replay(row["runs"])):
             return f"{path}: row {row['row']!r}: llm_replay"
-    for name, derive in (("metrics.json", table_metrics), ("scores.json", table_scores)):
+    derived = (
+        (("metrics.json", withheld_metrics), ("scores.json", lambda _: []))
+        if withheld
+        else (("metrics.json", table_metrics), ("scores.json", table_scores))
+    )
+    for name, derive in derived:
         sibling = path.with_name(name)
         if sibling.is_file() and not _same(json_input.read(sibling), derive(table)):
             return f"{sibling}: not what runs.json gives"
@@ -266,6 +279,7 @@ def _runs_json_differences(path: Path) -> str | None:
 
 def check_tables(runs_files: Sequence[Path], work: Path) -> list[Check]:
     from envgen.report import claims, figures, tables
+    from envgen.report.campaign import withheld_runs
     from envgen.report.inputs import load_tables
 
     args = [str(p) for p in runs_files]
@@ -276,13 +290,16 @@ def check_tables(runs_files: Sequence[Path], work: Path) -> list[Check]:
     checks = []
     for path in runs_files:
         name = path.parent.name
-        problem = _runs_json_differences(path)
         record = records.get(name)
+        withheld = record is not None and withheld_runs(record) is not None
+        problem = _runs_json_differences(path, withheld)
         produced: list[tuple[Path, Path]] = [
             (work / "tables" / f"{name}.{ext}", Path("results/tables") / f"{name}.{ext}")
             for ext in ("md", "csv")
         ]
-        if record is not None:
+        if withheld:  # its table says so, and it has no CSV or curves yet
+            produced = produced[:1]
+        elif record is not None:
             figures.write_curve_csvs(record, work / "plots")
             committed_plots = Path("results/plots") / name
             names = {p.name for p in (work / "plots" / name).glob("*.csv")}

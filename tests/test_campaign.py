@@ -850,3 +850,18 @@ def test_per_achievement_comparisons_carry_their_multiplicity_and_wait_for_every
         "",
         "Per-achievement comparisons: when every planned run of campaign_cpu is in.",
     ]
+
+
+def test_each_registered_campaign_has_its_registered_words_and_no_other_does():
+    """`Campaign.registration` (withheld metrics in `collect`) and the report's
+    `REGISTRATIONS` (withheld verdict, tables, figures) name the same documents."""
+    registered = {
+        f"campaign_{c.name}": c.registration for c in CAMPAIGNS.values() if c.registration
+    }
+    assert registered == {name: r.document for name, r in REGISTRATIONS.items()}
+    for name, registration in REGISTRATIONS.items():
+        assert Path(registration.document).is_file()
+        assert (
+            yaml.safe_load(CAMPAIGNS[name.removeprefix("campaign_")].table.read_text())["table"]
+            == name
+        )

@@ -23,7 +23,12 @@ from envgen.loop.paths import read_json
 from envgen.pipeline.job_status import DONE, JobResult, job_dir, job_version_key
 from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
 from envgen.pipeline.profile import Profile
-from envgen.pipeline.results import table_metrics, table_results, table_scores
+from envgen.pipeline.results import (
+    table_metrics,
+    table_results,
+    table_scores,
+    withheld_metrics,
+)
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 from envgen.store.provenance import PROVENANCE, read_provenance, recorded_version, summary
 
@@ -289,10 +294,8 @@ def write_collected(table: dict[str, Any], outs: Sequence[Path], withheld: bool 
     (a registered campaign before every planned run is in): metrics.json holds run counts
     only and scores.json no point, so `dvc metrics show` and `dvc plots` show no interim
     score; the report withholds the rest (`envgen.report.campaign.withheld_runs`)."""
-    metrics, scores = table_metrics(table), table_scores(table)
-    if withheld:
-        metrics = {row: {"runs": values["runs"]} for row, values in metrics.items()}
-        scores = []
+    metrics = withheld_metrics(table) if withheld else table_metrics(table)
+    scores = [] if withheld else table_scores(table)
     for path, data in zip(outs, (table, metrics, scores), strict=True):
         write_json_atomic(path, data)
         print(f"[campaign] wrote {path}")

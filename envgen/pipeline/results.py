@@ -156,6 +156,12 @@ def table_metrics(table: Mapping[str, Any]) -> dict[str, Any]:
     return metrics
 
 
+def withheld_metrics(table: Mapping[str, Any]) -> dict[str, Any]:
+    """`table_metrics` with the run counts only: a registered campaign before every
+    planned run is in shows no interim score (docs/stats.md, "Campaign claims")."""
+    return {row: {"runs": values["runs"]} for row, values in table_metrics(table).items()}
+
+
 def table_scores(table: Mapping[str, Any]) -> list[dict[str, Any]]:
     """`dvc plots show` input: one record per finished run (row, seed, score, reward)."""
     return [
