@@ -112,3 +112,23 @@ def test_a_swapped_run_and_a_forged_field_fail_verify_naming_the_run(committed):
     assert done.returncode == 1
     store = next(line for line in done.stdout.splitlines() if line.startswith("run store:"))
     assert "ee3aec67a90e/seed-0/final_metrics.json: llm_replay is" in store
+
+
+def test_a_registered_campaign_in_progress_may_lag_its_store_but_not_invent_runs():
+    """A campaign commits a run at a time between `make repro`s: while it shows run counts
+    only (docs/campaign_llm15.md, "No peeking"), its runs.json may leave out runs finished
+    since it was collected; a run it lists must still be a finished run of the plan."""
+    import json
+
+    from envgen.verify_plan import plan_differences
+
+    path = Path("results/campaign_llm15/runs.json")
+    table = json.loads(path.read_text())
+    row = next(r for r in table["rows"] if len(r["runs"]) >= 2)
+    dropped = row["runs"].pop()
+    assert plan_differences(path, table, Path("results/runs"), lagging_ok=True) is None
+    problem = plan_differences(path, table, Path("results/runs"))
+    assert problem is not None and "leaves out the finished run" in problem
+    row["runs"].append({**dropped, "seed": 99})  # not a finished run of the plan
+    problem = plan_differences(path, table, Path("results/runs"), lagging_ok=True)
+    assert problem is not None and "seed-99" in problem
