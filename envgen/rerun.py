@@ -303,7 +303,7 @@ def setting_differences(
 
 def main(args: argparse.Namespace) -> int:
     from envgen.store import read_provenance
-    from envgen.store.compare import compare_logs
+    from envgen.store.run_diff import compare_logs
 
     run = committed_run(args.run_dir)
     with contextlib.ExitStack() as stack:
@@ -350,7 +350,7 @@ def main(args: argparse.Namespace) -> int:
             )
         same = same and not differing
         if finished:
-            from envgen.store.compare import first_difference
+            from envgen.store.run_diff import first_difference
 
             whole = first_difference(here, args.run_dir, ("the retrained run", "the committed"))
             if whole is not None:

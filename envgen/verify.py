@@ -278,14 +278,14 @@ def _runs_json_differences(path: Path, withheld: bool) -> str | None:
 
 
 def check_tables(runs_files: Sequence[Path], work: Path) -> list[Check]:
-    from envgen.report import claims, figures, tables
-    from envgen.report.campaign import withheld_runs
+    from envgen.report import claims_md, figures, tables
+    from envgen.report.campaign_section import withheld_runs
     from envgen.report.inputs import load_tables
 
     args = [str(p) for p in runs_files]
     with _quiet():
         tables.main([*args, "--out", str(work / "tables"), "--metrics", str(work / "m.json")])
-        claims.main([*args, "--out", str(work / "CLAIMS.md")])
+        claims_md.main([*args, "--out", str(work / "CLAIMS.md")])
     records = {t.table: t for t in load_tables(list(runs_files))}
     checks = []
     for path in runs_files:

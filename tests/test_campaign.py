@@ -41,7 +41,7 @@ from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.job_status import DONE, JobResult, job_dir, results_versions
 from envgen.pipeline.jobs import Settings
 from envgen.pipeline.plan import Job
-from envgen.report import claims as report_claims
+from envgen.report import claims_md as report_claims
 from envgen.report import figures as report_figures
 from envgen.report import tables as report_tables
 from envgen.report.achievements import comparison_markdown

@@ -72,10 +72,10 @@ def test_a_crafter_run_needs_no_procgen_openai_or_dotenv(tmp_path):
 
 
 def test_committing_a_run_loads_no_torch(tmp_path):
-    """envgen.campaign.gitcommit and envgen.store.compare name the checkpoint path
+    """envgen.campaign.gitcommit and envgen.store.run_diff name the checkpoint path
     through envgen.store.manifest, which must stay free of torch, as they are."""
     env = blocker_env(tmp_path, blocked=("torch",))
-    code = "import envgen.campaign.gitcommit, envgen.store.compare"
+    code = "import envgen.campaign.gitcommit, envgen.store.run_diff"
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
     )

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from envgen.errors import ReportInputError
-from envgen.report import claims
+from envgen.report import claims_md
 from envgen.report.inputs import load_tables
 from envgen.report.notes import MAX_CELL, Notes, table_cells
 from envgen.report.select import arms_by_label
@@ -58,8 +58,8 @@ def note_of(text: str, line: str) -> str:
 
 
 def test_smoke_profile_has_the_banner_and_only_inconclusive_verdicts(tmp_path: Path):
-    text = claims.claims_markdown(load_tables(two_rows(tmp_path, "smoke")))
-    assert f"> **{claims.SMOKE_BANNER}.**" in text
+    text = claims_md.claims_markdown(load_tables(two_rows(tmp_path, "smoke")))
+    assert f"> **{claims_md.SMOKE_BANNER}.**" in text
     assert "is not smoke-scale" not in text  # no campaign given: no pointer to one
     first = claim_line(text, PAPER_CLAIMS[0].name)
     assert "**inconclusive**" in first and "profile 'smoke' is not claim-grade" in first
@@ -73,8 +73,8 @@ def test_smoke_profile_has_the_banner_and_only_inconclusive_verdicts(tmp_path: P
 
 
 def test_paper_profile_reproduces_a_clear_difference(tmp_path: Path):
-    text = claims.claims_markdown(load_tables(two_rows(tmp_path, "paper")))
-    assert claims.SMOKE_BANNER not in text
+    text = claims_md.claims_markdown(load_tables(two_rows(tmp_path, "paper")))
+    assert claims_md.SMOKE_BANNER not in text
     first = claim_line(text, PAPER_CLAIMS[0].name)
     assert "**reproduced**" in first
     diff = np.mean(ENVGEN_SCORES) - np.mean(CRAFTER_SCORES)
@@ -94,7 +94,7 @@ def test_llm_accounting_per_run(tmp_path: Path):
             "models": {"gpt-4-1106-preview": {}},
         }
         (run_dir / "llm_accounting.json").write_text(json.dumps(accounting))
-    text = claims.claims_markdown(load_tables(paths))
+    text = claims_md.claims_markdown(load_tables(paths))
     assert "about $0.15 per run" in text and "under $1" not in text
     assert "| PPO + EnvGen | 10 | 5.0 | 5000.0 | 100.0 | 0.0500 | gpt-4-1106-preview |" in text
     assert "| 1.96M Crafter only |" not in text.split("## LLM use")[1]  # no LLM, no line
@@ -106,14 +106,14 @@ def test_mixed_profiles_are_not_claim_grade(tmp_path: Path):
     data["profile"] = "smoke"
     paths[1].write_text(json.dumps(data))
     tables = load_tables(paths)
-    assert claims.profile_of(tables) == "mixed (paper, smoke)"
-    assert claims.SMOKE_BANNER in claims.claims_markdown(tables)
+    assert claims_md.profile_of(tables) == "mixed (paper, smoke)"
+    assert claims_md.SMOKE_BANNER in claims_md.claims_markdown(tables)
 
 
 def test_cli_writes_the_file(tmp_path: Path):
     paths = two_rows(tmp_path, "smoke")
     out = tmp_path / "results" / "CLAIMS.md"
-    assert claims.main([*map(str, paths), "--out", str(out)]) == 0
+    assert claims_md.main([*map(str, paths), "--out", str(out)]) == 0
     assert out.read_text().startswith("# The paper's claims, measured")
 
 
@@ -163,7 +163,7 @@ def test_claims_md_flags_repeats_one_config_and_untestable_figures(tmp_path: Pat
             row("PPO + 0.96M Crafter pretraining", runs=runs("crafter", 1.0, 9216)),
         ],
     )
-    text = claims.claims_markdown(load_tables([write(tmp_path, t1), write(tmp_path, t7)]))
+    text = claims_md.claims_markdown(load_tables([write(tmp_path, t1), write(tmp_path, t7)]))
     second = claim_line(text, "Table 7: PPO + EnvGen > ratio 2:1")
     assert "FLAG: tests the same runs as 'Table 7: PPO + EnvGen > ratio 5:1'" in second
     assert "FLAG: unequal budgets, 9,216 vs 11,264 steps per run" in second
@@ -193,11 +193,13 @@ def test_no_claims_md_table_cell_is_over_160_characters(tmp_path: Path):
     committed = REPO / "results" / "CLAIMS.md"
     assert long_cells(committed.read_text(encoding="utf-8")) == []
     runs = sorted((REPO / "results").glob("*/runs.json"))
-    regenerated = claims.claims_markdown(load_tables(runs))
+    regenerated = claims_md.claims_markdown(load_tables(runs))
     assert long_cells(regenerated) == []
     reason = "no recorded replies: " + "record them with a long command " * 20
     t5 = table("table5", [row("GPT-3.5-Turbo (fixed)", "not_recorded", reason=reason)])
-    text = claims.claims_markdown(load_tables([*two_rows(tmp_path, "smoke"), write(tmp_path, t5)]))
+    text = claims_md.claims_markdown(
+        load_tables([*two_rows(tmp_path, "smoke"), write(tmp_path, t5)])
+    )
     assert long_cells(text) == []
     line = next(line for line in text.splitlines() if "GPT-3.5-Turbo (fixed)" in line)
     assert "| not run (note 1) |" in line

@@ -20,7 +20,7 @@ from envgen.pipeline.jobs import LLMSpec, Settings, run_job
 from envgen.pipeline.plan import plan_table, read_replication_file
 from envgen.pipeline.profile import load_profile
 from envgen.pipeline.results import table_results
-from envgen.report import claims, figures, tables
+from envgen.report import claims_md, figures, tables
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_HEIST = {
@@ -86,6 +86,6 @@ def test_table8_figures_and_claims(table8: Path, tmp_path: Path):
     args = [str(table8), "--out", str(tmp_path / "figs"), "--plots", str(plots)]
     assert figures.main(args) == 0
     assert (tmp_path / "figs" / "score_vs_step_table8.png").is_file()
-    assert claims.main([str(table8), "--out", str(tmp_path / "CLAIMS.md")]) == 0
+    assert claims_md.main([str(table8), "--out", str(tmp_path / "CLAIMS.md")]) == 0
     line = next(x for x in (tmp_path / "CLAIMS.md").read_text().splitlines() if "Table 8" in x)
     assert "(1) |" in line and "**inconclusive**" in line  # smoke is never claim-grade

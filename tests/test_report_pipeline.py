@@ -21,7 +21,7 @@ from envgen.llm.cache import CachedLLM
 from envgen.llm.client import backend_config
 from envgen.loop.config import RunConfig
 from envgen.loop.runner import execute_run
-from envgen.report import claims, figures, tables
+from envgen.report import claims_md, figures, tables
 from envgen.report.inputs import read_cycles
 
 pytestmark = pytest.mark.slow
@@ -128,9 +128,9 @@ def test_figures_on_real_runs(runs_json: dict[str, Path], tmp_path: Path, capsys
 
 def test_claims_on_real_runs(runs_json: dict[str, Path], tmp_path: Path):
     out = tmp_path / "CLAIMS.md"
-    assert claims.main([str(runs_json["table1"]), "--out", str(out)]) == 0
+    assert claims_md.main([str(runs_json["table1"]), "--out", str(out)]) == 0
     text = out.read_text()
-    assert claims.SMOKE_BANNER in text
+    assert claims_md.SMOKE_BANNER in text
     accounting = json.loads((runs_json["envgen"] / "llm_accounting.json").read_text())
     assert accounting["calls"] == 1
     line = next(x for x in text.splitlines() if x.startswith("| PPO + EnvGen | 1 |"))

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from envgen.results_version import RESULTS_VERSION
-from envgen.store.compare import first_difference
+from envgen.store.run_diff import first_difference
 
 REPO = Path(__file__).resolve().parents[1]
 VERSION_FILE = "envgen/results_version.py"

@@ -293,7 +293,7 @@ def write_collected(table: dict[str, Any], outs: Sequence[Path], withheld: bool 
     """runs.json, metrics.json and scores.json of a collected table, at `outs`. `withheld`
     (a registered campaign before every planned run is in): metrics.json holds run counts
     only and scores.json no point, so `dvc metrics show` and `dvc plots` show no interim
-    score; the report withholds the rest (`envgen.report.campaign.withheld_runs`)."""
+    score; the report withholds the rest (`envgen.report.campaign_section.withheld_runs`)."""
     metrics = withheld_metrics(table) if withheld else table_metrics(table)
     scores = [] if withheld else table_scores(table)
     for path, data in zip(outs, (table, metrics, scores), strict=True):

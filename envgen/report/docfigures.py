@@ -163,7 +163,7 @@ PHRASES: tuple[tuple[str, str], ...] = (
         "Table 6's row of 8 environments per call is `{status.table6.n8}` (one seed's",
     ),
     # CLAIMS.md's audit paragraph: its issue-40 figures are written in
-    # envgen/report/campaign.py; these re-derive them from the runs.
+    # envgen/report/campaign_section.py; these re-derive them from the runs.
     (
         "results/CLAIMS.md",
         "the CPU's vector unit within this campaign (Crafter-only {audit.avx512} on "

@@ -28,7 +28,7 @@ from envgen.errors import EnvGenError
 from envgen.games import game_spec
 from envgen.input_checks import OneLineParser, safe_name
 from envgen.report.achievements import achievement_frame, done_rows
-from envgen.report.campaign import WHAT, withheld_runs
+from envgen.report.campaign_section import WHAT, withheld_runs
 from envgen.report.curves import bin_width, score_vs_step
 from envgen.report.inputs import (
     DONE,

@@ -32,7 +32,7 @@ from envgen.report.achievements import (
     achievement_markdown,
     comparison_markdown,
 )
-from envgen.report.campaign import CAMPAIGN_SECTION, withheld_runs
+from envgen.report.campaign_section import CAMPAIGN_SECTION, withheld_runs
 from envgen.report.flags import row_flags
 from envgen.report.inputs import DONE, RowRecord, TableRecord, load_tables, profile_of
 from envgen.stats.campaign import REGISTRATIONS, WITHHELD

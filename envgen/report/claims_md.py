@@ -7,7 +7,7 @@ that cannot be tested says why: a row that did not run, or data the runs lack. S
 artefacts (`envgen.report.flags`) are flagged on the claim they affect. The LLM's
 measured use (llm_accounting.json of every run) stands beside the paper's.
 
-    python -m envgen.report.claims RUNS_JSON... --out results/CLAIMS.md
+    python -m envgen.report.claims_md RUNS_JSON... --out results/CLAIMS.md
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from envgen.errors import EnvGenError
 from envgen.input_checks import OneLineParser
 from envgen.report import replay
-from envgen.report.campaign import CAMPAIGN_SECTION, campaign_lines
+from envgen.report.campaign_section import CAMPAIGN_SECTION, campaign_lines
 from envgen.report.flags import claim_flags
 from envgen.report.inputs import (
     DONE,
@@ -52,7 +52,8 @@ SMOKE_BANNER = "smoke-scale, NOT a replication of the paper's claims"
 
 
 def claims_markdown(tables: Sequence[TableRecord]) -> str:
-    """The whole CLAIMS.md text; campaign tables get their own section (`report.campaign`)."""
+    """The whole CLAIMS.md text; campaign tables get their own section
+    (`report.campaign_section`)."""
     campaigns = [t for t in tables if t.is_campaign]
     tables = [t for t in tables if not t.is_campaign]
     profile = profile_of(tables)
@@ -269,7 +270,7 @@ def _per_run(records: Sequence[Mapping[str, float]], key: str, fmt: str = ".1f")
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(
-        prog="python -m envgen.report.claims", description=__doc__.split("\n\n")[0]
+        prog="python -m envgen.report.claims_md", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("runs", nargs="+", type=Path, help="runs.json files, one per table")
     parser.add_argument("--out", type=Path, required=True, help="the CLAIMS.md to write")
@@ -277,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         text = claims_markdown(load_tables(args.runs))
     except EnvGenError as exc:
-        print(f"envgen.report.claims: {exc}", file=sys.stderr)
+        print(f"envgen.report.claims_md: {exc}", file=sys.stderr)
         return 1
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
