@@ -55,6 +55,7 @@ from envgen.agents.config import (
     PPOConfig,
     add_rollout_arguments,
     model_preset,
+    rollout_config,
 )
 from envgen.agents.device import add_device_arguments, describe, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
@@ -334,12 +335,7 @@ def run(args: argparse.Namespace) -> int:
     if args.rollouts is None:
         args.rollouts = ADConfig().aux_every if args.agent == "ad" else 3
     levels = args.concurrency or ((1, 2, 4, 8, 16) if args.device.startswith("cuda") else (1,))
-    ppo_cfg = PPOConfig(
-        num_envs=args.num_envs,
-        num_steps=args.num_steps,
-        minibatches=args.minibatches,
-        checkpoint_every=10**12,
-    )
+    ppo_cfg = rollout_config(args, checkpoint_every=10**12)
     memory = "peak GPU memory" if args.device.startswith("cuda") else "peak resident memory"
     print(f"device: {describe(args.device)}; {args.agent}, {args.model}", flush=True)
     result: dict[str, Any] = {"device": describe(args.device), "levels": []}
