@@ -4,9 +4,11 @@ A campaign table (`TableRecord.is_campaign`) enters neither the paper's claim fa
 nor the profile line of CLAIMS.md; its claims (`envgen.stats.campaign`) are judged by
 their own rule on the runs finished so far, and the section says in its heading and
 first line that it tests something else than the paper. A registered campaign
-(docs/campaign_confirm.md) shows run counts only until every planned run is in; then
-its registered verdict, in the registered words, and its secondary analyses (pooled
-with the earlier campaign of the same run configs; every achievement, descriptive).
+(`envgen.stats.campaign.REGISTRATIONS`: docs/campaign_confirm.md, docs/campaign_llm15.md)
+shows run counts only until every planned run is in; then its registered verdict, in
+the registered words, and the analyses its registration lists beside it (confirm: pooled
+with the earlier campaign of the same run configs, every achievement; llm15: beside the
+earlier Crafter-only runs, the designer's worlds, every achievement).
 """
 
 from __future__ import annotations
@@ -65,9 +67,10 @@ def campaign_lines(tables: Sequence[TableRecord], paper: PaperNumbers) -> list[s
     lines = [
         f"## {CAMPAIGN_SECTION}: a different claim from the paper's",
         "",
-        "A campaign tests what this project's machines can train, with designers that need "
-        "no LLM and a smaller network: not the paper's claim (GPT-4-Turbo designer, the "
-        "paper's network), and none of its runs enters the verdicts above. Rule "
+        "A campaign tests what this project's machines can train, with designers they can "
+        "run (rule-based, random, or an open local LLM) and a smaller network: not the "
+        "paper's claim (GPT-4-Turbo designer, the paper's network), and none of its runs "
+        "enters the verdicts above. Rule "
         '(docs/stats.md, "Campaign claims"): one-sided Welch test of a > b on the score (or '
         "on one achievement's success rate), Bonferroni across a family's m claims at "
         f"α = {ALPHA} (level α/m); **better** when the one-sided lower bound of a − b lies "
@@ -124,7 +127,9 @@ def _campaign(
         lines += ["", *_family_lines(family, family_results, first, registration, paper)]
     if registration is None:
         return lines
-    primary = results[families[0].heading][0]
+    primary = next(
+        r for family in results.values() for r in family if r.claim == registration.primary
+    )
     if table.table in POOLED_WITH:
         lines += ["", *_baseline(table, first, primary, paper)]
         lines += ["", *_pooled(table, first, primary, paper)]
