@@ -1,20 +1,23 @@
-"""The campaigns' own claims: does EnvGen's schedule with designer D beat Crafter-only?
+"""The campaigns' own claims: does EnvGen's schedule with designer D beat Crafter-only,
+or (llm15) an adaptive LLM designer beat domain randomization?
 
 A campaign (`envgen campaign`, e.g. replication/campaign_cpu.yaml) tests what its
-machines can: EnvGen's schedule with a non-LLM designer vs Crafter-only, with the
-`nature` network. That is not the paper's claim (GPT-4-Turbo designer, the paper's
-network), so these claims do not compare our difference with the paper's; they ask
-plainly whether a beats b (docs/stats.md, "Campaign claims"): a one-sided Welch test
-of a > b at alpha / m, m = the claims of its family (Bonferroni, fixed so a verdict does
-not move when another claim becomes testable). A claim with no difference detected says
-what the data rule out: effects at or above the one-sided upper bound, and whether the
-paper's difference (and its relative gain scaled to our baseline) is among them. The
-power beside it is a planning figure, from simulating the test itself.
+machines can: EnvGen's schedule with a non-LLM designer or an open local LLM vs Crafter-
+only or domain randomization, with the `nature` network. That is not the paper's claim
+(GPT-4-Turbo designer, the paper's network), so these claims do not compare our
+difference with the paper's; they ask plainly whether a beats b (docs/stats.md,
+"Campaign claims"): a one-sided Welch test of a > b at alpha / m, m = the claims of its
+family (Bonferroni, fixed so a verdict does not move when another claim becomes
+testable). A claim with no difference detected says what the data rule out: effects at
+or above the one-sided upper bound, and whether the paper's difference (and its relative
+gain scaled to our baseline) is among them. The power beside it is a planning figure,
+from simulating the test itself.
 
 A campaign's claims come in families (`Family`), each Bonferroni-corrected on its own,
 as the paper's are. A family is planned before the campaign's runs, added after some
-were seen (`Family.post_hoc` says when and why), or registered (`Family.registered`:
-docs/campaign_confirm.md, its verdict withheld until every planned run is in).
+were seen (`Family.post_hoc` says when and why), or registered (`Family.registered`,
+with its document and verdict words in `REGISTRATIONS`: docs/campaign_confirm.md,
+docs/campaign_llm15.md; its verdict withheld until every planned run is in).
 """
 
 from __future__ import annotations
