@@ -2,9 +2,9 @@
 or (llm15) an adaptive LLM designer beat domain randomization?
 
 A campaign (`envgen campaign`, e.g. replication/campaign_cpu.yaml) tests what its
-machines can: EnvGen's schedule with a non-LLM designer or an open local LLM vs Crafter-
-only or domain randomization, with the `nature` network. That is not the paper's claim
-(GPT-4-Turbo designer, the paper's network), so these claims do not compare our
+machines can: EnvGen's schedule with a non-LLM designer or an open local LLM vs
+Crafter-only or domain randomization, with the `nature` network. That is not the paper's
+claim (GPT-4-Turbo designer, the paper's network), so these claims do not compare our
 difference with the paper's; they ask plainly whether a beats b (docs/stats.md,
 "Campaign claims"): a one-sided Welch test of a > b at alpha / m, m = the claims of its
 family (Bonferroni, fixed so a verdict does not move when another claim becomes
