@@ -28,7 +28,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -71,30 +70,12 @@ def bound_to_parent(command: Sequence[str], signum: int = signal.SIGKILL) -> lis
     return [sys.executable, "-c", _LAUNCHER, str(os.getpid()), str(int(signum)), *command]
 
 
-EXIT_GRACE_S = 60.0
-"""How long `signals_exit`'s orderly exit may take: well above its usual second or two
-(a server's stop waits up to 10 s), well below forever."""
-
-
-def _forced_exit(signum: int, after_s: float) -> None:
-    """End this process with status 128 + `signum` unless it ended within `after_s`. An
-    orderly exit can hang: once, under heavy load, a parent holding a process pool and the
-    local server took over 30 s to exit after SIGINT (cause not found; CPython 3.11, which
-    this project runs, has a known deadlock in a process pool's shutdown, gh-125451, fixed
-    in 3.12.8 and 3.13.1), and a clean-up may block on what it waits for."""
-    time.sleep(after_s)
-    os.write(2, f"envgen: the orderly exit took over {after_s:g} s; ending now\n".encode())
-    os._exit(128 + signum)  # the shell's status for a signal (a thread cannot reset SIGINT)
-
-
 @contextlib.contextmanager
-def signals_exit(cleanup: Callable[[], None], grace_s: float = EXIT_GRACE_S) -> Iterator[None]:
+def signals_exit(cleanup: Callable[[], None]) -> Iterator[None]:
     """While inside: SIGTERM or SIGINT ends this process's multiprocessing children,
     calls `cleanup` and raises `SystemExit(128 + SIGTERM)` or `KeyboardInterrupt` in the
     main thread, so `finally` blocks and context managers run without waiting for the
-    children's work (a process pool's `with` waits for its running jobs). An orderly
-    exit that has not ended the process within `grace_s` is cut short with status
-    128 + the signal (`_forced_exit`).
+    children's work (a process pool's `with` waits for its running jobs).
 
     Only for a signal with Python's default handling and in the main thread (a handler
     can only be set there): a handler already set (a campaign's `end_group_on_signal`)
@@ -115,7 +96,6 @@ def signals_exit(cleanup: Callable[[], None], grace_s: float = EXIT_GRACE_S) -> 
             return
         for s in mine:
             signal.signal(s, signal.SIG_IGN)  # one orderly exit, not a second one inside it
-        threading.Thread(target=_forced_exit, args=(signum, grace_s), daemon=True).start()
         for child in multiprocessing.active_children():
             child.terminate()
         cleanup()
