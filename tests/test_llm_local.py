@@ -90,6 +90,14 @@ def _wait_gone(pids: list[int], within_s: float) -> list[int]:
     return [p for p in pids if _alive(p)]
 
 
+def _sigint_default() -> None:
+    """The parent starts with SIGINT at its default action, as from a terminal. A process
+    started with SIGINT ignored (pytest-xdist's workers, a non-interactive shell's `&`)
+    passes that on, Python then keeps ignoring it, and `signals_exit` rightly leaves an
+    ignored signal alone: the parent would sleep through the test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(
     ("signum", "code"),
     [
@@ -110,6 +118,7 @@ def test_the_server_ends_with_the_process_that_started_it(tmp_path, signum, code
         env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(temp)},
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=_sigint_default,
     )
     learned: list[int] = []
     try:
