@@ -236,13 +236,7 @@ def _diff_files(ours: Path, committed: Path) -> str | None:
 def _runs_json_differences(path: Path, withheld: bool) -> str | None:
     """What in `path` (a runs.json) and its metrics.json and scores.json is not what the
     runs give; `withheld`: a registered campaign in progress (run counts only)."""
-    from envgen.pipeline.results import (
-        row_replay,
-        run_entry,
-        table_metrics,
-        table_scores,
-        withheld_metrics,
-    )
+    from envgen.pipeline.results import metrics_and_scores, row_replay, run_entry
     from envgen.verify_plan import plan_differences
 
     table = json_input.read(path)
@@ -265,14 +259,10 @@ def _runs_json_differences(path: Path, withheld: bool) -> str | None:
                 return f"{path}: row {row['row']!r} seed {entry['seed']}: {key}"
         if row["runs"] and not _same(row.get("llm_replay"), row_replay(row["runs"])):
             return f"{path}: row {row['row']!r}: llm_replay"
-    derived = (
-        (("metrics.json", withheld_metrics), ("scores.json", lambda _: []))
-        if withheld
-        else (("metrics.json", table_metrics), ("scores.json", table_scores))
-    )
-    for name, derive in derived:
+    derived = metrics_and_scores(table, withheld)
+    for name, data in zip(("metrics.json", "scores.json"), derived, strict=True):
         sibling = path.with_name(name)
-        if sibling.is_file() and not _same(json_input.read(sibling), derive(table)):
+        if sibling.is_file() and not _same(json_input.read(sibling), data):
             return f"{sibling}: not what runs.json gives"
     return None
 

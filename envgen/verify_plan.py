@@ -103,8 +103,9 @@ def plan_differences(
         listed = row.get("runs") or []
         keys = [(e.get("config_hash"), e.get("seed")) for e in listed]
         wanted = [job.key for job in expected]
-        if lagging_ok and set(keys) <= set(wanted) and len(set(keys)) == len(keys):
-            expected = [job for job in expected if job.key in set(keys)]
+        listed_keys = set(keys)
+        if lagging_ok and listed_keys <= set(wanted) and len(listed_keys) == len(keys):
+            expected = [job for job in expected if job.key in listed_keys]
             wanted = [job.key for job in expected]
         if keys != wanted:
             extra = [k for k in keys if k not in wanted]

@@ -23,12 +23,7 @@ from envgen.loop.paths import read_json
 from envgen.pipeline.job_status import DONE, JobResult, job_dir, job_version_key
 from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
 from envgen.pipeline.profile import Profile
-from envgen.pipeline.results import (
-    table_metrics,
-    table_results,
-    table_scores,
-    withheld_metrics,
-)
+from envgen.pipeline.results import metrics_and_scores, table_results
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 from envgen.store.provenance import PROVENANCE, read_provenance, recorded_version, summary
 
@@ -294,8 +289,7 @@ def write_collected(table: dict[str, Any], outs: Sequence[Path], withheld: bool 
     (a registered campaign before every planned run is in): metrics.json holds run counts
     only and scores.json no point, so `dvc metrics show` and `dvc plots` show no interim
     score; the report withholds the rest (`envgen.report.campaign_section.withheld_runs`)."""
-    metrics = withheld_metrics(table) if withheld else table_metrics(table)
-    scores = [] if withheld else table_scores(table)
+    metrics, scores = metrics_and_scores(table, withheld)
     for path, data in zip(outs, (table, metrics, scores), strict=True):
         write_json_atomic(path, data)
         print(f"[campaign] wrote {path}")

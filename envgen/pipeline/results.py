@@ -156,10 +156,17 @@ def table_metrics(table: Mapping[str, Any]) -> dict[str, Any]:
     return metrics
 
 
-def withheld_metrics(table: Mapping[str, Any]) -> dict[str, Any]:
-    """`table_metrics` with the run counts only: a registered campaign before every
-    planned run is in shows no interim score (docs/stats.md, "Campaign claims")."""
-    return {row: {"runs": values["runs"]} for row, values in table_metrics(table).items()}
+def metrics_and_scores(
+    table: Mapping[str, Any], withheld: bool = False
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """metrics.json's and scores.json's data for `table`. `withheld` (a registered
+    campaign before every planned run is in): run counts only and no point, so no interim
+    score shows (docs/stats.md, "Campaign claims"). `collect` writes these and `envgen
+    verify` re-derives them."""
+    metrics = table_metrics(table)
+    if withheld:
+        return {row: {"runs": values["runs"]} for row, values in metrics.items()}, []
+    return metrics, table_scores(table)
 
 
 def table_scores(table: Mapping[str, Any]) -> list[dict[str, Any]]:

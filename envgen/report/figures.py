@@ -314,7 +314,7 @@ def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path)
     log: list[str] = []
     for table in tables:  # table ids name files: they stay under out_dir and plots_dir
         safe_name(table.table, f"{table.source}: table")
-    waiting = {t.table: withheld_runs(t) for t in tables if withheld_runs(t) is not None}
+    waiting = {t.table: k for t in tables if (k := withheld_runs(t)) is not None}
     log += [f"{name}: no figures, registered verdict withheld: {k}" for name, k in waiting.items()]
     tables = [t for t in tables if t.table not in waiting]
     campaigns = [t for t in tables if t.is_campaign]
