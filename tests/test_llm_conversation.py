@@ -120,6 +120,61 @@ def test_adaptations_follow_the_authors_layout():
     assert "- wake_up: 12% +/- 5%" in adapt5[-1].content and "```json" not in adapt5[-1].content
 
 
+def _worlds(*biomes: str) -> str:
+    blocks = [
+        f'```json\n{{"environment_settings": {{"target_biome": "{b}"}}, '
+        '"inventory_settings": {"wood": 2}, "purpose": "p%d"}\n```' % i
+        for i, b in enumerate(biomes)
+    ]
+    return "\n".join(blocks)
+
+
+def test_repeated_initial_worlds_are_reasked_once_when_asked_for():
+    """Worlds that differ only in their purpose line repeat; the re-ask names them."""
+    repeating = _worlds("mountain", "mountain", "grassland", "mountain")
+    distinct = _worlds("mountain", "grassland", "beaches", "natural")
+    llm = Scripted(repeating, distinct)
+    designer = EnvironmentDesigner(PromptOptions(reask_repeats=True), llm)
+    got = designer.generate(4)
+    assert [c.target_biome for c in got.configs] == ["mountain", "grassland", "beaches", "natural"]
+    reask = llm.requests[1]
+    assert reask.reask and reask.label == "crafter/initial/n4/set0/reask1"
+    assert reask.messages[0] == llm.requests[0].messages[0]
+    text = reask.messages[-1].content
+    assert "Environment 2 has the same settings and starting items as environment 1." in text
+    assert "Environment 4 has the same" in text and "Environment 3" not in text
+    # The first adaptation shows the worlds that were used.
+    llm.texts.append(distinct)
+    designer.adapt(STATS)
+    assert '"target_biome": "beaches"' in llm.requests[-1].messages[0].content
+
+
+def test_repeats_left_after_the_reasks_keep_the_most_distinct_reply():
+    worse, better = (
+        _worlds("mountain", "mountain", "mountain"),
+        _worlds("mountain", "grassland", "grassland"),
+    )
+    for replies, expected in (
+        ((better, worse), ["mountain", "grassland", "grassland"]),  # most distinct wins
+        ((worse, better), ["mountain", "grassland", "grassland"]),
+        ((better, "no json here"), ["mountain", "grassland", "grassland"]),  # unusable re-ask
+    ):
+        designer = EnvironmentDesigner(PromptOptions(reask_repeats=True), Scripted(*replies))
+        assert [c.target_biome for c in designer.generate(3).configs] == expected
+
+
+def test_repeats_are_used_as_they_are_by_default_and_in_adaptations():
+    repeating = _worlds("mountain", "mountain")
+    llm = Scripted(repeating, repeating)
+    designer = EnvironmentDesigner(PromptOptions(), llm)
+    assert len(designer.generate(2).configs) == 2 and len(llm.requests) == 1
+    llm = Scripted(_worlds("mountain", "grassland"), repeating)
+    designer = EnvironmentDesigner(PromptOptions(reask_repeats=True), llm)
+    designer.generate(2)
+    designer.adapt(STATS)  # adaptations are not re-asked for repeats
+    assert len(llm.requests) == 2
+
+
 def test_rules_state_both_sleep_facts():
     rules = " ".join(crafter_prompts.GAME_RULES)
     assert '"wake_up" needs the agent to sleep first' in rules

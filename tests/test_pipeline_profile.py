@@ -82,6 +82,19 @@ def test_temperature_comes_from_the_profile_to_llm_rows_unless_the_row_sets_one(
     assert RunConfig.from_dict(warm.to_dict()) == warm
 
 
+def test_reask_repeats_comes_from_the_profile_to_llm_rows_and_counts_only_when_on():
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    assert load_profile(params, "paper").llm_reask_repeats is False  # optional key
+    params["profiles"]["smoke"]["llm_reask_repeats"] = True
+    smoke = load_profile(params, "smoke")
+    assert smoke.apply(RunConfig(), 0).llm_reask_repeats is True
+    assert smoke.apply(RunConfig(designer="random"), 0).llm_reask_repeats is False
+    assert "llm_reask_repeats" not in RunConfig().to_dict()
+    on = RunConfig(llm_reask_repeats=True)
+    assert on.config_hash() != RunConfig().config_hash()
+    assert RunConfig.from_dict(on.to_dict()) == on
+
+
 def test_original_only_rows_ignore_the_initial_set():
     smoke = load_profile(PARAMS, "smoke")
     assert smoke.apply(RunConfig(method="original_only"), initial_set=2).initial_set == 0

@@ -64,6 +64,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paper's); the rows that replay these replies set the same `llm_temperature`",
     )
     record.add_argument(
+        "--reask-repeats",
+        action="store_true",
+        help="re-ask once when a reply's environments repeat one another (not the paper's; "
+        "the rows that replay these replies set `llm_reask_repeats: true`)",
+    )
+    record.add_argument(
         "--call", action="append", choices=list(PLANNED_CALLS), help="repeatable; default all"
     )
     record.add_argument(
@@ -148,7 +154,8 @@ def _record_calls(args: argparse.Namespace) -> int:
         llm = CachedLLM(args.mode, args.cache_dir, backend)
         for label in labels:
             call = planned_call(label)
-            designer = EnvironmentDesigner(call.options(backend, args.temperature), llm)
+            options = call.options(backend, args.temperature, args.reask_repeats)
+            designer = EnvironmentDesigner(options, llm)
             started = time.monotonic()
             try:
                 parsed = designer.generate(call.n)

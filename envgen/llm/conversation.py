@@ -16,9 +16,12 @@ environment_generation/update_environments.py), because the request is the proto
 
 A reply that does not yield N usable environments is re-asked up to `max_reasks` times
 with the parse error as the next user message; every re-ask is a call of its own
-(counted, cached). Failed replies and re-ask messages stay out of later cycles'
-requests: those carry each cycle's prompt and the reply that was used, as the authors'
-(whose code has no re-asks) carry each saved reply.
+(counted, cached). With `reask_repeats`, an initial reply whose environments repeat one
+another is re-asked the same way, naming the repeats; if the re-asks run out, the reply
+with the most distinct environments is used (the earliest of equals), repeats and all.
+Failed replies and re-ask messages stay out of later cycles' requests: those carry each
+cycle's prompt and the reply that was used, as the authors' (whose code has no re-asks)
+carry each saved reply.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from collections.abc import Mapping
 from envgen.errors import ConfigError, LLMResponseError
 from envgen.input_checks import check_temperature
 from envgen.llm.design_spec import design_spec
-from envgen.llm.parse import ParsedEnvironments, parse_environments
+from envgen.llm.parse import ParsedEnvironments, parse_environments, repeated
 from envgen.llm.request import ChatRequest, LLMCallable, Message
 from envgen.llm.schema import DIALECTS, reply_schema, response_format
 
@@ -56,6 +59,10 @@ class PromptOptions:
     """Sampling temperature; the paper uses 0."""
     max_reasks: int = 1
     """Re-asks after an unusable reply before giving up."""
+    reask_repeats: bool = False
+    """Re-ask an initial reply whose environments repeat one another (within
+    `max_reasks`). Off: the first usable reply is used as it is (the paper's GPT-4 wrote
+    distinct worlds; a small local model may not: docs/llm.md, "Repeated worlds")."""
     history_cycles: int = 0
     """0 keeps the whole adaptation history (the authors' code); k > 0 sends the first
     adaptation's exchange and only the last k later ones, so many cycles fit a small
@@ -148,6 +155,7 @@ class EnvironmentDesigner:
         attempt_messages = [asked]
         self.messages.append(asked)
         attempt = 0
+        best: tuple[int, ParsedEnvironments] | None = None  # (distinct worlds, reply)
         while True:
             request = ChatRequest(
                 messages=(*history, *attempt_messages),
@@ -166,6 +174,9 @@ class EnvironmentDesigner:
                     reply.text, self._n, opts.game, obfuscated=opts.obfuscate
                 )
             except LLMResponseError as exc:
+                if attempt == opts.max_reasks and best is not None:  # an earlier one repeats
+                    self.results.append(best[1])
+                    return best[1]
                 if attempt == opts.max_reasks:
                     raise LLMResponseError(
                         f"{label}: {exc}\n(gave up after {attempt} re-ask(s))"
@@ -176,10 +187,34 @@ class EnvironmentDesigner:
                 attempt_messages += [answer, reask]
                 self.messages.append(reask)
                 continue
+            if opts.reask_repeats and self.cycle == 0:
+                repeats = repeated(parsed.configs)
+                if best is None or self._n - len(repeats) > best[0]:
+                    best = (self._n - len(repeats), parsed)
+                if repeats and attempt < opts.max_reasks:
+                    attempt += 1
+                    reask = Message("user", _repeats_text(repeats, self._n))
+                    attempt_messages += [answer, reask]
+                    self.messages.append(reask)
+                    continue
+                parsed = best[1]
             if explain:
                 self._exchanges.append((asked, answer))
             self.results.append(parsed)
             return parsed
+
+
+def _repeats_text(repeats: dict[int, int], n: int) -> str:
+    lines = [
+        f"Environment {i + 1} has the same settings and starting items as environment {j + 1}."
+        for i, j in sorted(repeats.items())
+    ]
+    lines.append(
+        f"Each of the {n} environments should differ from the others, so that together "
+        "they train different skills."
+    )
+    lines.append(f"Reply again with exactly {n} environments in the required format.")
+    return "\n".join(lines)
 
 
 def _reask_text(error: str, n: int, cut: bool) -> str:

@@ -11,8 +11,9 @@ contributes each element. Each candidate is validated by the family's
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from envgen.errors import ConfigError, LLMResponseError
@@ -102,6 +103,27 @@ def parse_environments(
         warnings=warnings,
         repaired=any(r for _, _, r in usable[:n]),
     )
+
+
+def settings_key(config: Any) -> str:
+    """What makes two designed environments the same: their environment and inventory
+    settings as validated (the purpose line and the episode length do not count)."""
+    data = config.to_dict()
+    return json.dumps([data["environment_settings"], data["inventory_settings"]], sort_keys=True)
+
+
+def repeated(configs: Sequence[Any]) -> dict[int, int]:
+    """Each environment that repeats an earlier one, mapped to the first it repeats
+    (0-based indexes); empty when all differ."""
+    first: dict[str, int] = {}
+    out: dict[int, int] = {}
+    for i, config in enumerate(configs):
+        key = settings_key(config)
+        if key in first:
+            out[i] = first[key]
+        else:
+            first[key] = i
+    return out
 
 
 def _shortfall(found: int, n: int, failures: list[str], notes: list[str]) -> str:

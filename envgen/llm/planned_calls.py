@@ -29,15 +29,19 @@ class PlannedCall:
     game: str = "crafter"
     """The game the worlds are for (a key of `envgen.games.GAMES`)."""
 
-    def options(self, backend: BackendConfig, temperature: float = 0.0) -> PromptOptions:
+    def options(
+        self, backend: BackendConfig, temperature: float = 0.0, reask_repeats: bool = False
+    ) -> PromptOptions:
         """The designer options that reproduce this call on `backend` at `temperature`
-        (a run's `llm_temperature`)."""
+        (a run's `llm_temperature`), re-asking repeated worlds if `reask_repeats` (a
+        run's `llm_reask_repeats`)."""
         return PromptOptions(
             game=self.game,
             initial_set=self.initial_set,
             obfuscate=self.obfuscate,
             structured=backend.structured,
             temperature=temperature,
+            reask_repeats=reask_repeats,
         )
 
     def label(self) -> str:

@@ -33,20 +33,16 @@ from envgen.envs.crafter.config import RARITIES, CrafterConfig
 from envgen.errors import EnvGenError, LLMResponseError
 from envgen.files import write_json_atomic
 from envgen.llm.cache import DEFAULT_CACHE_DIR, ResponseCache
-from envgen.llm.parse import parse_environments
+from envgen.llm.parse import parse_environments, settings_key
 from envgen.llm.slots import FEEDBACK_LINE
 from envgen.loop.paths import read_json
 from envgen.loop.world_designers import RECIPES, Recipe
 
 WEAKEST = 5
 _LABEL = re.compile(
-    r"^crafter/(?P<stage>initial|adapt\d+)/n(?P<n>\d+)(?P<obf>/obfuscated)?/set\d+$"
+    r"^crafter/(?P<stage>initial|adapt\d+)/n(?P<n>\d+)(?P<obf>/obfuscated)?/set\d+"
+    r"(?P<reask>/reask\d+)?$"
 )
-
-
-def world_key(config: CrafterConfig) -> str:
-    data = config.to_dict()
-    return json.dumps([data["environment_settings"], data["inventory_settings"]], sort_keys=True)
 
 
 def supports(config: CrafterConfig, recipe: Recipe) -> bool:
@@ -106,7 +102,7 @@ def reply_quality(entry: Mapping[str, Any]) -> ReplyQuality | None:
     clamped = sum("out of range" in w for w in parsed.warnings)
     fields = sum(len(c.to_dict()["environment_settings"]) + 12 for c in parsed.configs)
     toward = None
-    if match["stage"] != "initial" and not obfuscated:
+    if match["stage"] != "initial" and not obfuscated and not match["reask"]:
         messages = entry["request"]["messages"]
         last = messages[-1]["content"]
         previous_text = last if "```json" in last else messages[-2]["content"]
@@ -116,7 +112,7 @@ def reply_quality(entry: Mapping[str, Any]) -> ReplyQuality | None:
     return ReplyQuality(
         entry["label"],
         n,
-        len({world_key(c) for c in parsed.configs}),
+        len({settings_key(c) for c in parsed.configs}),
         clamped,
         fields,
         None if toward is None else round(toward, 3),
@@ -175,16 +171,23 @@ def run_keys(run_dirs: Sequence[Path]) -> set[str]:
 
 
 def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
-    """The measures of `rows` in a few counts: replies, those with every world distinct
-    (and the initial ones among them), values out of range, adaptations toward weakness."""
+    """The measures of `rows` in a few counts: replies (re-asks included), those with
+    every world distinct, the initial sets whose first reply has every world distinct and
+    those where it or a re-ask does (the reply a run with `llm_reask_repeats` uses),
+    values out of range, adaptations toward weakness."""
     moves = [q.toward_weakness for q in rows if q.toward_weakness is not None]
-    initial = [q for q in rows if "/initial/" in q.label and q.n > 1]
+    initial_replies = [q for q in rows if "/initial/" in q.label and q.n > 1]
+    initial = [q for q in initial_replies if "/reask" not in q.label]
+    distinct_after_reask = {
+        q.label.split("/reask")[0] for q in initial_replies if q.usable and q.distinct == q.n
+    }
     return {
         "replies": len(rows),
         "unusable": sum(not q.usable for q in rows),
         "all_distinct": sum(q.usable and q.distinct == q.n for q in rows),
         "initial_sets": len(initial),
         "initial_sets_all_distinct": sum(q.usable and q.distinct == q.n for q in initial),
+        "initial_sets_all_distinct_after_reask": len(distinct_after_reask),
         "out_of_range": sum(q.out_of_range for q in rows),
         "values": sum(q.values for q in rows),
         "adaptations": len(moves),

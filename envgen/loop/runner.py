@@ -180,6 +180,7 @@ def execute_run(
             structured=llm.backend.structured if llm is not None else "off",
             history_cycles=config.llm_history_cycles,
             temperature=config.llm_temperature,
+            reask_repeats=config.llm_reask_repeats,
         )
         designer = make_designer(
             config.designer, prompt_options, seed, call_log, config.heuristic_first_set
