@@ -22,6 +22,7 @@ from envgen.llm import (
     backend_config,
     planned_call,
 )
+from envgen.llm.planned_calls import record_command
 from envgen.llm.request import record_key, request_record
 
 COMMITTED = Path(__file__).resolve().parents[1] / "data" / "llm_cache"
@@ -73,6 +74,21 @@ def test_replay_miss_names_model_key_and_command(offline, monkeypatch):
         "envgen llm record --backend openai --model gpt-4-1106-preview "
         "--call crafter/initial/n4/set0"
     )
+
+
+def test_the_record_command_repeats_temperature_and_reask_of_the_missed_call():
+    local = BACKENDS["local"]
+    first = ChatRequest((Message("user", "hi"),), 0.7, 1, 16, label="crafter/initial/n4/set1")
+    reask = dataclasses.replace(first, label=first.label + "/reask1", reask=True)
+    assert record_command(first, local) == (
+        "envgen llm record --backend local --temperature 0.7 --call crafter/initial/n4/set1"
+    )
+    assert record_command(reask, local).endswith(
+        "--temperature 0.7 --reask-repeats --call crafter/initial/n4/set1"
+    )
+    cold = dataclasses.replace(first, temperature=0.0)
+    assert "--temperature" not in record_command(cold, local)
+    assert record_command(dataclasses.replace(first, label="crafter/adapt2/n4/set1"), local) is None
 
 
 def test_key_covers_what_determines_the_reply():

@@ -142,7 +142,9 @@ class CachedLLM:
         backend: BackendConfig,
         *,
         client_factory: Callable[[BackendConfig], LLMCallable] = OpenAIChat,
-        record_command: Callable[[str, BackendConfig], str | None] = planned_record_command,
+        record_command: Callable[[ChatRequest, BackendConfig], str | None] = (
+            planned_record_command
+        ),
         match: str = "slot",
         budget: Budget | None = None,
     ):
@@ -229,7 +231,7 @@ class CachedLLM:
         return response
 
     def _how_to_record(self, request: ChatRequest) -> str:
-        command = self._record_command(request.label, self.backend)
+        command = self._record_command(request, self.backend)
         if command and self.cache.directory.resolve() != DEFAULT_CACHE_DIR.resolve():
             command += f" --cache-dir {self.cache.directory}"
         return (

@@ -12,6 +12,7 @@ import dataclasses
 from envgen.errors import ConfigError
 from envgen.llm.client import BackendConfig
 from envgen.llm.conversation import PromptOptions, call_label
+from envgen.llm.request import ChatRequest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,9 +73,16 @@ def planned_call(label: str) -> PlannedCall:
     return PLANNED_CALLS[base]
 
 
-def record_command(label: str, backend: BackendConfig) -> str | None:
-    """The command that records a planned call on `backend` (None if not planned)."""
-    base = label.split("/reask")[0]
+def record_command(request: ChatRequest, backend: BackendConfig) -> str | None:
+    """The command that records `request`, a planned call, on `backend` (None if not
+    planned): at the request's temperature, and re-asking repeated worlds if the request
+    is a re-ask (a re-ask after an unusable reply comes either way)."""
+    base = request.label.split("/reask")[0]
     if base not in PLANNED_CALLS:
         return None
-    return f"envgen llm record {backend.record_flags()} --call {base}"
+    flags = backend.record_flags()
+    if request.temperature:
+        flags += f" --temperature {request.temperature:g}"
+    if base != request.label:
+        flags += " --reask-repeats"
+    return f"envgen llm record {flags} --call {base}"
