@@ -84,7 +84,7 @@ def test_the_record_command_repeats_temperature_and_reask_of_the_missed_call():
         "envgen llm record --backend local --temperature 0.7 --call crafter/initial/n4/set1"
     )
     assert record_command(reask, local).endswith(
-        "--temperature 0.7 --reask-repeats --call crafter/initial/n4/set1"
+        "--temperature 0.7 --reask-repeats --mode fill --call crafter/initial/n4/set1"
     )
     cold = dataclasses.replace(first, temperature=0.0)
     assert "--temperature" not in record_command(cold, local)

@@ -150,17 +150,38 @@ def test_repeated_initial_worlds_are_reasked_once_when_asked_for():
 
 
 def test_repeats_left_after_the_reasks_keep_the_most_distinct_reply():
-    worse, better = (
-        _worlds("mountain", "mountain", "mountain"),
-        _worlds("mountain", "grassland", "grassland"),
-    )
+    worse = _worlds("mountain", "mountain", "mountain")
+    better = _worlds("mountain", "grassland", "grassland")
+    other = _worlds("beaches", "beaches", "beaches")
     for replies, expected in (
         ((better, worse), ["mountain", "grassland", "grassland"]),  # most distinct wins
         ((worse, better), ["mountain", "grassland", "grassland"]),
+        ((worse, other), ["mountain"] * 3),  # the earlier of equals
         ((better, "no json here"), ["mountain", "grassland", "grassland"]),  # unusable re-ask
     ):
-        designer = EnvironmentDesigner(PromptOptions(reask_repeats=True), Scripted(*replies))
+        llm = Scripted(*replies)
+        designer = EnvironmentDesigner(PromptOptions(reask_repeats=True), llm)
         assert [c.target_biome for c in designer.generate(3).configs] == expected
+        assert len(llm.requests) == 2
+
+
+def test_a_reask_spent_on_an_unusable_reply_leaves_repeats_as_they_are():
+    llm = Scripted("no json here", _worlds("mountain", "mountain"))
+    designer = EnvironmentDesigner(PromptOptions(reask_repeats=True), llm)
+    assert [c.target_biome for c in designer.generate(2).configs] == ["mountain"] * 2
+    assert len(llm.requests) == 2 and "could not be used" in llm.requests[1].messages[-1].content
+
+
+def test_repeats_are_named_as_the_reply_numbers_its_environments():
+    """An unusable environment still counts in the reply's numbering."""
+    bad = '```json\n{"environment_settings": {"target_biome": "moon"}}\n```'
+    blocks = [_worlds("mountain"), bad, _worlds("beaches"), _worlds("mountain"), _worlds("natural")]
+    llm = Scripted("\n".join(blocks), _worlds("mountain", "grassland", "beaches", "natural"))
+    EnvironmentDesigner(PromptOptions(reask_repeats=True), llm).generate(4)
+    sent = llm.requests[1].messages[-1].content
+    assert sent.startswith(
+        "Environment 4 has the same settings and starting items as environment 1.\n"
+    )
 
 
 def test_repeats_are_used_as_they_are_by_default_and_in_adaptations():

@@ -6,7 +6,9 @@ import pytest
 import yaml
 
 from envgen.errors import ConfigError
+from envgen.llm import PromptOptions
 from envgen.loop.config import RunConfig
+from envgen.loop.runner import designer_options
 from envgen.pipeline.profile import load_profile
 
 PARAMS = yaml.safe_load(Path("params.yaml").read_text())
@@ -93,6 +95,24 @@ def test_reask_repeats_comes_from_the_profile_to_llm_rows_and_counts_only_when_o
     on = RunConfig(llm_reask_repeats=True)
     assert on.config_hash() != RunConfig().config_hash()
     assert RunConfig.from_dict(on.to_dict()) == on
+
+
+def test_the_runs_llm_settings_reach_its_designer():
+    config = RunConfig(
+        initial_set=2,
+        obfuscated=True,
+        llm_history_cycles=3,
+        llm_temperature=0.7,
+        llm_reask_repeats=True,
+    )
+    assert designer_options(config, "json_schema") == PromptOptions(
+        initial_set=2,
+        obfuscate=True,
+        structured="json_schema",
+        history_cycles=3,
+        temperature=0.7,
+        reask_repeats=True,
+    )
 
 
 def test_original_only_rows_ignore_the_initial_set():

@@ -45,7 +45,7 @@ MAX_REPLY_TOKENS = 4096
 
 @dataclasses.dataclass(frozen=True)
 class PromptOptions:
-    """How the designer asks; everything here enters the request (and the cache key)."""
+    """How the designer asks; everything here shapes the requests (and their cache keys)."""
 
     game: str = "crafter"
     """The game the worlds are for, a key of `envgen.games.GAMES`."""
@@ -193,7 +193,9 @@ class EnvironmentDesigner:
                     best = (self._n - len(repeats), parsed)
                 if repeats and attempt < opts.max_reasks:
                     attempt += 1
-                    reask = Message("user", _repeats_text(repeats, self._n))
+                    at = parsed.positions or range(1, self._n + 1)
+                    named = {at[i]: at[j] for i, j in repeats.items()}
+                    reask = Message("user", _repeats_text(named, self._n))
                     attempt_messages += [answer, reask]
                     self.messages.append(reask)
                     continue
@@ -205,8 +207,10 @@ class EnvironmentDesigner:
 
 
 def _repeats_text(repeats: dict[int, int], n: int) -> str:
+    """`repeats`: environment number -> the earlier one it repeats, as the reply numbers
+    them (from 1)."""
     lines = [
-        f"Environment {i + 1} has the same settings and starting items as environment {j + 1}."
+        f"Environment {i} has the same settings and starting items as environment {j}."
         for i, j in sorted(repeats.items())
     ]
     lines.append(

@@ -75,8 +75,9 @@ def planned_call(label: str) -> PlannedCall:
 
 def record_command(request: ChatRequest, backend: BackendConfig) -> str | None:
     """The command that records `request`, a planned call, on `backend` (None if not
-    planned): at the request's temperature, and re-asking repeated worlds if the request
-    is a re-ask (a re-ask after an unusable reply comes either way)."""
+    planned): at the request's temperature; for a re-ask, re-asking repeated worlds (a
+    re-ask after an unusable reply comes either way) in mode fill, which replays the
+    recorded first reply instead of sampling it again."""
     base = request.label.split("/reask")[0]
     if base not in PLANNED_CALLS:
         return None
@@ -84,5 +85,5 @@ def record_command(request: ChatRequest, backend: BackendConfig) -> str | None:
     if request.temperature:
         flags += f" --temperature {request.temperature:g}"
     if base != request.label:
-        flags += " --reask-repeats"
+        flags += " --reask-repeats --mode fill"
     return f"envgen llm record {flags} --call {base}"

@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = select(groups, args.model, args.temperature)
         for q in rows:
             if not q.usable:
-                print(f"{q.label:34s} unusable (re-asked)")
+                print(f"{q.label:34s} unusable" + ("" if "/reask" in q.label else " (re-asked)"))
                 continue
             toward = q.toward_weakness
             print(

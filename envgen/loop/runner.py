@@ -135,6 +135,20 @@ METHODS: dict[str, Callable[[Run], None]] = {
 
 
 # --- one run, end to end -------------------------------------------------------------------
+def designer_options(config: RunConfig, structured: str) -> PromptOptions:
+    """How this run's designer asks: the LLM settings of `config`, and the backend's
+    structured-output dialect."""
+    return PromptOptions(
+        game=config.game,
+        initial_set=config.initial_set,
+        obfuscate=config.obfuscated,
+        structured=structured,
+        history_cycles=config.llm_history_cycles,
+        temperature=config.llm_temperature,
+        reask_repeats=config.llm_reask_repeats,
+    )
+
+
 def execute_run(
     config: RunConfig,
     seed: int,
@@ -173,15 +187,8 @@ def execute_run(
             )
         call_log = CallLog(llm, run_id(config.config_hash(), seed))
     if config.uses_designer:
-        prompt_options = PromptOptions(
-            game=config.game,
-            initial_set=config.initial_set,
-            obfuscate=config.obfuscated,
-            structured=llm.backend.structured if llm is not None else "off",
-            history_cycles=config.llm_history_cycles,
-            temperature=config.llm_temperature,
-            reask_repeats=config.llm_reask_repeats,
-        )
+        structured = llm.backend.structured if llm is not None else "off"
+        prompt_options = designer_options(config, structured)
         designer = make_designer(
             config.designer, prompt_options, seed, call_log, config.heuristic_first_set
         )
