@@ -78,20 +78,21 @@ def test_out_of_range_values_are_counted_before_clamping():
     assert quality is not None and quality.out_of_range == 2 and quality.toward_weakness is None
 
 
+def record(cache_dir, model, temperature, *worlds, label=LABEL):
+    """Files a reply of `worlds` by `model` under `label` in `cache_dir`."""
+
+    def client(backend):
+        return lambda request: ChatResponse(reply(*worlds), model, Usage(5, 3), "stop", 1700000000)
+
+    backend = backend_config("openai", model=model)
+    llm = CachedLLM("fill", cache_dir, backend, client_factory=client)
+    llm(ChatRequest((Message("user", label),), temperature, 0, 100, label=label))
+
+
 def test_replies_are_measured_per_model_and_temperature(tmp_path):
-    def record(model, temperature, *worlds):
-        def client(backend):
-            return lambda request: ChatResponse(
-                reply(*worlds), model, Usage(5, 3), "stop", 1700000000
-            )
-
-        backend = backend_config("openai", model=model)
-        llm = CachedLLM("fill", tmp_path, backend, client_factory=client)
-        llm(ChatRequest((Message("user", "design"),), temperature, 0, 100, label=LABEL))
-
-    record("m", 0.0, WOOD, WOOD)
-    record("m", 0.7, WOOD, IRON)
-    record("other", 0.7, IRON, IRON)
+    record(tmp_path, "m", 0.0, WOOD, WOOD)
+    record(tmp_path, "m", 0.7, WOOD, IRON)
+    record(tmp_path, "other", 0.7, IRON, IRON)
     assert sorted(q.distinct for q in measure(tmp_path, "m")) == [1, 2]
     assert [q.distinct for q in measure(tmp_path, "m", 0.7)] == [2]
     assert [q.distinct for q in measure(tmp_path, "m", 0.0)] == [1]
@@ -130,3 +131,26 @@ def test_the_summary_counts_initial_sets_with_every_world_distinct(tmp_path, cap
     assert "--model" in capsys.readouterr().err
     assert main(["--cache-dir", str(tmp_path), "--out", str(tmp_path / "q.json")]) == 0
     assert json.loads((tmp_path / "q.json").read_text()) == {}
+
+
+def test_heist_replies_are_measured_apart_from_crafter(tmp_path, capsys):
+    maze = {"environment_settings": {"distribution_mode": "easy", "maze_size": 11},
+            "inventory_settings": {"keys_held": 0}}  # fmt: skip
+    small = {"environment_settings": {"maze_size": 5}, "inventory_settings": {}}
+    entry = {"label": "heist/initial/n2/set0", "request": {"messages": []}}
+    quality = reply_quality({**entry, "response": {"text": reply(maze, small)}})
+    # 11 is clamped to easy mode's 9; each world offers 4 values (3 settings, 1 item).
+    assert (quality.game, quality.distinct, quality.out_of_range, quality.values) == (
+        "heist", 2, 1, 8,
+    )  # fmt: skip
+    assert quality.toward_weakness is None
+    repeat = reply_quality({**entry, "response": {"text": reply(small, small)}})
+    assert repeat.distinct == 1
+    # --out: a summary per game; Crafter's keep their names.
+    record(tmp_path, "m", 0.0, WOOD, IRON)
+    record(tmp_path, "m", 0.0, maze, small, label="heist/initial/n2/set0")
+    assert main(["--cache-dir", str(tmp_path), "--out", str(tmp_path / "q.json")]) == 0
+    out = json.loads((tmp_path / "q.json").read_text())
+    assert sorted(out) == ["heist: m @ temperature 0", "m @ temperature 0"]
+    assert out["heist: m @ temperature 0"]["out_of_range"] == 1
+    assert out["m @ temperature 0"]["out_of_range"] == 0

@@ -1,12 +1,13 @@
-"""How well an LLM designs Crafter worlds, measured on its recorded replies.
+"""How well an LLM designs worlds, measured on its recorded replies.
 
-Three numbers per reply (docs/llm.md, "Design quality"), computed from the cache files
+Three numbers per Crafter reply, the first two per Heist reply (Heist's N_cycle = 1 has
+no adaptation), (docs/llm.md, "Design quality"), computed from the cache files
 alone, so any recorded model can be compared without training:
 
 - **distinct**: how many of the N worlds differ (environment and inventory settings as
   validated; the purpose line is ignored);
 - **out of range**: how many values the reply wrote outside their allowed range (the
-  clamping warnings of `CrafterConfig.from_dict`), over all worlds' values;
+  clamping warnings of the game's `from_dict`), over all worlds' values;
 - **toward weakness** (adaptations only): the W = 5 weakest skills of the feedback the
   reply answered (lowest mean success; ties in the game's order), and the share of those
   skills that each world *supports*, averaged over the worlds, for the new set minus the
@@ -29,7 +30,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen.envs.crafter.config import RARITIES, CrafterConfig
+from envgen.envs.crafter.config import INVENTORY_MAX, RARITIES, CrafterConfig
 from envgen.errors import EnvGenError, LLMResponseError
 from envgen.files import write_json_atomic
 from envgen.llm.cache import DEFAULT_CACHE_DIR, ResponseCache
@@ -40,7 +41,7 @@ from envgen.loop.world_designers import RECIPES, Recipe
 
 WEAKEST = 5
 _LABEL = re.compile(
-    r"^crafter/(?P<stage>initial|adapt\d+)/n(?P<n>\d+)(?P<obf>/obfuscated)?/set\d+"
+    r"^(?P<game>crafter|heist)/(?P<stage>initial|adapt\d+)/n(?P<n>\d+)(?P<obf>/obfuscated)?/set\d+"
     r"(?P<reask>/reask\d+)?$"
 )
 
@@ -82,27 +83,29 @@ class ReplyQuality:
     distinct: int
     out_of_range: int
     values: int
-    toward_weakness: float | None  # adaptations only
+    toward_weakness: float | None  # Crafter adaptations only
     usable: bool = True
+    game: str = "crafter"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
 def reply_quality(entry: Mapping[str, Any]) -> ReplyQuality | None:
-    """The measures of one cache entry of a Crafter call (None for other calls)."""
+    """The measures of one cache entry of a designer call (None for other calls)."""
     match = _LABEL.match(entry.get("label", ""))
     if match is None:
         return None
-    n, obfuscated = int(match["n"]), bool(match["obf"])
+    game, n, obfuscated = match["game"], int(match["n"]), bool(match["obf"])
     try:
-        parsed = parse_environments(entry["response"]["text"], n, "crafter", obfuscated=obfuscated)
+        parsed = parse_environments(entry["response"]["text"], n, game, obfuscated=obfuscated)
     except LLMResponseError:  # re-asked (the re-ask's reply is its own entry)
-        return ReplyQuality(entry["label"], n, 0, 0, 0, None, usable=False)
+        return ReplyQuality(entry["label"], n, 0, 0, 0, None, usable=False, game=game)
     clamped = sum("out of range" in w for w in parsed.warnings)
-    fields = sum(len(c.to_dict()["environment_settings"]) + 12 for c in parsed.configs)
+    fields = sum(_values(c, game) for c in parsed.configs)
     toward = None
-    if match["stage"] != "initial" and not obfuscated and not match["reask"]:
+    crafter_adaptation = game == "crafter" and match["stage"] != "initial"
+    if crafter_adaptation and not obfuscated and not match["reask"]:
         messages = entry["request"]["messages"]
         last = messages[-1]["content"]
         previous_text = last if "```json" in last else messages[-2]["content"]
@@ -116,7 +119,16 @@ def reply_quality(entry: Mapping[str, Any]) -> ReplyQuality | None:
         clamped,
         fields,
         None if toward is None else round(toward, 3),
+        game=game,
     )
+
+
+def _values(config: Any, game: str) -> int:
+    """Values a world offers to set: every setting and, in Crafter, all 12 items (its
+    inventory lists only the items it hands over)."""
+    data = config.to_dict()
+    items = len(INVENTORY_MAX) if game == "crafter" else len(data["inventory_settings"])
+    return len(data["environment_settings"]) + items
 
 
 def measure(cache_dir: Path, model: str, temperature: float | None = None) -> list[ReplyQuality]:
@@ -230,10 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.out:
         summaries = {
-            f"{model} @ temperature {temperature:g}": summarize(rows)
+            f"{_prefix(game)}{model} @ temperature {temperature:g}": summarize(game_rows)
             for (model, temperature), rows in sorted(groups.items())
+            for game, game_rows in by_game(rows).items()
         }
-        write_json_atomic(args.out, summaries)
+        write_json_atomic(args.out, dict(sorted(summaries.items())))
     if args.model:
         rows = select(groups, args.model, args.temperature)
         for q in rows:
@@ -246,8 +259,22 @@ def main(argv: list[str] | None = None) -> int:
                 f"out of range {q.out_of_range}/{q.values}"
                 + ("" if toward is None else f"  toward weakness {toward:+.3f}")
             )
-        print(json.dumps(summarize(rows)))
+        for game, game_rows in by_game(rows).items():
+            print(_prefix(game) + json.dumps(summarize(game_rows)))
     return 0
+
+
+def by_game(rows: Sequence[ReplyQuality]) -> dict[str, list[ReplyQuality]]:
+    """`rows` split by game, Crafter first."""
+    games: dict[str, list[ReplyQuality]] = {}
+    for q in sorted(rows, key=lambda q: (q.game != "crafter", q.game)):
+        games.setdefault(q.game, []).append(q)
+    return games
+
+
+def _prefix(game: str) -> str:
+    """Crafter's summaries are named by model alone (as before Heist was measured)."""
+    return "" if game == "crafter" else f"{game}: "
 
 
 if __name__ == "__main__":
