@@ -14,7 +14,7 @@ from envgen.input_checks import check_temperature, existing_dir
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
 from envgen.llm.client import BACKENDS, LOCAL_MODEL, LOCAL_MODELS, backend_config
-from envgen.llm.conversation import EnvironmentDesigner
+from envgen.llm.conversation import EnvironmentDesigner, base_label
 from envgen.llm.parse import parse_environments
 from envgen.llm.planned_calls import PLANNED_CALLS, planned_call
 from envgen.llm.schema import DIALECTS
@@ -211,7 +211,7 @@ def printable(text: str, lines: bool = False) -> str:
 def _parse_outcome(entry: dict) -> str:
     """How the stored reply parses, for entries of planned calls."""
     label = entry.get("label", "")
-    if label.split("/reask")[0] not in PLANNED_CALLS:
+    if base_label(label) not in PLANNED_CALLS:
         return ""
     call = planned_call(label)
     try:

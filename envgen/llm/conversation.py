@@ -84,6 +84,15 @@ def max_tokens(n: int) -> int:
     return min(MAX_REPLY_TOKENS, TOKENS_OVERHEAD + TOKENS_PER_ENVIRONMENT * n)
 
 
+REASK_SUFFIX = "/reask"
+"""A re-ask's label is its call's label, this suffix and the re-ask's number."""
+
+
+def base_label(label: str) -> str:
+    """The call a label names, without a re-ask suffix."""
+    return label.split(REASK_SUFFIX)[0]
+
+
 def call_label(options: PromptOptions, n: int, cycle: int) -> str:
     """Stable name of a call, e.g. ``crafter/initial/n4/set0`` or ``crafter/adapt2/n4/set1``."""
     stage = "initial" if cycle == 1 else f"adapt{cycle}"
@@ -163,7 +172,7 @@ class EnvironmentDesigner:
                 seed=opts.initial_set,
                 max_tokens=max_tokens(self._n),
                 response_format=response_format(schema, opts.structured),
-                label=label + (f"/reask{attempt}" if attempt else ""),
+                label=label + (f"{REASK_SUFFIX}{attempt}" if attempt else ""),
                 reask=attempt > 0,
             )
             reply = self.llm(request)
@@ -193,7 +202,7 @@ class EnvironmentDesigner:
                     best = (self._n - len(repeats), parsed)
                 if repeats and attempt < opts.max_reasks:
                     attempt += 1
-                    at = parsed.positions or range(1, self._n + 1)
+                    at = parsed.positions
                     named = {at[i]: at[j] for i, j in repeats.items()}
                     reask = Message("user", _repeats_text(named, self._n))
                     attempt_messages += [answer, reask]

@@ -43,9 +43,9 @@ class ParsedEnvironments:
     """Everything repaired, clamped, skipped or dropped on the way."""
     repaired: bool
     """True when some JSON needed repairs (comments, trailing commas, quotes...)."""
-    positions: tuple[int, ...] = ()
+    positions: tuple[int, ...]
     """Where each config stands among the reply's environments, from 1 (unusable ones
-    count: the reply's numbering); empty = 1..n."""
+    count: the reply's numbering)."""
 
 
 @dataclasses.dataclass(frozen=True)

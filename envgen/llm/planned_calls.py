@@ -11,7 +11,7 @@ import dataclasses
 
 from envgen.errors import ConfigError
 from envgen.llm.client import BackendConfig
-from envgen.llm.conversation import PromptOptions, call_label
+from envgen.llm.conversation import PromptOptions, base_label, call_label
 from envgen.llm.request import ChatRequest
 
 
@@ -67,7 +67,7 @@ PLANNED_CALLS: dict[str, PlannedCall] = {c.label(): c for c in _CALLS}
 
 def planned_call(label: str) -> PlannedCall:
     """The planned call named `label` (a re-ask suffix is ignored)."""
-    base = label.split("/reask")[0]
+    base = base_label(label)
     if base not in PLANNED_CALLS:
         raise ConfigError("call", f"{label!r} is not planned; known: {', '.join(PLANNED_CALLS)}")
     return PLANNED_CALLS[base]
@@ -78,7 +78,7 @@ def record_command(request: ChatRequest, backend: BackendConfig) -> str | None:
     planned): at the request's temperature; for a re-ask, re-asking repeated worlds (a
     re-ask after an unusable reply comes either way) in mode fill, which replays the
     recorded first reply instead of sampling it again."""
-    base = request.label.split("/reask")[0]
+    base = base_label(request.label)
     if base not in PLANNED_CALLS:
         return None
     flags = backend.record_flags()

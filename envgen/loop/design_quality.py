@@ -34,6 +34,7 @@ from envgen.envs.crafter.config import INVENTORY_MAX, RARITIES, CrafterConfig
 from envgen.errors import EnvGenError, LLMResponseError
 from envgen.files import write_json_atomic
 from envgen.llm.cache import DEFAULT_CACHE_DIR, ResponseCache
+from envgen.llm.conversation import base_label
 from envgen.llm.parse import parse_environments, settings_key
 from envgen.llm.slots import FEEDBACK_LINE
 from envgen.loop.paths import read_json
@@ -189,9 +190,9 @@ def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
     values out of range, adaptations toward weakness."""
     moves = [q.toward_weakness for q in rows if q.toward_weakness is not None]
     initial_replies = [q for q in rows if "/initial/" in q.label and q.n > 1]
-    initial = [q for q in initial_replies if "/reask" not in q.label]
+    initial = [q for q in initial_replies if base_label(q.label) == q.label]
     distinct_after_reask = {
-        q.label.split("/reask")[0] for q in initial_replies if q.usable and q.distinct == q.n
+        base_label(q.label) for q in initial_replies if q.usable and q.distinct == q.n
     }
     return {
         "replies": len(rows),
@@ -251,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = select(groups, args.model, args.temperature)
         for q in rows:
             if not q.usable:
-                print(f"{q.label:34s} unusable" + ("" if "/reask" in q.label else " (re-asked)"))
+                reasked = base_label(q.label) == q.label
+                print(f"{q.label:34s} unusable" + (" (re-asked)" if reasked else ""))
                 continue
             toward = q.toward_weakness
             print(
