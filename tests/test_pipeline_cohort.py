@@ -128,13 +128,17 @@ def test_a_pipelined_cohort_is_planned_only_with_a_pipelined_measurement(monkeyp
     from envgen.gpu import plan as gpu_plan
     from envgen.gpu.chunk import STARTUP_S, fitting_jobs
 
-    assert gpu_plan.MEASURED_PIPELINED_COHORT_SPS == {}  # not measured yet: no estimate
-    assert gpu_plan.cohort_rate("paper", True, 8) is not None
-    assert gpu_plan.cohort_rate("paper", True, 8, groups=2) is None
+    # a pipelined cohort smaller than every pipelined measurement has no rate of its own
+    assert all(w > 4 for (_, _, w, _) in gpu_plan.MEASURED_PIPELINED_COHORT_SPS)
+    assert gpu_plan.cohort_rate("paper", True, 4, groups=2) is None
+    rate, source = gpu_plan.cohort_rate("paper", True, 8, groups=2)
+    assert rate == gpu_plan.MEASURED_PIPELINED_COHORT_SPS[("paper", "bf16", 8, 2)]
+    assert "in 2 groups" in source
+    assert gpu_plan.cohort_rate("paper", True, 8, groups=3) is None
     config = RunConfig(method="original_only", original_only_steps=1_000_000, model="paper")
     pipelined = config.replace(bf16_autocast=True, cohort=4, cohort_groups=2)
     jobs = [Job(pipelined, s) for s in range(4)]
-    alone = gpu_plan.gpu_rate("paper", None, 1)[0]  # the runs' rate until measured
+    alone = gpu_plan.gpu_rate("paper", None, 1)[0]  # no pipelined cohort of 4 measured
     need = STARTUP_S + 4 * pipelined.total_steps / alone
     assert fitting_jobs(jobs, need + 1, None) == (jobs, [])
     assert fitting_jobs(jobs, need - 1, None)[0] == []

@@ -65,12 +65,15 @@ ASSUMED_GPU_SPS = {"impala-small": 10_000.0, "nature": 20_000.0}
 MEASURED_COHORT_SPS = {("paper", "float32", 8): 1_702.6, ("paper", "bf16", 8): 4_562.5}
 COHORT_MEASURED_ON = "one H200"
 # The same for pipelined cohorts (`RunConfig.cohort_groups`: one group collects while
-# another updates), by (network, precision, W, groups). NOT MEASURED YET: empty until
-# `envgen bench train --device cuda --model paper --cohort 8 --cohort-groups 1,2`
-# (results/gpu/next/call.sh) has run on a GPU; until then such a cohort is planned with
-# the runs' rate, as any cohort whose kind was not measured.
-MEASURED_PIPELINED_COHORT_SPS: dict[tuple[str, str, int, int], float] = {}
-PIPELINED_COHORT_MEASURED_ON = ""
+# another updates), by (network, precision, W, groups): `envgen bench train --device cuda
+# --model paper --cohort 8 --cohort-groups 1,2` (results/gpu/2026-11-27-h200), 3 timed
+# rollouts in bf16 and 2 in float32 (--deterministic), fill and drain included. The
+# same command's unpipelined bf16 cohort of 8 ran at 4,401.7: pipelining was 0.89x.
+MEASURED_PIPELINED_COHORT_SPS: dict[tuple[str, str, int, int], float] = {
+    ("paper", "bf16", 8, 2): 3_931.2,
+    ("paper", "float32", 8, 2): 1_565.7,
+}
+PIPELINED_COHORT_MEASURED_ON = "one H200"
 AD_COST = 3.0  # AD's env step costs this many PPO steps of GPU time (ASSUMED, not measured)
 
 

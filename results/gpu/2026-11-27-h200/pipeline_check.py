@@ -69,41 +69,47 @@ def outcome(run):
     return (run / "episodes.jsonl").read_text(), metrics, weights
 
 
-ok = True
-for bf16 in (False, True):
-    model = dataclasses.replace(model_preset(args.model), bf16_autocast=bf16)
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        start = time.perf_counter()
-        graphs = train([0, 1, 2, 3], root / "pipelined", model, groups=2)
-        pipelined_s = time.perf_counter() - start
-        start = time.perf_counter()
-        train([0, 1], root / "alone", model)
-        train([2, 3], root / "alone", model)
-        alone_s = time.perf_counter() - start
-        equal = {}
-        for seed in range(4):
-            a = outcome(root / "pipelined" / f"seed-{seed}")
-            b = outcome(root / "alone" / f"seed-{seed}")
-            equal[seed] = {
-                "episodes": a[0] == b[0],
-                "metrics": a[1] == b[1],
-                "weights": all(torch.equal(a[2][k], b[2][k]) for k in a[2]),
-            }
-        same = all(all(v.values()) for v in equal.values())
-        ok = ok and same
-        print(
-            json.dumps(
-                {
-                    "bf16": bf16,
-                    "device": args.device,
-                    "all_equal": same,
-                    "equal": equal,
-                    "graphs": graphs,
-                    "pipelined_s": round(pipelined_s, 1),
-                    "groups_one_after_the_other_s": round(alone_s, 1),
+def main():
+    # spawned env workers re-import this file: only the guarded call may train
+    ok = True
+    for bf16 in (False, True):
+        model = dataclasses.replace(model_preset(args.model), bf16_autocast=bf16)
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            start = time.perf_counter()
+            graphs = train([0, 1, 2, 3], root / "pipelined", model, groups=2)
+            pipelined_s = time.perf_counter() - start
+            start = time.perf_counter()
+            train([0, 1], root / "alone", model)
+            train([2, 3], root / "alone", model)
+            alone_s = time.perf_counter() - start
+            equal = {}
+            for seed in range(4):
+                a = outcome(root / "pipelined" / f"seed-{seed}")
+                b = outcome(root / "alone" / f"seed-{seed}")
+                equal[seed] = {
+                    "episodes": a[0] == b[0],
+                    "metrics": a[1] == b[1],
+                    "weights": all(torch.equal(a[2][k], b[2][k]) for k in a[2]),
                 }
-            ),
-            flush=True,
-        )
-sys.exit(0 if ok else 1)
+            same = all(all(v.values()) for v in equal.values())
+            ok = ok and same
+            print(
+                json.dumps(
+                    {
+                        "bf16": bf16,
+                        "device": args.device,
+                        "all_equal": same,
+                        "equal": equal,
+                        "graphs": graphs,
+                        "pipelined_s": round(pipelined_s, 1),
+                        "groups_one_after_the_other_s": round(alone_s, 1),
+                    }
+                ),
+                flush=True,
+            )
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

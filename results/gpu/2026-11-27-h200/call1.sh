@@ -35,7 +35,7 @@ B="python3 -m envgen.cli bench train --device cuda --model paper --no-reference 
 quiet() { grep -v -e 'step/s' -e '^\s*$'; }
 T=$(cap 180 180)
 echo "== bench bf16: 1 run, cohort 8 in 1 and 2 groups, 3 rollouts; $(left) s left, timeout $T"
-timeout $T $B --bf16 --rollouts 3 --cohort 8 --cohort-groups 1,2 2>&1 | quiet > $OUT/bench_bf16_pipelined.log
+timeout $T $B --bf16 --rollouts 3 --cohort ${COHORTS:-8} --cohort-groups 1,2 2>&1 | quiet > $OUT/bench_bf16_pipelined.log
 echo "rc ${PIPESTATUS[0]}"; tail -4 $OUT/bench_bf16_pipelined.log
 T=$(cap 100 90)
 echo "== pipeline check (pipelined cohort of 4 vs its groups one after the other); $(left) s left, timeout $T"
