@@ -41,7 +41,7 @@ def test_envgen_default_row_is_one_config_in_every_table():
     }
     assert len(hashes) == 1
     fixed = {row(p["table2"], "Fixed (no curriculum)").config_hash}
-    fixed.add(row(p["table5"], "SmolLM2-135M-Instruct (fixed, bundled local model)").config_hash)
+    fixed.add(row(p["table5"], "Qwen2.5-Coder-1.5B-Instruct (fixed, open local model)").config_hash)
     assert len(fixed) == 1
 
 

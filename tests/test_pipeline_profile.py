@@ -35,7 +35,10 @@ def test_paper_profile_names_the_papers_llm_and_worlds():
     config = paper.apply(RunConfig(), initial_set=0)
     assert config.llm_model == "gpt-4-1106-preview"
     assert (config.llm_world_rules, config.original_world) == ("authors", "stock")
-    assert smoke.apply(RunConfig(), 0).llm_model == "smollm2-135m-instruct"
+    # The smoke rows' designer: the open 1.5B model, sampled at 0.7, re-asking repeats.
+    designed = smoke.apply(RunConfig(), 0)
+    assert designed.llm_model == "qwen2.5-coder-1.5b-instruct"
+    assert (designed.llm_temperature, designed.llm_reask_repeats) == (0.7, True)
     # A row's own model (Table 5) and its own original world (the worlds rows) win.
     own = RunConfig(llm_model="smollm2-135m-instruct", original_world="authors")
     applied = paper.apply(own, 0, own={"llm_model", "original_world"})
