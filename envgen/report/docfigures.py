@@ -156,11 +156,16 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (
         "docs/pipeline.md",
         "Table 2's adaptive row scores {row.table2.adaptive} against Fixed's "
-        "{row.table2.fixed} (2 runs each).",
+        "{row.table2.fixed} (2 runs each),",
     ),
     (
         "docs/pipeline.md",
-        "Table 6's row of 8 environments per call is `{status.table6.n8}` (one seed's",
+        "Table 3's 40-cycle and 8-cycle rows are `{status.table3.c40}` and "
+        "`{status.table3.c8}` while their replies are recorded",
+    ),
+    (
+        "docs/pipeline.md",
+        "Table 6's row of 8 environments per call is `{status.table6.n8}`;",
     ),
     # CLAIMS.md's audit paragraph: its issue-40 figures are written in
     # envgen/report/campaign_section.py; these re-derive them from the runs.
@@ -189,6 +194,8 @@ ROWS: dict[str, tuple[str, str]] = {
     "table2.fixed": ("table2", "Fixed (no curriculum)"),
     "table2.adaptive": ("table2", "Adaptive+Dynamic (EnvGen)"),
     "table6.n8": ("table6", "8 envs per call"),
+    "table3.c40": ("table3", "update every 0.012M (40 cycles)"),
+    "table3.c8": ("table3", "update every 0.06M (8 cycles)"),
 }
 
 # Figures whose numbers must not appear in README.md or docs/*.md outside a declared
