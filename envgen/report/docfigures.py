@@ -160,8 +160,8 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ),
     (
         "docs/pipeline.md",
-        "Table 3's 40-cycle and 8-cycle rows are `{status.table3.c40}` and "
-        "`{status.table3.c8}` while their replies are recorded",
+        "Table 3's 40-cycle row is `{status.table3.c40}` while its replies are recorded "
+        "(below), its 8-cycle row `{status.table3.c8}`;",
     ),
     (
         "docs/pipeline.md",
