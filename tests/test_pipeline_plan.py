@@ -99,3 +99,25 @@ def test_table8_under_paper_is_the_papers_heist_protocol():
     assert (c.model, c.ppo, c.eval_episodes) == ("impala-small", (), 100)
     assert (c.llm_env_steps, c.final_steps, c.total_steps) == (5_000_000, 20_000_000, 25_000_000)
     assert plain.jobs[0].config.total_steps == 25_000_000
+
+
+def test_fill_mode_serves_the_local_model_the_rows_ask_for():
+    import copy
+
+    from envgen.llm.client import LOCAL_MODEL
+    from envgen.pipeline.recording import local_model_to_serve
+
+    def plan(name, profile=SMOKE):
+        return plan_table(read_replication_file(Path(f"replication/{name}.yaml")), profile)
+
+    designer = PARAMS["profiles"]["smoke"]["llm_model"]
+    assert designer != LOCAL_MODEL  # the smoke designer is not the bundled default
+    assert local_model_to_serve([plan("table1")], None) == designer
+    assert local_model_to_serve([plan("table1")], LOCAL_MODEL) == LOCAL_MODEL  # --model wins
+    params = copy.deepcopy(PARAMS)
+    params["profiles"]["smoke"]["llm_model"] = LOCAL_MODEL
+    bundled = load_profile(params, "smoke")
+    mixed = [plan("table1", bundled), plan("designers", bundled)]  # designers: the 1.5B
+    with pytest.raises(ConfigError, match="2 local models.*one at a time with --model"):
+        local_model_to_serve(mixed, None)
+    assert local_model_to_serve([plan("campaign_cpu")], None) == LOCAL_MODEL  # no LLM row

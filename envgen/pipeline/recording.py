@@ -74,6 +74,30 @@ def recording_spec(args: argparse.Namespace) -> LLMSpec | None:
     )
 
 
+def local_model_to_serve(plans: Sequence[TablePlan], given: str | None) -> str:
+    """The local model fill mode serves: `given` (`--model`), else the one local model
+    the plans' LLM rows ask for (the smoke profile's designer), else the bundled one. A
+    server answers for one model, so rows asking for two need `--model`, one at a time."""
+    if given:
+        return given
+    models = sorted(
+        {
+            job.config.llm_model
+            for job in distinct_jobs(plans)
+            if getattr(job, "config", None) is not None
+            and job.config.uses_llm
+            and job.config.llm_model in LOCAL_MODELS
+        }
+    )
+    if len(models) > 1:
+        raise ConfigError(
+            "model",
+            f"these rows ask for {len(models)} local models ({', '.join(models)}) and a "
+            "server serves one: record them one at a time with --model M",
+        )
+    return models[0] if models else LOCAL_MODEL
+
+
 def recording_estimate(plans: Sequence[TablePlan], model: str) -> str:
     """What recording `model` asks for: runs, LLM calls and estimated cost, printed first."""
     calls: list[tuple[int, int]] = []

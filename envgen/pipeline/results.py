@@ -82,7 +82,7 @@ def _row(
         if problems:
             reason = f"{len(problems)} of {len(outcomes)} run(s) {status}: {problems[0].reason}"
             if status == NOT_RECORDED and fill_command:
-                reason += f" Replies of the bundled local model: {fill_command}"
+                reason += f" Rows of a local model record with: {fill_command}"
             return {**out, "status": status, "reason": reason}
     return {**out, "status": DONE, "reason": ""}
 

@@ -31,7 +31,12 @@ from envgen.pipeline.jobs import LLMSpec, Settings
 from envgen.pipeline.params_stage import check_device, load_settings
 from envgen.pipeline.plan import TablePlan, distinct_jobs, plan_file
 from envgen.pipeline.profile import Profile
-from envgen.pipeline.recording import llm_spec, recording_estimate, recording_spec
+from envgen.pipeline.recording import (
+    llm_spec,
+    local_model_to_serve,
+    recording_estimate,
+    recording_spec,
+)
 from envgen.pipeline.results import table_metrics, table_results, table_scores
 
 
@@ -79,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--model",
         help="fill mode: the model to record (local: one of "
-        f"{', '.join(LOCAL_MODELS)}, default {LOCAL_MODEL})",
+        f"{', '.join(LOCAL_MODELS)}; default: the one the rows ask for, else {LOCAL_MODEL})",
     )
     parser.add_argument("--base-url", help="compatible backend: the server's /v1 URL")
     parser.add_argument(
@@ -126,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             assert record.record_model is not None
             print(recording_estimate(plans, record.record_model), flush=True)
         check_device(profile, executor)
-        local = args.model if args.backend == "local" and args.model else LOCAL_MODEL
+        local = local_model_to_serve(plans, args.model if args.backend == "local" else None)
         with llm_spec(args.llm_mode, args.cache_dir, args.replay, record, local) as llm:
             results = run_plans(plans, profile, executor, args.runs_root, llm)
     except EnvGenError as exc:
