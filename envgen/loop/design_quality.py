@@ -252,8 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = select(groups, args.model, args.temperature)
         for q in rows:
             if not q.usable:
-                reasked = base_label(q.label) == q.label
-                print(f"{q.label:34s} unusable" + (" (re-asked)" if reasked else ""))
+                first_reply = base_label(q.label) == q.label  # an unusable one is re-asked
+                print(f"{q.label:34s} unusable" + (" (re-asked)" if first_reply else ""))
                 continue
             toward = q.toward_weakness
             print(

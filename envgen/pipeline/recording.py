@@ -22,6 +22,7 @@ from envgen.errors import ConfigError
 from envgen.llm.accounting import PRICES_PER_M_TOKENS
 from envgen.llm.budget import estimate_usd, run_calls
 from envgen.llm.client import LOCAL_MODEL, LOCAL_MODELS, backend_config
+from envgen.loop.config import RunConfig
 from envgen.pipeline.jobs import LLMSpec
 from envgen.pipeline.plan import TablePlan, distinct_jobs
 
@@ -74,21 +75,21 @@ def recording_spec(args: argparse.Namespace) -> LLMSpec | None:
     )
 
 
+def _llm_configs(plans: Sequence[TablePlan]) -> Iterator[RunConfig]:
+    """The config of every distinct job that asks an LLM (random-policy jobs have none)."""
+    for job in distinct_jobs(plans):
+        config = getattr(job, "config", None)
+        if config is not None and config.uses_llm:
+            yield config
+
+
 def local_model_to_serve(plans: Sequence[TablePlan], given: str | None) -> str:
     """The local model fill mode serves: `given` (`--model`), else the one local model
     the plans' LLM rows ask for (the smoke profile's designer), else the bundled one. A
     server answers for one model, so rows asking for two need `--model`, one at a time."""
     if given:
         return given
-    models = sorted(
-        {
-            job.config.llm_model
-            for job in distinct_jobs(plans)
-            if getattr(job, "config", None) is not None
-            and job.config.uses_llm
-            and job.config.llm_model in LOCAL_MODELS
-        }
-    )
+    models = sorted({c.llm_model for c in _llm_configs(plans) if c.llm_model in LOCAL_MODELS})
     if len(models) > 1:
         raise ConfigError(
             "model",
@@ -102,9 +103,8 @@ def recording_estimate(plans: Sequence[TablePlan], model: str) -> str:
     """What recording `model` asks for: runs, LLM calls and estimated cost, printed first."""
     calls: list[tuple[int, int]] = []
     runs = 0
-    for job in distinct_jobs(plans):
-        config = getattr(job, "config", None)
-        if config is None or not config.uses_llm or config.llm_model != model:
+    for config in _llm_configs(plans):
+        if config.llm_model != model:
             continue
         runs += 1
         calls += run_calls(
