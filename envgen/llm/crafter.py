@@ -81,27 +81,22 @@ def briefing(names: NameMap) -> str:
     """What every self-contained request states first: the task, the skills, the
     parameters and the game rules (the initial prompt and the first adaptation)."""
     skill_lines = "\n".join(f"- {s}" for s in skills())
-    return "\n\n".join(
+    return prompt_parts.briefing(
         (
             "You design training environments for a reinforcement-learning agent that "
             "plays Crafter, an open-world 2D survival game. After training, the agent is "
             "tested in the original game, where it should achieve as many of these "
-            f"{len(skills())} skills as possible:\n{skill_lines}",
-            _parameters_section(names),
-            "Game rules to respect:\n" + "\n".join(f"- {r}" for r in GAME_RULES),
-        )
+            f"{len(skills())} skills as possible:\n{skill_lines}"
+        ),
+        _parameters_section(names),
+        GAME_RULES,
     )
 
 
 def initial_prompt(n: int, names: NameMap, structured: bool) -> str:
     """Step 1 of the method: task, skills, parameters, rules and the output format."""
-    return "\n\n".join(
-        (
-            briefing(names),
-            f"Create {n} environments in which the agent can practise the skills it needs, "
-            "especially those that are hard to reach in the original game.",
-            _format_section(n, names, structured),
-        )
+    return prompt_parts.initial_prompt(
+        briefing(names), n, "hard to reach", _format_section(n, names, structured)
     )
 
 

@@ -99,29 +99,24 @@ def briefing(names: NameMap) -> str:
     """What every self-contained request states first: the task, the skills, the
     parameters and the game rules (the initial prompt and the first adaptation)."""
     skill_lines = "\n".join(f"- {name}: {what}" for name, what in SKILLS.items())
-    return "\n\n".join(
+    return prompt_parts.briefing(
         (
             "You design training environments for a reinforcement-learning agent that "
             "plays Heist, a 2D maze game of the Procgen benchmark: the agent must steal "
             "a gem, collecting keys and opening the locked doors in colour order on the "
             "way. After training, the agent is tested in the original game (random "
             "easy levels), where it should steal the gem as often as possible. "
-            f"The skills it needs:\n{skill_lines}",
-            _parameters_section(names),
-            "Game rules to respect:\n" + "\n".join(f"- {r}" for r in GAME_RULES),
-        )
+            f"The skills it needs:\n{skill_lines}"
+        ),
+        _parameters_section(names),
+        GAME_RULES,
     )
 
 
 def initial_prompt(n: int, names: NameMap, structured: bool) -> str:
     """Step 1 of the method for Heist: task, skills, parameters, rules, output format."""
-    return "\n\n".join(
-        (
-            briefing(names),
-            f"Create {n} environments in which the agent can practise the skills it needs, "
-            "especially those that are hard to learn in the original game.",
-            _format_section(n, names, structured),
-        )
+    return prompt_parts.initial_prompt(
+        briefing(names), n, "hard to learn", _format_section(n, names, structured)
     )
 
 

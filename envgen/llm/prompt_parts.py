@@ -93,6 +93,28 @@ def render(index: int, config: DesignedConfig, names: NameMap) -> str:
     )
 
 
+def briefing(task: str, parameters: str, rules: Sequence[str]) -> str:
+    """What every self-contained request states first (the initial prompt and the
+    first adaptation): the game's task and skills, its parameters and its rules."""
+    return "\n\n".join(
+        (task, parameters, "Game rules to respect:\n" + "\n".join(f"- {r}" for r in rules))
+    )
+
+
+def initial_prompt(briefing_text: str, n: int, hard: str, format_text: str) -> str:
+    """Step 1 of the method: the briefing, a request for `n` environments that practise
+    the skills that are `hard` ("hard to reach", "hard to learn") in the original game,
+    and the output format."""
+    return "\n\n".join(
+        (
+            briefing_text,
+            f"Create {n} environments in which the agent can practise the skills it needs, "
+            f"especially those that are {hard} in the original game.",
+            format_text,
+        )
+    )
+
+
 def adaptation_prompt(
     previous: Sequence[DesignedConfig],
     success_stats: Mapping[str, tuple[float, float]],
