@@ -18,7 +18,10 @@ Trains nothing and calls no LLM. It checks, in order:
    runs.json, and the report's results/tables/<table>.md/.csv and score-vs-step CSVs
    (results/plots/<table>/) rebuilt in a temporary directory and compared byte for byte;
 4. results/metrics.json and results/CLAIMS.md rebuilt the same way;
-5. the result figures README.md and docs/ quote in prose (`envgen.report.docfigures`).
+5. the result figures README.md and docs/ quote in prose (`envgen.report.docfigures`);
+6. per registered campaign, that git's history has its registration committed before
+   every run its runs.json lists (`envgen.audit.registration`; in a checkout without
+   the history the line says "not checked" and why, and counts neither way).
 The figures' images are not compared (their bytes depend on the matplotlib build);
 their data are the plot CSVs and tables above.
 """
@@ -51,9 +54,12 @@ class Check:
     name: str
     ok: bool
     detail: str
+    checked: bool = True
+    """False when this checkout cannot tell (`ok` is then True and means nothing)."""
 
     def line(self) -> str:
-        return f"{self.name}: {'matches' if self.ok else 'DIFFERS'} ({self.detail})"
+        word = "matches" if self.ok else "DIFFERS"
+        return f"{self.name}: {word if self.checked else 'not checked'} ({self.detail})"
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -340,6 +346,43 @@ def verify(
         except EnvGenError as exc:
             add(Check("report", False, str(exc)))
     add(check_doc_figures(runs_files))
+    for check in check_registrations(runs_files):
+        add(check)
+    return checks
+
+
+# --- 6. registrations before runs ----------------------------------------------------------
+def check_registrations(runs_files: Sequence[Path], repo: Path = Path(".")) -> list[Check]:
+    """Each registered campaign's registration committed before every run it lists."""
+    from envgen.audit.registration import registration_order
+    from envgen.stats.campaign import REGISTRATIONS
+
+    checks = []
+    for path in runs_files:
+        registration = REGISTRATIONS.get(path.parent.name)
+        if registration is None:
+            continue
+        name = f"{path.parent.name} registration"
+        try:
+            table = json_input.loads(path.read_bytes(), path)
+            run_dirs = sorted({run["run_dir"] for row in table["rows"] for run in row["runs"]})
+        except (OSError, json_input.JSONInputError, KeyError, TypeError) as exc:
+            checks.append(Check(name, False, f"{path}: unreadable ({exc})"))
+            continue
+        order = registration_order(repo, registration.document, run_dirs)
+        if order.unknown:
+            checks.append(Check(name, True, order.unknown, checked=False))
+        elif order.problem:
+            checks.append(Check(name, False, order.problem))
+        else:
+            checks.append(
+                Check(
+                    name,
+                    True,
+                    f"{registration.document} ({order.registration}) is an ancestor of the "
+                    f"first commit of each of its {order.runs} runs",
+                )
+            )
     return checks
 
 
@@ -373,9 +416,11 @@ def main(args: argparse.Namespace | None = None) -> int:
         return 2
     checks = verify()
     bad = [c for c in checks if not c.ok]
+    unchecked = [c for c in checks if not c.checked]
     print(
-        f"{len(checks) - len(bad)} of {len(checks)} checks match"
+        f"{len(checks) - len(bad) - len(unchecked)} of {len(checks)} checks match"
         + ("" if not bad else "; " + f"{len(bad)} differ")
+        + ("" if not unchecked else f"; {len(unchecked)} not checked here")
     )
     return 1 if bad else 0
 

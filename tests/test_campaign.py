@@ -688,7 +688,8 @@ def test_confirm_withholds_every_registered_result_until_all_runs_are_in(tmp_pat
     assert section.count("registered verdict withheld: 28 of 30 runs") == 4  # H1, S2, S1, S3
     assert "Registered wording" not in section and "| pooled |" not in section
     assert "The drop is unexplained." not in section  # the baseline audit waits too
-    assert "`git log -- docs/campaign_confirm.md` precedes every run's commit" in section
+    assert "`git log --reverse -- docs/campaign_confirm.md`, precedes every run's" in section
+    assert 'dated at its end ("Deviations")' in section
 
 
 def test_confirm_gives_the_registered_verdict_pooled_and_per_achievement_when_complete(tmp_path):
@@ -772,7 +773,7 @@ def test_llm15_withholds_its_verdict_and_descriptives_until_all_32_runs_are_in(t
     )
     assert section.count("registered verdict withheld: 30 of 32 runs") == 3  # H1, D1, D3
     assert "Registered wording" not in section and "| campaign_cpu: " not in section
-    assert "`git log -- docs/campaign_llm15.md` precedes every run's commit" in section
+    assert "`git log --reverse -- docs/campaign_llm15.md`, precedes every run's" in section
 
 
 def test_llm15_gives_the_registered_words_and_its_descriptives_when_complete(tmp_path):

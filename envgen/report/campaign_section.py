@@ -111,8 +111,9 @@ def _campaign(
         f"every achievement's rates: results/tables/{table.table}.md. Trained on "
         f"(provenance.json): {table.machines()}."
         + (
-            f" Registered in {registration.document} before any of its runs (`git log -- "
-            f"{registration.document}` precedes every run's commit)."
+            f" Registered in {registration.document} before any of its runs (its first "
+            f"commit, `git log --reverse -- {registration.document}`, precedes every run's); "
+            f'deviations from it are dated at its end ("Deviations").'
             if registration
             else ""
         ),

@@ -1,0 +1,72 @@
+"""A registered campaign's order in git: its registration before every one of its runs.
+
+A registration (docs/campaign_*.md) fixes the test before the data exist; the report
+says so ("Registered in ... before any of its runs"). That sentence is a fact about the
+repository's history, so it is re-derived from the history, never taken from the
+report: the commit that added the registration must be an ancestor of, and not the same
+as, the first commit of every run directory the campaign's runs.json lists. Ancestry,
+not dates: a commit's date is whatever its author's clock said.
+
+A checkout without the history (a shallow clone, an exported tree) cannot show the
+order; the answer then says so (`Order.unknown`) instead of passing or failing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+
+@dataclasses.dataclass(frozen=True)
+class Order:
+    """What the history shows: `problem` (the first run not preceded), or `unknown` (why
+    the history cannot tell), or neither (every run comes after its registration)."""
+
+    registration: str
+    """The registration's first commit, abbreviated ("" when unknown)."""
+    runs: int
+    """Run directories checked."""
+    problem: str | None = None
+    unknown: str | None = None
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def first_commit(repo: Path, path: str) -> str | None:
+    """The oldest commit that touched `path` (a file or folder), or None if none did."""
+    done = _git(repo, "log", "--reverse", "--format=%H", "--", path)
+    lines = done.stdout.split() if done.returncode == 0 else []
+    return lines[0] if lines else None
+
+
+def registration_order(repo: Path, document: str, run_dirs: Sequence[str]) -> Order:
+    """Whether `document` (repo-relative) was committed before each of `run_dirs`."""
+    inside = _git(repo, "rev-parse", "--is-shallow-repository")
+    if inside.returncode != 0:
+        return Order("", 0, unknown="not a git checkout: the order of commits is not here")
+    if inside.stdout.strip() == "true":
+        return Order(
+            "", 0, unknown="a shallow clone: `git fetch --unshallow` brings the history to check"
+        )
+    registered = first_commit(repo, document)
+    if registered is None:
+        return Order("", 0, problem=f"{document} is in no commit")
+    for count, run_dir in enumerate(run_dirs):
+        first = first_commit(repo, run_dir)
+        if first is None:
+            return Order(registered[:7], count, problem=f"{run_dir} is in no commit; commit it")
+        before = _git(repo, "merge-base", "--is-ancestor", registered, first).returncode == 0
+        if first == registered or not before:
+            return Order(
+                registered[:7],
+                count,
+                problem=f"{run_dir} was first committed in {first[:7]}, which does not come "
+                f"after {document}'s first commit {registered[:7]}",
+            )
+    return Order(registered[:7], len(run_dirs))

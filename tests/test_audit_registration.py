@@ -1,0 +1,112 @@
+"""A registration's order in git (`envgen.audit.registration`, `envgen verify`'s check 6)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from envgen.audit.registration import registration_order
+
+DOC = "docs/campaign_x.md"
+
+
+def _commit(repo: Path, path: str, message: str) -> None:
+    target = repo / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(message)
+    subprocess.run(["git", "-C", str(repo), "add", path], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            message,
+        ],
+        check=True,
+    )
+
+
+def _repo(tmp_path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    return tmp_path
+
+
+def test_runs_committed_after_their_registration_pass(tmp_path):
+    repo = _repo(tmp_path)
+    _commit(repo, DOC, "registration")
+    _commit(repo, "results/runs/h/seed-1/final_metrics.json", "run 1")
+    _commit(repo, "results/runs/h/seed-2/final_metrics.json", "run 2")
+    order = registration_order(repo, DOC, ["results/runs/h/seed-1", "results/runs/h/seed-2"])
+    assert order.problem is None and order.unknown is None and order.runs == 2
+
+
+def test_a_run_committed_before_or_with_the_registration_is_named(tmp_path):
+    repo = _repo(tmp_path)
+    _commit(repo, "results/runs/h/seed-1/final_metrics.json", "run first")
+    _commit(repo, DOC, "registration after the data")
+    _commit(repo, "results/runs/h/seed-2/final_metrics.json", "run 2")
+    order = registration_order(repo, DOC, ["results/runs/h/seed-2", "results/runs/h/seed-1"])
+    assert order.problem is not None and order.problem.startswith("results/runs/h/seed-1 was")
+    # A run committed in the registration's own commit does not come after it either.
+    other = tmp_path / "fresh"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    (other / "results/runs/h/seed-3").mkdir(parents=True)
+    (other / "results/runs/h/seed-3/x").write_text("x")
+    (other / "docs").mkdir()
+    (other / DOC).write_text("registration")
+    subprocess.run(["git", "-C", str(other), "add", "."], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(other),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "one commit",
+        ],
+        check=True,
+    )
+    order = registration_order(other, DOC, ["results/runs/h/seed-3"])
+    assert order.problem is not None and "does not come after" in order.problem
+
+
+def test_an_uncommitted_run_is_named_and_a_tree_without_history_is_not_checked(tmp_path):
+    repo = _repo(tmp_path / "repo")
+    _commit(repo, DOC, "registration")
+    order = registration_order(repo, DOC, ["results/runs/h/seed-9"])
+    assert order.problem == "results/runs/h/seed-9 is in no commit; commit it"
+
+    bare_tree = tmp_path / "export"
+    bare_tree.mkdir()
+    order = registration_order(bare_tree, DOC, ["results/runs/h/seed-1"])
+    assert order.unknown is not None and order.problem is None
+
+    shallow = tmp_path / "shallow"
+    _commit(repo, "results/runs/h/seed-1/x", "run")
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True
+    )
+    order = registration_order(shallow, DOC, ["results/runs/h/seed-1"])
+    assert order.unknown is not None and "shallow" in order.unknown
+
+
+def test_verify_checks_every_registered_campaign_of_this_repository():
+    from envgen.report.inputs import runs_json_files
+    from envgen.verify import check_registrations
+
+    checks = check_registrations(runs_json_files())
+    assert {c.name for c in checks} == {
+        "campaign_confirm registration",
+        "campaign_llm15 registration",
+    }
+    assert all(c.ok for c in checks), [c.line() for c in checks]
