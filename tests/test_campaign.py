@@ -797,6 +797,30 @@ def test_llm15_gives_the_registered_words_and_its_descriptives_when_complete(tmp
     assert "design_quality --model qwen2.5-coder-1.5b-instruct --runs results/runs/" in section
 
 
+def test_llm15_d2_measures_the_listed_arm_a_runs_replies_from_the_cache():
+    """D2 is re-derived from the committed replies of the runs the table lists, on every
+    build (so `make verify`, rebuilding CLAIMS.md, re-derives it too)."""
+    from envgen.llm.cache import DEFAULT_CACHE_DIR
+    from envgen.loop.design_quality import measure_groups, run_keys, summarize
+
+    tables = load_tables(
+        [
+            Path(f"results/{t}/runs.json")
+            for t in ("campaign_cpu", "campaign_confirm", "campaign_llm15")
+        ]
+    )
+    section = report_claims.claims_markdown(tables).split("### campaign_llm15")[1]
+    d2 = section.split("#### D2")[1].split("#### D3")[0]
+    arm = next(r for r in tables[-1].rows if r.row.startswith("EnvGen"))
+    runs = [run.run_dir for run in arm.runs]
+    s = summarize(
+        [q for rows in measure_groups(DEFAULT_CACHE_DIR, run_keys(runs)).values() for q in rows]
+    )
+    assert f"Over the {s['replies']} distinct replies of arm a's {len(runs)} runs" in d2
+    assert f"{s['out_of_range']} of {s['values']} values out of range" in d2
+    assert f"{s['adaptations']} adaptations moved the worlds" in d2 and s["adaptations"] > 0
+
+
 def test_a_registered_campaign_in_progress_shows_no_score_in_tables_figures_or_metrics(tmp_path):
     rng = np.random.default_rng(5)
     rows = {

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from envgen.errors import EnvGenError
 from envgen.report.inputs import DONE, TableRecord
 from envgen.report.notes import Notes
 from envgen.scoring import ACHIEVEMENTS
@@ -396,16 +397,42 @@ def _beside_crafter_only(
 
 
 def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
-    """llm15's D2, measured on arm a's recorded replies (the cache), not by this report."""
+    """llm15's D2: the measures of docs/llm.md, "Design quality", over the recorded replies
+    of the arm a runs this table lists, re-derived from the cache on every build (no score
+    enters them, so they are shown while the verdict is withheld)."""
+    from envgen.llm.cache import DEFAULT_CACHE_DIR
+    from envgen.loop.design_quality import measure_groups, run_keys, summarize
+
     arm = next((r for r in table.rows if r.row == primary.claim.a), None)
     where = f"results/runs/{arm.config_hash}" if arm and arm.config_hash else "<arm a's runs>"
+    head = ["#### D2, descriptive: the designer's worlds", ""]
+    command = (
+        "Per reply: `python -m envgen.loop.design_quality --model "
+        f"qwen2.5-coder-1.5b-instruct --runs {where}`. They read no score."
+    )
+    runs = [run.run_dir for run in arm.runs] if arm else []
+    if not runs:
+        return [*head, f"No run of arm a yet. {command}"]
+    try:
+        groups = measure_groups(DEFAULT_CACHE_DIR, run_keys(runs))
+    except EnvGenError as exc:  # a listed run without its calls: `envgen verify` names it too
+        return [*head, f"Not measured: {exc}. {command}"]
+    s = summarize([q for rows in groups.values() for q in rows])
+    toward = (
+        "no adaptation yet"
+        if s["toward_weakness_mean"] is None
+        else f"{s['adaptations']} adaptations moved the worlds toward the agent's weakest "
+        f"skills by {s['toward_weakness_mean']:+.3f} on average, positive in "
+        f"{s['toward_weakness_positive']}"
+    )
     return [
-        "#### D2, descriptive: the designer's worlds",
-        "",
-        "Distinct worlds per set, values out of range before clamping, and each "
-        "adaptation's move toward the weakest skills, over arm a's recorded replies "
-        '(docs/llm.md, "Design quality"): `python -m envgen.loop.design_quality --model '
-        f"qwen2.5-coder-1.5b-instruct --runs {where}`. They read no score.",
+        *head,
+        f"Over the {s['replies']} distinct replies of arm a's {len(runs)} runs listed here "
+        f'(re-asks included; docs/llm.md, "Design quality"): {s["all_distinct"]} with '
+        f"every world distinct; initial sets with every world distinct "
+        f"{s['initial_sets_all_distinct']} of {s['initial_sets']} (every seed sends the "
+        f"same initial request); {s['out_of_range']} of {s['values']} values out of range "
+        f"before clamping; {toward}; {s['unusable']} unusable. {command}",
     ]
 
 
