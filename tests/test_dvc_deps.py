@@ -2,8 +2,11 @@
 
 DVC re-runs a stage only when one of its `deps` changed, so a module the command imports
 but the stage does not list is code whose edit leaves a stale table behind `dvc repro`.
-The import closure of each stage's `python -m MODULE` is read from a fresh interpreter
-and every envgen file in it must lie under one of the stage's deps. Exempt: stages that
+The import closure of each stage's `python -m MODULE` is read from a fresh interpreter,
+and widened by every envgen import written anywhere in those files, inside functions
+too (a lazy import runs only when its function does, and then its module decides the
+output as much as any other); every envgen file in it must lie under one of the stage's
+deps. Exempt: stages that
 are `always_changed` (they run on every `dvc repro`), package `__init__.py` files with no
 statement but a docstring, and the modules that cannot change an output: the two every
 process imports (`envgen/__init__.py`: the version and a quiet gym import;
@@ -50,6 +53,53 @@ def imported_files(module: str) -> tuple[str, ...]:
     return tuple(Path(f).resolve().relative_to(REPO).as_posix() for f in json.loads(out))
 
 
+def _source(name: str) -> str | None:
+    """The file of envgen module `name`, relative to the repository, if there is one."""
+    base = REPO.joinpath(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path.relative_to(REPO).as_posix()
+    return None
+
+
+def written_imports(path: str) -> set[str]:
+    """The envgen files the import statements of `path` name, wherever they stand."""
+    module = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    package = module if path.endswith("/__init__.py") else module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse((REPO / path).read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    files = set()
+    for name in names:
+        parts = name.split(".")
+        if parts[0] != "envgen":
+            continue
+        files.update(f for i in range(1, len(parts) + 1) if (f := _source(".".join(parts[:i]))))
+    return files
+
+
+@cache
+def closure(module: str) -> tuple[str, ...]:
+    """`imported_files(module)` and, transitively, every envgen file their import
+    statements name."""
+    seen: set[str] = set()
+    todo = list(imported_files(module))
+    while todo:
+        path = todo.pop()
+        if path not in seen:
+            seen.add(path)
+            todo += written_imports(path) - seen
+    return tuple(sorted(seen))
+
+
 def _exempt(path: str) -> bool:
     if path in NO_OUTPUT_EFFECT:
         return True
@@ -64,7 +114,7 @@ def undeclared(module: str, deps: list[str]) -> list[str]:
     roots = [d.rstrip("/") for d in deps]
     return [
         f
-        for f in imported_files(module)
+        for f in closure(module)
         if not _exempt(f) and not any(f == r or f.startswith(r + "/") for r in roots)
     ]
 
@@ -82,7 +132,20 @@ def test_a_stage_depends_on_every_envgen_module_its_command_imports(name):
     assert undeclared(_module(stage), stage["deps"]) == [], f"add these to {name}'s deps"
 
 
-def test_the_check_sees_a_missing_dep():
+def test_the_check_sees_a_missing_dep_and_a_lazily_imported_one():
     """The check itself: the tables stage without envgen/scoring.py is caught."""
     deps = [d for d in CHECKED["tables"]["deps"] if d != "envgen/scoring.py"]
     assert undeclared(_module(CHECKED["tables"]), deps) == ["envgen/scoring.py"]
+    # envgen.report.campaign_section imports design_quality inside a function only.
+    assert (
+        "envgen.loop.design_quality"
+        not in subprocess.run(
+            [sys.executable, "-c", "import sys, envgen.report.tables; print(sorted(sys.modules))"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    deps = [d for d in CHECKED["tables"]["deps"] if d != "envgen/loop/design_quality.py"]
+    assert undeclared(_module(CHECKED["tables"]), deps) == ["envgen/loop/design_quality.py"]
