@@ -217,13 +217,3 @@ def test_a_server_that_cannot_be_reached_fails_the_job_instead_of_being_its_resu
         OpenAIChat(closed)(request)
     assert transport_failure(raised.value)
     assert not transport_failure(LLMResponseError("found 1 usable environment of 4"))
-
-
-def test_each_job_trains_in_a_fresh_worker_process():
-    # A reused worker would train a later run of a long campaign with the code it
-    # imported for an earlier one, while the run's provenance names the checkout's.
-    from envgen.pipeline.executor import worker_pool
-
-    with worker_pool(1) as pool:
-        pids = [pool.submit(os.getpid).result() for _ in range(3)]
-    assert len(set(pids)) == 3, pids

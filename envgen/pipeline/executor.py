@@ -171,19 +171,14 @@ def worker_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
     """`workers` spawned processes that end when this one does (`envgen.lifetime`): a
     killed stage or campaign leaves no worker training on.
 
-    Each job gets a fresh process (`max_tasks_per_child=1`): a run then trains with the
-    code on disk when it starts, which is the code its provenance records (the git commit
-    and `code_fingerprint` are read at its start), and no state of an earlier run in the
-    same process (imported modules, torch settings, compiled kernels) can reach it. A
-    reused process would train later runs of a long campaign with the code it imported
-    hours earlier while their provenance named the checkout's."""
+    A worker trains the jobs given to it one after another with the code it imported
+    first, while each run records the checkout's commit and code fingerprint at its own
+    start: edit the checkout under a running stage or campaign and a later run's
+    provenance may name newer code than trained it (docs/campaign_llm15.md,
+    "Deviations")."""
     context = multiprocessing.get_context("spawn")  # torch and forked workers do not mix
     return concurrent.futures.ProcessPoolExecutor(
-        workers,
-        mp_context=context,
-        initializer=die_with_parent,
-        initargs=(os.getpid(),),
-        max_tasks_per_child=1,
+        workers, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),)
     )
 
 
@@ -206,8 +201,7 @@ def _ray_runner(config: ExecutorConfig) -> Runner:
                 ray.init(num_cpus=usable_cores(), num_gpus=_gpus(), runtime_env=_ray_runtime_env())
         fit = gpu_fit(jobs, settings, config)
         gpus = config.gpu_share(fit) if fit is not None else config.gpus_per_run
-        # max_calls=1: a fresh worker per run, as `worker_pool` gives the local runner.
-        task = ray.remote(num_cpus=config.env_workers, num_gpus=gpus, max_calls=1)(run_job)
+        task = ray.remote(num_cpus=config.env_workers, num_gpus=gpus)(run_job)
         remote_settings = _absolute(settings)
         refs = {task.options(max_retries=0).remote(job, remote_settings): job for job in jobs}
         done: dict[tuple[str, int], JobResult] = {}
