@@ -10,24 +10,16 @@ from envgen.audit.registration import registration_order
 DOC = "docs/campaign_x.md"
 
 
-def _commit(repo: Path, path: str, message: str) -> None:
-    target = repo / path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(message)
-    subprocess.run(["git", "-C", str(repo), "add", path], check=True)
+def _commit(repo: Path, path: str | None, message: str) -> None:
+    """Write `path` (None: every file already there) and commit it in `repo`."""
+    if path is not None:
+        target = repo / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(message)
+    subprocess.run(["git", "-C", str(repo), "add", path or "."], check=True)
     subprocess.run(
-        [
-            "git",
-            "-C",
-            str(repo),
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            message,
-        ],
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+        + ["commit", "-qm", message],
         check=True,
     )
 
@@ -60,22 +52,7 @@ def test_a_run_committed_before_or_with_the_registration_is_named(tmp_path):
     (other / "results/runs/h/seed-3/x").write_text("x")
     (other / "docs").mkdir()
     (other / DOC).write_text("registration")
-    subprocess.run(["git", "-C", str(other), "add", "."], check=True)
-    subprocess.run(
-        [
-            "git",
-            "-C",
-            str(other),
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "one commit",
-        ],
-        check=True,
-    )
+    _commit(other, None, "one commit")
     order = registration_order(other, DOC, ["results/runs/h/seed-3"])
     assert order.problem is not None and "does not come after" in order.problem
 
