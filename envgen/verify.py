@@ -355,6 +355,7 @@ def verify(
 def check_registrations(runs_files: Sequence[Path], repo: Path = Path(".")) -> list[Check]:
     """Each registered campaign's registration committed before every run it lists."""
     from envgen.audit.registration import registration_order
+    from envgen.report.inputs import load_table
     from envgen.stats.campaign import REGISTRATIONS
 
     checks = []
@@ -364,11 +365,11 @@ def check_registrations(runs_files: Sequence[Path], repo: Path = Path(".")) -> l
             continue
         name = f"{path.parent.name} registration"
         try:
-            table = json_input.loads(path.read_bytes(), path)
-            run_dirs = sorted({run["run_dir"] for row in table["rows"] for run in row["runs"]})
-        except (OSError, json_input.JSONInputError, KeyError, TypeError) as exc:
-            checks.append(Check(name, False, f"{path}: unreadable ({exc})"))
+            table = load_table(path)
+        except EnvGenError as exc:
+            checks.append(Check(name, False, str(exc)))
             continue
+        run_dirs = sorted({run.run_dir.as_posix() for row in table.rows for run in row.runs})
         order = registration_order(repo, registration.document, run_dirs)
         if order.unknown:
             checks.append(Check(name, True, order.unknown, checked=False))
