@@ -16,6 +16,7 @@ from envgen.llm import (
     reply_schema,
 )
 from envgen.llm import crafter as crafter_prompts
+from envgen.llm.conversation import REDRAW_SEED_STRIDE, REDRAWS, base_label
 
 GOOD = (
     '```json\n{"environment_settings": {"target_biome": "mountain"}, '
@@ -129,59 +130,70 @@ def _worlds(*biomes: str) -> str:
     return "\n".join(blocks)
 
 
-def test_repeated_initial_worlds_are_reasked_once_when_asked_for():
-    """Worlds that differ only in their purpose line repeat; the re-ask names them."""
+def test_repeated_initial_worlds_are_drawn_again_alone_with_another_seed():
+    """Worlds that differ only in their purpose line repeat; the redraw sends the same
+    request, without the repeating reply, seeded apart from every other set's draws."""
     repeating = _worlds("mountain", "mountain", "grassland", "mountain")
     distinct = _worlds("mountain", "grassland", "beaches", "natural")
     llm = Scripted(repeating, distinct)
-    designer = EnvironmentDesigner(PromptOptions(reask_repeats=True), llm)
+    designer = EnvironmentDesigner(PromptOptions(initial_set=2, redraw_repeats=True), llm)
     got = designer.generate(4)
     assert [c.target_biome for c in got.configs] == ["mountain", "grassland", "beaches", "natural"]
-    reask = llm.requests[1]
-    assert reask.reask and reask.label == "crafter/initial/n4/set0/reask1"
-    assert reask.messages[0] == llm.requests[0].messages[0]
-    text = reask.messages[-1].content
-    assert "Environment 2 has the same settings and starting items as environment 1." in text
-    assert "Environment 4 has the same" in text and "Environment 3" not in text
+    first, redraw = llm.requests
+    assert redraw.label == "crafter/initial/n4/set2/redraw1" and not redraw.reask
+    assert redraw.messages == first.messages
+    assert (first.seed, redraw.seed) == (2, 2 + REDRAW_SEED_STRIDE)
+    assert [m.role for m in designer.messages] == ["user", "assistant", "assistant"]
     # The first adaptation shows the worlds that were used.
     llm.texts.append(distinct)
     designer.adapt(STATS)
     assert '"target_biome": "beaches"' in llm.requests[-1].messages[0].content
 
 
-def test_repeats_left_after_the_reasks_keep_the_most_distinct_reply():
+def test_redraws_stop_at_distinct_worlds_or_keep_the_draw_with_fewest_repeats():
     worse = _worlds("mountain", "mountain", "mountain")
     better = _worlds("mountain", "grassland", "grassland")
     other = _worlds("beaches", "beaches", "beaches")
-    for replies, expected in (
-        ((better, worse), ["mountain", "grassland", "grassland"]),  # most distinct wins
-        ((worse, better), ["mountain", "grassland", "grassland"]),
-        ((worse, other), ["mountain"] * 3),  # the earlier of equals
-        ((better, "no json here"), ["mountain", "grassland", "grassland"]),  # unusable re-ask
+    distinct = _worlds("mountain", "grassland", "beaches")
+    for replies, expected, draws in (
+        ((better, worse, worse, worse), ["mountain", "grassland", "grassland"], 4),
+        ((worse, other, better, worse), ["mountain", "grassland", "grassland"], 4),
+        ((worse, other, worse, other), ["mountain"] * 3, 4),  # the earliest of equals
+        ((worse, distinct), ["mountain", "grassland", "beaches"], 2),  # stops there
     ):
         llm = Scripted(*replies)
-        designer = EnvironmentDesigner(PromptOptions(reask_repeats=True), llm)
+        designer = EnvironmentDesigner(PromptOptions(redraw_repeats=True), llm)
         assert [c.target_biome for c in designer.generate(3).configs] == expected
-        assert len(llm.requests) == 2
+        assert len(llm.requests) == draws == 1 + min(REDRAWS, len(replies) - 1)
+        assert [r.seed for r in llm.requests] == [k * REDRAW_SEED_STRIDE for k in range(draws)]
 
 
-def test_a_reask_spent_on_an_unusable_reply_leaves_repeats_as_they_are():
-    llm = Scripted("no json here", _worlds("mountain", "mountain"))
-    designer = EnvironmentDesigner(PromptOptions(reask_repeats=True), llm)
-    assert [c.target_biome for c in designer.generate(2).configs] == ["mountain"] * 2
-    assert len(llm.requests) == 2 and "could not be used" in llm.requests[1].messages[-1].content
+def test_an_unusable_redraw_is_reasked_within_its_draw_and_then_spent():
+    worse = _worlds("mountain", "mountain")
+    llm = Scripted(worse, "no json here", "still none", worse, _worlds("mountain", "beaches"))
+    designer = EnvironmentDesigner(PromptOptions(redraw_repeats=True), llm)
+    assert [c.target_biome for c in designer.generate(2).configs] == ["mountain", "beaches"]
+    labels = [r.label for r in llm.requests]
+    assert labels == [
+        "crafter/initial/n2/set0",
+        "crafter/initial/n2/set0/redraw1",
+        "crafter/initial/n2/set0/redraw1/reask1",
+        "crafter/initial/n2/set0/redraw2",
+        "crafter/initial/n2/set0/redraw3",
+    ]
+    assert base_label(labels[2]) == labels[0]
+    assert llm.requests[2].reask and llm.requests[2].seed == REDRAW_SEED_STRIDE
 
 
-def test_repeats_are_named_as_the_reply_numbers_its_environments():
-    """An unusable environment still counts in the reply's numbering."""
-    bad = '```json\n{"environment_settings": {"target_biome": "moon"}}\n```'
-    blocks = [_worlds("mountain"), bad, _worlds("beaches"), _worlds("mountain"), _worlds("natural")]
-    llm = Scripted("\n".join(blocks), _worlds("mountain", "grassland", "beaches", "natural"))
-    EnvironmentDesigner(PromptOptions(reask_repeats=True), llm).generate(4)
-    sent = llm.requests[1].messages[-1].content
-    assert sent.startswith(
-        "Environment 4 has the same settings and starting items as environment 1.\n"
-    )
+def test_an_unusable_first_reply_is_reasked_not_redrawn():
+    llm = Scripted("no json here", _worlds("mountain", "beaches"))
+    designer = EnvironmentDesigner(PromptOptions(redraw_repeats=True, max_reasks=1), llm)
+    designer.generate(2)
+    assert [r.label for r in llm.requests] == [
+        "crafter/initial/n2/set0",
+        "crafter/initial/n2/set0/reask1",
+    ]
+    assert "could not be used" in llm.requests[1].messages[-1].content
 
 
 def test_repeats_are_used_as_they_are_by_default_and_in_adaptations():
@@ -190,9 +202,9 @@ def test_repeats_are_used_as_they_are_by_default_and_in_adaptations():
     designer = EnvironmentDesigner(PromptOptions(), llm)
     assert len(designer.generate(2).configs) == 2 and len(llm.requests) == 1
     llm = Scripted(_worlds("mountain", "grassland"), repeating)
-    designer = EnvironmentDesigner(PromptOptions(reask_repeats=True), llm)
+    designer = EnvironmentDesigner(PromptOptions(redraw_repeats=True), llm)
     designer.generate(2)
-    designer.adapt(STATS)  # adaptations are not re-asked for repeats
+    designer.adapt(STATS)  # adaptations are not drawn again for repeats
     assert len(llm.requests) == 2
 
 

@@ -120,12 +120,12 @@ def test_the_summary_counts_initial_sets_with_every_world_distinct(tmp_path, cap
     ]
     summary = summarize([q for q in rows if q is not None])
     assert (summary["initial_sets"], summary["initial_sets_all_distinct"]) == (2, 1)
-    assert summary["initial_sets_all_distinct_after_reask"] == 1
+    assert summary["initial_sets_all_distinct_after_redraw"] == 1
     assert summary["all_distinct"] == 2 and summary["adaptations"] == 0
-    rows.append(quality("crafter/initial/n2/set1/reask1", IRON, WOOD))  # repeats re-asked
+    rows.append(quality("crafter/initial/n2/set1/redraw1", IRON, WOOD))  # repeats drawn again
     summary = summarize(rows)
     assert (summary["replies"], summary["initial_sets"]) == (4, 2)
-    assert summary["initial_sets_all_distinct_after_reask"] == 2
+    assert summary["initial_sets_all_distinct_after_redraw"] == 2
     with pytest.raises(SystemExit):
         main(["--cache-dir", str(tmp_path)])  # neither --model nor --out
     assert "--model" in capsys.readouterr().err

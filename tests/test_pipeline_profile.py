@@ -38,7 +38,7 @@ def test_paper_profile_names_the_papers_llm_and_worlds():
     # The smoke rows' designer: the open 1.5B model, sampled at 0.7, re-asking repeats.
     designed = smoke.apply(RunConfig(), 0)
     assert designed.llm_model == "qwen2.5-coder-1.5b-instruct"
-    assert (designed.llm_temperature, designed.llm_reask_repeats) == (0.7, True)
+    assert (designed.llm_temperature, designed.llm_redraw_repeats) == (0.7, True)
     # A row's own model (Table 5) and its own original world (the worlds rows) win.
     own = RunConfig(llm_model="smollm2-135m-instruct", original_world="authors")
     applied = paper.apply(own, 0, own={"llm_model", "original_world"})
@@ -87,15 +87,15 @@ def test_temperature_comes_from_the_profile_to_llm_rows_unless_the_row_sets_one(
     assert RunConfig.from_dict(warm.to_dict()) == warm
 
 
-def test_reask_repeats_comes_from_the_profile_to_llm_rows_and_counts_only_when_on():
+def test_redraw_repeats_comes_from_the_profile_to_llm_rows_and_counts_only_when_on():
     params = yaml.safe_load(Path("params.yaml").read_text())
-    assert load_profile(params, "paper").llm_reask_repeats is False  # optional key
-    params["profiles"]["smoke"]["llm_reask_repeats"] = True
+    assert load_profile(params, "paper").llm_redraw_repeats is False  # optional key
+    params["profiles"]["smoke"]["llm_redraw_repeats"] = True
     smoke = load_profile(params, "smoke")
-    assert smoke.apply(RunConfig(), 0).llm_reask_repeats is True
-    assert smoke.apply(RunConfig(designer="random"), 0).llm_reask_repeats is False
-    assert "llm_reask_repeats" not in RunConfig().to_dict()
-    on = RunConfig(llm_reask_repeats=True)
+    assert smoke.apply(RunConfig(), 0).llm_redraw_repeats is True
+    assert smoke.apply(RunConfig(designer="random"), 0).llm_redraw_repeats is False
+    assert "llm_redraw_repeats" not in RunConfig().to_dict()
+    on = RunConfig(llm_redraw_repeats=True)
     assert on.config_hash() != RunConfig().config_hash()
     assert RunConfig.from_dict(on.to_dict()) == on
 
@@ -106,7 +106,7 @@ def test_the_runs_llm_settings_reach_its_designer():
         obfuscated=True,
         llm_history_cycles=3,
         llm_temperature=0.7,
-        llm_reask_repeats=True,
+        llm_redraw_repeats=True,
     )
     assert designer_options(config, "json_schema") == PromptOptions(
         initial_set=2,
@@ -114,7 +114,7 @@ def test_the_runs_llm_settings_reach_its_designer():
         structured="json_schema",
         history_cycles=3,
         temperature=0.7,
-        reask_repeats=True,
+        redraw_repeats=True,
     )
 
 

@@ -63,7 +63,7 @@ def test_table8_runs_are_tiny_heist_runs(table8: Path):
     plain, envgen = (r["runs"][0] for r in rows)
     assert plain["global_steps"] == envgen["global_steps"] == 512
     # EnvGen: the initial call and one re-ask, since the smoke designer's (the 1.5B model's)
-    # reply repeats a world (llm_reask_repeats; docs/llm.md, "Repeated worlds")
+    # reply repeats a world (llm_redraw_repeats; docs/llm.md, "Repeated worlds")
     assert (plain["llm_calls"], envgen["llm_calls"], plain["episodes"]) == (0, 2, 4)
 
 

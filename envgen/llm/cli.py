@@ -64,10 +64,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paper's); the rows that replay these replies set the same `llm_temperature`",
     )
     record.add_argument(
-        "--reask-repeats",
+        "--redraw-repeats",
         action="store_true",
-        help="re-ask once when a reply's environments repeat one another (not the paper's; "
-        "the rows that replay these replies set `llm_reask_repeats: true`)",
+        help="draw a reply whose environments repeat one another again, with another seed, up "
+        "to 3 times (not the paper's; "
+        "the rows that replay these replies set `llm_redraw_repeats: true`)",
     )
     record.add_argument(
         "--call", action="append", choices=list(PLANNED_CALLS), help="repeatable; default all"
@@ -154,7 +155,7 @@ def _record_calls(args: argparse.Namespace) -> int:
         llm = CachedLLM(args.mode, args.cache_dir, backend)
         for label in labels:
             call = planned_call(label)
-            options = call.options(backend, args.temperature, args.reask_repeats)
+            options = call.options(backend, args.temperature, args.redraw_repeats)
             designer = EnvironmentDesigner(options, llm)
             started = time.monotonic()
             try:

@@ -16,12 +16,13 @@ environment_generation/update_environments.py), because the request is the proto
 
 A reply that does not yield N usable environments is re-asked up to `max_reasks` times
 with the parse error as the next user message; every re-ask is a call of its own
-(counted, cached). With `reask_repeats`, an initial reply whose environments repeat one
-another is re-asked the same way, naming the repeats; if the re-asks run out, the reply
-with the most distinct environments is used (the earliest of equals), repeats and all.
-Failed replies and re-ask messages stay out of later cycles' requests: those carry each
-cycle's prompt and the reply that was used, as the authors' (whose code has no re-asks)
-carry each saved reply.
+(counted, cached). With `redraw_repeats`, an initial reply whose environments repeat one
+another is drawn again: the same request, alone, with another seed, up to `REDRAWS`
+times, stopping at the first draw whose environments all differ; otherwise the draw with
+the most distinct environments is used (the earliest of equals), repeats and all. Failed
+replies, re-ask messages and the draws not used stay out of later cycles' requests: those
+carry each cycle's prompt and the reply that was used, as the authors' (whose code has no
+re-asks) carry each saved reply.
 """
 
 from __future__ import annotations
@@ -59,9 +60,9 @@ class PromptOptions:
     """Sampling temperature; the paper uses 0."""
     max_reasks: int = 1
     """Re-asks after an unusable reply before giving up."""
-    reask_repeats: bool = False
-    """Re-ask an initial reply whose environments repeat one another (within
-    `max_reasks`). Off: the first usable reply is used as it is (the paper's GPT-4 wrote
+    redraw_repeats: bool = False
+    """Draw an initial reply whose environments repeat one another again (`REDRAWS`,
+    `redraw_seed`). Off: the first usable reply is used as it is (the paper's GPT-4 wrote
     distinct worlds; a small local model may not: docs/llm.md, "Repeated worlds")."""
     history_cycles: int = 0
     """0 keeps the whole adaptation history (the authors' code); k > 0 sends the first
@@ -85,12 +86,26 @@ def max_tokens(n: int) -> int:
 
 
 REASK_SUFFIX = "/reask"
-"""A re-ask's label is its call's label, this suffix and the re-ask's number."""
+"""A re-ask's label is its call's (or draw's) label, this suffix and the re-ask's number."""
+REDRAW_SUFFIX = "/redraw"
+"""A redraw's label is its call's label, this suffix and the draw's number."""
+REDRAWS = 3
+"""Draws after the first of an initial set whose environments repeat (`redraw_repeats`):
+4 in all, at 1-8 min each for the 1.5B model on one thread (docs/llm.md)."""
+REDRAW_SEED_STRIDE = 1000
+"""Draw k of initial set s is sent with seed s + k * REDRAW_SEED_STRIDE (`redraw_seed`)."""
+
+
+def redraw_seed(initial_set: int, draw: int) -> int:
+    """The seed of draw `draw` (0: the first) of `initial_set`: the set's index, as the
+    paper's sets differ by seed, moved by a stride so that no draw of one set shares the
+    seed of another set's draw while sets stay below the stride."""
+    return initial_set + draw * REDRAW_SEED_STRIDE
 
 
 def base_label(label: str) -> str:
-    """The call a label names, without a re-ask suffix."""
-    return label.split(REASK_SUFFIX)[0]
+    """The call a label names, without a redraw or re-ask suffix."""
+    return label.split(REDRAW_SUFFIX)[0].split(REASK_SUFFIX)[0]
 
 
 def call_label(options: PromptOptions, n: int, cycle: int) -> str:
@@ -132,7 +147,25 @@ class EnvironmentDesigner:
         self._n = n
         structured = self.options.structured != "off"
         prompt = self._spec.initial_prompt(n, self._names, structured)
-        return self._ask(prompt, explain=False, history=())
+        parsed = self._ask(prompt, explain=False, history=())
+        if self.options.redraw_repeats:
+            parsed = self._redraw(prompt, parsed)
+        self.results.append(parsed)
+        return parsed
+
+    def _redraw(self, prompt: str, first: ParsedEnvironments) -> ParsedEnvironments:
+        """`first`, or a later draw of the same request with fewer repeated environments."""
+        best, fewest = first, len(repeated(first.configs))
+        for draw in range(1, REDRAWS + 1):
+            if not fewest:
+                break
+            try:
+                again = self._ask(prompt, explain=False, history=(), draw=draw)
+            except LLMResponseError:  # unusable even after its re-ask: a draw spent
+                continue
+            if len(repeated(again.configs)) < fewest:
+                best, fewest = again, len(repeated(again.configs))
+        return best
 
     def adapt(self, success_stats: Mapping[str, tuple[float, float]]) -> ParsedEnvironments:
         """Next cycle: `success_stats` maps each skill to (mean %, std %) in the original game."""
@@ -146,7 +179,9 @@ class EnvironmentDesigner:
             prompt = f"{self._spec.briefing(self._names)}\n\n{body}"
         else:
             prompt = self._spec.results_prompt(success_stats, self._n, self._names, structured)
-        return self._ask(prompt, explain=True, history=self._history())
+        parsed = self._ask(prompt, explain=True, history=self._history())
+        self.results.append(parsed)
+        return parsed
 
     def _history(self) -> tuple[Message, ...]:
         """The earlier adaptations as sent: all, or the first and the last `history_cycles`."""
@@ -156,20 +191,26 @@ class EnvironmentDesigner:
             kept = [kept[0], *kept[-keep:]]
         return tuple(m for pair in kept for m in pair)
 
-    def _ask(self, prompt: str, explain: bool, history: tuple[Message, ...]) -> ParsedEnvironments:
+    def _ask(
+        self, prompt: str, explain: bool, history: tuple[Message, ...], draw: int = 0
+    ) -> ParsedEnvironments:
+        """The usable reply to `prompt` after `history` (draw `draw` of it), re-asking an
+        unusable one up to `max_reasks` times."""
         opts = self.options
         label = call_label(opts, self._n, self.cycle + 1)
+        if draw:
+            label += f"{REDRAW_SUFFIX}{draw}"
         schema = reply_schema(self._spec.environment_schema(self._names), self._n, explain)
         asked = Message("user", prompt)
         attempt_messages = [asked]
-        self.messages.append(asked)
+        if not draw:  # a redraw sends the same prompt again; the log holds it once
+            self.messages.append(asked)
         attempt = 0
-        best: tuple[int, ParsedEnvironments] | None = None  # (distinct worlds, reply)
         while True:
             request = ChatRequest(
                 messages=(*history, *attempt_messages),
                 temperature=opts.temperature,
-                seed=opts.initial_set,
+                seed=redraw_seed(opts.initial_set, draw),
                 max_tokens=max_tokens(self._n),
                 response_format=response_format(schema, opts.structured),
                 label=label + (f"{REASK_SUFFIX}{attempt}" if attempt else ""),
@@ -183,9 +224,6 @@ class EnvironmentDesigner:
                     reply.text, self._n, opts.game, obfuscated=opts.obfuscate
                 )
             except LLMResponseError as exc:
-                if attempt == opts.max_reasks and best is not None:  # an earlier one repeats
-                    self.results.append(best[1])
-                    return best[1]
                 if attempt == opts.max_reasks:
                     raise LLMResponseError(
                         f"{label}: {exc}\n(gave up after {attempt} re-ask(s))"
@@ -196,38 +234,9 @@ class EnvironmentDesigner:
                 attempt_messages += [answer, reask]
                 self.messages.append(reask)
                 continue
-            if opts.reask_repeats and self.cycle == 0:
-                repeats = repeated(parsed.configs)
-                if best is None or self._n - len(repeats) > best[0]:
-                    best = (self._n - len(repeats), parsed)
-                if repeats and attempt < opts.max_reasks:
-                    attempt += 1
-                    at = parsed.positions
-                    named = {at[i]: at[j] for i, j in repeats.items()}
-                    reask = Message("user", _repeats_text(named, self._n))
-                    attempt_messages += [answer, reask]
-                    self.messages.append(reask)
-                    continue
-                parsed = best[1]
             if explain:
                 self._exchanges.append((asked, answer))
-            self.results.append(parsed)
             return parsed
-
-
-def _repeats_text(repeats: dict[int, int], n: int) -> str:
-    """`repeats`: environment number -> the earlier one it repeats, as the reply numbers
-    them (from 1)."""
-    lines = [
-        f"Environment {i} has the same settings and starting items as environment {j}."
-        for i, j in sorted(repeats.items())
-    ]
-    lines.append(
-        f"Each of the {n} environments should differ from the others, so that together "
-        "they train different skills."
-    )
-    lines.append(f"Reply again with exactly {n} environments in the required format.")
-    return "\n".join(lines)
 
 
 def _reask_text(error: str, n: int, cut: bool) -> str:

@@ -31,18 +31,19 @@ class PlannedCall:
     """The game the worlds are for (a key of `envgen.games.GAMES`)."""
 
     def options(
-        self, backend: BackendConfig, temperature: float = 0.0, reask_repeats: bool = False
+        self, backend: BackendConfig, temperature: float = 0.0, redraw_repeats: bool = False
     ) -> PromptOptions:
         """The designer options that reproduce this call on `backend` at `temperature`
-        (a run's `llm_temperature`), re-asking repeated worlds if `reask_repeats` (a
-        run's `llm_reask_repeats`)."""
+        (a run's `llm_temperature`), drawing an initial set with repeated worlds again if
+        `redraw_repeats` (a
+        run's `llm_redraw_repeats`)."""
         return PromptOptions(
             game=self.game,
             initial_set=self.initial_set,
             obfuscate=self.obfuscate,
             structured=backend.structured,
             temperature=temperature,
-            reask_repeats=reask_repeats,
+            redraw_repeats=redraw_repeats,
         )
 
     def label(self) -> str:
@@ -75,9 +76,9 @@ def planned_call(label: str) -> PlannedCall:
 
 def record_command(request: ChatRequest, backend: BackendConfig) -> str | None:
     """The command that records `request`, a planned call, on `backend` (None if not
-    planned): at the request's temperature; for a re-ask, re-asking repeated worlds (a
-    re-ask after an unusable reply comes either way) in mode fill, which replays the
-    recorded first reply instead of sampling it again."""
+    planned): at the request's temperature; for a redraw or re-ask, drawing repeated worlds
+    again (a re-ask after an unusable reply comes either way) in mode fill, which replays
+    the recorded first draw instead of sampling it again."""
     base = base_label(request.label)
     if base not in PLANNED_CALLS:
         return None
@@ -85,5 +86,5 @@ def record_command(request: ChatRequest, backend: BackendConfig) -> str | None:
     if request.temperature:
         flags += f" --temperature {request.temperature:g}"
     if base != request.label:
-        flags += " --reask-repeats --mode fill"
+        flags += " --redraw-repeats --mode fill"
     return f"envgen llm record {flags} --call {base}"

@@ -94,9 +94,9 @@ class RunConfig:
     set as the seed. A local model at 0 is deterministic, so its 3 initial sets would be
     one reply; above 0 each set is its own seeded sample (docs/llm.md, "Temperature").
     Left out of the hash at 0."""
-    llm_reask_repeats: bool = False
-    """Re-ask an initial reply whose worlds repeat one another, once
-    (`PromptOptions.reask_repeats`; docs/llm.md, "Repeated worlds"). Not in the paper,
+    llm_redraw_repeats: bool = False
+    """Draw an initial reply whose worlds repeat one another again, with another seed
+    (`PromptOptions.redraw_repeats`; docs/llm.md, "Repeated worlds"). Not in the paper,
     whose GPT-4 wrote distinct worlds; left out of the hash when off."""
     designer: str = "llm"
     """Who writes the environments: llm (the method) | random (domain randomization) |
@@ -277,7 +277,7 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         """Every field; `designer` only when not the LLM, `agent` only when not PPO and
         `heuristic_first_set` only when not "initial_set", the GPU options only when on and
-        `llm_temperature` only when above 0, `llm_reask_repeats` only when on,
+        `llm_temperature` only when above 0, `llm_redraw_repeats` only when on,
         so that configs written before these existed keep their hash (their run
         directories and LLM slots)."""
         out = dataclasses.asdict(self)
@@ -288,7 +288,7 @@ class RunConfig:
             del out["heuristic_first_set"]
         if out["agent"] == "ppo":
             del out["agent"]
-        for name in ("bf16_autocast", "channels_last", "llm_temperature", "llm_reask_repeats"):
+        for name in ("bf16_autocast", "channels_last", "llm_temperature", "llm_redraw_repeats"):
             if not out[name]:
                 del out[name]
         if out["cohort"] == 1:

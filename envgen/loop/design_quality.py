@@ -43,7 +43,7 @@ from envgen.loop.world_designers import RECIPES, Recipe
 WEAKEST = 5
 _LABEL = re.compile(
     r"^(?P<game>crafter|heist)/(?P<stage>initial|adapt\d+)/n(?P<n>\d+)(?P<obf>/obfuscated)?/set\d+"
-    r"(?P<reask>/reask\d+)?$"
+    r"(?P<redraw>/redraw\d+)?(?P<reask>/reask\d+)?$"
 )
 
 
@@ -186,12 +186,12 @@ def run_keys(run_dirs: Sequence[Path]) -> set[str]:
 def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
     """The measures of `rows` in a few counts: replies (re-asks included), those with
     every world distinct, the initial sets whose first reply has every world distinct and
-    those where it or a re-ask does (the reply a run with `llm_reask_repeats` uses),
+    those where it or a redraw does (the reply a run with `llm_redraw_repeats` uses),
     values out of range, adaptations toward weakness."""
     moves = [q.toward_weakness for q in rows if q.toward_weakness is not None]
     initial_replies = [q for q in rows if "/initial/" in q.label and q.n > 1]
     initial = [q for q in initial_replies if base_label(q.label) == q.label]
-    distinct_after_reask = {
+    distinct_after_redraw = {
         base_label(q.label) for q in initial_replies if q.usable and q.distinct == q.n
     }
     return {
@@ -200,7 +200,7 @@ def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
         "all_distinct": sum(q.usable and q.distinct == q.n for q in rows),
         "initial_sets": len(initial),
         "initial_sets_all_distinct": sum(q.usable and q.distinct == q.n for q in initial),
-        "initial_sets_all_distinct_after_reask": len(distinct_after_reask),
+        "initial_sets_all_distinct_after_redraw": len(distinct_after_redraw),
         "out_of_range": sum(q.out_of_range for q in rows),
         "values": sum(q.values for q in rows),
         "adaptations": len(moves),

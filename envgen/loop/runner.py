@@ -145,7 +145,7 @@ def designer_options(config: RunConfig, structured: str) -> PromptOptions:
         structured=structured,
         history_cycles=config.llm_history_cycles,
         temperature=config.llm_temperature,
-        reask_repeats=config.llm_reask_repeats,
+        redraw_repeats=config.llm_redraw_repeats,
     )
 
 

@@ -50,7 +50,7 @@ OPTIONAL_FIELDS = frozenset(
         "bf16_autocast",
         "channels_last",
         "llm_temperature",
-        "llm_reask_repeats",
+        "llm_redraw_repeats",
         "cohort",
         "cohort_groups",
     }
@@ -130,9 +130,9 @@ class Profile:
     llm_temperature: float = 0.0
     """Sampling temperature of the LLM rows that set none of their own
     (`RunConfig.llm_temperature`; paper: 0); optional key."""
-    llm_reask_repeats: bool = False
-    """Re-ask an initial reply whose worlds repeat, in the LLM rows that set none of their
-    own (`RunConfig.llm_reask_repeats`; not in the paper); optional key."""
+    llm_redraw_repeats: bool = False
+    """Draw an initial reply whose worlds repeat again, in the LLM rows that set none of their
+    own (`RunConfig.llm_redraw_repeats`; not in the paper); optional key."""
     cohort: int = 1
     """Seeds trained together as one batched model (`RunConfig.cohort`) in the rows that
     may (original_only PPO in Crafter); 1 = every run alone (optional key)."""
@@ -283,7 +283,7 @@ class Profile:
             llm_history_cycles=config.llm_history_cycles or self.llm_history_cycles,
         )
         if config.uses_llm:
-            for name in ("llm_model", "llm_temperature", "llm_reask_repeats"):
+            for name in ("llm_model", "llm_temperature", "llm_redraw_repeats"):
                 if name not in own:
                     changes[name] = getattr(self, name)
         if config.game == "crafter":
