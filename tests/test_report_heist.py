@@ -62,8 +62,9 @@ def test_table8_runs_are_tiny_heist_runs(table8: Path):
     ]
     plain, envgen = (r["runs"][0] for r in rows)
     assert plain["global_steps"] == envgen["global_steps"] == 512
-    # EnvGen: the initial call and one re-ask, since the smoke designer's (the 1.5B model's)
-    # reply repeats a world (llm_redraw_repeats; docs/llm.md, "Repeated worlds")
+    # EnvGen: the initial call and one redraw, since the smoke designer's (the 1.5B model's)
+    # first reply repeats a world and its second does not (llm_redraw_repeats; docs/llm.md,
+    # "Repeated worlds")
     assert (plain["llm_calls"], envgen["llm_calls"], plain["episodes"]) == (0, 2, 4)
 
 
