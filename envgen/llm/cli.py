@@ -14,7 +14,7 @@ from envgen.input_checks import check_temperature, existing_dir
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
 from envgen.llm.client import BACKENDS, LOCAL_MODEL, LOCAL_MODELS, backend_config
-from envgen.llm.conversation import EnvironmentDesigner, base_label
+from envgen.llm.conversation import REDRAWS, EnvironmentDesigner, base_label
 from envgen.llm.parse import parse_environments
 from envgen.llm.planned_calls import PLANNED_CALLS, planned_call
 from envgen.llm.schema import DIALECTS
@@ -67,8 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--redraw-repeats",
         action="store_true",
         help="draw a reply whose environments repeat one another again, with another seed, up "
-        "to 3 times (not the paper's; "
-        "the rows that replay these replies set `llm_redraw_repeats: true`)",
+        f"to {REDRAWS} times (not the paper's; the rows that replay these replies set "
+        "`llm_redraw_repeats: true`)",
     )
     record.add_argument(
         "--call", action="append", choices=list(PLANNED_CALLS), help="repeatable; default all"

@@ -43,9 +43,6 @@ class ParsedEnvironments:
     """Everything repaired, clamped, skipped or dropped on the way."""
     repaired: bool
     """True when some JSON needed repairs (comments, trailing commas, quotes...)."""
-    positions: tuple[int, ...]
-    """Where each config stands among the reply's environments, from 1 (unusable ones
-    count: the reply's numbering)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,7 +69,6 @@ def parse_environments(
         text = text[:MAX_REPLY_CHARS]
 
     usable: list[tuple[Any, list[str], bool]] = []  # (config, its warnings, repaired)
-    positions: list[int] = []
     failures: list[str] = []
     for i, cand in enumerate(_candidates(text)):
         if i == MAX_CANDIDATES:
@@ -94,7 +90,6 @@ def parse_environments(
             failures.append(f"{cand.source} ({where}): {names.hide(str(exc))}")
             continue
         usable.append((config, notes + [names.hide(w) for w in config.warnings], cand.repaired))
-        positions.append(i + 1)
 
     if len(usable) < n:
         raise LLMResponseError(_shortfall(len(usable), n, failures, warnings))
@@ -107,7 +102,6 @@ def parse_environments(
         configs=[c for c, _, _ in usable[:n]],
         warnings=warnings,
         repaired=any(r for _, _, r in usable[:n]),
-        positions=tuple(positions[:n]),
     )
 
 

@@ -35,8 +35,7 @@ class PlannedCall:
     ) -> PromptOptions:
         """The designer options that reproduce this call on `backend` at `temperature`
         (a run's `llm_temperature`), drawing an initial set with repeated worlds again if
-        `redraw_repeats` (a
-        run's `llm_redraw_repeats`)."""
+        `redraw_repeats` (a run's `llm_redraw_repeats`)."""
         return PromptOptions(
             game=self.game,
             initial_set=self.initial_set,
