@@ -185,6 +185,38 @@ def test_an_unusable_redraw_is_reasked_within_its_draw_and_then_spent():
     assert llm.requests[2].reask and llm.requests[2].seed == REDRAW_SEED_STRIDE
 
 
+def test_redraws_keep_the_first_of_equal_improvements_and_pin_the_seed_rule():
+    worse = _worlds("mountain", "mountain", "mountain")
+    better = _worlds("mountain", "grassland", "grassland")
+    other = _worlds("beaches", "natural", "natural")
+    llm = Scripted(worse, better, other, worse)
+    designer = EnvironmentDesigner(PromptOptions(initial_set=3, redraw_repeats=True), llm)
+    assert [c.target_biome for c in designer.generate(3).configs] == [
+        "mountain",
+        "grassland",
+        "grassland",
+    ]
+    assert [r.seed for r in llm.requests] == [3, 1003, 2003, 3003]
+    with pytest.raises(ConfigError, match="below 1000"):
+        PromptOptions(initial_set=REDRAW_SEED_STRIDE, redraw_repeats=True)
+    PromptOptions(initial_set=REDRAW_SEED_STRIDE)  # no redraws, no shared seeds
+
+
+def test_unusable_redraws_leave_the_first_draw_and_the_conversation_as_without_them():
+    repeating = _worlds("mountain", "mountain")
+    plain = Scripted(repeating, repeating, repeating)
+    without = EnvironmentDesigner(PromptOptions(), plain)
+    llm = Scripted(repeating, *["no json here"] * 2 * REDRAWS, repeating, repeating)
+    designer = EnvironmentDesigner(PromptOptions(redraw_repeats=True), llm)
+    for d in (without, designer):
+        assert [c.target_biome for c in d.generate(2).configs] == ["mountain"] * 2
+        d.adapt(STATS)
+        d.adapt(STATS)
+    assert len(llm.requests) == 1 + 2 * REDRAWS + 2
+    assert [m.role for m in designer.messages].count("user") == 1 + REDRAWS + 2
+    assert llm.requests[-1].messages == plain.requests[-1].messages  # adapt3's history
+
+
 def test_an_unusable_first_reply_is_reasked_not_redrawn():
     llm = Scripted("no json here", _worlds("mountain", "beaches"))
     designer = EnvironmentDesigner(PromptOptions(redraw_repeats=True, max_reasks=1), llm)

@@ -35,7 +35,7 @@ def test_paper_profile_names_the_papers_llm_and_worlds():
     config = paper.apply(RunConfig(), initial_set=0)
     assert config.llm_model == "gpt-4-1106-preview"
     assert (config.llm_world_rules, config.original_world) == ("authors", "stock")
-    # The smoke rows' designer: the open 1.5B model, sampled at 0.7, re-asking repeats.
+    # The smoke rows' designer: the open 1.5B model, sampled at 0.7, redrawing repeats.
     designed = smoke.apply(RunConfig(), 0)
     assert designed.llm_model == "qwen2.5-coder-1.5b-instruct"
     assert (designed.llm_temperature, designed.llm_redraw_repeats) == (0.7, True)

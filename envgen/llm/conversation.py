@@ -77,6 +77,12 @@ class PromptOptions:
             )
         if self.initial_set < 0 or self.max_reasks < 0 or self.history_cycles < 0:
             raise ConfigError("initial_set/max_reasks/history_cycles", "must be >= 0")
+        if self.redraw_repeats and self.initial_set >= REDRAW_SEED_STRIDE:
+            raise ConfigError(
+                "initial_set",
+                f"{self.initial_set}: with redraws on, set indices stay below "
+                f"{REDRAW_SEED_STRIDE} so that no two sets' draws share a seed",
+            )
         check_temperature(self.temperature, "temperature")
 
 

@@ -11,7 +11,7 @@ import dataclasses
 
 from envgen.errors import ConfigError
 from envgen.llm.client import BackendConfig
-from envgen.llm.conversation import PromptOptions, base_label, call_label
+from envgen.llm.conversation import REDRAW_SUFFIX, PromptOptions, base_label, call_label
 from envgen.llm.request import ChatRequest
 
 
@@ -75,15 +75,17 @@ def planned_call(label: str) -> PlannedCall:
 
 def record_command(request: ChatRequest, backend: BackendConfig) -> str | None:
     """The command that records `request`, a planned call, on `backend` (None if not
-    planned): at the request's temperature; for a redraw or re-ask, drawing repeated worlds
-    again (a re-ask after an unusable reply comes either way) in mode fill, which replays
-    the recorded first draw instead of sampling it again."""
+    planned): at the request's temperature; for a redraw, drawing repeated worlds again;
+    for a redraw or re-ask, in mode fill, which replays the recorded first draw instead
+    of sampling it again (a re-ask after an unusable reply comes either way)."""
     base = base_label(request.label)
     if base not in PLANNED_CALLS:
         return None
     flags = backend.record_flags()
     if request.temperature:
         flags += f" --temperature {request.temperature:g}"
+    if REDRAW_SUFFIX in request.label:
+        flags += " --redraw-repeats"
     if base != request.label:
-        flags += " --redraw-repeats --mode fill"
+        flags += " --mode fill"
     return f"envgen llm record {flags} --call {base}"
