@@ -294,3 +294,30 @@ def test_bounded_history_keeps_first_and_last_adaptations(keep):
         last = llm.requests[-1].messages
         assert last[:2] == (designer.messages[2], designer.messages[3])
         assert last[-1] == designer.messages[-2]  # the newest prompt, before its reply
+
+
+def test_obfuscated_adaptations_follow_the_authors_layout_and_hide_names():
+    """The obfuscated prompt (Table 6's ablation) keeps the layout: adaptK sends 2K-3
+    messages, the first self-contained; no message names a real parameter, and the worlds
+    shown carry no real option name (the game rules still speak of grassland)."""
+    good = '```json\n{"environment_settings": {"parameter1": "optionC"}}\n```'
+    llm = Scripted(*[good] * 4)
+    designer = EnvironmentDesigner(PromptOptions(obfuscate=True), llm)
+    designer.generate(1)
+    for _ in range(3):
+        designer.adapt(STATS)
+    sent = {r.label: r.messages for r in llm.requests}
+    for k in (2, 3, 4):
+        assert len(sent[f"crafter/adapt{k}/n1/obfuscated/set0"]) == 2 * k - 3
+    adapt4 = sent["crafter/adapt4/n1/obfuscated/set0"]
+    assert [m.role for m in adapt4] == ["user", "assistant", "user", "assistant", "user"]
+    first = adapt4[0].content
+    assert first.startswith(crafter_prompts.briefing(crafter_prompts.name_map(True)))
+    assert '"parameter1": "optionC"' in first and "- collect_coal: 12% +/- 5%" in first
+    assert adapt4[-1].content.startswith("The agent trained in the environments of your last")
+    for message in adapt4:
+        for field in ENV_FIELDS:
+            assert not re.search(rf"\b{field}\b", message.content), field
+        for block in re.findall(r"```json(.*?)```", message.content, re.S):
+            for option in (*BIOMES, *RARITIES):
+                assert f'"{option}"' not in block, option
