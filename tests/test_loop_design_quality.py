@@ -126,6 +126,14 @@ def test_the_summary_counts_initial_sets_with_every_world_distinct(tmp_path, cap
     summary = summarize(rows)
     assert (summary["replies"], summary["initial_sets"]) == (4, 2)
     assert summary["initial_sets_all_distinct_after_redraw"] == 2
+    # each set's distinct worlds, draw by draw; a re-ask answers for its draw
+    unusable = {"label": "crafter/initial/n2/set1/redraw2", "response": {"text": "no json"}}
+    rows.insert(0, reply_quality(unusable))
+    rows.insert(0, quality("crafter/initial/n2/set1/redraw2/reask1", IRON, IRON))
+    assert summarize(rows)["initial_set_distinct_by_draw"] == {
+        "crafter/initial/n2/set0": [2],
+        "crafter/initial/n2/set1": [1, 2, 1],
+    }
     with pytest.raises(SystemExit):
         main(["--cache-dir", str(tmp_path)])  # neither --model nor --out
     assert "--model" in capsys.readouterr().err

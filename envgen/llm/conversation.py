@@ -97,7 +97,7 @@ REDRAW_SUFFIX = "/redraw"
 """A redraw's label is its call's label, this suffix and the draw's number."""
 REDRAWS = 3
 """Draws after the first of an initial set whose environments repeat (`redraw_repeats`):
-4 in all, at 1-8 min each for the 1.5B model on one thread (docs/llm.md)."""
+4 in all, at up to about 9 min each for the 1.5B model on one thread (docs/llm.md)."""
 REDRAW_SEED_STRIDE = 1000
 """Draw k of initial set s is sent with seed s + k * REDRAW_SEED_STRIDE (`redraw_seed`)."""
 
@@ -169,8 +169,9 @@ class EnvironmentDesigner:
                 again = self._ask(prompt, explain=False, history=(), draw=draw)
             except LLMResponseError:  # unusable even after its re-ask: a draw spent
                 continue
-            if len(repeated(again.configs)) < fewest:
-                best, fewest = again, len(repeated(again.configs))
+            repeats = len(repeated(again.configs))
+            if repeats < fewest:
+                best, fewest = again, repeats
         return best
 
     def adapt(self, success_stats: Mapping[str, tuple[float, float]]) -> ParsedEnvironments:

@@ -194,6 +194,13 @@ def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
     distinct_after_redraw = {
         base_label(q.label) for q in initial_replies if q.usable and q.distinct == q.n
     }
+    per_set: dict[str, list[int | None]] = {}
+    for q in sorted(initial_replies, key=lambda q: _draw_order(q.label)):
+        draws = per_set.setdefault(base_label(q.label), [])
+        if "/reask" not in q.label or not draws:
+            draws.append(q.distinct if q.usable else None)
+        elif q.usable:  # a draw's re-ask answers for it: its worlds count
+            draws[-1] = q.distinct
     return {
         "replies": len(rows),
         "unusable": sum(not q.usable for q in rows),
@@ -201,12 +208,22 @@ def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
         "initial_sets": len(initial),
         "initial_sets_all_distinct": sum(q.usable and q.distinct == q.n for q in initial),
         "initial_sets_all_distinct_after_redraw": len(distinct_after_redraw),
+        "initial_set_distinct_by_draw": dict(sorted(per_set.items())),
         "out_of_range": sum(q.out_of_range for q in rows),
         "values": sum(q.values for q in rows),
         "adaptations": len(moves),
         "toward_weakness_mean": round(sum(moves) / len(moves), 3) if moves else None,
         "toward_weakness_positive": sum(m > 0 for m in moves),
     }
+
+
+def _draw_order(label: str) -> tuple[str, int, int]:
+    """Sort key of an initial set's replies: by set, the first draw before its redraws,
+    each draw before its re-asks."""
+    match = _LABEL.match(label)
+    redraw = int(match["redraw"][len("/redraw") :]) if match and match["redraw"] else 0
+    reask = int(match["reask"][len("/reask") :]) if match and match["reask"] else 0
+    return base_label(label), redraw, reask
 
 
 def main(argv: list[str] | None = None) -> int:
