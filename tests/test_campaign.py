@@ -710,7 +710,9 @@ def test_confirm_gives_the_registered_verdict_pooled_and_per_achievement_when_co
     assert "The drop is unexplained." in baseline
     assert "is specific to this campaign's Crafter-only runs" in baseline
     assert "Against the first campaign's Crafter-only runs, domain randomization" in baseline
-    assert "mixes two populations" in section.split("#### S1")[1]
+    s1 = section.split("#### S1")[1].split("#### S3")[0]
+    assert "mixes two populations" in s1
+    assert "Bounds here are one-sided 95%, one comparison alone; campaign_cpu's own" in s1
     s3 = section.split("#### S3")[1]
     assert s3.count("\n| ") == 1 + len(ACHIEVEMENTS)  # the header, one line per achievement
     assert "Bonferroni's threshold is 0.0023" in s3

@@ -329,6 +329,12 @@ def _pooled(
             f"| {name} | {_arm(a)} | {_arm(b)} | {diff} | {_num(r.p_adj, '.3g')} "
             f"| {notes.cell(r.verdict)} |"
         )
+    lines += [
+        "",
+        f"Bounds here are one-sided 95%, one comparison alone; {first.table}'s own section "
+        "tests the same comparison among its family's claims at a Bonferroni-adjusted level, "
+        "so its bounds there are wider.",
+    ]
     return [*lines, *notes.lines()]
 
 
