@@ -134,6 +134,21 @@ def test_the_summary_counts_initial_sets_with_every_world_distinct(tmp_path, cap
         "crafter/initial/n2/set0": [2],
         "crafter/initial/n2/set1": [1, 2, 1],
     }
+    # by draw number, not by position: a draw without a usable reply, or without a reply
+    # here (another run's), is None; an unusable re-ask leaves its draw unusable
+    unusable_first = {"label": "crafter/initial/n2/set2", "response": {"text": "no json"}}
+    unusable_reask = {"label": "crafter/initial/n2/set2/reask1", "response": {"text": "?"}}
+    gaps = [
+        reply_quality(unusable_first),
+        reply_quality(unusable_reask),
+        quality("crafter/initial/n2/set2/redraw2", IRON, WOOD),
+        quality("crafter/initial/n2/set0/redraw1/reask1", WOOD, WOOD),  # after its draw's
+    ]
+    assert summarize(gaps + rows)["initial_set_distinct_by_draw"] == {
+        "crafter/initial/n2/set0": [2, 1],
+        "crafter/initial/n2/set1": [1, 2, 1],
+        "crafter/initial/n2/set2": [None, None, 2],
+    }
     with pytest.raises(SystemExit):
         main(["--cache-dir", str(tmp_path)])  # neither --model nor --out
     assert "--model" in capsys.readouterr().err

@@ -34,7 +34,7 @@ from envgen.envs.crafter.config import INVENTORY_MAX, RARITIES, CrafterConfig
 from envgen.errors import EnvGenError, LLMResponseError
 from envgen.files import write_json_atomic
 from envgen.llm.cache import DEFAULT_CACHE_DIR, ResponseCache
-from envgen.llm.conversation import base_label
+from envgen.llm.conversation import REASK_SUFFIX, REDRAW_SUFFIX, base_label
 from envgen.llm.parse import parse_environments, settings_key
 from envgen.llm.slots import FEEDBACK_LINE
 from envgen.loop.paths import read_json
@@ -187,20 +187,15 @@ def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
     """The measures of `rows` in a few counts: replies (re-asks included), those with
     every world distinct, the initial sets whose first reply has every world distinct and
     those where it or a redraw does (the reply a run with `llm_redraw_repeats` uses),
-    values out of range, adaptations toward weakness."""
+    each initial set's distinct worlds draw by draw, values out of range, adaptations
+    toward weakness."""
     moves = [q.toward_weakness for q in rows if q.toward_weakness is not None]
     initial_replies = [q for q in rows if "/initial/" in q.label and q.n > 1]
     initial = [q for q in initial_replies if base_label(q.label) == q.label]
     distinct_after_redraw = {
         base_label(q.label) for q in initial_replies if q.usable and q.distinct == q.n
     }
-    per_set: dict[str, list[int | None]] = {}
-    for q in sorted(initial_replies, key=lambda q: _draw_order(q.label)):
-        draws = per_set.setdefault(base_label(q.label), [])
-        if "/reask" not in q.label or not draws:
-            draws.append(q.distinct if q.usable else None)
-        elif q.usable:  # a draw's re-ask answers for it: its worlds count
-            draws[-1] = q.distinct
+    by_draw = _distinct_by_draw(initial_replies)
     return {
         "replies": len(rows),
         "unusable": sum(not q.usable for q in rows),
@@ -208,7 +203,7 @@ def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
         "initial_sets": len(initial),
         "initial_sets_all_distinct": sum(q.usable and q.distinct == q.n for q in initial),
         "initial_sets_all_distinct_after_redraw": len(distinct_after_redraw),
-        "initial_set_distinct_by_draw": dict(sorted(per_set.items())),
+        "initial_set_distinct_by_draw": by_draw,
         "out_of_range": sum(q.out_of_range for q in rows),
         "values": sum(q.values for q in rows),
         "adaptations": len(moves),
@@ -217,13 +212,27 @@ def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
     }
 
 
-def _draw_order(label: str) -> tuple[str, int, int]:
-    """Sort key of an initial set's replies: by set, the first draw before its redraws,
-    each draw before its re-asks."""
-    match = _LABEL.match(label)
-    redraw = int(match["redraw"][len("/redraw") :]) if match and match["redraw"] else 0
-    reask = int(match["reask"][len("/reask") :]) if match and match["reask"] else 0
-    return base_label(label), redraw, reask
+def _distinct_by_draw(replies: Sequence[ReplyQuality]) -> dict[str, list[int | None]]:
+    """Each initial set's distinct worlds, by draw number (0 the first draw, k redraw k):
+    those of the draw's first usable reply (a re-ask answers for its draw); None where the
+    draw has no usable reply, or no reply among `replies` (e.g. filtered out by --runs)."""
+    used: dict[str, dict[int, tuple[int, int]]] = {}  # set -> draw -> (re-ask, distinct)
+    draws: dict[str, set[int]] = {}
+    for q in replies:
+        match = _LABEL.match(q.label)
+        if match is None:
+            continue
+        draw = int(match["redraw"][len(REDRAW_SUFFIX) :]) if match["redraw"] else 0
+        reask = int(match["reask"][len(REASK_SUFFIX) :]) if match["reask"] else 0
+        name = base_label(q.label)
+        draws.setdefault(name, set()).add(draw)
+        earlier = used.setdefault(name, {}).get(draw)
+        if q.usable and (earlier is None or reask < earlier[0]):
+            used[name][draw] = (reask, q.distinct)
+    return {
+        name: [used[name][d][1] if d in used[name] else None for d in range(max(seen) + 1)]
+        for name, seen in sorted(draws.items())
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
