@@ -712,7 +712,7 @@ def test_confirm_gives_the_registered_verdict_pooled_and_per_achievement_when_co
     assert "Against the first campaign's Crafter-only runs, domain randomization" in baseline
     s1 = section.split("#### S1")[1].split("#### S3")[0]
     assert "mixes two populations" in s1
-    assert "Bounds here are one-sided 95%, one comparison alone; campaign_cpu's own" in s1
+    assert "campaign_cpu's own section tests the same comparison among its family's 4" in s1
     s3 = section.split("#### S3")[1]
     assert s3.count("\n| ") == 1 + len(ACHIEVEMENTS)  # the header, one line per achievement
     assert "Bonferroni's threshold is 0.0023" in s3

@@ -329,12 +329,21 @@ def _pooled(
             f"| {name} | {_arm(a)} | {_arm(b)} | {diff} | {_num(r.p_adj, '.3g')} "
             f"| {notes.cell(r.verdict)} |"
         )
-    lines += [
-        "",
-        f"Bounds here are one-sided 95%, one comparison alone; {first.table}'s own section "
-        "tests the same comparison among its family's claims at a Bonferroni-adjusted level, "
-        "so its bounds there are wider.",
-    ]
+    family_size = next(
+        (
+            len(f.claims)
+            for f in CAMPAIGN_FAMILIES.get(first.table, ())
+            if any((c.a, c.b, c.metric) == (H1.a, H1.b, H1.metric) for c in f.claims)
+        ),
+        1,
+    )
+    if family_size > 1:  # the same comparison, printed twice at two levels
+        lines += [
+            "",
+            f"Bounds here are one-sided 95%, one comparison alone; {first.table}'s own "
+            f"section tests the same comparison among its family's {family_size} claims at "
+            "a Bonferroni-adjusted level, so its bounds there are wider.",
+        ]
     return [*lines, *notes.lines()]
 
 
