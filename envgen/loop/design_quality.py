@@ -216,22 +216,21 @@ def _distinct_by_draw(replies: Sequence[ReplyQuality]) -> dict[str, list[int | N
     """Each initial set's distinct worlds, by draw number (0 the first draw, k redraw k):
     those of the draw's first usable reply (a re-ask answers for its draw); None where the
     draw has no usable reply, or no reply among `replies` (e.g. filtered out by --runs)."""
-    used: dict[str, dict[int, tuple[int, int]]] = {}  # set -> draw -> (re-ask, distinct)
-    draws: dict[str, set[int]] = {}
+    # set -> draw -> (re-ask, distinct) of its first usable reply, or None (none usable)
+    by_set: dict[str, dict[int, tuple[int, int] | None]] = {}
     for q in replies:
         match = _LABEL.match(q.label)
         if match is None:
             continue
         draw = int(match["redraw"][len(REDRAW_SUFFIX) :]) if match["redraw"] else 0
         reask = int(match["reask"][len(REASK_SUFFIX) :]) if match["reask"] else 0
-        name = base_label(q.label)
-        draws.setdefault(name, set()).add(draw)
-        earlier = used.setdefault(name, {}).get(draw)
+        draws = by_set.setdefault(base_label(q.label), {})
+        earlier = draws.setdefault(draw, None)
         if q.usable and (earlier is None or reask < earlier[0]):
-            used[name][draw] = (reask, q.distinct)
+            draws[draw] = (reask, q.distinct)
     return {
-        name: [used[name][d][1] if d in used[name] else None for d in range(max(seen) + 1)]
-        for name, seen in sorted(draws.items())
+        name: [None if (best := draws.get(d)) is None else best[1] for d in range(max(draws) + 1)]
+        for name, draws in sorted(by_set.items())
     }
 
 
