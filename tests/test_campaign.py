@@ -274,6 +274,8 @@ def test_status_names_a_finished_run_with_bad_final_metrics(plan, codes, tmp_pat
         ([{"load_start": "x"}], "sessions[0].load_start is 'x', not a list of numbers"),
         ([{"machine": "unknown"}], "sessions[0].machine is 'unknown', not a mapping"),
         ([1], "sessions[0] is 1, not a mapping"),
+        ([{"step": "0"}], "sessions[0].step is '0', not a whole number >= 0"),
+        ([{"step": -4096}], "sessions[0].step is -4096, not a whole number >= 0"),
     ],
 )
 def test_status_names_a_provenance_of_the_wrong_shape(plan, codes, tmp_path, sessions, words):
@@ -285,6 +287,23 @@ def test_status_names_a_provenance_of_the_wrong_shape(plan, codes, tmp_path, ses
     assert state.state == FINISHED and state.score == 4.0
     assert state.provenance == f"unreadable ({job_dir(job, tmp_path)}/provenance.json: {words})"
     assert state.provenance in text
+
+
+def test_a_resumed_runs_speed_counts_only_the_steps_of_its_last_session(plan, codes, tmp_path):
+    """wall_s counts from the last resume: a run resumed at 1,568,000 of 1,960,000 that
+    took 392 s after it ran at 1,000 steps/s, not 5,000 (all its steps over that time)."""
+    synthetic_store(plan, codes, tmp_path)
+    job = jobs_by_row(plan)[ROWS[0]][0]
+    sessions = [{"event": "start", "step": 0}, {"event": "resume", "step": 1_568_000}]
+    provenance = {"game": "crafter", "results_version": codes["crafter"], "sessions": sessions}
+    _rewritten(job_dir(job, tmp_path), "provenance.json", json.dumps(provenance).encode())
+    _rewritten(job_dir(job, tmp_path), "final_metrics.json", _final_with(job, wall_s=392.0))
+    state, text = _one_state(plan, codes, tmp_path)
+    assert state.state == FINISHED and state.speed == pytest.approx(1000.0)
+    assert "at 1,000 env steps/s per run (measured on finished runs)" in text
+    sessions[-1]["step"] = "1568000"  # where it resumed is unknown: no speed from it
+    _rewritten(job_dir(job, tmp_path), "provenance.json", json.dumps(provenance).encode())
+    assert _one_state(plan, codes, tmp_path)[0].speed is None
 
 
 @pytest.mark.parametrize(

@@ -55,7 +55,8 @@ class JobState:
     total_steps: int
     """Env steps the run trains in all."""
     speed: float | None
-    """Measured env steps/s (finished: global_steps / wall_s; else the last `time/sps`)."""
+    """Measured env steps/s: a finished run's steps in its last session over that session's
+    `wall_s` (a resumed run's wall_s counts from its resume); else the last `time/sps`."""
     score: float | None = None
     """A finished run's score (%)."""
     committed: bool | None = None
@@ -138,7 +139,7 @@ def _state(
             base,
             state=FINISHED,
             steps=steps,
-            speed=steps / wall if wall else None,
+            speed=_last_session_speed(run_dir, steps, wall),
             score=score,
             committed=committed(run_dir) if committed else None,
         )
@@ -156,6 +157,32 @@ def _state(
     else:
         state, steps = MISSING, 0  # no checkpoint: it starts over
     return dataclasses.replace(base, state=state, steps=steps, speed=speed)
+
+
+def _last_session_speed(run_dir: Path, steps: int, wall: float | None) -> float | None:
+    """A finished run's env steps/s in its last session: `wall_s` counts from the last
+    resume, so the steps are those after it (None when that step is unknown or not below
+    `steps`, or there is no wall time)."""
+    start = _last_session_start(run_dir)
+    if not wall or start is None or start >= steps:
+        return None
+    return (steps - start) / wall
+
+
+def _last_session_start(run_dir: Path) -> int | None:
+    """The env step a run's last session started at: 0 for a run never resumed (or one
+    whose provenance lists no sessions); None where its provenance cannot say (unreadable,
+    or a step that is not a whole number >= 0: its provenance line says which)."""
+    try:
+        sessions = (read_provenance(run_dir) or {}).get("sessions")
+    except EnvGenError:
+        return None
+    if not sessions:
+        return 0
+    last = sessions[-1] if isinstance(sessions, list) else None
+    step = last.get("step", 0) if isinstance(last, dict) else None
+    whole = isinstance(step, int) and not isinstance(step, bool)
+    return step if whole and step >= 0 else None
 
 
 def checkpoint_step(run_dir: Path) -> int:

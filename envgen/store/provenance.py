@@ -325,8 +325,9 @@ def summary(data: dict[str, Any] | None, path: object = PROVENANCE) -> str:
 
 def _check_sessions(path: object, sessions: Any) -> None:
     """An `EnvGenError` naming the field when `sessions` does not have the shape that
-    `summary` reads: a list of mappings whose `machine` and `git` are mappings and whose
-    `load_start` is a list of numbers (each may be absent). Only `summary` checks: a
+    `summary` and the campaign's speed read: a list of mappings whose `machine` and `git`
+    are mappings, whose `step` is a whole number >= 0 and whose `load_start` is a list of
+    numbers (each may be absent). Only `summary` checks: a
     backfilled run's sessions hold "unknown" strings, and `read_provenance` must not
     refuse a run whose results version is still readable."""
     if not isinstance(sessions, list):
@@ -338,6 +339,9 @@ def _check_sessions(path: object, sessions: Any) -> None:
         for key in ("machine", "git"):
             if session.get(key) is not None and not isinstance(session[key], dict):
                 raise EnvGenError(f"{where}.{key} is {session[key]!r}, not a mapping")
+        step = session.get("step")
+        if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+            raise EnvGenError(f"{where}.step is {step!r}, not a whole number >= 0")
         load = session.get("load_start")
         if load is not None and not (isinstance(load, list) and all(map(_is_number, load))):
             raise EnvGenError(f"{where}.load_start is {load!r}, not a list of numbers")
