@@ -327,9 +327,9 @@ def _check_sessions(path: object, sessions: Any) -> None:
     """An `EnvGenError` naming the field when `sessions` does not have the shape that
     `summary` and the campaign's speed read: a list of mappings whose `machine` and `git`
     are mappings, whose `step` is a whole number >= 0 and whose `load_start` is a list of
-    numbers (each may be absent). Only `summary` checks: a
-    backfilled run's sessions hold "unknown" strings, and `read_provenance` must not
-    refuse a run whose results version is still readable."""
+    numbers (each may be absent). Only `summary` checks: a backfilled run's sessions hold
+    "unknown" strings, and `read_provenance` must not refuse a run whose results version
+    is still readable."""
     if not isinstance(sessions, list):
         raise EnvGenError(f"{path}: sessions is {sessions!r}, not a list of sessions")
     for i, session in enumerate(sessions):
