@@ -25,7 +25,13 @@ from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.pipeline.results import metrics_and_scores, table_results
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
-from envgen.store.provenance import PROVENANCE, read_provenance, recorded_version, summary
+from envgen.store.provenance import (
+    PROVENANCE,
+    last_session_step,
+    read_provenance,
+    recorded_version,
+    summary,
+)
 
 FINISHED, RUNNING, PARTIAL, STALE, MISSING = "done", "running", "partial", "stale", "missing"
 DAMAGED = "damaged"  # a run file holds what no run writes; `JobState.problem` says which
@@ -76,12 +82,17 @@ def is_finished(run_dir: Path, version: int) -> bool:
     return is_sealed(run_dir) and recorded_version(run_dir) == version
 
 
-def _provenance_line(run_dir: Path) -> str | None:
+def _provenance(run_dir: Path) -> tuple[str | None, int | None]:
+    """(one line of the run's provenance.json, or why it cannot be read; the env step its
+    last session started at, None where the file cannot say), from one read."""
     try:
         data = read_provenance(run_dir)
-        return summary(data, run_dir / PROVENANCE) if data else None
+        if not data:
+            return None, 0
+        path = run_dir / PROVENANCE
+        return summary(data, path), last_session_step(data, path)
     except EnvGenError as exc:
-        return f"unreadable ({exc})"
+        return f"unreadable ({exc})", None
 
 
 def row_jobs(plan: TablePlan) -> list[tuple[str, AnyJob]]:
@@ -130,7 +141,8 @@ def _state(
     base = JobState(row, job, run_dir, MISSING, 0, total, None)
     if not run_dir.is_dir():
         return base
-    base = dataclasses.replace(base, provenance=_provenance_line(run_dir))
+    line, start = _provenance(run_dir)
+    base = dataclasses.replace(base, provenance=line)
     if is_sealed(run_dir):
         if recorded_version(run_dir) != version:
             return dataclasses.replace(base, state=STALE)
@@ -139,7 +151,7 @@ def _state(
             base,
             state=FINISHED,
             steps=steps,
-            speed=_last_session_speed(run_dir, steps, wall),
+            speed=(steps - start) / wall if wall and start is not None and start < steps else None,
             score=score,
             committed=committed(run_dir) if committed else None,
         )
@@ -157,32 +169,6 @@ def _state(
     else:
         state, steps = MISSING, 0  # no checkpoint: it starts over
     return dataclasses.replace(base, state=state, steps=steps, speed=speed)
-
-
-def _last_session_speed(run_dir: Path, steps: int, wall: float | None) -> float | None:
-    """A finished run's env steps/s in its last session: `wall_s` counts from the last
-    resume, so the steps are those after it (None when that step is unknown or not below
-    `steps`, or there is no wall time)."""
-    start = _last_session_start(run_dir)
-    if not wall or start is None or start >= steps:
-        return None
-    return (steps - start) / wall
-
-
-def _last_session_start(run_dir: Path) -> int | None:
-    """The env step a run's last session started at: 0 for a run never resumed (or one
-    whose provenance lists no sessions); None where its provenance cannot say (unreadable,
-    or a step that is not a whole number >= 0: its provenance line says which)."""
-    try:
-        sessions = (read_provenance(run_dir) or {}).get("sessions")
-    except EnvGenError:
-        return None
-    if not sessions:
-        return 0
-    last = sessions[-1] if isinstance(sessions, list) else None
-    step = last.get("step", 0) if isinstance(last, dict) else None
-    whole = isinstance(step, int) and not isinstance(step, bool)
-    return step if whole and step >= 0 else None
 
 
 def checkpoint_step(run_dir: Path) -> int:

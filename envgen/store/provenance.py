@@ -323,6 +323,17 @@ def summary(data: dict[str, Any] | None, path: object = PROVENANCE) -> str:
     return "; ".join(parts)
 
 
+def last_session_step(data: dict[str, Any] | None, path: object = PROVENANCE) -> int:
+    """The env step a run's last session started at (its `wall_s` counts from there): 0
+    for a run never resumed, without sessions or backfilled; an `EnvGenError` naming the
+    field when a session does not have the shape `summary` reads."""
+    sessions = (data or {}).get("sessions") or []
+    if not sessions or (data or {}).get("backfilled"):
+        return 0
+    _check_sessions(path, sessions)
+    return sessions[-1].get("step") or 0
+
+
 def _check_sessions(path: object, sessions: Any) -> None:
     """An `EnvGenError` naming the field when `sessions` does not have the shape that
     `summary` and the campaign's speed read: a list of mappings whose `machine` and `git`
