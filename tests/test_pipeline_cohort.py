@@ -128,22 +128,22 @@ def test_a_pipelined_cohort_is_planned_only_with_a_pipelined_measurement(monkeyp
     from envgen.gpu import plan as gpu_plan
     from envgen.gpu.chunk import STARTUP_S, fitting_jobs
 
-    # a pipelined cohort smaller than every pipelined measurement has no rate of its own
-    assert all(w > 4 for (_, _, w, _) in gpu_plan.MEASURED_PIPELINED_COHORT_SPS)
-    assert gpu_plan.cohort_rate("paper", True, 4, groups=2) is None
+    # a grouping no pipelined measurement has (3 groups) has no rate of its own
+    assert all(g == 2 for (_, _, _, g) in gpu_plan.MEASURED_PIPELINED_COHORT_SPS)
+    assert gpu_plan.cohort_rate("paper", True, 6, groups=3) is None
     rate, source = gpu_plan.cohort_rate("paper", True, 8, groups=2)
     assert rate == gpu_plan.MEASURED_PIPELINED_COHORT_SPS[("paper", "bf16", 8, 2)]
     assert "in 2 groups" in source
     assert gpu_plan.cohort_rate("paper", True, 8, groups=3) is None
     config = RunConfig(method="original_only", original_only_steps=1_000_000, model="paper")
-    pipelined = config.replace(bf16_autocast=True, cohort=4, cohort_groups=2)
-    jobs = [Job(pipelined, s) for s in range(4)]
-    alone = gpu_plan.gpu_rate("paper", None, 1)[0]  # no pipelined cohort of 4 measured
-    need = STARTUP_S + 4 * pipelined.total_steps / alone
+    pipelined = config.replace(bf16_autocast=True, cohort=6, cohort_groups=3)
+    jobs = [Job(pipelined, s) for s in range(6)]
+    alone = gpu_plan.gpu_rate("paper", None, 1)[0]  # no cohort of 6 in 3 groups measured
+    need = STARTUP_S + 6 * pipelined.total_steps / alone
     assert fitting_jobs(jobs, need + 1, None) == (jobs, [])
     assert fitting_jobs(jobs, need - 1, None)[0] == []
-    monkeypatch.setitem(gpu_plan.MEASURED_PIPELINED_COHORT_SPS, ("paper", "bf16", 4, 2), 8e3)
+    monkeypatch.setitem(gpu_plan.MEASURED_PIPELINED_COHORT_SPS, ("paper", "bf16", 6, 3), 8e3)
     monkeypatch.setattr(gpu_plan, "PIPELINED_COHORT_MEASURED_ON", "one H200")
-    rate, source = gpu_plan.cohort_rate("paper", True, 4, groups=2)
-    assert rate == 8e3 and "in 2 groups" in source
-    assert fitting_jobs(jobs, STARTUP_S + 4e6 / 8e3 + 1, None) == (jobs, [])
+    rate, source = gpu_plan.cohort_rate("paper", True, 6, groups=3)
+    assert rate == 8e3 and "in 3 groups" in source
+    assert fitting_jobs(jobs, STARTUP_S + 6e6 / 8e3 + 1, None) == (jobs, [])

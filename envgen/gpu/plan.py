@@ -60,17 +60,26 @@ MEASURED_GPU_SPS = {"paper": {1: 942.0, 4: 1_216.0, 8: 1_289.0}}
 MEASURED_ON = "one H100, PPO, deterministic float32"
 ASSUMED_GPU_SPS = {"impala-small": 10_000.0, "nature": 20_000.0}
 # Env steps/s of one cohort (`envgen.agents.cohort`) of W PPO seeds on one GPU, by
-# (network, precision, W): `envgen bench train --device cuda --model paper --cohort 8`
-# (results/gpu/2026-11-26-h200/bench_*_graphed.log), float32 with --deterministic.
-MEASURED_COHORT_SPS = {("paper", "float32", 8): 1_702.6, ("paper", "bf16", 8): 4_562.5}
+# (network, precision, W): `envgen bench train --device cuda --model paper --cohort W`,
+# float32 with --deterministic. W = 8: results/gpu/2026-11-26-h200/bench_*_graphed.log
+# (3 timed rollouts); bf16 W = 4: results/gpu/2026-11-27-h200-steady (8 timed rollouts;
+# the same command's bf16 cohort of 8 ran at 4,397.9).
+MEASURED_COHORT_SPS = {
+    ("paper", "float32", 8): 1_702.6,
+    ("paper", "bf16", 4): 3_878.6,
+    ("paper", "bf16", 8): 4_562.5,
+}
 COHORT_MEASURED_ON = "one H200"
 # The same for pipelined cohorts (`RunConfig.cohort_groups`: one group collects while
 # another updates), by (network, precision, W, groups): `envgen bench train --device cuda
-# --model paper --cohort 8 --cohort-groups 1,2` (results/gpu/2026-11-27-h200), 3 timed
-# rollouts in bf16 and 2 in float32 (--deterministic), fill and drain included. The
-# same command's unpipelined bf16 cohort of 8 ran at 4,401.7: pipelining was 0.89x.
+# --model paper --cohort W --cohort-groups 2`, first and last rollout (fill and drain)
+# included. bf16: results/gpu/2026-11-27-h200-steady, 8 timed rollouts for W = 4 and 8,
+# 6 for W = 16; pipelining was 0.85x (W = 4) and 0.89x (W = 8) the unpipelined cohort on
+# the same warm machine. float32 (--deterministic): results/gpu/2026-11-27-h200, 2 rollouts.
 MEASURED_PIPELINED_COHORT_SPS: dict[tuple[str, str, int, int], float] = {
-    ("paper", "bf16", 8, 2): 3_931.2,
+    ("paper", "bf16", 4, 2): 3_278.8,
+    ("paper", "bf16", 8, 2): 3_929.0,
+    ("paper", "bf16", 16, 2): 4_234.1,
     ("paper", "float32", 8, 2): 1_565.7,
 }
 PIPELINED_COHORT_MEASURED_ON = "one H200"
