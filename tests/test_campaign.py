@@ -478,6 +478,11 @@ def test_handoff_commits_an_unfinished_run_with_its_checkpoint_until_it_finishes
     (job_dir(other, Path("results/runs")) / "checkpoints" / "latest.pt").write_bytes(b"weights")
     Path("other.txt").write_text("user's staged work\n")
     _git(repo, "add", "other.txt")
+    cache = Path("data/llm_cache")  # the replies recorded so far go with the run
+    cache.mkdir(parents=True)
+    for key in ("d" * 64, "e" * 64):
+        (cache / f"{key}.json").write_text("{}")
+    (run_dir / "llm_calls.json").write_text(json.dumps([{"key": "d" * 64, "label": "adapt2"}]))
     logged: list[str] = []
     states = job_states(plan, Path("results/runs"), codes, alive=False)
     assert commit_partial_runs("cpu", states, logged.append, Path(".")) == 1
@@ -492,6 +497,8 @@ def test_handoff_commits_an_unfinished_run_with_its_checkpoint_until_it_finishes
     files = _git(repo, "show", "--name-only", "--format=%s", "HEAD").splitlines()
     assert files[0] == message and "other.txt" not in files
     assert f"{run_dir}/checkpoints/latest.pt" in files and f"{run_dir}/metrics.jsonl" in files
+    assert f"data/llm_cache/{'d' * 64}.json" in files and f"{run_dir}/llm_calls.json" in files
+    assert not any(("e" * 64) in f for f in files)  # another run's reply stays untracked
     clone = repo.parent / "clone"
     subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
     there = job_states(plan, clone / "results/runs", codes, alive=False)

@@ -67,18 +67,24 @@ def commit_run(
 
 
 def commit_partial(
-    run_dir: Path, message: str, repo: Path = Path("."), wait_s: float = LOCK_WAIT_S
+    run_dir: Path,
+    message: str,
+    repo: Path = Path("."),
+    wait_s: float = LOCK_WAIT_S,
+    replies: Sequence[Path] = (),
 ) -> str:
     """Commit the unfinished `run_dir` with its latest checkpoint (a handoff: another
-    session or machine resumes it); returns "" or why it failed."""
+    session or machine resumes it) and the LLM cache files `replies` its calls so far were
+    served from, so that its resume replays them instead of asking a model again;
+    returns "" or why it failed."""
 
     def stage() -> subprocess.CompletedProcess[str]:
-        added = _git(repo, "add", "--", str(run_dir))
+        added = _git(repo, "add", "--", str(run_dir), *map(str, replies))
         if added.returncode == 0:
             added = _git(repo, "add", "-f", "--", f"{run_dir}/{LATEST_CHECKPOINT}")
         return added
 
-    return _commit(repo, [run_dir], message, stage, wait_s)
+    return _commit(repo, [run_dir, *replies], message, stage, wait_s)
 
 
 def _commit(

@@ -7,11 +7,12 @@ time, on one 2-core machine; docs/measurements.md, "Reruns"), every session woul
 with its runs in flight lost. A handoff keeps them: it waits for each running run's next
 checkpoint (at most `--wait-s`), stops the campaign, and commits each unfinished run
 with its latest checkpoint (`gitcommit.commit_partial`, about 5.5 MB per Crafter run
-with the nature network). On any up-to-date checkout `envgen campaign start NAME` then
-resumes them from those checkpoints, to the same result as an uninterrupted run on one
-machine (docs/agent.md, "Reproducibility and resume"). When a handed-off run finishes,
-its checkpoint leaves git with the run's commit, but stays in the history: hand off
-runs that are well under way, not ones a few minutes old.
+with the nature network) and the LLM replies it has recorded so far. On any up-to-date
+checkout `envgen campaign start NAME` then resumes them from those checkpoints, replaying
+those replies, to the same result as an uninterrupted run on one machine (docs/agent.md,
+"Reproducibility and resume"). When a handed-off run finishes, its checkpoint leaves git
+with the run's commit, but stays in the history: hand off runs that are well under way,
+not ones a few minutes old.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from envgen.campaign.gitcommit import commit_partial
 from envgen.campaign.process import live_process, stop
 from envgen.campaign.registry import Campaign
-from envgen.campaign.run import load_campaign
+from envgen.campaign.run import load_campaign, reply_files
 from envgen.campaign.store import DAMAGED, PARTIAL, RUNNING, JobState, job_states
 from envgen.pipeline.job_status import results_versions
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
@@ -67,7 +68,8 @@ def wait_for_checkpoints(running: list[JobState], wait_s: float, log: Log) -> No
 
 
 def commit_partial_runs(name: str, states: list[JobState], log: Log, repo: Path) -> int:
-    """Commit every partial run of `states` with its checkpoint; returns how many. An
+    """Commit every partial run of `states` with its checkpoint and the cache files of
+    the LLM replies it has recorded so far; returns how many. An
     unfinished run that is damaged (an unreadable checkpoint or log: it would not resume)
     is named, not committed."""
     for s in distinct(states, DAMAGED):
@@ -79,7 +81,8 @@ def commit_partial_runs(name: str, states: list[JobState], log: Log, repo: Path)
             f"campaign {name}: handoff of {s.row} seed {s.job.seed} at step {s.steps:,} of "
             f"{s.total_steps:,} (`envgen campaign start {name}` resumes it)"
         )
-        error = commit_partial(s.run_dir, message, repo)
+        replies = reply_files(repo / s.run_dir, repo)
+        error = commit_partial(s.run_dir, message, repo, replies=replies)
         log(f"[handoff] commit failed for {s.run_dir}: {error}" if error else f"[{message}]")
         count += not error
     return count
