@@ -34,12 +34,12 @@ from pathlib import Path
 
 from envgen.errors import EnvGenError
 from envgen.report.inputs import DONE, TableRecord, runs_json_files
-from envgen.stats.campaign import H1, CampaignResult, evaluate_campaign
+from envgen.stats.campaign import H1, H1_LLM15, CampaignResult, evaluate_campaign
 from envgen.stats.claims import PaperNumbers
 from envgen.stats.compare import welch_test
 from envgen.stats.runs import SampleStats
 
-FIRST, CONFIRM = "campaign_cpu", "campaign_confirm"
+FIRST, CONFIRM, LLM15 = "campaign_cpu", "campaign_confirm", "campaign_llm15"
 DOCS = ("README.md", "docs")
 
 # (file, passage): the passage as the file has it, figures as {name}; whitespace (line
@@ -172,6 +172,11 @@ PHRASES: tuple[tuple[str, str], ...] = (
         "docs/pipeline.md",
         "Table 6's row of 8 environments per call is `{status.table6.n8}`;",
     ),
+    (
+        "README.md",
+        "the LLM designer's arm scored {llm15.a} against domain randomization's {llm15.b}, "
+        "{llm15.diff} points (one-sided 95% upper bound {llm15.upper}; 16 + 16 seeds).",
+    ),
     # CLAIMS.md's audit paragraph: its issue-40 figures are written in
     # envgen/report/campaign_section.py; these re-derive them from the runs.
     (
@@ -215,6 +220,7 @@ GUARDED = (
     "first.co_mean",
     "first.diff",
     "cross.diff",
+    "llm15.diff",
 )
 
 
@@ -248,12 +254,22 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
         if len(row.runs) >= 2:
             s = SampleStats.of([r.score for r in row.runs], label)
             out[f"row.{alias}"] = f"{s.mean:.2f} ± {s.std:.2f}"
+    paper = PaperNumbers.load()
+    if LLM15 in by_id and _complete(by_id[LLM15]):
+        llm15 = _rows(by_id[LLM15])
+        a, b = (llm15[row]["score"] for row in (H1_LLM15.a, H1_LLM15.b))
+        r = evaluate_campaign(
+            (H1_LLM15,), {H1_LLM15.metric: {H1_LLM15.a: a, H1_LLM15.b: b}}, {}, paper
+        )[0]
+        assert r.ours_a is not None and r.ours_b is not None
+        out["llm15.a"] = f"{r.ours_a.mean:.2f} ± {r.ours_a.std:.2f}"
+        out["llm15.b"] = f"{r.ours_b.mean:.2f} ± {r.ours_b.std:.2f}"
+        out["llm15.diff"] = f"{_diff(r):+.2f}"
+        out["llm15.upper"] = f"{r.bounds[1]:+.2f}"
     if FIRST not in by_id or CONFIRM not in by_id:
         return out
-    paper = PaperNumbers.load()
     first, confirm = (_rows(by_id[t]) for t in (FIRST, CONFIRM))
-    planned = {r.row: r.planned_runs or len(r.runs) for r in by_id[CONFIRM].rows}
-    if any(len(confirm.get(row, {}).get("score", [])) < planned.get(row, 0) for row in planned):
+    if not _complete(by_id[CONFIRM]):
         return out
 
     def score(rows: Mapping[str, Mapping[str, list[float]]], row: str) -> list[float]:
@@ -292,6 +308,16 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
 
     out |= _audit(by_id[FIRST], by_id[CONFIRM], runs_root)
     return out
+
+
+def _complete(table: TableRecord) -> bool:
+    """Whether every row of a registered campaign has all its planned runs, done (its
+    verdict is withheld until then, and so are its figures)."""
+    rows = _rows(table)
+    return all(
+        len(rows.get(r.row, {}).get("score", [])) >= (r.planned_runs or len(r.runs))
+        for r in table.rows
+    )
 
 
 def _rows(table: TableRecord) -> dict[str, dict[str, list[float]]]:
