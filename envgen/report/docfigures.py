@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from envgen.errors import EnvGenError
+from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import DONE, TableRecord, runs_json_files
 from envgen.stats.campaign import H1, H1_LLM15, CampaignResult, evaluate_campaign
 from envgen.stats.claims import PaperNumbers
@@ -255,7 +256,7 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
             s = SampleStats.of([r.score for r in row.runs], label)
             out[f"row.{alias}"] = f"{s.mean:.2f} ± {s.std:.2f}"
     paper = PaperNumbers.load()
-    if LLM15 in by_id and _complete(by_id[LLM15]):
+    if LLM15 in by_id and withheld_runs(by_id[LLM15]) is None:
         llm15 = _rows(by_id[LLM15])
         a, b = (llm15[row]["score"] for row in (H1_LLM15.a, H1_LLM15.b))
         r = evaluate_campaign(
@@ -269,7 +270,7 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
     if FIRST not in by_id or CONFIRM not in by_id:
         return out
     first, confirm = (_rows(by_id[t]) for t in (FIRST, CONFIRM))
-    if not _complete(by_id[CONFIRM]):
+    if withheld_runs(by_id[CONFIRM]) is not None:  # figures wait as the verdict does
         return out
 
     def score(rows: Mapping[str, Mapping[str, list[float]]], row: str) -> list[float]:
@@ -308,16 +309,6 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
 
     out |= _audit(by_id[FIRST], by_id[CONFIRM], runs_root)
     return out
-
-
-def _complete(table: TableRecord) -> bool:
-    """Whether every row of a registered campaign has all its planned runs, done (its
-    verdict is withheld until then, and so are its figures)."""
-    rows = _rows(table)
-    return all(
-        len(rows.get(r.row, {}).get("score", [])) >= (r.planned_runs or len(r.runs))
-        for r in table.rows
-    )
 
 
 def _rows(table: TableRecord) -> dict[str, dict[str, list[float]]]:
