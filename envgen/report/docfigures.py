@@ -35,7 +35,13 @@ from pathlib import Path
 from envgen.errors import EnvGenError
 from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import DONE, TableRecord, runs_json_files
-from envgen.stats.campaign import H1, H1_LLM15, CampaignResult, evaluate_campaign
+from envgen.stats.campaign import (
+    H1,
+    H1_LLM15,
+    CampaignClaim,
+    CampaignResult,
+    evaluate_campaign,
+)
 from envgen.stats.claims import PaperNumbers
 from envgen.stats.compare import welch_test
 from envgen.stats.runs import SampleStats
@@ -258,10 +264,7 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
     paper = PaperNumbers.load()
     if LLM15 in by_id and withheld_runs(by_id[LLM15]) is None:
         llm15 = _rows(by_id[LLM15])
-        a, b = (llm15[row]["score"] for row in (H1_LLM15.a, H1_LLM15.b))
-        r = evaluate_campaign(
-            (H1_LLM15,), {H1_LLM15.metric: {H1_LLM15.a: a, H1_LLM15.b: b}}, {}, paper
-        )[0]
+        r = _result({row: llm15[row]["score"] for row in (H1_LLM15.a, H1_LLM15.b)}, paper, H1_LLM15)
         assert r.ours_a is not None and r.ours_b is not None
         out["llm15.a"] = f"{r.ours_a.mean:.2f} ± {r.ours_a.std:.2f}"
         out["llm15.b"] = f"{r.ours_b.mean:.2f} ± {r.ours_b.std:.2f}"
@@ -269,9 +272,9 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
         out["llm15.upper"] = f"{r.bounds[1]:+.2f}"
     if FIRST not in by_id or CONFIRM not in by_id:
         return out
-    first, confirm = (_rows(by_id[t]) for t in (FIRST, CONFIRM))
     if withheld_runs(by_id[CONFIRM]) is not None:  # figures wait as the verdict does
         return out
+    first, confirm = (_rows(by_id[t]) for t in (FIRST, CONFIRM))
 
     def score(rows: Mapping[str, Mapping[str, list[float]]], row: str) -> list[float]:
         return rows[row]["score"]
@@ -329,8 +332,10 @@ def _done(table: TableRecord, label: str) -> tuple:
     return next((r.runs for r in table.rows if r.row == label and r.status == DONE), ())
 
 
-def _result(values: Mapping[str, list[float]], paper: PaperNumbers) -> CampaignResult:
-    return evaluate_campaign((H1,), {H1.metric: values}, {}, paper)[0]
+def _result(
+    values: Mapping[str, list[float]], paper: PaperNumbers, claim: CampaignClaim = H1
+) -> CampaignResult:
+    return evaluate_campaign((claim,), {claim.metric: values}, {}, paper)[0]
 
 
 def _family(table: TableRecord, paper: PaperNumbers) -> dict[str, CampaignResult]:
