@@ -16,6 +16,9 @@ and at two places where CUDA silently copies instead:
   (CUDA needs a CUDA generator), and a host random op refuses a registered one;
 - `.numpy()` and `.tolist()` of a device tensor raise (CUDA refuses `.numpy()`).
 
+It counts the device-to-host copies and `.item()`s (`FakeDevice.host_syncs`): on CUDA each
+one waits until the device has run everything queued before it.
+
 Why not FakeTensorMode: it has no data, so the agents' data-dependent steps (the rollout's
 `if unlocked.any()`, AD's transport plan in numpy, `.item()` of every loss) cannot run.
 Why the device is `meta`: a CPU-only torch build refuses device guards for "cuda", which
@@ -99,6 +102,12 @@ def _run(func, args, kwargs, mode: FakeDevice | None):
         place = places.pop() if len(places) == 1 else _HOST
         if func in TRANSFERS and func is _aten.copy_.default:
             place = _where(args[0])
+    if (
+        mode is not None
+        and _DEV in {_where(t) for t in tensors}
+        and (func is _aten._local_scalar_dense.default or (func in TRANSFERS and place == _HOST))
+    ):
+        mode.host_syncs += 1  # a device-to-host copy or `.item()`: CUDA waits for the stream
     generator = kwargs.get("generator")
     if generator is not None:
         on_device = mode is not None and mode.owns(generator)
@@ -124,6 +133,8 @@ class FakeDevice(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self._generators: list[torch.Generator] = []
+        self.host_syncs = 0
+        """Device-to-host copies and `.item()`s so far: each one waits for the device."""
 
     def generator(self, seed: int) -> torch.Generator:
         """A generator that counts as the device's (a CPU one underneath)."""

@@ -31,15 +31,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import warnings
 from collections.abc import Generator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch.func import functional_call, stack_module_state, vmap
 
-from envgen.agents.config import ModelConfig, PPOConfig
+from envgen.agents.config import ModelConfig, PPOConfig, check_kernels
 from envgen.agents.networks import OBS_SHAPE, ActorCritic
 from envgen.agents.normalizer import _DEBIAS_MIN, _VAR_MIN
 from envgen.agents.ppo import FinishedEpisode, VecEnv
@@ -107,6 +109,17 @@ class CohortRollout:
             rewards=np.zeros((t, w * n), np.float32),
             dones=np.zeros((t, w * n), np.float32),
         )
+
+
+COMPILE_CACHE = Path(__file__).resolve().parents[2] / ".envgen" / "compile-cache"
+
+
+def use_compile_cache() -> None:
+    """Inductor's and Triton's caches in the repository's ignored .envgen/ (unless the
+    caller set them): a GPU call's second compile of the same code reads them instead of
+    compiling again, and they never enter git or a result."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(COMPILE_CACHE / "inductor"))
+    os.environ.setdefault("TRITON_CACHE_DIR", str(COMPILE_CACHE / "triton"))
 
 
 def drain(steps: Generator[None, None, Any]) -> Any:
@@ -184,7 +197,10 @@ class CohortPPO:
         device: torch.device,
         *,
         side_stream: bool = False,
+        kernels: str = "eager",
+        compile_backend: str = "inductor",
     ):
+        check_kernels(kernels)
         if len(seeds) < 2:
             raise ValueError("a cohort trains at least 2 seeds (one run: trainer.Trainer)")
         if model_cfg.channels_last:  # vmap cannot query or make NHWC strides
@@ -202,8 +218,27 @@ class CohortPPO:
         self.names = [name for name, _ in self.base.named_parameters()]
         self.params = {name: params[name].detach().clone().requires_grad_() for name in self.names}
         self.value_norm = StackedEwma(self.size, cfg.value_norm_decay, device)
-        self.optimizer = torch.optim.Adam(list(self.params.values()), lr=cfg.lr)
+        self.kernels = kernels
+        # "graph"/"compile" capture each minibatch on CUDA: Adam then keeps its step count
+        # on the device (capturable), which rounds its bias correction differently
+        self._capturable = kernels != "eager" and device.type == "cuda"
+        self.optimizer = torch.optim.Adam(
+            list(self.params.values()), lr=cfg.lr, capturable=self._capturable
+        )
+        self._update_graph: torch.cuda.CUDAGraph | bool | None = None  # False: capture failed
+        self._seed_loss = None
+        if kernels == "compile":
+            use_compile_cache()
+            self._seed_loss = torch.compile(
+                self._one_seed_loss, backend=compile_backend, fullgraph=True
+            )
         self.buf = CohortRollout.empty(self.size, cfg, device)
+        batch, mb = cfg.rollout_size, cfg.rollout_size // cfg.minibatches
+        self._adv = torch.zeros((self.size, batch), device=device)
+        self._ret = torch.zeros((self.size, batch), device=device)
+        self._idx = torch.zeros((self.size, mb), dtype=torch.int64, device=device)
+        self._rows = torch.arange(self.size, device=device)[:, None]
+        self._mb_stats = torch.zeros((len(STATS), self.size), device=device)
         self._forward = vmap(self._one_forward, in_dims=(0, 0))
         self._graph: torch.cuda.CUDAGraph | bool | None = None  # False: capture failed
         pin = device.type == "cuda"
@@ -222,6 +257,34 @@ class CohortPPO:
 
     def _one_forward(self, params: dict[str, torch.Tensor], obs: torch.Tensor):
         return functional_call(self.base, params, (obs,))
+
+    def _one_seed_loss(
+        self,
+        params: dict[str, torch.Tensor],
+        obs: torch.Tensor,
+        act: torch.Tensor,
+        old_logprobs: torch.Tensor,
+        adv: torch.Tensor,
+        target: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One seed's PPO loss on its minibatch and its statistics (STATS order): the
+        function "compile" mode compiles, once for every seed (the seeds differ only in
+        which slice of the stacked parameters they read)."""
+        cfg = self.cfg
+        logprobs_all, value_pred = functional_call(self.base, params, (obs,))
+        logprobs = logprobs_all.gather(1, act[:, None])[:, 0]
+        log_ratio = logprobs - old_logprobs
+        ratio = log_ratio.exp()
+        clipped = ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip)
+        policy_loss = -torch.min(adv * ratio, adv * clipped).mean()
+        value_loss = ((value_pred - target) ** 2).mean()
+        entropy = -(logprobs_all.exp() * logprobs_all).sum(-1).mean()
+        loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+        ratio_, log_ratio_ = ratio.detach(), log_ratio.detach()
+        kl = ((ratio_ - 1) - log_ratio_).mean()
+        clip = ((ratio_ - 1).abs() > cfg.clip).float().mean()
+        stats = torch.stack([policy_loss.detach(), value_loss.detach(), entropy.detach(), kl, clip])
+        return loss, stats
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-probabilities (W, B, A) and normalised values (W, B) of obs (W, B, 64, 64, 3)."""
@@ -293,6 +356,7 @@ class CohortPPO:
         buf, n = self.buf, self.cfg.num_envs
         finished: list[list[FinishedEpisode]] = [[] for _ in self.seeds]
         host = self._host_obs.numpy()
+        step = getattr(env, "step_view", env.step)  # copied once, into `host`
         with self._on_side():  # this seed group's last update has written the parameters
             if self._updated is not None:
                 torch.cuda.current_stream(self.device).wait_event(self._updated)
@@ -307,7 +371,7 @@ class CohortPPO:
                 buf.logprobs[:, t] = logprobs
                 buf.values[:, t] = values
                 host_actions = actions.flatten().cpu().numpy()  # the step's one host sync
-            obs, reward, terminated, truncated, infos = env.step(host_actions)
+            obs, reward, terminated, truncated, infos = step(host_actions)
             buf.rewards[t] = reward
             done = np.logical_or(terminated, truncated)
             buf.dones[t] = done
@@ -322,7 +386,7 @@ class CohortPPO:
             if self._side is not None:  # the update reads the buffer after this point
                 self._collected = torch.cuda.Event()
                 self._collected.record(self._side)
-        return obs, finished
+        return obs.copy(), finished  # a step view lives until the env's next step
 
     def _on_side(self) -> contextlib.AbstractContextManager[Any]:
         """The collection's stream (CUDA, `side_stream`), else nothing to switch."""
@@ -349,20 +413,24 @@ class CohortPPO:
     ) -> Generator[None, None, list[dict[str, float]]]:
         """`update` one minibatch at a time: yields after each minibatch's optimiser step
         is queued (a pipelined cohort steps another group's envs while the device runs
-        it) and returns what `update` returns. Runs on the default stream."""
-        cfg, w = self.cfg, self.size
+        it) and returns what `update` returns. Runs on the default stream.
+
+        A minibatch reads only fixed-address tensors (the rollout buffer, `_adv`, `_ret`
+        and its indices `_idx`) and writes its statistics to `_mb_stats`, so that it can
+        be captured once as a CUDA graph and replayed (`_run_minibatch`); no minibatch
+        moves anything to the host, and the update syncs once, for its mean losses."""
+        cfg = self.cfg
         if self._collected is not None:  # the rollout was written on the collection's stream
             torch.cuda.current_stream(self.device).wait_event(self._collected)
             self._collected = None
         advantages, returns = self.advantages()
-        advantages = (advantages - advantages.mean(1, keepdim=True)) / (
-            advantages.std(1, keepdim=True) + 1e-8
+        self._adv.copy_(
+            (advantages - advantages.mean(1, keepdim=True))
+            / (advantages.std(1, keepdim=True) + 1e-8)
         )
-        obs = self.buf.obs.flatten(1, 2)
-        actions, old_logprobs = self.buf.actions.flatten(1), self.buf.logprobs.flatten(1)
-        batch = actions.shape[1]
+        self._ret.copy_(returns)
+        batch = self._adv.shape[1]
         mb = batch // cfg.minibatches
-        rows = torch.arange(w, device=self.device)[:, None]
         stats: list[torch.Tensor] = []
         for _ in range(cfg.epochs):
             orders = torch.from_numpy(np.stack([rng.permutation(batch) for rng in rngs]))
@@ -373,34 +441,123 @@ class CohortPPO:
             else:
                 orders = orders.to(self.device)
             for start in range(0, batch, mb):
-                idx = orders[:, start : start + mb]
-                logprobs_all, value_pred = self._update_forward(obs[rows, idx])
-                act = actions[rows, idx]
-                logprobs = logprobs_all.gather(2, act[..., None])[..., 0]
-                log_ratio = logprobs - old_logprobs[rows, idx]
-                ratio = log_ratio.exp()
-                adv = advantages[rows, idx]
-                clipped = ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip)
-                policy_loss = -torch.min(adv * ratio, adv * clipped).mean(1)
-                ret = returns[rows, idx]
-                self.value_norm.update(ret)
-                value_loss = ((value_pred - self.value_norm.normalize(ret)) ** 2).mean(1)
-                entropy = -(logprobs_all.exp() * logprobs_all).sum(-1).mean(1)
-                loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.sum().backward()
-                self._clip_gradients()
-                self.optimizer.step()
-                with torch.no_grad():
-                    kl = ((ratio - 1) - log_ratio).mean(1)
-                    clip = ((ratio - 1).abs() > cfg.clip).float().mean(1)
-                    stats.append(torch.stack([policy_loss, value_loss, entropy, kl, clip]))
+                self._idx.copy_(orders[:, start : start + mb])
+                self._run_minibatch()
+                stats.append(self._mb_stats.clone())
                 yield
         if self._side is not None:  # the next collection reads the new parameters after this
             self._updated = torch.cuda.Event()
             self._updated.record(torch.cuda.current_stream(self.device))
         means = torch.stack(stats).mean(0).cpu().numpy()  # the update's one sync: (5, W)
-        return [{k: float(means[j, s]) for j, k in enumerate(STATS)} for s in range(w)]
+        return [{k: float(means[j, s]) for j, k in enumerate(STATS)} for s in range(self.size)]
+
+    def _run_minibatch(self) -> None:
+        """One minibatch: replayed from its CUDA graph ("graph", "compile" on CUDA; captured
+        at the first call), else run op by op."""
+        if self._update_graph is None and self._capturable:
+            self._capture_update()
+        if isinstance(self._update_graph, torch.cuda.CUDAGraph):
+            self._update_graph.replay()
+            return
+        self.optimizer.zero_grad(set_to_none=True)
+        self._minibatch()
+
+    def _minibatch(self) -> None:
+        """Forward, losses, backward, per-seed clipping and Adam on minibatch `_idx`; the
+        statistics into `_mb_stats`. Each seed's loss is its own (the total is a sum of
+        per-seed means), so each seed's gradient is its own loss's."""
+        cfg, rows, idx = self.cfg, self._rows, self._idx
+        obs = self.buf.obs.flatten(1, 2)
+        act = self.buf.actions.flatten(1)[rows, idx]
+        old_logprobs = self.buf.logprobs.flatten(1)[rows, idx]
+        adv, ret = self._adv[rows, idx], self._ret[rows, idx]
+        if self._seed_loss is not None:  # "compile": one compiled graph serves every seed
+            self.value_norm.update(ret)
+            target = self.value_norm.normalize(ret)
+            outs = [
+                self._seed_loss(
+                    {k: p[s] for k, p in self.params.items()},
+                    obs[s, idx[s]],
+                    act[s],
+                    old_logprobs[s],
+                    adv[s],
+                    target[s],
+                )
+                for s in range(self.size)
+            ]
+            loss = torch.stack([o[0] for o in outs])
+            seed_stats = torch.stack([o[1] for o in outs], dim=1)
+        else:
+            logprobs_all, value_pred = self._update_forward(obs[rows, idx])
+            logprobs = logprobs_all.gather(2, act[..., None])[..., 0]
+            log_ratio = logprobs - old_logprobs
+            ratio = log_ratio.exp()
+            clipped = ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip)
+            policy_loss = -torch.min(adv * ratio, adv * clipped).mean(1)
+            self.value_norm.update(ret)
+            value_loss = ((value_pred - self.value_norm.normalize(ret)) ** 2).mean(1)
+            entropy = -(logprobs_all.exp() * logprobs_all).sum(-1).mean(1)
+            loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+            with torch.no_grad():
+                kl = ((ratio - 1) - log_ratio).mean(1)
+                clip = ((ratio - 1).abs() > cfg.clip).float().mean(1)
+                seed_stats = torch.stack([policy_loss, value_loss, entropy, kl, clip])
+        loss.sum().backward()
+        self._clip_gradients()
+        self.optimizer.step()
+        with torch.no_grad():
+            self._mb_stats.copy_(seed_stats)
+
+    def _capture_update(self) -> None:
+        """Capture `_minibatch` as one CUDA graph (PyTorch's "whole network capture":
+        warm-up on a side stream, gradients unset so that backward allocates them in the
+        graph's pool, Adam capturable). The warm-up trains three minibatches; the model,
+        Adam and normaliser are restored to their values before it, so a captured update
+        computes what the uncaptured one does with the same kernels."""
+        saved = self._training_state()
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        try:
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    self.optimizer.zero_grad(set_to_none=True)
+                    self._minibatch()
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            self._restore_training_state(saved)
+            graph = torch.cuda.CUDAGraph()
+            self.optimizer.zero_grad(set_to_none=True)
+            with torch.cuda.graph(graph):
+                self._minibatch()
+        except RuntimeError as exc:  # a kernel that cannot be captured: stay uncaptured
+            warnings.warn(f"cohort update runs uncaptured: {exc}", stacklevel=3)
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            self._restore_training_state(saved)
+            self._update_graph = False
+            return
+        self._update_graph = graph
+
+    def _training_state(self) -> list[torch.Tensor]:
+        """Copies of everything a minibatch writes: parameters, Adam's state, normaliser."""
+        tensors = [*self.params.values(), *self.value_norm.tensors()]
+        for state in self.optimizer.state.values():
+            tensors += [v for v in state.values() if isinstance(v, torch.Tensor)]
+        return [t.detach().clone() for t in tensors]
+
+    def _restore_training_state(self, saved: list[torch.Tensor]) -> None:
+        """Write `_training_state`'s copies back in place (the graph keeps the addresses).
+        Adam's state that the warm-up created (a first update) is kept with zeroed
+        moments and step: a fresh Adam's."""
+        tensors = [*self.params.values(), *self.value_norm.tensors()]
+        created = []
+        for state in self.optimizer.state.values():
+            for v in state.values():
+                if isinstance(v, torch.Tensor):
+                    (tensors if len(tensors) < len(saved) else created).append(v)
+        with torch.no_grad():
+            for tensor, copy in zip(tensors, saved, strict=True):
+                tensor.copy_(copy)
+            for tensor in created:
+                tensor.zero_()
 
     def _update_forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The update's forward, one seed at a time on its slice of the parameters: on an
@@ -462,7 +619,10 @@ class CohortPPO:
             }
             for i, entry in first["state"].items()
         }
-        self.optimizer.load_state_dict({"state": merged, "param_groups": first["param_groups"]})
+        # the group's capturable flag is this cohort's kernel mode's, not the slice's
+        groups = [{**g, "capturable": self._capturable} for g in first["param_groups"]]
+        self.optimizer.load_state_dict({"state": merged, "param_groups": groups})
+        self._update_graph = None  # Adam's state tensors are new: capture again
         if self._side is not None:  # the next collection reads the loaded parameters
             self._updated = torch.cuda.Event()
             self._updated.record(torch.cuda.current_stream(self.device))

@@ -42,7 +42,7 @@ from tqdm import tqdm
 
 from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
 from envgen.agents.cohort import CohortPPO, drain, interleave
-from envgen.agents.config import ModelConfig, PPOConfig, check_groups
+from envgen.agents.config import ModelConfig, PPOConfig, check_groups, check_kernels
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Counters
@@ -57,14 +57,22 @@ CohortEnvFactory = Callable[[Sequence[Any], Sequence[int], int, Sequence[float] 
 
 def crafter_cohort_env_factory(num_workers: int | None = None) -> CohortEnvFactory:
     """`CrafterVecEnv` over every seed's envs, seed-major, at most (cores - 1) workers
-    unless `num_workers` says: the parent also drives the GPU."""
+    unless `num_workers` says: the parent also drives the GPU. The workers generate the
+    next worlds whenever idle (they idle through every policy step; no number changes)."""
     from envgen.envs.vector import CrafterVecEnv, default_num_workers, usable_cores
 
     def make(configs, env_seeds, group_size, weights):
         n = len(env_seeds)
         workers = num_workers or max(1, min(default_num_workers(n), usable_cores() - 1))
         return CrafterVecEnv(
-            configs, n, 0, weights, workers, env_seeds=env_seeds, group_size=group_size
+            configs,
+            n,
+            0,
+            weights,
+            workers,
+            env_seeds=env_seeds,
+            group_size=group_size,
+            prepare_when_idle=True,
         )
 
     return make
@@ -101,10 +109,13 @@ class CohortTrainer:
         progress: bool = False,
         checkpoint_seconds: float = 0.0,
         groups: int = 1,
+        kernels: str = "eager",
     ):
         if len(seeds) != len(run_dirs) or len(set(seeds)) != len(seeds):
             raise ConfigError("seeds", "a cohort needs distinct seeds, one run directory each")
         check_groups(len(seeds), groups)
+        check_kernels(kernels)
+        self.kernels = kernels
         self.model_cfg, self.ppo_cfg, self.seeds = model_cfg, ppo_cfg, list(seeds)
         self.size = len(self.seeds)
         self.run_dirs = [Path(d) for d in run_dirs]
@@ -125,6 +136,7 @@ class CohortTrainer:
                     self.seeds[g * per : (g + 1) * per],
                     self.device,
                     side_stream=groups > 1,
+                    kernels=kernels,
                 ),
             )
             for g in range(groups)
@@ -355,6 +367,8 @@ class CohortTrainer:
         cohort = {"size": self.size, "step": self.global_step}
         if self.groups > 1:  # left out at 1: an unpipelined cohort's slices as before
             cohort["groups"] = self.groups
+        if self.kernels != "eager":  # left out when eager, as in the run's hash
+            cohort["kernels"] = self.kernels
         return {
             "model_cfg": dataclasses.asdict(self.model_cfg),
             "ppo_cfg": dataclasses.asdict(self.ppo_cfg),
@@ -452,6 +466,13 @@ class CohortTrainer:
                     f"{run_dir} was trained in a cohort of {self.size} in "
                     f"{cohort.get('groups', 1)} group(s), not {self.groups}: a seed's numbers "
                     "depend on its group's size; resume it with that grouping",
+                )
+            if cohort.get("kernels", "eager") != self.kernels:
+                raise ConfigError(
+                    "cohort_kernels",
+                    f"{run_dir} was trained with {cohort.get('kernels', 'eager')!r} kernels, "
+                    f"not {self.kernels!r}: each mode rounds differently; resume it in its "
+                    "own mode",
                 )
             out[cohort["step"]] = state
         return out

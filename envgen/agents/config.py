@@ -302,3 +302,21 @@ def check_groups(size: int, groups: int) -> None:
             f"a cohort of {size} splits into {groups} groups only if {groups} divides it "
             "into groups of at least 2 seeds",
         )
+
+
+COHORT_KERNELS = ("eager", "graph", "compile")
+"""How a cohort's PPO update runs (`envgen.agents.cohort`, docs/agent.md, "Kernels"):
+"eager" launches every op from Python (Adam as a run alone has it); "graph" captures each
+minibatch (forward, loss, backward, clipping, Adam with its step count on the device) as
+one CUDA graph and replays it; "compile" does the same with each seed's forward and loss
+compiled by torch.compile (inductor, default mode) inside the graph. Off CUDA, "graph"
+and "compile" run the same minibatch uncaptured. Each mode rounds differently, so it is
+part of a run's identity (`RunConfig.cohort_kernels`)."""
+
+
+def check_kernels(kernels: str) -> None:
+    """A cohort's kernel mode is one of `COHORT_KERNELS`."""
+    if kernels not in COHORT_KERNELS:
+        raise ConfigError(
+            "cohort_kernels", f"{kernels!r}: one of {', '.join(COHORT_KERNELS)} (default eager)"
+        )

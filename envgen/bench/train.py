@@ -29,6 +29,10 @@ cohort, `envgen.agents.cohort_trainer`, one group collecting while the other upd
 each "cohorts" entry names its "groups". A pipelined cohort's collection and update
 overlap, so its entry has no "collect_sps" and "update_sps" (null): only "cohort_sps",
 the env steps/s of all its seeds together, compares with the unpipelined entries.
+
+`--kernels eager,graph,compile` times each unpipelined cohort in each update mode
+(`envgen.agents.config.COHORT_KERNELS`; capture and compilation happen in the untimed
+warm-up rollout); each "cohorts" entry names its "kernels".
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ import numpy as np
 
 from envgen.agents.config import (
     AGENTS,
+    COHORT_KERNELS,
     MODEL_PRESETS,
     ADConfig,
     PPOConfig,
@@ -193,6 +198,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=(1,),
         help="time each --cohort size at each of these groupings, e.g. 1,2 (2: pipelined, "
         "one group of W/2 seeds collects while the other updates; default 1)",
+    )
+    parser.add_argument(
+        "--kernels",
+        type=comma_list(
+            str,
+            f"update modes among {', '.join(COHORT_KERNELS)}, joined by commas",
+            distinct=True,
+            allowed=lambda k: k in COHORT_KERNELS,
+        ),
+        default=("eager",),
+        help="time each unpipelined --cohort in each of these update modes, e.g. "
+        "eager,graph,compile (graph: each minibatch one CUDA graph; compile: torch.compile "
+        "inside it; default eager)",
     )
     parser.add_argument("--seed", type=whole_number(0), default=0, help="seed (default 0)")
     add_threads_argument(parser)
@@ -361,11 +379,11 @@ def run(args: argparse.Namespace) -> int:
         result.update(baseline_runs=baseline["runs"], baseline_sps=baseline["total_sps"])
         result["cohorts"] = []
         for size in args.cohort:
-            for groups in args.cohort_groups:
+            for groups, kernels in _cohort_setups(args):
                 if groups > 1 and (size % groups or size // groups < 2):
                     print(f"cohort of {size} in {groups} groups: skipped (groups of < 2 seeds)")
                     continue
-                timed = cohort_run(args, ppo_cfg, size, groups)
+                timed = cohort_run(args, ppo_cfg, size, groups, kernels)
                 timed["ratio"] = round(timed["cohort_sps"] / baseline["total_sps"], 3)
                 result["cohorts"].append(timed)
                 parts = (
@@ -375,7 +393,7 @@ def run(args: argparse.Namespace) -> int:
                     else f"pipelined in {groups} groups"
                 )
                 print(
-                    f"cohort of {size}: {timed['cohort_sps']:.1f} env steps/s in all "
+                    f"cohort of {size} ({kernels}): {timed['cohort_sps']:.1f} env steps/s in all "
                     f"({timed['ratio']:.2f}x the {baseline['runs']}-run level); {parts}, "
                     f"peak {timed['peak_mib']:.0f} MiB",
                     flush=True,
@@ -386,6 +404,7 @@ def run(args: argparse.Namespace) -> int:
         result.update(
             cohort=best["cohort"],
             cohort_groups=best["groups"],
+            kernels=best["kernels"],
             cohort_sps=best["cohort_sps"],
             ratio=best["ratio"],
         )
@@ -414,8 +433,22 @@ def precision_mode(args: argparse.Namespace) -> str:
     return mode + ("+channels_last" if args.channels_last else "")
 
 
+def _cohort_setups(args: argparse.Namespace) -> list[tuple[int, str]]:
+    """(groups, kernels) of every cohort to time: each grouping in eager mode, and each
+    other kernel mode unpipelined (a pipelined cohort's update is eager)."""
+    setups = [(groups, "eager") for groups in args.cohort_groups if "eager" in args.kernels]
+    setups += [(1, k) for k in args.kernels if k != "eager"]
+    if not setups:
+        raise ConfigError("kernels", "name eager with --cohort-groups above 1")
+    return setups
+
+
 def cohort_run(
-    args: argparse.Namespace, ppo_cfg: PPOConfig, size: int, groups: int = 1
+    args: argparse.Namespace,
+    ppo_cfg: PPOConfig,
+    size: int,
+    groups: int = 1,
+    kernels: str = "eager",
 ) -> dict[str, Any]:
     """A cohort of `size` seeds (in `groups` groups, pipelined when > 1) in this process:
     a warm-up rollout, then `args.rollouts` timed ones; env steps/s of all seeds
@@ -439,6 +472,7 @@ def cohort_run(
             args.device,
             env_factory=crafter_cohort_env_factory(args.workers),
             groups=groups,
+            kernels=kernels,
         )
         try:
             trainer.train_until(ppo_cfg.rollout_size, [CrafterConfig()])
@@ -461,6 +495,7 @@ def cohort_run(
     return {
         "cohort": size,
         "groups": groups,
+        "kernels": kernels,
         "cohort_sps": round(steps / wall, 1),
         "wall_s": round(wall, 2),
         "collect_sps": round(steps / seconds["collect"], 1) if groups == 1 else None,

@@ -76,6 +76,7 @@ class CrafterVecEnv:
         *,
         env_seeds: Sequence[int] | None = None,
         group_size: int | None = None,
+        prepare_when_idle: bool = False,
     ):
         self.num_envs = int(num_envs)
         self.configs = list(configs)
@@ -130,6 +131,7 @@ class CrafterVecEnv:
                     self._shared(),
                     self.configs,
                     self.config_indices,
+                    prepare_when_idle,
                 ),
                 daemon=True,
             )
@@ -173,6 +175,14 @@ class CrafterVecEnv:
         self, actions: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
         """Step every env: obs, reward float32, terminated bool, truncated bool, infos."""
+        obs, *rest = self.step_view(actions)
+        return (obs.copy(), *rest)  # type: ignore[return-value]
+
+    def step_view(
+        self, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        """`step`, its observations not copied: the shared array itself, which the next
+        step overwrites (a cohort copies it once, into the pinned upload buffer)."""
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs,):
             raise ValueError(f"actions: expected shape ({self.num_envs},), got {actions.shape}")
@@ -183,7 +193,7 @@ class CrafterVecEnv:
             for index, episode in episodes:
                 infos[index]["episode"] = episode
         return (
-            self._obs.copy(),
+            self._obs,
             self._rewards.copy(),
             self._flags[0].astype(bool),
             self._flags[1].astype(bool),
@@ -376,6 +386,7 @@ class _Block:
         configs,
         config_indices,
         busy_words: list[tuple[np.ndarray, int]],
+        prepare_when_idle: bool = False,
     ):
         obs_raw, actions_raw, rewards_raw, flags_raw, n = shared
         self.obs = np.frombuffer(obs_raw, np.uint8).reshape((n, *OBS_SHAPE))
@@ -391,6 +402,7 @@ class _Block:
         self.returns = dict.fromkeys(self.indices, 0.0)
         self.lengths = dict.fromkeys(self.indices, 0)
         self.busy_words = busy_words
+        self.prepare_when_idle = prepare_when_idle
         self.reset_ns = 0.0  # running means of a reset that generates its world,
         self.prepare_ns = 0.0  # and of generating a world ahead
         self.cursor = 0
@@ -414,13 +426,24 @@ class _Block:
     def use_idle_time(self, others_busy: list[tuple[np.ndarray, int]]) -> None:
         """While another block generates a world for longer than it takes us, generate the
         next world of one of our envs: lock-step waits for the slowest block, and world
-        generation is most of a reset (see CrafterEnv.prepare_next_world)."""
+        generation is most of a reset (see CrafterEnv.prepare_next_world).
+
+        With `prepare_when_idle` (a worker beside a GPU policy step, which leaves every
+        worker idle between steps) it generates one whenever it is idle. A world depends
+        only on seed, episode and config, so neither changes any number."""
+        if self.prepare_when_idle:
+            self._prepare_one()
+            return
         cost = self.prepare_ns or self.reset_ns
         if not cost:
             return
         now = time.perf_counter_ns()
         if not any(words[k] - now > cost for words, k in others_busy):
             return
+        self._prepare_one()
+
+    def _prepare_one(self) -> None:
+        """Generate the next world of the first env, from the cursor on, lacking one."""
         for _ in self.indices:
             i = self.indices[self.cursor]
             self.cursor = (self.cursor + 1) % len(self.indices)
@@ -532,13 +555,15 @@ def _running_mean(mean: float, value: float) -> float:
     return value if not mean else 0.8 * mean + 0.2 * value
 
 
-def _worker(conn, control, block, seeds, shared, configs, config_indices) -> None:
+def _worker(conn, control, block, seeds, shared, configs, config_indices, prepare) -> None:
     """A worker process: run one `_Block` until told to close."""
     # Its parent is the forkserver, which ends when the vector env's process does.
     die_with_parent()
     control_raw, k, spin = control
     link = _Link(np.frombuffer(control_raw, np.int64).reshape(-1, _WORDS)[k], conn, spin)
-    envs = _Block(block, seeds, shared, configs, config_indices, [(link.words, _WORKER_BUSY)])
+    envs = _Block(
+        block, seeds, shared, configs, config_indices, [(link.words, _WORKER_BUSY)], prepare
+    )
     parent_busy = [(link.words, _PARENT_BUSY)]
     steps = 0
     while True:

@@ -187,7 +187,11 @@ def fitting_jobs(jobs: list, budget_s: float, sps: float | None) -> tuple[list, 
             kept += unit
             continue
         measured = gpu_plan.cohort_rate(
-            config.model, config.bf16_autocast, config.cohort, config.cohort_groups
+            config.model,
+            config.bf16_autocast,
+            config.cohort,
+            config.cohort_groups,
+            config.cohort_kernels,
         )
         rate = sps or (measured[0] if config.cohort > 1 and measured else None)
         rate = rate or gpu_plan.gpu_rate(config.model, None, 1)[0]

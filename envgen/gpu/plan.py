@@ -83,6 +83,12 @@ MEASURED_PIPELINED_COHORT_SPS: dict[tuple[str, str, int, int], float] = {
     ("paper", "float32", 8, 2): 1_565.7,
 }
 PIPELINED_COHORT_MEASURED_ON = "one H200"
+# The same for unpipelined cohorts whose update is captured ("graph") or compiled too
+# ("compile", `RunConfig.cohort_kernels`), by (network, precision, kernels, W):
+# `envgen bench train --device cuda --model paper --cohort W --kernels K`. None measured
+# yet (results/gpu/next/ prepares the session that measures them).
+MEASURED_KERNEL_COHORT_SPS: dict[tuple[str, str, str, int], float] = {}
+KERNEL_COHORT_MEASURED_ON = ""
 AD_COST = 3.0  # AD's env step costs this many PPO steps of GPU time (ASSUMED, not measured)
 
 
@@ -201,11 +207,25 @@ def gpu_rate(model: str, sps: float | None, runs: int = 1) -> tuple[float, str]:
     return ASSUMED_GPU_SPS[model], "ASSUMED, not measured"
 
 
-def cohort_rate(model: str, bf16: bool, size: int, groups: int = 1) -> tuple[float, str] | None:
+def cohort_rate(
+    model: str, bf16: bool, size: int, groups: int = 1, kernels: str = "eager"
+) -> tuple[float, str] | None:
     """(env steps/s of one cohort of `size` on a GPU, where it comes from): the
     measurement at the largest W not above `size`, or None when none was measured.
-    A pipelined cohort (`groups` > 1) takes only a pipelined measurement of its groups."""
+    A pipelined cohort (`groups` > 1) takes only a pipelined measurement of its groups,
+    a captured or compiled one (`kernels`) only a measurement of its own mode."""
     precision = "bf16" if bf16 else "float32"
+    if kernels != "eager":
+        table_k = MEASURED_KERNEL_COHORT_SPS
+        fitting = [w for (m, p, k, w) in table_k if (m, p, k) == (model, precision, kernels)]
+        fitting = [w for w in fitting if w <= size and groups == 1]
+        if not fitting:
+            return None
+        w = max(fitting)
+        return (
+            table_k[(model, precision, kernels, w)],
+            f"measured on {KERNEL_COHORT_MEASURED_ON}, a {precision} {kernels} cohort of {w}",
+        )
     if groups > 1:
         table = MEASURED_PIPELINED_COHORT_SPS
         fitting = [w for (m, p, w, g) in table if (m, p, g) == (model, precision, groups)]

@@ -88,6 +88,7 @@ def execute_cohort(
         progress=options.progress,
         checkpoint_seconds=60 * options.checkpoint_minutes,
         groups=config.cohort_groups,
+        kernels=config.cohort_kernels,
     )
     try:
         trainer.resume()
@@ -95,6 +96,8 @@ def execute_cohort(
             cohort: dict[str, Any] = {"size": len(seeds), "slot": slot, "seeds": seeds}
             if config.cohort_groups > 1:  # pipelined (left out at 1, as in the hash)
                 cohort["groups"] = config.cohort_groups
+            if config.cohort_kernels != "eager":  # left out when eager, as in the hash
+                cohort["kernels"] = config.cohort_kernels
             start_session(
                 p.root,
                 config.game,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.agents.config import PPOOverrides, check_groups
+from envgen.agents.config import PPOOverrides, check_groups, check_kernels
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.input_checks import (
@@ -154,6 +154,10 @@ class RunConfig:
     groups of cohort / cohort_groups, one collecting while another updates. A seed's
     numbers are those of its group's size, hence part of the run's identity; 1 (not
     pipelined) is left out of the hash."""
+    cohort_kernels: str = "eager"
+    """How a cohort runs its PPO update (`envgen.agents.config.COHORT_KERNELS`: eager,
+    graph or compile). Each mode rounds differently, hence part of the run's identity;
+    "eager" is left out of the hash."""
 
     @property
     def cohort_eligible(self) -> bool:
@@ -183,6 +187,9 @@ class RunConfig:
             if self.cohort == 1:
                 raise ConfigError("cohort_groups", "pipelines a cohort: set cohort above 1")
             check_groups(self.cohort, self.cohort_groups)
+        check_kernels(self.cohort_kernels)
+        if self.cohort_kernels != "eager" and self.cohort == 1:
+            raise ConfigError("cohort_kernels", "a cohort's update mode: set cohort above 1")
         if self.cohort > 1 and not self.cohort_eligible:
             raise ConfigError(
                 "cohort",
@@ -295,6 +302,8 @@ class RunConfig:
             del out["cohort"]
         if out["cohort_groups"] == 1:
             del out["cohort_groups"]
+        if out["cohort_kernels"] == "eager":
+            del out["cohort_kernels"]
         return out
 
     def config_hash(self) -> str:

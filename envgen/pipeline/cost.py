@@ -98,6 +98,13 @@ def _budget(jobs: Sequence[Job | RandomJob]) -> str:
     )
 
 
-def _cohort_kind(config: Any) -> tuple[str, bool, int, int]:
-    """What a cohort's measured rate depends on (a `RunConfig`): network, bf16, W, groups."""
-    return config.model, config.bf16_autocast, config.cohort, config.cohort_groups
+def _cohort_kind(config: Any) -> tuple[str, bool, int, int, str]:
+    """What a cohort's measured rate depends on (a `RunConfig`): network, bf16, W, groups,
+    kernel mode."""
+    return (
+        config.model,
+        config.bf16_autocast,
+        config.cohort,
+        config.cohort_groups,
+        config.cohort_kernels,
+    )

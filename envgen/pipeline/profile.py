@@ -18,7 +18,13 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from envgen.agents.config import PPOConfig, PPOOverrides, check_groups, model_preset
+from envgen.agents.config import (
+    PPOConfig,
+    PPOOverrides,
+    check_groups,
+    check_kernels,
+    model_preset,
+)
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.games import GAMES, game_spec
@@ -53,6 +59,7 @@ OPTIONAL_FIELDS = frozenset(
         "llm_redraw_repeats",
         "cohort",
         "cohort_groups",
+        "cohort_kernels",
     }
 )
 # Profile fields a `games.<game>` section sets for that game's rows (all of them).
@@ -140,6 +147,9 @@ class Profile:
     """Pipelines those cohorts (`RunConfig.cohort_groups`): groups of cohort /
     cohort_groups seeds, one collecting while another updates; 1 = not pipelined
     (optional key)."""
+    cohort_kernels: str = "eager"
+    """How those cohorts run their update (`RunConfig.cohort_kernels`: eager, graph or
+    compile; other numbers, other run hashes); optional key."""
     game: str = "crafter"
     """The game whose rows this profile budgets (`for_game` sets it)."""
 
@@ -160,6 +170,12 @@ class Profile:
                 check_groups(self.cohort, self.cohort_groups)
             except ConfigError as exc:
                 raise ConfigError(f"{where}.cohort_groups", exc.message) from None
+        try:
+            check_kernels(self.cohort_kernels)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}.cohort_kernels", exc.message) from None
+        if self.cohort_kernels != "eager" and self.cohort == 1:
+            raise ConfigError(f"{where}.cohort_kernels", "a cohort's update mode: set cohort")
         for name in (
             "min_rollouts",
             "eval_episodes",
@@ -292,7 +308,11 @@ class Profile:
                     changes[name] = getattr(self, name)
         applied = config.replace(**changes)
         if self.cohort > 1 and applied.cohort_eligible and "cohort" not in own:
-            applied = applied.replace(cohort=self.cohort, cohort_groups=self.cohort_groups)
+            applied = applied.replace(
+                cohort=self.cohort,
+                cohort_groups=self.cohort_groups,
+                cohort_kernels=self.cohort_kernels,
+            )
         return applied
 
 
