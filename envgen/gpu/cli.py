@@ -20,7 +20,7 @@ from pathlib import Path
 
 from envgen.errors import ConfigError
 from envgen.gpu.chunk import CHECKPOINT_MINUTES, seed_list
-from envgen.input_checks import number_in, whole_number
+from envgen.input_checks import comma_list, number_in, whole_number
 
 BUDGET_MIN = 9.0  # a call's wall-clock budget: the job limit is 10 minutes
 PACK_RESERVE_S = 45.0  # of the budget (a quarter at most), kept for stopping and packing
@@ -74,6 +74,24 @@ def _bench(args: argparse.Namespace) -> int:
     return bench(args)
 
 
+def _probe_kernels(args: argparse.Namespace) -> int:
+    from envgen.gpu.probe import run_kernels
+
+    return run_kernels(args)
+
+
+def _probe_rate(args: argparse.Namespace) -> int:
+    from envgen.gpu.probe import run_rate
+
+    return run_rate(args)
+
+
+def _probe_params(args: argparse.Namespace) -> int:
+    from envgen.gpu.probe import run_params
+
+    return run_params(args)
+
+
 def _model_name(name: str) -> str:
     """A network preset's name, checked when parsed: a wrong one fails before any work."""
     from envgen.agents.config import model_preset
@@ -120,6 +138,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.add_argument("--deterministic", action="store_true")
     bench.add_argument("--tiny", action="store_true", help="2 envs x 16 steps (a smoke test)")
     bench.set_defaults(func=_bench)
+
+    text = "the cohort's kernel modes checked on the device, and the rate a call is sized from"
+    probe = sub.add_parser("probe", help=text, description=f"{text} (envgen.gpu.probe)")
+    inner = probe.add_subparsers(dest="probe_command", metavar="PROBE", required=True)
+    kernels = inner.add_parser(
+        "kernels",
+        help="capture, replay = uncaptured, repeat, pipelined = groups; OUT/kernel_checks.json",
+    )
+    _device_args(kernels)
+    kernels.add_argument(
+        "--sizes",
+        type=comma_list(
+            int, "cohort sizes of at least 4, joined by commas", allowed=lambda w: w >= 4
+        ),
+        default=None,
+        help="cohort sizes W, each split in 2 groups for the pipelined check (default 4,8; "
+        "--tiny: 4)",
+    )
+    kernels.add_argument("--tiny", action="store_true", help="a tiny network and rollout")
+    kernels.set_defaults(func=_probe_kernels)
+    rate = inner.add_parser(
+        "rate", help="the fastest cohort of `envgen bench train`'s JSON line, for gpu run --sps"
+    )
+    rate.add_argument("bench", type=Path, help="a file whose last JSON line is bench train's")
+    rate.add_argument("--out", type=Path, required=True, help="the rate file to write")
+    rate.set_defaults(func=_probe_rate)
+    params = inner.add_parser(
+        "params", help="params.yaml plus a profile that trains cohorts at a rate file's W and mode"
+    )
+    params.add_argument("rate", type=Path, help="a rate file of `envgen gpu probe rate`")
+    params.add_argument("--out", type=Path, required=True, help="the params file to write")
+    params.add_argument("--params", type=Path, default=Path("params.yaml"))
+    params.add_argument("--base", default="paper", help="the profile it copies (default paper)")
+    params.set_defaults(func=_probe_params)
 
     text = "train a profile's rows for at most --budget-min, then pack"
     run = sub.add_parser(

@@ -1,0 +1,294 @@
+"""`envgen gpu probe`: the cohort's kernel modes checked on the device, and the rate a
+training call is sized from.
+
+`envgen gpu probe kernels --out OUT` trains tiny rollouts of the paper network (or
+`--model`) as cohorts of each `--sizes` W in each precision and writes OUT/kernel_checks.json;
+for every (W, precision, mode other than eager) it checks (docs/agent.md, "Kernels"):
+- captured: on CUDA the update became one CUDA graph (`CohortPPO._update_graph`);
+- replay_equals_uncaptured: the captured update's losses and parameters equal the same
+  mode's run op by op (`_update_graph = False` before the first update), bit for bit;
+- repeat_equal: a second captured run equals the first, bit for bit;
+- pipelined_equals_groups: a cohort in 2 groups (`CohortTrainer(groups=2)`) equals its
+  groups trained one after the other.
+Exit 1 if a check fails. Off CUDA nothing is captured ("captured" false is expected there)
+and the other checks still run: `make test` runs this tiny on the CPU.
+
+`envgen gpu probe rate BENCH_JSON --out RATE_JSON` picks, from `envgen bench train
+--cohort W --kernels ...`'s JSON line, the fastest cohort and writes what a training call
+needs: its W, kernel mode, precision and env steps/s, with the one-run baseline of the same
+call beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from envgen.agents.cohort import CohortPPO
+from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
+from envgen.agents.config import COHORT_KERNELS, ModelConfig, PPOConfig, model_preset
+from envgen.agents.device import describe, set_deterministic
+from envgen.envs.crafter.config import CrafterConfig
+from envgen.envs.vector import CrafterVecEnv
+from envgen.errors import ConfigError
+from envgen.files import write_json_atomic
+from envgen.json_input import JSONInputError
+from envgen.json_input import read as read_json
+
+# Small rollouts: the checks are about which kernels run, not about learning.
+CHECK_PPO = PPOConfig(num_envs=8, num_steps=32, minibatches=4, epochs=2, checkpoint_every=10**9)
+TINY_PPO = PPOConfig(num_envs=2, num_steps=16, minibatches=2, epochs=2, checkpoint_every=10**9)
+TINY_MODEL = ModelConfig(channels=(4, 8), blocks_per_stack=1, embed_size=16, hidden_size=16)
+WORLD = [CrafterConfig()]
+ROLLOUTS = 2
+
+
+def _train(
+    model: ModelConfig,
+    ppo: PPOConfig,
+    seeds: Sequence[int],
+    device: torch.device,
+    kernels: str,
+    capture: bool,
+) -> tuple[list[Any], dict[str, torch.Tensor], bool]:
+    """(losses of each update, final parameters, captured) of ROLLOUTS rollouts."""
+    env = CrafterVecEnv(WORLD, ppo.num_envs * len(seeds), 0, num_workers=1, group_size=ppo.num_envs)
+    try:
+        obs = env.reset()
+        agent = CohortPPO(model, ppo, seeds, device, kernels=kernels)
+        if not capture:
+            agent._update_graph = False  # the same minibatch, op by op
+        gens = []
+        for seed in seeds:
+            g = torch.Generator(device=device)
+            g.manual_seed(seed)
+            gens.append(g)
+        rngs = [np.random.default_rng(s) for s in seeds]
+        losses = []
+        for _ in range(ROLLOUTS):
+            obs, _ = agent.collect(env, obs, gens)
+            losses.append(agent.update(rngs))
+    finally:
+        env.close()
+    captured = isinstance(agent._update_graph, torch.cuda.CUDAGraph)
+    return losses, {k: v.detach().cpu().clone() for k, v in agent.params.items()}, captured
+
+
+def _equal(a: tuple, b: tuple) -> bool:
+    return a[0] == b[0] and all(torch.equal(a[1][k], b[1][k]) for k in a[1])
+
+
+def _pipelined_equals_groups(
+    model: ModelConfig, ppo: PPOConfig, seeds: Sequence[int], device: str, kernels: str
+) -> bool:
+    """A cohort in 2 groups against its two halves trained as cohorts of their own: the
+    same episodes and losses per seed."""
+    half = len(seeds) // 2
+
+    def logs(groups: int, chunks: list[Sequence[int]], root: Path) -> dict[int, tuple]:
+        out = {}
+        for chunk in chunks:
+            dirs = [root / str(s) for s in chunk]
+            trainer = CohortTrainer(
+                model,
+                ppo,
+                chunk,
+                dirs,
+                device,
+                env_factory=crafter_cohort_env_factory(1),
+                groups=groups,
+                kernels=kernels,
+            )
+            try:
+                trainer.train_until(3 * ppo.rollout_size, WORLD)
+            finally:
+                trainer.close()
+            for s, d in zip(chunk, dirs, strict=True):
+                metrics = [
+                    {k: v for k, v in json.loads(line).items() if not k.startswith("time/")}
+                    for line in (d / "metrics.jsonl").read_text().splitlines()
+                ]
+                out[s] = ((d / "episodes.jsonl").read_text(), metrics)
+        return out
+
+    with tempfile.TemporaryDirectory() as root:
+        together = logs(2, [seeds], Path(root) / "pipelined")
+        apart = logs(1, [seeds[:half], seeds[half:]], Path(root) / "groups")
+    return together == apart
+
+
+def kernel_checks(
+    device: str,
+    model: ModelConfig,
+    ppo: PPOConfig,
+    sizes: Sequence[int],
+    bf16s: Sequence[bool],
+    modes: Sequence[str] = COHORT_KERNELS[1:],
+    out: Path | None = None,
+) -> list[dict[str, Any]]:
+    """One entry per (W, precision, mode of `modes`); see the module docstring. With
+    `out`, the entries so far are written there after each one (a call's timeout keeps
+    what was checked)."""
+    set_deterministic(True)  # repeats must be bit-equal on the device
+    entries = []
+    for size in sizes:
+        seeds = list(range(size))
+        for bf16 in bf16s:
+            cfg = dataclasses.replace(model, bf16_autocast=bf16)
+            for kernels in modes:
+                start = time.perf_counter()
+                first = _train(cfg, ppo, seeds, torch.device(device), kernels, capture=True)
+                again = _train(cfg, ppo, seeds, torch.device(device), kernels, capture=True)
+                plain = _train(cfg, ppo, seeds, torch.device(device), kernels, capture=False)
+                entry = {
+                    "cohort": size,
+                    "precision": "bf16" if bf16 else "float32",
+                    "kernels": kernels,
+                    "captured": first[2],
+                    "replay_equals_uncaptured": _equal(first[:2], plain[:2]),
+                    "repeat_equal": _equal(first[:2], again[:2]),
+                    "pipelined_equals_groups": _pipelined_equals_groups(
+                        cfg, ppo, seeds, device, kernels
+                    ),
+                    "seconds": round(time.perf_counter() - start, 1),
+                }
+                entries.append(entry)
+                print(json.dumps(entry), flush=True)
+                if out is not None:
+                    _write_checks(out, device, entries)
+    return entries
+
+
+def _write_checks(out: Path, device: str, entries: list[dict[str, Any]]) -> None:
+    on_cuda = str(device).startswith("cuda")
+    write_json_atomic(
+        out / "kernel_checks.json",
+        {"device": describe(device), "checks": entries, "failed": failed(entries, on_cuda)},
+    )
+
+
+def check_names(on_cuda: bool) -> list[str]:
+    """The checks of an entry that must hold: "captured" only where CUDA can capture."""
+    names = ["replay_equals_uncaptured", "repeat_equal", "pipelined_equals_groups"]
+    return names + (["captured"] if on_cuda else [])
+
+
+def failed(entries: Sequence[dict[str, Any]], on_cuda: bool) -> list[str]:
+    """The checks that failed, as "W/precision/mode: check" lines."""
+    names = check_names(on_cuda)
+    return [
+        f"{e['cohort']}/{e['precision']}/{e['kernels']}: {name}"
+        for e in entries
+        for name in names
+        if not e[name]
+    ]
+
+
+def pick_rate(bench: dict[str, Any]) -> dict[str, Any]:
+    """The fastest unpipelined cohort of `envgen bench train`'s JSON line, with the
+    baseline of the same call: what `envgen gpu run --sps` and the plan take."""
+    cohorts = [c for c in bench.get("cohorts") or [] if c.get("groups") == 1]
+    if not cohorts:
+        raise ConfigError("bench", "no unpipelined cohort in this bench JSON; time --cohort W")
+    best = max(cohorts, key=lambda c: c["cohort_sps"])
+    return {
+        "device": bench["device"],
+        "model": bench["model"],
+        "mode": bench["mode"],
+        "cohort": best["cohort"],
+        "kernels": best.get("kernels", "eager"),
+        "cohort_sps": best["cohort_sps"],
+        "baseline_runs": bench["baseline_runs"],
+        "baseline_sps": bench["baseline_sps"],
+        "ratio": round(best["cohort_sps"] / bench["baseline_sps"], 3),
+        "all": {f"{c['cohort']}/{c.get('kernels', 'eager')}": c["cohort_sps"] for c in cohorts},
+    }
+
+
+SESSION_PROFILE = "gpu-session"
+ROW_SEEDS = 10  # Table 1's seeds (paper section 4.1: 10 seeds per row)
+
+
+def session_params(params: dict[str, Any], rate: dict[str, Any], base: str = "paper") -> dict:
+    """params.yaml's mapping with one more profile, `SESSION_PROFILE`: `base` trained as
+    cohorts of the rate's W in its kernel mode and precision, with enough seeds for whole
+    cohorts of at least `ROW_SEEDS` (a cohort's seeds must all be there: `split_cohorts`).
+    A call trains some of them (`gpu run --seeds`); the rest wait for later sessions."""
+    size, kernels = int(rate["cohort"]), str(rate["kernels"])
+    if kernels not in COHORT_KERNELS or size < 2:
+        raise ConfigError("rate", f"cohort {size}, kernels {kernels!r}: not a cohort's rate")
+    profile = dict(params["profiles"][base])
+    profile.update(
+        cohort=size,
+        cohort_kernels=kernels,
+        bf16_autocast=rate["mode"].startswith("bf16"),
+        seeds=list(range(-(-ROW_SEEDS // size) * size)),
+    )
+    return {**params, "profiles": {**params["profiles"], SESSION_PROFILE: profile}}
+
+
+def run_kernels(args: argparse.Namespace) -> int:
+    """`envgen gpu probe kernels`."""
+    tiny = args.tiny
+    sizes = args.sizes or ((4,) if tiny else (4, 8))
+    model = TINY_MODEL if tiny else model_preset(args.model)
+    ppo = TINY_PPO if tiny else CHECK_PPO
+    on_cuda = str(args.device).startswith("cuda")
+    bf16s = (False, True) if on_cuda else (False,)
+    print(f"device: {describe(args.device)}", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    entries = kernel_checks(args.device, model, ppo, sizes, bf16s, out=args.out)
+    bad = failed(entries, on_cuda)
+    for line in bad:
+        print(f"[gpu probe] FAILED {line}")
+    total = len(entries) * len(check_names(on_cuda))
+    print(f"[gpu probe] {total - len(bad)} of {total} checks hold")
+    return 1 if bad else 0
+
+
+def run_rate(args: argparse.Namespace) -> int:
+    """`envgen gpu probe rate`."""
+    lines = [line for line in args.bench.read_text().splitlines() if line.startswith("{")]
+    if not lines:
+        raise ConfigError("bench", f"{args.bench}: no JSON line (`envgen bench train` prints one)")
+    rate = pick_rate(json.loads(lines[-1]))
+    write_json_atomic(args.out, rate)
+    print(json.dumps(rate))
+    return 0
+
+
+def run_params(args: argparse.Namespace) -> int:
+    """`envgen gpu probe params`."""
+    import yaml
+
+    from envgen.pipeline.params_stage import load_settings, read_params
+
+    params = session_params(read_params(args.params), read_rate(args.rate), args.base)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(yaml.safe_dump(params, sort_keys=False))
+    profile, _ = load_settings(args.out, SESSION_PROFILE)  # checked as any params file
+    print(
+        f"[gpu probe] {args.out}: profile {SESSION_PROFILE}, cohorts of {profile.cohort} "
+        f"({profile.cohort_kernels}, bf16 {profile.bf16_autocast}), seeds {profile.seeds}"
+    )
+    return 0
+
+
+def read_rate(path: Path) -> dict[str, Any]:
+    """A rate file of `probe rate` (call B reads call A's)."""
+    try:
+        rate = read_json(path)
+    except (OSError, JSONInputError) as exc:
+        raise ConfigError("rate", f"{path}: unreadable ({exc}); run call A again") from None
+    if not isinstance(rate, dict) or not isinstance(rate.get("cohort_sps"), int | float):
+        raise ConfigError("rate", f"{path}: not a rate file of `envgen gpu probe rate`")
+    return rate

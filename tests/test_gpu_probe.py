@@ -1,0 +1,95 @@
+"""`envgen gpu probe` (envgen.gpu.probe) run tiny on the CPU: the device session's checks
+hold where nothing is captured, a broken check is reported, and the rate a training call
+is sized from is the fastest unpipelined cohort of the bench line."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envgen.errors import ConfigError
+from envgen.gpu import probe
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_kernel_checks_hold_on_the_cpu_and_a_broken_one_is_named(monkeypatch):
+    entries = probe.kernel_checks("cpu", probe.TINY_MODEL, probe.TINY_PPO, [4], [False], ["graph"])
+    assert [(e["cohort"], e["kernels"], e["captured"]) for e in entries] == [(4, "graph", False)]
+    assert probe.failed(entries, on_cuda=False) == []
+    assert probe.failed(entries, on_cuda=True) == ["4/float32/graph: captured"]
+    # a mode whose replay rounds differently from its uncaptured run is caught
+    real = probe._train
+
+    def drifting(*args, capture, **kwargs):
+        losses, params, captured = real(*args, capture=capture, **kwargs)
+        if not capture:
+            params = {k: v + (1e-6 if k.endswith("bias") else 0) for k, v in params.items()}
+        return losses, params, captured
+
+    monkeypatch.setattr(probe, "_train", drifting)
+    entries = probe.kernel_checks("cpu", probe.TINY_MODEL, probe.TINY_PPO, [4], [False], ["graph"])
+    assert probe.failed(entries, on_cuda=False) == ["4/float32/graph: replay_equals_uncaptured"]
+
+
+BENCH = {
+    "device": "NVIDIA H200",
+    "model": "paper",
+    "mode": "bf16",
+    "baseline_runs": 1,
+    "baseline_sps": 1300.0,
+    "cohorts": [
+        {"cohort": 4, "groups": 1, "kernels": "eager", "cohort_sps": 3900.0},
+        {"cohort": 4, "groups": 2, "kernels": "eager", "cohort_sps": 9999.0},  # pipelined
+        {"cohort": 4, "groups": 1, "kernels": "graph", "cohort_sps": 9300.0},
+        {"cohort": 4, "groups": 1, "kernels": "compile", "cohort_sps": 8800.0},
+    ],
+}
+
+
+def test_the_rate_is_the_fastest_unpipelined_cohort_beside_its_baseline(tmp_path):
+    bench = tmp_path / "bench.log"
+    bench.write_text("cohort of 4 (graph): ...\n" + json.dumps(BENCH) + "\n")
+    out = tmp_path / "rate.json"
+    subprocess.run(
+        [sys.executable, "-m", "envgen.cli", "gpu", "probe", "rate", str(bench), "--out", str(out)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    rate = probe.read_rate(out)
+    assert (rate["cohort"], rate["kernels"], rate["cohort_sps"]) == (4, "graph", 9300.0)
+    assert rate["baseline_sps"] == 1300.0 and rate["ratio"] == pytest.approx(9300 / 1300, 1e-3)
+    with pytest.raises(ConfigError, match="no unpipelined cohort"):
+        probe.pick_rate({**BENCH, "cohorts": BENCH["cohorts"][1:2]})
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="not a rate file"):
+        probe.read_rate(tmp_path / "bad.json")
+
+
+def test_the_session_params_train_table_1s_ppo_row_in_whole_cohorts_of_the_rate(tmp_path):
+    (tmp_path / "rate.json").write_text(json.dumps(probe.pick_rate(BENCH)))
+    out = tmp_path / "params.yaml"
+    subprocess.run(
+        [sys.executable, "-m", "envgen.cli", "gpu", "probe", "params", str(tmp_path / "rate.json")]
+        + ["--out", str(out), "--params", str(REPO / "params.yaml")],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    from envgen.pipeline.params_stage import load_settings
+    from envgen.pipeline.plan import plan_file
+
+    profile, _ = load_settings(out, probe.SESSION_PROFILE)
+    assert (profile.cohort, profile.cohort_kernels, profile.bf16_autocast) == (4, "graph", True)
+    assert list(profile.seeds) == list(range(12))  # 3 whole cohorts of 4 cover 10 seeds
+    (row,) = [
+        r for r in plan_file(REPO / "replication" / "table1.yaml", profile).rows if r.name == "PPO"
+    ]
+    configs = {job.config for job in row.jobs}
+    assert len(configs) == 1
+    (config,) = configs
+    assert (config.cohort, config.cohort_kernels, config.bf16_autocast) == (4, "graph", True)
+    assert config.total_steps == 1_000_000
