@@ -2,9 +2,9 @@
 eager, graph and compile) and its collection's host traffic, on the CPU.
 
 What a GPU adds (capture and replay) is checked on the device by results/gpu/next/; here:
-the restructured update computes today's numbers bit for bit, a minibatch never waits for
-the device, "compile" is one graph for every seed, and idle-time world generation changes
-no number. Tiny IMPALA networks on the real CrafterVecEnv."""
+the restructured update computes the replaced loop's weights bit for bit, a minibatch
+never waits for the device, "compile" is one graph for every seed, and idle-time world
+generation changes no number. Tiny IMPALA networks on the real CrafterVecEnv."""
 
 import importlib.util
 import subprocess
@@ -19,6 +19,7 @@ from envgen.agents import cohort as cohort_module
 from envgen.agents.cohort import CohortPPO
 from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
 from envgen.agents.config import ModelConfig, PPOConfig
+from envgen.agents.ppo import gae
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.envs.vector import CrafterVecEnv, _Block
 from envgen.errors import ConfigError
@@ -34,7 +35,9 @@ BEFORE = "7a3c9cd"
 
 
 def _module_before():
-    """envgen/agents/cohort.py as it was at BEFORE, loaded from git history."""
+    """envgen/agents/cohort.py as it was at BEFORE, loaded from git history, with its GAE
+    replaced by today's shared `envgen.agents.ppo.gae` (a run alone's, to which the cohort
+    moved on purpose: its own NumPy GAE rounded gamma * lambda in float32)."""
     try:
         source = subprocess.run(
             ["git", "show", f"{BEFORE}:envgen/agents/cohort.py"],
@@ -48,7 +51,21 @@ def _module_before():
     spec = importlib.util.spec_from_loader("cohort_before", loader=None)
     module = importlib.util.module_from_spec(spec)
     exec(compile(source, f"{BEFORE}:envgen/agents/cohort.py", "exec"), module.__dict__)
+    module.gae_numpy = lambda rewards, values, dones, gamma, lam: gae(
+        torch.from_numpy(rewards), torch.from_numpy(values), torch.from_numpy(dones), gamma, lam
+    ).numpy()
     return module
+
+
+def _same_losses(got: list, expected: list) -> bool:
+    """The logged losses: the replaced loop averaged each seed's minibatch statistics in
+    float32 on the device, today's update in float64 over their values as `ppo_update`
+    does, so the means agree to float32's precision, not in every bit."""
+    return all(
+        g.keys() == e.keys() and all(g[k] == pytest.approx(e[k], rel=1e-4, abs=1e-7) for k in g)
+        for got_update, expected_update in zip(got, expected, strict=True)
+        for g, e in zip(got_update, expected_update, strict=True)
+    )
 
 
 def _train(module, seeds, **kwargs):
@@ -101,15 +118,15 @@ def test_the_fixed_address_update_is_the_eager_loop_it_replaced_bit_for_bit(size
     expected, params = _train(before, seeds)
     for kernels in ("eager", "graph"):  # off CUDA, "graph" runs the same minibatch uncaptured
         got, got_params = _train(cohort_module, seeds, kernels=kernels)
-        assert got == expected, kernels
-        assert _same_params(got_params, params), kernels
+        assert _same_params(got_params, params), kernels  # every weight, bit for bit
+        assert _same_losses(got, expected), kernels
 
 
 def test_the_pipelined_update_is_the_one_it_replaced_bit_for_bit():
     before = _module_before()
     expected, params = _pipelined(before)
     got, got_params = _pipelined(cohort_module)
-    assert got == expected
+    assert _same_losses(got, expected)
     assert all(_same_params(a, b) for a, b in zip(got_params, params, strict=True))
 
 
@@ -151,10 +168,11 @@ class _CountOps(TorchDispatchMode):
 
 
 # A regression guard, not a target: aten ops of one eager minibatch of a cohort of 2 tiny
-# networks, measured with torch 2.13 on the CPU when this was written: 1,090 for the
-# first (Adam creates its state) and 997 for every later one. A change that adds ops to
-# every minibatch fails here first; raise the ceiling only with the reason in the commit.
-MINIBATCH_OPS_CEILING = 1_050
+# networks, measured with torch 2.13 on the CPU: 1,173 for the first (Adam creates its
+# state) and 1,080 for every later one (997 before each seed's loss became a run alone's
+# `ppo_loss`, called once per seed). A change that adds ops to every minibatch fails here
+# first; raise the ceiling only with the reason in the commit.
+MINIBATCH_OPS_CEILING = 1_130
 
 
 def test_an_eager_minibatch_stays_under_its_op_ceiling():

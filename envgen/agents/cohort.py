@@ -43,12 +43,11 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from envgen.agents.config import ModelConfig, PPOConfig, check_kernels
 from envgen.agents.networks import OBS_SHAPE, ActorCritic
-from envgen.agents.normalizer import _DEBIAS_MIN, _VAR_MIN
-from envgen.agents.ppo import FinishedEpisode, VecEnv
+from envgen.agents.normalizer import ewma_fold, ewma_mean_std
+from envgen.agents.ppo import LOSS_STATS, FinishedEpisode, VecEnv, gae, ppo_loss
 from envgen.agents.seeding import derive_seed
 from envgen.errors import ConfigError
 
-STATS = ("policy", "value", "entropy", "kl", "clip")
 NORM_BUFFERS = ("value_norm.mean_ewma", "value_norm.mean_sq_ewma", "value_norm.debias")
 
 
@@ -63,16 +62,12 @@ class StackedEwma:
 
     def update(self, x: torch.Tensor) -> None:
         """Fold each seed's batch (row of `x`, shape (W, n)) into its statistics."""
-        x, d = x.detach().float(), self.decay
-        self.mean_ewma.mul_(d).add_(x.mean(1) * (1 - d))
-        self.mean_sq_ewma.mul_(d).add_((x**2).mean(1) * (1 - d))
-        self.debias.mul_(d).add_(1 - d)
+        x = x.detach().float()
+        ewma_fold(self.tensors(), x.mean(1), (x**2).mean(1), self.decay)
 
     def mean_std(self) -> tuple[torch.Tensor, torch.Tensor]:
-        debias = self.debias.clamp(min=_DEBIAS_MIN)
-        mean = self.mean_ewma / debias
-        var = (self.mean_sq_ewma / debias - mean**2).clamp(min=_VAR_MIN)
-        return mean[:, None], var.sqrt()[:, None]
+        mean, std = ewma_mean_std(self.tensors())
+        return mean[:, None], std[:, None]
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         mean, std = self.mean_std()
@@ -171,21 +166,6 @@ def interleave(
     return result, (collected[0] if collected else None)
 
 
-def gae_numpy(
-    rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, gamma: float, lam: float
-) -> np.ndarray:
-    """Advantages (T, E) of every env at once; `values` is (T + 1, E), float32 throughout."""
-    gamma, lam = np.float32(gamma), np.float32(lam)
-    advantages = np.zeros_like(rewards)
-    last = np.zeros_like(rewards[0])
-    keep = np.float32(1.0) - dones
-    for t in range(rewards.shape[0] - 1, -1, -1):
-        delta = rewards[t] + gamma * values[t + 1] * keep[t] - values[t]
-        last = delta + gamma * lam * keep[t] * last
-        advantages[t] = last
-    return advantages
-
-
 class CohortPPO:
     """The stacked model, its optimiser and rollout buffer; per-seed slices for checkpoints."""
 
@@ -226,7 +206,7 @@ class CohortPPO:
             list(self.params.values()), lr=cfg.lr, capturable=self._capturable
         )
         self._update_graph: torch.cuda.CUDAGraph | bool | None = None  # False: capture failed
-        self._seed_loss = None
+        self._seed_loss = self._one_seed_loss
         if kernels == "compile":
             use_compile_cache()
             self._seed_loss = torch.compile(
@@ -238,7 +218,7 @@ class CohortPPO:
         self._ret = torch.zeros((self.size, batch), device=device)
         self._idx = torch.zeros((self.size, mb), dtype=torch.int64, device=device)
         self._rows = torch.arange(self.size, device=device)[:, None]
-        self._mb_stats = torch.zeros((len(STATS), self.size), device=device)
+        self._mb_stats = torch.zeros((len(LOSS_STATS), self.size), device=device)
         self._forward = vmap(self._one_forward, in_dims=(0, 0))
         self._graph: torch.cuda.CUDAGraph | bool | None = None  # False: capture failed
         pin = device.type == "cuda"
@@ -267,24 +247,11 @@ class CohortPPO:
         adv: torch.Tensor,
         target: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One seed's PPO loss on its minibatch and its statistics (STATS order): the
-        function "compile" mode compiles, once for every seed (the seeds differ only in
-        which slice of the stacked parameters they read)."""
-        cfg = self.cfg
+        """One seed's forward on its slice of the stacked parameters and its PPO loss
+        (`envgen.agents.ppo.ppo_loss`, a run alone's), with its statistics: what "compile"
+        mode compiles, once for every seed."""
         logprobs_all, value_pred = functional_call(self.base, params, (obs,))
-        logprobs = logprobs_all.gather(1, act[:, None])[:, 0]
-        log_ratio = logprobs - old_logprobs
-        ratio = log_ratio.exp()
-        clipped = ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip)
-        policy_loss = -torch.min(adv * ratio, adv * clipped).mean()
-        value_loss = ((value_pred - target) ** 2).mean()
-        entropy = -(logprobs_all.exp() * logprobs_all).sum(-1).mean()
-        loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
-        ratio_, log_ratio_ = ratio.detach(), log_ratio.detach()
-        kl = ((ratio_ - 1) - log_ratio_).mean()
-        clip = ((ratio_ - 1).abs() > cfg.clip).float().mean()
-        stats = torch.stack([policy_loss.detach(), value_loss.detach(), entropy.detach(), kl, clip])
-        return loss, stats
+        return ppo_loss(logprobs_all, value_pred, act, old_logprobs, adv, target, self.cfg)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-probabilities (W, B, A) and normalised values (W, B) of obs (W, B, 64, 64, 3)."""
@@ -396,10 +363,10 @@ class CohortPPO:
     def advantages(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(advantages, returns), each (W, T * N) on the device, raw units."""
         w, t1, n = self.buf.values.shape
-        values = self.buf.values.permute(1, 0, 2).reshape(t1, w * n).cpu().numpy()
-        cfg = self.cfg
-        adv = gae_numpy(self.buf.rewards, values, self.buf.dones, cfg.gamma, cfg.gae_lambda)
-        adv_t = torch.from_numpy(adv).to(self.device).view(t1 - 1, w, n).permute(1, 0, 2)
+        values = self.buf.values.permute(1, 0, 2).reshape(t1, w * n).cpu()
+        rewards, dones = torch.from_numpy(self.buf.rewards), torch.from_numpy(self.buf.dones)
+        adv = gae(rewards, values, dones, self.cfg.gamma, self.cfg.gae_lambda)  # on the host
+        adv_t = adv.to(self.device).view(t1 - 1, w, n).permute(1, 0, 2)
         returns = adv_t + self.buf.values[:, :-1]
         return adv_t.reshape(w, -1), returns.reshape(w, -1)
 
@@ -424,10 +391,8 @@ class CohortPPO:
             torch.cuda.current_stream(self.device).wait_event(self._collected)
             self._collected = None
         advantages, returns = self.advantages()
-        self._adv.copy_(
-            (advantages - advantages.mean(1, keepdim=True))
-            / (advantages.std(1, keepdim=True) + 1e-8)
-        )
+        for s, seed_adv in enumerate(advantages):  # each seed's as a run alone normalises
+            self._adv[s] = (seed_adv - seed_adv.mean()) / (seed_adv.std() + 1e-8)
         self._ret.copy_(returns)
         batch = self._adv.shape[1]
         mb = batch // cfg.minibatches
@@ -448,8 +413,12 @@ class CohortPPO:
         if self._side is not None:  # the next collection reads the new parameters after this
             self._updated = torch.cuda.Event()
             self._updated.record(torch.cuda.current_stream(self.device))
-        means = torch.stack(stats).mean(0).cpu().numpy()  # the update's one sync: (5, W)
-        return [{k: float(means[j, s]) for j, k in enumerate(STATS)} for s in range(self.size)]
+        per_minibatch = torch.stack(stats).cpu().numpy()  # the update's one sync: (E*M, 5, W)
+        # each mean over a list of floats, as `ppo_update` takes a run alone's
+        return [
+            {k: float(np.mean(per_minibatch[:, j, s].tolist())) for j, k in enumerate(LOSS_STATS)}
+            for s in range(self.size)
+        ]
 
     def _run_minibatch(self) -> None:
         """One minibatch: replayed from its CUDA graph ("graph", "compile" on CUDA; captured
@@ -466,42 +435,26 @@ class CohortPPO:
         """Forward, losses, backward, per-seed clipping and Adam on minibatch `_idx`; the
         statistics into `_mb_stats`. Each seed's loss is its own (the total is a sum of
         per-seed means), so each seed's gradient is its own loss's."""
-        cfg, rows, idx = self.cfg, self._rows, self._idx
+        rows, idx = self._rows, self._idx
         obs = self.buf.obs.flatten(1, 2)
         act = self.buf.actions.flatten(1)[rows, idx]
         old_logprobs = self.buf.logprobs.flatten(1)[rows, idx]
         adv, ret = self._adv[rows, idx], self._ret[rows, idx]
-        if self._seed_loss is not None:  # "compile": one compiled graph serves every seed
-            self.value_norm.update(ret)
-            target = self.value_norm.normalize(ret)
-            outs = [
-                self._seed_loss(
-                    {k: p[s] for k, p in self.params.items()},
-                    obs[s, idx[s]],
-                    act[s],
-                    old_logprobs[s],
-                    adv[s],
-                    target[s],
-                )
-                for s in range(self.size)
-            ]
-            loss = torch.stack([o[0] for o in outs])
-            seed_stats = torch.stack([o[1] for o in outs], dim=1)
-        else:
-            logprobs_all, value_pred = self._update_forward(obs[rows, idx])
-            logprobs = logprobs_all.gather(2, act[..., None])[..., 0]
-            log_ratio = logprobs - old_logprobs
-            ratio = log_ratio.exp()
-            clipped = ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip)
-            policy_loss = -torch.min(adv * ratio, adv * clipped).mean(1)
-            self.value_norm.update(ret)
-            value_loss = ((value_pred - self.value_norm.normalize(ret)) ** 2).mean(1)
-            entropy = -(logprobs_all.exp() * logprobs_all).sum(-1).mean(1)
-            loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
-            with torch.no_grad():
-                kl = ((ratio - 1) - log_ratio).mean(1)
-                clip = ((ratio - 1).abs() > cfg.clip).float().mean(1)
-                seed_stats = torch.stack([policy_loss, value_loss, entropy, kl, clip])
+        self.value_norm.update(ret)
+        target = self.value_norm.normalize(ret)
+        outs = [
+            self._seed_loss(
+                {k: p[s] for k, p in self.params.items()},
+                obs[s, idx[s]],
+                act[s],
+                old_logprobs[s],
+                adv[s],
+                target[s],
+            )
+            for s in range(self.size)
+        ]
+        loss = torch.stack([o[0] for o in outs])
+        seed_stats = torch.stack([o[1] for o in outs], dim=1)
         loss.sum().backward()
         self._clip_gradients()
         self.optimizer.step()
@@ -558,17 +511,6 @@ class CohortPPO:
                 tensor.copy_(copy)
             for tensor in created:
                 tensor.zero_()
-
-    def _update_forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The update's forward, one seed at a time on its slice of the parameters: on an
-        H200 the vmapped network (grouped convolutions) trained 17.9k samples/s where one
-        network alone trained 21.3k (results/gpu/2026-11-26-h200/probe.log). Each slot's
-        gradient is its own seed's (the other slices' gradients are exact zeros)."""
-        outs = [
-            functional_call(self.base, {k: p[s] for k, p in self.params.items()}, (obs[s],))
-            for s in range(self.size)
-        ]
-        return torch.stack([o[0] for o in outs]), torch.stack([o[1] for o in outs])
 
     def _clip_gradients(self) -> None:
         """Each seed's global gradient norm clipped to `max_grad_norm`, as

@@ -38,14 +38,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
 from envgen.agents.cohort import CohortPPO, drain, interleave
 from envgen.agents.config import ModelConfig, PPOConfig, check_groups, check_kernels
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
-from envgen.agents.trainer import Counters
+from envgen.agents.trainer import Counters, RolloutLoop
 from envgen.envs.mixture import env_seed
 from envgen.errors import ConfigError, EnvGenError
 from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
@@ -92,7 +91,7 @@ class _Group:
     counts: list[int] = dataclasses.field(default_factory=list)  # episodes per seed, last rollout
 
 
-class CohortTrainer:
+class CohortTrainer(RolloutLoop):
     """W seeds of one (model, PPO) config; `run_dirs[k]` is seed `seeds[k]`'s directory;
     `groups` > 1 pipelines the cohort (module docstring)."""
 
@@ -152,6 +151,7 @@ class CohortTrainer:
         self._saved_env: list[dict[str, Any]] | None = None
         self.episodes = [JsonlLog(d / "episodes.jsonl") for d in self.run_dirs]
         self.metrics = [JsonlLog(d / "metrics.jsonl") for d in self.run_dirs]
+        self.metrics_logs = self.metrics
 
     @property
     def agent(self) -> CohortPPO:
@@ -159,11 +159,6 @@ class CohortTrainer:
         if self.groups != 1:
             raise AttributeError("a pipelined cohort has one CohortPPO per group (_groups)")
         return self._groups[0].agent
-
-    @property
-    def global_step(self) -> int:
-        """Each seed's env steps (all seeds are at the same step)."""
-        return self.counters.global_step
 
     # --- training --------------------------------------------------------------------
     def train_until(
@@ -180,48 +175,25 @@ class CohortTrainer:
                 "method", "a cohort plays one mixture from start to end (original_only)"
             )
         self.mixture = mixture
-        bar = tqdm(
-            total=max(step - self.global_step, 0) * self.size,
-            desc=f"{phase} x{self.size}",
-            unit="step",
-            disable=not self.progress,
-            dynamic_ncols=True,
-        )
-        while self.global_step < step:
-            start = time.perf_counter()
-            # pipelined: group 0 collects the next rollout now unless this call ends or a
-            # checkpoint follows this rollout (a checkpoint holds every seed at a boundary)
-            ahead = (
-                self.groups > 1
-                and self.global_step + self.ppo_cfg.rollout_size < step
-                and (self.counters.rollouts + 1) % self.ppo_cfg.checkpoint_rollouts != 0
-                and not self._clock_due()
-            )
-            counts, losses = self._rollout_and_update(phase, ahead)
-            sps = self.ppo_cfg.rollout_size / (time.perf_counter() - start)
-            for k in range(self.size):
-                self.metrics[k].write(
-                    {
-                        "step": self.global_step,
-                        "phase": phase,
-                        "episodes": counts[k],
-                        **{f"losses/{name}": v for name, v in losses[k].items()},
-                        "time/sps": sps,
-                    }
-                )
-            bar.update(self.ppo_cfg.rollout_size * self.size)
-            bar.set_postfix(sps=f"{sps * self.size:.0f}")
-            if not self._groups[0].ahead and (
-                self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0 or self._clock_due()
-            ):
-                self.checkpoint()
-        bar.close()
+        self._train_rollouts(step, phase)
 
-    def _clock_due(self) -> bool:
-        return bool(
-            self.checkpoint_seconds
-            and time.monotonic() - self._checkpointed_at >= self.checkpoint_seconds
+    def _rollout(self, phase: str, until: int) -> list[dict[str, Any]]:
+        # pipelined: group 0 collects the next rollout now unless this call ends or a
+        # checkpoint follows this rollout (a checkpoint holds every seed at a boundary)
+        ahead = (
+            self.groups > 1
+            and self.global_step + self.ppo_cfg.rollout_size < until
+            and (self.counters.rollouts + 1) % self.ppo_cfg.checkpoint_rollouts != 0
+            and not self._clock_due()
         )
+        counts, losses = self._rollout_and_update(phase, ahead)
+        return [
+            {"episodes": counts[k], **{f"losses/{name}": v for name, v in losses[k].items()}}
+            for k in range(self.size)
+        ]
+
+    def _checkpoint_due(self) -> bool:
+        return not self._groups[0].ahead and super()._checkpoint_due()
 
     def _rollout_and_update(
         self, phase: str, ahead: bool = False

@@ -14,6 +14,31 @@ _DEBIAS_MIN = 1e-2  # clamp of the debiasing term before any update (AD's epsilo
 _VAR_MIN = 1e-2  # variance floor (AD's value)
 
 
+def ewma_fold(
+    stats: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    batch_mean: torch.Tensor,
+    batch_sq_mean: torch.Tensor,
+    decay: float,
+) -> None:
+    """Fold a batch's mean and mean square into (mean_ewma, mean_sq_ewma, debias), in
+    place: the one EWMA update of a run alone's normaliser and a cohort's W of them."""
+    mean_ewma, mean_sq_ewma, debias = stats
+    mean_ewma.mul_(decay).add_(batch_mean * (1 - decay))
+    mean_sq_ewma.mul_(decay).add_(batch_sq_mean * (1 - decay))
+    debias.mul_(decay).add_(1 - decay)
+
+
+def ewma_mean_std(
+    stats: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The debiased mean and standard deviation of `ewma_fold`'s statistics."""
+    mean_ewma, mean_sq_ewma, debias = stats
+    debias = debias.clamp(min=_DEBIAS_MIN)
+    mean = mean_ewma / debias
+    var = (mean_sq_ewma / debias - mean**2).clamp(min=_VAR_MIN)
+    return mean, var.sqrt()
+
+
 class EwmaNormalizer(nn.Module):
     """Scalar running mean/variance with debiased EWMA; statistics are buffers."""
 
@@ -24,19 +49,16 @@ class EwmaNormalizer(nn.Module):
         self.register_buffer("mean_sq_ewma", torch.zeros(()))
         self.register_buffer("debias", torch.zeros(()))
 
+    def stats(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.mean_ewma, self.mean_sq_ewma, self.debias
+
     def update(self, x: torch.Tensor) -> None:
         """Fold one batch of raw targets (any shape) into the running statistics."""
         x = x.detach().to(self.mean_ewma.dtype)
-        d = self.decay
-        self.mean_ewma.mul_(d).add_(x.mean() * (1 - d))
-        self.mean_sq_ewma.mul_(d).add_((x**2).mean() * (1 - d))
-        self.debias.mul_(d).add_(1 - d)
+        ewma_fold(self.stats(), x.mean(), (x**2).mean(), self.decay)
 
     def mean_std(self) -> tuple[torch.Tensor, torch.Tensor]:
-        debias = self.debias.clamp(min=_DEBIAS_MIN)
-        mean = self.mean_ewma / debias
-        var = (self.mean_sq_ewma / debias - mean**2).clamp(min=_VAR_MIN)
-        return mean, var.sqrt()
+        return ewma_mean_std(self.stats())
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         mean, std = self.mean_std()

@@ -129,21 +129,63 @@ def collect_rollout(
 # ------------------------------------------------------------------------------------
 # 2. GAE: advantages and value targets (raw units)
 # ------------------------------------------------------------------------------------
-def compute_gae(buf: Rollout, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(advantages, returns), each (T, N); returns = advantages + values."""
-    advantages = torch.zeros_like(buf.rewards)
-    last = torch.zeros_like(buf.rewards[0])
-    for t in reversed(range(buf.rewards.shape[0])):
-        keep = 1.0 - buf.dones[t]
-        delta = buf.rewards[t] + gamma * buf.values[t + 1] * keep - buf.values[t]
+def gae(
+    rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, gamma: float, lam: float
+) -> torch.Tensor:
+    """Advantages (T, E) of E envs at once; `values` is (T + 1, E), row T bootstraps. A
+    run alone and a cohort (all its seeds' envs side by side) both call this."""
+    advantages = torch.zeros_like(rewards)
+    last = torch.zeros_like(rewards[0])
+    for t in reversed(range(rewards.shape[0])):
+        keep = 1.0 - dones[t]
+        delta = rewards[t] + gamma * values[t + 1] * keep - values[t]
         last = delta + gamma * lam * keep * last
         advantages[t] = last
+    return advantages
+
+
+def compute_gae(buf: Rollout, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(advantages, returns), each (T, N); returns = advantages + values."""
+    advantages = gae(buf.rewards, buf.values, buf.dones, gamma, lam)
     return advantages, advantages + buf.values[:-1]
 
 
 # ------------------------------------------------------------------------------------
 # 3. Update: epochs x minibatches of clipped-surrogate PPO
 # ------------------------------------------------------------------------------------
+LOSS_STATS = ("policy", "value", "entropy", "kl", "clip")
+
+
+def ppo_loss(
+    logprobs_all: torch.Tensor,
+    value_pred: torch.Tensor,
+    actions: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    targets: torch.Tensor,
+    cfg: PPOConfig,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One run's loss on one minibatch, and its statistics (`LOSS_STATS` order) detached.
+
+    Policy: clipped surrogate on rollout-normalised advantages. Value: MSE to the targets
+    normalised after folding them into the EWMA (the caller folds them first). Written
+    once for a run alone (`ppo_update`) and each seed of a cohort
+    (`envgen.agents.cohort`)."""
+    logprobs = logprobs_all.gather(1, actions[:, None])[:, 0]
+    log_ratio = logprobs - old_logprobs
+    ratio = log_ratio.exp()
+    clipped = ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip)
+    policy_loss = -torch.min(advantages * ratio, advantages * clipped).mean()
+    value_loss = F.mse_loss(value_pred, targets)
+    entropy = -(logprobs_all.exp() * logprobs_all).sum(-1).mean()
+    loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+    ratio, log_ratio = ratio.detach(), log_ratio.detach()
+    kl = ((ratio - 1) - log_ratio).mean()
+    clip = ((ratio - 1).abs() > cfg.clip).float().mean()
+    stats = torch.stack([policy_loss.detach(), value_loss.detach(), entropy.detach(), kl, clip])
+    return loss, stats
+
+
 def ppo_update(
     model: ActorCritic,
     optimizer: torch.optim.Optimizer,
@@ -167,39 +209,28 @@ def ppo_update(
     mb_size = batch // cfg.minibatches
 
     model.train()
-    stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy", "kl", "clip")}
+    stats: dict[str, list[float]] = {k: [] for k in LOSS_STATS}
     for _ in range(cfg.epochs):
         order = torch.from_numpy(rng.permutation(batch)).to(actions.device)
         for start in range(0, batch, mb_size):
             idx = order[start : start + mb_size]
             logprobs_all, value_pred = model(*(x[idx] for x in inputs))
-            logprobs = logprobs_all.gather(1, actions[idx, None])[:, 0]
-            log_ratio = logprobs - old_logprobs[idx]
-            ratio = log_ratio.exp()
-
-            # Policy: clipped surrogate on rollout-normalised advantages.
-            adv = advantages[idx]
-            clipped = ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip)
-            policy_loss = -torch.min(adv * ratio, adv * clipped).mean()
-
-            # Value: MSE to targets normalised after folding them into the EWMA.
             model.value_norm.update(returns[idx])
-            value_loss = F.mse_loss(value_pred, model.value_norm.normalize(returns[idx]))
-
-            entropy = -(logprobs_all.exp() * logprobs_all).sum(-1).mean()
-            loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
-
+            loss, minibatch = ppo_loss(
+                logprobs_all,
+                value_pred,
+                actions[idx],
+                old_logprobs[idx],
+                advantages[idx],
+                model.value_norm.normalize(returns[idx]),
+                cfg,
+            )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
             optimizer.step()
-
-            with torch.no_grad():
-                stats["policy"].append(policy_loss.item())
-                stats["value"].append(value_loss.item())
-                stats["entropy"].append(entropy.item())
-                stats["kl"].append(((ratio - 1) - log_ratio).mean().item())
-                stats["clip"].append(((ratio - 1).abs() > cfg.clip).float().mean().item())
+            for key, value in zip(LOSS_STATS, minibatch.cpu().tolist(), strict=True):
+                stats[key].append(value)
     return {key: float(np.mean(values)) for key, values in stats.items()}
 
 

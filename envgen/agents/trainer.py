@@ -105,7 +105,67 @@ class Counters:
     """Running episodes ended unlogged by mixture switches (phase boundaries)."""
 
 
-class Trainer:
+class RolloutLoop:
+    """The training loop a run alone (`Trainer`) and a cohort (`envgen.agents.cohort_trainer`)
+    share: whole rollouts until a global step, one metrics line per rollout and run, a
+    checkpoint every `checkpoint_rollouts` rollouts or `checkpoint_seconds` of wall clock.
+    A subclass says what one rollout is (`_rollout`: each run's line) and where its lines
+    go (`metrics`, one log per run)."""
+
+    ppo_cfg: PPOConfig
+    counters: Counters
+    checkpoint_seconds: float
+    progress: bool
+    metrics_logs: list[JsonlLog]
+    _checkpointed_at: float
+
+    @property
+    def global_step(self) -> int:
+        return self.counters.global_step
+
+    def _train_rollouts(self, step: int, phase: str) -> None:
+        runs = len(self.metrics_logs)
+        bar = tqdm(
+            total=max(step - self.global_step, 0) * runs,
+            desc=phase if runs == 1 else f"{phase} x{runs}",
+            unit="step",
+            disable=not self.progress,
+            dynamic_ncols=True,
+        )
+        while self.global_step < step:
+            start = time.perf_counter()
+            lines = self._rollout(phase, step)
+            sps = self.ppo_cfg.rollout_size / (time.perf_counter() - start)
+            for log, line in zip(self.metrics_logs, lines, strict=True):
+                log.write({"step": self.global_step, "phase": phase, **line, "time/sps": sps})
+            bar.update(self.ppo_cfg.rollout_size * runs)
+            bar.set_postfix(sps=f"{sps * runs:.0f}", **self._postfix())
+            if self._checkpoint_due():
+                self.checkpoint()
+        bar.close()
+
+    def _rollout(self, phase: str, until: int) -> list[dict[str, Any]]:
+        """One rollout and update of every run; each run's metrics line (without step,
+        phase and speed)."""
+        raise NotImplementedError
+
+    def _postfix(self) -> dict[str, str]:
+        return {}
+
+    def _clock_due(self) -> bool:
+        return bool(
+            self.checkpoint_seconds
+            and time.monotonic() - self._checkpointed_at >= self.checkpoint_seconds
+        )
+
+    def _checkpoint_due(self) -> bool:
+        return self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0 or self._clock_due()
+
+    def checkpoint(self) -> None:
+        raise NotImplementedError
+
+
+class Trainer(RolloutLoop):
     """Agent trainer writing `run_dir/{episodes,metrics}.jsonl` and `run_dir/checkpoints/`."""
 
     def __init__(
@@ -151,11 +211,9 @@ class Trainer:
         self._cut = 0  # episodes cut since the last metrics line
         self.episodes = JsonlLog(self.run_dir / "episodes.jsonl")
         self.metrics = JsonlLog(self.run_dir / "metrics.jsonl")
+        self.metrics_logs = [self.metrics]
         self.recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
-
-    @property
-    def global_step(self) -> int:
-        return self.counters.global_step
+        self._finished: list[dict[str, Any]] = []
 
     # --- training ------------------------------------------------------------------
     def train(
@@ -187,39 +245,24 @@ class Trainer:
         if self.env is not None and mixture != self.mixture:
             self._switch(mixture)
         self.mixture = mixture
-        finished: list[dict[str, Any]] = []
-        bar = tqdm(
-            total=max(step - self.global_step, 0),
-            desc=phase,
-            unit="step",
-            disable=not self.progress,
-            dynamic_ncols=True,
-        )
-        while self.global_step < step:
-            start = time.perf_counter()
-            records, losses = self._rollout_and_update(phase)
-            finished += records
-            sps = self.ppo_cfg.rollout_size / (time.perf_counter() - start)
-            self.metrics.write(
-                {
-                    "step": self.global_step,
-                    "phase": phase,
-                    "episodes": len(records),
-                    **({"episodes_cut": self._cut} if self._cut else {}),
-                    **{f"losses/{k}": v for k, v in losses.items()},
-                    "time/sps": sps,
-                }
-            )
-            self._cut = 0
-            bar.update(self.ppo_cfg.rollout_size)
-            bar.set_postfix(sps=f"{sps:.0f}", score=self._running_score())
-            if self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0 or (
-                self.checkpoint_seconds
-                and time.monotonic() - self._checkpointed_at >= self.checkpoint_seconds
-            ):
-                self.checkpoint()
-        bar.close()
+        self._finished = []
+        self._train_rollouts(step, phase)
+        finished, self._finished = self._finished, []
         return self.summarize(finished) if finished else {"episodes": 0}
+
+    def _rollout(self, phase: str, until: int) -> list[dict[str, Any]]:
+        records, losses = self._rollout_and_update(phase)
+        self._finished += records
+        line = {
+            "episodes": len(records),
+            **({"episodes_cut": self._cut} if self._cut else {}),
+            **{f"losses/{k}": v for k, v in losses.items()},
+        }
+        self._cut = 0
+        return [line]
+
+    def _postfix(self) -> dict[str, str]:
+        return {"score": self._running_score()}
 
     def _rollout_and_update(self, phase: str) -> tuple[list[dict[str, Any]], dict[str, float]]:
         if self.env is None:
