@@ -317,7 +317,7 @@ def rliable_figure(c: CampaignArms, out: Path) -> list[Path]:
     better_ax.set_xlim(-0.02, 1.02)
     labels = [textwrap.fill(f"{a} > {b}", 40) for a, b in c.pairs]
     better_ax.set_yticks(range(len(c.pairs)), labels, fontsize=7)
-    better_ax.set_ylim(len(c.pairs) - 0.5, -0.5)
+    better_ax.set_ylim(max(len(c.pairs), 1) - 0.5, -0.5)
     better_ax.set_xlabel("P(a > b), 95% interval (0.5: no tendency)")
     if c.pairs:
         better_ax.legend(fontsize=7)
@@ -390,7 +390,7 @@ def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path)
     log += _paper_figures(paper_tables, out_dir) if paper_tables else []
     for table in campaigns:
         log += _done(campaign_scores(table, out_dir / f"scores_{table.table}"))
-        log += _done(rliable_figure(campaign_arms(table), out_dir / f"rliable_{table.table}"))
+        log += _campaign_rliable(table, out_dir / f"rliable_{table.table}")
         log += _campaign_achievements(table, out_dir / f"per_achievement_{table.table}")
     for table in tables:
         curves = write_curve_csvs(table, plots_dir)
@@ -462,6 +462,14 @@ def _campaign_achievements(table: TableRecord, out: Path) -> list[str]:
         f"{table.table}: {WHAT.get(table.table, table.caption)}; a campaign, not the paper's setup"
     )
     return _done(per_achievement(ours, load_reported_per_achievement(), out, note=note))
+
+
+def _campaign_rliable(table: TableRecord, out: Path) -> list[str]:
+    """rliable's views of the campaign's finished rows (`rliable_figure`)."""
+    arms = campaign_arms(table)
+    if not arms.arms[SCORE]:
+        return [f"skipped {out.name}: no finished runs"]
+    return _done(rliable_figure(arms, out))
 
 
 def _mean_rates(runs: Sequence[RunRecord]) -> dict[str, float]:
