@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 
 import crafter.constants
 import pytest
@@ -16,7 +17,17 @@ from envgen.llm import (
     reply_schema,
 )
 from envgen.llm import crafter as crafter_prompts
-from envgen.llm.conversation import REDRAW_SEED_STRIDE, REDRAWS, base_label
+from envgen.llm.conversation import (
+    AUTO,
+    REASK_TOKENS,
+    REDRAW_SEED_STRIDE,
+    REDRAWS,
+    base_label,
+    context_window,
+    max_tokens,
+    token_bound,
+)
+from envgen.llm.request import Message
 
 GOOD = (
     '```json\n{"environment_settings": {"target_biome": "mountain"}, '
@@ -321,3 +332,69 @@ def test_obfuscated_adaptations_follow_the_authors_layout_and_hide_names():
         for block in re.findall(r"```json(.*?)```", message.content, re.S):
             for option in (*BIOMES, *RARITIES):
                 assert f'"{option}"' not in block, option
+
+
+def _auto_designer(context: int | None, cycles: int) -> tuple[EnvironmentDesigner, Scripted]:
+    llm = Scripted(*[GOOD] * (cycles + 1))
+    options = PromptOptions(history_cycles=AUTO, context_tokens=context)
+    designer = EnvironmentDesigner(options, llm)
+    designer.generate(1)
+    for _ in range(cycles):
+        designer.adapt(STATS)
+    return designer, llm
+
+
+def _room(context: int) -> int:
+    """What "auto" leaves for the messages: the reply budget and a re-ask's room kept."""
+    return context - max_tokens(1) - PromptOptions().max_reasks * (max_tokens(1) + REASK_TOKENS)
+
+
+def test_auto_history_keeps_a_short_conversation_whole():
+    _, llm = _auto_designer(context_window("qwen2.5-coder-1.5b-instruct"), 6)
+    assert [len(r.messages) for r in llm.requests] == [1, 1, 3, 5, 7, 9, 11]
+
+
+def test_auto_history_trims_a_long_conversation_to_fit_from_the_oldest_later_exchange():
+    _, whole = _auto_designer(10**6, 6)
+    adapt5 = whole.requests[4].messages  # 7 messages: the whole history of cycle 5
+    context = token_bound(adapt5) + (10**6 - _room(10**6))  # adapt5 just fits
+    designer, llm = _auto_designer(context, 6)
+    sent = [r.messages for r in llm.requests]
+    assert [len(m) for m in sent[:5]] == [1, 1, 3, 5, 7]  # whole while it fits
+    assert all(token_bound(m) <= _room(context) for m in sent)
+    for trimmed, untrimmed in zip(sent[5:], whole.requests[5:], strict=True):
+        assert len(trimmed) < len(untrimmed.messages)  # the first exchange, the latest that fit
+        assert trimmed[:2] == (designer.messages[2], designer.messages[3])
+    adapt7 = sent[6]
+    dropped = len(whole.requests[6].messages) - len(adapt7)
+    assert dropped % 2 == 0 and dropped >= 2
+    one_more = whole.requests[6].messages[:2] + whole.requests[6].messages[2 + dropped - 2 :]
+    assert token_bound(one_more) > _room(context)  # keeping one more exchange would not fit
+    with pytest.raises(ConfigError, match="alone exceed"):
+        _auto_designer(token_bound(adapt5[:1]) + (10**6 - _room(10**6)) - 1, 2)
+
+
+def test_auto_history_needs_a_known_context_and_the_bound_holds_on_every_cached_request():
+    with pytest.raises(ConfigError, match="known for the local models only"):
+        PromptOptions(history_cycles=AUTO, context_tokens=None)
+    with pytest.raises(ConfigError, match="whole number >= 0"):
+        PromptOptions(history_cycles="often")
+    counted = 0
+    for path in sorted(Path("data/llm_cache").glob("*.json")):
+        entry = json.loads(path.read_text())
+        messages = [Message(m["role"], m["content"]) for m in entry["request"]["messages"]]
+        tokens = entry["response"]["usage"]["prompt_tokens"]  # the server's own count
+        assert token_bound(messages) >= tokens, path
+        counted += 1
+    assert counted > 400
+
+
+def test_a_run_option_of_auto_is_its_own_config_and_a_wrong_word_is_named():
+    from envgen.loop.config import RunConfig
+    from envgen.loop.runner import designer_options
+
+    auto = RunConfig(llm_history_cycles=AUTO, llm_model="qwen2.5-coder-1.5b-instruct")
+    assert auto.config_hash() != auto.replace(llm_history_cycles=0).config_hash()
+    assert designer_options(auto, "off").context_tokens == 32768
+    with pytest.raises(ConfigError, match="llm_history_cycles: 'often'"):
+        RunConfig.from_dict({"llm_history_cycles": "often"})

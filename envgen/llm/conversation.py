@@ -12,7 +12,8 @@ environment_generation/update_environments.py), because the request is the proto
 - every later adaptation: the earlier adaptations' messages, each followed by its
   usable reply as the assistant's message, then a short results message. The adaptation
   of cycle K sends 2K-3 messages; the whole history is kept unless `history_cycles`
-  trims it.
+  trims it: to a fixed number of exchanges, or ("auto") only where the request would
+  not fit the model's context (`fitting_exchanges`, counted with `token_bound`).
 
 A reply that does not yield N usable environments is re-asked up to `max_reasks` times
 with the parse error as the next user message; every re-ask is a call of its own
@@ -28,11 +29,12 @@ re-asks) carry each saved reply.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from envgen.errors import ConfigError, LLMResponseError
 from envgen.input_checks import check_temperature
 from envgen.llm.design_spec import design_spec
+from envgen.llm.local_models import LOCAL_MODELS
 from envgen.llm.parse import ParsedEnvironments, parse_environments, repeated
 from envgen.llm.request import ChatRequest, LLMCallable, Message
 from envgen.llm.schema import DIALECTS, reply_schema, response_format
@@ -42,6 +44,20 @@ from envgen.llm.schema import DIALECTS, reply_schema, response_format
 TOKENS_PER_ENVIRONMENT = 256
 TOKENS_OVERHEAD = 512
 MAX_REPLY_TOKENS = 4096
+
+AUTO = "auto"
+"""`history_cycles` value: the whole history while the request fits the context."""
+CHARS_PER_TOKEN = 2
+"""The stated bound of `token_bound`: a message takes at most one token per 2 of its
+characters. Measured over the 476 requests in data/llm_cache (each server's own
+prompt_tokens, chat template included): at least 2.49 characters per token for SmolLM2-135M
+and 2.97 for Qwen2.5-Coder-1.5B (docs/llm.md, "Context"). No tokenizer is read: a
+request must be the same on a machine without the model's file, or replay would miss."""
+MESSAGE_TOKENS = 8
+"""Template tokens added per message (Qwen's `<|im_start|>role\n ... <|im_end|>\n`: 5)."""
+REASK_TOKENS = 256
+"""Room kept per re-ask for its message (the parse error and the request: under 600
+characters); its failed reply is kept room for as a reply budget."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,10 +80,15 @@ class PromptOptions:
     """Draw an initial reply whose environments repeat one another again (`REDRAWS`,
     `redraw_seed`). Off: the first usable reply is used as it is (the paper's GPT-4 wrote
     distinct worlds; a small local model may not: docs/llm.md, "Repeated worlds")."""
-    history_cycles: int = 0
+    history_cycles: int | str = 0
     """0 keeps the whole adaptation history (the authors' code); k > 0 sends the first
     adaptation's exchange and only the last k later ones, so many cycles fit a small
-    model's context."""
+    model's context; "auto" (`AUTO`) keeps the whole history while the request, its
+    reply budget and its re-asks' fit `context_tokens`, and beyond drops the oldest
+    exchanges after the first (`fitting_exchanges`)."""
+    context_tokens: int | None = None
+    """The model's context window in tokens (`context_window`), which "auto" fits;
+    unused otherwise."""
 
     def __post_init__(self) -> None:
         design_spec(self.game)
@@ -75,8 +96,15 @@ class PromptOptions:
             raise ConfigError(
                 "structured", f"{self.structured!r} unknown; use one of {', '.join(DIALECTS)}"
             )
-        if self.initial_set < 0 or self.max_reasks < 0 or self.history_cycles < 0:
-            raise ConfigError("initial_set/max_reasks/history_cycles", "must be >= 0")
+        if self.initial_set < 0 or self.max_reasks < 0:
+            raise ConfigError("initial_set/max_reasks", "must be >= 0")
+        check_history_cycles(self.history_cycles, "history_cycles")
+        if self.history_cycles == AUTO and not self.context_tokens:
+            raise ConfigError(
+                "history_cycles",
+                "auto fits the model's context, known for the local models only "
+                f"({', '.join(LOCAL_MODELS)}); give a number of cycles (0: the whole history)",
+            )
         if self.redraw_repeats and self.initial_set >= REDRAW_SEED_STRIDE:
             raise ConfigError(
                 "initial_set",
@@ -89,6 +117,42 @@ class PromptOptions:
 def max_tokens(n: int) -> int:
     """Reply token budget for `n` environments."""
     return min(MAX_REPLY_TOKENS, TOKENS_OVERHEAD + TOKENS_PER_ENVIRONMENT * n)
+
+
+def check_history_cycles(value: object, where: str) -> None:
+    """A `ConfigError` unless `value` is a whole number >= 0 or "auto"."""
+    if value == AUTO or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return
+    raise ConfigError(where, f"{value!r}: give a whole number >= 0 (0: whole history) or auto")
+
+
+def context_window(model: str) -> int | None:
+    """The context window a local model is served with (`LocalModel.n_ctx`), else None."""
+    return LOCAL_MODELS[model].n_ctx if model in LOCAL_MODELS else None
+
+
+def token_bound(messages: Sequence[Message]) -> int:
+    """An upper bound on the prompt tokens of `messages` (`CHARS_PER_TOKEN`,
+    `MESSAGE_TOKENS`)."""
+    return sum(-(-len(m.content) // CHARS_PER_TOKEN) + MESSAGE_TOKENS for m in messages)
+
+
+def fitting_exchanges(
+    exchanges: Sequence[tuple[Message, Message]], prompt: Message, room: int
+) -> list[tuple[Message, Message]]:
+    """The exchanges an "auto" request sends before `prompt`: all of them while
+    `token_bound` of them and the prompt is at most `room` tokens, else the first and
+    as many of the latest as fit. A `ConfigError` when not even the first fits."""
+    first, later = list(exchanges[:1]), list(exchanges[1:])
+    for dropped in range(len(later) + 1):  # the oldest later exchanges go first
+        kept = [*first, *later[dropped:]]
+        if token_bound([*(m for pair in kept for m in pair), prompt]) <= room:
+            return kept
+    raise ConfigError(
+        "history_cycles",
+        f"auto: the prompt and the first adaptation's exchange alone exceed the {room} "
+        "tokens the context leaves after the reply budgets; use a model with a longer context",
+    )
 
 
 REASK_SUFFIX = "/reask"
@@ -186,15 +250,21 @@ class EnvironmentDesigner:
             prompt = f"{self._spec.briefing(self._names)}\n\n{body}"
         else:
             prompt = self._spec.results_prompt(success_stats, self._n, self._names, structured)
-        parsed = self._ask(prompt, explain=True, history=self._history())
+        parsed = self._ask(prompt, explain=True, history=self._history(prompt))
         self.results.append(parsed)
         return parsed
 
-    def _history(self) -> tuple[Message, ...]:
-        """The earlier adaptations as sent: all, or the first and the last `history_cycles`."""
-        keep = self.options.history_cycles
+    def _history(self, prompt: str) -> tuple[Message, ...]:
+        """The earlier adaptations as sent before `prompt`: all, the first and the last
+        `history_cycles`, or ("auto") all that fit the context (`fitting_exchanges`)."""
+        keep, opts = self.options.history_cycles, self.options
         kept = self._exchanges
-        if keep and len(kept) > keep + 1:
+        if keep == AUTO:
+            assert opts.context_tokens is not None  # PromptOptions checks it
+            budget = max_tokens(self._n)
+            room = opts.context_tokens - budget - opts.max_reasks * (budget + REASK_TOKENS)
+            kept = fitting_exchanges(kept, Message("user", prompt), room)
+        elif keep and len(kept) > keep + 1:
             kept = [kept[0], *kept[-keep:]]
         return tuple(m for pair in kept for m in pair)
 

@@ -26,6 +26,7 @@ from envgen.input_checks import (
     read_yaml_mapping,
     unknown_key,
 )
+from envgen.llm.conversation import AUTO, check_history_cycles
 
 DESIGNERS = ("llm", "random", "heuristic")  # envgen.loop.world_designers
 # How the heuristic designer picks its first set (`RunConfig.heuristic_first_set`).
@@ -108,9 +109,10 @@ class RunConfig:
     10 seeds (docs/loop.md, "Designers"). Left out of the hash at its default."""
     obfuscated: bool = False
     """Replace parameter names by parameter1.., optionA.., item1.. (ablation)."""
-    llm_history_cycles: int = 0
+    llm_history_cycles: int | str = 0
     """0 sends the whole history (the authors' code); k > 0 the first and last k adaptations only
-    (for many cycles on a small-context model; see PromptOptions.history_cycles)."""
+    (for many cycles on a small-context model); "auto" the whole history while it fits the
+    local model's context, trimmed only beyond (see PromptOptions.history_cycles)."""
     initial_set: int = 0
     """Which initial LLM environment set (paper averages 3 sets x 10 seeds)."""
     curriculum_pool: int = 16
@@ -240,14 +242,14 @@ class RunConfig:
             at_most(getattr(self, name), MAX_STEPS, name, "env steps of one phase")
         if self.final_steps < 1:
             raise ConfigError("final_steps", "must be >= 1: the final phase is what is scored")
-        if self.llm_history_cycles < 0:
-            raise ConfigError("llm_history_cycles", "must be >= 0 (0 = whole history)")
+        check_history_cycles(self.llm_history_cycles, "llm_history_cycles")
         check_temperature(self.llm_temperature, "llm_temperature")
         at_most(self.n_cycles, MAX_CYCLES, "n_cycles", "cycles of one run; paper: 4 to 40")
         at_most(self.envs_per_call, 64, "envs_per_call", "environments in one reply; paper: 1-8")
         at_most(self.curriculum_pool, 4096, "curriculum_pool", "environments per ranking")
         for name in ("eval_episodes", "feedback_evals", "llm_history_cycles", "initial_set"):
-            at_most(getattr(self, name), MAX_COUNT, name, "repetitions")
+            if getattr(self, name) != AUTO:
+                at_most(getattr(self, name), MAX_COUNT, name, "repetitions")
         at_most(self.validation_steps, MAX_STEPS, "validation_steps", "env steps of one agent")
         at_most(self.total_steps, MAX_STEPS, "n_cycles", "env steps of the whole run")
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from envgen.errors import EnvGenError
 from envgen.report.inputs import DONE, TableRecord
 from envgen.report.notes import Notes
+from envgen.report.rliable_campaign import claims_line
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign import (
     CAMPAIGN_FAMILIES,
@@ -98,7 +99,8 @@ def _campaign(
     what = WHAT.get(table.table, table.caption)
     head = [f"### {table.table}: {what}", ""]
     if not families:
-        return [*head, "No claims are defined for this campaign (envgen.stats.campaign)."]
+        none = "No claims are defined for this campaign (envgen.stats.campaign)."
+        return [*head, none, "", claims_line(table, withheld_runs(table))]
     planned = {r.row: r.planned_runs or len(r.runs) for r in table.rows}
     registration = REGISTRATIONS.get(table.table)
     count = (
@@ -127,6 +129,7 @@ def _campaign(
         )
         results[family.heading] = family_results
         lines += ["", *_family_lines(family, family_results, first, registration, paper)]
+    lines += ["", claims_line(table, withheld_runs(table))]
     if registration is None:
         return lines
     primary = next(

@@ -42,12 +42,27 @@ from envgen.report.inputs import (
     read_episodes,
     read_run_config,
 )
+from envgen.report.rliable_campaign import (
+    ACHIEVEMENT_RATES,
+    SCORE,
+    VIEWS,
+    WHERE,
+    CampaignArms,
+    campaign_arms,
+)
 from envgen.report.select import CRAFTER_ONLY, rows_by_label
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.claims import ENVGEN
 from envgen.stats.intervals import mean_interval
 from envgen.stats.paper import load_reported_per_achievement
+from envgen.stats.rliable_views import (
+    compare,
+    improvement_probability,
+    iqm_interval,
+    performance_profile,
+)
 from envgen.stats.runs import SampleStats
+from envgen.stats.summary import Interval
 from envgen.stats.verdict import CLAIM_GRADE_PROFILES
 
 FORMATS = ("png", "pdf")
@@ -277,6 +292,59 @@ def campaign_scores(table: TableRecord, out: Path) -> list[Path]:
     return save(fig, out)
 
 
+# --- rliable's views of a campaign ---------------------------------------------------------
+def rliable_figure(c: CampaignArms, out: Path) -> list[Path]:
+    """A campaign's rliable views (Agarwal et al. 2021; `envgen.stats.rliable_views`): each
+    arm's IQM of the score, each pair's P(a > b), and the performance profiles of the score
+    and of the achievements' success rates, each with its 95% stratified-bootstrap band."""
+    fig = Figure(layout="constrained", figsize=(13, 8))
+    (iqm_ax, better_ax), profile_axes = fig.subplots(2, 2)
+    scores = c.arms[SCORE]
+    for y, (row, matrix) in enumerate(scores.items()):
+        x = iqm_interval(matrix, name=f"{c.table}: {row}")
+        iqm_ax.errorbar(x.point, y, xerr=_half_widths(x), fmt="o", color=f"C{y}", capsize=4)
+    iqm_ax.set_yticks(range(len(scores)), [textwrap.fill(r, 32) for r in scores], fontsize=8)
+    iqm_ax.set_ylim(len(scores) - 0.5, -0.5)
+    iqm_ax.set_xlabel("IQM of the Crafter score (%), 95% interval")
+    for y, (a, b) in enumerate(c.pairs):
+        for k, view in enumerate(VIEWS):
+            if a in c.arms[view] and b in c.arms[view]:
+                x = compare(improvement_probability, c.arms[view][a], c.arms[view][b])
+                label = WHERE[view] if y == 0 else None
+                better_ax.errorbar(x.point, y + 0.15 * k, xerr=_half_widths(x), fmt="os"[k],
+                                   color=f"C{k}", capsize=4, label=label)  # fmt: skip
+    better_ax.axvline(0.5, color="k", linestyle=":", linewidth=1)
+    better_ax.set_xlim(-0.02, 1.02)
+    labels = [textwrap.fill(f"{a} > {b}", 40) for a, b in c.pairs]
+    better_ax.set_yticks(range(len(c.pairs)), labels, fontsize=7)
+    better_ax.set_ylim(max(len(c.pairs), 1) - 0.5, -0.5)
+    better_ax.set_xlabel("P(a > b), 95% interval (0.5: no tendency)")
+    if c.pairs:
+        better_ax.legend(fontsize=7)
+    values = np.concatenate([m.ravel() for m in scores.values()] or [np.zeros(1)])
+    low, high = max(0.0, np.floor(values.min()) - 1), np.ceil(values.max()) + 1
+    grids = {SCORE: np.linspace(low, high, 101), ACHIEVEMENT_RATES: np.linspace(0, 100, 101)}
+    for ax, (view, grid) in zip(profile_axes, grids.items(), strict=True):
+        for i, (row, matrix) in enumerate(c.arms[view].items()):
+            p = performance_profile(matrix, grid, name=f"{c.table}: {row}")
+            ax.plot(p.taus, p.share, color=f"C{i}", label=row)
+            ax.fill_between(p.taus, p.low, p.high, color=f"C{i}", alpha=0.2)
+        ax.set_xlabel(f"tau: {VIEWS[view]}")
+        ax.set_ylabel("share of runs x tasks above tau")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=7)
+    fig.suptitle(
+        f"{c.table}: rliable's views (descriptive; Agarwal et al. 2021), 95% stratified-"
+        "bootstrap intervals and bands",
+        fontsize=10,
+    )
+    return save(fig, out)
+
+
+def _half_widths(x: Interval) -> list[list[float]]:
+    return [[x.point - x.low], [x.high - x.point]] if np.isfinite(x.low) else [[0.0], [0.0]]
+
+
 # --- gallery of generated environments --------------------------------------------------
 def gallery(cycles: Sequence[Cycle], out: Path, title: str) -> list[Path]:
     """World maps of every cycle's LLM environments (rows: cycles, columns: environments)."""
@@ -322,6 +390,7 @@ def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path)
     log += _paper_figures(paper_tables, out_dir) if paper_tables else []
     for table in campaigns:
         log += _done(campaign_scores(table, out_dir / f"scores_{table.table}"))
+        log += _campaign_rliable(table, out_dir / f"rliable_{table.table}")
         log += _campaign_achievements(table, out_dir / f"per_achievement_{table.table}")
     for table in tables:
         curves = write_curve_csvs(table, plots_dir)
@@ -393,6 +462,14 @@ def _campaign_achievements(table: TableRecord, out: Path) -> list[str]:
         f"{table.table}: {WHAT.get(table.table, table.caption)}; a campaign, not the paper's setup"
     )
     return _done(per_achievement(ours, load_reported_per_achievement(), out, note=note))
+
+
+def _campaign_rliable(table: TableRecord, out: Path) -> list[str]:
+    """rliable's views of the campaign's finished rows (`rliable_figure`)."""
+    arms = campaign_arms(table)
+    if not arms.arms[SCORE]:
+        return [f"skipped {out.name}: no finished runs"]
+    return _done(rliable_figure(arms, out))
 
 
 def _mean_rates(runs: Sequence[RunRecord]) -> dict[str, float]:
