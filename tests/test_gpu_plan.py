@@ -104,3 +104,20 @@ def test_a_run_out_of_gpu_memory_fails_with_the_fix(tmp_path, monkeypatch, kind)
     shown = result.reason[:200]  # what the executor's log line keeps
     assert ("execution.gpus_per_run" in shown) == (kind != "other")
     assert str(_torch_error(kind))[:40] in shown
+
+
+def test_every_measured_rate_is_the_one_its_committed_log_prints(monkeypatch):
+    from pathlib import Path
+
+    from envgen.gpu import plan as gpu_plan
+
+    repo = Path(__file__).resolve().parents[1]
+    assert gpu_plan.unsourced_rates(repo) == []
+    key = ("paper", "bf16", 4)
+    monkeypatch.setitem(gpu_plan.MEASURED_COHORT_SPS, key, 3_878.7)  # one digit off
+    assert gpu_plan.unsourced_rates(repo) == [
+        "('cohort', 'paper', 'bf16', 4): 3878.7 is not what "
+        "results/gpu/2026-11-27-h200-steady/bench_bf16_unpipelined_steady.log prints"
+    ]
+    monkeypatch.setitem(gpu_plan.MEASURED_COHORT_SPS, ("paper", "bf16", 2), 1.0)
+    assert any("names no source" in line for line in gpu_plan.unsourced_rates(repo))
