@@ -7,10 +7,8 @@ calls), so a dependency a reader cannot see at the top still counts. Two rules:
 - no circle: no module reaches itself through the imports of others;
 - `LAYERS`, bottom first: a module imports only from its own unit (a subpackage or a
   top-level module) or from units on lower floors; units on one floor are independent
-  of each other. A module of a subpackage may be a unit of its own on another floor than
-  its package (`gpu.plan`, below the pipeline that sizes its workers with it, while the
-  rest of `gpu` drives a GPU machine from above it); such a package's `__init__.py`
-  imports nothing, since importing the module runs it.
+  of each other. A package is one unit on one floor: no package imports another that
+  imports it back.
 """
 
 from __future__ import annotations
@@ -33,7 +31,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("games",),  # the game registry: what training, scoring and the LLM need per game
     ("loop",),  # one EnvGen run
     ("audit",),  # a finished run checked against its own files
-    ("gpu.plan",),  # how runs share a GPU and how many GPU-hours a plan takes
     ("pipeline",),  # a table as runs: plan, profiles, executors, the DVC train stage
     ("campaign", "report", "rerun", "bench"),
     ("gpu", "verify_plan"),  # gpu: the driver of an offline GPU machine
@@ -100,12 +97,8 @@ FLOOR = {name: floor for floor, names in enumerate(LAYERS) for name in names}
 
 
 def unit(module: str) -> str:
-    """`envgen.pipeline.plan` -> "pipeline"; `envgen.scoring` -> "scoring"; `envgen` -> "";
-    a module with a floor of its own is its own unit: `envgen.gpu.plan` -> "gpu.plan"."""
+    """`envgen.pipeline.plan` -> "pipeline"; `envgen.scoring` -> "scoring"; `envgen` -> ""."""
     parts = module.split(".")
-    own = ".".join(parts[1:3])
-    if own in FLOOR:
-        return own
     return parts[1] if len(parts) > 1 else ""
 
 
@@ -155,11 +148,10 @@ def test_every_unit_has_a_floor():
     assert sorted({unit(m) for m in MODULES} - set(FLOOR)) == []
 
 
-def test_a_package_split_over_floors_imports_nothing():
-    """Importing `envgen.gpu.plan` runs `envgen/gpu/__init__.py` first: were it to import
-    the driver, the pipeline below would load the code above it."""
-    split = {f"envgen.{name.split('.')[0]}" for name in FLOOR if "." in name}
-    assert split and {package: GRAPH[package] for package in split} == dict.fromkeys(split, set())
+def test_every_package_is_one_unit_on_one_floor():
+    """No package is split over floors (a split package's modules import each other
+    across the floors between them: a package loop)."""
+    assert [name for name in FLOOR if "." in name] == []
 
 
 def test_no_import_circle_between_modules():

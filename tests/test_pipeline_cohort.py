@@ -125,8 +125,8 @@ def test_a_gpu_call_starts_only_what_finishes_inside_its_budget():
 
 
 def test_a_pipelined_cohort_is_planned_only_with_a_pipelined_measurement(monkeypatch):
-    from envgen.gpu import plan as gpu_plan
     from envgen.gpu.chunk import STARTUP_S, fitting_jobs
+    from envgen.pipeline import gpu_plan
 
     # a grouping no pipelined measurement has (3 groups) has no rate of its own
     assert all(g == 2 for (_, _, _, g) in gpu_plan.MEASURED_PIPELINED_COHORT_SPS)

@@ -1,9 +1,5 @@
-"""The GPU side of the replication: the plan of how runs share a card and how many
-GPU-hours a table takes (`plan`, which the pipeline's executor sizes its workers with),
-and the driver of an offline GPU machine (`cli`: `envgen gpu check|bench|run|import`,
-with `check`, `chunk` and `archive`).
-
-This package file imports nothing: the plan sits below the pipeline and the driver
-above it (tests/test_import_layers.py), so importing `envgen.gpu.plan` must not load
-the driver.
+"""The driver of an offline GPU machine: `envgen gpu check|bench|probe|run|import`
+(`cli`, with `check`, `probe`, `chunk` and `archive`). It stands above the pipeline whose
+runs it trains; how runs share a card and what a table costs in GPU-hours is the
+pipeline's (`envgen.pipeline.gpu_plan`).
 """

@@ -173,7 +173,7 @@ def fitting_jobs(jobs: list, budget_s: float, sps: float | None) -> tuple[list, 
     """The jobs, one cohort or run after another, whose every run reaches its final step
     inside `budget_s` at `sps` env steps/s per GPU (else the plan's measured rate);
     a run that cannot finish is not started (returned as a line saying why)."""
-    from envgen.gpu import plan as gpu_plan
+    from envgen.pipeline import gpu_plan
     from envgen.pipeline.jobs import split_cohorts
 
     if not math.isfinite(budget_s):

@@ -2,7 +2,7 @@
 
 Training runs and env steps per table and in all (a run shared by tables counted once);
 for a GPU profile, runs per GPU by memory and GPU-hours per network, from the estimates
-of `envgen.gpu.plan`, each figure labelled measured or assumed. Nothing is trained.
+of `envgen.pipeline.gpu_plan`, each figure labelled measured or assumed. Nothing is trained.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from envgen.gpu import plan as gpu_plan
+from envgen.pipeline import gpu_plan
 from envgen.pipeline.executor import ExecutorConfig
 from envgen.pipeline.plan import Job, RandomJob, TablePlan, distinct_jobs
 from envgen.pipeline.profile import Profile
@@ -23,7 +23,7 @@ def plan_summary(
     gpu_sps: float | None = None,
 ) -> str:
     """Runs and env steps per table and in all (a run shared by tables counted once);
-    for a GPU profile, runs per GPU and GPU-hours (estimates, `envgen.gpu.plan`)."""
+    for a GPU profile, runs per GPU and GPU-hours (estimates, `envgen.pipeline.gpu_plan`)."""
     lines = [f"profile {profile.name!r} (device {profile.device}):"]
     lines += [f"  {plan.table:12s} {_budget(plan.jobs)}" for plan in plans]
     lines.append(f"  {'distinct':12s} {_budget(distinct_jobs(plans))}")

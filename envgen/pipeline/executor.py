@@ -6,7 +6,7 @@ not-recorded jobs are not retried (only recording the reply fixes them). Finishe
 runs are skipped inside `run_job`, so a killed executor run, started again, only
 does the jobs that had not finished.
 
-On a GPU, runs share a card by memory (`envgen.gpu.plan`): the local executor
+On a GPU, runs share a card by memory (`envgen.pipeline.gpu_plan`): the local executor
 starts no more runs than the card's memory holds (every run trains on the profile's one
 device); Ray tasks declare the share of a GPU their memory takes, so Ray never packs more
 onto a card. `gpus_per_run` > 0 can only lower the number of runs per GPU.
@@ -24,14 +24,14 @@ from typing import Any
 
 from envgen.envs.vector import usable_cores
 from envgen.errors import ConfigError
-from envgen.gpu.plan import (
+from envgen.lifetime import die_with_parent
+from envgen.pipeline.gpu_plan import (
     DEFAULT_RESERVE_GIB,
     GIB,
     card_memory,
     largest_run,
     runs_per_gpu,
 )
-from envgen.lifetime import die_with_parent
 from envgen.pipeline.job_status import FAILED, JobResult, job_dir
 from envgen.pipeline.jobs import Settings, run_cohort, run_job, split_cohorts
 from envgen.pipeline.plan import Job, RandomJob
@@ -52,7 +52,7 @@ class ExecutorConfig:
     """Vec-env worker processes per run; also the CPUs each run declares to Ray."""
     gpus_per_run: float = 0.0
     """GPUs each run declares at least (fractions share a GPU); 0 = the share its memory
-    estimate takes of a card (`envgen.gpu.plan`), and nothing on CPU."""
+    estimate takes of a card (`envgen.pipeline.gpu_plan`), and nothing on CPU."""
     gpu_memory_gib: float = 0.0
     """Memory of each GPU to plan with; 0 = the free memory torch reports on this
     machine's GPU, or 80 GiB (an H100/A100 80 GB) where none is visible (a Ray head)."""

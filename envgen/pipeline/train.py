@@ -110,8 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--gpu-sps",
         type=float,
         help="--plan: measured env steps/s of one GPU with its runs together "
-        "(`envgen bench train --device cuda`), instead of envgen.gpu.plan's measured or assumed "
-        "figures",
+        "(`envgen bench train --device cuda`), instead of envgen.pipeline.gpu_plan's measured "
+        "or assumed figures",
     )
     args = parser.parse_args(argv)
     if args.runs_root is None and not args.plan:

@@ -133,7 +133,9 @@ def unsourced_rates(repo: Path) -> list[str]:
     for key, rate in measured_rates().items():
         source = MEASURED_SOURCES.get(key)
         if source is None:
-            problems.append(f"{key}: {rate:g} names no source (envgen.gpu.plan.MEASURED_SOURCES)")
+            problems.append(
+                f"{key}: {rate:g} names no source (envgen.pipeline.gpu_plan.MEASURED_SOURCES)"
+            )
             continue
         path = repo / source
         text = path.read_text(errors="replace") if path.is_file() else None

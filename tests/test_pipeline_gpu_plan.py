@@ -3,8 +3,8 @@
 import pytest
 
 from envgen.agents.config import PPOConfig, model_preset
-from envgen.gpu import plan as gpu_plan
 from envgen.loop.config import RunConfig
+from envgen.pipeline import gpu_plan
 from envgen.pipeline.executor import ExecutorConfig, gpu_fit
 from envgen.pipeline.jobs import Settings
 from envgen.pipeline.plan import Job
@@ -109,7 +109,7 @@ def test_a_run_out_of_gpu_memory_fails_with_the_fix(tmp_path, monkeypatch, kind)
 def test_every_measured_rate_is_the_one_its_committed_log_prints(monkeypatch):
     from pathlib import Path
 
-    from envgen.gpu import plan as gpu_plan
+    from envgen.pipeline import gpu_plan
 
     repo = Path(__file__).resolve().parents[1]
     assert gpu_plan.unsourced_rates(repo) == []
