@@ -43,7 +43,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from envgen.agents.config import ModelConfig, PPOConfig, check_kernels
 from envgen.agents.networks import OBS_SHAPE, ActorCritic
-from envgen.agents.normalizer import ewma_fold, ewma_mean_std
+from envgen.agents.normalizer import EwmaScaling, ewma_fold, ewma_mean_std
 from envgen.agents.ppo import LOSS_STATS, FinishedEpisode, VecEnv, gae, ppo_loss
 from envgen.agents.seeding import derive_seed
 from envgen.errors import ConfigError
@@ -51,7 +51,7 @@ from envgen.errors import ConfigError
 NORM_BUFFERS = ("value_norm.mean_ewma", "value_norm.mean_sq_ewma", "value_norm.debias")
 
 
-class StackedEwma:
+class StackedEwma(EwmaScaling):
     """W value normalisers (`envgen.agents.normalizer.EwmaNormalizer`) as (W,) tensors."""
 
     def __init__(self, size: int, decay: float, device: torch.device):
@@ -68,14 +68,6 @@ class StackedEwma:
     def mean_std(self) -> tuple[torch.Tensor, torch.Tensor]:
         mean, std = ewma_mean_std(self.tensors())
         return mean[:, None], std[:, None]
-
-    def normalize(self, x: torch.Tensor) -> torch.Tensor:
-        mean, std = self.mean_std()
-        return (x - mean) / std
-
-    def denormalize(self, x: torch.Tensor) -> torch.Tensor:
-        mean, std = self.mean_std()
-        return x * std + mean
 
     def tensors(self) -> tuple[torch.Tensor, ...]:
         return self.mean_ewma, self.mean_sq_ewma, self.debias

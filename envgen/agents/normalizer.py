@@ -39,7 +39,23 @@ def ewma_mean_std(
     return mean, var.sqrt()
 
 
-class EwmaNormalizer(nn.Module):
+class EwmaScaling:
+    """`normalize` and `denormalize` by a subclass's `mean_std()`: shared by a run alone's
+    normaliser and a cohort's W of them (`envgen.agents.cohort.StackedEwma`)."""
+
+    def mean_std(self) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        mean, std = self.mean_std()
+        return (x - mean) / std
+
+    def denormalize(self, x: torch.Tensor) -> torch.Tensor:
+        mean, std = self.mean_std()
+        return x * std + mean
+
+
+class EwmaNormalizer(EwmaScaling, nn.Module):
     """Scalar running mean/variance with debiased EWMA; statistics are buffers."""
 
     def __init__(self, decay: float = 0.99):
@@ -59,11 +75,3 @@ class EwmaNormalizer(nn.Module):
 
     def mean_std(self) -> tuple[torch.Tensor, torch.Tensor]:
         return ewma_mean_std(self.stats())
-
-    def normalize(self, x: torch.Tensor) -> torch.Tensor:
-        mean, std = self.mean_std()
-        return (x - mean) / std
-
-    def denormalize(self, x: torch.Tensor) -> torch.Tensor:
-        mean, std = self.mean_std()
-        return x * std + mean
