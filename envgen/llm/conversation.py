@@ -216,7 +216,7 @@ class EnvironmentDesigner:
             raise ConfigError("n", f"ask for at least 1 environment; got {n}")
         self._n = n
         structured = self.options.structured != "off"
-        prompt = self._spec.initial_prompt(n, self._names, structured)
+        prompt = self._spec.prompts.initial_prompt(n, self._names, structured)
         parsed = self._ask(prompt, explain=False, history=())
         if self.options.redraw_repeats:
             parsed = self._redraw(prompt, parsed)
@@ -244,12 +244,14 @@ class EnvironmentDesigner:
             raise RuntimeError("call generate(n) before adapt()")
         structured = self.options.structured != "off"
         if len(self.results) == 1:  # the first adaptation stands alone
-            body = self._spec.adaptation_prompt(
+            body = self._spec.prompts.adaptation_prompt(
                 self.results[0].configs, success_stats, self._n, self._names, structured
             )
-            prompt = f"{self._spec.briefing(self._names)}\n\n{body}"
+            prompt = f"{self._spec.prompts.briefing(self._names)}\n\n{body}"
         else:
-            prompt = self._spec.results_prompt(success_stats, self._n, self._names, structured)
+            prompt = self._spec.prompts.results_prompt(
+                success_stats, self._n, self._names, structured
+            )
         parsed = self._ask(prompt, explain=True, history=self._history(prompt))
         self.results.append(parsed)
         return parsed

@@ -9,7 +9,6 @@ retyped; only the explanatory notes below are prose of this project.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envgen.envs.crafter.config import (
@@ -77,56 +76,13 @@ def environment_schema(names: NameMap) -> dict[str, Any]:
     return prompt_parts.environment_schema(env_props, inv_props)
 
 
-def briefing(names: NameMap) -> str:
-    """What every self-contained request states first: the task, the skills, the
-    parameters and the game rules (the initial prompt and the first adaptation)."""
+def _task() -> str:
     skill_lines = "\n".join(f"- {s}" for s in skills())
-    return prompt_parts.briefing(
-        (
-            "You design training environments for a reinforcement-learning agent that "
-            "plays Crafter, an open-world 2D survival game. After training, the agent is "
-            "tested in the original game, where it should achieve as many of these "
-            f"{len(skills())} skills as possible:\n{skill_lines}"
-        ),
-        _parameters_section(names),
-        GAME_RULES,
-    )
-
-
-def initial_prompt(n: int, names: NameMap, structured: bool) -> str:
-    """Step 1 of the method: task, skills, parameters, rules and the output format."""
-    return prompt_parts.initial_prompt(
-        briefing(names), n, "hard to reach", _format_section(n, names, structured)
-    )
-
-
-def adaptation_prompt(
-    previous: Sequence[CrafterConfig],
-    success_stats: Mapping[str, tuple[float, float]],
-    n: int,
-    names: NameMap,
-    structured: bool,
-) -> str:
-    """Step 4: the previous environments and each skill's success in the original game."""
-    return prompt_parts.adaptation_prompt(
-        previous,
-        success_stats,
-        skills(),
-        n,
-        names,
-        structured,
-        _format_section(n, names, structured),
-        measured="evaluated",
-        runs="evaluation runs",
-    )
-
-
-def results_prompt(
-    success_stats: Mapping[str, tuple[float, float]], n: int, names: NameMap, structured: bool
-) -> str:
-    """A later adaptation: the success the worlds of the previous reply led to."""
-    return prompt_parts.results_prompt(
-        success_stats, skills(), n, structured, measured="evaluated", runs="evaluation runs"
+    return (
+        "You design training environments for a reinforcement-learning agent that "
+        "plays Crafter, an open-world 2D survival game. After training, the agent is "
+        "tested in the original game, where it should achieve as many of these "
+        f"{len(skills())} skills as possible:\n{skill_lines}"
     )
 
 
@@ -157,3 +113,19 @@ def _format_section(n: int, names: NameMap, structured: bool) -> str:
         inventory_note=" (every item with its count)",
         code_block_note=" (list only the items the agent should start with)",
     )
+
+
+PROMPTS = prompt_parts.GamePrompts(
+    task=_task,
+    skills=skills,
+    parameters=_parameters_section,
+    rules=GAME_RULES,
+    hard="hard to reach",
+    format_section=_format_section,
+    measured="evaluated",
+    runs="evaluation runs",
+)
+briefing = PROMPTS.briefing
+initial_prompt = PROMPTS.initial_prompt
+adaptation_prompt = PROMPTS.adaptation_prompt
+results_prompt = PROMPTS.results_prompt

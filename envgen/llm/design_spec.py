@@ -12,7 +12,7 @@ request, a self-contained first adaptation, then short results messages.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from envgen.envs.crafter.config import LLM_ENV_LENGTH, CrafterConfig
@@ -20,6 +20,7 @@ from envgen.errors import ConfigError
 from envgen.llm import crafter as crafter_prompts
 from envgen.llm import heist as heist_prompts
 from envgen.llm.names import NameMap
+from envgen.llm.prompt_parts import GamePrompts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,19 +37,9 @@ class DesignSpec:
     """Names shown to the LLM: real (False) or obfuscated (True)."""
     environment_schema: Callable[[NameMap], dict[str, Any]]
     """JSON schema of one environment in the reply, for structured output."""
-    initial_prompt: Callable[[int, NameMap, bool], str]
-    """(n, names, structured) -> the first user message."""
-    adaptation_prompt: Callable[
-        [Sequence[Any], Mapping[str, tuple[float, float]], int, NameMap, bool], str
-    ]
-    """(previous configs, success_stats, n, names, structured) -> the worlds just trained
-    in, their outcome and the request for new ones: the body of the first adaptation."""
-    briefing: Callable[[NameMap], str]
-    """names -> the task, skills, parameters and rules that open a self-contained request
-    (the initial prompt and the first adaptation)."""
-    results_prompt: Callable[[Mapping[str, tuple[float, float]], int, NameMap, bool], str]
-    """(success_stats, n, names, structured) -> a later adaptation's message: the outcome
-    of the worlds in the reply just before it."""
+    prompts: GamePrompts
+    """The initial request, the self-contained first adaptation (briefing and body) and
+    the later results messages, in the game's words (envgen.llm.prompt_parts)."""
 
 
 DESIGN_SPECS: dict[str, DesignSpec] = {
@@ -58,10 +49,7 @@ DESIGN_SPECS: dict[str, DesignSpec] = {
         skills=crafter_prompts.skills,
         name_map=crafter_prompts.name_map,
         environment_schema=crafter_prompts.environment_schema,
-        initial_prompt=crafter_prompts.initial_prompt,
-        adaptation_prompt=crafter_prompts.adaptation_prompt,
-        briefing=crafter_prompts.briefing,
-        results_prompt=crafter_prompts.results_prompt,
+        prompts=crafter_prompts.PROMPTS,
     ),
     "heist": DesignSpec(
         config_cls=heist_prompts.HeistReplyConfig,
@@ -69,10 +57,7 @@ DESIGN_SPECS: dict[str, DesignSpec] = {
         skills=heist_prompts.skills,
         name_map=heist_prompts.name_map,
         environment_schema=heist_prompts.environment_schema,
-        initial_prompt=heist_prompts.initial_prompt,
-        adaptation_prompt=heist_prompts.adaptation_prompt,
-        briefing=heist_prompts.briefing,
-        results_prompt=heist_prompts.results_prompt,
+        prompts=heist_prompts.PROMPTS,
     ),
 }
 

@@ -9,7 +9,6 @@ of this project (docs/heist.md, "The LLM prompt").
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envgen.envs.heist.config import (
@@ -95,58 +94,15 @@ def environment_schema(names: NameMap) -> dict[str, Any]:
     return prompt_parts.environment_schema(env_props, inv_props)
 
 
-def briefing(names: NameMap) -> str:
-    """What every self-contained request states first: the task, the skills, the
-    parameters and the game rules (the initial prompt and the first adaptation)."""
+def _task() -> str:
     skill_lines = "\n".join(f"- {name}: {what}" for name, what in SKILLS.items())
-    return prompt_parts.briefing(
-        (
-            "You design training environments for a reinforcement-learning agent that "
-            "plays Heist, a 2D maze game of the Procgen benchmark: the agent must steal "
-            "a gem, collecting keys and opening the locked doors in colour order on the "
-            "way. After training, the agent is tested in the original game (random "
-            "easy levels), where it should steal the gem as often as possible. "
-            f"The skills it needs:\n{skill_lines}"
-        ),
-        _parameters_section(names),
-        GAME_RULES,
-    )
-
-
-def initial_prompt(n: int, names: NameMap, structured: bool) -> str:
-    """Step 1 of the method for Heist: task, skills, parameters, rules, output format."""
-    return prompt_parts.initial_prompt(
-        briefing(names), n, "hard to learn", _format_section(n, names, structured)
-    )
-
-
-def adaptation_prompt(
-    previous: Sequence[HeistConfig],
-    success_stats: Mapping[str, tuple[float, float]],
-    n: int,
-    names: NameMap,
-    structured: bool,
-) -> str:
-    """Step 4: the previous environments and each skill's success in the original game."""
-    return prompt_parts.adaptation_prompt(
-        previous,
-        success_stats,
-        skills(),
-        n,
-        names,
-        structured,
-        _format_section(n, names, structured),
-        measured="tested",
-        runs="test runs",
-    )
-
-
-def results_prompt(
-    success_stats: Mapping[str, tuple[float, float]], n: int, names: NameMap, structured: bool
-) -> str:
-    """A later adaptation: the success the worlds of the previous reply led to."""
-    return prompt_parts.results_prompt(
-        success_stats, skills(), n, structured, measured="tested", runs="test runs"
+    return (
+        "You design training environments for a reinforcement-learning agent that "
+        "plays Heist, a 2D maze game of the Procgen benchmark: the agent must steal "
+        "a gem, collecting keys and opening the locked doors in colour order on the "
+        "way. After training, the agent is tested in the original game (random "
+        "easy levels), where it should steal the gem as often as possible. "
+        f"The skills it needs:\n{skill_lines}"
     )
 
 
@@ -187,3 +143,19 @@ def _format_section(n: int, names: NameMap, structured: bool) -> str:
     return prompt_parts.format_section(
         n, names, structured, HeistConfig(purpose="which skills this environment trains")
     )
+
+
+PROMPTS = prompt_parts.GamePrompts(
+    task=_task,
+    skills=skills,
+    parameters=_parameters_section,
+    rules=GAME_RULES,
+    hard="hard to learn",
+    format_section=_format_section,
+    measured="tested",
+    runs="test runs",
+)
+briefing = PROMPTS.briefing
+initial_prompt = PROMPTS.initial_prompt
+adaptation_prompt = PROMPTS.adaptation_prompt
+results_prompt = PROMPTS.results_prompt

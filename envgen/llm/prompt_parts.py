@@ -9,8 +9,9 @@ change of one byte here makes every recorded reply miss, which the replay tests 
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from envgen.errors import ConfigError
@@ -164,6 +165,71 @@ def results_prompt(
             f"Reply in the same format as before, with exactly {n} environments.",
         )
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class GamePrompts:
+    """A game's designer prompts: what the game words its own way (its task and skills,
+    parameters, rules, output format and how it measures success), put into the parts
+    above. envgen/llm/crafter.py and heist.py each make one."""
+
+    task: Callable[[], str]
+    """The opening paragraph: the game and the skills the agent needs."""
+    skills: Callable[[], tuple[str, ...]]
+    parameters: Callable[[NameMap], str]
+    """The parameters of an environment, as the names show them."""
+    rules: Sequence[str]
+    hard: str
+    """How the initial request calls the skills to practise ("hard to reach")."""
+    format_section: Callable[[int, NameMap, bool], str]
+    measured: str
+    """How the original game measured the agent ("evaluated", "tested")."""
+    runs: str
+    """Over what ("evaluation runs", "test runs")."""
+
+    def briefing(self, names: NameMap) -> str:
+        """What every self-contained request states first: the task, the skills, the
+        parameters and the game rules (the initial prompt and the first adaptation)."""
+        return briefing(self.task(), self.parameters(names), self.rules)
+
+    def initial_prompt(self, n: int, names: NameMap, structured: bool) -> str:
+        """Step 1 of the method: task, skills, parameters, rules and the output format."""
+        return initial_prompt(
+            self.briefing(names), n, self.hard, self.format_section(n, names, structured)
+        )
+
+    def adaptation_prompt(
+        self,
+        previous: Sequence[DesignedConfig],
+        success_stats: Mapping[str, tuple[float, float]],
+        n: int,
+        names: NameMap,
+        structured: bool,
+    ) -> str:
+        """Step 4: the previous environments and each skill's success in the original game."""
+        return adaptation_prompt(
+            previous,
+            success_stats,
+            self.skills(),
+            n,
+            names,
+            structured,
+            self.format_section(n, names, structured),
+            measured=self.measured,
+            runs=self.runs,
+        )
+
+    def results_prompt(
+        self,
+        success_stats: Mapping[str, tuple[float, float]],
+        n: int,
+        names: NameMap,
+        structured: bool,
+    ) -> str:
+        """A later adaptation: the success the worlds of the previous reply led to."""
+        return results_prompt(
+            success_stats, self.skills(), n, structured, measured=self.measured, runs=self.runs
+        )
 
 
 def _rates_section(

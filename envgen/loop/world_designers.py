@@ -147,11 +147,11 @@ class _RuleDesigner:
 
     def generate(self, n: int) -> ParsedEnvironments:
         self._n = n
-        prompt = self._spec.initial_prompt(n, self._spec.name_map(False), True)
+        prompt = self._spec.prompts.initial_prompt(n, self._spec.name_map(False), True)
         return self._answer(prompt, self.write(n, None))
 
     def adapt(self, success_stats: Mapping[str, tuple[float, float]]) -> ParsedEnvironments:
-        prompt = self._spec.adaptation_prompt(
+        prompt = self._spec.prompts.adaptation_prompt(
             self.results[-1].configs, success_stats, self._n, self._spec.name_map(False), True
         )
         return self._answer(prompt, self.write(self._n, success_stats))
