@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,9 +23,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from envgen.errors import EnvGenError
 from envgen.games import game_spec
-from envgen.input_checks import OneLineParser, safe_name
+from envgen.input_checks import safe_name
 from envgen.report.achievements import achievement_frame, done_rows
 from envgen.report.campaign_section import WHAT, withheld_runs
 from envgen.report.curves import bin_width, score_vs_step
@@ -36,11 +34,11 @@ from envgen.report.inputs import (
     RowRecord,
     RunRecord,
     TableRecord,
-    load_tables,
     profile_of,
     read_cycles,
     read_episodes,
     read_run_config,
+    report_main,
 )
 from envgen.report.rliable_campaign import (
     ACHIEVEMENT_RATES,
@@ -507,20 +505,13 @@ def _done(paths: list[Path]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="python -m envgen.report.figures", description=__doc__.split("\n\n")[0]
+    return report_main(
+        argv,
+        "envgen.report.figures",
+        __doc__,
+        ("--plots", "score-vs-step CSV directory"),
+        write_figures,
     )
-    parser.add_argument("runs", nargs="+", type=Path, help="runs.json files, one per table")
-    parser.add_argument("--out", type=Path, required=True, help="figure directory")
-    parser.add_argument("--plots", type=Path, required=True, help="score-vs-step CSV directory")
-    args = parser.parse_args(argv)
-    try:
-        lines = write_figures(load_tables(args.runs), args.out, args.plots)
-    except EnvGenError as exc:
-        print(f"envgen.report.figures: {exc}", file=sys.stderr)
-        return 1
-    print("\n".join(lines))
-    return 0
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,8 @@ import yaml
 
 from envgen import json_input
 from envgen.agents.runlog import read_jsonl
-from envgen.errors import ConfigError, ReportInputError
-from envgen.input_checks import safe_name
+from envgen.errors import ConfigError, EnvGenError, ReportInputError
+from envgen.input_checks import OneLineParser, safe_name
 from envgen.loop.config import GAMES
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.claims import SAME_EXPERIMENT, SUCCESS, TABLE_METRICS
@@ -369,3 +370,27 @@ def runs_json_files(dvc_yaml: Path = Path("dvc.yaml")) -> list[Path]:
             if isinstance(entry, dict) and key in entry:
                 found += str(entry[key]).split()
     return [Path(p) for p in found]
+
+
+def report_main(
+    argv: Sequence[str] | None,
+    module: str,
+    doc: str,
+    second: tuple[str, str],
+    write: Callable[[list[TableRecord], Path, Path], list[str]],
+) -> int:
+    """The command line of a report stage (`python -m envgen.report.tables|figures`):
+    runs.json files, `--out` and one more path option (`second`: its name and help);
+    `write(tables, out, second path)` returns the lines to print. A mistake is one line."""
+    parser = OneLineParser(prog=f"python -m {module}", description=doc.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="runs.json files, one per table")
+    parser.add_argument("--out", type=Path, required=True, help="output directory")
+    parser.add_argument(second[0], type=Path, required=True, help=second[1])
+    args = parser.parse_args(argv)
+    try:
+        lines = write(load_tables(args.runs), args.out, getattr(args, second[0].lstrip("-")))
+    except EnvGenError as exc:
+        print(f"{module}: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from envgen.errors import EnvGenError
-from envgen.input_checks import OneLineParser, safe_name
+from envgen.input_checks import safe_name
 from envgen.report import replay
 from envgen.report.achievements import (
     achievement_frame,
@@ -34,7 +32,13 @@ from envgen.report.achievements import (
 )
 from envgen.report.campaign_section import CAMPAIGN_SECTION, withheld_runs
 from envgen.report.flags import row_flags
-from envgen.report.inputs import DONE, RowRecord, TableRecord, load_tables, profile_of
+from envgen.report.inputs import (
+    DONE,
+    RowRecord,
+    TableRecord,
+    profile_of,
+    report_main,
+)
 from envgen.stats.campaign import REGISTRATIONS, WITHHELD
 from envgen.stats.paper import load_reported
 from envgen.stats.summary import summarize_row
@@ -246,20 +250,13 @@ def _paper_profile(tables: Sequence[TableRecord]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="python -m envgen.report.tables", description=__doc__.split("\n\n")[0]
+    return report_main(
+        argv,
+        "envgen.report.tables",
+        __doc__,
+        ("--metrics", "summary metrics JSON"),
+        lambda tables, out, metrics: [f"wrote {p}" for p in write_tables(tables, out, metrics)],
     )
-    parser.add_argument("runs", nargs="+", type=Path, help="runs.json files, one per table")
-    parser.add_argument("--out", type=Path, required=True, help="directory for <table>.csv/.md")
-    parser.add_argument("--metrics", type=Path, required=True, help="summary metrics JSON")
-    args = parser.parse_args(argv)
-    try:
-        written = write_tables(load_tables(args.runs), args.out, args.metrics)
-    except EnvGenError as exc:
-        print(f"envgen.report.tables: {exc}", file=sys.stderr)
-        return 1
-    print("\n".join(f"wrote {path}" for path in written))
-    return 0
 
 
 if __name__ == "__main__":
