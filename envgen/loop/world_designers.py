@@ -1,10 +1,10 @@
-"""Who writes the environments: the LLM, or one of two non-LLM baselines (docs/loop.md).
+"""Who writes the environments: the LLM, or one of three non-LLM baselines (docs/loop.md).
 
 Every designer has the LLM designer's surface (`generate(n)` once, `adapt(stats)` per
 cycle, `results`, `messages`), so the EnvGen loop, Fixed and the curricula run any of
-them unchanged. The two baselines answer the question a reviewer asks first: does the
-LLM's world knowledge matter, or would any varied (`random`) or feedback-driven
-(`heuristic`) environments do?
+them unchanged. The baselines answer the question a reviewer asks first: does the
+LLM's world knowledge matter, or would any varied (`random`), feedback-driven
+(`heuristic`) or learned-curriculum (`sfl`) environments do?
 
 - `random` (domain randomization, the standard baseline of environment design: PAIRED,
   PLR, ACCEL): each call samples N configurations uniformly from exactly the parameter
@@ -15,10 +15,14 @@ LLM's world knowledge matter, or would any varied (`random`) or feedback-driven
   easy to practise. Its first call, before any feedback, spreads over the tech tree: by
   default shifted by the initial set (every seed the same first set), or, opted into,
   one of three first sets by seed (`FIRST_SET_ORDERS`), as the paper's 3 sets x 10 seeds.
+- `sfl` (Sampling For Learnability, `SFLDesigner`): each call draws more worlds with
+  `random`'s sampler, has the current policy play them and writes the N most learnable
+  (`envgen.loop.learnability`); the runner binds its rollout.
 
 Their replies are JSON text that goes through `parse_environments`, the LLM's own
 validation; the adaptation prompt an LLM would have read is kept in `messages` (the
-run's feedback.txt). They make no LLM call: exact on every machine, no cache.
+run's feedback.txt). They make no LLM call and need no cache; `random` and `heuristic`
+are exact on every machine, while `sfl`'s choice follows the policy's rollouts.
 """
 
 from __future__ import annotations
@@ -137,7 +141,7 @@ FIRST_SET_ORDERS: tuple[tuple[int, ...], ...] = (
 
 
 class _RuleDesigner:
-    """The shared part of the two baselines: conversation record, validation, results."""
+    """The shared part of the non-LLM designers: conversation record, validation, results."""
 
     def __init__(self, options: PromptOptions):
         self.options = options
