@@ -17,6 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from envgen.campaign.registry import CAMPAIGNS
+from envgen.campaign.run import load_campaign
+from envgen.campaign.store import job_states
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
 from envgen.llm.conversation import PromptOptions
@@ -26,7 +29,9 @@ from envgen.loop.learnability import RolloutOutcome, learnability, top_n
 from envgen.loop.paths import RunPaths
 from envgen.loop.runner import execute_run
 from envgen.loop.world_designers import RandomDesigner, SFLDesigner, sample_worlds
+from envgen.pipeline.job_status import results_versions
 from envgen.scoring import ACHIEVEMENTS
+from envgen.stats.campaign import DOMAIN_RANDOMIZATION
 from tests.test_loop import TINY, TINY_PPO, stable
 
 K = len(ACHIEVEMENTS)  # 22
@@ -248,3 +253,23 @@ def test_killed_sfl_run_resumes_to_the_same_worlds(sfl_run: Path, tmp_path: Path
     resumed = json.loads(paths.final_metrics.read_text())
     uninterrupted = json.loads((sfl_run / "final_metrics.json").read_text())
     assert stable(resumed) == stable(uninterrupted)
+
+
+# --- the registered campaign -------------------------------------------------------------
+def test_campaign_sfl_plans_both_arms_on_its_seeds_and_counts_sfl_training_steps(tmp_path):
+    """`envgen campaign status sfl`'s progress is training steps: an SFL run's trainer
+    stops 131,072 steps (its rollouts) before domain randomization's."""
+    campaign = CAMPAIGNS["sfl"]
+    plan, _, _ = load_campaign(campaign.request(Path("params.yaml"), tmp_path))
+    states = job_states(plan, tmp_path, results_versions(), False)
+    totals = {(s.row, s.job.seed): s.total_steps for s in states}
+    assert sorted({seed for _, seed in totals}) == list(range(36, 56))
+    assert {totals[("SFL: EnvGen schedule", 36)], totals[(DOMAIN_RANDOMIZATION, 36)]} == {
+        1_960_000 - 131_072,
+        1_960_000,
+    }
+    assert totals[("SFL: EnvGen schedule", 36)] == 1_828_928
+    assert [j.key[0] for j in (plan.rows[0].jobs[0], plan.rows[1].jobs[0])] == [
+        "544657aa9df0",  # docs/campaign_sfl.md names both hashes
+        "7b838eba3c35",
+    ]

@@ -301,6 +301,12 @@ class RunConfig:
         return self.n_cycles * self.curation_steps_per_cycle
 
     @property
+    def trained_steps(self) -> int:
+        """Env steps the trainer takes (its global step at the end, before rounding up to
+        whole rollouts): `total_steps` less SFL's rollouts."""
+        return self.total_steps - self.curation_steps
+
+    @property
     def uses_designer(self) -> bool:
         """Whether environments are designed (every method but the original game alone)."""
         return self.method != "original_only"
