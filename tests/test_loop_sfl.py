@@ -29,6 +29,7 @@ from envgen.loop.learnability import RolloutOutcome, learnability, top_n
 from envgen.loop.paths import RunPaths
 from envgen.loop.runner import execute_run
 from envgen.loop.world_designers import RandomDesigner, SFLDesigner, sample_worlds
+from envgen.loop.world_diversity import diversity, run_cycles, sfl_choices
 from envgen.pipeline.job_status import results_versions
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign import DOMAIN_RANDOMIZATION
@@ -273,3 +274,41 @@ def test_campaign_sfl_plans_both_arms_on_its_seeds_and_counts_sfl_training_steps
         "544657aa9df0",  # docs/campaign_sfl.md names both hashes
         "7b838eba3c35",
     ]
+
+
+# --- D2 of docs/campaign_sfl.md: the worlds an arm trained on -----------------------------
+def world(biome: str, wood: int) -> dict:
+    settings = CrafterConfig().to_dict()["environment_settings"]  # stock Crafter's
+    return {
+        "environment_settings": {**settings, "target_biome": biome},
+        "inventory_settings": {"wood": wood} if wood else {},
+        "length": 1024,
+        "purpose": f"any words {biome} {wood}",  # not part of a world's identity
+    }
+
+
+def test_diversity_counts_distinct_worlds_changes_and_knob_coverage_by_hand():
+    a, b, c = world("grassland", 0), world("mountain", 3), world("beaches", 9)
+    b_again = {**b, "purpose": "said otherwise", "length": 10000}
+    run1 = [[a, b], [b_again, c]]  # cycle 2 keeps b: 1 of 2 changed
+    run2 = [[a, a], [a, a]]  # never changes, one world
+    d = diversity([run1, run2])
+    assert (d["runs"], d["worlds"], d["distinct"]) == (2, 8, 3)
+    assert d["distinct_per_run"] == {"mean": 2.0, "min": 1, "max": 3}
+    assert d["changed_between_cycles"] == pytest.approx((0.5 + 0.0) / 2)
+    biome = d["coverage"]["settings"]["target_biome"]
+    assert biome == {"natural": 0.0, "grassland": 5 / 8, "mountain": 2 / 8, "beaches": 1 / 8}
+    assert d["coverage"]["inventory"]["wood"] == {"mean": (3 + 3 + 9) / 8, "any": 3 / 8}
+    assert d["coverage"]["inventory"]["iron"] == {"mean": 0.0, "any": 0.0}
+
+
+@pytest.mark.slow
+def test_sfl_choices_read_what_the_run_chose(sfl_run: Path):
+    cycles = run_cycles(sfl_run)
+    assert [len(c) for c in cycles] == [4, 4]
+    choices = sfl_choices(sfl_run)
+    for cycle, choice in enumerate(choices, start=1):
+        sfl = json.loads((sfl_run / f"cycles/cycle-{cycle:02d}/environments.json").read_text())
+        chosen = sfl["sfl"]["chosen"]
+        assert choice["chosen_among_dr"] == sum(i < 4 for i in chosen) / 4
+        assert choice["chosen_learnability"] >= choice["candidate_learnability"]
