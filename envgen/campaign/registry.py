@@ -102,6 +102,9 @@ CONFIRM_SEEDS = tuple(range(5, 20))
 # Seeds of the campaign registered in docs/campaign_llm15.md: 16 fresh seeds per arm,
 # after the confirm campaign's. Fixed by the registration: never edit.
 LLM15_SEEDS = tuple(range(20, 36))
+# Seeds of the campaign registered in docs/campaign_sfl.md: 20 fresh seeds per arm, after
+# llm15's. Fixed by the registration: never edit.
+SFL_SEEDS = tuple(range(36, 56))
 
 CAMPAIGNS: dict[str, Campaign] = {
     "cpu": Campaign(
@@ -123,6 +126,14 @@ CAMPAIGNS: dict[str, Campaign] = {
         LLM15_SEEDS,
         "docs/campaign_llm15.md",
         local_model="qwen2.5-coder-1.5b-instruct",
+    ),
+    "sfl": Campaign(
+        "sfl",
+        Path("replication/campaign_sfl.yaml"),
+        "cpu",
+        Path("results/campaign_sfl"),
+        SFL_SEEDS,
+        "docs/campaign_sfl.md",
     ),
 }
 

@@ -59,7 +59,8 @@ class JobState:
     """Env steps done: a finished run's global_steps, a running run's last logged step,
     a partial run's checkpoint step (where it resumes: steps logged after it are redone)."""
     total_steps: int
-    """Env steps the run trains in all."""
+    """Env steps the run trains in all (`RunConfig.trained_steps`: an SFL run's rollouts
+    are not training steps)."""
     speed: float | None
     """Measured env steps/s: a finished run's steps in its last session over that session's
     `wall_s` (a resumed run's wall_s counts from its resume); else the last `time/sps`."""
@@ -122,7 +123,7 @@ def _checked_state(row: str, job: AnyJob, runs_root: Path, *args: Any) -> JobSta
     try:
         return _state(row, job, runs_root, *args)
     except EnvGenError as exc:
-        total = job.config.total_steps if isinstance(job, Job) else 0
+        total = job.config.trained_steps if isinstance(job, Job) else 0
         run_dir = job_dir(job, runs_root)
         return JobState(row, job, run_dir, DAMAGED, 0, total, None, problem=str(exc))
 
@@ -137,7 +138,7 @@ def _state(
     now: float,
 ) -> JobState:
     run_dir = job_dir(job, runs_root)
-    total = job.config.total_steps if isinstance(job, Job) else 0
+    total = job.config.trained_steps if isinstance(job, Job) else 0
     base = JobState(row, job, run_dir, MISSING, 0, total, None)
     if not run_dir.is_dir():
         return base

@@ -28,7 +28,8 @@ from envgen.input_checks import (
 )
 from envgen.llm.conversation import AUTO, check_history_cycles
 
-DESIGNERS = ("llm", "random", "heuristic")  # envgen.loop.world_designers
+DESIGNERS = ("llm", "random", "heuristic", "sfl")  # envgen.loop.world_designers
+SFL_FIELDS = ("sfl_candidates", "sfl_rollout_envs", "sfl_rollout_steps")  # designer: sfl only
 # How the heuristic designer picks its first set (`RunConfig.heuristic_first_set`).
 HEURISTIC_FIRST_SETS = ("initial_set", "seed_mod_3")
 AGENTS = ("ppo", "ad")  # envgen.agents.config.AGENTS (the trainer's registry)
@@ -101,12 +102,22 @@ class RunConfig:
     whose GPT-4 wrote distinct worlds; left out of the hash when off."""
     designer: str = "llm"
     """Who writes the environments: llm (the method) | random (domain randomization) |
-    heuristic (rule-based, adaptive); the last two are baselines (envgen.loop.world_designers)."""
+    heuristic (rule-based, adaptive) | sfl (Sampling For Learnability over random's worlds);
+    the last three are baselines (envgen.loop.world_designers)."""
     heuristic_first_set: str = "initial_set"
     """The heuristic designer's first set (no feedback yet): "initial_set", the tech tree
     spread shifted by `initial_set`, the same for every seed; or "seed_mod_3", one of three
     different first sets by (seed + initial_set) mod 3, as the paper's 3 initial sets x
     10 seeds (docs/loop.md, "Designers"). Left out of the hash at its default."""
+    sfl_candidates: int = 16
+    """SFL: candidate worlds drawn by domain randomization's sampler each cycle; the
+    `envs_per_call` most learnable are trained on (docs/loop.md, "SFL"). The sfl_* fields
+    are left out of the hash unless designer: sfl."""
+    sfl_rollout_envs: int = 2
+    """SFL: envs that roll the current policy out on each candidate."""
+    sfl_rollout_steps: int = 1024
+    """SFL: steps each rollout env plays (1024, a designed world's episode length, so
+    that every env finishes at least one episode)."""
     obfuscated: bool = False
     """Replace parameter names by parameter1.., optionA.., item1.. (ablation)."""
     llm_history_cycles: int | str = 0
@@ -214,6 +225,7 @@ class RunConfig:
             raise ConfigError(
                 "heuristic_first_set", "applies to designer: heuristic only; leave it out"
             )
+        self._check_sfl()
         if self.game not in GAMES:
             raise ConfigError("game", f"{self.game!r}; allowed: {', '.join(GAMES)}")
         if self.game != "crafter" and self.method in CRAFTER_ONLY_METHODS:
@@ -253,7 +265,56 @@ class RunConfig:
         at_most(self.validation_steps, MAX_STEPS, "validation_steps", "env steps of one agent")
         at_most(self.total_steps, MAX_STEPS, "n_cycles", "env steps of the whole run")
 
+    def _check_sfl(self) -> None:
+        """SFL's fields: its designer only, EnvGen's schedule only, curation inside a cycle."""
+        if self.designer != "sfl":
+            for name in SFL_FIELDS:
+                if getattr(self, name) != getattr(RunConfig, name):
+                    raise ConfigError(name, "applies to designer: sfl only; leave it out")
+            return
+        if self.method != "envgen":
+            raise ConfigError(
+                "designer", f"sfl curates each cycle of method envgen; got method {self.method!r}"
+            )
+        for name in SFL_FIELDS:
+            if getattr(self, name) < 1:
+                raise ConfigError(name, "must be >= 1")
+            at_most(getattr(self, name), MAX_STEPS, name, "candidates, envs or steps")
+        if self.sfl_candidates < self.envs_per_call:
+            raise ConfigError(
+                "sfl_candidates",
+                f"{self.sfl_candidates} candidates cannot give {self.envs_per_call} worlds "
+                f"(envs_per_call); sample at least that many",
+            )
+        if self.curation_steps_per_cycle >= self.llm_env_steps:
+            raise ConfigError(
+                "sfl_candidates",
+                f"SFL's rollouts take {self.sfl_candidates} x {self.sfl_rollout_envs} x "
+                f"{self.sfl_rollout_steps} = {self.curation_steps_per_cycle:,} env steps a "
+                f"cycle, out of its llm_env_steps ({self.llm_env_steps:,}), leaving none to "
+                "train; lower sfl_candidates, sfl_rollout_envs or sfl_rollout_steps",
+            )
+
     # --- derived values --------------------------------------------------------------
+    @property
+    def curation_steps_per_cycle(self) -> int:
+        """Env steps of SFL's rollouts each cycle (0 for other designers). They count in
+        the run's budget: they come out of the cycle's `llm_env_steps`."""
+        if self.designer != "sfl":
+            return 0
+        return self.sfl_candidates * self.sfl_rollout_envs * self.sfl_rollout_steps
+
+    @property
+    def curation_steps(self) -> int:
+        """Env steps of SFL's rollouts over the run (0 for other designers)."""
+        return self.n_cycles * self.curation_steps_per_cycle
+
+    @property
+    def trained_steps(self) -> int:
+        """Env steps the trainer takes (its global step at the end, before rounding up to
+        whole rollouts): `total_steps` less SFL's rollouts."""
+        return self.total_steps - self.curation_steps
+
     @property
     def uses_designer(self) -> bool:
         """Whether environments are designed (every method but the original game alone)."""
@@ -285,7 +346,8 @@ class RunConfig:
     # --- identity ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Every field; `designer` only when not the LLM, `agent` only when not PPO and
-        `heuristic_first_set` only when not "initial_set", the GPU options only when on and
+        `heuristic_first_set` only when not "initial_set", the sfl_* fields only for designer
+        sfl, the GPU options only when on and
         `llm_temperature` only when above 0, `llm_redraw_repeats` only when on,
         so that configs written before these existed keep their hash (their run
         directories and LLM slots)."""
@@ -295,6 +357,9 @@ class RunConfig:
             del out["designer"]
         if out["heuristic_first_set"] == "initial_set":
             del out["heuristic_first_set"]
+        if self.designer != "sfl":
+            for name in SFL_FIELDS:
+                del out[name]
         if out["agent"] == "ppo":
             del out["agent"]
         for name in ("bf16_autocast", "channels_last", "llm_temperature", "llm_redraw_repeats"):

@@ -19,8 +19,9 @@ written last).
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ import torch
 from envgen.agents.heist_evaluate import play_test_episodes
 from envgen.agents.runlog import JsonlLog, read_jsonl
 from envgen.agents.seeding import derive_seed
-from envgen.agents.trainer import Trainer
+from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.envs.heist.metrics import summary as heist_summary
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
@@ -39,9 +40,10 @@ from envgen.llm.conversation import AUTO, PromptOptions, context_window
 from envgen.llm.slots import run_id, summarize_calls
 from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.curricula import run_curriculum
+from envgen.loop.learnability import RolloutOutcome, rollout_success
 from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.run_state import CallLog, Run, RunOptions
-from envgen.loop.world_designers import make_designer
+from envgen.loop.world_designers import SFLDesigner, make_designer
 from envgen.results_version import version_key
 from envgen.scoring import final_phase_summary
 from envgen.store.lifecycle import finish_run, start_session
@@ -65,7 +67,9 @@ def run_envgen(run: Run) -> None:
         cycle_dir = run.paths.cycle(cycle)
         if cycle == 1 or adaptive:
             configs = ask_designer(run, cycle, stats)
-        step += cfg.llm_env_steps
+        # SFL's rollouts (asking the designer) took env steps: they count in the budget,
+        # so this cycle trains that many fewer steps in its worlds (docs/loop.md, "SFL").
+        step += cfg.llm_env_steps - cfg.curation_steps_per_cycle
         run.train_until(step, configs, f"llm{cycle}")
         step += cfg.orig_env_steps
         run.train_until(step, [run.original], f"orig{cycle}")
@@ -79,8 +83,10 @@ def ask_designer(run: Run, cycle: int, stats: dict[str, tuple[float, float]] | N
     assert run.designer is not None
     cycle_dir = run.paths.cycle(cycle)
     first_new = len(run.designer.messages)
-    if cycle == 1:
+    if cycle == 1 and run.designer.results:
         parsed = run.designer.results[0]  # asked before the run started (execute_run)
+    elif cycle == 1:  # SFL: its first call rolls out the initial policy
+        parsed = run.designer.generate(run.config.envs_per_call)
     else:
         assert stats is not None
         parsed = run.designer.adapt(stats)
@@ -88,16 +94,53 @@ def ask_designer(run: Run, cycle: int, stats: dict[str, tuple[float, float]] | N
         if not (cycle_dir / "feedback.txt").is_file():
             (cycle_dir).mkdir(parents=True, exist_ok=True)
             (cycle_dir / "feedback.txt").write_text(feedback, encoding="utf-8")
-    write_json_atomic(
-        cycle_dir / "environments.json",
-        {
-            "configs": [c.to_dict() for c in parsed.configs],
-            "warnings": parsed.warnings,
-            "repaired": parsed.repaired,
-        },
-    )
+    record: dict[str, Any] = {
+        "configs": [c.to_dict() for c in parsed.configs],
+        "warnings": parsed.warnings,
+        "repaired": parsed.repaired,
+    }
+    if isinstance(run.designer, SFLDesigner):
+        curation = run.designer.curations[-1]
+        record["sfl"] = {"scores": curation.scores, "chosen": curation.chosen}
+    write_json_atomic(cycle_dir / "environments.json", record)
     run.save_llm_calls()
     return run.designed(parsed.configs)
+
+
+def sfl_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> RolloutOutcome:
+    """The current policy rolled out on SFL's candidates of `cycle` (once: a resumed run
+    reads cycles/cycle-NN/sfl_rollouts.json, since its policy has moved on since).
+
+    `sfl_rollout_envs` envs per candidate play `sfl_rollout_steps` steps each in the
+    world as it is played (`llm_world_rules`), envs and actions seeded by (run seed,
+    cycle); `envgen.loop.learnability.rollout_success`.
+    """
+    path = run.paths.cycle(cycle) / "sfl_rollouts.json"
+    worlds = [c.to_dict() for c in candidates]
+    if path.is_file():
+        saved = read_json(path)
+        if saved["candidates"] != worlds:
+            raise EnvGenError(
+                f"{path}: its candidates are not the ones this run draws at cycle {cycle}; "
+                "the file belongs to another run or code: remove the run directory and rerun"
+            )
+        return RolloutOutcome.from_dict(saved)
+    cfg = run.config
+    outcome = rollout_success(
+        run.trainer.model,
+        run.designed(candidates),
+        cfg.sfl_rollout_envs,
+        cfg.sfl_rollout_steps,
+        derive_seed(run.seed, "sfl-rollout-envs", cycle),
+        derive_seed(run.seed, "sfl-rollout-actions", cycle),
+        crafter_vec_env_factory(run.options.num_workers),
+        run.options.device,
+    )
+    assert outcome.env_steps == cfg.curation_steps_per_cycle
+    write_json_atomic(
+        path, {"candidates": worlds, "step": run.trainer.global_step, **outcome.to_dict()}
+    )
+    return outcome
 
 
 def cycle_evaluation(run: Run, cycle: int, cycle_dir: Path) -> dict[str, tuple[int, int]]:
@@ -193,9 +236,14 @@ def execute_run(
         structured = llm.backend.structured if llm is not None else "off"
         prompt_options = designer_options(config, structured)
         designer = make_designer(
-            config.designer, prompt_options, seed, call_log, config.heuristic_first_set
+            config.designer,
+            prompt_options,
+            seed,
+            call_log,
+            config.heuristic_first_set,
+            config.sfl_candidates,
         )
-        if config.method in ("envgen", "fixed"):
+        if config.method in ("envgen", "fixed") and not isinstance(designer, SFLDesigner):
             designer.generate(config.envs_per_call)  # fails before any file is written
 
     started = time.monotonic()
@@ -215,6 +263,8 @@ def execute_run(
         checkpoint_seconds=60 * options.checkpoint_minutes,
     )
     run = Run(config, seed, paths, trainer, options, call_log, designer, game)
+    if isinstance(designer, SFLDesigner):
+        designer.rollout = functools.partial(sfl_rollouts, run)
     try:
         trainer.resume()
         start_session(
@@ -250,11 +300,21 @@ def crafter_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
         "method": run.config.method,
         **scored,
         "global_steps": run.trainer.global_step,
+        **curation_steps(run),
         "episodes_cut": run.trainer.counters.episodes_cut,
         "llm_calls": len(run.llm.calls) if run.llm else 0,
         "llm_replay": summarize_calls(run.llm.calls) if run.llm else None,
         "wall_s": round(wall_s, 1),
     }
+
+
+def curation_steps(run: Run) -> dict[str, int]:
+    """SFL: its rollouts' env steps and the run's env steps in all (training + rollouts);
+    nothing for other designers, whose final metrics keep their fields."""
+    if run.config.curation_steps == 0:
+        return {}
+    curation = run.config.curation_steps
+    return {"curation_steps": curation, "env_steps": run.trainer.global_step + curation}
 
 
 def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:

@@ -1,10 +1,10 @@
-"""Who writes the environments: the LLM, or one of two non-LLM baselines (docs/loop.md).
+"""Who writes the environments: the LLM, or one of three non-LLM baselines (docs/loop.md).
 
 Every designer has the LLM designer's surface (`generate(n)` once, `adapt(stats)` per
 cycle, `results`, `messages`), so the EnvGen loop, Fixed and the curricula run any of
-them unchanged. The two baselines answer the question a reviewer asks first: does the
-LLM's world knowledge matter, or would any varied (`random`) or feedback-driven
-(`heuristic`) environments do?
+them unchanged. The baselines answer the question a reviewer asks first: does the
+LLM's world knowledge matter, or would any varied (`random`), feedback-driven
+(`heuristic`) or learned-curriculum (`sfl`) environments do?
 
 - `random` (domain randomization, the standard baseline of environment design: PAIRED,
   PLR, ACCEL): each call samples N configurations uniformly from exactly the parameter
@@ -15,17 +15,21 @@ LLM's world knowledge matter, or would any varied (`random`) or feedback-driven
   easy to practise. Its first call, before any feedback, spreads over the tech tree: by
   default shifted by the initial set (every seed the same first set), or, opted into,
   one of three first sets by seed (`FIRST_SET_ORDERS`), as the paper's 3 sets x 10 seeds.
+- `sfl` (Sampling For Learnability, `SFLDesigner`): each call draws more worlds with
+  `random`'s sampler, has the current policy play them and writes the N most learnable
+  (`envgen.loop.learnability`); the runner binds its rollout.
 
 Their replies are JSON text that goes through `parse_environments`, the LLM's own
 validation; the adaptation prompt an LLM would have read is kept in `messages` (the
-run's feedback.txt). They make no LLM call: exact on every machine, no cache.
+run's feedback.txt). They make no LLM call and need no cache; `random` and `heuristic`
+are exact on every machine, while `sfl`'s choice follows the policy's rollouts.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -37,6 +41,7 @@ from envgen.llm.design_spec import design_spec
 from envgen.llm.parse import ParsedEnvironments, parse_environments
 from envgen.llm.request import LLMCallable, Message
 from envgen.loop.config import DESIGNERS
+from envgen.loop.learnability import RolloutOutcome, learnability, top_n
 
 
 class Designer(Protocol):
@@ -136,7 +141,7 @@ FIRST_SET_ORDERS: tuple[tuple[int, ...], ...] = (
 
 
 class _RuleDesigner:
-    """The shared part of the two baselines: conversation record, validation, results."""
+    """The shared part of the non-LLM designers: conversation record, validation, results."""
 
     def __init__(self, options: PromptOptions):
         self.options = options
@@ -179,21 +184,81 @@ class RandomDesigner(_RuleDesigner):
     def write(
         self, n: int, stats: Mapping[str, tuple[float, float]] | None
     ) -> list[dict[str, Any]]:
+        return sample_worlds(self.seed, self.options.initial_set, len(self.results) + 1, n)
+
+
+def sample_worlds(seed: int, initial_set: int, cycle: int, n: int) -> list[dict[str, Any]]:
+    """Domain randomization's `n` worlds of `cycle`: each setting uniform over its allowed
+    values, each item over 0..its maximum, from a seed derived from (seed, initial set,
+    cycle). The first k of n are the k a call for k draws (one stream, in order)."""
+    rng = np.random.default_rng(derive_seed(seed, f"random-designer/set{initial_set}", cycle))
+    return [
+        {
+            "purpose": "uniformly sampled (domain randomization)",
+            "environment_settings": {
+                field: str(rng.choice(allowed)) for field, allowed in ENV_FIELDS.items()
+            },
+            "inventory_settings": {
+                item: int(rng.integers(0, hi + 1)) for item, hi in INVENTORY_MAX.items()
+            },
+        }
+        for _ in range(n)
+    ]
+
+
+# (cycle, candidate worlds as they are played) -> what the policy's rollouts on them measured
+Rollout = Callable[[int, Sequence[Any]], RolloutOutcome]
+
+
+@dataclasses.dataclass(frozen=True)
+class Curation:
+    """One SFL cycle: the candidates' learnability and which were kept."""
+
+    scores: tuple[float, ...]
+    """(M,): learnability of each candidate (`envgen.loop.learnability.learnability`)."""
+    chosen: tuple[int, ...]
+    """Candidate indices kept, most learnable first (`top_n`)."""
+    outcome: RolloutOutcome
+    """The rollouts the scores come from."""
+
+
+class SFLDesigner(_RuleDesigner):
+    """Sampling For Learnability over domain randomization's worlds (docs/loop.md, "SFL").
+
+    Each call (every cycle) draws `candidates` worlds with `sample_worlds` (so its first
+    N are the N domain randomization trains on at the same seed and cycle), has
+    `rollout` measure the current policy's per-achievement success on each, and writes
+    the N of highest learnability. The feedback it is given is not read: the rollouts
+    are its feedback. `rollout` is bound by the runner once the policy exists.
+    """
+
+    def __init__(self, options: PromptOptions, seed: int, candidates: int):
+        super().__init__(options)
+        self.seed = seed
+        self.candidates = candidates
+        self.rollout: Rollout | None = None
+        self.curations: list[Curation] = []
+
+    def write(
+        self, n: int, stats: Mapping[str, tuple[float, float]] | None
+    ) -> list[dict[str, Any]]:
+        if self.rollout is None:
+            raise RuntimeError("SFLDesigner.rollout: bind the policy's rollout before asking")
         cycle = len(self.results) + 1
-        rng = np.random.default_rng(
-            derive_seed(self.seed, f"random-designer/set{self.options.initial_set}", cycle)
-        )
+        pool = sample_worlds(self.seed, self.options.initial_set, cycle, self.candidates)
+        reply = json.dumps({"environments": pool})
+        worlds = parse_environments(reply, self.candidates, self.options.game).configs
+        outcome = self.rollout(cycle, worlds)
+        scores = learnability(outcome.rates)
+        chosen = top_n(scores, n)
+        self.curations.append(Curation(tuple(scores.tolist()), tuple(chosen), outcome))
         return [
             {
-                "purpose": "uniformly sampled (domain randomization)",
-                "environment_settings": {
-                    field: str(rng.choice(allowed)) for field, allowed in ENV_FIELDS.items()
-                },
-                "inventory_settings": {
-                    item: int(rng.integers(0, hi + 1)) for item, hi in INVENTORY_MAX.items()
-                },
+                **pool[i],
+                "purpose": f"SFL: candidate {i} of {self.candidates}, learnability "
+                f"{scores[i]:.3f} (rank {rank + 1})",
             }
-            for _ in range(n)
+            for rank, i in enumerate(chosen)
         ]
 
 
@@ -260,14 +325,17 @@ def make_designer(
     seed: int,
     llm: LLMCallable | None,
     heuristic_first_set: str = "initial_set",
+    sfl_candidates: int = 16,
 ) -> Designer:
     """The designer `kind` (`DESIGNERS`); `llm` is needed by the LLM designer only;
-    `heuristic_first_set` as `RunConfig.heuristic_first_set`."""
+    `heuristic_first_set` and `sfl_candidates` as the `RunConfig` fields of those names."""
     if kind == "llm":
         assert llm is not None
         return EnvironmentDesigner(options, llm)
     if kind == "random":
         return RandomDesigner(options, seed)
+    if kind == "sfl":
+        return SFLDesigner(options, seed, sfl_candidates)
     if kind == "heuristic":
         if heuristic_first_set == "seed_mod_3":
             first = (seed + options.initial_set) % len(FIRST_SET_ORDERS)

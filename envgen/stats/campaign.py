@@ -1,5 +1,5 @@
 """The campaigns' own claims: does EnvGen's schedule with designer D beat Crafter-only,
-or (llm15) an adaptive LLM designer beat domain randomization?
+or (llm15, sfl) an adaptive designer beat domain randomization?
 
 A campaign (`envgen campaign`, e.g. replication/campaign_cpu.yaml) tests what its
 machines can: EnvGen's schedule with a non-LLM designer or an open local LLM vs
@@ -17,7 +17,8 @@ A campaign's claims come in families (`Family`), each Bonferroni-corrected on it
 as the paper's are. A family is planned before the campaign's runs, added after some
 were seen (`Family.post_hoc` says when and why), or registered (`Family.registered`,
 with its document and verdict words in `REGISTRATIONS`: docs/campaign_confirm.md,
-docs/campaign_llm15.md; its verdict withheld until every planned run is in).
+docs/campaign_llm15.md, docs/campaign_sfl.md; its verdict withheld until every planned run
+is in).
 """
 
 from __future__ import annotations
@@ -167,6 +168,16 @@ H1_LLM15 = CampaignClaim(
     "better",
 )
 
+# The registered campaign sfl (docs/campaign_sfl.md): its primary test H1.
+SFL_ROW = "SFL: EnvGen schedule"
+H1_SFL = CampaignClaim(
+    "H1: SFL > domain randomization, EnvGen schedule (rollouts in the budget)",
+    SFL_ROW,
+    DOMAIN_RANDOMIZATION,
+    (ENVGEN, FIXED),
+    "better",
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class Registration:
@@ -213,6 +224,20 @@ REGISTRATIONS: dict[str, Registration] = {
         ),
         runs_otherwise="{a} + {b} seeds",
     ),
+    "campaign_sfl": Registration(
+        "docs/campaign_sfl.md",
+        H1_SFL,
+        "SFL on EnvGen's schedule",
+        "domain randomization on the same schedule",
+        "{a} + {b} seeds, both arms trained in this campaign, SFL's rollouts in its 1.96M steps",
+        "Choosing the worlds by the agent's own rollouts added to randomly drawn worlds for the "
+        "nature network on CPU.",
+        paper_references=(
+            ("the paper's PPO + EnvGen − Fixed", ENVGEN, FIXED),
+            ("the paper's PPO + EnvGen − Crafter-only", ENVGEN, CRAFTER_ONLY),
+        ),
+        runs_otherwise="{a} + {b} seeds",
+    ),
 }
 
 # {campaign table id: its families, in CLAIMS.md's order}.
@@ -235,6 +260,9 @@ CAMPAIGN_FAMILIES: dict[str, tuple[Family, ...]] = {
     ),
     "campaign_llm15": (
         Family("H1, the registered primary test (score)", (H1_LLM15,), registered=True),
+    ),
+    "campaign_sfl": (
+        Family("H1, the registered primary test (score)", (H1_SFL,), registered=True),
     ),
 }
 # {registered campaign: the campaign whose runs of the same configs it is pooled with

@@ -1,0 +1,117 @@
+"""Sampling For Learnability (SFL; Rutherford et al., NeurIPS 2024): score candidate
+worlds by how learnable they are for the current policy, and keep the most learnable.
+
+SFL rolls the current policy out on each of many randomly sampled levels, measures each
+level's success rate p and keeps the levels of highest p (1 - p): those the agent solves
+sometimes, neither always nor never (docs/loop.md, "SFL"). Crafter has 22 achievements
+instead of one goal, so a world's learnability is the sum over achievements of
+p_i (1 - p_i), p_i the share of its rollout episodes that unlocked achievement i.
+
+Pure functions over arrays (`learnability`, `top_n`) and the rollout that measures p_i
+(`rollout_success`); the designer that uses them is `envgen.loop.world_designers.
+SFLDesigner`, the runner's `sfl_rollouts` keeps each cycle's rollouts on disk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import ArrayLike
+
+from envgen.agents.networks import ActorCritic
+from envgen.agents.ppo import policy_step
+from envgen.agents.trainer import EnvFactory
+from envgen.scoring import ACHIEVEMENTS
+
+
+@dataclasses.dataclass(frozen=True)
+class RolloutOutcome:
+    """What rolling the policy out on M candidate worlds measured."""
+
+    rates: tuple[tuple[float, ...], ...]
+    """(M, 22): per candidate, the share (0-1) of its finished episodes that unlocked each
+    achievement, in crafter's order; all 0 for a candidate that finished none."""
+    episodes: tuple[int, ...]
+    """(M,): finished episodes per candidate (the unfinished one of each env is dropped)."""
+    env_steps: int
+    """Env steps the rollouts took, all of them (counted in the run's budget)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rates": self.rates, "episodes": self.episodes, "env_steps": self.env_steps}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RolloutOutcome:
+        return cls(
+            tuple(tuple(float(p) for p in row) for row in data["rates"]),
+            tuple(int(n) for n in data["episodes"]),
+            int(data["env_steps"]),
+        )
+
+
+def learnability(rates: ArrayLike) -> np.ndarray:
+    """sum_i p_i (1 - p_i) per world: `rates` (M, K) success shares in [0, 1] -> (M,).
+
+    0 for a world whose every achievement always or never succeeds; at most K / 4, when
+    every achievement succeeds half the time.
+    """
+    p = np.asarray(rates, dtype=float)
+    if p.ndim != 2 or np.any(p < 0) or np.any(p > 1):
+        raise ValueError(f"rates: expected shape (worlds, achievements) in [0, 1], got {p!r}")
+    return (p * (1.0 - p)).sum(axis=1)
+
+
+def top_n(scores: ArrayLike, n: int) -> list[int]:
+    """Indices of the `n` highest scores, highest first; ties go to the lower index (the
+    candidate sampled first), so the choice is a function of the scores alone."""
+    s = np.asarray(scores, dtype=float)
+    if not 1 <= n <= len(s):
+        raise ValueError(f"n: expected 1..{len(s)}, got {n}")
+    return sorted(range(len(s)), key=lambda i: (-s[i], i))[:n]
+
+
+def rollout_success(
+    model: ActorCritic,
+    configs: Sequence[Any],
+    envs_per_config: int,
+    steps: int,
+    seed: int,
+    action_seed: int,
+    env_factory: EnvFactory,
+    device: str | torch.device = "cpu",
+) -> RolloutOutcome:
+    """Play `steps` steps in each of `envs_per_config` envs per config, without updates.
+
+    One vector env of M x E envs (E contiguous envs per config, seeded by `seed`, actions
+    from `action_seed`), auto-reset in the same config, as SFL's fixed-length rollouts on
+    each level: the cost is exactly M x E x `steps` env steps. Success shares are over the
+    episodes that finished; each env's last, unfinished episode is dropped (SFL does the
+    same), so an env finishes at least one episode when `steps` >= the world's length.
+    """
+    m = len(configs)
+    env = env_factory(list(configs), m * envs_per_config, seed, None)
+    unlocked: list[list[np.ndarray]] = [[] for _ in range(m)]
+    generator = torch.Generator(device=device)
+    generator.manual_seed(action_seed)
+    was_training = model.training
+    model.eval()
+    try:
+        obs = env.reset()
+        for _ in range(steps):
+            actions = policy_step(model, torch.from_numpy(obs).to(device), generator)[0]
+            obs, _, terminated, truncated, infos = env.step(actions.cpu().numpy())
+            for i in np.flatnonzero(np.logical_or(terminated, truncated)):
+                episode = infos[i]["episode"]
+                counts = episode["achievements"]
+                row = np.array([counts.get(name, 0) > 0 for name in ACHIEVEMENTS])
+                unlocked[int(episode["config_index"])].append(row)
+    finally:
+        env.close()
+        model.train(was_training)
+    rates = tuple(
+        tuple(np.mean(u, axis=0).tolist()) if u else (0.0,) * len(ACHIEVEMENTS) for u in unlocked
+    )
+    return RolloutOutcome(rates, tuple(len(u) for u in unlocked), m * envs_per_config * steps)
