@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -312,3 +313,38 @@ def test_sfl_choices_read_what_the_run_chose(sfl_run: Path):
         chosen = sfl["sfl"]["chosen"]
         assert choice["chosen_among_dr"] == sum(i < 4 for i in chosen) / 4
         assert choice["chosen_learnability"] >= choice["candidate_learnability"]
+
+
+def test_claims_md_gives_sfls_d2_from_the_runs_worlds(sfl_run: Path):
+    # docs/campaign_sfl.md's D2 in CLAIMS.md: both arms' diversity, and SFL's choice
+    from envgen.report.campaign_section import _trained_worlds
+    from envgen.report.inputs import RowRecord, RunRecord, TableRecord
+    from envgen.scoring import ACHIEVEMENTS
+    from envgen.stats.campaign import H1_SFL
+
+    run = RunRecord(
+        seed=0,
+        initial_set=0,
+        run_dir=sfl_run,
+        score=1.0,
+        reward=1.0,
+        success_rates=dict.fromkeys(ACHIEVEMENTS, 0.0),
+        first_unlock_step=dict.fromkeys(ACHIEVEMENTS),
+        llm_calls=0,
+        global_steps=1,
+    )
+    rows = tuple(
+        RowRecord(label, "done", "", "abc", None, (run,), planned_runs=20)
+        for label in (H1_SFL.a, H1_SFL.b)
+    )
+    table = TableRecord("campaign_sfl", "sfl", "cpu", False, rows, Path("runs.json"))
+    primary = types.SimpleNamespace(claim=H1_SFL)  # D2 reads only the claim's arms
+    lines = _trained_worlds(table, primary)
+    text = "\n".join(lines)
+    from envgen.loop.world_diversity import diversity, run_cycles, sfl_choices
+
+    d = diversity([run_cycles(sfl_run)])
+    assert f"| {H1_SFL.a} | 1 | {d['distinct']} of {d['worlds']} |" in text
+    chosen = sum(c["chosen_learnability"] for c in sfl_choices(sfl_run)) / 2
+    assert f"chosen worlds' mean learnability {chosen:.3f}" in text
+    assert "results/runs/abc/seed-*" in text

@@ -16,7 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from envgen.errors import EnvGenError
+from envgen.loop.world_diversity import diversity, run_cycles, sfl_choices
 from envgen.report.inputs import DONE, TableRecord
 from envgen.report.notes import Notes
 from envgen.report.rliable_campaign import claims_line
@@ -47,7 +50,11 @@ WHAT = {
     "campaign_llm15": "registered: EnvGen with the open 1.5B LLM designer vs domain "
     "randomization on EnvGen's schedule, fresh seeds, both arms trained in this campaign, "
     "nature network, CPU (profile cpu)",
+    "campaign_sfl": "registered: a learned curriculum (SFL, Sampling For Learnability) vs "
+    "domain randomization on EnvGen's schedule, its rollouts inside the 1.96M env steps, "
+    "fresh seeds, both arms trained in this campaign, nature network, CPU (profile cpu)",
 }
+SFL = "campaign_sfl"
 Runs = dict[str, dict[str, list[float]]]  # {metric: {row label: per-run values}}
 
 
@@ -139,6 +146,10 @@ def _campaign(
         lines += ["", *_baseline(table, first, primary, paper)]
         lines += ["", *_pooled(table, first, primary, paper)]
         lines += ["", *_per_achievement(table, primary, "S3, secondary and descriptive")]
+    elif table.table == SFL:  # docs/campaign_sfl.md's descriptive analyses
+        lines += ["", *_beside_crafter_only(table, primary, by_id, with_llm15=True)]
+        lines += ["", *_trained_worlds(table, primary)]
+        lines += ["", *_per_achievement(table, primary, "D3, descriptive")]
     else:  # llm15's descriptive analyses (docs/campaign_llm15.md)
         lines += ["", *_beside_crafter_only(table, primary, by_id)]
         lines += ["", *_designer_worlds(table, primary)]
@@ -385,11 +396,14 @@ def _per_achievement(table: TableRecord, primary: CampaignResult, name: str) -> 
 
 
 def _beside_crafter_only(
-    table: TableRecord, primary: CampaignResult, by_id: Mapping[str, TableRecord]
+    table: TableRecord,
+    primary: CampaignResult,
+    by_id: Mapping[str, TableRecord],
+    with_llm15: bool = False,
 ) -> list[str]:
-    """llm15's D1: each arm's mean beside each earlier campaign's Crafter-only runs, one
-    campaign at a time, never pooled (their Crafter-only runs differ for a reason not
-    found); no test, no verdict."""
+    """D1 (llm15, sfl): each arm's mean beside each earlier campaign's Crafter-only runs
+    (and, `with_llm15`, beside llm15's two arms), one campaign at a time, never pooled
+    (their Crafter-only runs differ for a reason not found); no test, no verdict."""
     head = [
         "#### D1, descriptive: each arm beside the earlier campaigns' Crafter-only runs",
         "",
@@ -404,6 +418,11 @@ def _beside_crafter_only(
     for row in (primary.claim.a, primary.claim.b):
         if len(ours.get(row, [])) >= 2:
             lines.append(f"| {table.table}: {row} | {_arm(SampleStats.of(ours[row], row))} |")
+    llm15 = by_id.get("campaign_llm15")
+    if with_llm15 and llm15 is not None:
+        for row, values in _rows(llm15, "score").items():
+            if len(values) >= 2:
+                lines.append(f"| campaign_llm15: {row} | {_arm(SampleStats.of(values, row))} |")
     for name in ("campaign_cpu", "campaign_confirm"):
         crafter_only = _rows(by_id[name], "score").get(H1.b, []) if name in by_id else []
         if len(crafter_only) >= 2:
@@ -412,6 +431,44 @@ def _beside_crafter_only(
         else:
             lines.append(f"| {name}: {H1.b} | - (its runs.json was not given to the report) |")
     return lines
+
+
+def _trained_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
+    """sfl's D2: the diversity of the worlds each arm trained on (`envgen.loop.world_diversity`,
+    fixed before the campaign's runs), and what SFL's choice did; no score enters them,
+    so they are shown while the verdict is withheld."""
+    head = ["#### D2, descriptive: the worlds each arm trained on", ""]
+    lines = [*head, "| Arm | Runs | Distinct worlds | Per run (mean) | Changed between cycles |"]
+    lines.append("|---|---|---|---|---|")
+    for row in table.rows:
+        if not row.runs:
+            continue
+        d = diversity([run_cycles(run.run_dir) for run in row.runs])
+        changed = (
+            "-" if d["changed_between_cycles"] is None else f"{d['changed_between_cycles']:.2f}"
+        )
+        lines.append(
+            f"| {row.row} | {len(row.runs)} | {d['distinct']} of {d['worlds']} | "
+            f"{d['distinct_per_run']['mean']:.1f} | {changed} |"
+        )
+    arm = next((r for r in table.rows if r.row == primary.claim.a), None)
+    choices = [c for run in (arm.runs if arm else []) for c in sfl_choices(run.run_dir)]
+    where = f"results/runs/{arm.config_hash}" if arm and arm.config_hash else "<arm a's runs>"
+    command = f"`python -m envgen.loop.world_diversity {where}/seed-*` (knob coverage too)"
+    if len(lines) == 4 and not choices:
+        return [*head, f"No run yet. Per arm: {command}."]
+    if choices:
+        lines += [
+            "",
+            f"SFL's choice over {len(choices)} cycles of arm a: chosen worlds' mean "
+            f"learnability {np.mean([c['chosen_learnability'] for c in choices]):.3f} against "
+            f"{np.mean([c['candidate_learnability'] for c in choices]):.3f} for all "
+            f"candidates; {np.mean([c['episodes_per_candidate'] for c in choices]):.1f} "
+            "rollout episodes per candidate; share of chosen worlds among domain "
+            f"randomization's own draws {np.mean([c['chosen_among_dr'] for c in choices]):.2f} "
+            "(0.25 if the choice ignored the draw order).",
+        ]
+    return [*lines, "", f"Per arm: {command}."]
 
 
 def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
