@@ -7,25 +7,20 @@ sometimes, neither always nor never (docs/loop.md, "SFL"). Crafter has 22 achiev
 instead of one goal, so a world's learnability is the sum over achievements of
 p_i (1 - p_i), p_i the share of its rollout episodes that unlocked achievement i.
 
-Pure functions over arrays (`learnability`, `top_n`) and the rollout that measures p_i
-(`rollout_success`); the designer that uses them is `envgen.loop.world_designers.
-SFLDesigner`, the runner's `sfl_rollouts` keeps each cycle's rollouts on disk.
+Pure functions over arrays (`learnability`, `top_n`), torch-free so that what reads
+worlds (the report, design quality) does not load the agent; the rollout that measures
+p_i is `envgen.loop.sfl_rollout`, the designer that uses them is `envgen.loop.
+world_designers.SFLDesigner`, and the runner's `sfl_rollouts` keeps each cycle's
+rollouts on disk.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import torch
 from numpy.typing import ArrayLike
-
-from envgen.agents.networks import ActorCritic
-from envgen.agents.ppo import policy_step
-from envgen.agents.trainer import EnvFactory
-from envgen.scoring import ACHIEVEMENTS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,47 +66,3 @@ def top_n(scores: ArrayLike, n: int) -> list[int]:
     if not 1 <= n <= len(s):
         raise ValueError(f"n: expected 1..{len(s)}, got {n}")
     return sorted(range(len(s)), key=lambda i: (-s[i], i))[:n]
-
-
-def rollout_success(
-    model: ActorCritic,
-    configs: Sequence[Any],
-    envs_per_config: int,
-    steps: int,
-    seed: int,
-    action_seed: int,
-    env_factory: EnvFactory,
-    device: str | torch.device = "cpu",
-) -> RolloutOutcome:
-    """Play `steps` steps in each of `envs_per_config` envs per config, without updates.
-
-    One vector env of M x E envs (E contiguous envs per config, seeded by `seed`, actions
-    from `action_seed`), auto-reset in the same config, as SFL's fixed-length rollouts on
-    each level: the cost is exactly M x E x `steps` env steps. Success shares are over the
-    episodes that finished; each env's last, unfinished episode is dropped (SFL does the
-    same), so an env finishes at least one episode when `steps` >= the world's length.
-    """
-    m = len(configs)
-    env = env_factory(list(configs), m * envs_per_config, seed, None)
-    unlocked: list[list[np.ndarray]] = [[] for _ in range(m)]
-    generator = torch.Generator(device=device)
-    generator.manual_seed(action_seed)
-    was_training = model.training
-    model.eval()
-    try:
-        obs = env.reset()
-        for _ in range(steps):
-            actions = policy_step(model, torch.from_numpy(obs).to(device), generator)[0]
-            obs, _, terminated, truncated, infos = env.step(actions.cpu().numpy())
-            for i in np.flatnonzero(np.logical_or(terminated, truncated)):
-                episode = infos[i]["episode"]
-                counts = episode["achievements"]
-                row = np.array([counts.get(name, 0) > 0 for name in ACHIEVEMENTS])
-                unlocked[int(episode["config_index"])].append(row)
-    finally:
-        env.close()
-        model.train(was_training)
-    rates = tuple(
-        tuple(np.mean(u, axis=0).tolist()) if u else (0.0,) * len(ACHIEVEMENTS) for u in unlocked
-    )
-    return RolloutOutcome(rates, tuple(len(u) for u in unlocked), m * envs_per_config * steps)

@@ -40,9 +40,10 @@ from envgen.llm.conversation import AUTO, PromptOptions, context_window
 from envgen.llm.slots import run_id, summarize_calls
 from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.curricula import run_curriculum
-from envgen.loop.learnability import RolloutOutcome, rollout_success
+from envgen.loop.learnability import RolloutOutcome
 from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.run_state import CallLog, Run, RunOptions
+from envgen.loop.sfl_rollout import rollout_success
 from envgen.loop.world_designers import SFLDesigner, make_designer
 from envgen.results_version import version_key
 from envgen.scoring import final_phase_summary
