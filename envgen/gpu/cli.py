@@ -156,6 +156,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="cohort sizes W, each split in 2 groups for the pipelined check (default 4,8; "
         "--tiny: 4)",
     )
+    kernels.add_argument(
+        "--kernels",
+        type=comma_list(
+            str,
+            "graph and/or compile, joined by commas",
+            distinct=True,
+            allowed=lambda k: k in ("graph", "compile"),
+        ),
+        default=("graph", "compile"),
+        help="the modes to check (default graph,compile; compile adds a compilation per "
+        "precision, about a minute each on a GPU)",
+    )
     kernels.add_argument("--tiny", action="store_true", help="a tiny network and rollout")
     kernels.set_defaults(func=_probe_kernels)
     rate = inner.add_parser(

@@ -246,7 +246,7 @@ def run_kernels(args: argparse.Namespace) -> int:
     bf16s = (False, True) if on_cuda else (False,)
     print(f"device: {describe(args.device)}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    entries = kernel_checks(args.device, model, ppo, sizes, bf16s, out=args.out)
+    entries = kernel_checks(args.device, model, ppo, sizes, bf16s, args.kernels, out=args.out)
     bad = failed(entries, on_cuda)
     for line in bad:
         print(f"[gpu probe] FAILED {line}")

@@ -12,8 +12,8 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc
 python3 -c "import torch, numpy; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), numpy.__version__)"
 E="python3 -m envgen.cli"
-echo "== 1. kernel checks, cohorts of 4 and 8, float32 and bf16; $(left) s left"
-timeout $(( $(left) - 150 )) $E gpu probe kernels --device cuda --sizes 4,8 --out $OUT
+echo "== 1. kernel checks of graph mode, cohorts of 4 and 8, float32 and bf16; $(left) s left"
+timeout $(( $(left) - 150 )) $E gpu probe kernels --device cuda --sizes 4,8 --kernels graph --out $OUT
 echo "rc $?"
 echo "== 2. bf16 rates: one run, then cohorts of 4 in each mode, 3 timed rollouts; $(left) s left"
 timeout $(( $(left) - 5 )) $E bench train --device cuda --model paper --bf16 --deterministic \
