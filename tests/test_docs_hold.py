@@ -215,6 +215,7 @@ def test_a_runs_figure_quoted_in_an_audit_readme_is_named_with_its_run(values, d
         "+6.41 points",
         "-1.98",
         "6.4 points",
+        "+10 points",
         "Welch p = 4.04e-10",
         "p 0.55",
         "upper bound 1.11",
@@ -244,6 +245,7 @@ def test_result_forms_are_found(text):
         "numpy 1.26.4",
         "95% interval",
         "level 0.05/18",
+        "a grid of 101 points",
     ],
 )
 def test_non_results_are_not_found(text):

@@ -36,7 +36,7 @@ _UNIT = (
 FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a ± pair", re.compile(rf"{_BEFORE}{_NUM}\s*%?\s*(?:±|\+/-)\s*{_NUM}")),
     ("a signed difference", re.compile(rf"(?<![\w.)\]/])[+−-]{_DEC}{_UNIT}")),
-    ("a number of points", re.compile(rf"{_BEFORE}[+−-]?{_NUM}\s+points?\b")),
+    ("a number of points", re.compile(rf"{_BEFORE}(?:[+−-]{_NUM}|{_DEC})\s+points?\b")),
     (
         "a p-value",
         re.compile(
