@@ -12,9 +12,10 @@ outgrow the docs.
 The forms were chosen from what a result looks like in these docs: a mean ± std, a
 signed difference or bound, "N points", a p-value, an interval, a number right after
 "score", "X vs Y" with decimals, a percentage with decimals. Not results by form:
-unsigned integers (steps, seeds, counts, years), dates and versions (digits joined by
-dots or dashes to more digits), hashes, and a number fused to a unit ("0.96M", "1.5B",
-"3x") or followed by one of time, size or rate ("12.3 s", "1.2 GiB").
+unsigned integers outside a p-value (steps, seeds, counts, years, a grid's points),
+dates and versions (digits joined by dots or dashes to more digits), hashes, and a
+number fused to a unit ("0.96M", "1.5B", "3x") or followed by one of time, size or rate
+("12.3 s", "1.2 GiB").
 """
 
 from __future__ import annotations
