@@ -5,7 +5,8 @@
 Trains nothing and calls no LLM. It checks, in order:
 1. the LLM response cache (every file's key and fields, as `envgen llm verify`);
 2. the run store: every run a runs.json uses is sealed and of the code's results
-   version; every sealed run is the run its folder names (`envgen.audit.identity`: no
+   version; every sealed run, in results/runs or anywhere else in the tree (as
+   results/audit's), is the run its folder names (`envgen.audit.identity`: no
    symbolic links, run.yaml's config hash and seed, final metrics and provenance
    agree), its files match its manifest, and every number of its final_metrics.json
    that a report shows is re-derived from its logs (`envgen.audit.derive`: score,
@@ -18,7 +19,9 @@ Trains nothing and calls no LLM. It checks, in order:
    runs.json, and the report's results/tables/<table>.md/.csv and score-vs-step CSVs
    (results/plots/<table>/) rebuilt in a temporary directory and compared byte for byte;
 4. results/metrics.json and results/CLAIMS.md rebuilt the same way;
-5. the result figures README.md and docs/ quote in prose (`envgen.report.docfigures`);
+5. the result figures README.md, docs/ and results/**/README.md quote in prose: each
+   declared passage at every copy, and any other number that looks like a result named
+   with its file and line (`envgen.report.docfigures`, `envgen.report.doc_numbers`);
 6. per registered campaign, that git's history has its registration committed before
    every run its runs.json lists (`envgen.audit.registration`; in a checkout without
    the history the line says "not checked" and why, and counts neither way).
@@ -33,6 +36,7 @@ import contextlib
 import dataclasses
 import io
 import math
+import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -129,12 +133,34 @@ def listed_run_dirs(runs_files: Sequence[Path]) -> list[Path]:
     return sorted(found)
 
 
+def sealed_runs(tree: Path) -> list[Path]:
+    """Every sealed run (a folder holding its manifest) anywhere under `tree`, sorted;
+    hidden folders (.git, .venv, .dvc) and checkpoints are not searched, nor a run's
+    own subfolders."""
+    from envgen.store import MANIFEST
+    from envgen.store.manifest import CHECKPOINT_DIR
+
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(tree):
+        if MANIFEST in files:
+            found.append(Path(folder))
+            dirs.clear()
+            continue
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != CHECKPOINT_DIR]
+    return sorted(found)
+
+
 def check_run_store(
-    runs_root: Path = RUNS_ROOT, listed: Sequence[Path] = (), cache_dir: Path = CACHE_DIR
+    runs_root: Path = RUNS_ROOT,
+    listed: Sequence[Path] = (),
+    cache_dir: Path = CACHE_DIR,
+    tree: Path | None = None,
 ) -> Check:
     """Every sealed run against its folder's name, its manifest and its logs, and every
     run in `listed` sealed and current: a run without its manifest could not be checked,
-    so its logs could change a table; a stale one is not what the code would report."""
+    so its logs could change a table; a stale one is not what the code would report.
+    The sealed runs are `runs_root`'s, and with `tree` every sealed run under it (a run
+    committed elsewhere, as results/audit's, is quoted by docs as the store's are)."""
     from envgen.audit.derive import accounting_difference
     from envgen.audit.identity import check_identity, refuse_links
     from envgen.store import MANIFEST, is_sealed, verify_run
@@ -156,7 +182,16 @@ def check_run_store(
                 return Check("run store", False, stale)
     except EnvGenError as exc:
         return Check("run store", False, str(exc))
-    runs = sorted(p for p in runs_root.glob("*/seed-*") if is_sealed(p))
+    runs = sorted(
+        {p for p in runs_root.glob("*/seed-*") if is_sealed(p)}
+        | set(sealed_runs(tree) if tree is not None else ())
+    )
+    elsewhere = [p for p in runs if not p.is_relative_to(runs_root)]
+    try:
+        for run_dir in elsewhere:
+            refuse_links(run_dir)
+    except EnvGenError as exc:
+        return Check("run store", False, str(exc))
     files = 0
     for run_dir in runs:
         try:
@@ -178,11 +213,12 @@ def check_run_store(
                 f"{run_dir}/final_metrics.json: {key} is {recorded.get(key)!r}, its logs give "
                 f"{derived.get(key)!r}",
             )
+    outside = f" ({len(elsewhere)} outside {runs_root})" if elsewhere else ""
     return Check(
         "run store",
         True,
-        f"{len(runs)} sealed runs, each in its own folder, {files} files against their "
-        "manifests; final metrics and LLM accounting re-derived from the logs",
+        f"{len(runs)} sealed runs{outside}, each in its own folder, {files} files against "
+        "their manifests; final metrics and LLM accounting re-derived from the logs",
     )
 
 
@@ -336,7 +372,7 @@ def verify(
     runs_files = runs_files or runs_json_files()
     add(check_cache())
     try:
-        add(check_run_store(listed=listed_run_dirs(runs_files)))
+        add(check_run_store(listed=listed_run_dirs(runs_files), tree=Path(".")))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         add(Check("run store", False, f"a runs.json file is unreadable ({exc})"))
     with tempfile.TemporaryDirectory(prefix="envgen-verify-") as tmp:
@@ -388,8 +424,8 @@ def check_registrations(runs_files: Sequence[Path], repo: Path = Path(".")) -> l
 
 
 def check_doc_figures(runs_files: Sequence[Path], root: Path = Path(".")) -> Check:
-    """The figures README.md and docs/ quote, against the runs (`envgen.report.docfigures`):
-    the first problem, and how many there are."""
+    """The figures README.md, docs/ and results/**/README.md quote, against the runs
+    (`envgen.report.docfigures`): the first problem, and how many there are."""
     from envgen.report import docfigures
 
     try:
@@ -399,7 +435,14 @@ def check_doc_figures(runs_files: Sequence[Path], root: Path = Path(".")) -> Che
     if problems:
         more = f" (and {len(problems) - 1} more: python -m envgen.report.docfigures)"
         return Check("docs figures", False, str(problems[0]) + (more if len(problems) > 1 else ""))
-    return Check("docs figures", True, f"{len(docfigures.PHRASES)} quoted passages match the runs")
+    from envgen.report.doc_numbers import NOT_RESULTS
+
+    return Check(
+        "docs figures",
+        True,
+        f"{len(docfigures.PHRASES)} declared passages match the runs at every copy; every "
+        f"other result-looking number is excused by one of {len(NOT_RESULTS)} NOT_RESULTS entries",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from envgen.report import docfigures
+from envgen.report import doc_numbers, docfigures
 from envgen.report.inputs import load_tables
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,11 +29,14 @@ def values() -> dict[str, str]:
 
 @pytest.fixture
 def docs_copy(tmp_path: Path) -> Path:
-    """README.md, docs/ and results/CLAIMS.md, copied: the files the check reads."""
+    """README.md, docs/, results/CLAIMS.md and every results/**/README.md, copied: the
+    files the check reads."""
     shutil.copy(REPO / "README.md", tmp_path / "README.md")
     shutil.copytree(REPO / "docs", tmp_path / "docs")
-    (tmp_path / "results").mkdir()
-    shutil.copy(REPO / "results" / "CLAIMS.md", tmp_path / "results" / "CLAIMS.md")
+    for path in [REPO / "results" / "CLAIMS.md", *(REPO / "results").rglob("README.md")]:
+        copy = tmp_path / path.relative_to(REPO)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, copy)
     return tmp_path
 
 
@@ -124,6 +127,138 @@ def test_a_passage_whose_prose_changed_is_named(values, docs_copy):
     readme.write_text(edited, encoding="utf-8")
     problems = [str(p) for p in docfigures.check(values, docs_copy)[0]]
     assert any(p.startswith("README.md: passage not found") for p in problems), problems
+
+
+# --- every copy of a passage, every result-looking number (issue 55, case 2) -------------
+FORGED = (
+    "domain randomization scored 25.00 +/- 1.29 against Crafter-only's 15.04 +/- 2.13, "
+    "+9.96 points (one-sided 95% lower bound +8.31, Welch p = 4.04e-10)"
+)
+
+
+def _append(page: Path, line: str) -> int:
+    """Append `line` as a paragraph of its own; its line number."""
+    text = page.read_text(encoding="utf-8").rstrip("\n") + "\n\n"
+    page.write_text(text + line + "\n", encoding="utf-8")
+    return text.count("\n") + 1
+
+
+def test_the_issues_appended_wrong_copy_is_named_at_its_line(values, docs_copy):
+    line = _append(docs_copy / "README.md", FORGED)
+    problems = [str(p) for p in docfigures.check(values, docs_copy)[0]]
+    named = [p for p in problems if p.startswith(f"README.md line {line}: ")]
+    assert named and len(named) == len(problems), problems
+    for number in ("15.04 +/- 2.13", "+9.96 points", "bound +8.31", "p = 4.04e-10"):
+        assert any(f"{number!r} looks like a result" in p for p in named), (number, named)
+
+
+@pytest.mark.parametrize(
+    ("page", "line_text", "number"),
+    [
+        ("docs/loop.md", "Domain randomization led Crafter-only by +6.4 points.", "+6.4 points"),
+        ("docs/loop.md", "Domain randomization led Crafter-only by 6.4 points.", "6.4 points"),
+        ("docs/notes/campaigns.md", "The confirm verdict had Welch p = 4.1e-10.", "p = 4.1e-10"),
+        (
+            "results/audit/crafter_only_retrain/README.md",
+            "The retrained seed 1 scored 14.3.",
+            "scored 14.3",
+        ),
+    ],
+)
+def test_a_rounded_or_unchecked_copy_is_named_in_docs_subfolders_and_results(
+    values, docs_copy, page, line_text, number
+):
+    path = docs_copy / page
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        path.write_text("# Notes\n", encoding="utf-8")
+    line = _append(path, line_text)
+    problems = [str(p) for p in docfigures.check(values, docs_copy)[0]]
+    assert len(problems) == 1 and problems[0].startswith(f"{page} line {line}: "), problems
+    assert f"{number!r} looks like a result" in problems[0]
+
+
+def test_a_second_copy_of_a_declared_passage_with_a_wrong_p_value_is_named(values, docs_copy):
+    """The README's verdict passage, copied below with one figure changed: the first copy
+    is right, the second is still checked."""
+    readme = docs_copy / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    start = text.index("scored 21.55 ± 1.29 against")
+    passage = text[start : text.index(";", start) + 1]
+    assert "Welch p = 4.04e-10;" in passage
+    line = _append(readme, "Again: " + passage.replace("4.04e-10", "4.04e-11"))
+    problems = [str(p) for p in docfigures.check(values, docs_copy)[0]]
+    assert problems == [
+        f"README.md line {line + passage.count(chr(10))}: confirm.p reads '4.04e-11', the "
+        "runs give '4.04e-10'"
+    ]
+
+
+def test_a_runs_figure_quoted_in_an_audit_readme_is_named_with_its_run(values, docs_copy):
+    readme = docs_copy / "results" / "audit" / "crafter_only_retrain" / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    assert "| 1 | 14.26 vs 22.13 |" in text
+    readme.write_text(text.replace("| 1 | 14.26 vs", "| 1 | 14.62 vs"), encoding="utf-8")
+    problems = [str(p) for p in docfigures.check(values, docs_copy)[0]]
+    run = "results/audit/crafter_only_retrain/runs/ca3d42bc0a83/seed-1"
+    assert len(problems) == 1 and problems[0].startswith(
+        "results/audit/crafter_only_retrain/README.md line"
+    ), problems
+    assert f"retrain1.score (run {run}) reads '14.62', the runs give '14.26'" in problems[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "19.94 ± 1.51",
+        "2.13 +/- 0.31",
+        "+6.41 points",
+        "-1.98",
+        "6.4 points",
+        "+10 points",
+        "Welch p = 4.04e-10",
+        "p 0.55",
+        "upper bound 1.11",
+        "bounds [-0.81, +4.41]",
+        "scored 14.26",
+        "16.47 vs 14.66",
+        "21.06%",
+    ],
+)
+def test_result_forms_are_found(text):
+    assert doc_numbers.hits(f"As measured, {text} here."), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "section 4.2",
+        "2026-11-27",
+        "torch 2.13.0+cpu",
+        "1,961,984 steps",
+        "seeds 0-4 vs 5-19",
+        "12.3 s",
+        "1.2 GiB",
+        "0.96M steps",
+        "a 1.5B model",
+        "commit 4e80fe7",
+        "numpy 1.26.4",
+        "95% interval",
+        "level 0.05/18",
+        "a grid of 101 points",
+    ],
+)
+def test_non_results_are_not_found(text):
+    assert not doc_numbers.hits(f"As measured, {text} here."), text
+
+
+def test_a_not_results_entry_that_excuses_nothing_is_named(docs_copy):
+    stale = doc_numbers.NotResult("docs/loop.md", "a sentence no doc has", "why")
+    problems = doc_numbers.unchecked(docs_copy, {}, (*doc_numbers.NOT_RESULTS, stale))
+    assert any(
+        p.path == "docs/loop.md" and p.line is None and "excuses no result-looking" in p.what
+        for p in problems
+    )
 
 
 # --- README -------------------------------------------------------------------------------

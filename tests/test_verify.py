@@ -70,6 +70,37 @@ def test_a_run_used_by_a_table_without_its_manifest_is_named(tmp_path):
     assert not check.ok and check.detail.startswith(f"{run_dir}: no manifest.json")
 
 
+def test_a_sealed_run_outside_the_run_store_is_found_and_checked(tmp_path):
+    """A run committed elsewhere (as results/audit's) is checked as the store's: an
+    edited score names it; without `tree` the store alone is searched."""
+    from envgen.verify import check_run_store, sealed_runs
+
+    store = tmp_path / "results" / "runs"
+    store.mkdir(parents=True)
+    run_dir = tmp_path / "results" / "audit" / "x" / "runs" / "ac3d891a083f" / "seed-0"
+    shutil.copytree(REPO / "results" / "runs" / "ac3d891a083f" / "seed-0", run_dir)
+    (tmp_path / ".hidden" / "ac3d891a083f" / "seed-0").mkdir(parents=True)
+    (tmp_path / ".hidden" / "ac3d891a083f" / "seed-0" / "manifest.json").write_text("{}")
+    assert sealed_runs(tmp_path) == [run_dir]
+    check = check_run_store(store, tree=tmp_path)
+    assert check.ok and "1 sealed runs (1 outside" in check.detail, check.detail
+    (run_dir / "final_metrics.json").write_text('{"score": 99}')
+    check = check_run_store(store, tree=tmp_path)
+    assert not check.ok and check.detail.startswith(f"{run_dir}/final_metrics.json"), check
+    assert check_run_store(store).ok  # the store alone: nothing there
+
+
+@pytest.mark.slow
+def test_an_edited_score_of_the_audits_run_fails_verify_naming_the_run(committed):
+    """Issue 55, case 3: docs quote this run's 14.26; its final metrics edited by hand."""
+    run = "results/audit/crafter_only_retrain/runs/ca3d42bc0a83/seed-1"
+    (committed / run / "final_metrics.json").write_text('{"score": 99}')
+    done = verify(committed)
+    assert done.returncode == 1
+    store = next(line for line in done.stdout.splitlines() if line.startswith("run store:"))
+    assert "DIFFERS" in store and f"{run}/final_metrics.json" in store, store
+
+
 @pytest.mark.parametrize(("content", "words"), [(b"[1]", "holds a list"), (b"\xff{", "not JSON")])
 def test_a_final_metrics_that_is_not_a_mapping_is_named(tmp_path, content, words):
     """The manifest vouches for bytes only: resealed over a list, verify still names it."""

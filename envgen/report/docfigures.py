@@ -1,22 +1,27 @@
-"""Result figures quoted in README.md and docs/, checked against the runs (`make verify`).
+"""Result figures quoted in README.md, docs/ and results/**/README.md, checked against the runs.
 
 CLAIMS.md is written from the runs; prose elsewhere that quotes a result (a campaign's
-mean, difference, bound or p-value) would drift from it when copied by hand. So each
-such passage is declared here, in `PHRASES`: the file and the exact words, with every
-figure a placeholder (`{confirm.dr}`) that `figures` computes from the same runs.json
-files (and, for the audit's resume and load figures, the same runs' provenance.json)
-that CLAIMS.md is built from, printed at the precision the passage prints.
+mean, difference, bound or p-value, one run's score) would drift from it when copied by
+hand. So each such passage is declared here, in `PHRASES`: the file and the exact words,
+with every figure a placeholder (`{confirm.dr}`) that `figures` computes from the same
+runs.json files (and, for the audit's resume and load figures, the same runs'
+provenance.json; for `RUNS`, one run's final_metrics.json) that CLAIMS.md is built from,
+printed at the precision the passage prints.
 
     python -m envgen.report.docfigures            # check; exit 1 naming file, figure, value
     python -m envgen.report.docfigures --write    # rewrite each declared figure from the runs
 
 A check fails, with one line each, when
-- a declared passage's figure differs from what the runs give ("README.md line 47:
-  confirm.dr reads '21.56 ± 1.29', the runs give '21.55 ± 1.29'");
+- a declared passage's figure differs from what the runs give, at any of its copies (a
+  wrong copy after a right one is still wrong): "README.md line 47: confirm.dr reads
+  '21.56 ± 1.29', the runs give '21.55 ± 1.29'"; a figure of one run names the run;
 - a declared passage is not found at all (its prose changed: edit `PHRASES` with it);
-- a guarded figure (`GUARDED`: the campaigns' headline numbers) appears in README.md or
-  docs/*.md outside every declared passage: a copy nobody checks. Declare the passage
-  or point at results/CLAIMS.md instead.
+- a guarded figure (`GUARDED`: the campaigns' headline numbers) appears outside every
+  declared passage: a copy nobody checks;
+- any other number that looks like a result (a ± pair, a signed difference, "N points",
+  a p-value, a bound, a score, "X vs Y", a percentage) lies outside every declared
+  passage and is not listed, with its reason, as not a result
+  (`envgen.report.doc_numbers`).
 `envgen verify` runs the check as its "docs figures" line.
 """
 
@@ -33,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from envgen.errors import EnvGenError
+from envgen.report import doc_numbers
 from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import DONE, TableRecord, runs_json_files
 from envgen.stats.campaign import (
@@ -47,7 +53,6 @@ from envgen.stats.compare import welch_test
 from envgen.stats.runs import SampleStats
 
 FIRST, CONFIRM, LLM15 = "campaign_cpu", "campaign_confirm", "campaign_llm15"
-DOCS = ("README.md", "docs")
 
 # (file, passage): the passage as the file has it, figures as {name}; whitespace (line
 # breaks included) matches any whitespace. A passage starts and ends with words, not a
@@ -184,6 +189,40 @@ PHRASES: tuple[tuple[str, str], ...] = (
         "the LLM designer's arm scored {llm15.a} against domain randomization's {llm15.b}, "
         "{llm15.diff} points (one-sided 95% upper bound {llm15.upper}; 16 + 16 seeds).",
     ),
+    # The first campaign's Crafter-only seeds 1 and 2 retrained (results/audit/
+    # crafter_only_retrain): each figure from its run (RUNS).
+    (
+        "docs/campaign_confirm.md",
+        "They scored {retrain1.score} and {retrain2.score}, against {first_co1.score} and "
+        "{first_co2.score} committed, and inside this campaign's Crafter-only range "
+        "({confirm.co_min} to {confirm.co_max}), with stone tools near zero "
+        "(make_stone_sword {retrain1.make_stone_sword}% and {retrain2.make_stone_sword}%).",
+    ),
+    (
+        "docs/measurements.md",
+        "with today's lock (2026-11-27, evening): {retrain1.score} and {retrain2.score}, "
+        "against {first_co1.score} and {first_co2.score} committed, inside the confirm "
+        "campaign's Crafter-only range ({confirm.co_min} to {confirm.co_max}); "
+        "make_stone_sword {retrain1.make_stone_sword}% and {retrain2.make_stone_sword}% "
+        "(committed {first_co1.make_stone_sword}% and {first_co2.make_stone_sword}%): weak",
+    ),
+    *(
+        (
+            "results/audit/crafter_only_retrain/README.md",
+            f"| {seed} | {{retrain{seed}.score}} vs {{first_co{seed}.score}} | "
+            + " | ".join(
+                f"{{retrain{seed}.{name}}} vs {{first_co{seed}.{name}}}"
+                for name in ("make_stone_sword", "make_stone_pickaxe", "place_furnace")
+            )
+            + " |",
+        )
+        for seed in (1, 2)
+    ),
+    (
+        "results/audit/crafter_only_retrain/README.md",
+        "The confirm campaign's 15 Crafter-only runs (seeds 5-19) scored {confirm.co_min} "
+        "to {confirm.co_max}.",
+    ),
     # CLAIMS.md's audit paragraph: its issue-40 figures are written in
     # envgen/report/campaign_section.py; these re-derive them from the runs.
     (
@@ -214,6 +253,16 @@ ROWS: dict[str, tuple[str, str]] = {
     "table3.c40": ("table3", "update every 0.012M (40 cycles)"),
     "table3.c8": ("table3", "update every 0.06M (8 cycles)"),
     "table3.c4": ("table3", "update every 0.12M (4 cycles)"),
+}
+
+# {alias: run folder}: single runs whose figures a passage quotes, as <alias>.score and
+# <alias>.<achievement> (its success rate in %), read from the run's final_metrics.json
+# through its manifest; a wrong one is named with its run.
+RUNS: dict[str, str] = {
+    "retrain1": "results/audit/crafter_only_retrain/runs/ca3d42bc0a83/seed-1",
+    "retrain2": "results/audit/crafter_only_retrain/runs/ca3d42bc0a83/seed-2",
+    "first_co1": "results/runs/ca3d42bc0a83/seed-1",
+    "first_co2": "results/runs/ca3d42bc0a83/seed-2",
 }
 
 # Figures whose numbers must not appear in README.md or docs/*.md outside a declared
@@ -261,6 +310,7 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
         if len(row.runs) >= 2:
             s = SampleStats.of([r.score for r in row.runs], label)
             out[f"row.{alias}"] = f"{s.mean:.2f} ± {s.std:.2f}"
+    out |= _run_figures(runs_root)
     paper = PaperNumbers.load()
     if LLM15 in by_id and withheld_runs(by_id[LLM15]) is None:
         llm15 = _rows(by_id[LLM15])
@@ -283,6 +333,8 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
     out |= _pair("confirm", h1)
     out["confirm.lower"] = f"{h1.bounds[0]:+.2f}"
     out["confirm.p"] = f"{h1.p_adj:.3g}"
+    out["confirm.co_min"] = f"{min(score(confirm, H1.b)):.2f}"
+    out["confirm.co_max"] = f"{max(score(confirm, H1.b)):.2f}"
 
     # The first campaign's DR vs Crafter-only, within its family of 4 score claims.
     first_dr = _result({H1.a: score(first, H1.a), H1.b: score(first, H1.b)}, paper)
@@ -311,6 +363,26 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
     out["cross.bounds"] = f"[{cross.bounds[0]:+.2f}, {cross.bounds[1]:+.2f}]"
 
     out |= _audit(by_id[FIRST], by_id[CONFIRM], runs_root)
+    return out
+
+
+def _run_figures(runs_root: Path) -> dict[str, str]:
+    """`RUNS`' figures: each run's score and success rates (%), two decimals."""
+    from envgen import json_input
+    from envgen.store import read_run_bytes
+
+    out: dict[str, str] = {}
+    for alias, folder in RUNS.items():
+        path = runs_root / folder / "final_metrics.json"
+        try:
+            final = json_input.loads(read_run_bytes(path), path)
+        except (OSError, json_input.JSONInputError) as exc:
+            raise EnvGenError(f"{exc}; restore it from git") from None
+        if not isinstance(final, dict) or not isinstance(final.get("success_rates"), dict):
+            raise EnvGenError(f"{path}: no score and success rates; restore it from git")
+        out[f"{alias}.score"] = f"{final['score']:.2f}"
+        for name, rate in final["success_rates"].items():
+            out[f"{alias}.{name}"] = f"{rate:.2f}"
     return out
 
 
@@ -438,7 +510,7 @@ def _permutation_p(a: Sequence[float], b: Sequence[float]) -> float:
 
 # --- the check ----------------------------------------------------------------------------
 _NAME = re.compile(r"\{([a-z0-9_.]+)\}")
-_ANY_NUMBER = r"[-+−\[]?\d[-+−\d.,e%±\[\]\s]{0,40}?"
+_ANY_NUMBER = r"[-+−\[]{0,2}\d[-+−\d.,e%±\[\]\s]{0,40}?"
 _ANY_WORD = r"[a-z_]+"
 _TOKEN = re.compile(r"\d+\.\d{2,}")
 
@@ -456,7 +528,8 @@ def _pattern(passage: str, values: Mapping[str, str] | None) -> re.Pattern[str]:
             parts.append(f"(?P<f{i}>{_literal(values[m.group(1)])})")
         pos = m.end()
     parts.append(_literal(passage[pos:]))
-    return re.compile("".join(parts))
+    start = "(?m:^)" if passage.startswith("|") else ""  # a table row: from a line's start
+    return re.compile(start + "".join(parts))
 
 
 def _literal(text: str) -> str:
@@ -474,8 +547,9 @@ def _line_of(text: str, offset: int) -> int:
 def check(
     values: Mapping[str, str], root: Path = Path("."), write: bool = False
 ) -> tuple[list[Problem], int]:
-    """Every declared passage against `values`, and the guard; (problems, passages
-    checked). With `write`, a passage whose figures differ is rewritten with `values`."""
+    """Every occurrence of every declared passage against `values`, the guard, and every
+    other result-looking number (`envgen.report.doc_numbers`); (problems, passages
+    checked). With `write`, each figure that differs is rewritten with `values`."""
     problems: list[Problem] = []
     covered: dict[str, list[tuple[int, int]]] = {}
     texts: dict[str, str] = {}
@@ -493,46 +567,45 @@ def check(
         if unknown:
             problems.append(Problem(path, None, f"{unknown[0]}: the runs give no such figure"))
             continue
-        found = _pattern(passage, values).search(text)
-        if found:
-            covered.setdefault(path, []).append(found.span())
-            continue
-        loose = _pattern(passage, None).search(text)
-        if loose is not None:
-            covered.setdefault(path, []).append(loose.span())
-        else:
+        exact = _pattern(passage, values)
+        copies = list(_pattern(passage, None).finditer(text))
+        if not copies:
             problems.append(
                 Problem(path, None, f"passage not found (edit envgen/report/docfigures.py "
                         f"PHRASES with the prose): {passage[:70]!r}...")
             )  # fmt: skip
             continue
-        wrong = [
-            (i, n) for i, n in enumerate(names)
-            if " ".join(loose.group(f"f{i}").split()) != values[n]
-        ]  # fmt: skip
-        for i, name in wrong:
-            problems.append(
-                Problem(
-                    path,
-                    _line_of(text, loose.start(f"f{i}")),
-                    f"{name} reads {loose.group(f'f{i}')!r}, the runs give {values[name]!r}",
+        edits: list[tuple[int, int, str]] = []
+        for copy in copies:  # every copy: a wrong one after a right one is still wrong
+            covered.setdefault(path, []).append(copy.span())
+            if exact.match(text, copy.start()):
+                continue
+            for i, name in enumerate(names):
+                if " ".join(copy.group(f"f{i}").split()) == values[name]:
+                    continue
+                problems.append(
+                    Problem(
+                        path,
+                        _line_of(text, copy.start(f"f{i}")),
+                        f"{name}{_source(name)} reads {copy.group(f'f{i}')!r}, the runs "
+                        f"give {values[name]!r}",
+                    )
                 )
-            )
-        if write:
-            for i, name in reversed(wrong):
-                text = text[: loose.start(f"f{i}")] + values[name] + text[loose.end(f"f{i}") :]
+                edits.append((copy.start(f"f{i}"), copy.end(f"f{i}"), values[name]))
+        if write and edits:
+            for start, end, value in sorted(edits, reverse=True):
+                text = text[:start] + value + text[end:]
             texts[path] = text
             (root / path).write_text(text, encoding="utf-8")
     problems += _unguarded(values, root, covered)
+    problems += [Problem(u.path, u.line, u.what) for u in doc_numbers.unchecked(root, covered)]
     return problems, len(PHRASES)
 
 
-def _doc_files(root: Path) -> list[Path]:
-    files: list[Path] = []
-    for entry in DOCS:
-        p = root / entry
-        files += sorted(p.glob("*.md")) if p.is_dir() else [p] if p.is_file() else []
-    return files
+def _source(name: str) -> str:
+    """ " (run <its folder>)" for a figure of one run (`RUNS`), else ""."""
+    alias = name.rsplit(".", 1)[0]
+    return f" (run {RUNS[alias]})" if alias in RUNS else ""
 
 
 def _unguarded(
@@ -540,7 +613,7 @@ def _unguarded(
 ) -> list[Problem]:
     tokens = {t: name for name in GUARDED if name in values for t in _TOKEN.findall(values[name])}
     problems = []
-    for file in _doc_files(root):
+    for file in doc_numbers.doc_files(root):
         rel = file.relative_to(root).as_posix()
         text = file.read_text(encoding="utf-8")
         spans = covered.get(rel, [])

@@ -1,0 +1,381 @@
+"""Numbers in the docs that look like results: each one checked, or listed as not a result.
+
+A result figure typed into README.md, docs/ (any depth) or a results/**/README.md holds
+only while a check ties it to the runs: a declared passage of
+`envgen.report.docfigures.PHRASES`, checked at every occurrence. Any other number in a
+result's form (`FORMS`) is named by `make verify` with its file and line, unless
+`NOT_RESULTS` lists the text around it with the reason it is not one of our results
+(the paper's own numbers, a measurement printed beside its command, a worked example, a
+threshold). An entry that no longer excuses anything is named too, so the list cannot
+outgrow the docs.
+
+The forms were chosen from what a result looks like in these docs: a mean ± std, a
+signed difference or bound, "N points", a p-value, an interval, a number right after
+"score", "X vs Y" with decimals, a percentage with decimals. Not results by form:
+unsigned integers outside a p-value (steps, seeds, counts, years, a grid's points),
+dates and versions (digits joined by dots or dashes to more digits), hashes, and a
+number fused to a unit ("0.96M", "1.5B", "3x") or followed by one of time, size or rate
+("12.3 s", "1.2 GiB").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+_DEC = r"\d+\.\d+(?:e[-+−]?\d+)?"
+_NUM = r"\d+(?:\.\d+)?(?:e[-+−]?\d+)?"
+_BEFORE = r"(?<![\w.\-−+/])"  # not inside a word, a version, a date or a path
+_UNIT = (
+    r"(?!\.?\d|[A-Za-z_]|\s*(?:s|ms|µs|us|min|h|GiB|MiB|KiB|GB|MB|KB|kB|TB|B|bytes|"
+    r"GHz|steps/s|it/s|SPS|cores?|threads?|x|×)\b)"
+)  # a number not continued by more digits, and not followed by a unit
+
+# (form, pattern): each match is one result-looking number.
+FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("a ± pair", re.compile(rf"{_BEFORE}{_NUM}\s*%?\s*(?:±|\+/-)\s*{_NUM}")),
+    ("a signed difference", re.compile(rf"(?<![\w.)\]/])[+−-]{_DEC}{_UNIT}")),
+    ("a number of points", re.compile(rf"{_BEFORE}(?:[+−-]{_NUM}|{_DEC})\s+points?\b")),
+    (
+        "a p-value",
+        re.compile(
+            rf"\bp(?:-value)?(?:\s*[=<>≤≥]\s*|\s+of the mean difference\s+|\s+){_NUM}(?!\w|\.\d)"
+        ),
+    ),
+    ("a bound", re.compile(rf"\b(?:bounds?|interval|U|L)\s*(?:=\s*)?\[?\s*[+−-]?{_DEC}")),
+    ("a score", re.compile(rf"\bscor(?:e|es|ed|ing)\s+(?:of\s+|=\s*)?{_DEC}{_UNIT}")),
+    ("a comparison", re.compile(rf"{_BEFORE}{_DEC}\s*%?\s+vs\.?\s+{_DEC}")),
+    ("a percentage", re.compile(rf"{_BEFORE}{_DEC}\s?%")),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class NotResult:
+    """Text in a doc whose result-looking numbers are not our results, and why."""
+
+    path: str
+    """The doc, relative to the repository root."""
+    text: str
+    """Exact words around the numbers (whitespace, line breaks included, matches any)."""
+    why: str
+    """What the numbers are instead: the paper's, a measurement and its command, ..."""
+
+
+_PAPER = "the paper's own numbers (docs/paper.md), not a result of our runs"
+_EXAMPLE = "a worked example of the method on made-up runs, not a result"
+_THRESHOLD = "the test's significance level, not a result"
+_POWER = (
+    "the registration's power analysis (assumed effects, simulated power), printed by the "
+    "python -m envgen.stats.power command beside it before any run: a plan, not a result"
+)
+_CPU_SMOKE = (
+    "the 0.15M-step CPU check of PPO against a random policy: runs outside the run store, "
+    "their envgen train commands in docs/measurements.md's table"
+)
+_PRECISION_AB = (
+    "the H200 float32-vs-bf16 A/B of envgen bench precision (its log ab.log, "
+    "results/gpu/2026-11-26-h200): a measurement with its command, no run of the store"
+)
+
+NOT_RESULTS: tuple[NotResult, ...] = (
+    NotResult(
+        "README.md",
+        "(0.5% of the paper's steps",
+        "the smoke profile's share of the paper's training steps (params.yaml), a budget",
+    ),
+    NotResult(
+        "docs/agent.md",
+        "(measured: at most 1.4%, AD's matching loss on `impala-small`; PPO's at most 0.02%)",
+        "bf16-vs-float32 loss differences on a fixed batch, measured by "
+        "tests/test_agents_precision.py named beside them",
+    ),
+    NotResult(
+        "docs/agent.md",
+        "return 2.13 +/- 0.31 vs 2.10 +/- 0.14; difference -0.02, 95% interval "
+        "[-0.49, +0.44], Welch p 0.90; `ab.log`",
+        _PRECISION_AB,
+    ),
+    NotResult("docs/agent.md", "more than +0.1;", "a reward per step of the game"),
+    NotResult("docs/agent.md", "| random (paper Table 1) | 1.6 +/- 0.0 | 2.1 +/- 1.3 |", _PAPER),
+    NotResult(
+        "docs/agent.md",
+        "| PPO `nature`, 0.15M steps, seeds 0/1/2 | **4.66 +/- 0.49** (4.67, 4.06, 5.26) | "
+        "4.13 +/- 0.07 |",
+        _CPU_SMOKE,
+    ),
+    NotResult("docs/agent.md", "the paper's PPO reaches 15.5% after 1M steps", _PAPER),
+    NotResult("docs/agent.md", "the paper's AD reaches 21.8% after 1M steps", _PAPER),
+    NotResult("docs/campaign_confirm.md", "points and 0.61 for +1.5;", _POWER),
+    NotResult(
+        "docs/campaign_confirm.md",
+        "It reaches power 0.80 at +1.94 points (observed stds) or +2.56 (both 2.74):",
+        _POWER,
+    ),
+    NotResult("docs/campaign_confirm.md", "where the +1.5 line is weakest", _POWER),
+    NotResult("docs/campaign_confirm.md", "1. L > 0 (equivalently p < 0.05)", _THRESHOLD),
+    NotResult("docs/campaign_confirm.md", "- +5.8, the paper's own difference", _PAPER),
+    NotResult(
+        "docs/campaign_confirm.md",
+        "power at N = 15 is 1.00 for that difference and 0.91 for +10 points",
+        _POWER,
+    ),
+    NotResult(
+        "docs/campaign_llm15.md",
+        "difference: +2.3 points, the paper's PPO + EnvGen − Fixed (adaptation's own value "
+        "in the paper's Table 4), and +1.5 as a smaller effect.",
+        _POWER,
+    ),
+    NotResult(
+        "docs/campaign_llm15.md",
+        """| diff | sd | sd | n = 10 | n = 12 | n = 14 | n = 16 | n = 18 | n = 20 |
+        |---|---|---|---|---|---|---|---|---|
+        | +2.3 | 1.29 | 1.61 | 0.96 | 0.98 | 0.99 | 1.00 | 1.00 | 1.00 |
+        | +2.3 | 1.29 | 2.74 | 0.73 | 0.81 | 0.86 | 0.90 | 0.93 | 0.95 |
+        | +2.3 | 2.13 | 2.13 | 0.75 | 0.82 | 0.87 | 0.91 | 0.94 | 0.96 |
+        | +1.5 | 1.29 | 1.61 | 0.71 | 0.79 | 0.84 | 0.88 | 0.92 | 0.94 |
+        | +1.5 | 1.29 | 2.74 | 0.44 | 0.50 | 0.56 | 0.61 | 0.66 | 0.70 |
+        | +1.5 | 2.13 | 2.13 | 0.45 | 0.51 | 0.57 | 0.62 | 0.67 | 0.71 |""",
+        _POWER,
+    ),
+    NotResult(
+        "docs/campaign_llm15.md",
+        "Power 0.90-1.00 for +2.3 points under every std setting, 0.61-0.88 for +1.5.",
+        _POWER,
+    ),
+    NotResult(
+        "docs/campaign_llm15.md", "20 would add 0.05 at +2.3 and about 0.08 at +1.5.", _POWER
+    ),
+    NotResult("docs/campaign_llm15.md", "1. L > 0 (equivalently p < 0.05)", _THRESHOLD),
+    NotResult(
+        "docs/campaign_llm15.md",
+        "+2.3, the paper's PPO + EnvGen − Fixed; +5.8, the paper's PPO + EnvGen − Crafter-only",
+        _PAPER,
+    ),
+    NotResult(
+        "docs/heist.md",
+        "reaches 25.9 +/- 13.2 % success (reward 4.1 +/- 1.8); 5M steps in LLM-made "
+        '"Heist-EnvGen" environments then 20M Heist steps reach 37.7 +/- 7.5 % (5.5 +/- 0.9)',
+        _PAPER,
+    ),
+    NotResult(
+        "docs/llm.md",
+        "wrote 4 distinct worlds, toward weakness +0.150 (the weakest skills were coal, "
+        "diamond, iron, stone, skeletons); adapt3 and adapt4 repeated nearly the same set "
+        "(3 of 4 distinct, +0.000)",
+        "design quality of replies from one run outside the pipeline, its envgen run "
+        "command beside it (the replies are not committed)",
+    ),
+    NotResult(
+        "docs/loop.md",
+        "(scores 11.7-15.7 against 4.1-6.5 at 20k",
+        "the world-ranking study's per-agent scores, from the JSON its command writes "
+        "(this section), no run of the store",
+    ),
+    NotResult(
+        "docs/loop.md", "`- collect_wood: 83% +/- 5%`", "an example of the feedback's format"
+    ),
+    NotResult(
+        "docs/measurements.md",
+        "| PPO vs a random policy | 4.66 +/- 0.49 % Crafter score (3 seeds, 0.15M steps, "
+        "`nature`, last 50k steps) vs random 1.53 % (300 episodes) |",
+        _CPU_SMOKE,
+    ),
+    NotResult(
+        "docs/measurements.md",
+        "| AD vs a random policy | 3.72 % (1 seed, 0.1M steps, `nature`, last 50k steps; "
+        "31 min wall) vs 1.53 % |",
+        "a 0.1M-step AD run outside the run store, its envgen train command in the next column",
+    ),
+    NotResult(
+        "docs/measurements.md",
+        "82.7 / 123.8 vs 50.5 / 16.4 (first world of env seeds 0-19)",
+        "tile counts of generated worlds, measured by the test named in the next column",
+    ),
+    NotResult(
+        "docs/measurements.md",
+        "feedback drift up to 47.1 points",
+        "replay drift of the simulated-machine rerun, its command at the section's start",
+    ),
+    NotResult(
+        "docs/measurements.md",
+        "(drift up to 66.7 points)",
+        "replay drift of the simulated-machine rerun, its command at the section's start",
+    ),
+    NotResult("docs/measurements.md", "packaging (26.4 vs 26.3)", "package versions"),
+    NotResult("docs/paper.md", "PPO + EnvGen 32.2 +/- 0.6 / 12.6", _PAPER),
+    NotResult(
+        "docs/paper.md",
+        "EnvGen ahead at 1.24M (22.3 vs 21.1), 1.48M (27.9 vs 21.9) and 1.96M (32.2 vs 26.4)",
+        _PAPER,
+    ),
+    NotResult(
+        "docs/paper.md",
+        "PPO 25M Heist steps 25.9 +/- 13.2 % success; PPO + EnvGen, 5M steps in Heist-EnvGen "
+        "then 20M in Heist, 37.7 +/- 7.5 %.",
+        _PAPER,
+    ),
+    NotResult(
+        "docs/pipeline.md",
+        "the paper's 25.9 +/- 13.2 % / 4.1 +/- 1.8 and 37.7 +/- 7.5 % / 5.5 +/- 0.9",
+        _PAPER,
+    ),
+    NotResult(
+        "docs/pipeline.md",
+        "(toward weakness +0.05 on average over the 6 adaptations",
+        "design quality of Table 1's PPO + EnvGen replies, from the python -m "
+        "envgen.loop.design_quality command beside it",
+    ),
+    NotResult("docs/report.md", "log axis from 0.01 %", "a plot's axis limit"),
+    NotResult(
+        "docs/stats.md",
+        "Monte Carlo sd about 0.5 points",
+        "the coverage simulation's own error (intervals.simulated_coverage), no run",
+    ),
+    NotResult("docs/stats.md", "Bonferroni-adjusted p < 0.05", _THRESHOLD),
+    NotResult("docs/stats.md", "Welch p < 0.05 on the same runs", _THRESHOLD),
+    NotResult("docs/stats.md", "`n_runs` gives p ≥ 0.05", _THRESHOLD),
+    NotResult("docs/stats.md", "(29.9 vs 26.4; Tables 1, 2)", _PAPER),
+    NotResult("docs/stats.md", "(26.3 vs 21.5; Table 5)", _PAPER),
+    NotResult(
+        "docs/stats.md",
+        "t = 0, p = 1 for equal means and t = ±inf, p = 0 otherwise",
+        "the test's defined edge cases",
+    ),
+    NotResult(
+        "docs/stats.md",
+        "Table 3 at 0.06M (+0.1, p = 0.49) and Table 4 at 1.24M (+1.2, p = 0.15)",
+        "Welch on the paper's own means and stds: " + _PAPER,
+    ),
+    NotResult(
+        "docs/stats.md",
+        """D = +5.8, a family of m = 18 testable
+        claims, so level 0.05/18 = 0.0028). Our 30 EnvGen runs 31.0 ± 1.0 and 10 Crafter-only
+        runs 29.0 ± 2.0 give a − b = +2.0, Welch df 10.5, 99.7 % interval [−0.55, +4.55].
+        Line 4: U = 4.55 ≥ 0. Line 5: U = 4.55 < 5.8 -> **smaller than reported**, although the
+        difference is not even significant against 0: the runs say the effect is not the
+        paper's +5.8. A tie: Table 3 at 0.06M, δ = 0.39; runs
+        32.0 ± 0.6 and 31.95 ± 0.5 (30 each) give TOST p = 0.011 ≥ 0.0028 -> **inconclusive**
+        (the 1 − 2·level interval [−0.36, +0.46] is not inside ±0.39)""",
+        _EXAMPLE,
+    ),
+    NotResult(
+        "docs/stats.md",
+        "(PPO + EnvGen vs 1.96M Crafter-only, +5.8; Fixed vs Crafter-only, +3.5; EnvGen vs "
+        "Fixed, +2.3)",
+        _PAPER,
+    ),
+    NotResult(
+        "docs/stats.md",
+        "naming the paper's +2.3 (PPO + EnvGen − Fixed) and +5.8 (PPO + EnvGen − Crafter-only)",
+        _PAPER,
+    ),
+    NotResult(
+        "results/gpu/2026-11-26-h200/README.md",
+        "window return 2.126 +/- 0.309 (float32) and 2.103 +/- 0.136 (bf16), difference "
+        "-0.023, 95% interval [-0.485, +0.440], Welch p 0.90.",
+        _PRECISION_AB,
+    ),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Hit:
+    """A result-looking number: where it lies in its text and which form it has."""
+
+    start: int
+    end: int
+    form: str
+    number: str
+
+
+def hits(text: str) -> list[Hit]:
+    """Every result-looking number in `text`, by position (overlapping forms kept once:
+    the earliest, longest match)."""
+    found = sorted(
+        (Hit(m.start(), m.end(), form, m.group()) for form, p in FORMS for m in p.finditer(text)),
+        key=lambda h: (h.start, -h.end),
+    )
+    out: list[Hit] = []
+    for hit in found:
+        if out and hit.start < out[-1].end:
+            continue
+        out.append(hit)
+    return out
+
+
+def doc_files(root: Path) -> list[Path]:
+    """README.md, every .md under docs/, and every README.md under results/."""
+    files = [root / "README.md"] if (root / "README.md").is_file() else []
+    files += sorted((root / "docs").rglob("*.md"))
+    files += sorted((root / "results").rglob("README.md"))
+    return files
+
+
+def literal(text: str) -> str:
+    """`text` as a regex in which any whitespace (line breaks included) matches any."""
+    return r"\s+".join(re.escape(w) for w in text.split())
+
+
+def _spans(pattern: str, text: str) -> Iterator[tuple[int, int]]:
+    return (m.span() for m in re.finditer(pattern, text))
+
+
+@dataclasses.dataclass(frozen=True)
+class Unchecked:
+    """A result-looking number no check covers, or an allow-list entry that covers none."""
+
+    path: str
+    line: int | None
+    what: str
+
+
+def unchecked(
+    root: Path,
+    covered: Mapping[str, Sequence[tuple[int, int]]],
+    allowed: Sequence[NotResult] = NOT_RESULTS,
+) -> list[Unchecked]:
+    """Every result-looking number in the docs outside `covered` (spans of declared
+    passages, by path) and outside `allowed`; then every `allowed` entry that excuses
+    no number."""
+    problems: list[Unchecked] = []
+    used: set[int] = set()
+    for file in doc_files(root):
+        rel = file.relative_to(root).as_posix()
+        text = file.read_text(encoding="utf-8")
+        spans = list(covered.get(rel, ()))
+        excused = [
+            (i, span)
+            for i, entry in enumerate(allowed)
+            if entry.path == rel
+            for span in _spans(literal(entry.text), text)
+        ]
+        for hit in hits(text):
+            if any(a <= hit.start < b for a, b in spans):
+                continue
+            by = [i for i, (a, b) in excused if a <= hit.start and hit.end <= b]
+            if by:
+                used.update(by)
+                continue
+            problems.append(
+                Unchecked(
+                    rel,
+                    text.count("\n", 0, hit.start) + 1,
+                    f"{' '.join(hit.number.split())!r} looks like a result ({hit.form}) "
+                    "that no check covers: declare its passage in envgen/report/"
+                    "docfigures.py PHRASES, or, if it is not a result of our runs, list "
+                    "it in envgen/report/doc_numbers.py NOT_RESULTS with the reason",
+                )
+            )
+    for i, entry in enumerate(allowed):
+        if i not in used:
+            problems.append(
+                Unchecked(
+                    entry.path,
+                    None,
+                    f"NOT_RESULTS entry {entry.text[:60]!r} excuses no result-looking "
+                    "number there any more: remove it from envgen/report/doc_numbers.py",
+                )
+            )
+    return problems
