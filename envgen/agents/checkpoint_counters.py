@@ -19,11 +19,16 @@ NAMES = ("global_step", "rollouts", "checkpoints", "checkpoint_step", "episodes_
 
 
 def checked_counters(
-    raw: Any, checkpoint: Path, rollout_size: int, metrics_log: Path | None = None
+    raw: Any,
+    checkpoint: Path,
+    rollout_size: int,
+    metrics_log: Path | None = None,
+    fix: str | None = None,
 ) -> dict[str, int]:
     """`raw` (a checkpoint's counters) if consistent (module docstring), else a one-line
-    `EnvGenError` naming `checkpoint`, the counter and the fix."""
-    fix = f"remove {Path(checkpoint).parent} to resume from step 0"
+    `EnvGenError` naming `checkpoint`, the counter and `fix` (by default: remove the
+    checkpoint's directory; a cohort's slices say to remove every seed's)."""
+    fix = fix or f"remove {Path(checkpoint).parent} to resume from step 0"
     if not isinstance(raw, dict):
         raise EnvGenError(f"{checkpoint}: counters is a {type(raw).__name__}, not a mapping; {fix}")
     for name, value in raw.items():
