@@ -539,6 +539,15 @@ def _worker(conn, control, block, seeds, shared, configs, config_indices) -> Non
     control_raw, k, spin = control
     link = _Link(np.frombuffer(control_raw, np.int64).reshape(-1, _WORDS)[k], conn, spin)
     envs = _Block(block, seeds, shared, configs, config_indices, [(link.words, _WORKER_BUSY)])
+    try:
+        _serve(link, envs, conn)
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        pass  # the parent is gone (killed): nobody to answer, and no traceback to print
+    conn.close()
+
+
+def _serve(link: _Link, envs: _Block, conn) -> None:
+    """The worker's loop: step on the shared words, answer commands, until "close"."""
     parent_busy = [(link.words, _PARENT_BUSY)]
     steps = 0
     while True:
@@ -562,6 +571,7 @@ def _worker(conn, control, block, seeds, shared, configs, config_indices) -> Non
             break
         try:
             conn.send(envs.handle(command, data))
+        except (BrokenPipeError, ConnectionResetError):
+            raise
         except Exception as exc:
             conn.send(exc)
-    conn.close()
