@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from envgen.agents.checkpoint_counters import ResumeRefusedError
 from envgen.errors import EnvGenError
 from envgen.store.manifest import LATEST_CHECKPOINT
 
@@ -83,14 +84,14 @@ def load_checkpoint(
         state = torch.load(path, map_location=device, weights_only=True)
         state = _restored(state)
     except Exception as exc:  # torch raises many kinds on a truncated, foreign or unsafe file
-        raise EnvGenError(
+        raise ResumeRefusedError(
             f"{path}: unreadable checkpoint ({type(exc).__name__}); it holds objects other "
             "than tensors and plain values, was written by another program or version, or "
             f"is damaged: remove {directory} to resume from step 0, or remove the run "
             "directory to start over"
         ) from None
     if not isinstance(state, dict) or not CHECKPOINT_KEYS <= set(state):
-        raise EnvGenError(
+        raise ResumeRefusedError(
             f"{path}: not a checkpoint of this program (keys missing); remove {directory} "
             "to resume from step 0"
         )

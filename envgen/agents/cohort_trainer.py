@@ -41,7 +41,7 @@ import torch
 from tqdm import tqdm
 
 from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
-from envgen.agents.checkpoint_counters import checked_counters
+from envgen.agents.checkpoint_counters import ResumeRefusedError, checked_counters
 from envgen.agents.cohort import CohortPPO, drain, interleave
 from envgen.agents.config import ModelConfig, PPOConfig, check_groups
 from envgen.agents.runlog import JsonlLog, episode_record
@@ -472,12 +472,12 @@ class CohortTrainer:
                 state.get("counters"), path, self.ppo_cfg.rollout_size, self.metrics[k].path, fix
             )
             if raw.get("global_step", 0) != step:
-                raise EnvGenError(
+                raise ResumeRefusedError(
                     f"{path}: counter global_step {raw.get('global_step', 0)} is not the "
                     f"cohort's step {step}; {fix}"
                 )
             if first is not None and raw != first[1]:
-                raise EnvGenError(
+                raise ResumeRefusedError(
                     f"{path}: counters {raw} differ from {first[0]}'s {first[1]} (a cohort's "
                     f"seeds share them); {fix}"
                 )
