@@ -29,7 +29,7 @@ MAX_DEPTH = 32
 """Deepest nesting of sequences and mappings, aliases counted as the node they name
 (the project's files nest at most 5 deep)."""
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # for the depth walk: fast
 
 
 class YAMLInputError(EnvGenError):
@@ -90,7 +90,7 @@ def loads(
                 f"sequences and mappings nest {depth} deep or more, more than {max_depth}; "
                 "it is not a file this project wrote",
             )
-        return yaml.load(text, Loader=_LOADER)  # noqa: S506 (a safe loader)
+        return yaml.safe_load(text)  # the pure-Python loader, as before: the same values
     except yaml.YAMLError as exc:
         raise YAMLInputError(where, _syntax_error(exc, max_depth)) from None
     except RecursionError:  # not reached within MAX_DEPTH; kept as a last line of defence
@@ -111,8 +111,8 @@ def loads_mapping(data: bytes | str, where: object, what: str, **caps: int) -> d
     return dict(value)
 
 
-def read_mapping(path: Path, what: str, max_bytes: int = MAX_BYTES) -> dict[str, Any]:
-    """The mapping in the YAML file `path` (its size checked before it is read)."""
+def read(path: Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+    """The YAML value of the file `path` (its size checked before it is read)."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -121,7 +121,7 @@ def read_mapping(path: Path, what: str, max_bytes: int = MAX_BYTES) -> dict[str,
         raise YAMLInputError(path, f"cannot be read ({exc.strerror or exc})") from None
     if size > max_bytes:
         raise YAMLInputError(path, too_large(size, max_bytes))
-    return loads_mapping(data, path, what, max_bytes=max_bytes)
+    return loads(data, path, max_bytes, max_depth)
 
 
 def _syntax_error(exc: yaml.YAMLError, max_depth: int) -> str:

@@ -81,10 +81,7 @@ def _game(run_dir: Path) -> str:
     path = run_dir / "run.yaml"
     if not path.is_file():
         return "crafter"
-    try:
-        config = yaml_input.loads(path.read_bytes(), path)  # bounded: one line, named
-    except OSError as exc:
-        raise EnvGenError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    config = yaml_input.read(path)  # bounded in size and nesting: one line, named
     game = config.get("game", "crafter") if isinstance(config, dict) else None
     if game not in VERSION_1_FINGERPRINTS:
         what = f"game {game!r}" if isinstance(config, dict) else f"a {type(config).__name__}"
