@@ -57,7 +57,8 @@ class JobState:
     run_dir: Path
     """`<runs_root>/<hash>/seed-<K>`."""
     state: str
-    """done | running | partial (checkpoint, no live process) | stale | damaged | missing."""
+    """done | running | partial (checkpoint, no live process) | failed (its last attempt,
+    nothing written since) | stale | damaged | missing."""
     steps: int
     """Env steps done: a finished run's global_steps, a running run's last logged step,
     a partial run's checkpoint step (where it resumes: steps logged after it are redone)."""
