@@ -20,38 +20,27 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-import yaml
-
 from envgen.errors import ConfigError
+from envgen.yaml_input import MAX_BYTES as MAX_YAML_BYTES
+from envgen.yaml_input import YAMLInputError, loads_mapping, too_large
 
 
 # --- files -------------------------------------------------------------------------------
 def read_yaml_mapping(path: Path | str, what: str) -> dict[str, Any]:
     """The mapping in the YAML file `path` (`what` it should hold, for the messages).
 
-    Missing files, directories, syntax errors, empty files and non-mappings each raise
-    a `ConfigError` naming the file.
+    Missing files, directories, syntax errors, empty files, non-mappings and files too
+    large or nested too deep (`envgen.yaml_input`) each raise a `ConfigError` naming the
+    file.
     """
     path = Path(path)
+    if path.is_file() and path.stat().st_size > MAX_YAML_BYTES:  # before reading it
+        raise ConfigError("", too_large(path.stat().st_size), file=path)
     text = read_text(path, what)
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(
-            "", f"YAML syntax error{where}: {problem}; fix that line", file=path
-        ) from None
-    if data is None:
-        raise ConfigError("", f"is empty; it must hold {what}", file=path)
-    if not isinstance(data, Mapping):
-        raise ConfigError(
-            "",
-            f"holds a {type(data).__name__}, not `field: value` lines; it must hold {what}",
-            file=path,
-        )
-    return dict(data)
+        return loads_mapping(text, path, what)
+    except YAMLInputError as exc:
+        raise ConfigError("", exc.detail, file=path) from None
 
 
 def read_text(path: Path, what: str) -> str:

@@ -10,10 +10,10 @@ number here; edits that change no number (a comment, a device fix, an error mess
 leave every committed run current. Bump a game's version in the same commit as a change
 that alters what its runs produce (episodes, metrics, LLM prompts, scores); the guard
 test (tests/test_results_version.py) replays a small fixed-seed run set with this tree
-and with the code of the commit that last changed a version value here (the parsed
-mapping, not the file's bytes: touching this file without changing a number does not
-move the reference), and fails, naming the first differing output, when they differ and
-the version did not change.
+and, per run, with the code of the commit that last changed its key's value here (the
+parsed mapping, not the file's bytes: touching this file, or bumping another key, does
+not move a key's reference), and fails, naming the first differing output, when they
+differ and the key's version did not change.
 
 Keep the declaration a literal mapping: the guard reads it with `ast.literal_eval`.
 """

@@ -241,16 +241,21 @@ def _stale(run_dir: Path) -> str | None:
 def _llm_adapts(run_dir: Path) -> bool:
     """Whether the run's own config (run.yaml) has an LLM adapt its worlds; a
     random-policy run has no config."""
-    import yaml
-
     from envgen.audit.identity import NOT_CONFIG, RUN_YAML
+    from envgen.errors import ConfigError
     from envgen.loop.config import RunConfig
+    from envgen.store import read_run_bytes
+    from envgen.yaml_input import loads_mapping
 
     path = run_dir / RUN_YAML
     if not path.is_file():
         return False
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))  # checked by the identity step
-    return RunConfig.from_dict({k: v for k, v in data.items() if k not in NOT_CONFIG}).llm_adapts
+    data = loads_mapping(read_run_bytes(path), path, "a run config")  # bounded: one line
+    try:
+        config = RunConfig.from_dict({k: v for k, v in data.items() if k not in NOT_CONFIG})
+    except ConfigError as exc:
+        raise EnvGenError(f"{path}: not a run config of this code ({exc})") from None
+    return config.llm_adapts
 
 
 # --- 3, 4. tables, CLAIMS.md ---------------------------------------------------------------

@@ -1,15 +1,18 @@
 """The results-version guard: behaviour changes only with a version bump.
 
 A finished run stays current while its recorded results version equals the code's
-(`envgen/results_version.py`), so an edit that changes what runs produce must bump it.
-This test runs a small fixed-seed set (tests/data/guard/*.yaml: PPO and AD updates,
-EnvGen cycles with the LLM, heuristic and random designers, Crafter under the stock and
-the authors' world rules, Heist) twice through the command line, `envgen run`, in
-subprocesses: once with this tree's code and once with the code of the commit that last
-changed `envgen/results_version.py` (extracted with `git archive` into a temporary
-directory and put first on PYTHONPATH). The outputs must be identical, timing fields
-aside, unless the version changed since that commit. Driving both sides through the
-command line keeps the guard working when modules move or are renamed.
+(`envgen/results_version.py`, one version per results key), so an edit that changes what
+runs produce must bump its key. This test runs a small fixed-seed set
+(tests/data/guard/*.yaml: PPO and AD updates, EnvGen cycles with the LLM, heuristic and
+random designers, Crafter under the stock and the authors' world rules, Heist) twice
+through the command line, `envgen run`, in subprocesses: once with this tree's code and
+once with the code of the commit that last changed the value of that config's results
+key (extracted with `git archive` into a temporary directory and put first on
+PYTHONPATH). Per key, not per file: with one reference for all, a Crafter behaviour
+change committed together with a Heist bump compared the tree with itself and passed.
+The outputs must be identical, timing fields aside, unless the key's version changed
+since its reference. Driving both sides through the command line keeps the guard
+working when modules move or are renamed.
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ import os
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from envgen.results_version import RESULTS_VERSION
+from envgen.results_version import version_key
 from envgen.store.run_diff import first_difference
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,14 +46,17 @@ def _git(*args: str, repo: Path = REPO) -> str:
     ).stdout.strip()
 
 
-def reference_commit(repo: Path = REPO) -> tuple[str | None, str]:
-    """(the commit that last changed a version value, "") or (None, why it is unknown).
+def reference_commits(repo: Path = REPO) -> tuple[dict[str, str] | None, str]:
+    """({results key: the commit that last changed that key's value}, "") for the keys of
+    the latest committed version mapping, or (None, why they are unknown).
 
-    The versions are compared as parsed values, not as the file's bytes: a commit that
-    touches the file without changing a number (a comment, a reformat) is no reference,
-    or a behaviour change committed with such a touch would compare the tree with itself
-    and pass. Walking back over the commits that touched the file, the reference is the
-    oldest of the newest commits whose versions equal the latest committed ones.
+    Per key: a commit that bumps one key is no reference for another, or a Crafter
+    behaviour change committed with a Heist bump would compare the tree with itself and
+    pass. The versions are compared as parsed values, not as the file's bytes: a commit
+    that touches the file without changing a key's number (a comment, a reformat) is no
+    reference for it either. Walking back over the commits that touched the file, a
+    key's reference is the oldest of the newest commits whose value of it equals the
+    latest committed one.
 
     In a shallow clone the history may end before that commit (`git log` then takes the
     oldest commit it has for one that added every file), so a walk that reaches the cut
@@ -68,25 +75,46 @@ def reference_commit(repo: Path = REPO) -> tuple[str | None, str]:
     if not commits:
         return None, f"no commit in the history changed {VERSION_FILE}"
     latest = versions_at(commits[0], repo)
-    reference = commits[0]
+    if latest is None:
+        return None, f"{VERSION_FILE} at {commits[0][:10]} holds no literal RESULTS_VERSION"
+    references: dict[str, str] = {}
+    open_keys = set(latest)
     for commit in commits:
         if commit in cut:
             return None, (
-                f"shallow clone cut at {commit[:10]}, so the commit that last changed a "
-                f"version in {VERSION_FILE} is unknown (git fetch --unshallow)"
+                f"shallow clone cut at {commit[:10]}, so the commit that last changed "
+                f"{', '.join(sorted(open_keys))} in {VERSION_FILE} is unknown "
+                "(git fetch --unshallow)"
             )
-        if versions_at(commit, repo) != latest:
-            return reference, ""
-        reference = commit
-    return reference, ""
+        versions = versions_at(commit, repo) or {}
+        for key in list(open_keys):
+            if key not in versions or versions[key] != latest[key]:
+                open_keys.discard(key)
+            else:
+                references[key] = commit
+        if not open_keys:
+            break
+    return references, ""
+
+
+def tree_versions(repo: Path = REPO) -> dict[str, int] | None:
+    """The RESULTS_VERSION mapping of the working tree's version file."""
+    return _parsed_versions((repo / VERSION_FILE).read_text())
 
 
 def versions_at(commit: str, repo: Path = REPO) -> dict[str, int] | None:
     """The RESULTS_VERSION mapping of the version file at `commit`, parsed, not run (None
     where the file holds no such literal mapping)."""
     try:
-        tree = ast.parse(_git("show", f"{commit}:{VERSION_FILE}", repo=repo))
-    except (SyntaxError, subprocess.CalledProcessError):
+        return _parsed_versions(_git("show", f"{commit}:{VERSION_FILE}", repo=repo))
+    except subprocess.CalledProcessError:
+        return None
+
+
+def _parsed_versions(text: str) -> dict[str, int] | None:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
         return None
     for node in tree.body:
         target = node.target if isinstance(node, ast.AnnAssign) else None
@@ -102,13 +130,13 @@ def versions_at(commit: str, repo: Path = REPO) -> dict[str, int] | None:
     return None
 
 
-def extract(commit: str, dest: Path) -> Path:
+def extract(commit: str, dest: Path, repo: Path = REPO) -> Path:
     """The package `envgen/` of `commit`, unpacked under `dest`."""
     dest.mkdir(parents=True, exist_ok=True)
     archive = dest / "ref.tar"
     with archive.open("wb") as f:
         subprocess.run(
-            ["git", "-C", str(REPO), "archive", "--format=tar", commit, "envgen"],
+            ["git", "-C", str(repo), "archive", "--format=tar", commit, "envgen"],
             stdout=f,
             check=True,
         )
@@ -186,15 +214,15 @@ def test_a_shallow_clone_cut_after_the_version_commit_gives_no_reference(tmp_pat
     first = _git("rev-parse", "HEAD", repo=origin)
     (origin / "envgen" / "config.py").write_text("ENT_COEF = 0.02\n")
     commit("a default changed, no bump")
-    assert reference_commit(origin) == (first, "")
+    assert reference_commits(origin) == ({"crafter": first}, "")
     # depth 2 stops at `first` itself: whether it changed the file cannot be told either
     for depth, expected in ((3, first), (2, None), (1, None)):
         clone = tmp_path / f"depth-{depth}"
         subprocess.run(
             ["git", "clone", "-q", f"--depth={depth}", origin.as_uri(), str(clone)], check=True
         )
-        found, why = reference_commit(clone)
-        assert found == expected
+        found, why = reference_commits(clone)
+        assert found == (None if expected is None else {"crafter": expected})
         if expected is None:
             assert why.startswith("shallow clone cut at") and "unshallow" in why
 
@@ -224,8 +252,9 @@ def test_a_touched_but_unchanged_version_file_is_no_reference(tmp_path):
     )
     scoring.write_text("def score(x):\n    return x * 1.5  # touched with the version file\n")
     commit("score * 1.5, and a word in the version file")
-    reference, why = reference_commit(repo)
-    assert (reference, why) == (first, "")
+    references, why = reference_commits(repo)
+    assert (references, why) == ({"crafter": first, "heist": first}, "")
+    reference = references["crafter"]
     assert versions_at(reference, repo) == {"crafter": 1, "heist": 1}  # not bumped: the
     # guard runs the old scoring against the new one and fails on the difference
     assert "1.5" not in _git("show", f"{reference}:envgen/scoring.py", repo=repo)
@@ -233,42 +262,132 @@ def test_a_touched_but_unchanged_version_file_is_no_reference(tmp_path):
     bump = commit("a real bump")
     version.write_text('RESULTS_VERSION: dict[str, int] = {"crafter": 2, "heist": 1}  # ok\n')
     commit("a comment after the bump")
-    assert reference_commit(repo) == (bump, "")
+    assert reference_commits(repo) == ({"crafter": bump, "heist": first}, "")
+
+
+def test_a_bump_of_one_key_leaves_the_guard_on_for_the_others(tmp_path):
+    """`score * 1.5` in the Crafter scoring committed with `"heist": 1 -> 2`: one
+    reference for all keys was that commit itself, so the guard compared the tree with
+    itself and every Crafter run stayed current. Crafter's reference stays the commit
+    that set its value, and the guard names the Crafter case."""
+    repo = tmp_path / "repo"
+    (repo / "envgen").mkdir(parents=True)
+    version, scoring = repo / VERSION_FILE, repo / "envgen" / "scoring.py"
+
+    def commit(message: str) -> str:
+        _git("add", "-A", repo=repo)
+        _git(
+            *("-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"),
+            *("commit", "-qm", message),
+            repo=repo,
+        )
+        return _git("rev-parse", "HEAD", repo=repo)
+
+    _git("init", "-q", repo=repo)
+    (repo / "envgen" / "__init__.py").write_text("")
+    version.write_text('RESULTS_VERSION = {"crafter": 1, "heist": 1}\n')
+    scoring.write_text("def score(x):\n    return x\n")
+    first = commit("versions 1")
+    version.write_text('RESULTS_VERSION = {"crafter": 1, "heist": 2}\n')
+    scoring.write_text("def score(x):\n    return x * 1.5\n")
+    bump = commit("score * 1.5 in Crafter, committed with a Heist bump")
+    assert reference_commits(repo) == ({"crafter": first, "heist": bump}, "")
+
+    def produce(code_root: Path, case: str) -> Path:
+        out = tmp_path / "out" / code_root.name / case
+        out.mkdir(parents=True)
+        code = (
+            "import json; from envgen.scoring import score; print(json.dumps({'score': score(2)}))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(code_root)},
+            cwd=out,  # `python -c` puts the working directory first on sys.path
+        )
+        (out / "final_metrics.json").write_text(done.stdout)
+        return out
+
+    problems = guard_problems(
+        {"crafter_run": "crafter", "heist_run": "heist"}, produce, tmp_path, repo
+    )
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("crafter_run: final_metrics.json: score differ")
+    assert f"since {first[:10]}" in problems[0] and "RESULTS_VERSION['crafter']" in problems[0]
+
+
+def guard_problems(
+    cases: dict[str, str],
+    produce: Callable[[Path, str], Path],
+    work: Path,
+    repo: Path = REPO,
+    warm: str | None = None,
+) -> list[str]:
+    """One line per case (name -> results key) whose output with this tree's code
+    (`produce(repo, case)`) differs from its output with the code of its key's reference
+    commit (`produce(extracted tree, case)`, `reference_commits`) while the key's version
+    did not change since that reference. `warm`, a case, runs first alone on its key's
+    reference tree: that tree's numba cache starts cold, and two runs at once each
+    compiled it. `pytest.skip` when the references are unknown (no or shallow history).
+    """
+    references, why = reference_commits(repo)
+    if references is None:
+        pytest.skip(f"{why}: the guard needs the commits that set the results versions")
+    current = tree_versions(repo) or {}
+    trees = {
+        commit: extract(commit, work / f"reference-{commit[:10]}", repo)
+        for commit in sorted({references[k] for k in cases.values() if k in references})
+    }
+
+    def theirs(case: str) -> Path | None:
+        commit = references.get(cases[case])
+        return None if commit is None else produce(trees[commit], case)
+
+    if warm is not None:
+        theirs(warm)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        ours = dict(zip(cases, pool.map(lambda c: produce(repo, c), cases), strict=True))
+        reference = dict(zip(cases, pool.map(theirs, cases), strict=True))
+    problems = []
+    for case, key in cases.items():
+        commit = references.get(key)
+        if commit is None or current.get(key) != (versions_at(commit, repo) or {}).get(key):
+            continue  # a key new or bumped since its reference: any behaviour is allowed
+        difference = first_difference(ours[case], reference[case])
+        if difference:
+            problems.append(
+                f"{case}: {difference}: behaviour changed since {commit[:10]} (the commit "
+                f"that last changed RESULTS_VERSION[{key!r}]) without a version bump; raise "
+                f"RESULTS_VERSION[{key!r}] in {VERSION_FILE} (then retrain or keep the "
+                "committed runs as another version's)"
+            )
+    return problems
+
+
+def _results_key(config: Path) -> str:
+    """The results key of a guard config's runs (`version_key`)."""
+    from envgen.loop.config import RunConfig
+
+    run = RunConfig.from_yaml(config)
+    return version_key(run.game, run.llm_adapts)
 
 
 @pytest.mark.slow
 def test_behaviour_is_unchanged_unless_the_results_version_is_bumped(tmp_path):
-    commit, why = reference_commit()
-    if commit is None:
-        pytest.skip(f"{why}: the guard needs the commit that set the results version")
-    old = versions_at(commit) or {}
-    bumped = sorted(g for g in RESULTS_VERSION if RESULTS_VERSION[g] != old.get(g))
-    reference = extract(commit, tmp_path / "reference")
+    configs = {config.stem: config for config in GUARD_CONFIGS}
 
-    def both(config: Path) -> tuple[Path, Path]:
+    def produce(code_root: Path, case: str) -> Path:
         # One config runs our side's envs in a worker process too (forked from the
         # preloaded forkserver, envgen/envs/worker_preload.py) against the reference's
         # single process: the worker count must change no number either.
-        workers = 2 if config.stem == FORKED_WORKERS else 1
-        ours = run_side(REPO, tmp_path / "ours" / config.stem, config, workers)
-        theirs = run_side(reference, tmp_path / "theirs" / config.stem, config)
-        return ours, theirs
+        ours = code_root == REPO
+        workers = 2 if ours and case == FORKED_WORKERS else 1
+        side = "ours" if ours else code_root.name
+        return run_side(code_root, tmp_path / side / case, configs[case], workers)
 
-    # The extracted tree's numba cache (Crafter's compiled world generation) starts cold:
-    # one run compiles it alone, where two at once each compiled it (100 s apiece on a
-    # busy 2-core machine). `envgen run` keeps that finished run when `both` asks again.
-    warm = next(c for c in GUARD_CONFIGS if c.stem == "envgen_random_authors")
-    run_side(reference, tmp_path / "theirs" / warm.stem, warm)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        pairs = list(pool.map(both, GUARD_CONFIGS))
-    problems = []
-    for config, (ours, theirs) in zip(GUARD_CONFIGS, pairs, strict=True):
-        game = "heist" if config.stem.startswith("heist") else "crafter"
-        difference = first_difference(ours, theirs)
-        if difference and game not in bumped:
-            problems.append(
-                f"{config.name}: {difference}: behaviour changed since {commit[:10]} without "
-                f"a version bump; raise RESULTS_VERSION[{game!r}] in {VERSION_FILE} (then "
-                "retrain or keep the committed runs as another version's)"
-            )
+    cases = {stem: _results_key(config) for stem, config in configs.items()}
+    # `envgen run` keeps the warm run's finished output when `produce` asks again.
+    problems = guard_problems(cases, produce, tmp_path, warm="envgen_random_authors")
     assert not problems, "\n".join(problems)

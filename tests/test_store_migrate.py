@@ -48,3 +48,22 @@ def test_a_missing_root_is_one_line_and_exit_1(tmp_path, capsys):
     assert main([str(tmp_path / "nowhere")]) == 1
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and "no such directory" in err
+
+
+def test_a_deep_run_yaml_or_a_binary_fingerprint_is_one_line_and_the_others_migrate(
+    tmp_path, capsys
+):
+    """A 100k-deep run.yaml gave RecursionError and a binary code_fingerprint.txt a
+    UnicodeDecodeError: either stopped the migration of every run after it."""
+    deep = old_run(tmp_path, "aaa", "x: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    binary = old_run(tmp_path, "bbb")
+    (binary / "code_fingerprint.txt").write_bytes(b"\xff\xfe\x00garbage")
+    good = old_run(tmp_path, "ccc")
+    assert main([str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out.strip() == "2 damaged, 1 migrated" and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(f"{deep}/run.yaml: ")
+    assert lines[1].startswith(f"{binary}/code_fingerprint.txt: unreadable (not ASCII text)")
+    assert (good / PROVENANCE).exists() and not (deep / PROVENANCE).exists()

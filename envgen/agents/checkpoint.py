@@ -18,6 +18,7 @@ What such a resume means for the action generator: `envgen.agents.trainer`, `res
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from envgen.agents.checkpoint_counters import ResumeRefusedError
 from envgen.errors import EnvGenError
 from envgen.store.manifest import LATEST_CHECKPOINT
 
@@ -40,17 +42,30 @@ _ARRAY_KINDS = "biuf"  # bool, signed, unsigned, float: never object or structur
 def save_checkpoint(directory: Path, payload: dict[str, Any]) -> Path:
     """Write `payload` as `directory/latest.pt` atomically; returns the path.
 
-    TypeError when it holds a value a safe load could not read back (`_storable`).
+    TypeError when it holds a value a safe load could not read back (`_storable`). A
+    write that fails (a full disk: torch reports it as a RuntimeError) is one
+    `EnvGenError` line naming the file, with the temporary file removed and the previous
+    checkpoint kept, so the run resumes from it once there is room.
     """
     stored = _storable(payload)
-    directory.mkdir(parents=True, exist_ok=True)
     path = directory / LATEST
     tmp = path.with_suffix(".pt.tmp")
-    with tmp.open("wb") as f:
-        torch.save(stored, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tmp.open("wb") as f:
+            torch.save(stored, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except (OSError, RuntimeError) as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise EnvGenError(
+            f"{path}: the checkpoint could not be written ({why.splitlines()[0][:200]}); "
+            "free space on that disk, then run the same command again: it resumes from the "
+            "previous checkpoint"
+        ) from None
     return path
 
 
@@ -69,14 +84,14 @@ def load_checkpoint(
         state = torch.load(path, map_location=device, weights_only=True)
         state = _restored(state)
     except Exception as exc:  # torch raises many kinds on a truncated, foreign or unsafe file
-        raise EnvGenError(
+        raise ResumeRefusedError(
             f"{path}: unreadable checkpoint ({type(exc).__name__}); it holds objects other "
             "than tensors and plain values, was written by another program or version, or "
             f"is damaged: remove {directory} to resume from step 0, or remove the run "
             "directory to start over"
         ) from None
     if not isinstance(state, dict) or not CHECKPOINT_KEYS <= set(state):
-        raise EnvGenError(
+        raise ResumeRefusedError(
             f"{path}: not a checkpoint of this program (keys missing); remove {directory} "
             "to resume from step 0"
         )

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
+from envgen.agents.checkpoint_counters import ResumeRefusedError, checked_counters
 from envgen.agents.cohort import CohortPPO, drain, interleave
 from envgen.agents.config import ModelConfig, PPOConfig, check_groups, check_kernels
 from envgen.agents.runlog import JsonlLog, episode_record
@@ -377,13 +378,14 @@ class CohortTrainer(RolloutLoop):
                 f"remove every seed's {CHECKPOINT_DIR} to start the cohort from step 0",
             )
         step = max(common)
-        states = [f[step] for f in found]
+        paths = [f[step][0] for f in found]
+        states = [f[step][1] for f in found]
         for k, state in enumerate(states):
             self._check_slice(k, state)
+        counters = self._checked_counters(step, paths, states)  # before any log is cut
         try:
             for group in self._groups:
                 group.agent.load_seed_states([states[k] for k in group.slots])
-            counters = Counters(**states[0]["counters"])
             for k, state in enumerate(states):
                 saved = state["action_rng"]
                 if saved.get("device") == self.device.type:
@@ -411,8 +413,8 @@ class CohortTrainer(RolloutLoop):
         self._checkpointed_at = time.monotonic()
         return True
 
-    def _slices(self, run_dir: Path) -> dict[int, dict[str, Any]]:
-        """Step -> slice, of this seed's latest and previous slices."""
+    def _slices(self, run_dir: Path) -> dict[int, tuple[Path, dict[str, Any]]]:
+        """Step -> (file, slice), of this seed's latest and previous slices."""
         out = {}
         for name in (LATEST_CHECKPOINT.name, PREVIOUS):
             state = load_checkpoint(run_dir / CHECKPOINT_DIR, self.device, name)
@@ -446,8 +448,34 @@ class CohortTrainer(RolloutLoop):
                     f"not {self.kernels!r}: each mode rounds differently; resume it in its "
                     "own mode",
                 )
-            out[cohort["step"]] = state
+            out[cohort["step"]] = (run_dir / CHECKPOINT_DIR / name, state)
         return out
+
+    def _checked_counters(
+        self, step: int, paths: Sequence[Path], states: Sequence[dict[str, Any]]
+    ) -> Counters:
+        """The slices' counters, held to the run alone's checks (`checked_counters`: whole
+        numbers >= 0, rollouts x rollout size, a logged update at the step) per seed, and
+        the same in every seed at the cohort's step. A one-line `EnvGenError` naming the
+        slice otherwise: a resume from them would cut every seed's logs to that step."""
+        fix = f"remove every seed's {CHECKPOINT_DIR} to start the cohort from step 0"
+        first = None
+        for k, (path, state) in enumerate(zip(paths, states, strict=True)):
+            raw = checked_counters(
+                state.get("counters"), path, self.ppo_cfg.rollout_size, self.metrics[k].path, fix
+            )
+            if raw.get("global_step", 0) != step:
+                raise ResumeRefusedError(
+                    f"{path}: counter global_step {raw.get('global_step', 0)} is not the "
+                    f"cohort's step {step}; {fix}"
+                )
+            if first is not None and raw != first[1]:
+                raise ResumeRefusedError(
+                    f"{path}: counters {raw} differ from {first[0]}'s {first[1]} (a cohort's "
+                    f"seeds share them); {fix}"
+                )
+            first = first or (path, raw)
+        return Counters(**first[1])
 
     def _check_slice(self, k: int, state: dict[str, Any]) -> None:
         for key, ours in (

@@ -24,10 +24,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from envgen import yaml_input
 from envgen.errors import ConfigError
 from envgen.store.manifest import RunStoreError, read_run_bytes
+from envgen.yaml_input import YAMLInputError
 
 SEED_DIR = re.compile(r"seed-(0|[1-9][0-9]{0,8})")
 RANDOM_DIR = re.compile(r"random-([1-9][0-9]{0,8})ep")
@@ -109,9 +109,9 @@ def _config(run_dir: Path, folder: str, seed: int) -> Any:
     if path.is_dir():
         raise RunIdentityError(f"{path}: a directory, not a run config; {FIX}")
     try:
-        data = yaml.safe_load(read_run_bytes(path).decode("utf-8"))
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise RunIdentityError(f"{path}: not YAML ({type(exc).__name__}); {FIX}") from None
+        data = yaml_input.loads(read_run_bytes(path), path)
+    except YAMLInputError as exc:
+        raise RunIdentityError(f"{exc}; {FIX}") from None
     if not isinstance(data, dict):
         raise RunIdentityError(f"{path}: holds a {type(data).__name__}, not a run config; {FIX}")
     try:

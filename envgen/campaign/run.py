@@ -21,6 +21,7 @@ from typing import Any
 
 from envgen import json_input
 from envgen.campaign import process
+from envgen.campaign.failures import failures_file, record
 from envgen.campaign.gitcommit import commit_run, is_committed
 from envgen.campaign.registry import PROCESS_MARK, Campaign, RunRequest
 from envgen.campaign.store import is_finished, row_jobs, version_of
@@ -108,6 +109,24 @@ def commit_hook(
     return on_result
 
 
+def failure_hook(
+    campaign: str, log: Log, then: Callable[[JobResult], Any] | None
+) -> Callable[[JobResult], Any]:
+    """A per-result callback that records failed attempts for `status`
+    (`envgen.campaign.failures`), then calls `then`; a record that cannot be written is
+    logged, and training goes on."""
+    path = failures_file(campaign)
+
+    def on_result(result: JobResult) -> Any:
+        try:
+            record(path, result)
+        except OSError as exc:
+            log(f"[campaign] could not record the result in {path}: {exc.strerror or exc}")
+        return then(result) if then is not None else None
+
+    return on_result
+
+
 def commit_finished(
     campaign: str,
     plan: TablePlan,
@@ -139,7 +158,9 @@ def run_campaign(request: RunRequest, log: Log = print) -> int:
     if not jobs:
         return 0
     check_device(profile, executor)
-    hook = commit_hook(request.campaign, plan, log) if request.commit else None
+    hook = failure_hook(
+        request.campaign, log, commit_hook(request.campaign, plan, log) if request.commit else None
+    )
     mode = "fill" if request.local_model else "replay"
     model = {"local_model": request.local_model} if request.local_model else {}
     with llm_spec(mode, DEFAULT_CACHE_DIR, **model) as llm:

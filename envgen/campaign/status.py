@@ -7,12 +7,14 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from envgen.campaign.failures import failures_file, message_of, read_failures, resume_refused
 from envgen.campaign.gitcommit import is_committed
 from envgen.campaign.process import Process, live_process
 from envgen.campaign.registry import Campaign
 from envgen.campaign.run import load_campaign
 from envgen.campaign.store import (
     DAMAGED,
+    FAILED_RUN,
     FINISHED,
     MISSING,
     PARTIAL,
@@ -27,14 +29,16 @@ from envgen.campaign.store import (
 from envgen.envs.vector import usable_cores
 from envgen.pipeline.job_status import results_versions
 
-STATES = (FINISHED, RUNNING, PARTIAL, STALE, DAMAGED, MISSING)
+STATES = (FINISHED, RUNNING, PARTIAL, FAILED_RUN, STALE, DAMAGED, MISSING)
 
 
 def status(c: Campaign, params: Path, runs_root: Path) -> int:
     """Print every (row, seed)'s state, counts per row, and an ETA."""
     plan, _, executor = load_campaign(c.request(params, runs_root))
     process = live_process(c)
-    states = job_states(plan, runs_root, results_versions(), process is not None, is_committed)
+    failures = read_failures(failures_file(c.name))
+    alive = process is not None
+    states = job_states(plan, runs_root, results_versions(), alive, is_committed, None, failures)
     workers = (process and process.workers) or executor.local_workers(usable_cores(), 0)
     print(status_text(c, states, process, workers))
     return 0
@@ -68,6 +72,10 @@ def describe(state: JobState, alive: bool) -> str:
         return "stale (finished under other code; will be redone)"
     if state.state == DAMAGED:
         return f"damaged: {state.problem}"
+    if state.state == FAILED_RUN:
+        reason = state.problem or ""
+        what = "resume refused" if resume_refused(reason) else "failed"
+        return f"{what} (not running; tried again on the next start): {message_of(reason)}"
     return "missing (queued)" if alive else "missing"
 
 

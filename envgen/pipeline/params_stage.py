@@ -35,6 +35,9 @@ from envgen.pipeline.profile import Profile, load_profile
 
 # The top-level keys of params.yaml.
 PARAMS_KEYS = ("profile", "profiles", "executor", "execution")
+MAX_RUNS_PER_ROW = 1_000
+"""Most runs (seeds x initial sets) one row of a profile may ask for: the paper trains 30,
+the largest campaign here 16; planning 200,000 took the stage past 120 s."""
 
 
 def read_params(path: Path) -> dict[str, Any]:
@@ -81,9 +84,26 @@ def check_params(params: dict[str, Any]) -> Profile:
     profiles = params.get("profiles") or {}
     if isinstance(profiles, dict):
         for name in profiles:
-            load_profile(params, str(name))
+            check_runs_per_row(load_profile(params, str(name)))
     executor_config(params)
     return load_profile(params)
+
+
+def check_runs_per_row(profile: Profile) -> None:
+    """At most `MAX_RUNS_PER_ROW` runs (seeds x initial sets) per row, for each game the
+    profile budgets: 200,000 seeds kept the stage planning past 120 s, where one line now
+    says what to lower."""
+    for game in (profile.game, *(g for g, _ in profile.games)):
+        budget = profile.for_game(game)
+        runs = len(budget.seeds) * len(budget.initial_sets)
+        if runs > MAX_RUNS_PER_ROW:
+            where = budget.where
+            raise ConfigError(
+                f"{where}.seeds",
+                f"{len(budget.seeds):,} seeds x {len(budget.initial_sets):,} initial sets are "
+                f"{runs:,} runs per row, more than {MAX_RUNS_PER_ROW:,} (the paper trains 10 x "
+                "3); give fewer seeds",
+            )
 
 
 def load_settings(path: Path, profile: str | None) -> tuple[Profile, ExecutorConfig]:

@@ -19,9 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from envgen import json_input
+from envgen import json_input, yaml_input
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.input_checks import OneLineParser, existing_dir, fail, read_yaml_mapping
@@ -83,10 +81,7 @@ def _game(run_dir: Path) -> str:
     path = run_dir / "run.yaml"
     if not path.is_file():
         return "crafter"
-    try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise EnvGenError(f"{path}: unreadable ({type(exc).__name__})") from None
+    config = yaml_input.read(path)  # bounded in size and nesting: one line, named
     game = config.get("game", "crafter") if isinstance(config, dict) else None
     if game not in VERSION_1_FINGERPRINTS:
         what = f"game {game!r}" if isinstance(config, dict) else f"a {type(config).__name__}"
@@ -94,6 +89,24 @@ def _game(run_dir: Path) -> str:
             f"{path}: holds {what}, not a run config of {' or '.join(VERSION_1_FINGERPRINTS)}"
         )
     return game
+
+
+def _fingerprint(path: Path) -> str | None:
+    """The code fingerprint recorded in `path` (16 hex digits), None without the file; an
+    `EnvGenError` naming it when it is not short ASCII text (binary bytes gave a
+    UnicodeDecodeError that stopped the whole migration)."""
+    if not path.is_file():
+        return None
+    try:
+        with path.open("rb") as f:
+            data = f.read(1024)
+        text = data.decode("ascii").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not ASCII text"
+        raise EnvGenError(f"{path}: unreadable ({why}); not a code fingerprint") from None
+    if len(data) == 1024:
+        raise EnvGenError(f"{path}: over 1 KB, not a code fingerprint")
+    return text
 
 
 def migrate_run(run_dir: Path, note: str | None = None) -> str:
@@ -104,14 +117,13 @@ def migrate_run(run_dir: Path, note: str | None = None) -> str:
     if (run_dir / PROVENANCE).exists():
         return "has-provenance"
     game = _game(run_dir)
-    fp_path = run_dir / FINGERPRINT_FILE
-    fingerprint = fp_path.read_text(encoding="utf-8").strip() if fp_path.is_file() else None
+    fingerprint = _fingerprint(run_dir / FINGERPRINT_FILE)
     if not (run_dir / "final_metrics.json").is_file():
         return "unfinished"
     if fingerprint != VERSION_1_FINGERPRINTS[game]:
         return "stale"
     write_json_atomic(run_dir / PROVENANCE, backfilled(run_dir, game, fingerprint, note))
-    fp_path.unlink()
+    (run_dir / FINGERPRINT_FILE).unlink()
     seal_run(run_dir)
     return "migrated"
 

@@ -1,0 +1,87 @@
+"""The runs a campaign process gave up on, kept for `envgen campaign status`.
+
+A run whose resume was refused (its checkpoint's counters, say) fails at once while the
+campaign process lives on with the other runs; its files had been written within the
+last 15 minutes, so `status` showed it as "running 31%". The process records each failed
+attempt here (`STATE_DIR/<name>.failed.json`: run -> time, reason) and drops the record
+when the run finishes; `status` shows a recorded failure while nothing in the run was
+written after it (a retry that trains writes its logs, and is running again).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from envgen import json_input
+from envgen.campaign.registry import STATE_DIR
+from envgen.errors import EnvGenError
+from envgen.files import write_json_atomic
+from envgen.pipeline.job_status import DONE, FAILED, JobResult
+
+RESUME_REFUSED = "ResumeRefusedError"  # the class name in a job's failure reason
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """One run's last failed attempt."""
+
+    at: float
+    """When it was recorded (seconds since the epoch)."""
+    reason: str
+    """The job's failure reason (`JobResult.reason`: the exception's class and message)."""
+
+
+def resume_refused(reason: str) -> bool:
+    """Whether a failure reason is a refused checkpoint (`ResumeRefusedError`)."""
+    return RESUME_REFUSED in reason.split(":", 1)[0]
+
+
+def message_of(reason: str) -> str:
+    """A failure reason without the exception's (dotted) class name."""
+    head, _, rest = reason.partition(": ")
+    return rest if rest and " " not in head else reason
+
+
+def failures_file(campaign: str) -> Path:
+    return STATE_DIR / f"{campaign}.failed.json"
+
+
+def run_key(run_dir: Path | str) -> str:
+    """`<hash>/seed-<K>`: the run, whatever runs root it was reached by."""
+    path = Path(run_dir)
+    return f"{path.parent.name}/{path.name}"
+
+
+def read_failures(path: Path) -> dict[str, Failure]:
+    """The recorded failures; an unreadable file records none (status must still show
+    every other run)."""
+    try:
+        data = json_input.read(path) if path.is_file() else {}
+    except EnvGenError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        key: Failure(float(entry["at"]), entry["reason"])
+        for key, entry in data.items()
+        if isinstance(entry, dict)
+        and isinstance(entry.get("at"), (int, float))
+        and isinstance(entry.get("reason"), str)
+    }
+
+
+def record(path: Path, result: JobResult, now: float | None = None) -> None:
+    """Keep `result`'s failure, or drop the run's record once it finished."""
+    if result.status not in (FAILED, DONE):
+        return
+    failures = read_failures(path)
+    key = run_key(result.run_dir)
+    if result.status == DONE and key not in failures:
+        return
+    if result.status == DONE:
+        failures.pop(key)
+    else:
+        failures[key] = Failure(time.time() if now is None else now, result.reason)
+    write_json_atomic(path, {k: dataclasses.asdict(f) for k, f in sorted(failures.items())})

@@ -1,0 +1,144 @@
+"""Reading YAML that someone else may have written: bounded in size and nesting.
+
+The YAML twin of `envgen.json_input`. A run's run.yaml can come from another machine
+(an archive, a clone) and params.yaml from another person. `yaml.safe_load` of
+`x: [[[...]]]` 100,000 deep raises `RecursionError` (a traceback, and in `gpu import`
+the end of every other run of the archive); a file of gigabytes fills the memory; a
+run.yaml of `- a` made the code that expected a mapping fail with AttributeError.
+`loads` refuses a file over `MAX_BYTES` before reading it and one nesting deeper than
+`MAX_DEPTH` while walking PyYAML's event stream (iterative: no recursion, and it stops
+at the first level too deep), before anything builds the value; `loads_mapping` also
+requires a mapping at the top. Each refusal is one `YAMLInputError` line naming the
+file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from envgen.errors import EnvGenError
+
+MAX_BYTES = 16 * 2**20
+"""Largest YAML file read: 16 MiB (dvc.yaml, the largest the project has, is under
+1 MiB; a run.yaml or params.yaml a few KB)."""
+MAX_DEPTH = 32
+"""Deepest nesting of sequences and mappings, aliases counted as the node they name
+(the project's files nest at most 5 deep)."""
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # for the depth walk: fast
+
+
+class YAMLInputError(EnvGenError):
+    """A YAML file that is too large, too deep, not YAML or not the kind of value asked
+    for; `detail` says which without the file's name, for callers that put it in their
+    own words (`envgen.input_checks.read_yaml_mapping`)."""
+
+    def __init__(self, where: object, detail: str):
+        self.detail = detail
+        super().__init__(f"{where}: {detail}")
+
+
+def nesting_depth(text: str | bytes, stop_above: int | None = None) -> int:
+    """How deep sequences and mappings nest in YAML `text`, an alias counting as deep as
+    its anchor's node; the walk stops at the first depth over `stop_above`, returning it.
+    `yaml.YAMLError` on a syntax error."""
+    anchors: dict[str, int] = {}
+    open_nodes: list[list[Any]] = [[None, 0]]  # [anchor, deepest child's height]; [0]: stream
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, yaml.CollectionStartEvent):
+            open_nodes.append([event.anchor, 0])
+            if stop_above is not None and len(open_nodes) - 1 > stop_above:
+                return len(open_nodes) - 1
+            continue
+        if isinstance(event, yaml.CollectionEndEvent):
+            anchor, children = open_nodes.pop()
+            height = children + 1
+        elif isinstance(event, yaml.ScalarEvent):
+            anchor, height = event.anchor, 0
+        elif isinstance(event, yaml.AliasEvent):
+            anchor, height = None, anchors.get(event.anchor, 0)
+        else:
+            continue
+        if anchor is not None:
+            anchors[anchor] = height
+        open_nodes[-1][1] = max(open_nodes[-1][1], height)
+        if stop_above is not None and len(open_nodes) - 1 + height > stop_above:
+            return len(open_nodes) - 1 + height
+    return open_nodes[0][1]
+
+
+def loads(
+    data: bytes | str, where: object, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
+) -> Any:
+    """The value of YAML text `data` read from `where` (named in the errors)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if len(raw) > max_bytes:
+        raise YAMLInputError(where, too_large(len(raw), max_bytes))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise YAMLInputError(where, f"not UTF-8 text (byte {exc.start}); not YAML") from None
+    try:
+        depth = nesting_depth(text, stop_above=max_depth)
+        if depth > max_depth:
+            raise YAMLInputError(
+                where,
+                f"sequences and mappings nest {depth} deep or more, more than {max_depth}; "
+                "it is not a file this project wrote",
+            )
+        return yaml.safe_load(text)  # the pure-Python loader, as before: the same values
+    except yaml.YAMLError as exc:
+        raise YAMLInputError(where, _syntax_error(exc, max_depth)) from None
+    except RecursionError:  # not reached within MAX_DEPTH; kept as a last line of defence
+        raise YAMLInputError(where, "nested too deep to read; not a file of this project") from None
+
+
+def loads_mapping(data: bytes | str, where: object, what: str, **caps: int) -> dict[str, Any]:
+    """`loads`, with a mapping at the top (`what` the file should hold, for the messages)."""
+    value = loads(data, where, **caps)
+    if value is None:
+        raise YAMLInputError(where, f"is empty; it must hold {what}")
+    if not isinstance(value, Mapping):
+        raise YAMLInputError(
+            where,
+            f"holds a {type(value).__name__}, not `field: value` lines (a mapping); it must "
+            f"hold {what}",
+        )
+    return dict(value)
+
+
+def read(path: Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+    """The YAML value of the file `path` (its size checked before it is read)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        data = b"" if size > max_bytes else path.read_bytes()
+    except OSError as exc:
+        raise YAMLInputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if size > max_bytes:
+        raise YAMLInputError(path, too_large(size, max_bytes))
+    return loads(data, path, max_bytes, max_depth)
+
+
+def _syntax_error(exc: yaml.YAMLError, max_depth: int) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if "nesting depth" in problem:  # libyaml's own cap (1,000) met while scanning ahead
+        return (
+            f"sequences and mappings nest deeper than {max_depth}{where}; it is not a file "
+            "this project wrote"
+        )
+    return f"YAML syntax error{where}: {problem}; fix that line"
+
+
+def too_large(size: int, max_bytes: int = MAX_BYTES) -> str:
+    """The refusal of a file of `size` bytes."""
+    return (
+        f"{size:,} bytes, more than the {max_bytes:,} a YAML file of this project may hold; "
+        "it is not one this project wrote"
+    )
