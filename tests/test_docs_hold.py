@@ -123,7 +123,8 @@ def test_a_headline_figure_copied_outside_every_passage_is_named(values, docs_co
 def test_a_passage_whose_prose_changed_is_named(values, docs_copy):
     readme = docs_copy / "README.md"
     text = readme.read_text(encoding="utf-8")
-    edited = text.replace("lead is +1.80 points", "lead is only +1.80 points")
+    edited = text.replace("upper bound -1.11; 16 + 16 seeds", "upper bound -1.11; 16 and 16 seeds")
+    assert edited != text
     readme.write_text(edited, encoding="utf-8")
     problems = [str(p) for p in docfigures.check(values, docs_copy)[0]]
     assert any(p.startswith("README.md: passage not found") for p in problems), problems
@@ -281,12 +282,18 @@ def test_the_where_table_names_every_package_and_top_level_module_of_envgen():
 
 
 def test_the_readme_first_screen_says_what_how_where_it_stands_and_links():
-    head = "\n".join((REPO / "README.md").read_text(encoding="utf-8").splitlines()[:30])
+    # a newcomer's minute: what it is, the two commands, a three-line status and the
+    # "Where" map, all within the first 50 lines; results one paragraph below it
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    head = "\n".join(lines[:50])
     assert head.startswith("# envgen")
     assert "make repro" in head and "make test" in head
     status = head.split("**Status.**", 1)[1].split("\n\n", 1)[0]
     assert len(re.findall(r"^- ", status, flags=re.M)) == 3, status
-    assert "Links:" in head and "results/CLAIMS.md" in head
+    assert "results/CLAIMS.md" in status
+    assert "## Where" in head and head.index("## Where") > head.index("**Status.**")
+    results = "\n".join(lines).split("## Results so far", 1)[1].split("\n## ", 1)[0]
+    assert results.strip().count("\n\n") == 0, "one paragraph"
 
 
 # --- what the plan prints ---------------------------------------------------------------

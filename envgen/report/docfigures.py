@@ -64,19 +64,6 @@ PHRASES: tuple[tuple[str, str], ...] = (
         "(one-sided 95% lower bound {confirm.lower}, Welch p = {confirm.p};",
     ),
     (
-        "README.md",
-        "first campaign's ({confirm.co_mean} vs {first.co_mean}) while domain randomization "
-        "did not move ({confirm.dr_mean} vs {first.dr_mean}).",
-    ),
-    (
-        "README.md",
-        "the CPU's vector unit (AVX-512 {audit.avx512} vs AVX2 {audit.avx2}, p {audit.isa_p})",
-    ),
-    (
-        "README.md",
-        "lead is {cross.diff} points (one-sided 95% bounds {cross.bounds}): not significant.",
-    ),
-    (
         "docs/campaign_confirm.md",
         'Crafter only": {first.dr} vs {first.co}, {first.diff} points (one-sided Welch p '
         "{first.p} unadjusted, {first.p_adj} after Bonferroni over 4).",
