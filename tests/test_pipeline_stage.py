@@ -91,7 +91,7 @@ def test_every_path_a_stage_writes_is_passed_in_its_cmd():
     dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
     variables = {k: v for entry in dvc.get("vars", []) for k, v in entry.items()}
     for name, stage in dvc["stages"].items():
-        items = variables["tables"] if "foreach" in stage else [None]
+        items = variables[stage["foreach"].strip("${}")] if "foreach" in stage else [None]
         body = stage.get("do", stage)
         for item in items:
             text = yaml.safe_dump(body)
