@@ -2,6 +2,7 @@
 
     envgen rerun results/runs/ca3d42bc0a83/seed-5                 # 120 s, then compare
     envgen rerun results/runs/ca3d42bc0a83/seed-5 --updates 20    # the first 20 updates
+    envgen rerun --check --campaign campaign_cpu --updates 3      # 4 runs per row, 3 updates
 
 A run is a function of its config, its seed and the machine: on the machine class that
 trained it, retraining it repeats its logs bit for bit; on another CPU or software stack
@@ -302,23 +303,37 @@ def setting_differences(
 
 
 def main(args: argparse.Namespace) -> int:
+    """One run retrained and compared; several, a few updates each, with `--check`."""
+    if args.check:
+        from envgen import rerun_check
+
+        return rerun_check.main(args)
+    if len(args.run_dir) != 1 or args.campaign:
+        raise ConfigError(
+            "RUN_DIR", "give one run directory (several, or --campaign, with --check)"
+        )
+    return rerun_one(args, args.run_dir[0])
+
+
+def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
+    """Retrain `run_dir` for `--seconds` or `--updates` and print the comparison."""
     from envgen.store import read_provenance
     from envgen.store.run_diff import compare_logs
 
-    run = committed_run(args.run_dir)
+    run = committed_run(run_dir)
     with contextlib.ExitStack() as stack:
         work = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         work.mkdir(parents=True, exist_ok=True)
         config = work / "config.yaml"
         config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
         runs_root = work / "runs"
-        here = runs_root / args.run_dir.parent.name / args.run_dir.name
+        here = runs_root / run_dir.parent.name / run_dir.name
         if here.exists():
             raise EnvGenError(f"{here} exists: give --keep an empty directory")
         command = rerun_command(run, config, runs_root, args)
         limit = f"{args.seconds:g} s" + (f" or {args.updates} updates" if args.updates else "")
         print(
-            f"envgen rerun {args.run_dir}: seed {run.seed} on {args.device or run.device}, "
+            f"envgen rerun {run_dir}: seed {run.seed} on {args.device or run.device}, "
             f"{args.torch_threads or run.torch_threads} torch thread(s)"
             + (", deterministic kernels" if "--deterministic" in command else "")
             + f", up to {limit}",
@@ -336,12 +351,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"retrained {elapsed:.0f} s ({'to the end' if finished else 'stopped'})")
         kernels = ((read_provenance(here) or {}).get("sessions") or [{}])[0].get("kernels")
         comparisons = [
-            compare_logs(name, run_log(args.run_dir, name), run_log(here, name))
+            compare_logs(name, run_log(run_dir, name), run_log(here, name))
             for name in ("metrics.jsonl", "episodes.jsonl")
         ]
         lines = [describe(c) for c in comparisons]
         same = all(c.identical for c in comparisons)
-        cycle_files = list(_cycle_files(args.run_dir, here))
+        cycle_files = list(_cycle_files(run_dir, here))
         differing = [rel for rel, a, b in cycle_files if a != b]
         if cycle_files:
             lines.append(
@@ -352,7 +367,7 @@ def main(args: argparse.Namespace) -> int:
         if finished:
             from envgen.store.run_diff import first_difference
 
-            whole = first_difference(here, args.run_dir, ("the retrained run", "the committed"))
+            whole = first_difference(here, run_dir, ("the retrained run", "the committed"))
             if whole is not None:
                 same = False
                 lines.append(f"whole run: {whole}")
@@ -390,7 +405,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a committed run's directory")
+    parser.add_argument(
+        "run_dir",
+        type=Path,
+        nargs="*",
+        metavar="RUN_DIR",
+        help="a committed run's directory (several with --check)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="for each run named or sampled: its first --updates only, one line each "
+        "(bit-identical through update U, or where it first differs), this machine's CPU "
+        "beside the run's (envgen.rerun_check)",
+    )
+    parser.add_argument(
+        "--campaign",
+        action="append",
+        default=[],
+        help="--check: sample runs of results/<CAMPAIGN>/runs.json (repeatable)",
+    )
+    parser.add_argument(
+        "--sample",
+        type=whole_number(1),
+        default=4,
+        help="--check --campaign: runs drawn per row (default 4)",
+    )
+    parser.add_argument(
+        "--sample-seed", type=int, default=0, help="--check: seed of the draw (default 0)"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="--check: write the results here")
     parser.add_argument(
         "--seconds",
         type=number_in(0, MAX_SECONDS),
