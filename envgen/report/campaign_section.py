@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from envgen.errors import EnvGenError
 from envgen.report.inputs import DONE, TableRecord
 from envgen.report.notes import Notes
+from envgen.report.reproduction import reproduction_sentence
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign import (
     CAMPAIGN_FAMILIES,
@@ -110,7 +111,7 @@ def _campaign(
         *head,
         f"Profile `{table.profile}`; {count}. Rows, runs and "
         f"every achievement's rates: results/tables/{table.table}.md. Trained on "
-        f"(provenance.json): {table.machines()}."
+        f"(provenance.json): {table.machines()}. {reproduction_sentence(table.table)}"
         + (
             f" Registered in {registration.document} before any of its runs (its first "
             f"commit, `git log --reverse -- {registration.document}`, precedes every run's); "
