@@ -29,11 +29,11 @@ def test_each_row_says_where_it_trained_and_how_many_repeat(tmp_path):
     }
     (tmp_path / "campaign_x.json").write_text(json.dumps(data))
     assert reproduction_sentence("campaign_x", tmp_path) == (
-        "Reproduction (`envgen rerun --check --campaign campaign_x --updates 3`): the first 3 "
-        "updates of 4 sampled runs retrained on AMD EPYC, AVX512: Crafter only (trained on an "
-        "unrecorded machine): 0 of 2 bit-identical, each first differing at update 1; Random "
-        "(trained on AMD EPYC, AVX2 and AMD EPYC, AVX512): 1 of 2 bit-identical, the others "
-        "first differing at update 2."
+        f"Reproduction (`envgen rerun --check`, {tmp_path.as_posix()}/campaign_x.json): the "
+        "first 3 updates of 4 sampled runs retrained on AMD EPYC, AVX512. Crafter only: "
+        "trained on an unrecorded machine, 0 of 2 bit-identical, each first differing at "
+        "update 1. Random: trained on AMD EPYC, AVX2, 0 of 1 bit-identical, each first "
+        "differing at update 2; trained on AMD EPYC, AVX512, 1 of 1 bit-identical."
     )
 
 

@@ -32,12 +32,12 @@ def reproduction_sentence(campaign: str, directory: Path = REPRODUCE_DIR) -> str
         parts = [_row(row, group) for row, group in _by_row(runs).items()]
         updates = max(r["updates"] for r in runs)
         head = (
-            f"Reproduction (`{data['command']}`): the first {updates} updates of "
-            f"{len(runs)} sampled runs retrained on {data['checked_on']}"
+            f"Reproduction (`envgen rerun --check`, {path.as_posix()}): the first {updates} "
+            f"updates of {len(runs)} sampled runs retrained on {data['checked_on']}"
         )
     except (json_input.JSONInputError, KeyError, TypeError, ValueError) as exc:
         return f"Reproduction: {path.as_posix()} unreadable ({exc}); run the check again."
-    return f"{head}: " + "; ".join(parts) + "."
+    return f"{head}. " + ". ".join(parts) + "."
 
 
 def _by_row(runs: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
@@ -48,12 +48,16 @@ def _by_row(runs: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, An
 
 
 def _row(row: str, runs: Sequence[Mapping[str, Any]]) -> str:
-    """ "<row> (trained on X): k of n bit-identical[, the others first differ at update U]"."""
-    machines = sorted({r["trained_on"] for r in runs})
-    same = [r for r in runs if r["identical"]]
-    text = f"{row} (trained on {' and '.join(machines)}): {len(same)} of {len(runs)} bit-identical"
-    differing = sorted({r["identical_through"] + 1 for r in runs if r["metric"] is not None})
-    if differing:
-        at = ", ".join(map(str, differing))
-        text += f", {'the others' if same else 'each'} first differing at update {at}"
-    return text
+    """ "<row>: trained on X, k of n bit-identical[, the others first differing at update
+    U]; trained on Y, ..." (one clause per machine the row's sampled runs trained on)."""
+    clauses = []
+    for machine in sorted({r["trained_on"] for r in runs}):
+        group = [r for r in runs if r["trained_on"] == machine]
+        same = sum(r["identical"] for r in group)
+        clause = f"trained on {machine}, {same} of {len(group)} bit-identical"
+        at = sorted({r["identical_through"] + 1 for r in group if r["metric"] is not None})
+        if at:
+            clause += f", {'the others' if same else 'each'} first differing at update "
+            clause += ", ".join(map(str, at))
+        clauses.append(clause)
+    return f"{row}: " + "; ".join(clauses)
