@@ -18,6 +18,7 @@ the two differ. Exit 0: identical over what was compared; 1: a difference (print
 stdout) or a mistake (one line on stderr, as every envgen command).
 
 The committed run is only read, through its manifest (a damaged file is named).
+The command's parser lives in `envgen.rerun_check`, which also runs `--check`.
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ from typing import Any
 import yaml
 
 from envgen.errors import ConfigError, EnvGenError
-from envgen.input_checks import number_in, whole_number
 
 DEFAULT_SECONDS = 120.0
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer is a typo, not a check
@@ -302,19 +302,6 @@ def setting_differences(
     return found, arithmetic
 
 
-def main(args: argparse.Namespace) -> int:
-    """One run retrained and compared; several, a few updates each, with `--check`."""
-    if args.check:
-        from envgen import rerun_check
-
-        return rerun_check.main(args)
-    if len(args.run_dir) != 1 or args.campaign:
-        raise ConfigError(
-            "RUN_DIR", "give one run directory (several, or --campaign, with --check)"
-        )
-    return rerun_one(args, args.run_dir[0])
-
-
 def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
     """Retrain `run_dir` for `--seconds` or `--updates` and print the comparison."""
     from envgen.store import read_provenance
@@ -394,79 +381,3 @@ def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
         )
     )
     return 1
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    from envgen.agents.device import torch_device
-    from envgen.llm.cache import DEFAULT_CACHE_DIR
-
-    parser = subparsers.add_parser(
-        "rerun",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "run_dir",
-        type=Path,
-        nargs="*",
-        metavar="RUN_DIR",
-        help="a committed run's directory (several with --check)",
-    )
-    parser.add_argument(
-        "--check",
-        action="store_true",
-        help="for each run named or sampled: its first --updates only, one line each "
-        "(bit-identical through update U, or where it first differs), this machine's CPU "
-        "beside the run's (envgen.rerun_check)",
-    )
-    parser.add_argument(
-        "--campaign",
-        action="append",
-        default=[],
-        help="--check: sample runs of results/<CAMPAIGN>/runs.json (repeatable)",
-    )
-    parser.add_argument(
-        "--sample",
-        type=whole_number(1),
-        default=4,
-        help="--check --campaign: runs drawn per row (default 4)",
-    )
-    parser.add_argument(
-        "--sample-seed", type=int, default=0, help="--check: seed of the draw (default 0)"
-    )
-    parser.add_argument("--json", type=Path, default=None, help="--check: write the results here")
-    parser.add_argument(
-        "--seconds",
-        type=number_in(0, MAX_SECONDS),
-        default=DEFAULT_SECONDS,
-        help=f"stop retraining after this long (default {DEFAULT_SECONDS:g})",
-    )
-    parser.add_argument(
-        "--updates",
-        type=whole_number(1),
-        default=None,
-        help="stop once this many PPO updates are logged (whichever of the two comes first)",
-    )
-    parser.add_argument(
-        "--device", type=torch_device, default=None, help="torch device (default: the run's)"
-    )
-    parser.add_argument(
-        "--deterministic",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="deterministic GPU kernels, TF32 off (default: as the run was trained; "
-        "no effect on the CPU)",
-    )
-    parser.add_argument(
-        "--torch-threads",
-        type=whole_number(1),
-        default=None,
-        help="torch CPU threads (default: the run's)",
-    )
-    parser.add_argument(
-        "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="LLM replies to replay"
-    )
-    parser.add_argument(
-        "--keep", type=Path, default=None, help="keep the retrained run in this directory"
-    )
-    parser.set_defaults(func=main)

@@ -13,6 +13,9 @@ update U" or "first differs at update U, metric M (committed X, here Y), episode
 with this machine's CPU beside the one the run's provenance records. `--json` writes the
 same as a list of `RunCheck` mappings. Exit 0 when every run checked is identical.
 
+This module registers the `envgen rerun` command (both forms; one run is `envgen.rerun`),
+above `envgen.rerun` so that neither imports the other in a circle.
+
 Why only a few updates: floats that differ anywhere differ in the first update (a
 different CPU's vector units, another BLAS path); runs that agree there agree on what
 follows unless the code is nondeterministic, which the full rerun (`envgen rerun`
@@ -31,8 +34,10 @@ from typing import Any
 
 import yaml
 
+from envgen import rerun
 from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
+from envgen.input_checks import number_in, whole_number
 
 METRICS, EPISODES = "metrics.jsonl", "episodes.jsonl"
 
@@ -166,8 +171,6 @@ def this_cpu(device: str = "cpu") -> str:
 def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
     """Retrain `run_dir`'s first `args.updates` updates in a temporary directory and
     compare them with its committed logs."""
-    from envgen import rerun
-
     run = rerun.committed_run(run_dir)
     with tempfile.TemporaryDirectory(prefix="envgen-rerun-check-") as tmp:
         work = Path(tmp)
@@ -221,7 +224,7 @@ def selected_runs(args: argparse.Namespace) -> list[tuple[str, Path]]:
     return picked
 
 
-def main(args: argparse.Namespace) -> int:
+def check_runs(args: argparse.Namespace) -> int:
     """Check each selected run in turn, print its line, write `--json`; 0 if all agree."""
     if args.updates is None:
         raise ConfigError("--updates", "--check needs the number of updates to compare")
@@ -254,3 +257,92 @@ def command_line(args: argparse.Namespace) -> str:
     if args.torch_threads:
         words.append(f"--torch-threads {args.torch_threads}")
     return " ".join(words + ([f"--json {args.json}"] if args.json else []))
+
+
+def main(args: argparse.Namespace) -> int:
+    """`envgen rerun`: one run retrained and compared (`envgen.rerun`); several, a few
+    updates each, with `--check`."""
+    if args.check:
+        return check_runs(args)
+    if len(args.run_dir) != 1 or args.campaign:
+        raise ConfigError(
+            "RUN_DIR", "give one run directory (several, or --campaign, with --check)"
+        )
+    return rerun.rerun_one(args, args.run_dir[0])
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """The `envgen rerun` command (envgen.cli's registry)."""
+    from envgen.agents.device import torch_device
+    from envgen.llm.cache import DEFAULT_CACHE_DIR
+
+    parser = subparsers.add_parser(
+        "rerun",
+        description=rerun.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "run_dir",
+        type=Path,
+        nargs="*",
+        metavar="RUN_DIR",
+        help="a committed run's directory (several with --check)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="for each run named or sampled: its first --updates only, one line each "
+        "(bit-identical through update U, or where it first differs), this machine's CPU "
+        "beside the run's (envgen.rerun_check)",
+    )
+    parser.add_argument(
+        "--campaign",
+        action="append",
+        default=[],
+        help="--check: sample runs of results/<CAMPAIGN>/runs.json (repeatable)",
+    )
+    parser.add_argument(
+        "--sample",
+        type=whole_number(1),
+        default=4,
+        help="--check --campaign: runs drawn per row (default 4)",
+    )
+    parser.add_argument(
+        "--sample-seed", type=int, default=0, help="--check: seed of the draw (default 0)"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="--check: write the results here")
+    parser.add_argument(
+        "--seconds",
+        type=number_in(0, rerun.MAX_SECONDS),
+        default=rerun.DEFAULT_SECONDS,
+        help=f"stop retraining after this long (default {rerun.DEFAULT_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--updates",
+        type=whole_number(1),
+        default=None,
+        help="stop once this many PPO updates are logged (whichever of the two comes first)",
+    )
+    parser.add_argument(
+        "--device", type=torch_device, default=None, help="torch device (default: the run's)"
+    )
+    parser.add_argument(
+        "--deterministic",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="deterministic GPU kernels, TF32 off (default: as the run was trained; "
+        "no effect on the CPU)",
+    )
+    parser.add_argument(
+        "--torch-threads",
+        type=whole_number(1),
+        default=None,
+        help="torch CPU threads (default: the run's)",
+    )
+    parser.add_argument(
+        "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="LLM replies to replay"
+    )
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="keep the retrained run in this directory"
+    )
+    parser.set_defaults(func=main)

@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gpu.plan",),  # how runs share a GPU and how many GPU-hours a plan takes
     ("pipeline",),  # a table as runs: plan, profiles, executors, the DVC train stage
     ("campaign", "report", "rerun", "bench"),
-    ("gpu", "verify_plan"),  # gpu: the driver of an offline GPU machine
+    ("gpu", "verify_plan", "rerun_check"),  # gpu: the driver of an offline GPU machine
     ("verify",),
     ("cli",),
     ("",),  # envgen/__init__.py
