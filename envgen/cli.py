@@ -27,7 +27,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "campaign": ("envgen.campaign.cli", "start, watch and collect a long campaign (e.g. cpu)"),
     "verify": ("envgen.verify", "re-derive every committed table and claim from the raw run logs"),
     "rerun": (
-        "envgen.rerun",
+        "envgen.rerun_check",
         "retrain a committed run's first steps here and compare them with its logs",
     ),
     "gpu": ("envgen.gpu.cli", "drive an offline GPU machine: check, bench, run in chunks, import"),

@@ -2,6 +2,7 @@
 
     envgen rerun results/runs/ca3d42bc0a83/seed-5                 # 120 s, then compare
     envgen rerun results/runs/ca3d42bc0a83/seed-5 --updates 20    # the first 20 updates
+    envgen rerun --check --campaign campaign_cpu --updates 3      # 4 runs per row, 3 updates
 
 A run is a function of its config, its seed and the machine: on the machine class that
 trained it, retraining it repeats its logs bit for bit; on another CPU or software stack
@@ -17,6 +18,7 @@ the two differ. Exit 0: identical over what was compared; 1: a difference (print
 stdout) or a mistake (one line on stderr, as every envgen command).
 
 The committed run is only read, through its manifest (a damaged file is named).
+The command's parser lives in `envgen.rerun_check`, which also runs `--check`.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ from typing import Any
 import yaml
 
 from envgen.errors import ConfigError, EnvGenError
-from envgen.input_checks import number_in, whole_number
 
 DEFAULT_SECONDS = 120.0
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer is a typo, not a check
@@ -301,24 +302,25 @@ def setting_differences(
     return found, arithmetic
 
 
-def main(args: argparse.Namespace) -> int:
+def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
+    """Retrain `run_dir` for `--seconds` or `--updates` and print the comparison."""
     from envgen.store import read_provenance
     from envgen.store.run_diff import compare_logs
 
-    run = committed_run(args.run_dir)
+    run = committed_run(run_dir)
     with contextlib.ExitStack() as stack:
         work = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         work.mkdir(parents=True, exist_ok=True)
         config = work / "config.yaml"
         config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
         runs_root = work / "runs"
-        here = runs_root / args.run_dir.parent.name / args.run_dir.name
+        here = runs_root / run_dir.parent.name / run_dir.name
         if here.exists():
             raise EnvGenError(f"{here} exists: give --keep an empty directory")
         command = rerun_command(run, config, runs_root, args)
         limit = f"{args.seconds:g} s" + (f" or {args.updates} updates" if args.updates else "")
         print(
-            f"envgen rerun {args.run_dir}: seed {run.seed} on {args.device or run.device}, "
+            f"envgen rerun {run_dir}: seed {run.seed} on {args.device or run.device}, "
             f"{args.torch_threads or run.torch_threads} torch thread(s)"
             + (", deterministic kernels" if "--deterministic" in command else "")
             + f", up to {limit}",
@@ -336,12 +338,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"retrained {elapsed:.0f} s ({'to the end' if finished else 'stopped'})")
         kernels = ((read_provenance(here) or {}).get("sessions") or [{}])[0].get("kernels")
         comparisons = [
-            compare_logs(name, run_log(args.run_dir, name), run_log(here, name))
+            compare_logs(name, run_log(run_dir, name), run_log(here, name))
             for name in ("metrics.jsonl", "episodes.jsonl")
         ]
         lines = [describe(c) for c in comparisons]
         same = all(c.identical for c in comparisons)
-        cycle_files = list(_cycle_files(args.run_dir, here))
+        cycle_files = list(_cycle_files(run_dir, here))
         differing = [rel for rel, a, b in cycle_files if a != b]
         if cycle_files:
             lines.append(
@@ -352,7 +354,7 @@ def main(args: argparse.Namespace) -> int:
         if finished:
             from envgen.store.run_diff import first_difference
 
-            whole = first_difference(here, args.run_dir, ("the retrained run", "the committed"))
+            whole = first_difference(here, run_dir, ("the retrained run", "the committed"))
             if whole is not None:
                 same = False
                 lines.append(f"whole run: {whole}")
@@ -379,50 +381,3 @@ def main(args: argparse.Namespace) -> int:
         )
     )
     return 1
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    from envgen.agents.device import torch_device
-    from envgen.llm.cache import DEFAULT_CACHE_DIR
-
-    parser = subparsers.add_parser(
-        "rerun",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a committed run's directory")
-    parser.add_argument(
-        "--seconds",
-        type=number_in(0, MAX_SECONDS),
-        default=DEFAULT_SECONDS,
-        help=f"stop retraining after this long (default {DEFAULT_SECONDS:g})",
-    )
-    parser.add_argument(
-        "--updates",
-        type=whole_number(1),
-        default=None,
-        help="stop once this many PPO updates are logged (whichever of the two comes first)",
-    )
-    parser.add_argument(
-        "--device", type=torch_device, default=None, help="torch device (default: the run's)"
-    )
-    parser.add_argument(
-        "--deterministic",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="deterministic GPU kernels, TF32 off (default: as the run was trained; "
-        "no effect on the CPU)",
-    )
-    parser.add_argument(
-        "--torch-threads",
-        type=whole_number(1),
-        default=None,
-        help="torch CPU threads (default: the run's)",
-    )
-    parser.add_argument(
-        "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="LLM replies to replay"
-    )
-    parser.add_argument(
-        "--keep", type=Path, default=None, help="keep the retrained run in this directory"
-    )
-    parser.set_defaults(func=main)

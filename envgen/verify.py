@@ -3,7 +3,8 @@
     envgen verify            # one line per check; exit 1 on any difference
 
 Trains nothing and calls no LLM. It checks, in order:
-1. the LLM response cache (every file's key and fields, as `envgen llm verify`);
+1. the LLM response cache (every file's key and fields, as `envgen llm verify`), and
+   every feedback call of a sealed run filed under its protocol slot;
 2. the run store: every run a runs.json uses is sealed and of the code's results
    version; every sealed run, in results/runs or anywhere else in the tree (as
    results/audit's), is the run its folder names (`envgen.audit.identity`: no
@@ -376,6 +377,9 @@ def verify(
 
     runs_files = runs_files or runs_json_files()
     add(check_cache())
+    from envgen.llm.cache import slots_verdict  # protocol slots (docs/llm.md)
+
+    add(Check("LLM slots", *slots_verdict(CACHE_DIR, [RUNS_ROOT])))
     try:
         add(check_run_store(listed=listed_run_dirs(runs_files), tree=Path(".")))
     except (OSError, ValueError, KeyError, TypeError) as exc:

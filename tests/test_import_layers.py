@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("audit",),  # a finished run checked against its own files
     ("pipeline",),  # a table as runs: plan, profiles, executors, the DVC train stage
     ("campaign", "report", "rerun", "bench"),
-    ("gpu", "verify_plan"),  # gpu: the driver of an offline GPU machine
+    ("gpu", "verify_plan", "rerun_check"),  # gpu: the driver of an offline GPU machine
     ("verify",),
     ("cli",),
     ("",),  # envgen/__init__.py

@@ -4,6 +4,7 @@ a changed experiment is refused, and no reply is stored under another model's na
 import contextlib
 import io
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from envgen.cli import main
 from envgen.errors import CacheIntegrityError, CacheMissError, ConfigError
 from envgen.llm import CachedLLM, ChatRequest, Message, OpenAIChat, ResponseCache, backend_config
-from envgen.llm.cache import file_run_slots
+from envgen.llm.cache import file_run_slots, slots_verdict
 from envgen.llm.request import record_key, request_record
 from envgen.llm.slots import (
     SlotMismatchError,
@@ -318,3 +319,34 @@ def test_slots_skips_calls_served_by_slot(tmp_path, monkeypatch):
     seal_run(run_dir)
     with pytest.raises(CacheIntegrityError, match=f"no file {drifted}.json"):
         file_run_slots(ResponseCache(cache_dir), [tmp_path / "runs"])
+
+
+# --- verify: every committed feedback call has its slot --------------------------------------
+def test_every_committed_feedback_call_has_its_slot_filed():
+    """Replay on a machine whose floats differ needs them (Table 1 at torch_threads 2)."""
+    ok, detail = slots_verdict(REPO / "data/llm_cache", [REPO / "results/runs"])
+    assert ok, detail
+
+
+def test_verify_names_the_run_and_call_whose_slot_is_missing(tmp_path):
+    """A committed run and its cache files copied; one slot removed is named, with the fix."""
+    run_dir = REPO / "results/runs/eaa600cd6ceb/seed-1"  # Table 1's "AD + EnvGen"
+    runs, cache_dir = tmp_path / "runs", tmp_path / "cache"
+    shutil.copytree(run_dir, runs / "eaa600cd6ceb/seed-1")
+    cache_dir.mkdir()
+    calls = json.loads((run_dir / "llm_calls.json").read_text())
+    for call in calls:
+        shutil.copy(REPO / "data/llm_cache" / f"{call['key']}.json", cache_dir)
+    assert slots_verdict(cache_dir, [runs])[0]
+    adapt = next(c for c in calls if c["label"] == "crafter/adapt2/n4/set0")
+    path = cache_dir / f"{adapt['key']}.json"
+    entry = json.loads(path.read_text())
+    slot = "eaa600cd6ceb/seed-1/crafter/adapt2/n4/set0"
+    entry["slots"] = [s for s in entry["slots"] if s != slot]
+    path.write_text(json.dumps(entry))
+    ok, detail = slots_verdict(cache_dir, [runs])
+    assert not ok
+    assert f"{runs}/eaa600cd6ceb/seed-1: call crafter/adapt2/n4/set0 (slot {slot})" in detail
+    assert f"envgen llm slots --runs-root {runs} --cache-dir {cache_dir}" in detail
+    assert file_run_slots(ResponseCache(cache_dir), [runs]) > 0
+    assert slots_verdict(cache_dir, [runs])[0]

@@ -225,3 +225,52 @@ def test_a_rerun_stopped_before_its_first_record_says_so(committed):
     assert done.stderr.strip().splitlines() == [
         "envgen rerun: the retrained run wrote no record to compare; give more --seconds"
     ], done.stderr
+
+
+# --- envgen rerun --check: a few updates of many runs ---------------------------------------
+CHECK_UPDATES = 8  # 8 x 64 steps: episodes finish within them
+
+
+@pytest.mark.slow
+def test_check_says_identical_then_names_the_perturbed_update_and_episode(committed, tmp_path):
+    out = tmp_path / "check.json"
+    args = ["--updates", str(CHECK_UPDATES), "--seconds", "300", "--json", str(out)]
+    done = envgen_subprocess("rerun", "--check", str(committed), *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (result,) = json.loads(out.read_text())["runs"]
+    assert result["episodes"] >= 2  # episodes were compared, not only updates
+    assert f"{committed}: bit-identical through update {CHECK_UPDATES} (" in done.stdout
+    assert result["trained_on"] == result["checked_on"]
+    assert f"trained on {result['trained_on']}, checked on {result['checked_on']}" in done.stdout
+
+    copy = unsealed_copy(committed, tmp_path / "runs")
+    metrics = copy / "metrics.jsonl"
+    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    true_value = records[4]["losses/value"]
+    records[4]["losses/value"] = true_value + 1e-7
+    metrics.write_text("".join(json.dumps(r) + "\n" for r in records))
+    episodes = copy / "episodes.jsonl"
+    lines = episodes.read_text().splitlines()
+    second = json.loads(lines[1])
+    second["reward"] += 1.0
+    lines[1] = json.dumps(second)
+    episodes.write_text("\n".join(lines) + "\n")
+    done = envgen_subprocess("rerun", "--check", str(copy), *args)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"{copy}: first differs at update 5, metric losses/value (committed "
+        f"{true_value + 1e-7!r}, here {true_value!r}), episode 2; trained on "
+    ) in done.stdout
+    (result,) = json.loads(out.read_text())["runs"]
+    assert (result["identical_through"], result["first_episode_differing"]) == (4, 2)
+
+
+def test_check_samples_each_campaign_row_with_its_seed():
+    from envgen import rerun_check
+
+    rows = rerun_check.campaign_runs("campaign_cpu", REPO / "results")
+    assert len(rows) == 4 and all(len(runs) == 5 for runs in rows.values())
+    picked = rerun_check.sample_runs(rows, 2, seed=0)
+    assert [row for row, _ in picked] == [row for row in rows for _ in range(2)]
+    assert picked == rerun_check.sample_runs(rows, 2, seed=0)
+    assert picked != rerun_check.sample_runs(rows, 2, seed=1)

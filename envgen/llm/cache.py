@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen import json_input
-from envgen.errors import CacheIntegrityError, CacheMissError, ConfigError
+from envgen.errors import CacheIntegrityError, CacheMissError, ConfigError, EnvGenError
 from envgen.files import remove_stale_temporaries, write_json_atomic
 from envgen.llm.accounting import Ledger
 from envgen.llm.budget import Budget
@@ -256,6 +256,19 @@ class CachedLLM:
         )
 
 
+def _run_calls(runs_roots: Iterable[Path]) -> Iterator[tuple[Path, str, dict[str, Any]]]:
+    """(llm_calls.json path, run id, call) for every call of every sealed run under
+    `runs_roots` (``<root>/<config hash>/seed-<n>/llm_calls.json``)."""
+    for root in runs_roots:
+        for calls_path in sorted(Path(root).glob("*/seed-*/llm_calls.json")):
+            run_dir = calls_path.parent
+            if not is_sealed(run_dir):
+                continue
+            run = run_id(run_dir.parent.name, int(run_dir.name.removeprefix("seed-")))
+            for call in json_input.loads(read_run_bytes(calls_path), calls_path):
+                yield calls_path, run, call
+
+
 def file_run_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> int:
     """List in `cache` the slots of the feedback-carrying calls of every finished run under
     `runs_roots` (``<root>/<config hash>/seed-<n>/llm_calls.json``); returns how many.
@@ -265,29 +278,62 @@ def file_run_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> int:
     recorded, the reply recorded for the slot was.
     """
     filed = 0
-    for root in runs_roots:
-        for calls_path in sorted(Path(root).glob("*/seed-*/llm_calls.json")):
-            run_dir = calls_path.parent
-            if not is_sealed(run_dir):
-                continue
-            run = run_id(run_dir.parent.name, int(run_dir.name.removeprefix("seed-")))
-            for call in json_input.loads(read_run_bytes(calls_path), calls_path):
-                entry = cache.load(call["key"])
-                if entry is None and call.get("served") == "slot":
-                    slot = slot_id(run, call["label"])
-                    if cache.slot_key(call.get("model", ""), slot) is not None:
-                        continue  # served by the file that holds its slot: nothing to file
-                if entry is None:
-                    raise CacheIntegrityError(
-                        f"{calls_path}: call {call['label']!r} has no file {call['key']}.json "
-                        f"in {cache.directory}"
-                    )
-                if carries_feedback(entry["request"]["messages"]):
-                    cache.claim_slot(
-                        call["key"], entry["request"]["model"], slot_id(run, call["label"])
-                    )
-                    filed += 1
+    for calls_path, run, call in _run_calls(runs_roots):
+        slot = slot_id(run, call["label"])
+        entry = cache.load(call["key"])
+        if entry is None and call.get("served") == "slot":
+            if cache.slot_key(call.get("model", ""), slot) is not None:
+                continue  # served by the file that holds its slot: nothing to file
+        if entry is None:
+            raise CacheIntegrityError(
+                f"{calls_path}: call {call['label']!r} has no file {call['key']}.json "
+                f"in {cache.directory}"
+            )
+        if carries_feedback(entry["request"]["messages"]):
+            cache.claim_slot(call["key"], entry["request"]["model"], slot)
+            filed += 1
     return filed
+
+
+def unfiled_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> tuple[int, list[str]]:
+    """(feedback calls counted, one line per call whose slot `cache` does not list) over
+    the sealed runs under `runs_roots`.
+
+    Such a call replays only where its feedback numbers repeat bit for bit: on a machine
+    whose floats differ its row reads not_recorded. `envgen llm slots` files them.
+    """
+    counted, missing = 0, []
+    for calls_path, run, call in _run_calls(runs_roots):
+        entry = cache.load(call["key"])
+        if entry is None and call.get("served") != "slot":
+            missing.append(f"{calls_path.parent}: call {call['label']} has no cache file")
+            continue
+        if entry is not None and not carries_feedback(entry["request"]["messages"]):
+            continue
+        counted += 1
+        model = entry["request"]["model"] if entry is not None else call.get("model", "")
+        slot = slot_id(run, call["label"])
+        if cache.slot_key(model, slot) is None:
+            missing.append(f"{calls_path.parent}: call {call['label']} (slot {slot})")
+    return counted, missing
+
+
+def slots_verdict(cache_dir: Path, runs_roots: Iterable[Path]) -> tuple[bool, str]:
+    """`envgen verify`'s line on slots: (every feedback call's slot filed?, detail naming
+    the first run and call without one, and the command that files it)."""
+    try:
+        counted, missing = unfiled_slots(ResponseCache(cache_dir), runs_roots)
+    except EnvGenError as exc:
+        return False, str(exc)
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        roots = " ".join(f"--runs-root {r}" for r in runs_roots)
+        return False, (
+            f"{missing[0]} is not filed in {cache_dir}{more}: on a machine whose floats "
+            f"differ it reads not_recorded. File them: envgen llm slots {roots} "
+            f"--cache-dir {cache_dir}"
+        )
+    return True, f"all {counted} feedback calls of the sealed runs have their slot filed"
 
 
 def _check_model(response: ChatResponse, model: str, backend: str) -> None:

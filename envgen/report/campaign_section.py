@@ -22,6 +22,7 @@ from envgen.errors import EnvGenError
 from envgen.loop.world_diversity import diversity, run_cycles, sfl_choices
 from envgen.report.inputs import DONE, TableRecord
 from envgen.report.notes import Notes
+from envgen.report.reproduction import reproduction_sentence
 from envgen.report.rliable_campaign import claims_line
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign import (
@@ -119,7 +120,7 @@ def _campaign(
         *head,
         f"Profile `{table.profile}`; {count}. Rows, runs and "
         f"every achievement's rates: results/tables/{table.table}.md. Trained on "
-        f"(provenance.json): {table.machines()}."
+        f"(provenance.json): {table.machines()}. {reproduction_sentence(table.table)}"
         + (
             f" Registered in {registration.document} before any of its runs (its first "
             f"commit, `git log --reverse -- {registration.document}`, precedes every run's); "

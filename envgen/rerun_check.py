@@ -1,0 +1,348 @@
+"""`envgen rerun --check`: do committed runs reproduce on this machine, bit for bit?
+
+    envgen rerun --check --campaign campaign_cpu --sample 4 --updates 3
+    envgen rerun --check results/runs/ca3d42bc0a83/seed-5 --updates 3
+
+For each run (named, or `--sample` K drawn per row of each campaign's runs.json with the
+explicit `--sample-seed`), one at a time: retrain its first `--updates` PPO updates here
+from the run's own config, seed, device and kernel settings (`envgen.rerun`, with one
+torch thread unless `--torch-threads` says otherwise), then compare the retrained
+metrics.jsonl update by update (losses, counts; throughput aside) and episodes.jsonl
+episode by episode with the committed logs. One line per run: "bit-identical through
+update U" or "first differs at update U, metric M (committed X, here Y), episode E",
+with this machine's CPU beside the one the run's provenance records. `--json` writes the
+same as a list of `RunCheck` mappings. Exit 0 when every run checked is identical.
+
+This module registers the `envgen rerun` command (both forms; one run is `envgen.rerun`),
+above `envgen.rerun` so that neither imports the other in a circle.
+
+Why only a few updates: floats that differ anywhere differ in the first update (a
+different CPU's vector units, another BLAS path); runs that agree there agree on what
+follows unless the code is nondeterministic, which the full rerun (`envgen rerun`
+without `--check`) tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from envgen import rerun
+from envgen.errors import ConfigError, EnvGenError
+from envgen.files import write_json_atomic
+from envgen.input_checks import number_in, whole_number
+
+METRICS, EPISODES = "metrics.jsonl", "episodes.jsonl"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunCheck:
+    """The outcome of retraining one committed run's first updates here."""
+
+    run_dir: str
+    """The committed run."""
+    row: str
+    """Its campaign row ("" for a run named on the command line)."""
+    updates: int
+    """Updates compared (the retrained run's, at most `--updates`)."""
+    identical_through: int
+    """Updates identical from the first on (== `updates` when none differs)."""
+    metric: str | None
+    """The first differing metric of the first differing update (None: identical)."""
+    committed: Any
+    """Its committed value."""
+    here: Any
+    """Its value retrained here."""
+    episodes: int
+    """Episodes compared (those the retrained run finished)."""
+    first_episode_differing: int | None
+    """1-based index of the first differing episode (None: all compared identical)."""
+    trained_on: str
+    """The committed run's CPU as its provenance records it, or why it is unknown."""
+    checked_on: str
+    """This machine's CPU."""
+    seconds: float
+    """Wall-clock time of the retrain."""
+
+    @property
+    def identical(self) -> bool:
+        return self.metric is None and self.first_episode_differing is None
+
+    def line(self) -> str:
+        if self.identical:
+            verdict = (
+                f"bit-identical through update {self.updates} "
+                f"({self.episodes} episode(s) identical)"
+            )
+        else:
+            episode = (
+                f"episode {self.first_episode_differing}"
+                if self.first_episode_differing is not None
+                else f"episodes identical ({self.episodes} compared)"
+            )
+            update = (
+                f"update {self.identical_through + 1}, metric {self.metric} "
+                f"(committed {self.committed!r}, here {self.here!r})"
+                if self.metric is not None
+                else f"no update ({self.updates} identical)"
+            )
+            verdict = f"first differs at {update}, {episode}"
+        return (
+            f"{self.run_dir}: {verdict}; trained on {self.trained_on}, checked on "
+            f"{self.checked_on} ({self.seconds:.0f} s)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "identical": self.identical}
+
+
+# --- which runs -----------------------------------------------------------------------------
+def campaign_runs(campaign: str, results: Path = Path("results")) -> dict[str, list[Path]]:
+    """{row: its finished runs' directories} of `results/<campaign>/runs.json`."""
+    from envgen.report.inputs import load_table
+
+    table = load_table(results / campaign / "runs.json")
+    return {row.row: [Path(run.run_dir) for run in row.runs] for row in table.rows}
+
+
+def sample_runs(rows: dict[str, list[Path]], k: int, seed: int) -> list[tuple[str, Path]]:
+    """K runs drawn per row (all when a row has fewer), in row order then seed order."""
+    rng = random.Random(seed)
+    picked = []
+    for row, runs in rows.items():
+        chosen = rng.sample(runs, min(k, len(runs)))
+        picked += [(row, run) for run in sorted(chosen, key=lambda p: _seed(p))]
+    return picked
+
+
+def _seed(run_dir: Path) -> int:
+    digits = run_dir.name.removeprefix("seed-")
+    return int(digits) if digits.isdigit() else -1
+
+
+# --- comparing ------------------------------------------------------------------------------
+def first_update_differing(
+    committed: Sequence[dict], here: Sequence[dict]
+) -> tuple[int, str | None, Any, Any]:
+    """(updates identical from the first on, first differing metric, its committed and
+    here values) over the updates `here` logged; throughput fields (`time/`) aside."""
+    from envgen.store.run_diff import behaviour, differing_keys
+
+    for i, (a, b) in enumerate(zip(committed, here, strict=False)):
+        a, b = behaviour(a), behaviour(b)
+        if a != b:
+            key = differing_keys(a, b)[0]
+            return i, key, a.get(key), b.get(key)
+    return min(len(committed), len(here)), None, None, None
+
+
+def first_episode_differing(committed: Sequence[dict], here: Sequence[dict]) -> int | None:
+    """1-based index of the first episode that differs over those both logged."""
+    from envgen.store.run_diff import compare_logs
+
+    comparison = compare_logs(EPISODES, committed, here)
+    return None if comparison.identical else comparison.index + 1
+
+
+def cpu_label(session: dict[str, Any] | None) -> str:
+    """A provenance session's CPU ("AMD EPYC, AVX512"), or why it is unknown."""
+    if session is None:
+        return "an unrecorded machine (provenance backfilled)"
+    machine = session.get("machine") or {}
+    cpu = machine.get("cpu") or "unknown CPU"
+    capability = machine.get("torch_cpu_capability")
+    return f"{cpu}, {capability}" if capability else str(cpu)
+
+
+def this_cpu(device: str = "cpu") -> str:
+    from envgen.store.provenance import machine
+
+    return cpu_label({"machine": machine(device)})
+
+
+# --- one run --------------------------------------------------------------------------------
+def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
+    """Retrain `run_dir`'s first `args.updates` updates in a temporary directory and
+    compare them with its committed logs."""
+    run = rerun.committed_run(run_dir)
+    with tempfile.TemporaryDirectory(prefix="envgen-rerun-check-") as tmp:
+        work = Path(tmp)
+        config = work / "config.yaml"
+        config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
+        here = work / "runs" / run_dir.parent.name / run_dir.name
+        command = rerun.rerun_command(run, config, work / "runs", args)
+        _, elapsed, code = rerun.retrain(
+            command, here, args.seconds, args.updates, work / "rerun.log"
+        )
+        if code not in (None, 0):
+            tail = (work / "rerun.log").read_text(encoding="utf-8", errors="replace").strip()
+            raise EnvGenError(
+                f"{run_dir}: the retrained run failed (exit {code}): "
+                f"{tail.splitlines()[-1] if tail else 'no output'}"
+            )
+        retrained = rerun.run_log(here, METRICS)[: args.updates]
+        if not retrained:
+            raise EnvGenError(
+                f"{run_dir}: the retrain logged no update in {args.seconds:g} s; give more "
+                "--seconds"
+            )
+        episodes_here = rerun.run_log(here, EPISODES)
+    committed = rerun.run_log(run_dir, METRICS)
+    through, metric, theirs, ours = first_update_differing(committed, retrained)
+    committed_episodes = rerun.run_log(run_dir, EPISODES)
+    return RunCheck(
+        run_dir=run_dir.as_posix(),
+        row=row,
+        updates=len(retrained),
+        identical_through=through,
+        metric=metric,
+        committed=theirs,
+        here=ours,
+        episodes=min(len(episodes_here), len(committed_episodes)),
+        first_episode_differing=first_episode_differing(committed_episodes, episodes_here),
+        trained_on=cpu_label(run.session),
+        checked_on=this_cpu(args.device or run.device),
+        seconds=round(elapsed, 1),
+    )
+
+
+# --- the command ----------------------------------------------------------------------------
+def selected_runs(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """The named runs, then `--sample` per row of each `--campaign`."""
+    picked = [("", Path(p)) for p in args.run_dir]
+    for campaign in args.campaign:
+        picked += sample_runs(campaign_runs(campaign), args.sample, args.sample_seed)
+    if not picked:
+        raise ConfigError("--check", "name run directories or --campaign NAME")
+    return picked
+
+
+def check_runs(args: argparse.Namespace) -> int:
+    """Check each selected run in turn, print its line, write `--json`; 0 if all agree."""
+    if args.updates is None:
+        raise ConfigError("--updates", "--check needs the number of updates to compare")
+    checks = []
+    for row, run_dir in selected_runs(args):
+        check = check_run(run_dir, row, args)
+        print(check.line(), flush=True)
+        checks.append(check)
+    same = sum(c.identical for c in checks)
+    print(f"{same} of {len(checks)} run(s) bit-identical through their first updates here")
+    if args.json:
+        write_json_atomic(
+            args.json,
+            {
+                "command": command_line(args),
+                "checked_on": this_cpu(args.device or "cpu"),
+                "runs": [c.to_dict() for c in checks],
+            },
+        )
+    return 0 if same == len(checks) else 1
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The command that repeats this check (for the JSON it writes)."""
+    words = ["envgen rerun --check", *map(str, args.run_dir)]
+    words += [f"--campaign {c}" for c in args.campaign]
+    if args.campaign:
+        words += [f"--sample {args.sample}", f"--sample-seed {args.sample_seed}"]
+    words += [f"--updates {args.updates}", f"--seconds {args.seconds:g}"]
+    if args.torch_threads:
+        words.append(f"--torch-threads {args.torch_threads}")
+    return " ".join(words + ([f"--json {args.json}"] if args.json else []))
+
+
+def main(args: argparse.Namespace) -> int:
+    """`envgen rerun`: one run retrained and compared (`envgen.rerun`); several, a few
+    updates each, with `--check`."""
+    if args.check:
+        return check_runs(args)
+    if len(args.run_dir) != 1 or args.campaign:
+        raise ConfigError(
+            "RUN_DIR", "give one run directory (several, or --campaign, with --check)"
+        )
+    return rerun.rerun_one(args, args.run_dir[0])
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """The `envgen rerun` command (envgen.cli's registry)."""
+    from envgen.agents.device import torch_device
+    from envgen.llm.cache import DEFAULT_CACHE_DIR
+
+    parser = subparsers.add_parser(
+        "rerun",
+        description=rerun.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "run_dir",
+        type=Path,
+        nargs="*",
+        metavar="RUN_DIR",
+        help="a committed run's directory (several with --check)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="for each run named or sampled: its first --updates only, one line each "
+        "(bit-identical through update U, or where it first differs), this machine's CPU "
+        "beside the run's (envgen.rerun_check)",
+    )
+    parser.add_argument(
+        "--campaign",
+        action="append",
+        default=[],
+        help="--check: sample runs of results/<CAMPAIGN>/runs.json (repeatable)",
+    )
+    parser.add_argument(
+        "--sample",
+        type=whole_number(1),
+        default=4,
+        help="--check --campaign: runs drawn per row (default 4)",
+    )
+    parser.add_argument(
+        "--sample-seed", type=int, default=0, help="--check: seed of the draw (default 0)"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="--check: write the results here")
+    parser.add_argument(
+        "--seconds",
+        type=number_in(0, rerun.MAX_SECONDS),
+        default=rerun.DEFAULT_SECONDS,
+        help=f"stop retraining after this long (default {rerun.DEFAULT_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--updates",
+        type=whole_number(1),
+        default=None,
+        help="stop once this many PPO updates are logged (whichever of the two comes first)",
+    )
+    parser.add_argument(
+        "--device", type=torch_device, default=None, help="torch device (default: the run's)"
+    )
+    parser.add_argument(
+        "--deterministic",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="deterministic GPU kernels, TF32 off (default: as the run was trained; "
+        "no effect on the CPU)",
+    )
+    parser.add_argument(
+        "--torch-threads",
+        type=whole_number(1),
+        default=None,
+        help="torch CPU threads (default: the run's)",
+    )
+    parser.add_argument(
+        "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="LLM replies to replay"
+    )
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="keep the retrained run in this directory"
+    )
+    parser.set_defaults(func=main)
