@@ -23,7 +23,8 @@ PACKAGE = REPO / "envgen"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "gym_notice", "results_version", "lifetime"),  # no envgen import
-    ("files", "input_checks", "json_input"),
+    ("files", "json_input", "yaml_input"),  # atomic files; bounded JSON and YAML reading
+    ("input_checks",),
     ("scoring", "stats", "store"),  # pure functions; the run store's files
     ("envs",),  # Crafter-EnvGen, Heist-EnvGen, the vector env
     ("agents",),  # PPO, AD, the trainer, evaluation of both games
