@@ -25,9 +25,12 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "llm": ("envgen.llm.cli", "the LLM environment designer: local server, recording, cache"),
     "run": ("envgen.loop.cli", "one EnvGen or baseline run (resumable)"),
     "campaign": ("envgen.campaign.cli", "start, watch and collect a long campaign (e.g. cpu)"),
-    "verify": ("envgen.verify", "re-derive every committed table and claim from the raw run logs"),
+    "verify": (
+        "envgen.evidence.verify",
+        "re-derive every committed table and claim from the raw run logs",
+    ),
     "rerun": (
-        "envgen.rerun_check",
+        "envgen.evidence.rerun_check",
         "retrain a committed run's first steps here and compare them with its logs",
     ),
     "gpu": ("envgen.gpu.cli", "drive an offline GPU machine: check, bench, run in chunks, import"),

@@ -1,5 +1,5 @@
 """Docs that hold by construction: the result figures README.md and docs/ quote match the
-runs (`envgen.report.docfigures`, run by `make verify`), the README's "Where" table names
+runs (`envgen.evidence.docfigures`, run by `make verify`), the README's "Where" table names
 every part of envgen/, its first screen says what the project is, how to run it and
 where it stands, and the plan the docs print is what the command prints."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from envgen.report import doc_numbers, docfigures
+from envgen.evidence import doc_numbers, docfigures
 from envgen.report.inputs import load_tables
 
 REPO = Path(__file__).resolve().parents[1]

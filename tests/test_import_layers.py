@@ -31,11 +31,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("llm",),  # prompts, design specs, the client and its cache
     ("games",),  # the game registry: what training, scoring and the LLM need per game
     ("loop",),  # one EnvGen run
-    ("audit",),  # a finished run checked against its own files
     ("pipeline",),  # a table as runs: plan, profiles, executors, the DVC train stage
-    ("campaign", "report", "rerun", "bench"),
-    ("gpu", "verify_plan", "rerun_check"),  # gpu: the driver of an offline GPU machine
-    ("verify",),
+    ("campaign", "report", "bench"),
+    ("gpu",),  # the driver of an offline GPU machine
+    ("evidence",),  # what checks runs and the numbers reported from them (verify, rerun)
     ("cli",),
     ("",),  # envgen/__init__.py
 )

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from envgen.audit.identity import check_identity
 from envgen.errors import ConfigError
 from envgen.loop.config import RunConfig
+from envgen.loop.identity import check_identity
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.job_status import DONE, FAILED, job_dir
 from envgen.pipeline.jobs import split_cohorts

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from envgen import rerun
 from envgen.agents.runlog import read_jsonl, read_jsonl_written
 from envgen.errors import EnvGenError
+from envgen.evidence import rerun
 from envgen.loop.config import RunConfig
 from tests.envgen_cli import REPO, envgen_subprocess
 
@@ -266,7 +266,7 @@ def test_check_says_identical_then_names_the_perturbed_update_and_episode(commit
 
 
 def test_check_samples_each_campaign_row_with_its_seed():
-    from envgen import rerun_check
+    from envgen.evidence import rerun_check
 
     rows = rerun_check.campaign_runs("campaign_cpu", REPO / "results")
     assert len(rows) == 4 and all(len(runs) == 5 for runs in rows.values())

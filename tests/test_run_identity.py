@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from envgen.audit.identity import RunIdentityError, check_identity
 from envgen.errors import EnvGenError
+from envgen.evidence.verify import check_run_store
+from envgen.loop.identity import RunIdentityError, check_identity
 from envgen.store import seal_run
 from envgen.store.manifest import is_sealed
-from envgen.verify import check_run_store
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "results" / "runs"
@@ -168,7 +168,7 @@ def table(name: str) -> dict:
 
 
 def test_the_committed_runs_json_files_match_their_plans(at_repo):
-    from envgen.verify_plan import plan_differences
+    from envgen.evidence.verify_plan import plan_differences
 
     for name in ("table1", "table8", "campaign_confirm"):
         path = Path("results") / name / "runs.json"
@@ -177,7 +177,7 @@ def test_the_committed_runs_json_files_match_their_plans(at_repo):
 
 def test_a_row_pointed_at_another_rows_runs_is_named(at_repo):
     """table1's PPO row pointing at PPO + EnvGen's folders (entries and all)."""
-    from envgen.verify_plan import plan_differences
+    from envgen.evidence.verify_plan import plan_differences
 
     data = table("table1")
     rows = {row["row"]: row for row in data["rows"]}
@@ -188,7 +188,7 @@ def test_a_row_pointed_at_another_rows_runs_is_named(at_repo):
 
 
 def test_a_campaign_row_that_drops_or_doubles_a_seed_is_named(at_repo):
-    from envgen.verify_plan import plan_differences
+    from envgen.evidence.verify_plan import plan_differences
 
     path = Path("results/campaign_confirm/runs.json")
     data = table("campaign_confirm")

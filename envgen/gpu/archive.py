@@ -13,7 +13,7 @@ be a plain file or directory under `runs/<run>/seed-<K>/`, no absolute path, no 
 no link or device, each at most `MAX_MEMBER_BYTES` and all of one archive at most
 `MAX_ARCHIVE_BYTES` unpacked (anything else refuses the whole archive, naming the
 member: it is not an archive `gpu run` wrote). Then each run is taken on its own: it
-must be the run its folder names (`envgen.audit.identity`) and match its manifest
+must be the run its folder names (`envgen.loop.identity`) and match its manifest
 (`envgen.store.verify_run`); a run that fails is refused by name and the others are
 imported. Only the manifest and the files it lists enter the store, and a run already
 there is kept as it is. What is printed escapes control characters (a member's name
@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from envgen import json_input
-from envgen.audit.identity import check_identity
 from envgen.errors import EnvGenError
+from envgen.loop.identity import check_identity
 from envgen.store import verify_run
 from envgen.store.manifest import MANIFEST, manifest_of
 

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from envgen.agents.device import set_deterministic
-from envgen.audit.identity import check_identity
 from envgen.errors import (
     CacheMissError,
     ConfigError,
@@ -32,6 +31,7 @@ from envgen.errors import (
 from envgen.llm.budget import Budget
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import LOCAL_MODEL, LOCAL_MODELS, backend_config, configured_keys, scrub
+from envgen.loop.identity import check_identity
 from envgen.loop.paths import read_json
 from envgen.pipeline.job_status import (
     DONE,
@@ -316,7 +316,7 @@ def _drop_if_stale(run_dir: Path, version: int) -> None:
 
 
 def _check_identity(run_dir: Path) -> None:
-    """A finished run must be the run its folder names (`envgen.audit.identity`): one
+    """A finished run must be the run its folder names (`envgen.loop.identity`): one
     copied into another's folder is kept, and its job fails saying so."""
     try:
         check_identity(run_dir)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.audit.identity import check_identity
+from envgen.loop.identity import check_identity
 from envgen.loop.paths import read_json
 from envgen.pipeline.job_status import DONE, FAILED, LLM_UNUSABLE, NOT_RECORDED, JobResult, job_dir
 from envgen.pipeline.plan import REPORTED_ONLY, Job, RandomJob, RowPlan, TablePlan
@@ -107,7 +107,7 @@ def run_entry(
 ) -> dict[str, Any]:
     """One run's entry in runs.json, from its final_metrics.json and the machine of its
     provenance.json (also `envgen verify`); a run whose files describe another run than
-    its folder names is refused (`envgen.audit.identity`)."""
+    its folder names is refused (`envgen.loop.identity`)."""
     check_identity(run_dir)
     metrics = read_json(run_dir / "final_metrics.json")
     return {

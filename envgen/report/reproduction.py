@@ -1,7 +1,7 @@
 """A campaign's reproduction sentence for CLAIMS.md, from its committed `envgen rerun --check`.
 
 results/audit/reproduce/<campaign>.json (written by `envgen rerun --check --campaign
-<campaign> --json ...`, envgen.rerun_check) holds, per sampled run, whether its first
+<campaign> --json ...`, envgen.evidence.rerun_check) holds, per sampled run, whether its first
 updates retrained on the checking machine repeat the committed logs bit for bit. The
 sentence says, per row, where its runs were trained (their provenance) and how many
 repeat on the machine that ran the check; it reads the file only, never retrains.

@@ -5,7 +5,7 @@
 
 For each run (named, or `--sample` K drawn per row of each campaign's runs.json with the
 explicit `--sample-seed`), one at a time: retrain its first `--updates` PPO updates here
-from the run's own config, seed, device and kernel settings (`envgen.rerun`, with one
+from the run's own config, seed, device and kernel settings (`envgen.evidence.rerun`, with one
 torch thread unless `--torch-threads` says otherwise), then compare the retrained
 metrics.jsonl update by update (losses, counts; throughput aside) and episodes.jsonl
 episode by episode with the committed logs. One line per run: "bit-identical through
@@ -13,8 +13,8 @@ update U" or "first differs at update U, metric M (committed X, here Y), episode
 with this machine's CPU beside the one the run's provenance records. `--json` writes the
 same as a list of `RunCheck` mappings. Exit 0 when every run checked is identical.
 
-This module registers the `envgen rerun` command (both forms; one run is `envgen.rerun`),
-above `envgen.rerun` so that neither imports the other in a circle.
+This module registers the `envgen rerun` command (both forms; one run is `envgen.evidence.rerun`),
+above `envgen.evidence.rerun` so that neither imports the other in a circle.
 
 Why only a few updates: floats that differ anywhere differ in the first update (a
 different CPU's vector units, another BLAS path); runs that agree there agree on what
@@ -34,8 +34,8 @@ from typing import Any
 
 import yaml
 
-from envgen import rerun
 from envgen.errors import ConfigError, EnvGenError
+from envgen.evidence import rerun
 from envgen.files import write_json_atomic
 from envgen.input_checks import number_in, whole_number
 
@@ -260,7 +260,7 @@ def command_line(args: argparse.Namespace) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    """`envgen rerun`: one run retrained and compared (`envgen.rerun`); several, a few
+    """`envgen rerun`: one run retrained and compared (`envgen.evidence.rerun`); several, a few
     updates each, with `--check`."""
     if args.check:
         return check_runs(args)
@@ -293,7 +293,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="for each run named or sampled: its first --updates only, one line each "
         "(bit-identical through update U, or where it first differs), this machine's CPU "
-        "beside the run's (envgen.rerun_check)",
+        "beside the run's (envgen.evidence.rerun_check)",
     )
     parser.add_argument(
         "--campaign",

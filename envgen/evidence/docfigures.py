@@ -8,8 +8,8 @@ runs.json files (and, for the audit's resume and load figures, the same runs'
 provenance.json; for `RUNS`, one run's final_metrics.json) that CLAIMS.md is built from,
 printed at the precision the passage prints.
 
-    python -m envgen.report.docfigures            # check; exit 1 naming file, figure, value
-    python -m envgen.report.docfigures --write    # rewrite each declared figure from the runs
+    python -m envgen.evidence.docfigures            # check; exit 1 naming file, figure, value
+    python -m envgen.evidence.docfigures --write    # rewrite each declared figure from the runs
 
 A check fails, with one line each, when
 - a declared passage's figure differs from what the runs give, at any of its copies (a
@@ -21,7 +21,7 @@ A check fails, with one line each, when
 - any other number that looks like a result (a ± pair, a signed difference, "N points",
   a p-value, a bound, a score, "X vs Y", a percentage) lies outside every declared
   passage and is not listed, with its reason, as not a result
-  (`envgen.report.doc_numbers`).
+  (`envgen.evidence.doc_numbers`).
 `envgen verify` runs the check as its "docs figures" line.
 """
 
@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from envgen.errors import EnvGenError
-from envgen.report import doc_numbers
+from envgen.evidence import doc_numbers
 from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import DONE, TableRecord, runs_json_files
 from envgen.stats.campaign import (
@@ -535,7 +535,7 @@ def check(
     values: Mapping[str, str], root: Path = Path("."), write: bool = False
 ) -> tuple[list[Problem], int]:
     """Every occurrence of every declared passage against `values`, the guard, and every
-    other result-looking number (`envgen.report.doc_numbers`); (problems, passages
+    other result-looking number (`envgen.evidence.doc_numbers`); (problems, passages
     checked). With `write`, each figure that differs is rewritten with `values`."""
     problems: list[Problem] = []
     covered: dict[str, list[tuple[int, int]]] = {}
@@ -558,7 +558,7 @@ def check(
         copies = list(_pattern(passage, None).finditer(text))
         if not copies:
             problems.append(
-                Problem(path, None, f"passage not found (edit envgen/report/docfigures.py "
+                Problem(path, None, f"passage not found (edit envgen/evidence/docfigures.py "
                         f"PHRASES with the prose): {passage[:70]!r}...")
             )  # fmt: skip
             continue
@@ -612,7 +612,7 @@ def _unguarded(
                         rel,
                         _line_of(text, m.start()),
                         f"{m.group()} ({name}) is a copy no check covers: declare its "
-                        "passage in envgen/report/docfigures.py PHRASES or point at "
+                        "passage in envgen/evidence/docfigures.py PHRASES or point at "
                         "results/CLAIMS.md",
                     )
                 )
@@ -631,7 +631,7 @@ def run(runs_files: Sequence[Path], root: Path = Path("."), write: bool = False)
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m envgen.report.docfigures", description=__doc__.split("\n\n")[0]
+        prog="python -m envgen.evidence.docfigures", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
         "runs", nargs="*", type=Path, help="runs.json files (default: dvc.yaml's, as verify)"
@@ -641,7 +641,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         problems = run(args.runs or runs_json_files(), write=args.write)
     except EnvGenError as exc:
-        print(f"envgen.report.docfigures: {exc}", file=sys.stderr)
+        print(f"envgen.evidence.docfigures: {exc}", file=sys.stderr)
         return 1
     for p in problems:
         print(p)

@@ -7,14 +7,14 @@ Trains nothing and calls no LLM. It checks, in order:
    every feedback call of a sealed run filed under its protocol slot;
 2. the run store: every run a runs.json uses is sealed and of the code's results
    version; every sealed run, in results/runs or anywhere else in the tree (as
-   results/audit's), is the run its folder names (`envgen.audit.identity`: no
+   results/audit's), is the run its folder names (`envgen.loop.identity`: no
    symbolic links, run.yaml's config hash and seed, final metrics and provenance
    agree), its files match its manifest, and every number of its final_metrics.json
-   that a report shows is re-derived from its logs (`envgen.audit.derive`: score,
+   that a report shows is re-derived from its logs (`envgen.evidence.derive`: score,
    reward, success rates, first unlocks, Heist's sub-goals, global_steps, llm_calls,
    llm_replay), as are its llm_accounting.json counts;
 3. per table (dvc.yaml's runs.json list): runs.json's rows against the plan the
-   pipeline makes from the replication file and profile (`envgen.verify_plan`: each
+   pipeline makes from the replication file and profile (`envgen.evidence.verify_plan`: each
    row lists exactly its planned runs that are finished), every run entry re-derived
    from its run's final metrics, the table's metrics.json and scores.json from
    runs.json, and the report's results/tables/<table>.md/.csv and score-vs-step CSVs
@@ -22,9 +22,9 @@ Trains nothing and calls no LLM. It checks, in order:
 4. results/metrics.json and results/CLAIMS.md rebuilt the same way;
 5. the result figures README.md, docs/ and results/**/README.md quote in prose: each
    declared passage at every copy, and any other number that looks like a result named
-   with its file and line (`envgen.report.docfigures`, `envgen.report.doc_numbers`);
+   with its file and line (`envgen.evidence.docfigures`, `envgen.evidence.doc_numbers`);
 6. per registered campaign, that git's history has its registration committed before
-   every run its runs.json lists (`envgen.audit.registration`; in a checkout without
+   every run its runs.json lists (`envgen.evidence.registration`; in a checkout without
    the history the line says "not checked" and why, and counts neither way).
 The figures' images are not compared (their bytes depend on the matplotlib build);
 their data are the plot CSVs and tables above.
@@ -102,8 +102,8 @@ def check_cache(cache_dir: Path = CACHE_DIR) -> Check:
 # --- 2. the run store ------------------------------------------------------------------------
 def rederived_final_metrics(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
     """The numbers of a run's final_metrics.json (`final`) that its logs determine, from
-    the logs (`envgen.audit.derive`)."""
-    from envgen.audit.derive import rederived
+    the logs (`envgen.evidence.derive`)."""
+    from envgen.evidence.derive import rederived
 
     return rederived(run_dir, final)
 
@@ -162,8 +162,8 @@ def check_run_store(
     so its logs could change a table; a stale one is not what the code would report.
     The sealed runs are `runs_root`'s, and with `tree` every sealed run under it (a run
     committed elsewhere, as results/audit's, is quoted by docs as the store's are)."""
-    from envgen.audit.derive import accounting_difference
-    from envgen.audit.identity import check_identity, refuse_links
+    from envgen.evidence.derive import accounting_difference
+    from envgen.loop.identity import check_identity, refuse_links
     from envgen.store import MANIFEST, is_sealed, verify_run
 
     unsealed = [p for p in listed if not is_sealed(p)]
@@ -242,9 +242,9 @@ def _stale(run_dir: Path) -> str | None:
 def _llm_adapts(run_dir: Path) -> bool:
     """Whether the run's own config (run.yaml) has an LLM adapt its worlds; a
     random-policy run has no config."""
-    from envgen.audit.identity import NOT_CONFIG, RUN_YAML
     from envgen.errors import ConfigError
     from envgen.loop.config import RunConfig
+    from envgen.loop.identity import NOT_CONFIG, RUN_YAML
     from envgen.store import read_run_bytes
     from envgen.yaml_input import loads_mapping
 
@@ -284,8 +284,8 @@ def _diff_files(ours: Path, committed: Path) -> str | None:
 def _runs_json_differences(path: Path, withheld: bool) -> str | None:
     """What in `path` (a runs.json) and its metrics.json and scores.json is not what the
     runs give; `withheld`: a registered campaign in progress (run counts only)."""
+    from envgen.evidence.verify_plan import plan_differences
     from envgen.pipeline.results import metrics_and_scores, row_replay, run_entry
-    from envgen.verify_plan import plan_differences
 
     table = json_input.read(path)
     if not isinstance(table, dict):
@@ -399,7 +399,7 @@ def verify(
 # --- 6. registrations before runs ----------------------------------------------------------
 def check_registrations(runs_files: Sequence[Path], repo: Path = Path(".")) -> list[Check]:
     """Each registered campaign's registration committed before every run it lists."""
-    from envgen.audit.registration import registration_order
+    from envgen.evidence.registration import registration_order
     from envgen.report.inputs import load_table
     from envgen.stats.campaign import REGISTRATIONS
 
@@ -434,17 +434,17 @@ def check_registrations(runs_files: Sequence[Path], repo: Path = Path(".")) -> l
 
 def check_doc_figures(runs_files: Sequence[Path], root: Path = Path(".")) -> Check:
     """The figures README.md, docs/ and results/**/README.md quote, against the runs
-    (`envgen.report.docfigures`): the first problem, and how many there are."""
-    from envgen.report import docfigures
+    (`envgen.evidence.docfigures`): the first problem, and how many there are."""
+    from envgen.evidence import docfigures
 
     try:
         problems = docfigures.run(runs_files, root)
     except EnvGenError as exc:
         return Check("docs figures", False, str(exc))
     if problems:
-        more = f" (and {len(problems) - 1} more: python -m envgen.report.docfigures)"
+        more = f" (and {len(problems) - 1} more: python -m envgen.evidence.docfigures)"
         return Check("docs figures", False, str(problems[0]) + (more if len(problems) > 1 else ""))
-    from envgen.report.doc_numbers import NOT_RESULTS
+    from envgen.evidence.doc_numbers import NOT_RESULTS
 
     return Check(
         "docs figures",

@@ -18,7 +18,7 @@ the two differ. Exit 0: identical over what was compared; 1: a difference (print
 stdout) or a mistake (one line on stderr, as every envgen command).
 
 The committed run is only read, through its manifest (a damaged file is named).
-The command's parser lives in `envgen.rerun_check`, which also runs `--check`.
+The command's parser lives in `envgen.evidence.rerun_check`, which also runs `--check`.
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ class Committed:
 def committed_run(run_dir: Path) -> Committed:
     """Read a run directory's config, seed and first session; one `EnvGenError` if it is
     not a run directory or its config no longer hashes to its recorded hash."""
-    from envgen.audit.identity import check_identity, refuse_links
     from envgen.loop.config import RunConfig
+    from envgen.loop.identity import check_identity, refuse_links
     from envgen.store import PROVENANCE, is_sealed, read_provenance, read_run_bytes
 
     path = run_dir / RUN_YAML

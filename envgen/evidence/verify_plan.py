@@ -8,7 +8,7 @@ give each row's config hashes x seeds, and each row of runs.json must list exact
 planned runs that are finished in the store (sealed, of the code's results version), in
 the plan's order, each at its planned folder; a row "done" must have all of them (a
 campaign row, all its `planned_runs`). What each listed run's numbers are is checked
-after this (`envgen.verify`), from the run's own logs.
+after this (`envgen.evidence.verify`), from the run's own logs.
 
 Which replication file a runs.json comes from follows dvc.yaml's train stage:
 results/<table>/runs.json is replication/<table>.yaml, unless a campaign writes there.

@@ -1,11 +1,11 @@
-"""A registration's order in git (`envgen.audit.registration`, `envgen verify`'s check 6)."""
+"""A registration's order in git (`envgen.evidence.registration`, `envgen verify`'s check 6)."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from envgen.audit.registration import registration_order
+from envgen.evidence.registration import registration_order
 
 DOC = "docs/campaign_x.md"
 
@@ -78,12 +78,13 @@ def test_an_uncommitted_run_is_named_and_a_tree_without_history_is_not_checked(t
 
 
 def test_verify_checks_every_registered_campaign_of_this_repository():
+    from envgen.evidence.verify import check_registrations
     from envgen.report.inputs import runs_json_files
-    from envgen.verify import check_registrations
 
     checks = check_registrations(runs_json_files())
     assert {c.name for c in checks} == {
         "campaign_confirm registration",
         "campaign_llm15 registration",
+        "campaign_sfl registration",
     }
     assert all(c.ok for c in checks), [c.line() for c in checks]
