@@ -20,8 +20,18 @@ SMOKE = load_profile(PARAMS, "smoke")
 TABLES = sorted(Path("replication").glob("*.yaml"))
 
 
+CPU = load_profile(PARAMS, "cpu")
+
+
 def plans(profile=SMOKE):
-    return {p.stem: plan_table(read_replication_file(p), profile) for p in TABLES}
+    """Every replication file planned under `profile`; a campaign's under the profile it
+    is trained and collected with (cpu: SFL's rollouts do not fit smoke's cycles)."""
+    return {
+        p.stem: plan_table(
+            read_replication_file(p), CPU if p.stem.startswith("campaign_") else profile
+        )
+        for p in TABLES
+    }
 
 
 def row(plan, name):
