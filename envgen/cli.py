@@ -20,7 +20,7 @@ from envgen.input_checks import OneLineParser, fail
 # Explicit registry, in --help order: command -> (module that registers it, --help line).
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "envs": ("envgen.envs.cli", "inspect Crafter-EnvGen environments"),
-    "bench": ("envgen.bench", "speed benchmarks against the reference"),
+    "bench": ("envgen.bench.cli", "speed benchmarks against the reference"),
     "train": ("envgen.agents.cli", "train PPO (or AD) in stock Crafter"),
     "llm": ("envgen.llm.cli", "the LLM environment designer: local server, recording, cache"),
     "run": ("envgen.loop.cli", "one EnvGen or baseline run (resumable)"),
