@@ -17,6 +17,7 @@ import argparse
 import math
 import time
 from pathlib import Path
+from types import ModuleType
 
 from envgen.errors import ConfigError
 from envgen.gpu.archive import REFUSED, import_archives, pack_runs
@@ -61,34 +62,38 @@ def _import(args: argparse.Namespace) -> int:
     return 1 if any(line.startswith(REFUSED) for line in lines) else 0
 
 
-def _check(args: argparse.Namespace) -> int:
-    from envgen.gpu.check import check  # lazy: torch, 3 s of `envgen gpu --help` (measured)
+def _device_check() -> ModuleType:
+    """envgen.gpu.check, imported when its command runs."""
+    from envgen.gpu import check  # lazy: torch, 2-3 s more of `envgen gpu --help` (measured)
 
-    return check(args)
+    return check
+
+
+def _device_probe() -> ModuleType:
+    """envgen.gpu.probe, imported when its command runs."""
+    from envgen.gpu import probe  # lazy: torch, as envgen.gpu.check
+
+    return probe
+
+
+def _check(args: argparse.Namespace) -> int:
+    return _device_check().check(args)
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from envgen.gpu.check import bench  # lazy: torch, as in _check
-
-    return bench(args)
+    return _device_check().bench(args)
 
 
 def _probe_kernels(args: argparse.Namespace) -> int:
-    from envgen.gpu.probe import run_kernels  # lazy: torch, as in _check
-
-    return run_kernels(args)
+    return _device_probe().run_kernels(args)
 
 
 def _probe_rate(args: argparse.Namespace) -> int:
-    from envgen.gpu.probe import run_rate  # lazy: torch, as in _check
-
-    return run_rate(args)
+    return _device_probe().run_rate(args)
 
 
 def _probe_params(args: argparse.Namespace) -> int:
-    from envgen.gpu.probe import run_params  # lazy: torch, as in _check
-
-    return run_params(args)
+    return _device_probe().run_params(args)
 
 
 def _model_name(name: str) -> str:
