@@ -419,7 +419,7 @@ def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
     """llm15's D2: the measures of docs/llm.md, "Design quality", over the recorded replies
     of the arm a runs this table lists, re-derived from the cache on every build (no score
     enters them, so they are shown while the verdict is withheld)."""
-    # lazy: torch, through the EnvGen loop's modules: 2.4 s more for every process that
+    # lazy: torch, through the EnvGen loop's modules: 1.0 s more for every process that
     # imports the tables, figures or claims stage (measured; tests/test_dvc_deps.py)
     from envgen.loop.design_quality import measure_groups, run_keys, summarize
 
