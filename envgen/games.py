@@ -15,7 +15,6 @@ minibatches, 3 epochs, clip 0.2, entropy 0.01, value 0.5, grad norm 0.5 (docs/he
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -41,18 +40,34 @@ Evaluate = Callable[["ActorCritic", int, int, str, int | None, Any, int], dict[s
 HEIST_CHECKPOINT_EVERY = 1_048_576  # 64 rollouts of 64 x 256; see docs/heist.md
 
 
-@dataclasses.dataclass(frozen=True)
-class _OnFirstCall:
-    """`module.name`, imported when first called: the training and evaluation functions
-    load torch (Heist's also procgen), which reading profiles, plans and finished runs
-    (`envgen campaign status`, the results tables) never needs. A dataclass, not a
-    closure, so a `GameSpec` still pickles and compares by value."""
+# The training and evaluation functions load torch, which reading profiles, plans and
+# finished runs (`envgen campaign status`, the results tables) never needs
+# (tests/test_lazy_imports.py): each is imported when first called. Module-level
+# functions, not closures, so a `GameSpec` still pickles and compares by value.
 
-    module: str
-    name: str
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return getattr(importlib.import_module(self.module), self.name)(*args, **kwargs)
+def _crafter_vec_env_factory(workers: int | None) -> EnvFactory:
+    from envgen.agents.trainer import crafter_vec_env_factory  # lazy: torch (see above)
+
+    return crafter_vec_env_factory(workers)
+
+
+def _crafter_evaluate(*args: Any) -> dict[str, Any]:
+    from envgen.agents.evaluate import crafter_evaluate  # lazy: torch (see above)
+
+    return crafter_evaluate(*args)
+
+
+def _heist_vec_env_factory(workers: int | None) -> EnvFactory:
+    from envgen.agents.heist_evaluate import vec_env_factory  # lazy: torch (see above)
+
+    return vec_env_factory(workers)
+
+
+def _heist_evaluate(*args: Any) -> dict[str, Any]:
+    from envgen.agents.heist_evaluate import evaluate  # lazy: torch (see above)
+
+    return evaluate(*args)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,10 +131,10 @@ GAMES: dict[str, GameSpec] = {
         original=CrafterConfig(),
         num_actions=ModelConfig().num_actions,
         ppo_defaults=PPOOverrides(),
-        vec_env_factory=_OnFirstCall("envgen.agents.trainer", "crafter_vec_env_factory"),
+        vec_env_factory=_crafter_vec_env_factory,
         episode_record=episode_record,
         summarize=crafter_summary,
-        evaluate=_OnFirstCall("envgen.agents.evaluate", "crafter_evaluate"),
+        evaluate=_crafter_evaluate,
         design=DESIGN_SPECS["crafter"],
     ),
     "heist": GameSpec(
@@ -127,10 +142,10 @@ GAMES: dict[str, GameSpec] = {
         original=HeistConfig(),
         num_actions=HEIST_ACTIONS,
         ppo_defaults=PPOOverrides(HEIST_PPO),
-        vec_env_factory=_OnFirstCall("envgen.agents.heist_evaluate", "vec_env_factory"),
+        vec_env_factory=_heist_vec_env_factory,
         episode_record=heist_episode_record,
         summarize=heist_metrics.summary,
-        evaluate=_OnFirstCall("envgen.agents.heist_evaluate", "evaluate"),
+        evaluate=_heist_evaluate,
         design=DESIGN_SPECS["heist"],
     ),
 }

@@ -11,7 +11,6 @@ gym prints while importing passes through.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import sys
 
@@ -25,7 +24,8 @@ def import_gym_quietly() -> None:
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):
-            importlib.import_module("gym")
+            # lazy: optional dependency (gym), imported here with its notice dropped
+            import gym  # noqa: F401
     except ImportError:
         pass  # crafter works without gym; procgen reports its own missing dependency
     text = captured.getvalue()

@@ -284,7 +284,7 @@ def torch_device(text: str) -> str:
     a command refused for another argument then exits in a fraction of a second."""
     if text == "cpu":
         return text
-    import torch
+    import torch  # lazy: torch; every `envgen` command loads this module (see above)
 
     try:
         device = torch.device(text)

@@ -77,7 +77,7 @@ def imports(module: str) -> set[str]:
             targets = [
                 f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names
             ]
-        elif isinstance(node, ast.Call):  # import_module("envgen.x"), _OnFirstCall("envgen.x", ...)
+        elif isinstance(node, ast.Call):  # import_module("envgen.x")
             targets = [
                 a.value for a in node.args if isinstance(a, ast.Constant) and a.value in MODULES
             ]
@@ -183,5 +183,5 @@ def test_the_check_finds_a_circle():
 
 def test_imports_are_read_wherever_they_are():
     """A function-level import and a module named to `import_module` both count."""
-    assert "envgen.agents.heist_evaluate" in GRAPH["envgen.games"]  # _OnFirstCall("...")
+    assert "envgen.agents.heist_evaluate" in GRAPH["envgen.games"]  # in _heist_evaluate
     assert "envgen.campaign.run" in GRAPH["envgen.campaign.cli"]  # imported in dispatch

@@ -2,7 +2,8 @@
 
 import json
 
-from envgen.llm import ChatResponse, Ledger, Usage, write_accounting
+from envgen.llm.accounting import Ledger, write_accounting
+from envgen.llm.request import ChatResponse, Usage
 
 
 def _reply(prompt, completion, cached=False):

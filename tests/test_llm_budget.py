@@ -4,9 +4,10 @@ import dataclasses
 
 import pytest
 
-from envgen.llm import CachedLLM, ChatRequest, Message, backend_config
 from envgen.llm.budget import Budget, BudgetExceededError, call_cost, estimate_usd, run_calls
-from envgen.llm.request import request_record
+from envgen.llm.cache import CachedLLM
+from envgen.llm.client import backend_config
+from envgen.llm.request import ChatRequest, Message, request_record
 from envgen.pipeline.train import main
 from tests.test_llm_cache import SECRET, _stub_backend
 

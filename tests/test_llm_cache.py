@@ -10,20 +10,11 @@ import httpx
 import pytest
 
 from envgen.errors import CacheIntegrityError, CacheMissError
-from envgen.llm import (
-    BACKENDS,
-    PLANNED_CALLS,
-    CachedLLM,
-    ChatRequest,
-    EnvironmentDesigner,
-    Message,
-    OpenAIChat,
-    ResponseCache,
-    backend_config,
-    planned_call,
-)
-from envgen.llm.planned_calls import record_command
-from envgen.llm.request import record_key, request_record
+from envgen.llm.cache import CachedLLM, ResponseCache
+from envgen.llm.client import BACKENDS, OpenAIChat, backend_config
+from envgen.llm.conversation import EnvironmentDesigner
+from envgen.llm.planned_calls import PLANNED_CALLS, planned_call, record_command
+from envgen.llm.request import ChatRequest, Message, record_key, request_record
 
 COMMITTED = Path(__file__).resolve().parents[1] / "data" / "llm_cache"
 SECRET = "sk-test-never-stored-0123456789"

@@ -14,9 +14,9 @@ import pytest
 
 from envgen.cli import main
 from envgen.errors import CacheIntegrityError
-from envgen.llm import ChatRequest, Message, backend_config
 from envgen.llm.cache import CachedLLM
-from envgen.llm.request import record_key, request_record
+from envgen.llm.client import backend_config
+from envgen.llm.request import ChatRequest, Message, record_key, request_record
 
 REPO = Path(__file__).resolve().parents[1]
 REQUEST = ChatRequest((Message("user", "design 1 environment"),), 0.0, 2, 64)

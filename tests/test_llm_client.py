@@ -7,8 +7,8 @@ import httpx
 import pytest
 
 from envgen.errors import ConfigError, LLMTransportError
-from envgen.llm import ChatRequest, Message, OpenAIChat, backend_config
-from envgen.llm.client import api_key
+from envgen.llm.client import OpenAIChat, api_key, backend_config
+from envgen.llm.request import ChatRequest, Message
 
 SECRET = "sk-test-0123456789abcdef"
 REQUEST = ChatRequest(

@@ -9,25 +9,21 @@ import pytest
 
 from envgen.envs.crafter.config import BIOMES, ENV_FIELDS, INVENTORY_MAX, RARITIES
 from envgen.errors import ConfigError, LLMResponseError
-from envgen.llm import (
-    ChatResponse,
-    EnvironmentDesigner,
-    PromptOptions,
-    Usage,
-    reply_schema,
-)
 from envgen.llm import crafter as crafter_prompts
 from envgen.llm.conversation import (
     AUTO,
     REASK_TOKENS,
     REDRAW_SEED_STRIDE,
     REDRAWS,
+    EnvironmentDesigner,
+    PromptOptions,
     base_label,
     context_window,
     max_tokens,
     token_bound,
 )
-from envgen.llm.request import Message
+from envgen.llm.request import ChatResponse, Message, Usage
+from envgen.llm.schema import reply_schema
 
 GOOD = (
     '```json\n{"environment_settings": {"target_biome": "mountain"}, '

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from envgen.errors import LLMTransportError
-from envgen.llm import BACKENDS, CachedLLM, EnvironmentDesigner, PromptOptions, backend_config
-from envgen.llm.client import OpenAIChat
+from envgen.llm.cache import CachedLLM
+from envgen.llm.client import BACKENDS, OpenAIChat, backend_config
+from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
 from envgen.llm.request import ChatRequest, Message
 from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
 

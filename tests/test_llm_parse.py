@@ -7,8 +7,8 @@ import pytest
 
 from envgen.envs.crafter.config import LLM_ENV_LENGTH
 from envgen.errors import LLMResponseError
-from envgen.llm import parse_environments
 from envgen.llm.jsonish import JSONishError, loads
+from envgen.llm.parse import parse_environments
 
 CORPUS = Path(__file__).parent / "data" / "llm_replies"
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())

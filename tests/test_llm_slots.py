@@ -14,9 +14,9 @@ import pytest
 
 from envgen.cli import main
 from envgen.errors import CacheIntegrityError, CacheMissError, ConfigError
-from envgen.llm import CachedLLM, ChatRequest, Message, OpenAIChat, ResponseCache, backend_config
-from envgen.llm.cache import file_run_slots, slots_verdict
-from envgen.llm.request import record_key, request_record
+from envgen.llm.cache import CachedLLM, ResponseCache, file_run_slots, slots_verdict
+from envgen.llm.client import OpenAIChat, backend_config
+from envgen.llm.request import ChatRequest, Message, record_key, request_record
 from envgen.llm.slots import (
     SlotMismatchError,
     compare,

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from envgen.errors import CacheIntegrityError, LLMTransportError
-from envgen.llm import ChatRequest, Message, OpenAIChat, backend_config
 from envgen.llm import client as client_module
 from envgen.llm.cache import CachedLLM
+from envgen.llm.client import OpenAIChat, backend_config
 from envgen.llm.entry import model_matches
+from envgen.llm.request import ChatRequest, Message
 from envgen.loop.config import RunConfig
 from envgen.pipeline.job_status import FAILED
 from envgen.pipeline.jobs import LLMSpec, Settings, run_job

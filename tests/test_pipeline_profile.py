@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from envgen.errors import ConfigError
-from envgen.llm import PromptOptions
+from envgen.llm.conversation import PromptOptions
 from envgen.loop.config import RunConfig
 from envgen.loop.runner import designer_options
 from envgen.pipeline.profile import load_profile

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from envgen.agents.runlog import read_jsonl_written
 from envgen.errors import EnvGenError
 
 NAMES = ("global_step", "rollouts", "checkpoints", "checkpoint_step", "episodes_cut")
@@ -67,8 +68,6 @@ def checked_counters(
 
 
 def _logged_steps(path: Path) -> set[int]:
-    from envgen.agents.runlog import read_jsonl_written
-
     if not path.is_file():
         return set()
     return {record["step"] for record in read_jsonl_written(path)}

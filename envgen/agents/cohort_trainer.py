@@ -47,6 +47,8 @@ from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Counters, RolloutLoop
 from envgen.envs.mixture import env_seed
+from envgen.envs.plain import mixture_from_plain, mixture_to_plain
+from envgen.envs.vector import CrafterVecEnv, default_num_workers, usable_cores
 from envgen.errors import ConfigError, EnvGenError
 from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
 
@@ -59,7 +61,6 @@ def crafter_cohort_env_factory(num_workers: int | None = None) -> CohortEnvFacto
     """`CrafterVecEnv` over every seed's envs, seed-major, at most (cores - 1) workers
     unless `num_workers` says: the parent also drives the GPU. The workers generate the
     next worlds whenever idle (they idle through every policy step; no number changes)."""
-    from envgen.envs.vector import CrafterVecEnv, default_num_workers, usable_cores
 
     def make(configs, env_seeds, group_size, weights):
         n = len(env_seeds)
@@ -333,8 +334,6 @@ class CohortTrainer(RolloutLoop):
             (self.run_dirs[k] / CHECKPOINT_DIR / PREVIOUS).unlink(missing_ok=True)
 
     def _slice(self, k: int, env_states: list[dict[str, Any]] | None) -> dict[str, Any]:
-        from envgen.envs.plain import mixture_to_plain
-
         g = self.action_rngs[k]
         group = self._groups[k // (self.size // self.groups)]
         cohort = {"size": self.size, "step": self.global_step}
@@ -401,8 +400,6 @@ class CohortTrainer(RolloutLoop):
                 f"{self.run_dirs[0] / LATEST_CHECKPOINT}: malformed cohort checkpoint "
                 f"({type(exc).__name__}); remove every seed's {CHECKPOINT_DIR} to start over"
             ) from None
-        from envgen.envs.plain import mixture_from_plain
-
         self.counters = counters
         for log in (*self.episodes, *self.metrics):
             log.truncate_after(self.global_step)

@@ -49,6 +49,8 @@ def set_deterministic(on: bool) -> None:
     """Switch deterministic GPU computation on (see the module docstring) or back to
     torch's defaults (cuDNN TF32 convolutions, heuristic algorithm choice). A run's
     provenance records them as they are (`envgen.store.provenance.kernel_settings`)."""
+    # lazy: torch; `envgen campaign status` loads this module through pipeline.jobs and
+    # must load no torch (tests/test_lazy_imports.py)
     import torch
 
     if on:
@@ -62,7 +64,7 @@ def set_deterministic(on: bool) -> None:
 
 def describe(device: Any) -> str:
     """ "cpu" or the GPU's name, e.g. "cuda:0 (NVIDIA H100 80GB HBM3)"."""
-    import torch
+    import torch  # lazy: torch, as in set_deterministic
 
     device = torch.device(device)
     if device.type != "cuda":

@@ -41,6 +41,7 @@ from envgen.agents.config import ModelConfig, PPOConfig
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
 from envgen.envs.plain import mixture_from_plain, mixture_to_plain
+from envgen.envs.vector import CrafterVecEnv
 from envgen.errors import ConfigError, EnvGenError
 from envgen.scoring import summarize
 from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
@@ -81,7 +82,6 @@ AGENTS: dict[str, Callable[[ModelConfig, PPOConfig, torch.device], Agent]] = {
 
 def crafter_vec_env_factory(num_workers: int | None = None) -> EnvFactory:
     """The default factory: `envgen.envs.vector.CrafterVecEnv` over `num_workers` processes."""
-    from envgen.envs.vector import CrafterVecEnv
 
     def make(configs, num_envs, seed, weights):
         return CrafterVecEnv(configs, num_envs, seed, weights=weights, num_workers=num_workers)

@@ -22,8 +22,11 @@ import sys
 import time
 from collections.abc import Callable
 
+import crafter
 import numpy as np
 
+from envgen.envs.crafter import CrafterConfig, CrafterEnv
+from envgen.envs.vector import CrafterVecEnv
 from envgen.errors import EnvGenError
 from envgen.input_checks import positive_number, whole_number
 
@@ -75,15 +78,11 @@ def _rate(
 
 
 def stock_sps(seconds: float, seed: int) -> tuple[float, float]:
-    import crafter
-
     env = crafter.Env(seed=seed)
     return _rate(lambda a: env.step(a)[2], env.reset, seconds, seed)
 
 
 def ours_sps(seconds: float, seed: int) -> tuple[float, float]:
-    from envgen.envs.crafter import CrafterEnv
-
     env = CrafterEnv(seed=seed)
 
     def step(action: int) -> bool:
@@ -97,9 +96,6 @@ def vec_sps(seconds: float, seed: int, workers: int) -> tuple[float, float]:
     """`CrafterVecEnv` (8 envs, stock config) with `workers` processes: aggregate steps/s
     by the wall clock, and by CPU time (steps / the busiest process's CPU seconds, the
     rate with a free core per process; immune to other jobs on a shared machine)."""
-    from envgen.envs.crafter import CrafterConfig
-    from envgen.envs.vector import CrafterVecEnv
-
     rng = np.random.RandomState(seed)
     with CrafterVecEnv([CrafterConfig()], VEC_ENVS, seed=seed, num_workers=workers) as vec:
         vec.reset()

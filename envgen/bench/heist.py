@@ -79,7 +79,9 @@ def _chunk_times(
 def run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     actions = rng.integers(0, NUM_ACTIONS, size=(args.steps, args.num_envs), dtype=np.int32)
-    from procgen import ProcgenGym3Env  # here: `envgen --help` needs no procgen
+    # lazy: optional dependency (procgen): `envgen bench --help` imports every target, and
+    # a Crafter-only machine has no procgen (tests/test_lazy_imports.py)
+    from procgen import ProcgenGym3Env
 
     stock = ProcgenGym3Env(
         num=args.num_envs, env_name="heist", distribution_mode="easy", rand_seed=args.seed

@@ -18,7 +18,12 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
+import torch
+
+from envgen.agents.config import model_preset
+from envgen.agents.networks import ActorCritic
 from envgen.input_checks import positive_number, whole_number
 
 PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"}
@@ -48,13 +53,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def measure(model: str, batch: int, seconds: float) -> dict[str, object]:
     """Updates for `seconds` in this process: samples/s, capability, hash of one output."""
-    import time
-
-    import torch
-
-    from envgen.agents.config import model_preset
-    from envgen.agents.networks import ActorCritic
-
     torch.set_num_threads(1)
     torch.manual_seed(0)
     net = ActorCritic(model_preset(model))

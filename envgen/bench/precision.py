@@ -24,10 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
+from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
 from envgen.agents.config import add_rollout_arguments, model_preset, rollout_config
 from envgen.agents.device import describe, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
+from envgen.envs.crafter.config import CrafterConfig
 from envgen.input_checks import comma_list, torch_device, whole_number
 
 MODES = ("float32", "tf32", "bf16")
@@ -67,9 +70,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def train_mode(args: argparse.Namespace, mode: str) -> float:
     """One cohort of `args.seeds` in `mode`; returns its wall-clock seconds."""
-    from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
-    from envgen.envs.crafter.config import CrafterConfig
-
     set_deterministic(mode == "float32")
     model = dataclasses.replace(model_preset(args.model), bf16_autocast=mode == "bf16")
     ppo = rollout_config(args, checkpoint_every=10**12)
@@ -101,8 +101,6 @@ def window_returns(run_dir: Path, steps: int) -> float:
 
 def analyse(out: Path, modes: tuple[str, ...], seeds: tuple[int, ...], steps: int) -> dict:
     """The stated test of each mode against the first (module docstring)."""
-    from scipy import stats
-
     arms = {
         m: np.array([window_returns(out / m / f"seed-{s}", steps) for s in seeds]) for m in modes
     }

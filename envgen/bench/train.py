@@ -50,8 +50,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+import crafter
 import numpy as np
+import torch
 
+from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
 from envgen.agents.config import (
     AGENTS,
     COHORT_KERNELS,
@@ -72,8 +75,6 @@ from envgen.input_checks import comma_list, whole_number
 
 def _crafter_worker(conn: Connection, seed: int) -> None:
     """Own one stock crafter.Env; answer "step" (with auto-reset) and "close" messages."""
-    import crafter
-
     env = crafter.Env(seed=seed)
     conn.send(env.reset())
     ret, length = 0.0, 0
@@ -218,8 +219,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _sync(device: str) -> None:
     if device.startswith("cuda"):
-        import torch
-
         torch.cuda.synchronize(device)
 
 
@@ -245,8 +244,6 @@ def _timed(trainer: Trainer, device: str) -> dict[str, float]:
 
 def _peak_mib(device: str) -> float:
     if device.startswith("cuda"):
-        import torch
-
         return torch.cuda.max_memory_allocated(device) / 2**20
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
@@ -260,8 +257,6 @@ def _card_mib(device: str) -> dict[str, float]:
     (every process on it: CUDA context, cuDNN/cuBLAS workspaces and reservations)."""
     if not device.startswith("cuda"):
         return {}
-    import torch
-
     free, total = torch.cuda.mem_get_info(device)
     return {
         "reserved_mib": torch.cuda.max_memory_reserved(device) / 2**20,
@@ -289,8 +284,6 @@ def _one_run(
             if start is not None:
                 start.wait()
             if args.device.startswith("cuda"):
-                import torch
-
                 torch.cuda.reset_peak_memory_stats(args.device)
             seconds = _timed(trainer, args.device)
             begin = time.perf_counter()
@@ -457,8 +450,6 @@ def cohort_run(
     group 0's collection alone and the last ends with the last group's update alone (as
     after every checkpoint in training): time 3 or more rollouts; "rollout_s" gives each
     timed rollout's seconds (the middle ones are the steady state)."""
-    from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
-
     set_deterministic(args.deterministic)
     model = dataclasses.replace(model_preset(args.model), bf16_autocast=args.bf16)
     seeds = [args.seed + k for k in range(size)]
@@ -477,8 +468,6 @@ def cohort_run(
         try:
             trainer.train_until(ppo_cfg.rollout_size, [CrafterConfig()])
             if args.device.startswith("cuda"):
-                import torch
-
                 torch.cuda.reset_peak_memory_stats(args.device)
             seconds = {"collect": math.nan, "update": math.nan}
             if groups == 1:  # a pipelined cohort's collection and update overlap

@@ -9,25 +9,28 @@ here and only their own fields, each of its declared kind.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from typing import Any
 
-# kind -> (module, class): imported on use, so a Crafter run never imports Heist's engine.
-_KINDS = {
-    "crafter": ("envgen.envs.crafter.config", "CrafterConfig"),
-    "heist": ("envgen.envs.heist.config", "HeistConfig"),
-}
+KINDS = ("crafter", "heist")
 
 
 def _config_class(kind: str) -> type:
-    module, name = _KINDS[kind]
-    return getattr(importlib.import_module(module), name)
+    """The config class of `kind`, imported here: the packages envgen.envs.crafter and
+    envgen.envs.heist import their env modules, which import this one (a circle at the
+    top), and a Crafter run's env workers need not load Heist's package."""
+    if kind == "crafter":
+        from envgen.envs.crafter.config import CrafterConfig  # lazy: circle (docstring)
+
+        return CrafterConfig
+    from envgen.envs.heist.config import HeistConfig  # lazy: circle (docstring)
+
+    return HeistConfig
 
 
 def config_to_plain(config: Any) -> dict[str, Any]:
     """{"kind": ..., field: value, ...} of a CrafterConfig or HeistConfig."""
-    for kind, (module, name) in _KINDS.items():
-        if type(config).__name__ == name and type(config).__module__ == module:
+    for kind in KINDS:
+        if type(config) is _config_class(kind):
             fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
             fields = {k: _plain_value(v) for k, v in fields.items()}
             return {"kind": kind, **fields}
@@ -36,8 +39,8 @@ def config_to_plain(config: Any) -> dict[str, Any]:
 
 def config_from_plain(data: Any) -> Any:
     """The config `config_to_plain` gave; ValueError on anything else."""
-    if not isinstance(data, dict) or data.get("kind") not in _KINDS:
-        raise ValueError(f"expected a level config ({', '.join(_KINDS)}), got {_brief(data)}")
+    if not isinstance(data, dict) or data.get("kind") not in KINDS:
+        raise ValueError(f"expected a level config ({', '.join(KINDS)}), got {_brief(data)}")
     cls = _config_class(data["kind"])
     fields = {f.name: f for f in dataclasses.fields(cls)}
     values = {k: v for k, v in data.items() if k != "kind"}

@@ -14,6 +14,8 @@ check, in order (each a line, all in OUT/check.json; exit 1 if one fails):
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import json
 import os
 import platform
@@ -23,8 +25,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
+
+import numpy
+import torch
+
+from envgen.agents.ad_networks import ADActorCritic
+from envgen.agents.checkpoint import load_checkpoint
+from envgen.agents.config import ModelConfig
+from envgen.agents.device import describe
+from envgen.agents.networks import OBS_SHAPE, ActorCritic
+from envgen.store.manifest import CHECKPOINT_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = ["--num-envs", "2", "--num-steps", "64", "--minibatches", "2", "--workers", "1"]
@@ -34,11 +47,6 @@ AUX_EVERY = 8  # ADConfig.aux_every
 
 
 def versions(device: str) -> dict[str, Any]:
-    import numpy
-    import torch
-
-    from envgen.agents.device import describe
-
     out = {
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -48,8 +56,6 @@ def versions(device: str) -> dict[str, Any]:
         "numpy": numpy.__version__,
     }
     try:
-        from importlib.metadata import version
-
         out["crafter"] = version("crafter")
     except Exception:  # noqa: BLE001 - a source install without metadata
         out["crafter"] = "unknown"
@@ -73,11 +79,6 @@ def _logs(run: Path) -> tuple[str, list[dict]]:
 
 
 def _weights(run: Path) -> dict:
-    import torch
-
-    from envgen.agents.checkpoint import load_checkpoint
-    from envgen.store.manifest import CHECKPOINT_DIR
-
     state = load_checkpoint(run / CHECKPOINT_DIR, torch.device("cpu"))
     assert state is not None, f"{run}: no checkpoint"
     return state
@@ -120,14 +121,6 @@ def tiny_runs(work: Path, args: Any) -> dict[str, str]:
 
 
 def load_on_cpu(run: Path) -> str:
-    import dataclasses
-
-    import torch
-
-    from envgen.agents.ad_networks import ADActorCritic
-    from envgen.agents.config import ModelConfig
-    from envgen.agents.networks import OBS_SHAPE, ActorCritic
-
     state = _weights(run)
     fields = {f.name for f in dataclasses.fields(ModelConfig)}
     cfg = ModelConfig(
@@ -147,9 +140,7 @@ def load_on_cpu(run: Path) -> str:
 
 def device_tests() -> str:
     tests = [REPO / "tests" / "test_agents_device.py", REPO / "tests" / "test_agents_precision.py"]
-    try:
-        import pytest  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("pytest") is None:
         return "skipped: pytest is not installed"
     if not all(t.is_file() for t in tests):
         return "skipped: tests/ not in this tree"

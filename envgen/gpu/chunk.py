@@ -13,6 +13,7 @@ name and seed, through the pipeline's executor into the run store.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import signal
@@ -24,14 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from envgen.errors import ConfigError
+from envgen.gpu.run_args import CHECKPOINT_MINUTES, seed_list
 from envgen.input_checks import number_in, unknown_key
+from envgen.pipeline import gpu_plan
+from envgen.pipeline.executor import execute
+from envgen.pipeline.job_status import FAILED
+from envgen.pipeline.jobs import LLMSpec, Settings, split_cohorts
+from envgen.pipeline.params_stage import load_settings
+from envgen.pipeline.plan import plan_file
 
 REPO = Path(__file__).resolve().parents[2]
 GRACE_S = 15.0  # after SIGTERM, before SIGKILL
-# Every run also checkpoints this long after its last checkpoint: 7 paper-network runs on
-# one H100 train about 196 env steps/s each, so `checkpoint_every` (102,400 steps) alone
-# would first checkpoint after 8.7 minutes, and a 9-minute chunk would keep nothing.
-CHECKPOINT_MINUTES = 2.0
 
 
 def check_store(store: Path) -> Path:
@@ -46,27 +50,11 @@ def check_store(store: Path) -> Path:
     return store
 
 
-def seed_list(text: str) -> frozenset[int]:
-    """An argparse `type` for `--seeds`: comma-separated whole numbers (e.g. 0,1,2)."""
-    try:
-        seeds = frozenset(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a list of seeds; give whole numbers joined by commas, e.g. 0,1,2"
-        ) from None
-    if any(seed < 0 for seed in seeds):
-        raise argparse.ArgumentTypeError(f"{text!r}: seeds are >= 0")
-    return seeds
-
-
 def selected_jobs(args: argparse.Namespace) -> tuple[Any, Any, list]:
     """(profile, executor, jobs) of `args`: the profile's rows of the replication files,
     only `--row` and `--seeds` where given. `envgen gpu run` calls it before it starts
     the child, which calls it again, so a mistake is one line in the parent, not a
     traceback from the child."""
-    from envgen.pipeline.params_stage import load_settings
-    from envgen.pipeline.plan import plan_file
-
     profile, executor = load_settings(args.params, args.profile)
     plans = [plan_file(path, profile) for path in args.tables]
     names = {row.name for plan in plans for row in plan.rows}
@@ -130,12 +118,6 @@ def _stop(child: subprocess.Popen) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The child: plan, filter, execute (`envgen gpu run` starts it)."""
-    import dataclasses
-
-    from envgen.pipeline.executor import execute
-    from envgen.pipeline.job_status import FAILED
-    from envgen.pipeline.jobs import LLMSpec, Settings
-
     parser = argparse.ArgumentParser(prog="python -m envgen.gpu.chunk")
     parser.add_argument("profile")
     parser.add_argument("tables", type=Path, nargs="+")
@@ -173,9 +155,6 @@ def fitting_jobs(jobs: list, budget_s: float, sps: float | None) -> tuple[list, 
     """The jobs, one cohort or run after another, whose every run reaches its final step
     inside `budget_s` at `sps` env steps/s per GPU (else the plan's measured rate);
     a run that cannot finish is not started (returned as a line saying why)."""
-    from envgen.pipeline import gpu_plan
-    from envgen.pipeline.jobs import split_cohorts
-
     if not math.isfinite(budget_s):
         return jobs, []
     cohorts, rest = split_cohorts(jobs)

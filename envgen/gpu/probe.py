@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import yaml
 
 from envgen.agents.cohort import CohortPPO
 from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
@@ -43,6 +44,7 @@ from envgen.errors import ConfigError
 from envgen.files import write_json_atomic
 from envgen.json_input import JSONInputError
 from envgen.json_input import read as read_json
+from envgen.pipeline.params_stage import load_settings, read_params
 
 # Small rollouts: the checks are about which kernels run, not about learning.
 CHECK_PPO = PPOConfig(num_envs=8, num_steps=32, minibatches=4, epochs=2, checkpoint_every=10**9)
@@ -268,10 +270,6 @@ def run_rate(args: argparse.Namespace) -> int:
 
 def run_params(args: argparse.Namespace) -> int:
     """`envgen gpu probe params`."""
-    import yaml
-
-    from envgen.pipeline.params_stage import load_settings, read_params
-
     params = session_params(read_params(args.params), read_rate(args.rate), args.base)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(yaml.safe_dump(params, sort_keys=False))

@@ -101,7 +101,7 @@ def auto_messages(path: Sequence[Call], context: int) -> list[Message]:
 def rates(entries: Sequence[dict[str, Any]]) -> tuple[float, float, float]:
     """(s per prompt token, s per reply token, characters per token) of the 1.5B model's
     recorded calls: a median regression without intercept, and the median ratio."""
-    import statsmodels.api as sm
+    import statsmodels.api as sm  # lazy: optional dependency (statsmodels)
 
     calls = [e for e in entries if e["request"]["model"] == RECORDING_MODEL]
     tokens = np.array([[e["response"]["usage"][k] for k in ("prompt_tokens", "completion_tokens")]

@@ -138,6 +138,8 @@ def api_key(
     not set and not `required`."""
     key = os.environ.get(variable)
     if not key and env_file.is_file():
+        # lazy: optional dependency (dotenv): a Crafter run on a GPU machine without it
+        # loads this module and must not load dotenv (tests/test_lazy_imports.py)
         from dotenv import dotenv_values
 
         key = dotenv_values(env_file).get(variable)
@@ -167,7 +169,7 @@ class OpenAIChat:
             else None
         )
         self._secrets = (key,) if key else ()
-        import openai
+        import openai  # lazy: optional dependency (openai), as dotenv in api_key
 
         self._client = openai.OpenAI(
             api_key=key or NO_KEY,
@@ -178,7 +180,7 @@ class OpenAIChat:
         )
 
     def __call__(self, request: ChatRequest) -> ChatResponse:
-        import openai
+        import openai  # lazy: optional dependency (openai), as dotenv in api_key
 
         kwargs = {}
         if request.response_format is not None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import crafter.constants
+
 from envgen.envs.crafter.config import (
     BIOMES,
     ENV_FIELDS,
@@ -51,8 +53,6 @@ GAME_RULES = (
 @functools.cache
 def skills() -> tuple[str, ...]:
     """The 22 achievements, in the game's own order and spelling."""
-    import crafter.constants  # imported late: loading crafter takes a fraction of a second
-
     return tuple(crafter.constants.achievements)
 
 

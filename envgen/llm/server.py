@@ -149,7 +149,9 @@ class LocalServer:
             self._process.terminate()
 
     def _wait_ready(self) -> None:
-        import httpx  # here: a machine that only trains (a GPU box) need not have it
+        # lazy: optional dependency (httpx): a machine that only trains (a GPU box) need
+        # not have it (tests/test_lazy_imports.py)
+        import httpx
 
         assert self._process is not None
         deadline = time.monotonic() + self.options.startup_timeout_s

@@ -23,6 +23,7 @@ import numpy as np
 from envgen.envs.crafter.config import ENV_FIELDS, INVENTORY_MAX, CrafterConfig
 from envgen.errors import EnvGenError
 from envgen.loop.paths import read_json
+from envgen.loop.world_designers import sample_worlds
 
 World = dict[str, Any]  # a config in the authors' layout (`CrafterConfig.to_dict`)
 
@@ -92,8 +93,6 @@ def dr_expectation(draws: int = 10_000, seed: int = 0) -> dict[str, Any]:
     """`coverage` of `draws` worlds of domain randomization's sampler as the loop plays
     them (validated: starting items imply tools), a Monte Carlo estimate of what uniform
     sampling gives each knob (standard error at most 0.005 for 10,000 draws)."""
-    from envgen.loop.world_designers import sample_worlds
-
     drawn = [CrafterConfig.from_dict(w) for w in sample_worlds(seed, 0, 1, draws)]
     return coverage([c.to_dict() for c in drawn])
 

@@ -191,7 +191,7 @@ def _result_of(job: AnyJob, future: concurrent.futures.Future, settings: Setting
 
 
 def _ray_runner(config: ExecutorConfig) -> Runner:
-    import ray
+    import ray  # lazy: optional dependency (ray)
 
     def run(jobs: Sequence[AnyJob], settings: Settings, report: Report) -> list[JobResult]:
         if not ray.is_initialized():
@@ -217,7 +217,7 @@ def _ray_runner(config: ExecutorConfig) -> Runner:
 
 
 def _ray_result(job: AnyJob, ref: Any, settings: Settings) -> JobResult:
-    import ray
+    import ray  # lazy: optional dependency (ray)
 
     try:
         return ray.get(ref)
@@ -237,6 +237,8 @@ def _absolute(settings: Settings) -> Settings:
 
 
 def _gpus() -> int:
+    # lazy: torch; planning and `envgen campaign status` load this module and no torch
+    # (tests/test_lazy_imports.py)
     import torch
 
     return torch.cuda.device_count()

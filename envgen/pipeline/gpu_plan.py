@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from envgen.agents.config import ADConfig, ModelConfig, PPOConfig
+from envgen.games import game_spec
 
 GIB = 2**30
 # CUDA context + kernels per process: 769 MiB measured (card in use less torch's
@@ -183,10 +184,12 @@ def activation_bytes_per_row(model_cfg: ModelConfig, agent: str) -> tuple[int, i
     """(bytes autograd saves per observation in a loss's backward, parameter count),
     measured on the CPU as the difference between batches of 2 and 4 observations
     (weights, saved too, cancel out)."""
+    # lazy: torch; planning and `envgen campaign status` load this module and no torch
+    # (tests/test_lazy_imports.py); only a GPU plan's memory estimate needs it
     import torch
 
-    from envgen.agents.ad_networks import ADActorCritic
-    from envgen.agents.networks import OBS_SHAPE, ActorCritic
+    from envgen.agents.ad_networks import ADActorCritic  # lazy: torch, as above
+    from envgen.agents.networks import OBS_SHAPE, ActorCritic  # lazy: torch, as above
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
@@ -216,7 +219,7 @@ def run_memory(
     model_cfg: ModelConfig, ppo: PPOConfig, agent: str = "ppo", ad: ADConfig | None = None
 ) -> RunMemory:
     """The estimate of the module docstring for one run."""
-    from envgen.agents.networks import OBS_SHAPE  # torch: imported where a plan needs it
+    from envgen.agents.networks import OBS_SHAPE  # lazy: torch, as in activation_bytes_per_row
 
     per_row, parameters = activation_bytes_per_row(model_cfg, agent)
     obs_bytes = int(np.prod(OBS_SHAPE))
@@ -243,7 +246,7 @@ def card_memory(gib: float, device: str = "cuda") -> tuple[int, str]:
     memory torch reports on this machine's GPU, else `DEFAULT_CARD_GIB`."""
     if gib > 0:
         return int(gib * GIB), f"{gib:g} GiB (execution.gpu_memory_gib)"
-    import torch
+    import torch  # lazy: torch, as in activation_bytes_per_row
 
     if torch.cuda.is_available():
         index = torch.device(device).index or 0
@@ -315,8 +318,6 @@ def gpu_hours(steps: float, ad_steps: float, rate: float) -> float:
 
 def job_memory(config) -> RunMemory:
     """`run_memory` of a pipeline run config (`envgen.loop.config.RunConfig`)."""
-    from envgen.games import game_spec
-
     game = game_spec(config.game)
     model = game.model_config(config.model, **config.gpu_options)
     return run_memory(model, game.ppo_config(config.ppo), config.agent)

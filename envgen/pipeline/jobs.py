@@ -150,11 +150,12 @@ GPU_ALLOC_FAILURES = (
 
 def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
     """Run one job (see the module docstring); safe to call again after a kill."""
-    # torch and the training loop are imported here, where a job runs: the pipeline's
-    # planning, its results tables and `envgen campaign status` import this module too.
+    # lazy: torch and the training loop, imported where a job runs: the pipeline's planning,
+    # its results tables and `envgen campaign status` load this module and no torch
+    # (tests/test_lazy_imports.py)
     import torch
 
-    from envgen.loop.runner import RunOptions, execute_run
+    from envgen.loop.runner import RunOptions, execute_run  # lazy: torch, as above
 
     run_dir = job_dir(job, settings.runs_root)
     torch.set_num_threads(settings.torch_threads)
@@ -199,10 +200,10 @@ def run_cohort(jobs: Sequence[Job], settings: Settings) -> list[JobResult]:
     """Run the jobs of one cohort (one config, `config.cohort` seeds) together
     (`envgen.loop.cohort_run`); one result per job, in order. A failure fails them all:
     their seeds train as one."""
-    import torch
+    import torch  # lazy: torch, as in run_job
 
-    from envgen.loop.cohort_run import execute_cohort
-    from envgen.loop.runner import RunOptions
+    from envgen.loop.cohort_run import execute_cohort  # lazy: torch, as in run_job
+    from envgen.loop.runner import RunOptions  # lazy: torch, as in run_job
 
     torch.set_num_threads(settings.torch_threads)
     set_deterministic(settings.deterministic)
@@ -276,7 +277,7 @@ def transport_failure(exc: Exception) -> bool:
     such as 401/403/429/5xx, malformed 200 replies; or an older client's connection or
     5xx error as `__context__`): the server, not an unusable reply, so the job fails and
     is retried instead of becoming the row's result."""
-    import openai
+    import openai  # lazy: optional dependency (openai; tests/test_lazy_imports.py)
 
     if isinstance(exc, LLMTransportError):  # no reply at all (envgen.llm.client)
         return True

@@ -123,7 +123,7 @@ def check_device(profile: Profile, executor: ExecutorConfig) -> None:
     on_cluster = executor.kind == "ray" and executor.ray_address is not None
     if on_cluster or not profile.device.startswith("cuda"):
         return
-    import torch
+    import torch  # lazy: torch; `envgen campaign status` loads this module and no torch
 
     if not torch.cuda.is_available():
         raise ConfigError(

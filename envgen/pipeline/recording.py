@@ -22,6 +22,7 @@ from envgen.errors import ConfigError
 from envgen.llm.accounting import PRICES_PER_M_TOKENS
 from envgen.llm.budget import estimate_usd, run_calls
 from envgen.llm.client import LOCAL_MODEL, LOCAL_MODELS, backend_config
+from envgen.llm.server import LocalServer, ServerOptions
 from envgen.loop.config import RunConfig
 from envgen.pipeline.jobs import LLMSpec
 from envgen.pipeline.plan import TablePlan, distinct_jobs
@@ -43,8 +44,6 @@ def llm_spec(
     if record is not None:
         yield dataclasses.replace(record, mode=mode, cache_dir=str(cache_dir), match=match)
         return
-    from envgen.llm.server import LocalServer, ServerOptions
-
     with LocalServer(ServerOptions.for_model(local_model)) as server:
         yield LLMSpec(mode, str(cache_dir), server.base_url, local_model, match=match)
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from envgen.errors import EnvGenError
+from envgen.llm.cache import DEFAULT_CACHE_DIR
 from envgen.loop.world_diversity import diversity, run_cycles, sfl_choices
 from envgen.report.inputs import DONE, TableRecord
 from envgen.report.notes import Notes
@@ -476,7 +477,8 @@ def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
     """llm15's D2: the measures of docs/llm.md, "Design quality", over the recorded replies
     of the arm a runs this table lists, re-derived from the cache on every build (no score
     enters them, so they are shown while the verdict is withheld)."""
-    from envgen.llm.cache import DEFAULT_CACHE_DIR
+    # lazy: torch, through the EnvGen loop's modules: 1.0 s more for every process that
+    # imports the tables, figures or claims stage (measured; tests/test_dvc_deps.py)
     from envgen.loop.design_quality import measure_groups, run_keys, summarize
 
     arm = next((r for r in table.rows if r.row == primary.claim.a), None)

@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from envgen.envs.crafter.config import LLM_ENV_LENGTH, CrafterConfig
+from envgen.envs.crafter.preview import render_world_map
 from envgen.games import game_spec
 from envgen.input_checks import safe_name
 from envgen.report.achievements import achievement_frame, done_rows
@@ -346,9 +348,6 @@ def _half_widths(x: Interval) -> list[list[float]]:
 # --- gallery of generated environments --------------------------------------------------
 def gallery(cycles: Sequence[Cycle], out: Path, title: str) -> list[Path]:
     """World maps of every cycle's LLM environments (rows: cycles, columns: environments)."""
-    from envgen.envs.crafter.config import LLM_ENV_LENGTH, CrafterConfig
-    from envgen.envs.crafter.preview import render_world_map
-
     n_cols = max(len(c.environments) for c in cycles)
     fig = Figure(layout="constrained", figsize=(2.6 * n_cols, 2.9 * len(cycles)))
     axes = fig.subplots(len(cycles), n_cols, squeeze=False)

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.stats
 
 from envgen.errors import StatsInputError
+from envgen.input_checks import OneLineParser
 
 
 def simulated_welch_power(
@@ -85,8 +86,6 @@ def power_table(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from envgen.input_checks import OneLineParser
-
     parser = OneLineParser(
         prog="python -m envgen.stats.power",
         description="simulated power of a one-sided Welch test of a > b, as a Markdown table",

@@ -27,6 +27,8 @@ class Engine:
     def __init__(self, num: int, mode: str, seed: int, num_threads: int = 4):
         if mode not in MODES:
             raise ValueError(f"distribution mode {mode!r}: allowed values: {', '.join(MODES)}")
+        # lazy: optional dependency (procgen): a Crafter run loads this module through the
+        # game registry and must not load procgen (tests/test_lazy_imports.py)
         from procgen import ProcgenGym3Env
 
         self.num = num

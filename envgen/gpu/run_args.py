@@ -1,0 +1,26 @@
+"""The `envgen gpu run` values that its parent (`envgen.gpu.cli`) and its child
+(`python -m envgen.gpu.chunk`) both parse. Apart from the chunk module, so that building
+`envgen gpu`'s parser loads no pipeline: `envgen gpu --help` answers 0.2 s sooner
+(`import envgen.gpu.cli` with and without `envgen.gpu.chunk`, measured)."""
+
+from __future__ import annotations
+
+import argparse
+
+# Every run also checkpoints this long after its last checkpoint: 7 paper-network runs on
+# one H100 train about 196 env steps/s each, so `checkpoint_every` (102,400 steps) alone
+# would first checkpoint after 8.7 minutes, and a 9-minute chunk would keep nothing.
+CHECKPOINT_MINUTES = 2.0
+
+
+def seed_list(text: str) -> frozenset[int]:
+    """An argparse `type` for `--seeds`: comma-separated whole numbers (e.g. 0,1,2)."""
+    try:
+        seeds = frozenset(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a list of seeds; give whole numbers joined by commas, e.g. 0,1,2"
+        ) from None
+    if any(seed < 0 for seed in seeds):
+        raise argparse.ArgumentTypeError(f"{text!r}: seeds are >= 0")
+    return seeds
