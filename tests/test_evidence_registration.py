@@ -78,7 +78,7 @@ def test_an_uncommitted_run_is_named_and_a_tree_without_history_is_not_checked(t
 
 
 def test_verify_checks_every_registered_campaign_of_this_repository():
-    from envgen.evidence.verify import check_registrations
+    from envgen.evidence.checks import check_registrations
     from envgen.report.inputs import runs_json_files
 
     checks = check_registrations(runs_json_files())

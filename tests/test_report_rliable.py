@@ -56,7 +56,7 @@ def test_the_figure_is_drawn_for_finished_rows_and_skipped_without(tmp_path: Pat
 
 @pytest.mark.slow
 def test_verify_names_an_edited_rliable_number(tmp_path: Path, monkeypatch):
-    from envgen.evidence.verify import check_tables
+    from envgen.evidence.checks import check_tables
 
     for name in ("dvc.yaml", "params.yaml", "replication", "results", "data"):
         source = REPO / name

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from envgen.errors import EnvGenError
-from envgen.evidence.verify import check_run_store
+from envgen.evidence.checks import check_run_store
 from envgen.loop.identity import RunIdentityError, check_identity
 from envgen.store import seal_run
 from envgen.store.manifest import is_sealed

@@ -60,7 +60,7 @@ def test_a_number_edited_by_hand_and_a_truncated_log_are_each_named(committed):
 
 def test_a_run_used_by_a_table_without_its_manifest_is_named(tmp_path):
     """Without its manifest nothing checks a run's files: deleting it must not hide an edit."""
-    from envgen.evidence.verify import check_run_store
+    from envgen.evidence.checks import check_run_store
 
     run_dir = tmp_path / "runs" / "ac3d891a083f" / "seed-0"  # a committed Heist run
     shutil.copytree(REPO / "results" / "runs" / "ac3d891a083f" / "seed-0", run_dir)
@@ -73,7 +73,7 @@ def test_a_run_used_by_a_table_without_its_manifest_is_named(tmp_path):
 def test_a_sealed_run_outside_the_run_store_is_found_and_checked(tmp_path):
     """A run committed elsewhere (as results/audit's) is checked as the store's: an
     edited score names it; without `tree` the store alone is searched."""
-    from envgen.evidence.verify import check_run_store, sealed_runs
+    from envgen.evidence.checks import check_run_store, sealed_runs
 
     store = tmp_path / "results" / "runs"
     store.mkdir(parents=True)
@@ -104,7 +104,7 @@ def test_an_edited_score_of_the_audits_run_fails_verify_naming_the_run(committed
 @pytest.mark.parametrize(("content", "words"), [(b"[1]", "holds a list"), (b"\xff{", "not JSON")])
 def test_a_final_metrics_that_is_not_a_mapping_is_named(tmp_path, content, words):
     """The manifest vouches for bytes only: resealed over a list, verify still names it."""
-    from envgen.evidence.verify import check_run_store
+    from envgen.evidence.checks import check_run_store
     from envgen.store import seal_run
 
     run_dir = tmp_path / "runs" / "ac3d891a083f" / "seed-0"

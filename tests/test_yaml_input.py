@@ -96,7 +96,7 @@ def _resealed(root: Path, run_yaml: str) -> Path:
 def test_verify_names_a_run_yaml_that_is_no_mapping(tmp_path, run_yaml, words):
     """Both gave verify a traceback (AttributeError, ParserError) in its results-version
     step, which reads run.yaml before the identity and manifest checks."""
-    from envgen.evidence.verify import check_run_store
+    from envgen.evidence.checks import check_run_store
 
     run = _resealed(tmp_path / "runs", run_yaml)
     check = check_run_store(tmp_path / "runs", listed=[run])
@@ -105,7 +105,7 @@ def test_verify_names_a_run_yaml_that_is_no_mapping(tmp_path, run_yaml, words):
 
 
 def test_verify_names_a_deep_run_yaml(tmp_path):
-    from envgen.evidence.verify import check_run_store
+    from envgen.evidence.checks import check_run_store
 
     run = _resealed(tmp_path / "runs", DEEP)
     check = check_run_store(tmp_path / "runs", listed=[run])

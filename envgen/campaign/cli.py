@@ -96,6 +96,7 @@ def dispatch(args: argparse.Namespace) -> int:
     if action == "stop":
         return stop(c)
     if action in ("start", "run"):
+        # lazy: scipy through the pipeline (0.25 s); `envgen campaign --help` must not load it
         from envgen.campaign import run
 
         if action == "start":
@@ -104,9 +105,12 @@ def dispatch(args: argparse.Namespace) -> int:
             c, args.params, args.runs_root, args.workers, not args.no_commit, args.lock_fd
         )
     if action == "handoff":
+        # lazy: scipy through the pipeline (0.25 s); `envgen campaign --help` must not load it
         from envgen.campaign.handoff import handoff
 
         return handoff(c, args.params, args.runs_root, args.wait_s)
+    # lazy: scipy through the pipeline (0.25 s, -X importtime); `envgen campaign status
+    # --help` must not load it (tests/test_lazy_imports.py)
     from envgen.campaign import status
 
     if action == "status":

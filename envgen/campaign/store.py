@@ -187,9 +187,11 @@ def _state(
 def checkpoint_step(run_dir: Path) -> int:
     """The env step the run's checkpoint resumes from; an `EnvGenError` naming the file
     when it cannot be read (the run would not resume either)."""
+    # lazy: torch (0.86 s) and the checkpoint reader, only to read a checkpoint:
+    # `envgen campaign status` of runs without one never loads them
     import torch
 
-    from envgen.agents.checkpoint import load_checkpoint
+    from envgen.agents.checkpoint import load_checkpoint  # lazy: with torch, above
 
     state = load_checkpoint(run_dir / LATEST_CHECKPOINT.parent, torch.device("cpu"))
     if state is None:

@@ -16,8 +16,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from envgen import json_input
+from envgen.agents.runlog import read_jsonl
+from envgen.envs.heist.metrics import summary as heist_summary
 from envgen.errors import EnvGenError
+from envgen.llm.slots import summarize_calls
+from envgen.loop.config import RunConfig
+from envgen.scoring import final_phase_summary, summarize
 from envgen.store.manifest import read_run_bytes, run_file_exists
 
 ACCOUNTING_COUNTS = ("calls", "reasks", "cache_hits")
@@ -29,9 +36,6 @@ def _json(path: Path) -> Any:
 
 
 def _uses_llm(run_dir: Path) -> bool:
-    import yaml
-
-    from envgen.loop.config import RunConfig
 
     path = run_dir / "run.yaml"
     if not path.is_file():
@@ -54,10 +58,6 @@ def _calls(run_dir: Path) -> list[dict[str, Any]]:
 def rederived(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
     """The fields of `final` (a run's final_metrics.json) that its logs determine, as
     the logs give them."""
-    from envgen.agents.runlog import read_jsonl
-    from envgen.envs.heist.metrics import summary as heist_summary
-    from envgen.llm.slots import summarize_calls
-    from envgen.scoring import final_phase_summary, summarize
 
     run_dir = Path(run_dir)
     random = final.get("method") == "random"

@@ -37,11 +37,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from scipy import stats as scipy_stats
+
+from envgen import json_input
 from envgen.errors import EnvGenError
 from envgen.evidence import doc_numbers
 from envgen.report.campaign_section import withheld_runs
-from envgen.report.inputs import DONE, TableRecord, runs_json_files
+from envgen.report.inputs import DONE, TableRecord, load_tables, runs_json_files
 from envgen.stats.campaign import (
+    CAMPAIGN_CLAIMS,
     H1,
     H1_LLM15,
     CampaignClaim,
@@ -51,6 +55,7 @@ from envgen.stats.campaign import (
 from envgen.stats.claims import PaperNumbers
 from envgen.stats.compare import welch_test
 from envgen.stats.runs import SampleStats
+from envgen.store import read_run_bytes
 
 FIRST, CONFIRM, LLM15 = "campaign_cpu", "campaign_confirm", "campaign_llm15"
 
@@ -355,8 +360,6 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
 
 def _run_figures(runs_root: Path) -> dict[str, str]:
     """`RUNS`' figures: each run's score and success rates (%), two decimals."""
-    from envgen import json_input
-    from envgen.store import read_run_bytes
 
     out: dict[str, str] = {}
     for alias, folder in RUNS.items():
@@ -399,7 +402,6 @@ def _result(
 
 def _family(table: TableRecord, paper: PaperNumbers) -> dict[str, CampaignResult]:
     """The first campaign's family of score claims, by claim name."""
-    from envgen.stats.campaign import CAMPAIGN_CLAIMS
 
     claims = CAMPAIGN_CLAIMS[FIRST]
     rows = _rows(table)
@@ -428,7 +430,6 @@ def _pair(prefix: str, r: CampaignResult) -> dict[str, str]:
 def _audit(first: TableRecord, confirm: TableRecord, runs_root: Path) -> dict[str, str]:
     """Issue 40's audit of the confirm campaign's Crafter-only runs: by CPU vector unit,
     by resumes, against machine load, against the first campaign's runs."""
-    from scipy import stats as scipy_stats
 
     (ours,) = [r for r in confirm.rows if r.row == H1.b]
     (earlier,) = [r for r in first.rows if r.row == H1.b]
@@ -463,7 +464,6 @@ def _audit(first: TableRecord, confirm: TableRecord, runs_root: Path) -> dict[st
 
 
 def _sessions(run_dir: Path) -> list[dict]:
-    from envgen.store import read_run_bytes
 
     path = run_dir / "provenance.json"
     try:
@@ -621,7 +621,6 @@ def _unguarded(
 
 def run(runs_files: Sequence[Path], root: Path = Path("."), write: bool = False) -> list[Problem]:
     """Load the runs.json files and check (or write) the docs' figures."""
-    from envgen.report.inputs import load_tables
 
     values = figures(load_tables(list(runs_files)), root)
     if not values:

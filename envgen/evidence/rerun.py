@@ -39,7 +39,13 @@ from typing import Any
 
 import yaml
 
+from envgen.agents.runlog import read_jsonl, read_jsonl_written
 from envgen.errors import ConfigError, EnvGenError
+from envgen.loop.config import RunConfig
+from envgen.loop.identity import check_identity, refuse_links
+from envgen.store import PROVENANCE, is_sealed, read_provenance, read_run_bytes, run_file_exists
+from envgen.store.provenance import machine, software
+from envgen.store.run_diff import compare_logs, first_difference
 
 DEFAULT_SECONDS = 120.0
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer is a typo, not a check
@@ -69,9 +75,6 @@ class Committed:
 def committed_run(run_dir: Path) -> Committed:
     """Read a run directory's config, seed and first session; one `EnvGenError` if it is
     not a run directory or its config no longer hashes to its recorded hash."""
-    from envgen.loop.config import RunConfig
-    from envgen.loop.identity import check_identity, refuse_links
-    from envgen.store import PROVENANCE, is_sealed, read_provenance, read_run_bytes
 
     path = run_dir / RUN_YAML
     if not path.is_file():
@@ -216,8 +219,6 @@ def retrain(command: list[str], run_dir: Path, seconds: float, updates: int | No
 def run_log(run_dir: Path, name: str) -> list[dict[str, Any]]:
     """A run's log: sealed (checked against its manifest) when it finished, else as far
     as it was written (a last line torn by a stop or a kill dropped)."""
-    from envgen.agents.runlog import read_jsonl, read_jsonl_written
-    from envgen.store import run_file_exists
 
     plain = run_dir / name
     if plain.is_file():
@@ -228,7 +229,6 @@ def run_log(run_dir: Path, name: str) -> list[dict[str, Any]]:
 def _cycle_files(committed: Path, here: Path) -> Iterator[tuple[str, Any, Any]]:
     """(name, committed content, here content) of each cycle file both runs hold; a
     cycle's feedback.txt only once the rerun wrote the environments.json that follows it."""
-    from envgen.store import read_run_bytes
 
     for path in sorted(here.glob("cycles/*/*")):
         rel = path.relative_to(here).as_posix()
@@ -281,7 +281,6 @@ def setting_differences(
 
     `kernels` are the retrained run's GPU kernel settings (its provenance); they are
     compared where both runs recorded them, and change floats only on a GPU."""
-    from envgen.store.provenance import machine, software
 
     if session is None:
         return ["the committed run's machine and software are unknown (backfilled)"], True
@@ -304,8 +303,6 @@ def setting_differences(
 
 def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
     """Retrain `run_dir` for `--seconds` or `--updates` and print the comparison."""
-    from envgen.store import read_provenance
-    from envgen.store.run_diff import compare_logs
 
     run = committed_run(run_dir)
     with contextlib.ExitStack() as stack:
@@ -352,8 +349,6 @@ def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
             )
         same = same and not differing
         if finished:
-            from envgen.store.run_diff import first_difference
-
             whole = first_difference(here, run_dir, ("the retrained run", "the committed"))
             if whole is not None:
                 same = False

@@ -34,10 +34,15 @@ from typing import Any
 
 import yaml
 
+from envgen.agents.device import torch_device
 from envgen.errors import ConfigError, EnvGenError
 from envgen.evidence import rerun
 from envgen.files import write_json_atomic
 from envgen.input_checks import number_in, whole_number
+from envgen.llm.cache import DEFAULT_CACHE_DIR
+from envgen.report.inputs import load_table
+from envgen.store.provenance import machine
+from envgen.store.run_diff import behaviour, compare_logs, differing_keys
 
 METRICS, EPISODES = "metrics.jsonl", "episodes.jsonl"
 
@@ -106,7 +111,6 @@ class RunCheck:
 # --- which runs -----------------------------------------------------------------------------
 def campaign_runs(campaign: str, results: Path = Path("results")) -> dict[str, list[Path]]:
     """{row: its finished runs' directories} of `results/<campaign>/runs.json`."""
-    from envgen.report.inputs import load_table
 
     table = load_table(results / campaign / "runs.json")
     return {row.row: [Path(run.run_dir) for run in row.runs] for row in table.rows}
@@ -133,7 +137,6 @@ def first_update_differing(
 ) -> tuple[int, str | None, Any, Any]:
     """(updates identical from the first on, first differing metric, its committed and
     here values) over the updates `here` logged; throughput fields (`time/`) aside."""
-    from envgen.store.run_diff import behaviour, differing_keys
 
     for i, (a, b) in enumerate(zip(committed, here, strict=False)):
         a, b = behaviour(a), behaviour(b)
@@ -145,7 +148,6 @@ def first_update_differing(
 
 def first_episode_differing(committed: Sequence[dict], here: Sequence[dict]) -> int | None:
     """1-based index of the first episode that differs over those both logged."""
-    from envgen.store.run_diff import compare_logs
 
     comparison = compare_logs(EPISODES, committed, here)
     return None if comparison.identical else comparison.index + 1
@@ -162,7 +164,6 @@ def cpu_label(session: dict[str, Any] | None) -> str:
 
 
 def this_cpu(device: str = "cpu") -> str:
-    from envgen.store.provenance import machine
 
     return cpu_label({"machine": machine(device)})
 
@@ -273,8 +274,6 @@ def main(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """The `envgen rerun` command (envgen.cli's registry)."""
-    from envgen.agents.device import torch_device
-    from envgen.llm.cache import DEFAULT_CACHE_DIR
 
     parser = subparsers.add_parser(
         "rerun",

@@ -20,7 +20,14 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from envgen.campaign.registry import CAMPAIGNS
+from envgen.campaign.run import load_campaign
 from envgen.errors import EnvGenError
+from envgen.pipeline.job_status import job_dir, job_game, job_version_key
+from envgen.pipeline.params_stage import load_settings
+from envgen.pipeline.plan import plan_file
+from envgen.results_version import RESULTS_VERSION
+from envgen.store import is_sealed, recorded_version
 
 PARAMS = Path("params.yaml")
 
@@ -38,10 +45,6 @@ class Planned:
 
 def planned(runs_json: Path, params: Path = PARAMS, runs_root: Path = Path("results/runs")):
     """The plan behind `runs_json` (module docstring); a `ConfigError` names what is wrong."""
-    from envgen.campaign.registry import CAMPAIGNS
-    from envgen.campaign.run import load_campaign
-    from envgen.pipeline.params_stage import load_settings
-    from envgen.pipeline.plan import plan_file
 
     for campaign in CAMPAIGNS.values():
         if campaign.out_dir == runs_json.parent:
@@ -56,8 +59,6 @@ def planned(runs_json: Path, params: Path = PARAMS, runs_root: Path = Path("resu
 
 def finished(run_dir: Path, key: str) -> bool:
     """Sealed and of the code's results version (a damaged provenance raises)."""
-    from envgen.results_version import RESULTS_VERSION
-    from envgen.store import is_sealed, recorded_version
 
     return is_sealed(run_dir) and recorded_version(run_dir) == RESULTS_VERSION[key]
 
@@ -69,7 +70,6 @@ def plan_differences(
     None. A run the plan lists that is finished but stale is named too. `lagging_ok` (a
     registered campaign in progress, which shows run counts only): runs finished since
     runs.json was collected may be missing from it; every run it lists is still checked."""
-    from envgen.pipeline.job_status import job_dir, job_game, job_version_key
 
     try:
         want = planned(path, runs_root=runs_root)

@@ -24,9 +24,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from envgen import yaml_input
+from envgen import json_input, yaml_input
 from envgen.errors import ConfigError
+from envgen.loop.config import RunConfig
 from envgen.store.manifest import RunStoreError, read_run_bytes
+from envgen.store.provenance import read_provenance
 from envgen.yaml_input import YAMLInputError
 
 SEED_DIR = re.compile(r"seed-(0|[1-9][0-9]{0,8})")
@@ -62,8 +64,6 @@ def refuse_links(run_dir: Path) -> None:
 def check_identity(run_dir: Path) -> None:
     """Raise `RunIdentityError` (one line naming the folder and the file that disagrees)
     unless `run_dir` is the run its files describe (module docstring)."""
-    from envgen.store.provenance import read_provenance
-
     run_dir = Path(run_dir)
     refuse_links(run_dir)
     seed_match = SEED_DIR.fullmatch(run_dir.name)
@@ -103,8 +103,6 @@ def check_identity(run_dir: Path) -> None:
 
 def _config(run_dir: Path, folder: str, seed: int) -> Any:
     """run.yaml's config, checked against the folder's hash and seed."""
-    from envgen.loop.config import RunConfig
-
     path = run_dir / RUN_YAML
     if path.is_dir():
         raise RunIdentityError(f"{path}: a directory, not a run config; {FIX}")
@@ -133,8 +131,6 @@ def _config(run_dir: Path, folder: str, seed: int) -> Any:
 
 
 def _mapping(path: Path) -> dict[str, Any]:
-    from envgen import json_input
-
     try:
         data = json_input.loads(read_run_bytes(path), path)
     except json_input.JSONInputError as exc:

@@ -1,0 +1,413 @@
+"""The checks `envgen verify` runs, one `Check` (a line of its report) each; what each
+re-derives is in `envgen.evidence.verify`'s docstring. Imports the report, the pipeline
+and the statistics, which `envgen verify --help` must not load."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from envgen import json_input
+from envgen.errors import ConfigError, EnvGenError
+from envgen.evidence import docfigures
+from envgen.evidence.derive import accounting_difference, rederived
+from envgen.evidence.doc_numbers import NOT_RESULTS
+from envgen.evidence.registration import registration_order
+from envgen.evidence.verify_plan import plan_differences
+from envgen.llm.cache import ResponseCache, slots_verdict
+from envgen.loop.config import RunConfig
+from envgen.loop.identity import NOT_CONFIG, RUN_YAML, check_identity, refuse_links
+from envgen.pipeline.results import metrics_and_scores, row_replay, run_entry
+from envgen.report import claims_md, figures, tables
+from envgen.report.campaign_section import withheld_runs
+from envgen.report.inputs import load_table, load_tables, runs_json_files
+from envgen.results_version import RESULTS_VERSION, version_key
+from envgen.stats.campaign import REGISTRATIONS
+from envgen.store import MANIFEST, is_sealed, read_run_bytes, recorded_version, verify_run
+from envgen.store.manifest import CHECKPOINT_DIR
+from envgen.yaml_input import loads_mapping
+
+RUNS_ROOT = Path("results/runs")
+CACHE_DIR = Path("data/llm_cache")
+TOLERANCE = 1e-9  # re-derived floats: same code, same inputs, so equal up to float printing
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One line of the report."""
+
+    name: str
+    ok: bool
+    detail: str
+    checked: bool = True
+    """False when this checkout cannot tell (`ok` is then True and means nothing)."""
+
+    def line(self) -> str:
+        word = "matches" if self.ok else "DIFFERS"
+        return f"{self.name}: {word if self.checked else 'not checked'} ({self.detail})"
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return (
+            isinstance(a, int | float)
+            and isinstance(b, int | float)
+            and math.isclose(a, b, rel_tol=TOLERANCE, abs_tol=TOLERANCE)
+        )
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def _first_key_differing(a: dict[str, Any], b: dict[str, Any]) -> str:
+    keys = sorted(set(a) | set(b))
+    return next((k for k in keys if not _same(a.get(k), b.get(k))), "?")
+
+
+# --- 1. the LLM cache ---------------------------------------------------------------------
+def check_cache(cache_dir: Path = CACHE_DIR) -> Check:
+
+    count = 0
+    try:
+        for _ in ResponseCache(cache_dir).entries():
+            count += 1
+    except EnvGenError as exc:
+        return Check("LLM cache", False, f"after {count} good files: {exc}")
+    return Check("LLM cache", True, f"{count} files in {cache_dir}")
+
+
+# --- 2. the run store ------------------------------------------------------------------------
+def rederived_final_metrics(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
+    """The numbers of a run's final_metrics.json (`final`) that its logs determine, from
+    the logs (`envgen.evidence.derive`)."""
+
+    return rederived(run_dir, final)
+
+
+def _final_metrics(run_dir: Path) -> dict[str, Any]:
+    """A run's final_metrics.json as a mapping: a sealed run's manifest vouches only for
+    its bytes, not that they hold a JSON object."""
+
+    path = run_dir / "final_metrics.json"
+    try:
+        final = json_input.loads(read_run_bytes(path), path)
+    except json_input.JSONInputError as exc:
+        raise EnvGenError(f"{exc}; restore it from git") from None
+    if not isinstance(final, dict):
+        raise EnvGenError(
+            f"{path}: holds a {type(final).__name__}, not a mapping of metrics; restore it from git"
+        )
+    return final
+
+
+def listed_run_dirs(runs_files: Sequence[Path]) -> list[Path]:
+    """Every run directory a runs.json entry names (the runs the committed numbers use)."""
+    found: set[Path] = set()
+    for path in runs_files:
+        table = json_input.read(path)
+        found |= {Path(entry["run_dir"]) for row in table["rows"] for entry in row["runs"]}
+    return sorted(found)
+
+
+def sealed_runs(tree: Path) -> list[Path]:
+    """Every sealed run (a folder holding its manifest) anywhere under `tree`, sorted;
+    hidden folders (.git, .venv, .dvc) and checkpoints are not searched, nor a run's
+    own subfolders."""
+
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(tree):
+        if MANIFEST in files:
+            found.append(Path(folder))
+            dirs.clear()
+            continue
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != CHECKPOINT_DIR]
+    return sorted(found)
+
+
+def check_run_store(
+    runs_root: Path = RUNS_ROOT,
+    listed: Sequence[Path] = (),
+    cache_dir: Path = CACHE_DIR,
+    tree: Path | None = None,
+) -> Check:
+    """Every sealed run against its folder's name, its manifest and its logs, and every
+    run in `listed` sealed and current: a run without its manifest could not be checked,
+    so its logs could change a table; a stale one is not what the code would report.
+    The sealed runs are `runs_root`'s, and with `tree` every sealed run under it (a run
+    committed elsewhere, as results/audit's, is quoted by docs as the store's are)."""
+
+    unsealed = [p for p in listed if not is_sealed(p)]
+    if unsealed:
+        return Check(
+            "run store",
+            False,
+            f"{unsealed[0]}: no {MANIFEST}, so its files cannot be checked, yet runs.json uses "
+            f"it ({len(unsealed)} such run(s)): restore it from git (git checkout -- PATH)",
+        )
+    try:
+        for run_dir in sorted({*runs_root.glob("*/seed-*"), *listed}):
+            refuse_links(run_dir)
+        for run_dir in listed:
+            stale = _stale(run_dir)
+            if stale:
+                return Check("run store", False, stale)
+    except EnvGenError as exc:
+        return Check("run store", False, str(exc))
+    runs = sorted(
+        {p for p in runs_root.glob("*/seed-*") if is_sealed(p)}
+        | set(sealed_runs(tree) if tree is not None else ())
+    )
+    elsewhere = [p for p in runs if not p.is_relative_to(runs_root)]
+    try:
+        for run_dir in elsewhere:
+            refuse_links(run_dir)
+    except EnvGenError as exc:
+        return Check("run store", False, str(exc))
+    files = 0
+    for run_dir in runs:
+        try:
+            files += verify_run(run_dir)
+            check_identity(run_dir)
+            final = _final_metrics(run_dir)
+            derived = rederived_final_metrics(run_dir, final)
+            accounting = accounting_difference(run_dir, cache_dir)
+        except EnvGenError as exc:
+            return Check("run store", False, str(exc))
+        if accounting:
+            return Check("run store", False, accounting)
+        recorded = {k: final.get(k) for k in derived}
+        if not _same(recorded, derived):
+            key = _first_key_differing(recorded, derived)
+            return Check(
+                "run store",
+                False,
+                f"{run_dir}/final_metrics.json: {key} is {recorded.get(key)!r}, its logs give "
+                f"{derived.get(key)!r}",
+            )
+    outside = f" ({len(elsewhere)} outside {runs_root})" if elsewhere else ""
+    return Check(
+        "run store",
+        True,
+        f"{len(runs)} sealed runs{outside}, each in its own folder, {files} files against "
+        "their manifests; final metrics and LLM accounting re-derived from the logs",
+    )
+
+
+def _stale(run_dir: Path) -> str | None:
+    """Why a run runs.json uses is not of the code's results version, or None."""
+
+    game = _final_metrics(run_dir).get("game", "crafter")
+    key = version_key(game, _llm_adapts(run_dir))
+    version = recorded_version(run_dir)
+    if key not in RESULTS_VERSION or version != RESULTS_VERSION[key]:
+        return (
+            f"{run_dir}: results version {version!r}, the code's for {key!r} is "
+            f"{RESULTS_VERSION.get(key)!r}: the run is stale, yet runs.json uses it"
+        )
+    return None
+
+
+def _llm_adapts(run_dir: Path) -> bool:
+    """Whether the run's own config (run.yaml) has an LLM adapt its worlds; a
+    random-policy run has no config."""
+
+    path = run_dir / RUN_YAML
+    if not path.is_file():
+        return False
+    data = loads_mapping(read_run_bytes(path), path, "a run config")  # bounded: one line
+    try:
+        config = RunConfig.from_dict({k: v for k, v in data.items() if k not in NOT_CONFIG})
+    except ConfigError as exc:
+        raise EnvGenError(f"{path}: not a run config of this code ({exc})") from None
+    return config.llm_adapts
+
+
+# --- 3, 4. tables, CLAIMS.md ---------------------------------------------------------------
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    with contextlib.redirect_stdout(io.StringIO()):
+        yield
+
+
+def _diff_files(ours: Path, committed: Path) -> str | None:
+    """Where two text files first differ ("path line N"), or None when equal."""
+    if not committed.is_file():
+        return f"{committed} is missing"
+    if not ours.is_file():
+        return f"{committed} is not produced by the current code"
+    a, b = ours.read_text(encoding="utf-8"), committed.read_text(encoding="utf-8")
+    if a == b:
+        return None
+    for number, (x, y) in enumerate(zip(a.splitlines(), b.splitlines(), strict=False), 1):
+        if x != y:
+            return f"{committed} line {number}"
+    return f"{committed}: {len(a.splitlines())} lines rebuilt vs {len(b.splitlines())}"
+
+
+def _runs_json_differences(path: Path, withheld: bool) -> str | None:
+    """What in `path` (a runs.json) and its metrics.json and scores.json is not what the
+    runs give; `withheld`: a registered campaign in progress (run counts only)."""
+
+    table = json_input.read(path)
+    if not isinstance(table, dict):
+        return f"{path}: not a mapping"
+    problem = plan_differences(path, table, RUNS_ROOT, lagging_ok=withheld)
+    if problem:
+        return problem
+    for row in table["rows"]:
+        for entry in row["runs"]:
+            derived = run_entry(
+                Path(entry["run_dir"]),
+                entry["seed"],
+                entry["initial_set"],
+                entry["config_hash"],
+                entry["game"],
+            )
+            if not _same(entry, derived):
+                key = _first_key_differing(entry, derived)
+                return f"{path}: row {row['row']!r} seed {entry['seed']}: {key}"
+        if row["runs"] and not _same(row.get("llm_replay"), row_replay(row["runs"])):
+            return f"{path}: row {row['row']!r}: llm_replay"
+    derived = metrics_and_scores(table, withheld)
+    for name, data in zip(("metrics.json", "scores.json"), derived, strict=True):
+        sibling = path.with_name(name)
+        if sibling.is_file() and not _same(json_input.read(sibling), data):
+            return f"{sibling}: not what runs.json gives"
+    return None
+
+
+def check_tables(runs_files: Sequence[Path], work: Path) -> list[Check]:
+
+    args = [str(p) for p in runs_files]
+    with _quiet():
+        tables.main([*args, "--out", str(work / "tables"), "--metrics", str(work / "m.json")])
+        claims_md.main([*args, "--out", str(work / "CLAIMS.md")])
+    records = {t.table: t for t in load_tables(list(runs_files))}
+    checks = []
+    for path in runs_files:
+        name = path.parent.name
+        record = records.get(name)
+        withheld = record is not None and withheld_runs(record) is not None
+        problem = _runs_json_differences(path, withheld)
+        produced: list[tuple[Path, Path]] = [
+            (work / "tables" / f"{name}.{ext}", Path("results/tables") / f"{name}.{ext}")
+            for ext in ("md", "csv")
+        ]
+        if withheld:  # its table says so, and it has no CSV or curves yet
+            produced = produced[:1]
+        elif record is not None:
+            figures.write_curve_csvs(record, work / "plots")
+            committed_plots = Path("results/plots") / name
+            names = {p.name for p in (work / "plots" / name).glob("*.csv")}
+            names |= {p.name for p in committed_plots.glob("*.csv")}
+            produced += [(work / "plots" / name / n, committed_plots / n) for n in sorted(names)]
+        for ours, committed in produced:
+            problem = problem or _diff_files(ours, committed)
+        extra = sorted(
+            p.name for p in (work / "tables").glob(f"{name}_*") if p.is_file()
+        )  # e.g. campaign_cpu_achievements.csv
+        for extra_name in extra:
+            problem = problem or _diff_files(
+                work / "tables" / extra_name, Path("results/tables") / extra_name
+            )
+        detail = "runs.json, metrics, table, plot CSVs" if problem is None else problem
+        checks.append(Check(name, problem is None, detail))
+    for label, ours, committed in (
+        ("summary metrics", work / "m.json", Path("results/metrics.json")),
+        ("CLAIMS.md", work / "CLAIMS.md", Path("results/CLAIMS.md")),
+    ):
+        problem = _diff_files(ours, committed)
+        checks.append(Check(label, problem is None, problem or f"rebuilt {committed}"))
+    return checks
+
+
+def verify(
+    runs_files: Sequence[Path] | None = None, echo: Callable[[str], None] = print
+) -> list[Check]:
+    """Every check, each printed as it finishes."""
+    checks: list[Check] = []
+
+    def add(check: Check) -> None:
+        checks.append(check)
+        echo(check.line())
+
+    runs_files = runs_files or runs_json_files()
+    add(check_cache())
+
+    add(Check("LLM slots", *slots_verdict(CACHE_DIR, [RUNS_ROOT])))
+    try:
+        add(check_run_store(listed=listed_run_dirs(runs_files), tree=Path(".")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        add(Check("run store", False, f"a runs.json file is unreadable ({exc})"))
+    with tempfile.TemporaryDirectory(prefix="envgen-verify-") as tmp:
+        try:
+            for check in check_tables(runs_files, Path(tmp)):
+                add(check)
+        except EnvGenError as exc:
+            add(Check("report", False, str(exc)))
+    add(check_doc_figures(runs_files))
+    for check in check_registrations(runs_files):
+        add(check)
+    return checks
+
+
+# --- 6. registrations before runs ----------------------------------------------------------
+def check_registrations(runs_files: Sequence[Path], repo: Path = Path(".")) -> list[Check]:
+    """Each registered campaign's registration committed before every run it lists."""
+
+    checks = []
+    for path in runs_files:
+        registration = REGISTRATIONS.get(path.parent.name)
+        if registration is None:
+            continue
+        name = f"{path.parent.name} registration"
+        try:
+            table = load_table(path)
+        except EnvGenError as exc:
+            checks.append(Check(name, False, str(exc)))
+            continue
+        run_dirs = sorted({run.run_dir.as_posix() for row in table.rows for run in row.runs})
+        order = registration_order(repo, registration.document, run_dirs)
+        if order.unknown:
+            checks.append(Check(name, True, order.unknown, checked=False))
+        elif order.problem:
+            checks.append(Check(name, False, order.problem))
+        else:
+            checks.append(
+                Check(
+                    name,
+                    True,
+                    f"{registration.document} ({order.registration}) is an ancestor of the "
+                    f"first commit of each of its {order.runs} runs",
+                )
+            )
+    return checks
+
+
+def check_doc_figures(runs_files: Sequence[Path], root: Path = Path(".")) -> Check:
+    """The figures README.md, docs/ and results/**/README.md quote, against the runs
+    (`envgen.evidence.docfigures`): the first problem, and how many there are."""
+
+    try:
+        problems = docfigures.run(runs_files, root)
+    except EnvGenError as exc:
+        return Check("docs figures", False, str(exc))
+    if problems:
+        more = f" (and {len(problems) - 1} more: python -m envgen.evidence.docfigures)"
+        return Check("docs figures", False, str(problems[0]) + (more if len(problems) > 1 else ""))
+
+    return Check(
+        "docs figures",
+        True,
+        f"{len(docfigures.PHRASES)} declared passages match the runs at every copy; every "
+        f"other result-looking number is excused by one of {len(NOT_RESULTS)} NOT_RESULTS entries",
+    )
