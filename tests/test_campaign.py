@@ -47,7 +47,7 @@ from envgen.report import tables as report_tables
 from envgen.report.achievements import comparison_markdown
 from envgen.report.inputs import load_table, load_tables
 from envgen.scoring import ACHIEVEMENTS
-from envgen.stats.campaign import (
+from envgen.stats.campaign_claims import (
     CAMPAIGN_ACHIEVEMENT_CLAIMS,
     CAMPAIGN_CLAIMS,
     H1,
@@ -60,7 +60,7 @@ from envgen.stats.campaign import (
     registered_sentence,
     rules_out,
 )
-from envgen.stats.claims import PaperNumbers
+from envgen.stats.paper_claims import PaperNumbers
 from envgen.store import seal_run
 from tests import test_report_tables
 

@@ -33,7 +33,7 @@ from envgen.loop.world_designers import RandomDesigner, SFLDesigner, sample_worl
 from envgen.loop.world_diversity import diversity, run_cycles, sfl_choices
 from envgen.pipeline.job_status import results_versions
 from envgen.scoring import ACHIEVEMENTS
-from envgen.stats.campaign import DOMAIN_RANDOMIZATION
+from envgen.stats.campaign_claims import DOMAIN_RANDOMIZATION
 from tests.test_loop import TINY, TINY_PPO, stable
 
 K = len(ACHIEVEMENTS)  # 22
@@ -320,7 +320,7 @@ def test_claims_md_gives_sfls_d2_from_the_runs_worlds(sfl_run: Path):
     from envgen.report.campaign_section import _trained_worlds
     from envgen.report.inputs import RowRecord, RunRecord, TableRecord
     from envgen.scoring import ACHIEVEMENTS
-    from envgen.stats.campaign import H1_SFL
+    from envgen.stats.campaign_claims import H1_SFL
 
     run = RunRecord(
         seed=0,

@@ -13,7 +13,7 @@ from envgen.report import claims_md
 from envgen.report.inputs import load_tables
 from envgen.report.notes import MAX_CELL, Notes, table_cells
 from envgen.report.select import arms_by_label
-from envgen.stats.claims import PAPER_CLAIMS
+from envgen.stats.paper_claims import PAPER_CLAIMS
 from tests.test_report_tables import row, run, table, write
 
 REPO = Path(__file__).resolve().parents[1]

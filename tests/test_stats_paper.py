@@ -5,13 +5,13 @@ import pandas as pd
 import pytest
 
 from envgen.errors import StatsInputError
-from envgen.stats.claims import PAPER_CLAIMS, SAME_EXPERIMENT
 from envgen.stats.paper import (
     REPORTED_CSV,
     load_reported,
     load_reported_per_achievement,
     reported,
 )
+from envgen.stats.paper_claims import PAPER_CLAIMS, SAME_EXPERIMENT
 from envgen.stats.runs import SampleStats
 
 

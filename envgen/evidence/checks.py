@@ -29,7 +29,7 @@ from envgen.report import claims_md, figures, tables
 from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import load_table, load_tables, runs_json_files
 from envgen.results_version import RESULTS_VERSION, version_key
-from envgen.stats.campaign import REGISTRATIONS
+from envgen.stats.campaign_claims import REGISTRATIONS
 from envgen.store import MANIFEST, is_sealed, read_run_bytes, recorded_version, verify_run
 from envgen.store.manifest import CHECKPOINT_DIR
 from envgen.yaml_input import loads_mapping

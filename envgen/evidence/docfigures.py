@@ -44,7 +44,7 @@ from envgen.errors import EnvGenError
 from envgen.evidence import doc_numbers
 from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import DONE, TableRecord, load_tables, runs_json_files
-from envgen.stats.campaign import (
+from envgen.stats.campaign_claims import (
     CAMPAIGN_CLAIMS,
     H1,
     H1_LLM15,
@@ -52,8 +52,8 @@ from envgen.stats.campaign import (
     CampaignResult,
     evaluate_campaign,
 )
-from envgen.stats.claims import PaperNumbers
 from envgen.stats.compare import welch_test
+from envgen.stats.paper_claims import PaperNumbers
 from envgen.stats.runs import SampleStats
 from envgen.store import read_run_bytes
 

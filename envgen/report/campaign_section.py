@@ -1,10 +1,10 @@
 """CLAIMS.md's campaign section: each campaign's own claims, kept apart from the paper's.
 
 A campaign table (`TableRecord.is_campaign`) enters neither the paper's claim families
-nor the profile line of CLAIMS.md; its claims (`envgen.stats.campaign`) are judged by
+nor the profile line of CLAIMS.md; its claims (`envgen.stats.campaign_claims`) are judged by
 their own rule on the runs finished so far, and the section says in its heading and
 first line that it tests something else than the paper. A registered campaign
-(`envgen.stats.campaign.REGISTRATIONS`: docs/campaign_confirm.md, docs/campaign_llm15.md)
+(`envgen.stats.campaign_claims.REGISTRATIONS`: docs/campaign_confirm.md, docs/campaign_llm15.md)
 shows run counts only until every planned run is in; then its registered verdict, in
 the registered words, and the analyses its registration lists beside it (confirm: pooled
 with the earlier campaign of the same run configs, every achievement; llm15: beside the
@@ -26,7 +26,7 @@ from envgen.report.notes import Notes
 from envgen.report.reproduction import reproduction_sentence
 from envgen.report.rliable_campaign import claims_line
 from envgen.scoring import ACHIEVEMENTS
-from envgen.stats.campaign import (
+from envgen.stats.campaign_claims import (
     CAMPAIGN_FAMILIES,
     H1,
     POOLED_WITH,
@@ -38,8 +38,8 @@ from envgen.stats.campaign import (
     evaluate_campaign,
     registered_sentence,
 )
-from envgen.stats.claims import Claim, PaperNumbers
 from envgen.stats.compare import welch_test
+from envgen.stats.paper_claims import Claim, PaperNumbers
 from envgen.stats.runs import SampleStats
 from envgen.stats.verdict import ALPHA
 
@@ -108,7 +108,7 @@ def _campaign(
     what = WHAT.get(table.table, table.caption)
     head = [f"### {table.table}: {what}", ""]
     if not families:
-        none = "No claims are defined for this campaign (envgen.stats.campaign)."
+        none = "No claims are defined for this campaign (envgen.stats.campaign_claims)."
         return [*head, none, "", claims_line(table, withheld_runs(table))]
     planned = {r.row: r.planned_runs or len(r.runs) for r in table.rows}
     registration = REGISTRATIONS.get(table.table)

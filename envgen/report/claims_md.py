@@ -1,6 +1,6 @@
 """results/CLAIMS.md: every claim of the paper with our measurement and its verdict.
 
-Claims come in families (`envgen.stats.claims.FAMILIES`: the tables, Figure 4's
+Claims come in families (`envgen.stats.paper_claims.FAMILIES`: the tables, Figure 4's
 per-achievement gains, Figure 5's earlier unlocks); each family's claims whose rows
 ran are evaluated together (`evaluate_claims`, Bonferroni, docs/stats.md). A claim
 that cannot be tested says why: a row that did not run, or data the runs lack. Scale
@@ -31,7 +31,8 @@ from envgen.report.inputs import (
 )
 from envgen.report.notes import Notes
 from envgen.report.select import Arm, arms_by_label
-from envgen.stats.claims import (
+from envgen.stats.paper import load_reported_llm_cost
+from envgen.stats.paper_claims import (
     ENVGEN,
     FAMILIES,
     FIRST_UNLOCK,
@@ -42,7 +43,6 @@ from envgen.stats.claims import (
     PaperNumbers,
     evaluate_claims,
 )
-from envgen.stats.paper import load_reported_llm_cost
 from envgen.stats.runs import SampleStats
 from envgen.stats.verdict import ALPHA, CLAIM_GRADE_PROFILES
 

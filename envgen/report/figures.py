@@ -52,9 +52,9 @@ from envgen.report.rliable_campaign import (
 )
 from envgen.report.select import CRAFTER_ONLY, rows_by_label
 from envgen.scoring import ACHIEVEMENTS
-from envgen.stats.claims import ENVGEN
 from envgen.stats.intervals import mean_interval
 from envgen.stats.paper import load_reported_per_achievement
+from envgen.stats.paper_claims import ENVGEN
 from envgen.stats.rliable_views import (
     compare,
     improvement_probability,

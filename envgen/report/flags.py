@@ -15,7 +15,7 @@ import pandas as pd
 
 from envgen.report.inputs import DONE, RunRecord, TableRecord
 from envgen.report.select import Arm
-from envgen.stats.claims import Claim
+from envgen.stats.paper_claims import Claim
 
 FLAG = "FLAG"
 

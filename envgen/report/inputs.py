@@ -24,7 +24,7 @@ from envgen.errors import ConfigError, EnvGenError, ReportInputError
 from envgen.input_checks import OneLineParser, safe_name
 from envgen.loop.config import GAMES
 from envgen.scoring import ACHIEVEMENTS
-from envgen.stats.claims import SAME_EXPERIMENT, SUCCESS, TABLE_METRICS
+from envgen.stats.paper_claims import SAME_EXPERIMENT, SUCCESS, TABLE_METRICS
 from envgen.store.manifest import read_run_bytes, run_file_exists
 
 DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE, NOT_STARTED = (
@@ -73,7 +73,7 @@ class RunRecord:
 
     def value(self, metric: str) -> float:
         """The run's number for a claim's metric: "score", "reward" or
-        "success_rate:<achievement>" (`envgen.stats.claims.Claim.metric`)."""
+        "success_rate:<achievement>" (`envgen.stats.paper_claims.Claim.metric`)."""
         if metric in TABLE_METRICS:
             return getattr(self, metric)
         kind, achievement = metric.split(":", 1)

@@ -3,7 +3,7 @@ compares, and the descriptive line CLAIMS.md prints under its claims.
 
 Any campaign table joins: its arms are its finished rows, each a runs x tasks matrix of
 the score (one task) and of the 22 achievements' success rates (22 tasks, %); its pairs
-are the (a, b) of its claims (`envgen.stats.campaign.CAMPAIGN_FAMILIES`), or every pair
+are the (a, b) of its claims (`envgen.stats.campaign_claims.CAMPAIGN_FAMILIES`), or every pair
 of its rows when it has none yet. A registered campaign shows them only with its verdict
 (`withheld_runs`), as its tables and figures. The figure is
 `envgen.report.figures.rliable_figure`.
@@ -18,7 +18,7 @@ import numpy as np
 
 from envgen.report.inputs import DONE, TableRecord
 from envgen.scoring import ACHIEVEMENTS
-from envgen.stats.campaign import CAMPAIGN_FAMILIES
+from envgen.stats.campaign_claims import CAMPAIGN_FAMILIES
 from envgen.stats.rliable_views import (
     CONFIDENCE,
     REPS,

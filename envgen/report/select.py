@@ -2,7 +2,7 @@
 
 The same experiment appears in several tables under different labels (EnvGen's
 default is in Tables 1-4, 6 and 7) and is trained once (same config hash, same run
-directories). Figures and claims look arms up by the label `envgen.stats.claims` uses.
+directories). Figures and claims look arms up by the label `envgen.stats.paper_claims` uses.
 Rows that share a label but not a config hash are refused, never pooled: an arm that
 held runs of two designers would test neither.
 """
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from envgen.errors import ReportInputError
 from envgen.report.inputs import DONE, RunRecord, TableRecord
-from envgen.stats.claims import CRAFTER_ONLY
+from envgen.stats.paper_claims import CRAFTER_ONLY
 
 __all__ = ["CRAFTER_ONLY", "Arm", "arms_by_label", "rows_by_label"]
 

@@ -39,7 +39,7 @@ from envgen.report.inputs import (
     profile_of,
     report_main,
 )
-from envgen.stats.campaign import REGISTRATIONS, WITHHELD
+from envgen.stats.campaign_claims import REGISTRATIONS, WITHHELD
 from envgen.stats.paper import load_reported
 from envgen.stats.summary import summarize_row
 

@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 from envgen.errors import StatsInputError
-from envgen.stats.claims import (
+from envgen.stats.compare import bonferroni, hedges_g_from_stats, welch_test
+from envgen.stats.intervals import welch_interval
+from envgen.stats.paper import load_reported_first_unlock
+from envgen.stats.paper_claims import (
     FIGURE4_CLAIMS,
     FIGURE5_ACHIEVEMENTS,
     FIGURE5_CLAIMS,
@@ -16,9 +19,6 @@ from envgen.stats.claims import (
     evaluate_claims,
     paper_designer,
 )
-from envgen.stats.compare import bonferroni, hedges_g_from_stats, welch_test
-from envgen.stats.intervals import welch_interval
-from envgen.stats.paper import load_reported_first_unlock
 from envgen.stats.runs import SampleStats
 from envgen.stats.verdict import (
     INCONCLUSIVE,

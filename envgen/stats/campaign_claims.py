@@ -29,7 +29,9 @@ from collections.abc import Mapping, Sequence
 
 from numpy.typing import ArrayLike
 
-from envgen.stats.claims import (
+from envgen.stats.compare import hedges_g_from_stats, welch_from_stats
+from envgen.stats.intervals import welch_interval
+from envgen.stats.paper_claims import (
     CRAFTER_ONLY,
     ENVGEN,
     FIGURE4_ACHIEVEMENTS,
@@ -39,8 +41,6 @@ from envgen.stats.claims import (
     PaperNumbers,
     assumed_population,
 )
-from envgen.stats.compare import hedges_g_from_stats, welch_from_stats
-from envgen.stats.intervals import welch_interval
 from envgen.stats.power import simulated_welch_power
 from envgen.stats.runs import SampleStats
 from envgen.stats.verdict import ALPHA
