@@ -377,7 +377,8 @@ class CohortPPO:
         A minibatch reads only fixed-address tensors (the rollout buffer, `_adv`, `_ret`
         and its indices `_idx`) and writes its statistics to `_mb_stats`, so that it can
         be captured once as a CUDA graph and replayed (`_run_minibatch`); no minibatch
-        moves anything to the host, and the update syncs once, for its mean losses."""
+        moves anything to the host: the update syncs twice, for GAE's values and for its
+        mean losses."""
         cfg = self.cfg
         if self._collected is not None:  # the rollout was written on the collection's stream
             torch.cuda.current_stream(self.device).wait_event(self._collected)
