@@ -16,8 +16,9 @@ precision), not by its slot or its neighbours (tests/test_agents_cohort.py); W =
 not a cohort (the pipeline trains it with `envgen.agents.trainer.Trainer`).
 
 Per rollout the host and the device meet once per vector step (the actions come back)
-and once per rollout for rewards and dones; GAE runs in NumPy over all envs at once,
-and losses stay on the device until the rollout's update is done.
+and once per rollout for rewards and dones; GAE (a run alone's `ppo.gae`) runs on the
+host over all envs at once, and losses stay on the device until the rollout's update is
+done.
 
 `collect_steps` and `update_steps` are the rollout and the update as generators (one
 yield per vector step, resp. per minibatch) so that a pipelined cohort
