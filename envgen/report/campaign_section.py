@@ -440,11 +440,15 @@ def _trained_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
     fixed before the campaign's runs), and what SFL's choice did; no score enters them,
     so they are shown while the verdict is withheld."""
     head = ["#### D2, descriptive: the worlds each arm trained on", ""]
+    arm = next((r for r in table.rows if r.row == primary.claim.a), None)
+    where = f"results/runs/{arm.config_hash}" if arm and arm.config_hash else "<arm a's runs>"
+    command = f"`python -m envgen.loop.world_diversity {where}/seed-*` (knob coverage too)"
+    done = [row for row in table.rows if row.runs]
+    if not done:
+        return [*head, f"No run yet. Per arm: {command}."]
     lines = [*head, "| Arm | Runs | Distinct worlds | Per run (mean) | Changed between cycles |"]
     lines.append("|---|---|---|---|---|")
-    for row in table.rows:
-        if not row.runs:
-            continue
+    for row in done:
         d = diversity([run_cycles(run.run_dir) for run in row.runs])
         changed = (
             "-" if d["changed_between_cycles"] is None else f"{d['changed_between_cycles']:.2f}"
@@ -453,12 +457,7 @@ def _trained_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
             f"| {row.row} | {len(row.runs)} | {d['distinct']} of {d['worlds']} | "
             f"{d['distinct_per_run']['mean']:.1f} | {changed} |"
         )
-    arm = next((r for r in table.rows if r.row == primary.claim.a), None)
     choices = [c for run in (arm.runs if arm else []) for c in sfl_choices(run.run_dir)]
-    where = f"results/runs/{arm.config_hash}" if arm and arm.config_hash else "<arm a's runs>"
-    command = f"`python -m envgen.loop.world_diversity {where}/seed-*` (knob coverage too)"
-    if len(lines) == 4 and not choices:
-        return [*head, f"No run yet. Per arm: {command}."]
     if choices:
         lines += [
             "",
