@@ -134,6 +134,24 @@ def test_a_second_campaign_process_is_refused_while_the_first_holds_the_lock(hol
     os.close(process.acquire(CPU))  # free for the next start
 
 
+def test_a_start_typed_in_a_subdirectory_meets_the_live_campaign_at_the_root(
+    holder, tmp_path, monkeypatch, capsys
+):
+    """The lock and every default path are the repository root's: a second start typed
+    in results/ says "already running", rather than taking a lock of its own there and
+    failing on a file it looks for beside it."""
+    proc, _ = holder
+    (tmp_path / CPU.table).parent.mkdir(parents=True)
+    (tmp_path / CPU.table).write_text("rows: []\n")
+    (tmp_path / "results").mkdir()
+    monkeypatch.chdir(tmp_path / "results")
+    assert cli.main(["start", "cpu"]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"already running (pid {proc.pid}" in line
+    assert not (tmp_path / "results" / STATE_DIR).exists()
+    assert Path.cwd() == tmp_path  # the command moved to the root
+
+
 def test_a_pid_file_without_the_lock_is_no_campaign(tmp_path, monkeypatch):
     """A live process with the campaign mark, named by the pid file, but holding no lock
     (a stale pid file whose pid came back as another campaign-looking process)."""

@@ -18,12 +18,13 @@ and trains only the missing seeds. `collect` trains nothing (the DVC stage
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from envgen.campaign.process import stop
-from envgen.campaign.registry import CAMPAIGNS, campaign
+from envgen.campaign.registry import CAMPAIGNS, Campaign, campaign
 from envgen.errors import EnvGenError
 from envgen.input_checks import OneLineParser, fail, whole_number
 
@@ -47,14 +48,13 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--params",
             type=Path,
-            default=Path("params.yaml"),
-            help="the params file whose profiles the campaign uses (default params.yaml)",
+            help="the params file whose profiles the campaign uses (default: the "
+            "repository's params.yaml)",
         )
         p.add_argument(
             "--runs-root",
             type=Path,
-            default=Path("results/runs"),
-            help="the run store (default results/runs)",
+            help="the run store (default: the repository's results/runs)",
         )
         if action in ("start", "run"):
             p.add_argument(
@@ -86,6 +86,34 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
 
 _OUT_NAMES = {"out": "runs.json", "metrics": "metrics.json", "plots": "scores.json"}
+_DEFAULTS = {"params": Path("params.yaml"), "runs_root": Path("results/runs")}
+
+
+def repository_root(c: Campaign, here: Path) -> Path | None:
+    """The nearest of `here` and its parents that holds `c`'s replication file."""
+    return next((d for d in (here, *here.parents) if (d / c.table).is_file()), None)
+
+
+def at_repository_root(c: Campaign, args: argparse.Namespace) -> None:
+    """Work from the repository's root, wherever the command was typed.
+
+    The lock, pid file and log (`.envgen/campaigns/`), the replication file, params.yaml
+    and the run store are paths from the root: a `start` typed in a subdirectory would
+    otherwise take a lock of its own beside a live campaign's and then fail on a missing
+    file instead of saying "already running". Paths given on the command line stay
+    relative to where they were typed. With no root above (a scratch directory), the
+    command runs where it is and reports what is missing there.
+    """
+    here = Path.cwd()
+    for name, default in (*_DEFAULTS.items(), *((n, None) for n in _OUT_NAMES)):
+        given = getattr(args, name, None)
+        if given is not None:
+            setattr(args, name, here / given)
+        elif default is not None:
+            setattr(args, name, default)
+    root = repository_root(c, here)
+    if root is not None and root != here:
+        os.chdir(root)
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -93,6 +121,7 @@ def dispatch(args: argparse.Namespace) -> int:
     the planner and the Crafter engine (about 0.7 s), which `--help` and `stop` need not."""
     c = campaign(args.name)
     action = args.campaign_command
+    at_repository_root(c, args)
     if action == "stop":
         return stop(c)
     if action in ("start", "run"):
