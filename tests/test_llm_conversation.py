@@ -375,14 +375,19 @@ def test_auto_history_needs_a_known_context_and_the_bound_holds_on_every_cached_
         PromptOptions(history_cycles=AUTO, context_tokens=None)
     with pytest.raises(ConfigError, match="whole number >= 0"):
         PromptOptions(history_cycles="often")
-    counted = 0
+    counted: dict[str, int] = {}
+    longest: dict[str, int] = {}
     for path in sorted(Path("data/llm_cache").glob("*.json")):
         entry = json.loads(path.read_text())
         messages = [Message(m["role"], m["content"]) for m in entry["request"]["messages"]]
         tokens = entry["response"]["usage"]["prompt_tokens"]  # the server's own count
         assert token_bound(messages) >= tokens, path
-        counted += 1
-    assert counted > 400
+        model = entry["request"]["model"]
+        counted[model] = counted.get(model, 0) + 1
+        longest[model] = max(longest.get(model, 0), tokens)
+    # both local models' tokenizers, each over many requests and prompts of 5,000+ tokens
+    assert set(counted) >= {"smollm2-135m-instruct", "qwen2.5-coder-1.5b-instruct"}
+    assert min(counted.values()) >= 50 and min(longest.values()) >= 5_000, (counted, longest)
 
 
 def test_a_run_option_of_auto_is_its_own_config_and_a_wrong_word_is_named():

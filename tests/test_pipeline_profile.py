@@ -68,6 +68,18 @@ def test_history_bound_comes_from_the_profile_unless_the_row_sets_one():
     assert smoke.apply(RunConfig(llm_history_cycles=5), 0).llm_history_cycles == 5
 
 
+def test_a_profile_may_keep_the_whole_history_while_it_fits():
+    """`auto` (docs/llm.md, "Context") reaches every row that sets no bound of its own."""
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["profiles"]["smoke"]["llm_history_cycles"] = "auto"
+    smoke = load_profile(params, "smoke")
+    assert smoke.apply(RunConfig(n_cycles=40), 0).llm_history_cycles == "auto"
+    assert smoke.apply(RunConfig(llm_history_cycles=2), 0).llm_history_cycles == 2
+    params["profiles"]["smoke"]["llm_history_cycles"] = "often"
+    with pytest.raises(ConfigError, match="profiles.smoke.llm_history_cycles: 'often'"):
+        load_profile(params, "smoke")
+
+
 def test_temperature_comes_from_the_profile_to_llm_rows_unless_the_row_sets_one():
     params = yaml.safe_load(Path("params.yaml").read_text())
     assert load_profile(params, "paper").llm_temperature == 0.0  # optional key, paper's 0

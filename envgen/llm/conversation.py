@@ -49,8 +49,8 @@ AUTO = "auto"
 """`history_cycles` value: the whole history while the request fits the context."""
 CHARS_PER_TOKEN = 2
 """The stated bound of `token_bound`: a message takes at most one token per 2 of its
-characters. Measured over the 476 requests in data/llm_cache (each server's own
-prompt_tokens, chat template included): at least 2.49 characters per token for SmolLM2-135M
+characters. Measured over the 476 requests data/llm_cache held on 2026-11-28 (each
+server's own prompt_tokens, chat template included): at least 2.49 characters per token for SmolLM2-135M
 and 2.97 for Qwen2.5-Coder-1.5B (docs/llm.md, "Context"). No tokenizer is read: a
 request must be the same on a machine without the model's file, or replay would miss."""
 MESSAGE_TOKENS = 8

@@ -37,6 +37,7 @@ from envgen.input_checks import (
     finite,
     unknown_key,
 )
+from envgen.llm.conversation import AUTO, check_history_cycles
 from envgen.loop.config import RunConfig, check_scored_phase
 
 # RunConfig fields counted in env steps; a profile scales each of them.
@@ -102,10 +103,11 @@ class Profile:
     test episodes (paper: 100)."""
     validation_steps: int
     """Env steps of each curriculum validation agent (paper: unstated)."""
-    llm_history_cycles: int
-    """History bound of adaptation prompts (0 = whole conversation, the paper); a row's
-    own non-zero `llm_history_cycles` wins. Small-context local models need it for
-    Table 3's 8- and 40-cycle rows."""
+    llm_history_cycles: int | str
+    """History bound of adaptation prompts (0 = whole conversation, the paper; "auto" =
+    the whole conversation while it fits the local model's context, trimmed only
+    beyond); a row's own non-zero `llm_history_cycles` wins. Small-context local models
+    need a bound for Table 3's 40-cycle row (docs/llm.md, "Context")."""
     random_episodes: int
     """Episodes per seed of the Random row (a uniform random policy in stock Crafter)."""
     torch_threads: int
@@ -158,8 +160,7 @@ class Profile:
         finite(self.step_scale, f"{where}.step_scale")
         if self.step_scale <= 0:
             raise ConfigError(f"{where}.step_scale", "must be > 0 (1.0 = paper)")
-        if self.llm_history_cycles < 0:
-            raise ConfigError(f"{where}.llm_history_cycles", "must be >= 0 (0 = whole history)")
+        check_history_cycles(self.llm_history_cycles, f"{where}.llm_history_cycles")
         check_temperature(self.llm_temperature, f"{where}.llm_temperature")
         if type(self.cohort) is not int or not 1 <= self.cohort <= 64:
             raise ConfigError(f"{where}.cohort", "a whole number in 1..64 (1: runs alone)")
@@ -228,7 +229,8 @@ class Profile:
             )
         at_most(self.validation_steps, MAX_STEPS, f"{where}.validation_steps", steps)
         for name in ("eval_episodes", "random_episodes", "llm_history_cycles"):
-            at_most(getattr(self, name), MAX_COUNT, f"{where}.{name}", "repetitions")
+            if getattr(self, name) != AUTO:
+                at_most(getattr(self, name), MAX_COUNT, f"{where}.{name}", "repetitions")
         at_most(self.torch_threads, 1024, f"{where}.torch_threads", "threads per run")
         for name in ("seeds", "initial_sets"):
             at_most(max(getattr(self, name)), 2**31 - 1, f"{where}.{name}", "a 31-bit seed")
