@@ -127,22 +127,35 @@ def report(cache_dir: Path) -> list[str]:
     rows = collections.Counter()
     hours: collections.Counter = collections.Counter()
     counts: collections.Counter = collections.Counter()
-    for call in sorted(calls, key=lambda c: c.cycle):
+    planned: dict[str, tuple[list[Call], list[Message], str]] = {}
+    for call in calls:  # what "auto" sends in place of each call, from its ancestry
         path = ancestry(call, calls)
+        if path is not None:
+            context = context_window(call.model)
+            assert context is not None
+            messages = auto_messages(path, context)
+            request = {
+                **call.entry["request"],
+                "messages": [dataclasses.asdict(m) for m in messages],
+            }
+            planned[call.entry["key"]] = (path, messages, record_key(request))
+    replacements = {new for key, (_, _, new) in planned.items() if new != key}
+    for call in sorted(calls, key=lambda c: c.cycle):
         group = (call.model, call.entry["label"].split("/", 2)[2])
-        if path is None:
+        if call.entry["key"] in replacements:
+            rows[(*group, "auto's request, recorded")] += 1
+            continue
+        if call.entry["key"] not in planned:
             rows[(*group, "not today's layout or no cached ancestry")] += 1
             continue
-        context = context_window(call.model)
-        assert context is not None
-        messages = auto_messages(path, context)
-        record = {**call.entry["request"], "messages": [dataclasses.asdict(m) for m in messages]}
-        new = record_key(record)
-        assert new == call.entry["key"] or new not in keys
+        path, messages, new = planned[call.entry["key"]]
         parent = changed.get(path[-2].entry["key"], False) if len(path) > 1 else False
         changed[call.entry["key"]] = parent or new != call.entry["key"]
         if not changed[call.entry["key"]]:
             rows[(*group, "unchanged")] += 1
+            continue
+        if new in keys:
+            rows[(*group, "changes, auto's request recorded")] += 1
             continue
         trimmed = len(messages) < 2 * call.cycle - 3
         rows[(*group, f"changes, {'trimmed' if trimmed else 'whole history'}")] += 1
