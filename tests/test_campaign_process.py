@@ -152,6 +152,34 @@ def test_a_start_typed_in_a_subdirectory_meets_the_live_campaign_at_the_root(
     assert Path.cwd() == tmp_path  # the command moved to the root
 
 
+def test_paths_typed_stay_relative_to_the_root_so_run_dirs_in_runs_json_stay_relative(
+    tmp_path, monkeypatch
+):
+    """DVC's `collect` passes --params params.yaml --runs-root results/runs from the root:
+    they must stay as typed (runs.json records run directories under --runs-root)."""
+    (tmp_path / CPU.table).parent.mkdir(parents=True)
+    (tmp_path / CPU.table).write_text("rows: []\n")
+    (tmp_path / "results").mkdir()
+
+    def paths(cwd: Path, *argv: str) -> tuple[Path, Path, Path | None]:
+        monkeypatch.chdir(cwd)
+        args = cli.OneLineParser(prog="t")
+        cli.add_commands(args)
+        ns = args.parse_args(["collect", "cpu", *argv])
+        cli.at_repository_root(CPU, ns)
+        return ns.params, ns.runs_root, ns.out
+
+    typed = ("--params", "params.yaml", "--runs-root", "results/runs")
+    assert paths(tmp_path, *typed) == (Path("params.yaml"), Path("results/runs"), None)
+    assert Path.cwd() == tmp_path
+    assert paths(tmp_path / "results", "--runs-root", "runs", "--out", "x.json") == (
+        Path("params.yaml"),
+        Path("results/runs"),
+        Path("results/x.json"),
+    )
+    assert Path.cwd() == tmp_path
+
+
 def test_a_pid_file_without_the_lock_is_no_campaign(tmp_path, monkeypatch):
     """A live process with the campaign mark, named by the pid file, but holding no lock
     (a stale pid file whose pid came back as another campaign-looking process)."""

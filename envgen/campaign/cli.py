@@ -105,14 +105,16 @@ def at_repository_root(c: Campaign, args: argparse.Namespace) -> None:
     command runs where it is and reports what is missing there.
     """
     here = Path.cwd()
+    root = repository_root(c, here)
+    moved = root is not None and root != here
     for name, default in (*_DEFAULTS.items(), *((n, None) for n in _OUT_NAMES)):
         given = getattr(args, name, None)
-        if given is not None:
-            setattr(args, name, here / given)
-        elif default is not None:
+        if given is not None and moved and not given.is_absolute():
+            # relative to the root, as typed from it: run_dir fields stay relative
+            setattr(args, name, Path(os.path.relpath(here / given, root)))
+        elif given is None and default is not None:
             setattr(args, name, default)
-    root = repository_root(c, here)
-    if root is not None and root != here:
+    if moved:
         os.chdir(root)
 
 
