@@ -85,7 +85,10 @@ def ancestry(call: Call, calls: Sequence[Call]) -> list[Call] | None:
         ]  # fmt: skip
         if not before:
             return None
-        path.insert(0, before[0])
+        # a trimmed request and auto's whole one end in the same prompt: the one whose
+        # reply this call carries (a re-asked reply is the re-ask's, hence the fallback)
+        replied = [c for c in before if c.entry["response"]["text"] == here[-2].content]
+        path.insert(0, (replied or before)[0])
     return path if len(path[0].messages) == 1 else None
 
 
@@ -115,7 +118,6 @@ def rates(entries: Sequence[dict[str, Any]]) -> tuple[float, float, float]:
 def report(cache_dir: Path) -> list[str]:
     entries = [entry for _, entry in ResponseCache(cache_dir).entries()]
     prompt_s, reply_s, chars_per_token = rates(entries)
-    keys = {entry["key"] for entry in entries}
     calls = adaptations(entries)
     recorded = sum(e["request"]["model"] == RECORDING_MODEL for e in entries)
     lines = [
@@ -139,10 +141,22 @@ def report(cache_dir: Path) -> list[str]:
                 "messages": [dataclasses.asdict(m) for m in messages],
             }
             planned[call.entry["key"]] = (path, messages, record_key(request))
-    replacements = {new for key, (_, _, new) in planned.items() if new != key}
+    # auto's own recorded requests: the replacement of a trimmed request, and every later
+    # call of its chain (whose history holds the new replies), paired with the trimmed
+    # requests they replace cycle by cycle
+    auto_chain = {new for key, (_, _, new) in planned.items() if new != key}
+    recorded_at: collections.Counter = collections.Counter()
+    for call in sorted(calls, key=lambda c: c.cycle):
+        path = planned.get(call.entry["key"], ([],))[0]
+        if call.entry["key"] in auto_chain or (
+            len(path) > 1 and path[-2].entry["key"] in auto_chain
+        ):
+            auto_chain.add(call.entry["key"])
+            group = (call.model, call.entry["label"].split("/", 2)[2])
+            recorded_at[(*group, call.cycle)] += 1
     for call in sorted(calls, key=lambda c: c.cycle):
         group = (call.model, call.entry["label"].split("/", 2)[2])
-        if call.entry["key"] in replacements:
+        if call.entry["key"] in auto_chain:
             rows[(*group, "auto's request, recorded")] += 1
             continue
         if call.entry["key"] not in planned:
@@ -154,7 +168,8 @@ def report(cache_dir: Path) -> list[str]:
         if not changed[call.entry["key"]]:
             rows[(*group, "unchanged")] += 1
             continue
-        if new in keys:
+        if recorded_at[(*group, call.cycle)] > 0:
+            recorded_at[(*group, call.cycle)] -= 1
             rows[(*group, "changes, auto's request recorded")] += 1
             continue
         trimmed = len(messages) < 2 * call.cycle - 3
