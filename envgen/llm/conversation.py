@@ -50,9 +50,10 @@ AUTO = "auto"
 CHARS_PER_TOKEN = 2
 """The stated bound of `token_bound`: a message takes at most one token per 2 of its
 characters. Measured over the 476 requests data/llm_cache held on 2026-11-28 (each
-server's own prompt_tokens, chat template included): at least 2.49 characters per token for SmolLM2-135M
-and 2.97 for Qwen2.5-Coder-1.5B (docs/llm.md, "Context"). No tokenizer is read: a
-request must be the same on a machine without the model's file, or replay would miss."""
+server's own prompt_tokens, chat template included): at least 2.49 characters per token
+for SmolLM2-135M and 2.97 for Qwen2.5-Coder-1.5B (docs/llm.md, "Context"). No tokenizer
+is read: a request must be the same on a machine without the model's file, or replay
+would miss."""
 MESSAGE_TOKENS = 8
 """Template tokens added per message (Qwen's `<|im_start|>role\n ... <|im_end|>\n`: 5)."""
 REASK_TOKENS = 256
