@@ -85,11 +85,21 @@ def ancestry(call: Call, calls: Sequence[Call]) -> list[Call] | None:
         ]  # fmt: skip
         if not before:
             return None
-        # a trimmed request and auto's whole one end in the same prompt: the one whose
-        # reply this call carries (a re-asked reply is the re-ask's, hence the fallback)
-        replied = [c for c in before if c.entry["response"]["text"] == here[-2].content]
-        path.insert(0, (replied or before)[0])
+        path.insert(0, min(before, key=lambda c: _unlikeness(c, here)))
     return path if len(path[0].messages) == 1 else None
+
+
+def _unlikeness(candidate: Call, here: Sequence[Message]) -> tuple[bool, bool, int]:
+    """How far `candidate` is from being the predecessor of the request `here`.
+
+    A trimmed request and auto's whole one end in the same prompt, and the 1.5B model
+    often repeats its reply word for word, so the reply alone cannot tell them apart:
+    first the candidate whose whole request starts this one (the whole history), then
+    the one whose reply this one carries (a re-asked reply is the re-ask's), then the
+    one whose length is nearest (a trimmed chain keeps one length)."""
+    prefix = list(here[: len(candidate.messages)]) == list(candidate.messages)
+    replied = candidate.entry["response"]["text"] == here[-2].content
+    return (not prefix, not replied, abs(len(candidate.messages) - (len(here) - 2)))
 
 
 def auto_messages(path: Sequence[Call], context: int) -> list[Message]:
