@@ -21,94 +21,20 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from envgen.llm.cache import DEFAULT_CACHE_DIR, ResponseCache
-from envgen.llm.conversation import (
-    REASK_TOKENS,
-    PromptOptions,
-    context_window,
-    fitting_exchanges,
-)
+from envgen.llm.chains import Call, adaptations, ancestry, auto_messages
+from envgen.llm.conversation import context_window
 from envgen.llm.request import Message, record_key
 
 RECORDING_MODEL = "qwen2.5-coder-1.5b-instruct"
 SHORT_ROWS = 10
 """Rows of at most this many cycles are costed apart (issue 54: record those first)."""
-ADAPT = re.compile(r"^crafter/adapt(\d+)/(.+)$")
-
-
-@dataclasses.dataclass(frozen=True)
-class Call:
-    """One cached adaptation request (re-asks left out)."""
-
-    cycle: int
-    entry: dict[str, Any]
-
-    @property
-    def messages(self) -> list[Message]:
-        return [Message(m["role"], m["content"]) for m in self.entry["request"]["messages"]]
-
-    @property
-    def model(self) -> str:
-        return self.entry["request"]["model"]
-
-
-def adaptations(entries: Iterable[dict[str, Any]]) -> list[Call]:
-    """The cached Crafter adaptation requests, re-asks left out."""
-    calls = []
-    for entry in entries:
-        found = ADAPT.match(entry["label"])
-        if found and "/reask" not in entry["label"]:
-            calls.append(Call(int(found[1]), entry))
-    return calls
-
-
-def ancestry(call: Call, calls: Sequence[Call]) -> list[Call] | None:
-    """adapt2, ..., `call`: each call's predecessor is the request of the cycle before
-    with the same model and first message whose last message (its prompt) this one
-    carries third from last; None where one is not cached or the layout is not today's."""
-    path = [call]
-    while path[0].cycle > 2:
-        here = path[0].messages
-        if len(here) < 3 or len(here) % 2 == 0:
-            return None
-        before = [
-            c for c in calls
-            if c.cycle == path[0].cycle - 1 and c.model == call.model
-            and c.messages[-1] == here[-3] and c.messages[0] == here[0]
-        ]  # fmt: skip
-        if not before:
-            return None
-        path.insert(0, min(before, key=lambda c: _unlikeness(c, here)))
-    return path if len(path[0].messages) == 1 else None
-
-
-def _unlikeness(candidate: Call, here: Sequence[Message]) -> tuple[bool, bool, int]:
-    """How far `candidate` is from being the predecessor of the request `here`.
-
-    A trimmed request and auto's whole one end in the same prompt, and the 1.5B model
-    often repeats its reply word for word, so the reply alone cannot tell them apart:
-    first the candidate whose whole request starts this one (the whole history), then
-    the one whose reply this one carries (a re-asked reply is the re-ask's), then the
-    one whose length is nearest (a trimmed chain keeps one length)."""
-    prefix = list(here[: len(candidate.messages)]) == list(candidate.messages)
-    replied = candidate.entry["response"]["text"] == here[-2].content
-    return (not prefix, not replied, abs(len(candidate.messages) - (len(here) - 2)))
-
-
-def auto_messages(path: Sequence[Call], context: int) -> list[Message]:
-    """What "auto" sends at path[-1], from the recorded exchanges of its ancestry."""
-    exchanges = [(path[j].messages[-1], path[j + 1].messages[-2]) for j in range(len(path) - 1)]
-    budget = path[-1].entry["request"]["max_tokens"]
-    room = context - budget - PromptOptions().max_reasks * (budget + REASK_TOKENS)
-    prompt = path[-1].messages[-1]
-    return [*(m for pair in fitting_exchanges(exchanges, prompt, room) for m in pair), prompt]
 
 
 def rates(entries: Sequence[dict[str, Any]]) -> tuple[float, float, float]:
