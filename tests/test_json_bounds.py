@@ -12,7 +12,7 @@ from envgen.errors import EnvGenError
 from envgen.json_input import MAX_DEPTH, JSONInputError, loads, nesting_depth
 
 REPO = Path(__file__).resolve().parents[1]
-HEIST_RUN = REPO / "results" / "runs" / "ac3d891a083f" / "seed-0"
+HEIST_RUN = REPO / "results" / "runs" / "0811a37889ce" / "seed-0"
 DEEP = b"[" * 100_000 + b"]" * 100_000  # 200 KB: json.loads raises RecursionError
 
 
@@ -49,7 +49,7 @@ def test_deep_json_in_a_run_file_is_one_line(tmp_path, name):
     from envgen.loop.paths import read_json
     from envgen.store import read_provenance, seal_run, verify_run
 
-    run_dir = tmp_path / "ac3d891a083f" / "seed-0"
+    run_dir = tmp_path / "0811a37889ce" / "seed-0"
     shutil.copytree(HEIST_RUN, run_dir)
     (run_dir / name).write_bytes(DEEP)
     if name != "manifest.json":

@@ -5,10 +5,11 @@ only where the whole history would not fit the context (docs/llm.md, "Context").
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import crafter.constants
 
-from envgen.llm.chains import WHOLE_HISTORY_CYCLES, history_problems
+from envgen.llm.chains import WHOLE_HISTORY_CYCLES, history_problems, history_verdict
 from envgen.llm.conversation import (
     AUTO,
     REASK_TOKENS,
@@ -112,3 +113,8 @@ def test_a_reask_carries_two_more_messages_and_the_chain_continues_after_it():
         f"crafter/adapt3/n1/set0/reask1 ({MODEL}, {reask['key'][:12]}) sends 3 messages, "
         "the authors' 5"
     ]
+
+
+def test_every_committed_adaptation_request_carries_the_authors_history():
+    ok, detail = history_verdict(Path("data/llm_cache"))
+    assert ok, detail

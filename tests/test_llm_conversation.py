@@ -397,5 +397,10 @@ def test_a_run_option_of_auto_is_its_own_config_and_a_wrong_word_is_named():
     auto = RunConfig(llm_history_cycles=AUTO, llm_model="qwen2.5-coder-1.5b-instruct")
     assert auto.config_hash() != auto.replace(llm_history_cycles=0).config_hash()
     assert designer_options(auto, "off").context_tokens == 32768
+    api = auto.replace(llm_model="gpt-4-1106-preview")  # no stated context
+    with pytest.raises(ConfigError, match="auto fits the model's context"):
+        designer_options(api, "off")
+    fixed = designer_options(api.replace(method="fixed"), "off")  # never adapts: no history
+    assert (fixed.history_cycles, fixed.context_tokens) == (0, None)
     with pytest.raises(ConfigError, match="llm_history_cycles: 'often'"):
         RunConfig.from_dict({"llm_history_cycles": "often"})

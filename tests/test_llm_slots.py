@@ -330,9 +330,9 @@ def test_every_committed_feedback_call_has_its_slot_filed():
 
 def test_verify_names_the_run_and_call_whose_slot_is_missing(tmp_path):
     """A committed run and its cache files copied; one slot removed is named, with the fix."""
-    run_dir = REPO / "results/runs/eaa600cd6ceb/seed-1"  # Table 1's "AD + EnvGen"
+    run_dir = REPO / "results/runs/bb353574e93b/seed-1"  # Table 1's "AD + EnvGen"
     runs, cache_dir = tmp_path / "runs", tmp_path / "cache"
-    shutil.copytree(run_dir, runs / "eaa600cd6ceb/seed-1")
+    shutil.copytree(run_dir, runs / "bb353574e93b/seed-1")
     cache_dir.mkdir()
     calls = json.loads((run_dir / "llm_calls.json").read_text())
     for call in calls:
@@ -341,12 +341,12 @@ def test_verify_names_the_run_and_call_whose_slot_is_missing(tmp_path):
     adapt = next(c for c in calls if c["label"] == "crafter/adapt2/n4/set0")
     path = cache_dir / f"{adapt['key']}.json"
     entry = json.loads(path.read_text())
-    slot = "eaa600cd6ceb/seed-1/crafter/adapt2/n4/set0"
+    slot = "bb353574e93b/seed-1/crafter/adapt2/n4/set0"
     entry["slots"] = [s for s in entry["slots"] if s != slot]
     path.write_text(json.dumps(entry))
     ok, detail = slots_verdict(cache_dir, [runs])
     assert not ok
-    assert f"{runs}/eaa600cd6ceb/seed-1: call crafter/adapt2/n4/set0 (slot {slot})" in detail
+    assert f"{runs}/bb353574e93b/seed-1: call crafter/adapt2/n4/set0 (slot {slot})" in detail
     assert f"envgen llm slots --runs-root {runs} --cache-dir {cache_dir}" in detail
     assert file_run_slots(ResponseCache(cache_dir), [runs]) > 0
     assert slots_verdict(cache_dir, [runs])[0]

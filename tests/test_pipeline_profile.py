@@ -64,20 +64,22 @@ def test_smoke_scales_phases_to_whole_rollouts_with_a_minimum():
 def test_history_bound_comes_from_the_profile_unless_the_row_sets_one():
     smoke, paper = load_profile(PARAMS, "smoke"), load_profile(PARAMS, "paper")
     assert paper.apply(RunConfig(n_cycles=40), 0).llm_history_cycles == 0  # whole history
-    assert smoke.apply(RunConfig(n_cycles=40), 0).llm_history_cycles == 2
+    assert smoke.apply(RunConfig(n_cycles=40), 0).llm_history_cycles == "auto"
     assert smoke.apply(RunConfig(llm_history_cycles=5), 0).llm_history_cycles == 5
+    cpu = load_profile(PARAMS, "cpu")  # the registered campaigns' hashes (docs/llm.md, "Context")
+    assert cpu.apply(RunConfig(), 0).llm_history_cycles == 2
 
 
 def test_a_profile_may_keep_the_whole_history_while_it_fits():
     """`auto` (docs/llm.md, "Context") reaches every row that sets no bound of its own."""
     params = yaml.safe_load(Path("params.yaml").read_text())
-    params["profiles"]["smoke"]["llm_history_cycles"] = "auto"
-    smoke = load_profile(params, "smoke")
-    assert smoke.apply(RunConfig(n_cycles=40), 0).llm_history_cycles == "auto"
-    assert smoke.apply(RunConfig(llm_history_cycles=2), 0).llm_history_cycles == 2
-    params["profiles"]["smoke"]["llm_history_cycles"] = "often"
-    with pytest.raises(ConfigError, match="profiles.smoke.llm_history_cycles: 'often'"):
-        load_profile(params, "smoke")
+    params["profiles"]["cpu"]["llm_history_cycles"] = "auto"
+    cpu = load_profile(params, "cpu")
+    assert cpu.apply(RunConfig(n_cycles=40), 0).llm_history_cycles == "auto"
+    assert cpu.apply(RunConfig(llm_history_cycles=2), 0).llm_history_cycles == 2
+    params["profiles"]["cpu"]["llm_history_cycles"] = "often"
+    with pytest.raises(ConfigError, match="profiles.cpu.llm_history_cycles: 'often'"):
+        load_profile(params, "cpu")
 
 
 def test_temperature_comes_from_the_profile_to_llm_rows_unless_the_row_sets_one():

@@ -62,8 +62,8 @@ def test_a_run_used_by_a_table_without_its_manifest_is_named(tmp_path):
     """Without its manifest nothing checks a run's files: deleting it must not hide an edit."""
     from envgen.evidence.checks import check_run_store
 
-    run_dir = tmp_path / "runs" / "ac3d891a083f" / "seed-0"  # a committed Heist run
-    shutil.copytree(REPO / "results" / "runs" / "ac3d891a083f" / "seed-0", run_dir)
+    run_dir = tmp_path / "runs" / "0811a37889ce" / "seed-0"  # a committed Heist run
+    shutil.copytree(REPO / "results" / "runs" / "0811a37889ce" / "seed-0", run_dir)
     assert check_run_store(tmp_path / "runs", listed=[run_dir]).ok
     (run_dir / "manifest.json").unlink()
     check = check_run_store(tmp_path / "runs", listed=[run_dir])
@@ -77,10 +77,10 @@ def test_a_sealed_run_outside_the_run_store_is_found_and_checked(tmp_path):
 
     store = tmp_path / "results" / "runs"
     store.mkdir(parents=True)
-    run_dir = tmp_path / "results" / "audit" / "x" / "runs" / "ac3d891a083f" / "seed-0"
-    shutil.copytree(REPO / "results" / "runs" / "ac3d891a083f" / "seed-0", run_dir)
-    (tmp_path / ".hidden" / "ac3d891a083f" / "seed-0").mkdir(parents=True)
-    (tmp_path / ".hidden" / "ac3d891a083f" / "seed-0" / "manifest.json").write_text("{}")
+    run_dir = tmp_path / "results" / "audit" / "x" / "runs" / "0811a37889ce" / "seed-0"
+    shutil.copytree(REPO / "results" / "runs" / "0811a37889ce" / "seed-0", run_dir)
+    (tmp_path / ".hidden" / "0811a37889ce" / "seed-0").mkdir(parents=True)
+    (tmp_path / ".hidden" / "0811a37889ce" / "seed-0" / "manifest.json").write_text("{}")
     assert sealed_runs(tmp_path) == [run_dir]
     check = check_run_store(store, tree=tmp_path)
     assert check.ok and "1 sealed runs (1 outside" in check.detail, check.detail
@@ -107,8 +107,8 @@ def test_a_final_metrics_that_is_not_a_mapping_is_named(tmp_path, content, words
     from envgen.evidence.checks import check_run_store
     from envgen.store import seal_run
 
-    run_dir = tmp_path / "runs" / "ac3d891a083f" / "seed-0"
-    shutil.copytree(REPO / "results" / "runs" / "ac3d891a083f" / "seed-0", run_dir)
+    run_dir = tmp_path / "runs" / "0811a37889ce" / "seed-0"
+    shutil.copytree(REPO / "results" / "runs" / "0811a37889ce" / "seed-0", run_dir)
     (run_dir / "final_metrics.json").write_bytes(content)
     seal_run(run_dir)
     check = check_run_store(tmp_path / "runs", listed=[run_dir])

@@ -20,7 +20,7 @@ from envgen import yaml_input
 from envgen.errors import ConfigError, EnvGenError
 
 REPO = Path(__file__).resolve().parents[1]
-HEIST_RUN = "ac3d891a083f/seed-0"  # a committed Heist run of 32 KB, with its run.yaml
+HEIST_RUN = "0811a37889ce/seed-0"  # a committed Heist run of 32 KB, with its run.yaml
 DEEP = "x: " + "[" * 100_000 + "]" * 100_000 + "\n"
 DEEP_BLOCK = "".join(" " * i + "a:\n" for i in range(1_000)) + " " * 1_000 + "b: 1\n"
 

@@ -22,6 +22,7 @@ from envgen.evidence.doc_numbers import NOT_RESULTS
 from envgen.evidence.registration import registration_order
 from envgen.evidence.verify_plan import plan_differences
 from envgen.llm.cache import ResponseCache, slots_verdict
+from envgen.llm.chains import history_verdict
 from envgen.loop.config import RunConfig
 from envgen.loop.identity import NOT_CONFIG, RUN_YAML, check_identity, refuse_links
 from envgen.pipeline.results import metrics_and_scores, row_replay, run_entry
@@ -344,6 +345,7 @@ def verify(
     add(check_cache())
 
     add(Check("LLM slots", *slots_verdict(CACHE_DIR, [RUNS_ROOT])))
+    add(Check("LLM history", *history_verdict(CACHE_DIR)))
     try:
         add(check_run_store(listed=listed_run_dirs(runs_files), tree=Path(".")))
     except (OSError, ValueError, KeyError, TypeError) as exc:

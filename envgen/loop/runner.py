@@ -181,16 +181,17 @@ METHODS: dict[str, Callable[[Run], None]] = {
 # --- one run, end to end -------------------------------------------------------------------
 def designer_options(config: RunConfig, structured: str) -> PromptOptions:
     """How this run's designer asks: the LLM settings of `config`, and the backend's
-    structured-output dialect."""
+    structured-output dialect. A run whose LLM never adapts (fixed worlds, one cycle)
+    sends no history, so its history setting is not applied: "auto" needs the model's
+    context, which an API model's run of Table 5 does not state."""
+    history = config.llm_history_cycles if config.llm_adapts else 0
     return PromptOptions(
         game=config.game,
         initial_set=config.initial_set,
         obfuscate=config.obfuscated,
         structured=structured,
-        history_cycles=config.llm_history_cycles,
-        context_tokens=context_window(config.llm_model)
-        if config.llm_history_cycles == AUTO
-        else None,
+        history_cycles=history,
+        context_tokens=context_window(config.llm_model) if history == AUTO else None,
         temperature=config.llm_temperature,
         redraw_repeats=config.llm_redraw_repeats,
     )
