@@ -21,8 +21,8 @@ from typing import Any
 from envgen.errors import EnvGenError
 from envgen.llm.cache import ResponseCache
 from envgen.llm.conversation import (
-    REASK_TOKENS,
     PromptOptions,
+    auto_room,
     context_window,
     fitting_exchanges,
 )
@@ -102,8 +102,7 @@ def _unlikeness(candidate: Call, here: Sequence[Message]) -> tuple[bool, bool, i
 def auto_messages(path: Sequence[Call], context: int) -> list[Message]:
     """What "auto" sends at path[-1], from the recorded exchanges of its ancestry."""
     exchanges = [(path[j].messages[-1], path[j + 1].messages[-2]) for j in range(len(path) - 1)]
-    budget = path[-1].entry["request"]["max_tokens"]
-    room = context - budget - PromptOptions().max_reasks * (budget + REASK_TOKENS)
+    room = auto_room(context, path[-1].entry["request"]["max_tokens"], PromptOptions().max_reasks)
     prompt = path[-1].messages[-1]
     return [*(m for pair in fitting_exchanges(exchanges, prompt, room) for m in pair), prompt]
 
@@ -114,7 +113,8 @@ def history_problems(
     """Each cached Crafter adaptation request that does not carry what the authors send
     (2K-3 messages, 2 more per re-ask) at a cycle K <= `WHOLE_HISTORY_CYCLES`, or that
     differs from what "auto" sends from its recorded ancestry at any cycle (a model of
-    known context, `contexts`; a re-ask is held to its call's count only): one line each."""
+    known context, `contexts`; a re-ask is held to its call's count, at cycle K <=
+    `WHOLE_HISTORY_CYCLES` only): one line each."""
     calls = adaptations(entries, reasks=True)
     firsts = [c for c in calls if not c.reask]
     problems = []

@@ -138,6 +138,12 @@ def token_bound(messages: Sequence[Message]) -> int:
     return sum(-(-len(m.content) // CHARS_PER_TOKEN) + MESSAGE_TOKENS for m in messages)
 
 
+def auto_room(context: int, budget: int, max_reasks: int) -> int:
+    """The tokens an "auto" request's messages may take: the context less the reply
+    budget and, for each allowed re-ask, another reply budget and `REASK_TOKENS`."""
+    return context - budget - max_reasks * (budget + REASK_TOKENS)
+
+
 def fitting_exchanges(
     exchanges: Sequence[tuple[Message, Message]], prompt: Message, room: int
 ) -> list[tuple[Message, Message]]:
@@ -264,8 +270,7 @@ class EnvironmentDesigner:
         kept = self._exchanges
         if keep == AUTO:
             assert opts.context_tokens is not None  # PromptOptions checks it
-            budget = max_tokens(self._n)
-            room = opts.context_tokens - budget - opts.max_reasks * (budget + REASK_TOKENS)
+            room = auto_room(opts.context_tokens, max_tokens(self._n), opts.max_reasks)
             kept = fitting_exchanges(kept, Message("user", prompt), room)
         elif keep and len(kept) > keep + 1:
             kept = [kept[0], *kept[-keep:]]
