@@ -1,4 +1,5 @@
 """Atomic JSON files: readers never see a half-written cache entry, run file or report.
+And one bounded read, for the JSON and YAML readers that refuse oversized files.
 
 The temporary file is hidden (`.<name>.<random>.tmp`), which .gitignore and .dvcignore
 skip: a writer killed mid-write leaves one that changes neither `git status` nor `dvc
@@ -12,6 +13,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,26 @@ def remove_stale_temporaries(directory: Path, max_age_s: float = STALE_AFTER_S) 
         except FileNotFoundError:  # another writer finished or cleaned it
             continue
     return removed
+
+
+def read_bounded(
+    path: Path,
+    max_bytes: int,
+    refuse: Callable[[Path, str], Exception],
+    too_large: Callable[[int, int], str],
+) -> bytes:
+    """The bytes of `path`, its size checked before it is read (a file of gigabytes must
+    not fill the memory). An unreadable or oversized file raises `refuse(path, detail)`,
+    with `too_large(size, max_bytes)` as the detail of the second."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        data = b"" if size > max_bytes else path.read_bytes()
+    except OSError as exc:
+        raise refuse(path, f"cannot be read ({exc.strerror or exc})") from None
+    if size > max_bytes:
+        raise refuse(path, too_large(size, max_bytes))
+    return data
 
 
 def _umask() -> int:

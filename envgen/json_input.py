@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.errors import EnvGenError
+from envgen.files import read_bounded
 
 MAX_BYTES = 64 * 2**20
 """Largest JSON file read: 64 MiB (a runs.json of the paper profile is under 1 MiB, a
@@ -67,14 +68,7 @@ def loads(
 
 def read(path: Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
     """The JSON value of the file `path` (its size checked before it is read)."""
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-        data = b"" if size > max_bytes else path.read_bytes()
-    except OSError as exc:
-        raise JSONInputError(path, f"cannot be read ({exc.strerror or exc})") from None
-    if size > max_bytes:
-        raise JSONInputError(path, _too_large(size, max_bytes))
+    data = read_bounded(path, max_bytes, JSONInputError, _too_large)
     return loads(data, path, max_bytes, max_depth)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from envgen.errors import EnvGenError
+from envgen.files import read_bounded
 
 MAX_BYTES = 16 * 2**20
 """Largest YAML file read: 16 MiB (dvc.yaml, the largest the project has, is under
@@ -113,14 +114,7 @@ def loads_mapping(data: bytes | str, where: object, what: str, **caps: int) -> d
 
 def read(path: Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
     """The YAML value of the file `path` (its size checked before it is read)."""
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-        data = b"" if size > max_bytes else path.read_bytes()
-    except OSError as exc:
-        raise YAMLInputError(path, f"cannot be read ({exc.strerror or exc})") from None
-    if size > max_bytes:
-        raise YAMLInputError(path, too_large(size, max_bytes))
+    data = read_bounded(path, max_bytes, YAMLInputError, too_large)
     return loads(data, path, max_bytes, max_depth)
 
 

@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "envgen"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "gym_notice", "results_version", "lifetime"),  # no envgen import
-    ("files", "json_input", "yaml_input"),  # atomic files; bounded JSON and YAML reading
+    ("errors", "gym_notice", "results_version", "lifetime", "files"),  # no envgen import
+    ("json_input", "yaml_input"),  # bounded JSON and YAML reading
     ("input_checks",),
     ("scoring", "stats", "store"),  # pure functions; the run store's files
     ("envs",),  # Crafter-EnvGen, Heist-EnvGen, the vector env

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from envgen import json_input, yaml_input
 from envgen.errors import EnvGenError
 from envgen.json_input import MAX_DEPTH, JSONInputError, loads, nesting_depth
 
@@ -41,6 +42,26 @@ def test_loads_refuses_in_one_line(data, words):
     with pytest.raises(JSONInputError) as err:
         loads(data, "some/file.json", max_bytes=10 if len(data) == 100 else 2**26)
     _one_line(err.value, "some/file.json", words)
+
+
+@pytest.mark.parametrize(
+    ("reader", "error"),
+    [(json_input.read, JSONInputError), (yaml_input.read, yaml_input.YAMLInputError)],
+)
+def test_a_file_reader_refuses_before_reading(tmp_path, monkeypatch, reader, error):
+    """Both readers share `files.read_bounded`: an oversized file is never read, and a
+    directory is one line, not an `IsADirectoryError` traceback."""
+    big = tmp_path / "big"
+    big.write_text("1" * 100)
+    with monkeypatch.context() as patch:
+        patch.setattr(Path, "read_bytes", lambda self: pytest.fail(f"read {self}"))
+        with pytest.raises(error) as err:
+            reader(big, max_bytes=10)
+    _one_line(err.value, str(big), "100 bytes, more than the 10")
+    with pytest.raises(error) as err:
+        reader(tmp_path)
+    _one_line(err.value, str(tmp_path), "cannot be read")
+    assert reader(big) == int("1" * 100)
 
 
 @pytest.mark.parametrize("name", ["manifest.json", "provenance.json", "final_metrics.json"])
