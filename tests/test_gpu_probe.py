@@ -1,6 +1,6 @@
-"""`envgen gpu probe` (envgen.gpu.probe) run tiny on the CPU: the device session's checks
+"""`envgen gpu probe` run tiny on the CPU: the device session's checks (envgen.gpu.probe)
 hold where nothing is captured, a broken check is reported, and the rate a training call
-is sized from is the fastest unpipelined cohort of the bench line."""
+is sized from (envgen.gpu.rate) is the fastest unpipelined cohort of the bench line."""
 
 import json
 import subprocess
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from envgen.errors import ConfigError
-from envgen.gpu import probe
+from envgen.gpu import probe, rate
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -59,18 +59,19 @@ def test_the_rate_is_the_fastest_unpipelined_cohort_beside_its_baseline(tmp_path
         check=True,
         capture_output=True,
     )
-    rate = probe.read_rate(out)
-    assert (rate["cohort"], rate["kernels"], rate["cohort_sps"]) == (4, "graph", 9300.0)
-    assert rate["baseline_sps"] == 1300.0 and rate["ratio"] == pytest.approx(9300 / 1300, 1e-3)
+    picked = rate.read_rate(out)
+    assert (picked["cohort"], picked["kernels"], picked["cohort_sps"]) == (4, "graph", 9300.0)
+    assert picked["baseline_sps"] == 1300.0
+    assert picked["ratio"] == pytest.approx(9300 / 1300, 1e-3)
     with pytest.raises(ConfigError, match="no unpipelined cohort"):
-        probe.pick_rate({**BENCH, "cohorts": BENCH["cohorts"][1:2]})
+        rate.pick_rate({**BENCH, "cohorts": BENCH["cohorts"][1:2]})
     (tmp_path / "bad.json").write_text("[1, 2]")
     with pytest.raises(ConfigError, match="not a rate file"):
-        probe.read_rate(tmp_path / "bad.json")
+        rate.read_rate(tmp_path / "bad.json")
 
 
 def test_the_session_params_train_table_1s_ppo_row_in_whole_cohorts_of_the_rate(tmp_path):
-    (tmp_path / "rate.json").write_text(json.dumps(probe.pick_rate(BENCH)))
+    (tmp_path / "rate.json").write_text(json.dumps(rate.pick_rate(BENCH)))
     out = tmp_path / "params.yaml"
     subprocess.run(
         [sys.executable, "-m", "envgen.cli", "gpu", "probe", "params", str(tmp_path / "rate.json")]
@@ -82,7 +83,7 @@ def test_the_session_params_train_table_1s_ppo_row_in_whole_cohorts_of_the_rate(
     from envgen.pipeline.params_stage import load_settings
     from envgen.pipeline.plan import plan_file
 
-    profile, _ = load_settings(out, probe.SESSION_PROFILE)
+    profile, _ = load_settings(out, rate.SESSION_PROFILE)
     assert (profile.cohort, profile.cohort_kernels, profile.bf16_autocast) == (4, "graph", True)
     assert list(profile.seeds) == list(range(12))  # 3 whole cohorts of 4 cover 10 seeds
     (row,) = [
@@ -93,3 +94,10 @@ def test_the_session_params_train_table_1s_ppo_row_in_whole_cohorts_of_the_rate(
     (config,) = configs
     assert (config.cohort, config.cohort_kernels, config.bf16_autocast) == (4, "graph", True)
     assert config.total_steps == 1_000_000
+
+
+def test_the_rate_and_params_commands_run_without_torch():
+    """They run wherever the rate file is, torch installed or not (call B reads call A's)."""
+    code = "import sys, envgen.gpu.rate; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr

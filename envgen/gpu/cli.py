@@ -89,12 +89,19 @@ def _probe_kernels(args: argparse.Namespace) -> int:
     return _device_probe().run_kernels(args)
 
 
+def _session_rate() -> ModuleType:
+    """envgen.gpu.rate, imported when its command runs."""
+    from envgen.gpu import rate  # lazy: the pipeline's params (no torch), as _run
+
+    return rate
+
+
 def _probe_rate(args: argparse.Namespace) -> int:
-    return _device_probe().run_rate(args)
+    return _session_rate().run_rate(args)
 
 
 def _probe_params(args: argparse.Namespace) -> int:
-    return _device_probe().run_params(args)
+    return _session_rate().run_params(args)
 
 
 def _model_name(name: str) -> str:
@@ -143,7 +150,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.set_defaults(func=_bench)
 
     text = "the cohort's kernel modes checked on the device, and the rate a call is sized from"
-    probe = sub.add_parser("probe", help=text, description=f"{text} (envgen.gpu.probe)")
+    probe = sub.add_parser(
+        "probe", help=text, description=f"{text} (envgen.gpu.probe, envgen.gpu.rate)"
+    )
     inner = probe.add_subparsers(dest="probe_command", metavar="PROBE", required=True)
     kernels = inner.add_parser(
         "kernels",
