@@ -51,6 +51,7 @@ from envgen.stats.campaign_claims import (
     CAMPAIGN_ACHIEVEMENT_CLAIMS,
     CAMPAIGN_CLAIMS,
     H1,
+    H1_SFL,
     INTERIM,
     NO_DIFFERENCE,
     NOT_ENOUGH,
@@ -918,3 +919,82 @@ def test_each_registered_campaign_has_its_registered_words_and_no_other_does():
             yaml.safe_load(CAMPAIGNS[name.removeprefix("campaign_")].table.read_text())["table"]
             == name
         )
+
+
+def sfl_text(tmp_path: Path, fresh: int, sfl_shift: float) -> str:
+    """CLAIMS.md with the first, confirm and llm15 campaigns and sfl (`fresh` runs of each
+    of its arms in, 20 planned; arm a `sfl_shift` points above arm b on average). Each
+    synthetic run points at one of the campaign's committed run folders of its arm, so D2
+    reads real worlds and SFL choices."""
+    rng = np.random.default_rng(11)
+    committed = json.loads((REPO / "results/campaign_sfl/runs.json").read_text())
+    folders = {r["row"]: [REPO / x["run_dir"] for x in r["runs"]] for r in committed["rows"]}
+    arms = {}
+    for label, shift in ((H1_SFL.a, sfl_shift), (H1_SFL.b, 0.0)):
+        runs = campaign_runs(list(22.0 + shift + rng.normal(0, 1.5, fresh)), [30.0] * fresh, 36)
+        for i, run in enumerate(runs):
+            run["run_dir"] = str(folders[label][i % len(folders[label])])
+        arms[label] = runs
+    furnace = [30.0] * 16
+    others = [
+        campaign_table(
+            "campaign_cpu",
+            {
+                CO: campaign_runs(FIRST_CO, furnace[:5], 0),
+                DR: campaign_runs(FIRST_DR, furnace[:5], 0),
+            },
+            5,
+        ),
+        campaign_table(
+            "campaign_confirm",
+            {CO: campaign_runs(list(15.0 + rng.normal(0, 2.0, 15)), furnace[:15], 5)},
+            15,
+        ),
+        campaign_table(
+            "campaign_llm15",
+            {
+                LLM: campaign_runs(list(20.0 + rng.normal(0, 1.3, 16)), furnace, 20),
+                DR: campaign_runs(list(21.5 + rng.normal(0, 1.3, 16)), furnace, 20),
+            },
+            16,
+        ),
+    ]
+    sfl = campaign_table("campaign_sfl", arms, 20)
+    paths = [test_report_tables.write(tmp_path, t) for t in (*others, sfl)]
+    return report_claims.claims_markdown(load_tables(paths)).split("### campaign_sfl")[1]
+
+
+def test_sfl_withholds_its_verdict_until_all_40_runs_are_in(tmp_path):
+    section = sfl_text(tmp_path, fresh=19, sfl_shift=-3.0)
+    h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
+    assert h1.endswith(
+        "| - (19 of 20) | - (19 of 20) | - | - | - | - | - "
+        "| **registered verdict withheld: 38 of 40 runs** |"
+    )
+    assert section.count("registered verdict withheld: 38 of 40 runs") == 3  # H1, D1, D3
+    assert "Registered wording" not in section and "| campaign_llm15: " not in section
+    assert "given with the registered verdict (38 of 40 runs)" in section  # rliable's views
+    assert "| SFL: EnvGen schedule | 19 | " in section.split("#### D2")[1]  # no score: shown
+    assert "`git log --reverse -- docs/campaign_sfl.md`, precedes every run's" in section
+
+
+def test_sfl_gives_the_registered_words_and_its_descriptives_when_complete(tmp_path):
+    """The path the campaign's 40th run takes, rendered before it lands: H1's registered
+    words, rliable's views, D1 beside llm15 and the Crafter-only runs, D2 from the runs'
+    own worlds and SFL's choices, D3 over every achievement."""
+    section = sfl_text(tmp_path, fresh=20, sfl_shift=-3.0)
+    h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
+    assert "(20 of 20)" in h1 and h1.endswith("| **worse** |")
+    assert (
+        "Registered wording (docs/campaign_sfl.md): worse: SFL on EnvGen's schedule scored "
+    ) in section
+    assert "below domain randomization on the same schedule (one-sided 95% upper bound" in section
+    assert "; 20 + 20 seeds)." in section
+    assert "IQM difference of the score" in section and "rliable_campaign_sfl.png" in section
+    d1 = section.split("#### D1")[1].split("#### D2")[0]
+    for row in (f"campaign_sfl: {H1_SFL.a}", f"campaign_sfl: {H1_SFL.b}", f"campaign_llm15: {LLM}"):
+        assert f"| {row} | " in d1 and "(20) |" in d1
+    assert "| campaign_cpu: PPO 1.96M Crafter only | 19.75 ± 2.74 (5) |" in d1
+    d2 = section.split("#### D2")[1].split("#### D3")[0]
+    assert "SFL's choice over 80 cycles of arm a: chosen worlds' mean learnability" in d2
+    assert section.split("#### D3")[1].count("\n| ") == 1 + len(ACHIEVEMENTS)
