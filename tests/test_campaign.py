@@ -981,7 +981,7 @@ def test_sfl_withholds_its_verdict_until_all_40_runs_are_in(tmp_path):
 def test_sfl_gives_the_registered_words_and_its_descriptives_when_complete(tmp_path):
     """The path the campaign's 40th run takes, rendered before it lands: H1's registered
     words, rliable's views, D1 beside llm15 and the Crafter-only runs, D2 from the runs'
-    own worlds and SFL's choices, D3 over every achievement."""
+    own worlds and SFL's choices, D3 over every achievement, D4 from their final metrics."""
     section = sfl_text(tmp_path, fresh=20, sfl_shift=-3.0)
     h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
     assert "(20 of 20)" in h1 and h1.endswith("| **worse** |")
@@ -996,5 +996,10 @@ def test_sfl_gives_the_registered_words_and_its_descriptives_when_complete(tmp_p
         assert f"| {row} | " in d1 and "(20) |" in d1
     assert "| campaign_cpu: PPO 1.96M Crafter only | 19.75 ± 2.74 (5) |" in d1
     d2 = section.split("#### D2")[1].split("#### D3")[0]
-    assert "SFL's choice over 80 cycles of arm a: chosen worlds' mean learnability" in d2
-    assert section.split("#### D3")[1].count("\n| ") == 1 + len(ACHIEVEMENTS)
+    assert "SFL's choice per cycle, mean over arm a's 20 runs" in d2
+    assert "| 4 | " in d2 and "| 5 | " not in d2  # 4 cycles
+    assert "| start with iron_sword | " in d2
+    assert section.split("#### D3")[1].split("#### D4")[0].count("\n| ") == 1 + len(ACHIEVEMENTS)
+    d4 = section.split("#### D4")[1]
+    assert f"| {H1_SFL.a} | 20 | 1,830,912 | 131,072 | 1,961,984 |" in d4
+    assert f"| {H1_SFL.b} | 20 | 1,961,984 | none recorded | 1,961,984 |" in d4

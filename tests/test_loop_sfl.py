@@ -315,8 +315,9 @@ def test_sfl_choices_read_what_the_run_chose(sfl_run: Path):
         assert choice["chosen_learnability"] >= choice["candidate_learnability"]
 
 
-def test_claims_md_gives_sfls_d2_from_the_runs_worlds(sfl_run: Path):
-    # docs/campaign_sfl.md's D2 in CLAIMS.md: both arms' diversity, and SFL's choice
+def test_claims_md_gives_sfls_d2_and_d4_from_the_runs_files(sfl_run: Path):
+    # docs/campaign_sfl.md's D2 and D4 in CLAIMS.md: both arms' diversity, SFL's choice
+    # per cycle, and the budget
     from envgen.report.campaign_section import _trained_worlds
     from envgen.report.inputs import RowRecord, RunRecord, TableRecord
     from envgen.scoring import ACHIEVEMENTS
@@ -345,6 +346,21 @@ def test_claims_md_gives_sfls_d2_from_the_runs_worlds(sfl_run: Path):
 
     d = diversity([run_cycles(sfl_run)])
     assert f"| {H1_SFL.a} | 1 | {d['distinct']} of {d['worlds']} |" in text
-    chosen = sum(c["chosen_learnability"] for c in sfl_choices(sfl_run)) / 2
-    assert f"chosen worlds' mean learnability {chosen:.3f}" in text
+    for cycle, choice in enumerate(sfl_choices(sfl_run), start=1):
+        assert (
+            f"| {cycle} | {choice['chosen_learnability']:.3f} | "
+            f"{choice['candidate_learnability']:.3f} | "
+            f"{choice['episodes_per_candidate']:.1f} | {choice['chosen_among_dr']:.2f} |"
+        ) in text
+    biome = d["coverage"]["settings"]["target_biome"]
+    cells = ", ".join(f"{value} {share:.2f}" for value, share in biome.items())
+    assert f"| target_biome | {cells} | {cells} | natural " in text  # both arms, then DR's
     assert "results/runs/abc/seed-*" in text
+    # D4, from the run's own final_metrics.json: rollouts counted in its env steps
+    from envgen.report.campaign_section import _budget
+
+    m = json.loads((sfl_run / "final_metrics.json").read_text())
+    budget = "\n".join(_budget(table))
+    assert (
+        f"| {H1_SFL.a} | 1 | {m['global_steps']:,} | {m['curation_steps']:,} | {m['env_steps']:,} |"
+    ) in budget

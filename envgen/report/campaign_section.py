@@ -4,11 +4,13 @@ A campaign table (`TableRecord.is_campaign`) enters neither the paper's claim fa
 nor the profile line of CLAIMS.md; its claims (`envgen.stats.campaign_claims`) are judged by
 their own rule on the runs finished so far, and the section says in its heading and
 first line that it tests something else than the paper. A registered campaign
-(`envgen.stats.campaign_claims.REGISTRATIONS`: docs/campaign_confirm.md, docs/campaign_llm15.md)
+(`envgen.stats.campaign_claims.REGISTRATIONS`: docs/campaign_confirm.md,
+docs/campaign_llm15.md, docs/campaign_sfl.md)
 shows run counts only until every planned run is in; then its registered verdict, in
 the registered words, and the analyses its registration lists beside it (confirm: pooled
 with the earlier campaign of the same run configs, every achievement; llm15: beside the
-earlier Crafter-only runs, the designer's worlds, every achievement).
+earlier Crafter-only runs, the designer's worlds, every achievement; sfl: beside the
+earlier campaigns, the worlds each arm trained on, every achievement, the budget).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import numpy as np
 
 from envgen.errors import EnvGenError
 from envgen.llm.cache import DEFAULT_CACHE_DIR
-from envgen.loop.world_diversity import diversity, run_cycles, sfl_choices
+from envgen.loop.paths import read_json
+from envgen.loop.world_diversity import diversity, dr_expectation, run_cycles, sfl_choices
 from envgen.report.inputs import DONE, TableRecord
 from envgen.report.notes import Notes
 from envgen.report.reproduction import reproduction_sentence
@@ -152,6 +155,7 @@ def _campaign(
         lines += ["", *_beside_crafter_only(table, primary, by_id, with_llm15=True)]
         lines += ["", *_trained_worlds(table, primary)]
         lines += ["", *_per_achievement(table, primary, "D3, descriptive")]
+        lines += ["", *_budget(table)]
     else:  # llm15's descriptive analyses (docs/campaign_llm15.md)
         lines += ["", *_beside_crafter_only(table, primary, by_id)]
         lines += ["", *_designer_worlds(table, primary)]
@@ -437,39 +441,125 @@ def _beside_crafter_only(
 
 def _trained_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
     """sfl's D2: the diversity of the worlds each arm trained on (`envgen.loop.world_diversity`,
-    fixed before the campaign's runs), and what SFL's choice did; no score enters them,
-    so they are shown while the verdict is withheld."""
+    fixed before the campaign's runs): distinct worlds, each knob's coverage beside domain
+    randomization's expectation, and per cycle what SFL's choice did. No score enters
+    them, so they are shown while the verdict is withheld."""
     head = ["#### D2, descriptive: the worlds each arm trained on", ""]
     arm = next((r for r in table.rows if r.row == primary.claim.a), None)
     where = f"results/runs/{arm.config_hash}" if arm and arm.config_hash else "<arm a's runs>"
-    command = f"`python -m envgen.loop.world_diversity {where}/seed-*` (knob coverage too)"
+    command = f"`python -m envgen.loop.world_diversity {where}/seed-*`"
     done = [row for row in table.rows if row.runs]
     if not done:
         return [*head, f"No run yet. Per arm: {command}."]
-    lines = [*head, "| Arm | Runs | Distinct worlds | Per run (mean) | Changed between cycles |"]
-    lines.append("|---|---|---|---|---|")
+    lines = [
+        *head,
+        "| Arm | Runs | Distinct worlds | Per run: mean (range) | Changed between cycles |",
+        "|---|---|---|---|---|",
+    ]
+    arms = {row.row: diversity([run_cycles(run.run_dir) for run in row.runs]) for row in done}
     for row in done:
-        d = diversity([run_cycles(run.run_dir) for run in row.runs])
+        d = arms[row.row]
         changed = (
             "-" if d["changed_between_cycles"] is None else f"{d['changed_between_cycles']:.2f}"
         )
+        per_run = d["distinct_per_run"]
         lines.append(
             f"| {row.row} | {len(row.runs)} | {d['distinct']} of {d['worlds']} | "
-            f"{d['distinct_per_run']['mean']:.1f} | {changed} |"
+            f"{per_run['mean']:.1f} ({per_run['min']}-{per_run['max']}) | {changed} |"
         )
-    choices = [c for run in (arm.runs if arm else []) for c in sfl_choices(run.run_dir)]
+    lines += ["", *_knob_coverage(arms)]
+    choices = [sfl_choices(run.run_dir) for run in (arm.runs if arm else [])]
     if choices:
-        lines += [
-            "",
-            f"SFL's choice over {len(choices)} cycles of arm a: chosen worlds' mean "
-            f"learnability {np.mean([c['chosen_learnability'] for c in choices]):.3f} against "
-            f"{np.mean([c['candidate_learnability'] for c in choices]):.3f} for all "
-            f"candidates; {np.mean([c['episodes_per_candidate'] for c in choices]):.1f} "
-            "rollout episodes per candidate; share of chosen worlds among domain "
-            f"randomization's own draws {np.mean([c['chosen_among_dr'] for c in choices]):.2f} "
-            "(0.25 if the choice ignored the draw order).",
+        lines += ["", *_sfl_choice(choices)]
+    return [*lines, "", f"Per arm, as JSON: {command}."]
+
+
+def _knob_coverage(arms: Mapping[str, Mapping]) -> list[str]:
+    """D2's coverage: per environment setting the share of an arm's trained worlds at each
+    value; per inventory item the mean starting count and the share starting with any;
+    beside them what domain randomization's sampler gives (10,000 draws, seed 0)."""
+    expected = dr_expectation()
+    columns = {**{label: d["coverage"] for label, d in arms.items()}, "DR's expectation": expected}
+    lines = [
+        "Each knob's coverage over the arm's trained worlds (environment settings: share at "
+        "each value; starting items: mean count, share with any), beside domain "
+        "randomization's expectation (its sampler, 10,000 draws, seed 0):",
+        "",
+        "| Knob | " + " | ".join(columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    for field, values in expected["settings"].items():
+        cells = [
+            ", ".join(f"{value} {c['settings'][field][value]:.2f}" for value in values)
+            for c in columns.values()
         ]
-    return [*lines, "", f"Per arm: {command}."]
+        lines.append(f"| {field} | " + " | ".join(cells) + " |")
+    for item in expected["inventory"]:
+        cells = [
+            f"{c['inventory'][item]['mean']:.2f}, {c['inventory'][item]['any']:.2f}"
+            for c in columns.values()
+        ]
+        lines.append(f"| start with {item} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _sfl_choice(choices: Sequence[Sequence[Mapping[str, float]]]) -> list[str]:
+    """D2's arm-a lines: per cycle, over the arm's runs, what SFL's choice did."""
+    lines = [
+        f"SFL's choice per cycle, mean over arm a's {len(choices)} runs: the learnability of "
+        "the chosen worlds against all candidates, rollout episodes per candidate, and the "
+        "share of chosen worlds among domain randomization's own draws of that seed and "
+        "cycle (0.25 if the choice ignored the draw order):",
+        "",
+        "| Cycle | Chosen learnability | All candidates | Episodes per candidate "
+        "| Chosen among DR's draws |",
+        "|---|---|---|---|---|",
+    ]
+    for cycle in range(max(len(run) for run in choices)):
+        at = [run[cycle] for run in choices if len(run) > cycle]
+        mean = {key: float(np.mean([c[key] for c in at])) for key in at[0]}
+        lines.append(
+            f"| {cycle + 1} | {mean['chosen_learnability']:.3f} | "
+            f"{mean['candidate_learnability']:.3f} | {mean['episodes_per_candidate']:.1f} | "
+            f"{mean['chosen_among_dr']:.2f} |"
+        )
+    return lines
+
+
+def _budget(table: TableRecord) -> list[str]:
+    """sfl's D4: the env steps each arm took, from each run's own final_metrics.json
+    (SFL's rollouts in `curation_steps`, counted in `env_steps`; a run without rollouts
+    records neither, and its `global_steps` are its env steps). No score enters it."""
+    head = ["#### D4, descriptive: the budget", ""]
+    done = [row for row in table.rows if row.runs]
+    if not done:
+        return [*head, "No run yet."]
+    lines = [
+        *head,
+        "Per arm, over its runs' final_metrics.json (one value when every run has it, else "
+        "the range):",
+        "",
+        "| Arm | Runs | Trained (global_steps) | Rollouts (curation_steps) "
+        "| Env steps in all (env_steps, else global_steps) |",
+        "|---|---|---|---|---|",
+    ]
+    for row in done:
+        finals = [read_json(run.run_dir / "final_metrics.json") for run in row.runs]
+        trained = [f["global_steps"] for f in finals]
+        curation = [f["curation_steps"] for f in finals if "curation_steps" in f]
+        total = [f.get("env_steps", f["global_steps"]) for f in finals]
+        rollouts = "none recorded" if not curation else _span(curation)
+        if curation and len(curation) < len(finals):
+            rollouts += f" ({len(curation)} of {len(finals)} runs)"
+        lines.append(
+            f"| {row.row} | {len(row.runs)} | {_span(trained)} | {rollouts} | {_span(total)} |"
+        )
+    return lines
+
+
+def _span(values: Sequence[int]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:,}" if low == high else f"{low:,}-{high:,}"
 
 
 def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
