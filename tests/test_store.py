@@ -22,7 +22,7 @@ from envgen.store import (
     start_session,
     verify_run,
 )
-from envgen.store.provenance import summary
+from envgen.store.provenance import begin_session, summary
 
 EPISODES = [{"step": 10 * i, "phase": "final", "length": 10, "reward": 1.0} for i in range(1, 31)]
 
@@ -105,8 +105,22 @@ def test_sessions_record_machine_software_git_and_resumes(tmp_path):
     assert {"commit", "dirty"} <= set(second["git"]) and second["threads"]["torch_intra_op"] >= 1
     assert second["threads"]["ENVGEN_ENV_WORKERS"] == "1"  # tests/conftest.py sets it
     assert len(data["code_fingerprint"]) == 16
+    # each session keeps the code it ran; the top-level one is the last session's
+    assert first["code_fingerprint"] == second["code_fingerprint"] == data["code_fingerprint"]
     assert "2 session(s), 1 resume(s)" in summary(data)
     assert verify_run(run_dir) == 2  # provenance.json is part of the sealed run
+
+
+def test_a_run_resumed_on_changed_code_keeps_each_sessions_fingerprint(tmp_path):
+    """A campaign run can resume on a later commit: the first session's code must not be
+    overwritten by the resume's (it was, before sessions recorded their own)."""
+    run_dir = tmp_path / "r" / "seed-0"
+    run_dir.mkdir(parents=True)
+    begin_session(run_dir, "crafter", 0, fingerprint="a" * 16)
+    begin_session(run_dir, "crafter", 4096, fingerprint="b" * 16)
+    data = read_provenance(run_dir)
+    assert [s["code_fingerprint"] for s in data["sessions"]] == ["a" * 16, "b" * 16]
+    assert data["code_fingerprint"] == "b" * 16
 
 
 def test_another_results_version_is_not_current(tmp_path):

@@ -10,8 +10,10 @@ steps, and the host's load average at both ends. A session with no end was kille
 the next one's `step` says where training resumed.
 
 The file also holds the run's results version (`envgen.results_version`): what decides
-whether a finished run is current. The file fingerprint of the code is kept beside it
-as provenance only (`envgen.store.fingerprint`).
+whether a finished run is current. The file fingerprint of the code
+(`envgen.store.fingerprint`) is provenance only: each session records the one it ran
+(a resumed run can run on changed code), and `code_fingerprint` beside the version is
+the last session's (runs begun before sessions recorded theirs keep only that one).
 """
 
 from __future__ import annotations
@@ -264,6 +266,7 @@ def begin_session(
             "threads": threads(env_workers),
             "kernels": kernel_settings(),
             **({"cohort": cohort} if cohort else {}),
+            **({"code_fingerprint": fingerprint} if fingerprint is not None else {}),
             "git": git_state(),
         }
     )
