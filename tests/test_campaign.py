@@ -809,6 +809,7 @@ def test_llm15_gives_the_registered_words_and_its_descriptives_when_complete(tmp
     section = llm15_text(tmp_path, fresh=16, llm_shift=3.0)
     h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
     assert "(16 of 16)" in h1 and h1.endswith("| **better** |")
+    assert "stay the primary; chosen after this campaign's runs were seen" in section
     assert (
         "Registered wording (docs/campaign_llm15.md): better: EnvGen with the 1.5B LLM "
         "designer scored +"
@@ -974,6 +975,7 @@ def test_sfl_withholds_its_verdict_until_all_40_runs_are_in(tmp_path):
     assert section.count("registered verdict withheld: 38 of 40 runs") == 3  # H1, D1, D3
     assert "Registered wording" not in section and "| campaign_llm15: " not in section
     assert "given with the registered verdict (38 of 40 runs)" in section  # rliable's views
+    assert "stay the primary; chosen before this campaign's runs (1f9312d)" in section
     assert "| SFL: EnvGen schedule | 19 | " in section.split("#### D2")[1]  # no score: shown
     assert "`git log --reverse -- docs/campaign_sfl.md`, precedes every run's" in section
 
@@ -1003,3 +1005,16 @@ def test_sfl_gives_the_registered_words_and_its_descriptives_when_complete(tmp_p
     d4 = section.split("#### D4")[1]
     assert f"| {H1_SFL.a} | 20 | 1,830,912 | 131,072 | 1,961,984 |" in d4
     assert f"| {H1_SFL.b} | 20 | 1,961,984 | none recorded | 1,961,984 |" in d4
+
+
+def test_sfl_no_difference_names_the_registered_paper_references_unscaled(tmp_path):
+    section = sfl_text(tmp_path, fresh=20, sfl_shift=-0.3)
+    h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
+    assert "**no difference detected; rules out " in h1
+    words = next(line for line in section.splitlines() if "Registered wording" in line)
+    assert "Registered wording (docs/campaign_sfl.md): no difference detected: +" in words
+    assert "; 20 + 20 seeds). The data rule out an effect of +" in words
+    assert words.endswith(
+        "; it rules out +2.30 (the paper's PPO + EnvGen − Fixed); it rules out +5.80 "
+        "(the paper's PPO + EnvGen − Crafter-only)."
+    )

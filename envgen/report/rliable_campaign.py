@@ -38,6 +38,17 @@ VIEWS = {
 WHERE = {SCORE: "on the score", ACHIEVEMENT_RATES: "over the achievements"}
 """How a P(a > b) names its view."""
 
+WHEN = {
+    "campaign_cpu": "chosen after this campaign's runs were seen: added 2026-11-28, issue 54",
+    "campaign_confirm": "chosen after this campaign's runs were seen: added 2026-11-28, "
+    "issue 54; not in its registration",
+    "campaign_llm15": "chosen after this campaign's runs were seen: added 2026-11-28, "
+    "issue 54; not in its registration",
+    "campaign_sfl": "chosen before this campaign's runs (1f9312d), though not in its registration",
+}
+"""When the views were chosen, relative to each campaign's data (an analysis chosen
+after the data were seen is labelled so)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class CampaignArms:
@@ -74,9 +85,10 @@ def campaign_arms(table: TableRecord) -> CampaignArms:
 def claims_line(table: TableRecord, withheld: str | None) -> str:
     """CLAIMS.md's descriptive line: each arm's IQM and each pair's IQM difference and
     P(a > b), with their intervals (`withheld`: a registered campaign's "k of n runs")."""
+    when = f"; {WHEN[table.table]}" if table.table in WHEN else ""
     head = (
         "rliable's views, descriptive (Agarwal et al. 2021; docs/stats.md, \"rliable's "
-        'views"; the tests above stay the primary): '
+        f'views"; the tests above stay the primary{when}): '
     )
     if withheld is not None:
         return f"{head}given with the registered verdict ({withheld})."
