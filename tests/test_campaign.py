@@ -849,6 +849,10 @@ def test_llm15_d2_measures_the_listed_arm_a_runs_replies_from_the_cache():
     assert f"Over the {s['replies']} distinct replies of arm a's {len(runs)} runs" in d2
     assert f"{s['out_of_range']} of {s['values']} values out of range" in d2
     assert f"{s['adaptations']} adaptations moved the worlds" in d2 and s["adaptations"] > 0
+    assert f"positive in {s['toward_weakness_positive']} of {s['adaptations']};" in d2
+    per_reply = ", ".join(f"{k} in {n}" for k, n in s["distinct_of_n"].items())
+    assert f"(distinct worlds per reply: {per_reply})" in d2
+    assert sum(s["distinct_of_n"].values()) == s["replies"] - s["unusable"]
 
 
 def test_a_registered_campaign_in_progress_shows_no_score_in_tables_figures_or_metrics(tmp_path):

@@ -122,6 +122,7 @@ def test_the_summary_counts_initial_sets_with_every_world_distinct(tmp_path, cap
     assert (summary["initial_sets"], summary["initial_sets_all_distinct"]) == (2, 1)
     assert summary["initial_sets_all_distinct_after_redraw"] == 1
     assert summary["all_distinct"] == 2 and summary["adaptations"] == 0
+    assert summary["distinct_of_n"] == {"2 of 2": 1, "1 of 2": 1, "1 of 1": 1}
     rows.append(quality("crafter/initial/n2/set1/redraw1", IRON, WOOD))  # repeats drawn again
     summary = summarize(rows)
     assert (summary["replies"], summary["initial_sets"]) == (4, 2)

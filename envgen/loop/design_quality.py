@@ -185,10 +185,10 @@ def run_keys(run_dirs: Sequence[Path]) -> set[str]:
 
 def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
     """The measures of `rows` in a few counts: replies (re-asks included), those with
-    every world distinct, the initial sets whose first reply has every world distinct and
-    those where it or a redraw does (the reply a run with `llm_redraw_repeats` uses),
-    each initial set's distinct worlds draw by draw, values out of range, adaptations
-    toward weakness."""
+    every world distinct and how many had each number of distinct worlds, the initial
+    sets whose first reply has every world distinct and those where it or a redraw does
+    (the reply a run with `llm_redraw_repeats` uses), each initial set's distinct worlds
+    draw by draw, values out of range, adaptations toward weakness."""
     moves = [q.toward_weakness for q in rows if q.toward_weakness is not None]
     initial_replies = [q for q in rows if "/initial/" in q.label and q.n > 1]
     initial = [q for q in initial_replies if base_label(q.label) == q.label]
@@ -200,6 +200,7 @@ def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
         "replies": len(rows),
         "unusable": sum(not q.usable for q in rows),
         "all_distinct": sum(q.usable and q.distinct == q.n for q in rows),
+        "distinct_of_n": _distinct_of_n(rows),
         "initial_sets": len(initial),
         "initial_sets_all_distinct": sum(q.usable and q.distinct == q.n for q in initial),
         "initial_sets_all_distinct_after_redraw": len(distinct_after_redraw),
@@ -210,6 +211,16 @@ def summarize(rows: Sequence[ReplyQuality]) -> dict[str, Any]:
         "toward_weakness_mean": round(sum(moves) / len(moves), 3) if moves else None,
         "toward_weakness_positive": sum(m > 0 for m in moves),
     }
+
+
+def _distinct_of_n(rows: Sequence[ReplyQuality]) -> dict[str, int]:
+    """How many usable replies had k distinct worlds of their n, as {"k of n": replies},
+    most distinct first."""
+    pairs = sorted(((q.n, q.distinct) for q in rows if q.usable), reverse=True)
+    counts: dict[str, int] = {}
+    for n, k in pairs:
+        counts[f"{k} of {n}"] = counts.get(f"{k} of {n}", 0) + 1
+    return counts
 
 
 def _distinct_by_draw(replies: Sequence[ReplyQuality]) -> dict[str, list[int | None]]:

@@ -590,16 +590,18 @@ def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
         if s["toward_weakness_mean"] is None
         else f"{s['adaptations']} adaptations moved the worlds toward the agent's weakest "
         f"skills by {s['toward_weakness_mean']:+.3f} on average, positive in "
-        f"{s['toward_weakness_positive']}"
+        f"{s['toward_weakness_positive']} of {s['adaptations']}"
     )
+    per_reply = ", ".join(f"{k} in {count}" for k, count in s["distinct_of_n"].items())
     return [
         *head,
         f"Over the {s['replies']} distinct replies of arm a's {len(runs)} runs listed here "
         f'(re-asks included; docs/llm.md, "Design quality"): {s["all_distinct"]} with '
-        f"every world distinct; initial sets with every world distinct "
-        f"{s['initial_sets_all_distinct']} of {s['initial_sets']} (every seed sends the "
-        f"same initial request); {s['out_of_range']} of {s['values']} values out of range "
-        f"before clamping; {toward}; {s['unusable']} unusable. {command}",
+        f"every world distinct (distinct worlds per reply: {per_reply}); initial sets with "
+        f"every world distinct {s['initial_sets_all_distinct']} of {s['initial_sets']} "
+        "(every seed sends the same initial request); "
+        f"{s['out_of_range']} of {s['values']} values out of range before clamping; "
+        f"{toward}; {s['unusable']} unusable. {command}",
     ]
 
 
