@@ -680,6 +680,16 @@ def campaign_table(name: str, rows: dict[str, list[dict]], planned: int) -> dict
     return data
 
 
+def assert_h1_withheld(section: str, fresh: int, planned: int) -> None:
+    """A registered campaign's H1 row while `fresh` of each arm's `planned` runs are in:
+    run counts only, no difference, bound, p or verdict."""
+    h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
+    assert h1.endswith(
+        f"| - ({fresh} of {planned}) | - ({fresh} of {planned}) | - | - | - | - | - "
+        f"| **registered verdict withheld: {2 * fresh} of {2 * planned} runs** |"
+    )
+
+
 def confirm_text(tmp_path: Path, fresh: int, dr_shift: float = 2.5) -> str:
     rng = np.random.default_rng(7)
     co = 19.75 + rng.normal(0, 1.5, 15)
@@ -707,11 +717,7 @@ def confirm_text(tmp_path: Path, fresh: int, dr_shift: float = 2.5) -> str:
 def test_confirm_withholds_every_registered_result_until_all_runs_are_in(tmp_path):
     text = confirm_text(tmp_path, fresh=14)
     section = text.split("### campaign_confirm")[1]
-    h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
-    assert h1.endswith(
-        "| - (14 of 15) | - (14 of 15) | - | - | - | - | - "
-        "| **registered verdict withheld: 28 of 30 runs** |"
-    )
+    assert_h1_withheld(section, fresh=14, planned=15)
     assert section.count("registered verdict withheld: 28 of 30 runs") == 4  # H1, S2, S1, S3
     assert "Registered wording" not in section and "| pooled |" not in section
     assert "The drop is unexplained." not in section  # the baseline audit waits too
@@ -795,11 +801,7 @@ def llm15_text(tmp_path: Path, fresh: int, llm_shift: float) -> str:
 
 def test_llm15_withholds_its_verdict_and_descriptives_until_all_32_runs_are_in(tmp_path):
     section = llm15_text(tmp_path, fresh=15, llm_shift=3.0)
-    h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
-    assert h1.endswith(
-        "| - (15 of 16) | - (15 of 16) | - | - | - | - | - "
-        "| **registered verdict withheld: 30 of 32 runs** |"
-    )
+    assert_h1_withheld(section, fresh=15, planned=16)
     assert section.count("registered verdict withheld: 30 of 32 runs") == 3  # H1, D1, D3
     assert "Registered wording" not in section and "| campaign_cpu: " not in section
     assert "`git log --reverse -- docs/campaign_llm15.md`, precedes every run's" in section
@@ -971,11 +973,7 @@ def sfl_text(tmp_path: Path, fresh: int, sfl_shift: float) -> str:
 
 def test_sfl_withholds_its_verdict_until_all_40_runs_are_in(tmp_path):
     section = sfl_text(tmp_path, fresh=19, sfl_shift=-3.0)
-    h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
-    assert h1.endswith(
-        "| - (19 of 20) | - (19 of 20) | - | - | - | - | - "
-        "| **registered verdict withheld: 38 of 40 runs** |"
-    )
+    assert_h1_withheld(section, fresh=19, planned=20)
     assert section.count("registered verdict withheld: 38 of 40 runs") == 3  # H1, D1, D3
     assert "Registered wording" not in section and "| campaign_llm15: " not in section
     assert "given with the registered verdict (38 of 40 runs)" in section  # rliable's views
