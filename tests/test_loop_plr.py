@@ -16,7 +16,7 @@ from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
 from envgen.llm.conversation import PromptOptions
 from envgen.llm.parse import settings_key
-from envgen.loop.config import RunConfig
+from envgen.loop.config import PLRSettings, RunConfig
 from envgen.loop.learnability import RolloutOutcome
 from envgen.loop.level_buffer import (
     LevelBuffer,
@@ -36,6 +36,9 @@ GOLDEN = json.loads(
 )
 OPTIONS = PromptOptions(game="crafter", initial_set=0)
 K = len(ACHIEVEMENTS)
+# The buffer slots seed 7 trains on in 4 cycles of the known rollout (`plr(7)`), measured
+# once: beta = 0.3 puts most of the weight on the top-scored world.
+PINNED_CHOSEN = [(1, 1, 1, 1), (1, 1, 11, 19), (1, 0, 22, 30), (24, 1, 1, 1)]
 
 
 # --- against jaxued ------------------------------------------------------------------------
@@ -44,7 +47,7 @@ K = len(ACHIEVEMENTS)
 )
 def test_replay_weights_are_jaxueds(case):
     ours = replay_weights(
-        case["scores"],
+        [-np.inf if s is None else s for s in case["scores"]],
         case["timestamps"],
         case["episode_count"],
         case["size"],
@@ -93,6 +96,14 @@ def test_small_beta_gives_the_argmax_and_ties_the_lower_slot():
     assert int(np.argmax(w)) == 1 and w[1] == pytest.approx(1.0)
 
 
+def test_ties_rank_the_lower_slot_first():
+    # 32 equal scores: a sort that is not stable would reorder the ranks of some
+    w = score_weights(np.zeros(32), 32, 1.0)
+    assert np.all(np.diff(w) < 0)
+    w = score_weights([0.8, 0.1] * 16, 32, 1.0)
+    assert np.all(np.diff(w[0::2]) < 0) and np.all(np.diff(w[1::2]) < 0)
+
+
 def test_rho_one_gives_staleness_alone():
     stamps, count = [3, 17, 9, 1, 20, 0], 21
     alone = staleness_weights(stamps, count, 5)
@@ -130,25 +141,37 @@ def test_value_loss_pools_each_configs_envs_finished_episodes():
     assert none == (None,)
 
 
+def test_value_loss_discounts_inside_an_episode_and_stops_at_its_end():
+    # one env: an episode of 2 steps, then an unfinished one whose rewards must not leak
+    rewards = [np.array([r]) for r in (1.0, 0.0, 5.0, 5.0)]
+    values = [np.array([0.5])] * 4
+    dones = [np.array([d]) for d in (False, True, False, False)]
+    # gamma 0.5, lambda 1: A1 = 0 - 0.5 = -0.5 (its episode ends: no bootstrap),
+    # A0 = 1 + 0.5 x 0.5 - 0.5 + 0.5 x A1 = 0.5; positive parts 0.5, 0 -> 0.25
+    assert value_loss_by_config(rewards, values, dones, np.array([0]), 1, 0.5, 1.0) == (0.25,)
+
+
 # --- the designer with a known rollout -------------------------------------------------------
 def wood(world) -> float:
     return world.inventory_dict.get("wood", 0) / 9
 
 
-def known_rollout(worlds_seen: list | None = None):
-    """A rollout whose positive value loss is a world's starting wood / 9 (known)."""
+def known_rollout(worlds_seen: list | None = None, drift: float = 0.0):
+    """A rollout whose positive value loss is a world's starting wood / 9 (known), plus
+    `drift` x cycle (a world's score changes as the policy does)."""
 
     def rollout(cycle: int, worlds: Sequence) -> RolloutOutcome:
         if worlds_seen is not None:
             worlds_seen.append([settings_key(w) for w in worlds])
         n = len(worlds)
-        return RolloutOutcome(((0.0,) * K,) * n, (1,) * n, n, tuple(wood(w) for w in worlds))
+        loss = tuple(wood(w) + drift * cycle for w in worlds)
+        return RolloutOutcome(((0.0,) * K,) * n, (1,) * n, n, loss)
 
     return rollout
 
 
 def plr(seed: int, capacity: int = 32, min_fill: float = 0.5, seen: list | None = None):
-    designer = PLRDesigner(OPTIONS, seed, 16, capacity, 0.3, 0.3, min_fill)
+    designer = PLRDesigner(OPTIONS, seed, PLRSettings(16, capacity, 0.3, 0.3, min_fill))
     designer.rollout = known_rollout(seen)
     return designer
 
@@ -196,9 +219,49 @@ def test_first_cycle_plays_dr_worlds_and_later_cycles_rescore_what_they_trained(
         ]
 
 
+def test_rescoring_updates_exactly_the_replayed_slots_once_each():
+    seen: list = []
+    designer = plr(0, capacity=64)  # no replacement in 4 cycles: slots keep their worlds
+    designer.rollout = known_rollout(seen, drift=0.01)
+    designer.generate(4)
+    stats = {s: (50, 5) for s in ACHIEVEMENTS}
+    repeated = False
+    for _ in range(3):
+        before = designer.buffer.scores.copy()
+        levels = [settings_key(c) for c in _configs(designer.buffer.levels)]
+        trained = designer.replays[-1].chosen
+        designer.adapt(stats)
+        replay = designer.replays[-1]
+        assert replay.rescored == tuple(dict.fromkeys(trained))  # distinct, in draw order
+        repeated |= len(replay.rescored) < len(trained)
+        k = len(replay.rescored)
+        assert seen[-1][:k] == [levels[slot] for slot in replay.rescored]
+        after = designer.buffer.scores
+        assert [after[slot] for slot in replay.rescored] == list(replay.scores[:k])
+        assert [before[slot] for slot in replay.rescored] != list(replay.scores[:k])
+        untouched = [i for i in range(len(levels)) if i not in replay.rescored]
+        assert [after[i] for i in untouched] == [before[i] for i in untouched]
+    assert repeated  # seed 0 draws a slot twice in a cycle: it is played once
+
+
+def test_a_resumed_designer_rebuilds_the_same_buffer_from_the_saved_rollouts():
+    designer = plr(3)
+    designer.rollout = known_rollout(drift=0.01)
+    worlds = worlds_of(designer)
+    saved = [json.loads(json.dumps(r.outcome.to_dict())) for r in designer.replays]
+    resumed = plr(3)
+    resumed.rollout = lambda cycle, worlds: RolloutOutcome.from_dict(saved[cycle - 1])
+    assert worlds_of(resumed) == worlds
+    assert resumed.buffer.state() == designer.buffer.state()
+    assert [r.chosen for r in resumed.replays] == [r.chosen for r in designer.replays]
+
+
 def test_replay_favours_high_scores_and_same_seed_same_worlds():
     assert worlds_of(plr(7)) == worlds_of(plr(7))
-    assert worlds_of(plr(7)) != worlds_of(plr(8))
+    designer = plr(7)
+    worlds_of(designer)
+    # pinned: the draws of seed 7 (a replay seed that ignored the cycle would repeat them)
+    assert [r.chosen for r in designer.replays] == PINNED_CHOSEN
     trained, offered = [], []
     for seed in range(10):
         designer = plr(seed)
@@ -212,7 +275,7 @@ def test_replay_favours_high_scores_and_same_seed_same_worlds():
 
 
 def test_designer_without_a_value_loss_rollout_says_so():
-    designer = PLRDesigner(OPTIONS, 0, 16, 32, 0.3, 0.3, 0.5)
+    designer = PLRDesigner(OPTIONS, 0, PLRSettings(16, 32, 0.3, 0.3, 0.5))
     with pytest.raises(RuntimeError, match="rollout"):
         designer.generate(4)
     designer.rollout = lambda cycle, worlds: RolloutOutcome(((0.0,) * K,) * 16, (1,) * 16, 16)
@@ -228,7 +291,14 @@ def _configs(worlds: list[dict]) -> list[CrafterConfig]:
 def test_plr_fields_stay_out_of_other_designers_hashes_and_are_checked():
     assert "plr_capacity" not in RunConfig(designer="sfl").to_dict()
     assert "plr_capacity" in RunConfig(designer="plr").to_dict()
-    assert RunConfig(designer="random").config_hash() == RunConfig(designer="random").config_hash()
+    # the hashes of every other designer's default config, as before plr existed
+    hashes = {d: RunConfig(designer=d).config_hash() for d in ("llm", "random", "heuristic", "sfl")}
+    assert hashes == {
+        "llm": "4ea39fee41fc",
+        "random": "1ddaa028ceab",
+        "heuristic": "c5db27e4ec15",
+        "sfl": "a3cca6980250",
+    }
     with pytest.raises(ConfigError, match="designer: plr only"):
         RunConfig(designer="sfl", plr_capacity=64)
     with pytest.raises(ConfigError, match="method envgen"):
@@ -237,7 +307,7 @@ def test_plr_fields_stay_out_of_other_designers_hashes_and_are_checked():
         RunConfig(designer="plr", plr_candidates=7)
     with pytest.raises(ConfigError, match="leaving none to train"):
         RunConfig(designer="plr", llm_env_steps=32_768)
-    for name, value in (("plr_temperature", 0.0), ("plr_staleness", 1.5), ("plr_min_fill", -0.1)):
+    for name, value in (("plr_temperature", 0.0), ("plr_staleness", 1.5), ("plr_min_fill", 0.0)):
         with pytest.raises(ConfigError, match=name):
             RunConfig(designer="plr", **{name: value})
 

@@ -352,10 +352,11 @@ class RunConfig:
             beta = self.plr_temperature
             if isinstance(beta, bool) or not 0 < beta < float("inf"):  # NaN fails too
                 raise ConfigError("plr_temperature", f"{beta!r}: beta of the rank weights, > 0")
-            for name in ("plr_staleness", "plr_min_fill"):
-                value = getattr(self, name)
-                if isinstance(value, bool) or not 0 <= value <= 1:
-                    raise ConfigError(name, f"{value!r}: a share in [0, 1]")
+            rho, fill = self.plr_staleness, self.plr_min_fill
+            if isinstance(rho, bool) or not 0 <= rho <= 1:
+                raise ConfigError("plr_staleness", f"{rho!r}: a share in [0, 1]")
+            if isinstance(fill, bool) or not 0 < fill <= 1:  # 0 would replay an empty buffer
+                raise ConfigError("plr_min_fill", f"{fill!r}: a share in (0, 1]")
 
     # --- derived values --------------------------------------------------------------
     @property

@@ -15,7 +15,7 @@ over the episodes.
 
 These semantics are DramaCow/jaxued's `LevelSampler` (rank prioritization; read, not
 copied), checked against values its own code computed once on fixed arrays
-(tests/fixtures/jaxued_plr.json, written by tests/fixtures/jaxued_plr.py; jax is not a
+(tests/data/jaxued_plr/golden.json, written by make_golden.py beside it; jax is not a
 dependency). Pure numpy, so what reads worlds never loads the agent.
 """
 

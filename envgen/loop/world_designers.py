@@ -276,14 +276,15 @@ class Replay:
     """Buffer slots of the previous cycle's worlds, played again for fresh scores (first
     among the candidates)."""
     scores: tuple[float | None, ...]
-    """(M,): positive value loss of each candidate (None: no finished episode)."""
+    """(C,): positive value loss of each world played (None: no finished episode)."""
     inserted: tuple[int, ...]
     """Per new candidate, the slot it went to, or -1 if the buffer did not keep it."""
     replay: bool
     """Whether the buffer had reached its minimum fill, so the cycle replays from it;
     otherwise it trains on domain randomization's first N new worlds."""
     chosen: tuple[int, ...]
-    """Buffer slots trained on (replay), or new-candidate indices (no replay)."""
+    """(N,): buffer slots of the worlds trained on; -1 for a new world (no replay) the
+    buffer did not keep."""
     buffer: dict[str, Any]
     """`LevelBuffer.state()` after the cycle's draws."""
     outcome: RolloutOutcome
@@ -294,29 +295,19 @@ class PLRDesigner(_RuleDesigner):
     """PLR-robust over domain randomization's worlds (docs/loop.md, "PLR-robust").
 
     Each call (every cycle) plays again the distinct buffer worlds the previous cycle
-    trained on and as many new worlds from `sample_worlds` as make `candidates` in all
-    (M + N new in cycle 1), without training; updates those scores and offers the new
-    worlds to the buffer (`LevelBuffer.insert`). Once the buffer holds `min_fill` of its
+    trained on and as many new worlds from `sample_worlds` as make `settings.candidates`
+    in all (all new in cycle 1), without training; updates those scores and offers the
+    new worlds to the buffer (`LevelBuffer.insert`). Once it holds `settings.min_fill` of its
     capacity, the N worlds are drawn from it by `LevelBuffer.sample`, with replacement;
     before that they are the first N new worlds. So, as in robust PLR, no world is
     trained on before its score is known, and a replayed world's score is refreshed.
     """
 
-    def __init__(
-        self,
-        options: PromptOptions,
-        seed: int,
-        candidates: int,
-        capacity: int,
-        temperature: float,
-        staleness: float,
-        min_fill: float,
-    ):
+    def __init__(self, options: PromptOptions, seed: int, settings: PLRSettings):
         super().__init__(options)
         self.seed = seed
-        self.candidates = candidates
-        self.min_fill = min_fill
-        self.buffer = LevelBuffer(capacity, temperature, staleness)
+        self.settings = settings
+        self.buffer = LevelBuffer(settings.capacity, settings.temperature, settings.staleness)
         self.rollout: Rollout | None = None
         self.replays: list[Replay] = []
         self._trained: list[int] = []  # buffer slots of the last cycle's worlds
@@ -329,7 +320,7 @@ class PLRDesigner(_RuleDesigner):
         cycle = len(self.results) + 1
         rescored = list(dict.fromkeys(self._trained))
         fresh = sample_worlds(
-            self.seed, self.options.initial_set, cycle, self.candidates - len(rescored)
+            self.seed, self.options.initial_set, cycle, self.settings.candidates - len(rescored)
         )
         pool = [self.buffer.levels[slot] for slot in rescored] + fresh
         reply = json.dumps({"environments": pool})
@@ -344,7 +335,7 @@ class PLRDesigner(_RuleDesigner):
             self.buffer.insert(world, score)
             for world, score in zip(fresh, scores[len(rescored) :], strict=True)
         ]
-        replay = self.buffer.fill() >= self.min_fill
+        replay = self.buffer.size > 0 and self.buffer.fill() >= self.settings.min_fill
         if replay:
             rng = np.random.default_rng(
                 derive_seed(self.seed, f"plr-replay/set{self.options.initial_set}", cycle)
@@ -353,9 +344,9 @@ class PLRDesigner(_RuleDesigner):
             written = [self.buffer.levels[slot] for slot in chosen]
             self._trained = chosen
         else:
-            chosen = list(range(n))
+            chosen = inserted[:n]
             written = fresh[:n]
-            self._trained = [slot for slot in inserted[:n] if slot >= 0]
+            self._trained = [slot for slot in chosen if slot >= 0]
         self.replays.append(
             Replay(
                 tuple(rescored),
@@ -461,15 +452,7 @@ def make_designer(
         return SFLDesigner(options, seed, sfl_candidates)
     if kind == "plr":
         assert plr is not None, "make_designer: the plr designer needs its PLRSettings"
-        return PLRDesigner(
-            options,
-            seed,
-            plr.candidates,
-            plr.capacity,
-            plr.temperature,
-            plr.staleness,
-            plr.min_fill,
-        )
+        return PLRDesigner(options, seed, plr)
     if kind == "heuristic":
         if heuristic_first_set == "seed_mod_3":
             first = (seed + options.initial_set) % len(FIRST_SET_ORDERS)

@@ -1,5 +1,5 @@
 """Write golden.json: jaxued's own PLR level weights, insertions and positive value loss on
-fixed arrays, for tests/test_plr.py to compare envgen.loop.level_buffer against.
+fixed arrays, for tests/test_loop_plr.py to compare envgen.loop.level_buffer against.
 
 jax and jaxued are not dependencies of this project; this was run once, in a throwaway
 environment: `python -m venv /tmp/jaxvenv && /tmp/jaxvenv/bin/pip install jax jaxued six`
@@ -44,21 +44,27 @@ def sampler_with(scores, timestamps, size, count):
     }
 
 
+# A filled slot without a score (-inf: written as null), as a replayed world that
+# finished no episode leaves it, and ties among many slots.
+UNSCORED = [0.3, -jnp.inf, 0.8, 0.8, 0.8, 0.1, 0.8, 0.0]
+
+
 def weights_cases():
     cases = []
-    for size, stamps in (
-        (SIZE, TIMESTAMPS),
-        (SIZE, [EPISODE_COUNT] * CAPACITY),
-        (CAPACITY, TIMESTAMPS),
+    for scores, size, stamps in (
+        (SCORES, SIZE, TIMESTAMPS),
+        (SCORES, SIZE, [EPISODE_COUNT] * CAPACITY),
+        (SCORES, CAPACITY, TIMESTAMPS),
+        (UNSCORED, CAPACITY, TIMESTAMPS),
     ):
         for beta, rho in SETTINGS:
             ls = LevelSampler(
                 CAPACITY, staleness_coeff=rho, prioritization_params={"temperature": beta}
             )
-            weights = ls.level_weights(sampler_with(SCORES, stamps, size, EPISODE_COUNT))
+            weights = ls.level_weights(sampler_with(scores, stamps, size, EPISODE_COUNT))
             cases.append(
                 {
-                    "scores": SCORES,
+                    "scores": [None if s == -jnp.inf else s for s in scores],
                     "timestamps": stamps,
                     "size": size,
                     "episode_count": EPISODE_COUNT,
