@@ -100,10 +100,10 @@ class LevelBuffer:
     capacity: int
     temperature: float
     staleness: float
-    levels: list[Any] = dataclasses.field(default_factory=list)
+    levels: list[Any] = dataclasses.field(init=False, default_factory=list)
     scores: np.ndarray = dataclasses.field(init=False)
     timestamps: np.ndarray = dataclasses.field(init=False)
-    episode_count: int = 0
+    episode_count: int = dataclasses.field(init=False, default=0)
 
     def __post_init__(self) -> None:
         if self.capacity < 1 or self.temperature <= 0 or not 0 <= self.staleness <= 1:
