@@ -28,8 +28,33 @@ from envgen.input_checks import (
 )
 from envgen.llm.conversation import AUTO, check_history_cycles
 
-DESIGNERS = ("llm", "random", "heuristic", "sfl")  # envgen.loop.world_designers
+DESIGNERS = ("llm", "random", "heuristic", "sfl", "plr")  # envgen.loop.world_designers
 SFL_FIELDS = ("sfl_candidates", "sfl_rollout_envs", "sfl_rollout_steps")  # designer: sfl only
+PLR_FIELDS = (  # designer: plr only
+    "plr_candidates",
+    "plr_rollout_envs",
+    "plr_rollout_steps",
+    "plr_capacity",
+    "plr_temperature",
+    "plr_staleness",
+    "plr_min_fill",
+)
+# The designers whose worlds are curated by rollouts of the policy, and their fields;
+# each designer's fields are left out of the other designers' hashes.
+CURATED_FIELDS = {"sfl": SFL_FIELDS, "plr": PLR_FIELDS}
+
+
+@dataclasses.dataclass(frozen=True)
+class PLRSettings:
+    """The `plr` designer's settings: the plr_* fields of `RunConfig` (without prefix)."""
+
+    candidates: int
+    capacity: int
+    temperature: float
+    staleness: float
+    min_fill: float
+
+
 # How the heuristic designer picks its first set (`RunConfig.heuristic_first_set`).
 HEURISTIC_FIRST_SETS = ("initial_set", "seed_mod_3")
 AGENTS = ("ppo", "ad")  # envgen.agents.config.AGENTS (the trainer's registry)
@@ -102,8 +127,9 @@ class RunConfig:
     whose GPT-4 wrote distinct worlds; left out of the hash when off."""
     designer: str = "llm"
     """Who writes the environments: llm (the method) | random (domain randomization) |
-    heuristic (rule-based, adaptive) | sfl (Sampling For Learnability over random's worlds);
-    the last three are baselines (envgen.loop.world_designers)."""
+    heuristic (rule-based, adaptive) | sfl (Sampling For Learnability over random's worlds)
+    | plr (PLR-robust over random's worlds); the last four are baselines
+    (envgen.loop.world_designers)."""
     heuristic_first_set: str = "initial_set"
     """The heuristic designer's first set (no feedback yet): "initial_set", the tech tree
     spread shifted by `initial_set`, the same for every seed; or "seed_mod_3", one of three
@@ -118,6 +144,23 @@ class RunConfig:
     sfl_rollout_steps: int = 1024
     """SFL: steps each rollout env plays (1024, a designed world's episode length, so
     that every env finishes at least one episode)."""
+    plr_candidates: int = 16
+    """PLR-robust: worlds its rollouts score each cycle, the last cycle's replayed ones
+    included (docs/loop.md, "PLR-robust"). The plr_* fields are left out of the hash
+    unless designer: plr."""
+    plr_rollout_envs: int = 2
+    """PLR-robust: envs that roll the current policy out on each world it scores."""
+    plr_rollout_steps: int = 1024
+    """PLR-robust: steps each rollout env plays (as `sfl_rollout_steps`)."""
+    plr_capacity: int = 32
+    """PLR-robust: worlds its buffer holds at most."""
+    plr_temperature: float = 0.3
+    """PLR-robust: beta of its rank prioritization (jaxued's maze default)."""
+    plr_staleness: float = 0.3
+    """PLR-robust: rho, the staleness share of the replay weights (jaxued's maze default)."""
+    plr_min_fill: float = 0.5
+    """PLR-robust: share of the buffer that must hold worlds before it replays (jaxued's
+    maze default)."""
     obfuscated: bool = False
     """Replace parameter names by parameter1.., optionA.., item1.. (ablation)."""
     llm_history_cycles: int | str = 0
@@ -225,7 +268,7 @@ class RunConfig:
             raise ConfigError(
                 "heuristic_first_set", "applies to designer: heuristic only; leave it out"
             )
-        self._check_sfl()
+        self._check_curation()
         if self.game not in GAMES:
             raise ConfigError("game", f"{self.game!r}; allowed: {', '.join(GAMES)}")
         if self.game != "crafter" and self.method in CRAFTER_ONLY_METHODS:
@@ -265,48 +308,81 @@ class RunConfig:
         at_most(self.validation_steps, MAX_STEPS, "validation_steps", "env steps of one agent")
         at_most(self.total_steps, MAX_STEPS, "n_cycles", "env steps of the whole run")
 
-    def _check_sfl(self) -> None:
-        """SFL's fields: its designer only, EnvGen's schedule only, curation inside a cycle."""
-        if self.designer != "sfl":
-            for name in SFL_FIELDS:
-                if getattr(self, name) != getattr(RunConfig, name):
-                    raise ConfigError(name, "applies to designer: sfl only; leave it out")
+    def _check_curation(self) -> None:
+        """SFL's and PLR's fields: their designer only, EnvGen's schedule only, curation
+        inside a cycle, PLR's weights in range."""
+        for designer, fields in CURATED_FIELDS.items():
+            if self.designer != designer:
+                for name in fields:
+                    if getattr(self, name) != getattr(RunConfig, name):
+                        raise ConfigError(
+                            name, f"applies to designer: {designer} only; leave it out"
+                        )
+        if self.designer not in CURATED_FIELDS:
             return
+        kind = self.designer
         if self.method != "envgen":
             raise ConfigError(
-                "designer", f"sfl curates each cycle of method envgen; got method {self.method!r}"
+                "designer",
+                f"{kind} curates each cycle of method envgen; got method {self.method!r}",
             )
-        for name in SFL_FIELDS:
+        names = (f"{kind}_candidates", f"{kind}_rollout_envs", f"{kind}_rollout_steps")
+        for name in names + (("plr_capacity",) if kind == "plr" else ()):
             if getattr(self, name) < 1:
                 raise ConfigError(name, "must be >= 1")
             at_most(getattr(self, name), MAX_STEPS, name, "candidates, envs or steps")
-        if self.sfl_candidates < self.envs_per_call:
+        candidates, envs, steps = (getattr(self, name) for name in names)
+        # PLR plays the last cycle's N worlds again besides N or more new ones.
+        needed = self.envs_per_call * (2 if kind == "plr" else 1)
+        if candidates < needed:
             raise ConfigError(
-                "sfl_candidates",
-                f"{self.sfl_candidates} candidates cannot give {self.envs_per_call} worlds "
-                f"(envs_per_call); sample at least that many",
+                names[0],
+                f"{candidates} candidates cannot give {self.envs_per_call} worlds "
+                f"(envs_per_call); sample at least {needed}",
             )
         if self.curation_steps_per_cycle >= self.llm_env_steps:
             raise ConfigError(
-                "sfl_candidates",
-                f"SFL's rollouts take {self.sfl_candidates} x {self.sfl_rollout_envs} x "
-                f"{self.sfl_rollout_steps} = {self.curation_steps_per_cycle:,} env steps a "
-                f"cycle, out of its llm_env_steps ({self.llm_env_steps:,}), leaving none to "
-                "train; lower sfl_candidates, sfl_rollout_envs or sfl_rollout_steps",
+                names[0],
+                f"{kind.upper()}'s rollouts take {candidates} x {envs} x {steps} = "
+                f"{self.curation_steps_per_cycle:,} env steps a cycle, out of its "
+                f"llm_env_steps ({self.llm_env_steps:,}), leaving none to train; lower "
+                f"{', '.join(names[:2])} or {names[2]}",
             )
+        if kind == "plr":
+            beta = self.plr_temperature
+            if isinstance(beta, bool) or not 0 < beta < float("inf"):  # NaN fails too
+                raise ConfigError("plr_temperature", f"{beta!r}: beta of the rank weights, > 0")
+            rho, fill = self.plr_staleness, self.plr_min_fill
+            if isinstance(rho, bool) or not 0 <= rho <= 1:
+                raise ConfigError("plr_staleness", f"{rho!r}: a share in [0, 1]")
+            if isinstance(fill, bool) or not 0 < fill <= 1:  # 0 would replay an empty buffer
+                raise ConfigError("plr_min_fill", f"{fill!r}: a share in (0, 1]")
 
     # --- derived values --------------------------------------------------------------
     @property
     def curation_steps_per_cycle(self) -> int:
-        """Env steps of SFL's rollouts each cycle (0 for other designers). They count in
-        the run's budget: they come out of the cycle's `llm_env_steps`."""
-        if self.designer != "sfl":
-            return 0
-        return self.sfl_candidates * self.sfl_rollout_envs * self.sfl_rollout_steps
+        """Env steps of SFL's or PLR's rollouts each cycle (0 for other designers). They
+        count in the run's budget: they come out of the cycle's `llm_env_steps`."""
+        if self.designer == "sfl":
+            return self.sfl_candidates * self.sfl_rollout_envs * self.sfl_rollout_steps
+        if self.designer == "plr":
+            return self.plr_candidates * self.plr_rollout_envs * self.plr_rollout_steps
+        return 0
+
+    @property
+    def plr_settings(self) -> PLRSettings:
+        """The plr_* fields, for `envgen.loop.world_designers.PLRDesigner`."""
+        return PLRSettings(
+            self.plr_candidates,
+            self.plr_capacity,
+            self.plr_temperature,
+            self.plr_staleness,
+            self.plr_min_fill,
+        )
 
     @property
     def curation_steps(self) -> int:
-        """Env steps of SFL's rollouts over the run (0 for other designers)."""
+        """Env steps of SFL's or PLR's rollouts over the run (0 for other designers)."""
         return self.n_cycles * self.curation_steps_per_cycle
 
     @property
@@ -346,8 +422,8 @@ class RunConfig:
     # --- identity ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Every field; `designer` only when not the LLM, `agent` only when not PPO and
-        `heuristic_first_set` only when not "initial_set", the sfl_* fields only for designer
-        sfl, the GPU options only when on and
+        `heuristic_first_set` only when not "initial_set", the sfl_* (plr_*) fields only for
+        designer sfl (plr), the GPU options only when on and
         `llm_temperature` only when above 0, `llm_redraw_repeats` only when on,
         so that configs written before these existed keep their hash (their run
         directories and LLM slots)."""
@@ -357,9 +433,10 @@ class RunConfig:
             del out["designer"]
         if out["heuristic_first_set"] == "initial_set":
             del out["heuristic_first_set"]
-        if self.designer != "sfl":
-            for name in SFL_FIELDS:
-                del out[name]
+        for designer, fields in CURATED_FIELDS.items():
+            if self.designer != designer:
+                for name in fields:
+                    del out[name]
         if out["agent"] == "ppo":
             del out["agent"]
         for name in ("bf16_autocast", "channels_last", "llm_temperature", "llm_redraw_repeats"):

@@ -10,7 +10,7 @@ p_i (1 - p_i), p_i the share of its rollout episodes that unlocked achievement i
 Pure functions over arrays (`learnability`, `top_n`), torch-free so that what reads
 worlds (the report, design quality) does not load the agent; the rollout that measures
 p_i is `envgen.loop.sfl_rollout`, the designer that uses them is `envgen.loop.
-world_designers.SFLDesigner`, and the runner's `sfl_rollouts` keeps each cycle's
+world_designers.SFLDesigner`, and the runner's `curation_rollouts` keeps each cycle's
 rollouts on disk.
 """
 
@@ -34,16 +34,29 @@ class RolloutOutcome:
     """(M,): finished episodes per candidate (the unfinished one of each env is dropped)."""
     env_steps: int
     """Env steps the rollouts took, all of them (counted in the run's budget)."""
+    value_loss: tuple[float | None, ...] | None = None
+    """(M,): PLR's score, the positive value loss over each candidate's finished episodes
+    (`envgen.loop.level_buffer.positive_value_loss`), None where none finished; measured
+    for the `plr` designer only (SFL's records keep their three fields)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rates": self.rates, "episodes": self.episodes, "env_steps": self.env_steps}
+        out: dict[str, Any] = {
+            "rates": self.rates,
+            "episodes": self.episodes,
+            "env_steps": self.env_steps,
+        }
+        if self.value_loss is not None:
+            out["value_loss"] = self.value_loss
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RolloutOutcome:
+        loss = data.get("value_loss")
         return cls(
             tuple(tuple(float(p) for p in row) for row in data["rates"]),
             tuple(int(n) for n in data["episodes"]),
             int(data["env_steps"]),
+            None if loss is None else tuple(None if v is None else float(v) for v in loss),
         )
 
 

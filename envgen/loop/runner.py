@@ -44,7 +44,7 @@ from envgen.loop.learnability import RolloutOutcome
 from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.run_state import CallLog, Run, RunOptions
 from envgen.loop.sfl_rollout import rollout_success
-from envgen.loop.world_designers import SFLDesigner, make_designer
+from envgen.loop.world_designers import PLRDesigner, SFLDesigner, make_designer
 from envgen.results_version import version_key
 from envgen.scoring import final_phase_summary
 from envgen.store.lifecycle import finish_run, start_session
@@ -68,8 +68,9 @@ def run_envgen(run: Run) -> None:
         cycle_dir = run.paths.cycle(cycle)
         if cycle == 1 or adaptive:
             configs = ask_designer(run, cycle, stats)
-        # SFL's rollouts (asking the designer) took env steps: they count in the budget,
-        # so this cycle trains that many fewer steps in its worlds (docs/loop.md, "SFL").
+        # SFL's or PLR's rollouts (asking the designer) took env steps: they count in the
+        # budget, so this cycle trains that many fewer steps in its worlds (docs/loop.md,
+        # "SFL").
         step += cfg.llm_env_steps - cfg.curation_steps_per_cycle
         run.train_until(step, configs, f"llm{cycle}")
         step += cfg.orig_env_steps
@@ -86,7 +87,7 @@ def ask_designer(run: Run, cycle: int, stats: dict[str, tuple[float, float]] | N
     first_new = len(run.designer.messages)
     if cycle == 1 and run.designer.results:
         parsed = run.designer.results[0]  # asked before the run started (execute_run)
-    elif cycle == 1:  # SFL: its first call rolls out the initial policy
+    elif cycle == 1:  # SFL, PLR: the first call rolls out the initial policy
         parsed = run.designer.generate(run.config.envs_per_call)
     else:
         assert stats is not None
@@ -103,20 +104,33 @@ def ask_designer(run: Run, cycle: int, stats: dict[str, tuple[float, float]] | N
     if isinstance(run.designer, SFLDesigner):
         curation = run.designer.curations[-1]
         record["sfl"] = {"scores": curation.scores, "chosen": curation.chosen}
+    if isinstance(run.designer, PLRDesigner):
+        replay = run.designer.replays[-1]
+        record["plr"] = {
+            "rescored": replay.rescored,
+            "scores": replay.scores,
+            "inserted": replay.inserted,
+            "replay": replay.replay,
+            "chosen": replay.chosen,
+            "buffer": replay.buffer,
+        }
     write_json_atomic(cycle_dir / "environments.json", record)
     run.save_llm_calls()
     return run.designed(parsed.configs)
 
 
-def sfl_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> RolloutOutcome:
-    """The current policy rolled out on SFL's candidates of `cycle` (once: a resumed run
-    reads cycles/cycle-NN/sfl_rollouts.json, since its policy has moved on since).
+def curation_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> RolloutOutcome:
+    """The current policy rolled out on SFL's or PLR's candidates of `cycle` (once: a
+    resumed run reads cycles/cycle-NN/sfl_rollouts.json or plr_rollouts.json, since its
+    policy has moved on since).
 
-    `sfl_rollout_envs` envs per candidate play `sfl_rollout_steps` steps each in the
-    world as it is played (`llm_world_rules`), envs and actions seeded by (run seed,
-    cycle); `envgen.loop.learnability.rollout_success`.
+    `sfl_rollout_envs` (`plr_rollout_envs`) envs per candidate play `sfl_rollout_steps`
+    (`plr_rollout_steps`) steps each in the world as it is played (`llm_world_rules`),
+    envs and actions seeded by (run seed, cycle); `envgen.loop.sfl_rollout.
+    rollout_success`, which for PLR also measures the positive value loss.
     """
-    path = run.paths.cycle(cycle) / "sfl_rollouts.json"
+    cfg, kind = run.config, run.config.designer
+    path = run.paths.cycle(cycle) / f"{kind}_rollouts.json"
     worlds = [c.to_dict() for c in candidates]
     if path.is_file():
         saved = read_json(path)
@@ -126,16 +140,17 @@ def sfl_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> RolloutOutc
                 "the file belongs to another run or code: remove the run directory and rerun"
             )
         return RolloutOutcome.from_dict(saved)
-    cfg = run.config
+    ppo = run.game.ppo_config(cfg.ppo)
     outcome = rollout_success(
         run.trainer.model,
         run.designed(candidates),
-        cfg.sfl_rollout_envs,
-        cfg.sfl_rollout_steps,
-        derive_seed(run.seed, "sfl-rollout-envs", cycle),
-        derive_seed(run.seed, "sfl-rollout-actions", cycle),
+        getattr(cfg, f"{kind}_rollout_envs"),
+        getattr(cfg, f"{kind}_rollout_steps"),
+        derive_seed(run.seed, f"{kind}-rollout-envs", cycle),
+        derive_seed(run.seed, f"{kind}-rollout-actions", cycle),
         crafter_vec_env_factory(run.options.num_workers),
         run.options.device,
+        (ppo.gamma, ppo.gae_lambda) if kind == "plr" else None,
     )
     assert outcome.env_steps == cfg.curation_steps_per_cycle
     write_json_atomic(
@@ -244,8 +259,11 @@ def execute_run(
             call_log,
             config.heuristic_first_set,
             config.sfl_candidates,
+            config.plr_settings,
         )
-        if config.method in ("envgen", "fixed") and not isinstance(designer, SFLDesigner):
+        if config.method in ("envgen", "fixed") and not isinstance(
+            designer, SFLDesigner | PLRDesigner
+        ):
             designer.generate(config.envs_per_call)  # fails before any file is written
 
     started = time.monotonic()
@@ -265,8 +283,8 @@ def execute_run(
         checkpoint_seconds=60 * options.checkpoint_minutes,
     )
     run = Run(config, seed, paths, trainer, options, call_log, designer, game)
-    if isinstance(designer, SFLDesigner):
-        designer.rollout = functools.partial(sfl_rollouts, run)
+    if isinstance(designer, SFLDesigner | PLRDesigner):
+        designer.rollout = functools.partial(curation_rollouts, run)
     try:
         trainer.resume()
         start_session(
@@ -311,8 +329,8 @@ def crafter_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
 
 
 def curation_steps(run: Run) -> dict[str, int]:
-    """SFL: its rollouts' env steps and the run's env steps in all (training + rollouts);
-    nothing for other designers, whose final metrics keep their fields."""
+    """SFL, PLR: their rollouts' env steps and the run's env steps in all (training +
+    rollouts); nothing for other designers, whose final metrics keep their fields."""
     if run.config.curation_steps == 0:
         return {}
     curation = run.config.curation_steps

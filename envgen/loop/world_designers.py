@@ -4,7 +4,7 @@ Every designer has the LLM designer's surface (`generate(n)` once, `adapt(stats)
 cycle, `results`, `messages`), so the EnvGen loop, Fixed and the curricula run any of
 them unchanged. The baselines answer the question a reviewer asks first: does the
 LLM's world knowledge matter, or would any varied (`random`), feedback-driven
-(`heuristic`) or learned-curriculum (`sfl`) environments do?
+(`heuristic`) or learned-curriculum (`sfl`, `plr`) environments do?
 
 - `random` (domain randomization, the standard baseline of environment design: PAIRED,
   PLR, ACCEL): each call samples N configurations uniformly from exactly the parameter
@@ -18,11 +18,16 @@ LLM's world knowledge matter, or would any varied (`random`), feedback-driven
 - `sfl` (Sampling For Learnability, `SFLDesigner`): each call draws more worlds with
   `random`'s sampler, has the current policy play them and writes the N most learnable
   (`envgen.loop.learnability`); the runner binds its rollout.
+- `plr` (PLR-robust, `PLRDesigner`): keeps a buffer of worlds scored by the policy's
+  positive value loss, scores new worlds from `random`'s sampler without training on
+  them, and writes N worlds replayed from the buffer by rank and staleness
+  (`envgen.loop.level_buffer`); the runner binds its rollout as for `sfl`.
 
 Their replies are JSON text that goes through `parse_environments`, the LLM's own
 validation; the adaptation prompt an LLM would have read is kept in `messages` (the
 run's feedback.txt). They make no LLM call and need no cache; `random` and `heuristic`
-are exact on every machine, while `sfl`'s choice follows the policy's rollouts.
+are exact on every machine, while `sfl`'s and `plr`'s choices follow the policy's
+rollouts.
 """
 
 from __future__ import annotations
@@ -40,8 +45,9 @@ from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
 from envgen.llm.design_spec import design_spec
 from envgen.llm.parse import ParsedEnvironments, parse_environments
 from envgen.llm.request import LLMCallable, Message
-from envgen.loop.config import DESIGNERS
+from envgen.loop.config import DESIGNERS, PLRSettings
 from envgen.loop.learnability import RolloutOutcome, learnability, top_n
+from envgen.loop.level_buffer import LevelBuffer
 
 
 class Designer(Protocol):
@@ -262,6 +268,112 @@ class SFLDesigner(_RuleDesigner):
         ]
 
 
+@dataclasses.dataclass(frozen=True)
+class Replay:
+    """One PLR cycle: what was scored, what the buffer kept, and what is trained on."""
+
+    rescored: tuple[int, ...]
+    """Buffer slots of the previous cycle's worlds, played again for fresh scores (first
+    among the candidates)."""
+    scores: tuple[float | None, ...]
+    """(C,): positive value loss of each world played (None: no finished episode)."""
+    inserted: tuple[int, ...]
+    """Per new candidate, the slot it went to, or -1 if the buffer did not keep it."""
+    replay: bool
+    """Whether the buffer had reached its minimum fill, so the cycle replays from it;
+    otherwise it trains on domain randomization's first N new worlds."""
+    chosen: tuple[int, ...]
+    """(N,): buffer slots of the worlds trained on; -1 for a new world (no replay) the
+    buffer did not keep."""
+    buffer: dict[str, Any]
+    """`LevelBuffer.state()` after the cycle's draws."""
+    outcome: RolloutOutcome
+    """The rollouts the scores come from."""
+
+
+class PLRDesigner(_RuleDesigner):
+    """PLR-robust over domain randomization's worlds (docs/loop.md, "PLR-robust").
+
+    Each call (every cycle) plays again the distinct buffer worlds the previous cycle
+    trained on and as many new worlds from `sample_worlds` as make `settings.candidates`
+    in all (all new in cycle 1), without training; updates those scores and offers the
+    new worlds to the buffer (`LevelBuffer.insert`). Once it holds `settings.min_fill` of its
+    capacity, the N worlds are drawn from it by `LevelBuffer.sample`, with replacement;
+    before that they are the first N new worlds. So, as in robust PLR, no world is
+    trained on before its score is known, and a replayed world's score is refreshed.
+    """
+
+    def __init__(self, options: PromptOptions, seed: int, settings: PLRSettings):
+        super().__init__(options)
+        self.seed = seed
+        self.settings = settings
+        self.buffer = LevelBuffer(settings.capacity, settings.temperature, settings.staleness)
+        self.rollout: Rollout | None = None
+        self.replays: list[Replay] = []
+        self._trained: list[int] = []  # buffer slots of the last cycle's worlds
+
+    def write(
+        self, n: int, stats: Mapping[str, tuple[float, float]] | None
+    ) -> list[dict[str, Any]]:
+        if self.rollout is None:
+            raise RuntimeError("PLRDesigner.rollout: bind the policy's rollout before asking")
+        cycle = len(self.results) + 1
+        rescored = list(dict.fromkeys(self._trained))
+        fresh = sample_worlds(
+            self.seed, self.options.initial_set, cycle, self.settings.candidates - len(rescored)
+        )
+        pool = [self.buffer.levels[slot] for slot in rescored] + fresh
+        reply = json.dumps({"environments": pool})
+        worlds = parse_environments(reply, len(pool), self.options.game).configs
+        outcome = self.rollout(cycle, worlds)
+        if outcome.value_loss is None:
+            raise RuntimeError("PLRDesigner.rollout: the rollout did not measure value loss")
+        scores = [-np.inf if v is None else v for v in outcome.value_loss]
+        for slot, score in zip(rescored, scores[: len(rescored)], strict=True):
+            self.buffer.update(slot, score)
+        inserted = [
+            self.buffer.insert(world, score)
+            for world, score in zip(fresh, scores[len(rescored) :], strict=True)
+        ]
+        replay = self.buffer.size > 0 and self.buffer.fill() >= self.settings.min_fill
+        if replay:
+            rng = np.random.default_rng(
+                derive_seed(self.seed, f"plr-replay/set{self.options.initial_set}", cycle)
+            )
+            chosen = self.buffer.sample(rng, n)
+            written = [self.buffer.levels[slot] for slot in chosen]
+            self._trained = chosen
+        else:
+            chosen = inserted[:n]
+            written = fresh[:n]
+            self._trained = [slot for slot in chosen if slot >= 0]
+        self.replays.append(
+            Replay(
+                tuple(rescored),
+                outcome.value_loss,
+                tuple(inserted),
+                replay,
+                tuple(chosen),
+                self.buffer.state(),
+                outcome,
+            )
+        )
+        return [
+            {**world, "purpose": plr_purpose(self.replays[-1], i)}
+            for i, world in enumerate(written)
+        ]
+
+
+def plr_purpose(replay: Replay, i: int) -> str:
+    """The purpose line of the i-th world a PLR cycle trains on."""
+    if not replay.replay:
+        return "PLR: a new world of domain randomization (the buffer is below its minimum fill)"
+    slot = replay.chosen[i]
+    score = replay.buffer["scores"][slot]
+    shown = "none" if score is None else f"{score:.4f}"
+    return f"PLR: replay of buffer slot {slot} (positive value loss {shown})"
+
+
 class HeuristicDesigner(_RuleDesigner):
     """Recipes for the weakest skills (module docstring; `weakest_recipes`).
 
@@ -326,9 +438,11 @@ def make_designer(
     llm: LLMCallable | None,
     heuristic_first_set: str = "initial_set",
     sfl_candidates: int = 16,
+    plr: PLRSettings | None = None,
 ) -> Designer:
     """The designer `kind` (`DESIGNERS`); `llm` is needed by the LLM designer only;
-    `heuristic_first_set` and `sfl_candidates` as the `RunConfig` fields of those names."""
+    `heuristic_first_set` and `sfl_candidates` as the `RunConfig` fields of those names,
+    `plr` the plr_* fields (`RunConfig.plr_settings`)."""
     if kind == "llm":
         assert llm is not None
         return EnvironmentDesigner(options, llm)
@@ -336,6 +450,9 @@ def make_designer(
         return RandomDesigner(options, seed)
     if kind == "sfl":
         return SFLDesigner(options, seed, sfl_candidates)
+    if kind == "plr":
+        assert plr is not None, "make_designer: the plr designer needs its PLRSettings"
+        return PLRDesigner(options, seed, plr)
     if kind == "heuristic":
         if heuristic_first_set == "seed_mod_3":
             first = (seed + options.initial_set) % len(FIRST_SET_ORDERS)
