@@ -30,6 +30,8 @@ from envgen.loop.sfl_rollout import value_loss_by_config
 from envgen.loop.world_designers import PLRDesigner, sample_worlds
 from envgen.scoring import ACHIEVEMENTS
 from tests.test_loop import TINY, TINY_PPO
+from tests.test_loop_sfl import wood_success as wood
+from tests.test_loop_sfl import worlds_of
 
 GOLDEN = json.loads(
     (Path(__file__).parent / "data" / "jaxued_plr" / "golden.json").read_text(encoding="utf-8")
@@ -152,10 +154,6 @@ def test_value_loss_discounts_inside_an_episode_and_stops_at_its_end():
 
 
 # --- the designer with a known rollout -------------------------------------------------------
-def wood(world) -> float:
-    return world.inventory_dict.get("wood", 0) / 9
-
-
 def known_rollout(worlds_seen: list | None = None, drift: float = 0.0):
     """A rollout whose positive value loss is a world's starting wood / 9 (known), plus
     `drift` x cycle (a world's score changes as the policy does)."""
@@ -174,12 +172,6 @@ def plr(seed: int, capacity: int = 32, min_fill: float = 0.5, seen: list | None 
     designer = PLRDesigner(OPTIONS, seed, PLRSettings(16, capacity, 0.3, 0.3, min_fill))
     designer.rollout = known_rollout(seen)
     return designer
-
-
-def worlds_of(designer, cycles: int = 4) -> list[list[dict]]:
-    stats = {s: (50, 5) for s in ACHIEVEMENTS}
-    replies = [designer.generate(4)] + [designer.adapt(stats) for _ in range(cycles - 1)]
-    return [[c.to_dict() for c in r.configs] for r in replies]
 
 
 def test_no_replay_before_the_minimum_fill():
@@ -247,25 +239,25 @@ def test_rescoring_updates_exactly_the_replayed_slots_once_each():
 def test_a_resumed_designer_rebuilds_the_same_buffer_from_the_saved_rollouts():
     designer = plr(3)
     designer.rollout = known_rollout(drift=0.01)
-    worlds = worlds_of(designer)
+    worlds = worlds_of(designer, 4)
     saved = [json.loads(json.dumps(r.outcome.to_dict())) for r in designer.replays]
     resumed = plr(3)
     resumed.rollout = lambda cycle, worlds: RolloutOutcome.from_dict(saved[cycle - 1])
-    assert worlds_of(resumed) == worlds
+    assert worlds_of(resumed, 4) == worlds
     assert resumed.buffer.state() == designer.buffer.state()
     assert [r.chosen for r in resumed.replays] == [r.chosen for r in designer.replays]
 
 
 def test_replay_favours_high_scores_and_same_seed_same_worlds():
-    assert worlds_of(plr(7)) == worlds_of(plr(7))
+    assert worlds_of(plr(7), 4) == worlds_of(plr(7), 4)
     designer = plr(7)
-    worlds_of(designer)
+    worlds_of(designer, 4)
     # pinned: the draws of seed 7 (a replay seed that ignored the cycle would repeat them)
     assert [r.chosen for r in designer.replays] == PINNED_CHOSEN
     trained, offered = [], []
     for seed in range(10):
         designer = plr(seed)
-        worlds_of(designer)
+        worlds_of(designer, 4)
         for reply, replay in zip(designer.results, designer.replays, strict=True):
             assert replay.replay  # 16 new worlds fill half of 32 at once
             trained += [wood(c) for c in reply.configs]

@@ -140,7 +140,7 @@ def curation_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> Rollou
                 "the file belongs to another run or code: remove the run directory and rerun"
             )
         return RolloutOutcome.from_dict(saved)
-    ppo = run.game.ppo_config(cfg.ppo)
+    ppo = run.game.ppo_config(cfg.ppo) if kind == "plr" else None  # PLR's GAE
     outcome = rollout_success(
         run.trainer.model,
         run.designed(candidates),
@@ -150,7 +150,7 @@ def curation_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> Rollou
         derive_seed(run.seed, f"{kind}-rollout-actions", cycle),
         crafter_vec_env_factory(run.options.num_workers),
         run.options.device,
-        (ppo.gamma, ppo.gae_lambda) if kind == "plr" else None,
+        None if ppo is None else (ppo.gamma, ppo.gae_lambda),
     )
     assert outcome.env_steps == cfg.curation_steps_per_cycle
     write_json_atomic(

@@ -228,7 +228,28 @@ class Curation:
     """The rollouts the scores come from."""
 
 
-class SFLDesigner(_RuleDesigner):
+class _CuratingDesigner(_RuleDesigner):
+    """The shared part of SFL and PLR: a seed for `sample_worlds` and the policy's
+    rollout, bound by the runner once the policy exists, that scores worlds."""
+
+    def __init__(self, options: PromptOptions, seed: int):
+        super().__init__(options)
+        self.seed = seed
+        self.rollout: Rollout | None = None
+
+    def play(self, pool: list[dict[str, Any]]) -> RolloutOutcome:
+        """The policy's rollout on `pool` (worlds as written), as the loop would play
+        them: validated by `parse_environments`, in this call's cycle."""
+        if self.rollout is None:
+            raise RuntimeError(
+                f"{type(self).__name__}.rollout: bind the policy's rollout before asking"
+            )
+        reply = json.dumps({"environments": pool})
+        worlds = parse_environments(reply, len(pool), self.options.game).configs
+        return self.rollout(len(self.results) + 1, worlds)
+
+
+class SFLDesigner(_CuratingDesigner):
     """Sampling For Learnability over domain randomization's worlds (docs/loop.md, "SFL").
 
     Each call (every cycle) draws `candidates` worlds with `sample_worlds` (so its first
@@ -239,22 +260,16 @@ class SFLDesigner(_RuleDesigner):
     """
 
     def __init__(self, options: PromptOptions, seed: int, candidates: int):
-        super().__init__(options)
-        self.seed = seed
+        super().__init__(options, seed)
         self.candidates = candidates
-        self.rollout: Rollout | None = None
         self.curations: list[Curation] = []
 
     def write(
         self, n: int, stats: Mapping[str, tuple[float, float]] | None
     ) -> list[dict[str, Any]]:
-        if self.rollout is None:
-            raise RuntimeError("SFLDesigner.rollout: bind the policy's rollout before asking")
         cycle = len(self.results) + 1
         pool = sample_worlds(self.seed, self.options.initial_set, cycle, self.candidates)
-        reply = json.dumps({"environments": pool})
-        worlds = parse_environments(reply, self.candidates, self.options.game).configs
-        outcome = self.rollout(cycle, worlds)
+        outcome = self.play(pool)
         scores = learnability(outcome.rates)
         chosen = top_n(scores, n)
         self.curations.append(Curation(tuple(scores.tolist()), tuple(chosen), outcome))
@@ -275,8 +290,6 @@ class Replay:
     rescored: tuple[int, ...]
     """Buffer slots of the previous cycle's worlds, played again for fresh scores (first
     among the candidates)."""
-    scores: tuple[float | None, ...]
-    """(C,): positive value loss of each world played (None: no finished episode)."""
     inserted: tuple[int, ...]
     """Per new candidate, the slot it went to, or -1 if the buffer did not keep it."""
     replay: bool
@@ -290,8 +303,14 @@ class Replay:
     outcome: RolloutOutcome
     """The rollouts the scores come from."""
 
+    @property
+    def scores(self) -> tuple[float | None, ...]:
+        """(C,): positive value loss of each world played (None: no finished episode)."""
+        assert self.outcome.value_loss is not None
+        return self.outcome.value_loss
 
-class PLRDesigner(_RuleDesigner):
+
+class PLRDesigner(_CuratingDesigner):
     """PLR-robust over domain randomization's worlds (docs/loop.md, "PLR-robust").
 
     Each call (every cycle) plays again the distinct buffer worlds the previous cycle
@@ -304,28 +323,21 @@ class PLRDesigner(_RuleDesigner):
     """
 
     def __init__(self, options: PromptOptions, seed: int, settings: PLRSettings):
-        super().__init__(options)
-        self.seed = seed
+        super().__init__(options, seed)
         self.settings = settings
         self.buffer = LevelBuffer(settings.capacity, settings.temperature, settings.staleness)
-        self.rollout: Rollout | None = None
         self.replays: list[Replay] = []
         self._trained: list[int] = []  # buffer slots of the last cycle's worlds
 
     def write(
         self, n: int, stats: Mapping[str, tuple[float, float]] | None
     ) -> list[dict[str, Any]]:
-        if self.rollout is None:
-            raise RuntimeError("PLRDesigner.rollout: bind the policy's rollout before asking")
         cycle = len(self.results) + 1
         rescored = list(dict.fromkeys(self._trained))
         fresh = sample_worlds(
             self.seed, self.options.initial_set, cycle, self.settings.candidates - len(rescored)
         )
-        pool = [self.buffer.levels[slot] for slot in rescored] + fresh
-        reply = json.dumps({"environments": pool})
-        worlds = parse_environments(reply, len(pool), self.options.game).configs
-        outcome = self.rollout(cycle, worlds)
+        outcome = self.play([self.buffer.levels[slot] for slot in rescored] + fresh)
         if outcome.value_loss is None:
             raise RuntimeError("PLRDesigner.rollout: the rollout did not measure value loss")
         scores = [-np.inf if v is None else v for v in outcome.value_loss]
@@ -350,7 +362,6 @@ class PLRDesigner(_RuleDesigner):
         self.replays.append(
             Replay(
                 tuple(rescored),
-                outcome.value_loss,
                 tuple(inserted),
                 replay,
                 tuple(chosen),
