@@ -293,13 +293,15 @@ def test_diversity_counts_distinct_worlds_changes_and_knob_coverage_by_hand():
     b_again = {**b, "purpose": "said otherwise", "length": 10000}
     run1 = [[a, b], [b_again, c]]  # cycle 2 keeps b: 1 of 2 changed
     run2 = [[a, a], [a, a]]  # never changes, one world
-    d = diversity([run1, run2])
-    assert (d["runs"], d["worlds"], d["distinct"]) == (2, 8, 3)
+    run3 = [[a], [b]]  # 1 of 1 changed
+    d = diversity([run1, run2, run3])
+    assert (d["runs"], d["worlds"], d["distinct"]) == (3, 10, 3)
     assert d["distinct_per_run"] == {"mean": 2.0, "min": 1, "max": 3}
-    assert d["changed_between_cycles"] == pytest.approx((0.5 + 0.0) / 2)
+    # pooled over (run, cycle) pairs as registered: 2 of 5, not the runs' mean share 0.5
+    assert d["changed_between_cycles"] == pytest.approx((1 + 0 + 1) / (2 + 2 + 1))
     biome = d["coverage"]["settings"]["target_biome"]
-    assert biome == {"natural": 0.0, "grassland": 5 / 8, "mountain": 2 / 8, "beaches": 1 / 8}
-    assert d["coverage"]["inventory"]["wood"] == {"mean": (3 + 3 + 9) / 8, "any": 3 / 8}
+    assert biome == {"natural": 0.0, "grassland": 6 / 10, "mountain": 3 / 10, "beaches": 1 / 10}
+    assert d["coverage"]["inventory"]["wood"] == {"mean": (3 + 3 + 9 + 3) / 10, "any": 4 / 10}
     assert d["coverage"]["inventory"]["iron"] == {"mean": 0.0, "any": 0.0}
 
 
