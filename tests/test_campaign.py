@@ -46,6 +46,7 @@ from envgen.report import claims_md as report_claims
 from envgen.report import figures as report_figures
 from envgen.report import tables as report_tables
 from envgen.report.achievements import comparison_markdown
+from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import load_table, load_tables
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign_claims import (
@@ -912,6 +913,22 @@ def test_per_achievement_comparisons_carry_their_multiplicity_and_wait_for_every
         "",
         "Per-achievement comparisons: when every planned run of campaign_cpu is in.",
     ]
+
+
+def test_a_registered_campaigns_tables_wait_for_every_arm_not_the_total(tmp_path):
+    """21 + 19 runs of 20 + 20 planned make 40, but arm b still misses one: withheld, 39 of
+    the plan's 40 in."""
+    rows = {
+        H1_SFL.a: campaign_runs([20.0] * 21, [10.0] * 21, 36),
+        H1_SFL.b: campaign_runs([22.0] * 19, [30.0] * 19, 36),
+    }
+    table = load_table(test_report_tables.write(tmp_path, campaign_table("campaign_sfl", rows, 20)))
+    assert withheld_runs(table) == "39 of 40 runs"
+    (tmp_path / "done").mkdir()
+    rows[H1_SFL.b] = campaign_runs([22.0] * 20, [30.0] * 20, 36)
+    rows[H1_SFL.a] = rows[H1_SFL.a][:20]
+    done = campaign_table("campaign_sfl", rows, 20)
+    assert withheld_runs(load_table(test_report_tables.write(tmp_path / "done", done))) is None
 
 
 def test_a_registered_campaigns_comparisons_are_its_registered_a_minus_b(tmp_path):

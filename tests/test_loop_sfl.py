@@ -23,6 +23,7 @@ from envgen.campaign.run import load_campaign
 from envgen.campaign.store import job_states
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
+from envgen.evidence.derive import rederived
 from envgen.llm.conversation import PromptOptions
 from envgen.llm.parse import settings_key
 from envgen.loop.config import RunConfig
@@ -215,6 +216,11 @@ def test_curation_steps_count_in_the_run_budget(sfl_run: Path):
     per_cycle = 5 * 2 * 256
     assert metrics["curation_steps"] == 2 * per_cycle
     assert metrics["env_steps"] == metrics["global_steps"] + metrics["curation_steps"]
+    derived = rederived(sfl_run, metrics)  # what verify derives from the rollout files
+    assert (derived["curation_steps"], derived["env_steps"]) == (
+        metrics["curation_steps"],
+        metrics["env_steps"],
+    )
     rollout = TINY_PPO["num_envs"] * TINY_PPO["num_steps"]
     # training took the budget less the rollouts (up to the trainer's whole rollouts)
     budget = SFL_TINY.total_steps

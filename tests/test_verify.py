@@ -150,8 +150,6 @@ def test_a_final_metrics_that_is_not_a_mapping_is_named(tmp_path, content, words
 def test_a_swapped_run_and_a_forged_field_fail_verify_naming_the_run(committed):
     """Crafter-only seed 19 replaced by the domain-randomization seed-19 run; then, restored,
     an LLM run's llm_replay forged with its manifest rewritten to match."""
-    import json
-
     from envgen.store import seal_run
 
     runs = committed / "results" / "runs"
@@ -180,8 +178,6 @@ def test_a_registered_campaign_in_progress_may_lag_its_store_but_not_invent_runs
     """A campaign commits a run at a time between `make repro`s: while it shows run counts
     only (docs/campaign_llm15.md, "No peeking"), its runs.json may leave out runs finished
     since it was collected; a run it lists must still be a finished run of the plan."""
-    import json
-
     from envgen.evidence.verify_plan import plan_differences
 
     path = Path("results/campaign_llm15/runs.json")
@@ -200,8 +196,6 @@ def test_sfl_runs_json_refuses_a_finished_dr_run_of_another_campaigns_seeds():
     """sfl's DR arm shares its config (7b838eba3c35) with llm15's: llm15's finished seed-20
     run, entry and all, listed in sfl's runs.json is not a run of sfl's plan (seeds
     36-55), and verify names it."""
-    import json
-
     from envgen.evidence.verify_plan import plan_differences
 
     path = Path("results/campaign_sfl/runs.json")

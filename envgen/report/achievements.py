@@ -89,7 +89,7 @@ def comparison_markdown(table: TableRecord) -> list[str]:
         return ["", f"Per-achievement comparisons: when every planned run of {table.table} is in."]
     registration = REGISTRATIONS.get(table.table)
     against = registration.primary.b if registration else rows[0].row
-    base = next((r for r in rows if r.row == against), rows[0])
+    base = next(r for r in rows if r.row == against)  # every row is done (above)
     others = [r for r in rows if r is not base]
     m = len(others) * len(ACHIEVEMENTS)
     lines = [

@@ -65,14 +65,13 @@ Runs = dict[str, dict[str, list[float]]]  # {metric: {row label: per-run values}
 
 def withheld_runs(table: TableRecord) -> str | None:
     """ "k of n runs" while any row of a registered campaign still misses planned runs (its
-    tables and figures wait, as its verdict does, arm by arm: a surplus in one arm does
-    not release them), else None."""
+    tables and figures wait, as its verdict does, arm by arm: k counts each row's runs up
+    to its plan, so a surplus in one arm does not release them), else None."""
     if table.table not in REGISTRATIONS:
         return None
     planned = sum(r.planned_runs or 0 for r in table.rows)
-    done = sum(len(r.runs) for r in table.rows)
-    missing = any(len(r.runs) < (r.planned_runs or 0) for r in table.rows)
-    return f"{done} of {planned} runs" if missing else None
+    done = sum(min(len(r.runs), r.planned_runs or len(r.runs)) for r in table.rows)  # of plan
+    return f"{done} of {planned} runs" if done < planned else None
 
 
 def campaign_lines(tables: Sequence[TableRecord], paper: PaperNumbers) -> list[str]:
@@ -235,7 +234,7 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
-def _line(r: CampaignResult, notes: Notes, registered: bool = False) -> str:
+def _line(r: CampaignResult, notes: Notes, registered: bool) -> str:
     """A claim's row; a registered claim's verdict cell holds its outcome only (what its
     bounds rule out is in the registered wording below, against the registered
     references alone)."""
