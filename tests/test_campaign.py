@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from scipy import stats
 
 from envgen.campaign import cli as campaign_cli
 from envgen.campaign.gitcommit import commit_run, is_committed
@@ -45,6 +46,7 @@ from envgen.report import claims_md as report_claims
 from envgen.report import figures as report_figures
 from envgen.report import tables as report_tables
 from envgen.report.achievements import comparison_markdown
+from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import load_table, load_tables
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign_claims import (
@@ -913,6 +915,37 @@ def test_per_achievement_comparisons_carry_their_multiplicity_and_wait_for_every
     ]
 
 
+def test_a_registered_campaigns_tables_wait_for_every_arm_not_the_total(tmp_path):
+    """21 + 19 runs of 20 + 20 planned make 40, but arm b still misses one: withheld, 39 of
+    the plan's 40 in."""
+    rows = {
+        H1_SFL.a: campaign_runs([20.0] * 21, [10.0] * 21, 36),
+        H1_SFL.b: campaign_runs([22.0] * 19, [30.0] * 19, 36),
+    }
+    table = load_table(test_report_tables.write(tmp_path, campaign_table("campaign_sfl", rows, 20)))
+    assert withheld_runs(table) == "39 of 40 runs"
+    (tmp_path / "done").mkdir()
+    rows[H1_SFL.b] = campaign_runs([22.0] * 20, [30.0] * 20, 36)
+    rows[H1_SFL.a] = rows[H1_SFL.a][:20]
+    done = campaign_table("campaign_sfl", rows, 20)
+    assert withheld_runs(load_table(test_report_tables.write(tmp_path / "done", done))) is None
+
+
+def test_a_registered_campaigns_comparisons_are_its_registered_a_minus_b(tmp_path):
+    """sfl's table lists SFL first; its per-achievement signs are SFL − DR, as D3 in
+    CLAIMS.md, not the first row subtracted from the others."""
+    rows = {
+        H1_SFL.a: campaign_runs([20.0] * 20, [10.0 + i % 3 for i in range(20)], 36),
+        H1_SFL.b: campaign_runs([22.0] * 20, [30.0 + i % 3 for i in range(20)], 36),
+    }
+    table = load_table(test_report_tables.write(tmp_path, campaign_table("campaign_sfl", rows, 20)))
+    lines = comparison_markdown(table)
+    assert f"campaign_sfl: each row − {H1_SFL.b}, success rate points" in lines[1]
+    assert lines[3] == f"| Achievement | {H1_SFL.a} |"
+    furnace = next(line for line in lines if line.startswith("| place_furnace |"))
+    assert furnace.startswith("| place_furnace | -20.00 (p ")
+
+
 def test_each_registered_campaign_has_its_registered_words_and_no_other_does():
     """`Campaign.registration` (withheld metrics in `collect`) and the report's
     `REGISTRATIONS` (withheld verdict, tables, figures) name the same documents."""
@@ -928,17 +961,19 @@ def test_each_registered_campaign_has_its_registered_words_and_no_other_does():
         )
 
 
-def sfl_text(tmp_path: Path, fresh: int, sfl_shift: float) -> str:
-    """CLAIMS.md with the first, confirm and llm15 campaigns and sfl (`fresh` runs of each
-    of its arms in, 20 planned; arm a `sfl_shift` points above arm b on average). Each
-    synthetic run points at one of the campaign's committed run folders of its arm, so D2
-    reads real worlds and SFL choices."""
+def sfl_text(tmp_path: Path, fresh: int, sfl_shift: float) -> tuple[str, dict[str, list[float]]]:
+    """CLAIMS.md's sfl section with the first, confirm and llm15 campaigns and sfl
+    (`fresh` runs of each of its arms in, 20 planned; arm a `sfl_shift` points above arm
+    b on average), and {arm: its runs' scores}. Each synthetic run points at one of the
+    campaign's committed run folders of its arm, so D2 reads real worlds and SFL
+    choices."""
     rng = np.random.default_rng(11)
     committed = json.loads((REPO / "results/campaign_sfl/runs.json").read_text())
     folders = {r["row"]: [REPO / x["run_dir"] for x in r["runs"]] for r in committed["rows"]}
-    arms = {}
+    arms, scores = {}, {}
     for label, shift in ((H1_SFL.a, sfl_shift), (H1_SFL.b, 0.0)):
-        runs = campaign_runs(list(22.0 + shift + rng.normal(0, 1.5, fresh)), [30.0] * fresh, 36)
+        scores[label] = list(22.0 + shift + rng.normal(0, 1.5, fresh))
+        runs = campaign_runs(scores[label], [30.0] * fresh, 36)
         for i, run in enumerate(runs):
             run["run_dir"] = str(folders[label][i % len(folders[label])])
         arms[label] = runs
@@ -968,11 +1003,12 @@ def sfl_text(tmp_path: Path, fresh: int, sfl_shift: float) -> str:
     ]
     sfl = campaign_table("campaign_sfl", arms, 20)
     paths = [test_report_tables.write(tmp_path, t) for t in (*others, sfl)]
-    return report_claims.claims_markdown(load_tables(paths)).split("### campaign_sfl")[1]
+    section = report_claims.claims_markdown(load_tables(paths)).split("### campaign_sfl")[1]
+    return section, scores
 
 
 def test_sfl_withholds_its_verdict_until_all_40_runs_are_in(tmp_path):
-    section = sfl_text(tmp_path, fresh=19, sfl_shift=-3.0)
+    section, _ = sfl_text(tmp_path, fresh=19, sfl_shift=-3.0)
     assert_h1_withheld(section, fresh=19, planned=20)
     assert section.count("registered verdict withheld: 38 of 40 runs") == 3  # H1, D1, D3
     assert "Registered wording" not in section and "| campaign_llm15: " not in section
@@ -986,7 +1022,7 @@ def test_sfl_gives_the_registered_words_and_its_descriptives_when_complete(tmp_p
     """The path the campaign's 40th run takes, rendered before it lands: H1's registered
     words, rliable's views, D1 beside llm15 and the Crafter-only runs, D2 from the runs'
     own worlds and SFL's choices, D3 over every achievement, D4 from their final metrics."""
-    section = sfl_text(tmp_path, fresh=20, sfl_shift=-3.0)
+    section, _ = sfl_text(tmp_path, fresh=20, sfl_shift=-3.0)
     h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
     assert "(20 of 20)" in h1 and h1.endswith("| **worse** |")
     assert (
@@ -1009,10 +1045,30 @@ def test_sfl_gives_the_registered_words_and_its_descriptives_when_complete(tmp_p
     assert f"| {H1_SFL.b} | 20 | 1,961,984 | none recorded | 1,961,984 |" in d4
 
 
-def test_sfl_no_difference_names_the_registered_paper_references_unscaled(tmp_path):
-    section = sfl_text(tmp_path, fresh=20, sfl_shift=-0.3)
+def test_sfl_better_reports_scipys_one_sided_welch_p_and_bound(tmp_path):
+    """The registered test recomputed by scipy on the same scores: the one-sided Welch p
+    of a > b and the lower bound of the two-sided 90% interval (the one-sided 95% bound)
+    are the numbers the registered words print."""
+    section, scores = sfl_text(tmp_path, fresh=20, sfl_shift=3.0)
+    a, b = scores[H1_SFL.a], scores[H1_SFL.b]
+    p = stats.ttest_ind(a, b, equal_var=False, alternative="greater").pvalue
+    low = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.90).low
     h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
-    assert "**no difference detected; rules out " in h1
+    assert h1.endswith("| **better** |")
+    words = next(line for line in section.splitlines() if "Registered wording" in line)
+    assert (
+        f"better: SFL on EnvGen's schedule scored {np.mean(a) - np.mean(b):+.2f} points above "
+        f"domain randomization on the same schedule (one-sided 95% lower bound {low:+.2f}, "
+        f"p = {p:.3g}; 20 + 20 seeds, both arms trained in this campaign, SFL's rollouts in "
+        "its 1.96M steps). Choosing the worlds by the agent's own rollouts added to randomly "
+        "drawn worlds for the nature network on CPU."
+    ) in words
+
+
+def test_sfl_no_difference_names_the_registered_paper_references_unscaled(tmp_path):
+    section, _ = sfl_text(tmp_path, fresh=20, sfl_shift=-0.3)
+    h1 = next(line for line in section.splitlines() if line.startswith("| H1: "))
+    assert h1.endswith("| **no difference detected** |")  # the references: below, registered
     words = next(line for line in section.splitlines() if "Registered wording" in line)
     assert "Registered wording (docs/campaign_sfl.md): no difference detected: +" in words
     assert "; 20 + 20 seeds). The data rule out an effect of +" in words

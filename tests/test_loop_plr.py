@@ -14,6 +14,7 @@ import pytest
 
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
+from envgen.evidence.derive import rederived
 from envgen.llm.conversation import PromptOptions
 from envgen.llm.parse import settings_key
 from envgen.loop.config import PLRSettings, RunConfig
@@ -330,6 +331,11 @@ def test_tiny_plr_run_counts_its_rollouts_and_records_its_buffer(tmp_path: Path)
     per_cycle = 10 * 1 * 256
     assert metrics["curation_steps"] == 2 * per_cycle
     assert metrics["env_steps"] == metrics["global_steps"] + metrics["curation_steps"]
+    derived = rederived(root, metrics)  # what verify derives from the rollout files
+    assert (derived["curation_steps"], derived["env_steps"]) == (
+        metrics["curation_steps"],
+        metrics["env_steps"],
+    )
     records = []
     for cycle in (1, 2):
         cycle_dir = root / "cycles" / f"cycle-{cycle:02d}"

@@ -23,6 +23,7 @@ from envgen.campaign.run import load_campaign
 from envgen.campaign.store import job_states
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
+from envgen.evidence.derive import rederived
 from envgen.llm.conversation import PromptOptions
 from envgen.llm.parse import settings_key
 from envgen.loop.config import RunConfig
@@ -215,6 +216,11 @@ def test_curation_steps_count_in_the_run_budget(sfl_run: Path):
     per_cycle = 5 * 2 * 256
     assert metrics["curation_steps"] == 2 * per_cycle
     assert metrics["env_steps"] == metrics["global_steps"] + metrics["curation_steps"]
+    derived = rederived(sfl_run, metrics)  # what verify derives from the rollout files
+    assert (derived["curation_steps"], derived["env_steps"]) == (
+        metrics["curation_steps"],
+        metrics["env_steps"],
+    )
     rollout = TINY_PPO["num_envs"] * TINY_PPO["num_steps"]
     # training took the budget less the rollouts (up to the trainer's whole rollouts)
     budget = SFL_TINY.total_steps
@@ -293,13 +299,15 @@ def test_diversity_counts_distinct_worlds_changes_and_knob_coverage_by_hand():
     b_again = {**b, "purpose": "said otherwise", "length": 10000}
     run1 = [[a, b], [b_again, c]]  # cycle 2 keeps b: 1 of 2 changed
     run2 = [[a, a], [a, a]]  # never changes, one world
-    d = diversity([run1, run2])
-    assert (d["runs"], d["worlds"], d["distinct"]) == (2, 8, 3)
+    run3 = [[a], [b]]  # 1 of 1 changed
+    d = diversity([run1, run2, run3])
+    assert (d["runs"], d["worlds"], d["distinct"]) == (3, 10, 3)
     assert d["distinct_per_run"] == {"mean": 2.0, "min": 1, "max": 3}
-    assert d["changed_between_cycles"] == pytest.approx((0.5 + 0.0) / 2)
+    # pooled over (run, cycle) pairs as registered: 2 of 5, not the runs' mean share 0.5
+    assert d["changed_between_cycles"] == pytest.approx((1 + 0 + 1) / (2 + 2 + 1))
     biome = d["coverage"]["settings"]["target_biome"]
-    assert biome == {"natural": 0.0, "grassland": 5 / 8, "mountain": 2 / 8, "beaches": 1 / 8}
-    assert d["coverage"]["inventory"]["wood"] == {"mean": (3 + 3 + 9) / 8, "any": 3 / 8}
+    assert biome == {"natural": 0.0, "grassland": 6 / 10, "mountain": 3 / 10, "beaches": 1 / 10}
+    assert d["coverage"]["inventory"]["wood"] == {"mean": (3 + 3 + 9 + 3) / 10, "any": 4 / 10}
     assert d["coverage"]["inventory"]["iron"] == {"mean": 0.0, "any": 0.0}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 import subprocess
 import sys
@@ -70,6 +71,36 @@ def test_a_run_used_by_a_table_without_its_manifest_is_named(tmp_path):
     assert not check.ok and check.detail.startswith(f"{run_dir}: no manifest.json")
 
 
+def test_sfl_curation_steps_are_derived_from_the_rollout_files(tmp_path):
+    """D4 of docs/campaign_sfl.md shows curation_steps and env_steps: a resealed run that
+    claims other rollouts than its cycles' sfl_rollouts.json hold is named."""
+    from envgen.evidence.checks import check_run_store
+    from envgen.store.manifest import seal_run
+
+    run_dir = tmp_path / "runs" / "544657aa9df0" / "seed-36"  # a committed SFL run
+    shutil.copytree(REPO / "results" / "runs" / "544657aa9df0" / "seed-36", run_dir)
+    assert check_run_store(tmp_path / "runs", listed=[run_dir]).ok
+    final_path = run_dir / "final_metrics.json"
+    final = json.loads(final_path.read_text())
+    assert final["curation_steps"] == 4 * 32_768
+    rollout = run_dir / "cycles" / "cycle-03" / "sfl_rollouts.json"
+    record = json.loads(rollout.read_text())
+    rollout.write_text(json.dumps({**record, "env_steps": 16_384}))
+    seal_run(run_dir)  # whoever edits a number can reseal: the logs must still agree
+    check = check_run_store(tmp_path / "runs", listed=[run_dir])
+    assert not check.ok and "curation_steps is 131072, its logs give 114688" in check.detail
+    rollout.write_text(json.dumps(record))
+    final_path.write_text(json.dumps({**final, "env_steps": final["env_steps"] - 1}))
+    seal_run(run_dir)
+    check = check_run_store(tmp_path / "runs", listed=[run_dir])
+    assert not check.ok and check.detail.endswith(f"{final['env_steps']}"), check.detail
+    rollout.unlink()
+    (run_dir / "cycles" / "cycle-01" / "sfl_rollouts.json").write_text("[]")
+    seal_run(run_dir)
+    check = check_run_store(tmp_path / "runs", listed=[run_dir])
+    assert not check.ok and "sfl_rollouts.json: no whole env_steps count" in check.detail
+
+
 def test_a_sealed_run_outside_the_run_store_is_found_and_checked(tmp_path):
     """A run committed elsewhere (as results/audit's) is checked as the store's: an
     edited score names it; without `tree` the store alone is searched."""
@@ -119,8 +150,6 @@ def test_a_final_metrics_that_is_not_a_mapping_is_named(tmp_path, content, words
 def test_a_swapped_run_and_a_forged_field_fail_verify_naming_the_run(committed):
     """Crafter-only seed 19 replaced by the domain-randomization seed-19 run; then, restored,
     an LLM run's llm_replay forged with its manifest rewritten to match."""
-    import json
-
     from envgen.store import seal_run
 
     runs = committed / "results" / "runs"
@@ -149,8 +178,6 @@ def test_a_registered_campaign_in_progress_may_lag_its_store_but_not_invent_runs
     """A campaign commits a run at a time between `make repro`s: while it shows run counts
     only (docs/campaign_llm15.md, "No peeking"), its runs.json may leave out runs finished
     since it was collected; a run it lists must still be a finished run of the plan."""
-    import json
-
     from envgen.evidence.verify_plan import plan_differences
 
     path = Path("results/campaign_llm15/runs.json")
@@ -163,3 +190,22 @@ def test_a_registered_campaign_in_progress_may_lag_its_store_but_not_invent_runs
     row["runs"].append({**dropped, "seed": 99})  # not a finished run of the plan
     problem = plan_differences(path, table, Path("results/runs"), lagging_ok=True)
     assert problem is not None and "seed-99" in problem
+
+
+def test_sfl_runs_json_refuses_a_finished_dr_run_of_another_campaigns_seeds():
+    """sfl's DR arm shares its config (7b838eba3c35) with llm15's: llm15's finished seed-20
+    run, entry and all, listed in sfl's runs.json is not a run of sfl's plan (seeds
+    36-55), and verify names it."""
+    from envgen.evidence.verify_plan import plan_differences
+
+    path = Path("results/campaign_sfl/runs.json")
+    table = json.loads(path.read_text())
+    llm15 = json.loads(Path("results/campaign_llm15/runs.json").read_text())
+    dr = next(r for r in table["rows"] if r["config_hash"] == "7b838eba3c35")
+    other = next(r for r in llm15["rows"] if r["config_hash"] == "7b838eba3c35")
+    seed20 = next(run for run in other["runs"] if run["seed"] == 20)
+    assert Path(seed20["run_dir"], "manifest.json").is_file()  # a real finished run
+    assert plan_differences(path, table, Path("results/runs"), lagging_ok=True) is None
+    dr["runs"][0] = seed20
+    problem = plan_differences(path, table, Path("results/runs"), lagging_ok=True)
+    assert problem is not None and "seed-20" in problem, problem

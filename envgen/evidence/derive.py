@@ -6,8 +6,10 @@ of final_metrics.json that a table, plot CSV or CLAIMS.md shows is derived here 
 logs it summarises: the score, reward, episode count, success rates and first unlocks
 (Crafter: the final phase of episodes.jsonl; Heist: test_episodes.jsonl, with its
 sub-goal rates), `global_steps` (the last PPO update in metrics.jsonl; a random-policy
-run's last episode), `llm_calls` and `llm_replay` (llm_calls.json: how each reply was
-served and the feedback drift), and llm_accounting.json's counts (and its tokens, from
+run's last episode), SFL's and PLR's `curation_steps` (the env steps of each cycle's
+cycles/cycle-NN/sfl_rollouts.json or plr_rollouts.json) and `env_steps` (the two
+together), `llm_calls` and `llm_replay` (llm_calls.json: how each reply was served and
+the feedback drift), and llm_accounting.json's counts (and its tokens, from
 the cache entries that served each call, where the cache holds them all).
 """
 
@@ -80,11 +82,29 @@ def rederived(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
         metrics = run_dir / "metrics.jsonl"
         updates = read_jsonl(metrics) if run_file_exists(metrics) else []
         derived["global_steps"] = updates[-1]["step"] if updates else 0
+        derived.update(_curation(run_dir, final, derived["global_steps"]))
     calls = _calls(run_dir)
     derived["llm_calls"] = len(calls)
     if not random:
         derived["llm_replay"] = summarize_calls(calls) if _uses_llm(run_dir) else None
     return derived
+
+
+def _curation(run_dir: Path, final: dict[str, Any], global_steps: int) -> dict[str, int]:
+    """`curation_steps` and `env_steps` from the rollout files of the run's cycles, for a
+    run that has rollout files or says it took curation steps (a claim without files
+    derives 0); nothing for other runs, whose final metrics do not carry the fields."""
+    files = sorted(run_dir.glob("cycles/cycle-*/*_rollouts.json"))
+    if not files and "curation_steps" not in final:
+        return {}
+    curation = 0
+    for path in files:
+        record = _json(path)
+        steps = record.get("env_steps") if isinstance(record, dict) else None
+        if isinstance(steps, bool) or not isinstance(steps, int):
+            raise EnvGenError(f"{path}: no whole env_steps count; restore it from git")
+        curation += steps
+    return {"curation_steps": curation, "env_steps": global_steps + curation}
 
 
 def accounting_difference(run_dir: Path, cache_dir: Path) -> str | None:

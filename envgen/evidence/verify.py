@@ -11,8 +11,9 @@ Trains nothing and calls no LLM. It checks, in order:
    symbolic links, run.yaml's config hash and seed, final metrics and provenance
    agree), its files match its manifest, and every number of its final_metrics.json
    that a report shows is re-derived from its logs (`envgen.evidence.derive`: score,
-   reward, success rates, first unlocks, Heist's sub-goals, global_steps, llm_calls,
-   llm_replay), as are its llm_accounting.json counts;
+   reward, success rates, first unlocks, Heist's sub-goals, global_steps, SFL's
+   and PLR's curation_steps and env_steps, llm_calls, llm_replay), as are its
+   llm_accounting.json counts;
 3. per table (dvc.yaml's runs.json list): runs.json's rows against the plan the
    pipeline makes from the replication file and profile (`envgen.evidence.verify_plan`: each
    row lists exactly its planned runs that are finished), every run entry re-derived

@@ -58,23 +58,26 @@ def coverage(worlds: Sequence[World]) -> dict[str, Any]:
     return {"settings": settings, "inventory": items}
 
 
-def changed_share(cycles: Sequence[Sequence[World]]) -> float | None:
-    """Share of the worlds of cycles 2.. that were not among the previous cycle's worlds
-    (None for a run of one cycle)."""
+def changed(cycles: Sequence[Sequence[World]]) -> tuple[int, int]:
+    """(worlds of cycles 2.. that were not among the previous cycle's worlds, worlds of
+    cycles 2..) of one run."""
     new = total = 0
     for before, now in zip(cycles[:-1], cycles[1:], strict=True):
         previous = {world_key(w) for w in before}
         new += sum(world_key(w) not in previous for w in now)
         total += len(now)
-    return new / total if total else None
+    return new, total
 
 
 def diversity(runs: Sequence[Sequence[Sequence[World]]]) -> dict[str, Any]:
     """D2 over one arm's runs (each a list of cycles of worlds): distinct worlds in all
-    and per run, knob coverage, and the share of worlds changed between cycles."""
+    and per run, knob coverage, and the share of worlds changed between cycles, pooled
+    over all the arm's (run, cycle) pairs as registered (None when no run has a second
+    cycle)."""
     worlds = [w for run in runs for cycle in run for w in cycle]
     per_run = [len({world_key(w) for cycle in run for w in cycle}) for run in runs]
-    changes = [c for c in (changed_share(run) for run in runs) if c is not None]
+    counts = [changed(run) for run in runs]
+    new, total = sum(c[0] for c in counts), sum(c[1] for c in counts)
     return {
         "runs": len(runs),
         "worlds": len(worlds),
@@ -84,7 +87,7 @@ def diversity(runs: Sequence[Sequence[Sequence[World]]]) -> dict[str, Any]:
             "min": min(per_run),
             "max": max(per_run),
         },
-        "changed_between_cycles": float(np.mean(changes)) if changes else None,
+        "changed_between_cycles": new / total if total else None,
         "coverage": coverage(worlds),
     }
 

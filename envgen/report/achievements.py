@@ -17,6 +17,7 @@ import pandas as pd
 
 from envgen.report.inputs import DONE, TableRecord
 from envgen.scoring import ACHIEVEMENTS
+from envgen.stats.campaign_claims import REGISTRATIONS
 from envgen.stats.compare import welch_test
 from envgen.stats.paper import load_reported_per_achievement
 from envgen.stats.runs import moments
@@ -75,16 +76,21 @@ def achievement_markdown(table: TableRecord, frame: pd.DataFrame) -> list[str]:
 
 
 def comparison_markdown(table: TableRecord) -> list[str]:
-    """Each later row minus the first (Crafter-only) per achievement, with the unadjusted
-    two-sided Welch p, and how many comparisons that is: the multiplicity a reader needs
-    before taking any one of them as a finding. Only once every row has all its planned
-    runs (a registered campaign shows nothing earlier)."""
+    """Each other row minus the base row per achievement, with the unadjusted two-sided
+    Welch p, and how many comparisons that is: the multiplicity a reader needs before
+    taking any one of them as a finding. The base is a registered campaign's arm b (so
+    the signs are its registered a − b, as CLAIMS.md's D3), else the first row
+    (Crafter-only). Only once every row has all its planned runs (a registered campaign
+    shows nothing earlier)."""
     rows = [r for r in table.rows if r.status == DONE and r.runs]
     if len(rows) < 2:
         return []
     if any(len(r.runs) < (r.planned_runs or 0) for r in table.rows):
         return ["", f"Per-achievement comparisons: when every planned run of {table.table} is in."]
-    base, others = rows[0], rows[1:]
+    registration = REGISTRATIONS.get(table.table)
+    against = registration.primary.b if registration else rows[0].row
+    base = next(r for r in rows if r.row == against)  # every row is done (above)
+    others = [r for r in rows if r is not base]
     m = len(others) * len(ACHIEVEMENTS)
     lines = [
         "",

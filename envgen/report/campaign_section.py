@@ -64,12 +64,13 @@ Runs = dict[str, dict[str, list[float]]]  # {metric: {row label: per-run values}
 
 
 def withheld_runs(table: TableRecord) -> str | None:
-    """ "k of n runs" while a registered campaign still misses planned runs (its tables and
-    figures wait, as its verdict does), else None."""
+    """ "k of n runs" while any row of a registered campaign still misses planned runs (its
+    tables and figures wait, as its verdict does, arm by arm: k counts each row's runs up
+    to its plan, so a surplus in one arm does not release them), else None."""
     if table.table not in REGISTRATIONS:
         return None
     planned = sum(r.planned_runs or 0 for r in table.rows)
-    done = sum(len(r.runs) for r in table.rows)
+    done = sum(min(len(r.runs), r.planned_runs or len(r.runs)) for r in table.rows)  # of plan
     return f"{done} of {planned} runs" if done < planned else None
 
 
@@ -186,7 +187,7 @@ def _family_lines(
         "| Claim | Ours a (n of planned) | Ours b (n of planned) | Diff [one-sided bounds] "
         "| adj. p | g | Paper a − b (context) | Power (planning) | Verdict |",
         "|" + "---|" * 9,
-        *(_line(r, notes) for r in results),
+        *(_line(r, notes, family.registered) for r in results),
     ]
     if family.registered and registration is not None:
         for r in results:
@@ -233,7 +234,10 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
-def _line(r: CampaignResult, notes: Notes) -> str:
+def _line(r: CampaignResult, notes: Notes, registered: bool) -> str:
+    """A claim's row; a registered claim's verdict cell holds its outcome only (what its
+    bounds rule out is in the registered wording below, against the registered
+    references alone)."""
     a, b = r.ours_a, r.ours_b
     if r.withheld:
         counts = [f"- ({k} of {n})" for k, n in zip(r.runs, r.planned, strict=True)]
@@ -247,10 +251,11 @@ def _line(r: CampaignResult, notes: Notes) -> str:
         diff = f"{a.mean - b.mean:+.2f}{bounds}"
     scaled = "" if math.isnan(r.scaled_diff) else f"; scaled to our b: {r.scaled_diff:+.2f}"
     context = f"{r.paper_diff:+.1f} ({r.claim.context[0]} − {r.claim.context[1]}){scaled}"
+    verdict = r.verdict.split(";", 1)[0] if registered else r.verdict
     return (
         f"| {r.claim.name} | {_arm(a, r.planned[0])} | {_arm(b, r.planned[1])} | {diff} "
         f"| {_num(r.p_adj, '.3g')} | {_num(r.g, '+.2f')} | {notes.cell(context)} "
-        f"| {_num(r.power, '.2f')} | **{notes.cell(r.verdict)}** |"
+        f"| {_num(r.power, '.2f')} | **{notes.cell(verdict)}** |"
     )
 
 

@@ -197,7 +197,7 @@ class Registration:
     """The better verdict's closing sentence ({rate}: the outcome)."""
     paper_references: tuple[tuple[str, str, str], ...] = ()
     """(words, paper row a, paper row b): the paper's differences a no-difference verdict
-    says it rules out or not, beside the references the report adds itself."""
+    says it rules out or not (none: the report's own, as confirm registered them)."""
     runs_otherwise: str = ""
     """The run counts' words in the worse and no-difference verdicts ("": as `runs`)."""
 
