@@ -48,6 +48,7 @@ from envgen.stats.campaign_claims import (
     CAMPAIGN_CLAIMS,
     H1,
     H1_LLM15,
+    H1_SFL,
     CampaignClaim,
     CampaignResult,
     evaluate_campaign,
@@ -58,6 +59,7 @@ from envgen.stats.runs import SampleStats
 from envgen.store import read_run_bytes
 
 FIRST, CONFIRM, LLM15 = "campaign_cpu", "campaign_confirm", "campaign_llm15"
+SFL = "campaign_sfl"
 
 # (file, passage): the passage as the file has it, figures as {name}; whitespace (line
 # breaks included) matches any whitespace. A passage starts and ends with words, not a
@@ -178,6 +180,11 @@ PHRASES: tuple[tuple[str, str], ...] = (
         "README.md",
         "the LLM designer's arm scored {llm15.a} against domain randomization's {llm15.b}, "
         "{llm15.diff} points (one-sided 95% upper bound {llm15.upper}; 16 + 16 seeds).",
+    ),
+    (
+        "README.md",
+        "SFL's arm scored {sfl.a} against domain randomization's {sfl.b}, {sfl.diff} points "
+        "(one-sided 95% upper bound {sfl.upper}; 20 + 20 seeds, SFL's rollouts in its budget)",
     ),
     # The first campaign's Crafter-only seeds 1 and 2 retrained (results/audit/
     # crafter_only_retrain): each figure from its run (RUNS).
@@ -310,6 +317,14 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
         out["llm15.b"] = f"{r.ours_b.mean:.2f} ± {r.ours_b.std:.2f}"
         out["llm15.diff"] = f"{_diff(r):+.2f}"
         out["llm15.upper"] = f"{r.bounds[1]:+.2f}"
+    if SFL in by_id and withheld_runs(by_id[SFL]) is None:
+        sfl = _rows(by_id[SFL])
+        r = _result({row: sfl[row]["score"] for row in (H1_SFL.a, H1_SFL.b)}, paper, H1_SFL)
+        assert r.ours_a is not None and r.ours_b is not None
+        out["sfl.a"] = f"{r.ours_a.mean:.2f} ± {r.ours_a.std:.2f}"
+        out["sfl.b"] = f"{r.ours_b.mean:.2f} ± {r.ours_b.std:.2f}"
+        out["sfl.diff"] = f"{_diff(r):+.2f}"
+        out["sfl.upper"] = f"{r.bounds[1]:+.2f}"
     if FIRST not in by_id or CONFIRM not in by_id:
         return out
     if withheld_runs(by_id[CONFIRM]) is not None:  # figures wait as the verdict does
