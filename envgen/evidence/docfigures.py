@@ -291,6 +291,24 @@ class Problem:
 
 
 # --- the figures ------------------------------------------------------------------------
+def _h1_figures(
+    name: str,
+    rows: Mapping[str, Mapping[str, list[float]]],
+    claim: CampaignClaim,
+    paper: PaperNumbers,
+) -> dict[str, str]:
+    """A registered campaign's H1 as its README passage prints it: each arm's mean ± std,
+    the difference and the one-sided upper bound, keyed `{name}.a` and so on."""
+    r = _result({row: rows[row]["score"] for row in (claim.a, claim.b)}, paper, claim)
+    assert r.ours_a is not None and r.ours_b is not None
+    return {
+        f"{name}.a": f"{r.ours_a.mean:.2f} ± {r.ours_a.std:.2f}",
+        f"{name}.b": f"{r.ours_b.mean:.2f} ± {r.ours_b.std:.2f}",
+        f"{name}.diff": f"{_diff(r):+.2f}",
+        f"{name}.upper": f"{r.bounds[1]:+.2f}",
+    }
+
+
 def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[str, str]:
     """Every figure `PHRASES` names, formatted as the docs print it, from the campaign
     tables (their runs.json) and, for resumes and load, their runs' provenance.json
@@ -309,22 +327,9 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
             out[f"row.{alias}"] = f"{s.mean:.2f} ± {s.std:.2f}"
     out |= _run_figures(runs_root)
     paper = PaperNumbers.load()
-    if LLM15 in by_id and withheld_runs(by_id[LLM15]) is None:
-        llm15 = _rows(by_id[LLM15])
-        r = _result({row: llm15[row]["score"] for row in (H1_LLM15.a, H1_LLM15.b)}, paper, H1_LLM15)
-        assert r.ours_a is not None and r.ours_b is not None
-        out["llm15.a"] = f"{r.ours_a.mean:.2f} ± {r.ours_a.std:.2f}"
-        out["llm15.b"] = f"{r.ours_b.mean:.2f} ± {r.ours_b.std:.2f}"
-        out["llm15.diff"] = f"{_diff(r):+.2f}"
-        out["llm15.upper"] = f"{r.bounds[1]:+.2f}"
-    if SFL in by_id and withheld_runs(by_id[SFL]) is None:
-        sfl = _rows(by_id[SFL])
-        r = _result({row: sfl[row]["score"] for row in (H1_SFL.a, H1_SFL.b)}, paper, H1_SFL)
-        assert r.ours_a is not None and r.ours_b is not None
-        out["sfl.a"] = f"{r.ours_a.mean:.2f} ± {r.ours_a.std:.2f}"
-        out["sfl.b"] = f"{r.ours_b.mean:.2f} ± {r.ours_b.std:.2f}"
-        out["sfl.diff"] = f"{_diff(r):+.2f}"
-        out["sfl.upper"] = f"{r.bounds[1]:+.2f}"
+    for name, table_id, claim in (("llm15", LLM15, H1_LLM15), ("sfl", SFL, H1_SFL)):
+        if table_id in by_id and withheld_runs(by_id[table_id]) is None:
+            out |= _h1_figures(name, _rows(by_id[table_id]), claim, paper)
     if FIRST not in by_id or CONFIRM not in by_id:
         return out
     if withheld_runs(by_id[CONFIRM]) is not None:  # figures wait as the verdict does
