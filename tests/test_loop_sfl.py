@@ -210,17 +210,25 @@ def sfl_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return execute_run(SFL_TINY, 0, tmp_path_factory.mktemp("sfl"), llm=None)
 
 
-@pytest.mark.slow
-def test_curation_steps_count_in_the_run_budget(sfl_run: Path):
-    metrics = json.loads((sfl_run / "final_metrics.json").read_text())
-    per_cycle = 5 * 2 * 256
-    assert metrics["curation_steps"] == 2 * per_cycle
+def curation_metrics(root: Path, cycles: int, per_cycle: int) -> dict:
+    """A curating run's final metrics, checked: `cycles` x `per_cycle` rollout steps,
+    counted in its env steps, and the same two numbers as verify derives them from the
+    rollout files (SFL's and PLR's tiny runs)."""
+    metrics = json.loads((root / "final_metrics.json").read_text())
+    assert metrics["curation_steps"] == cycles * per_cycle
     assert metrics["env_steps"] == metrics["global_steps"] + metrics["curation_steps"]
-    derived = rederived(sfl_run, metrics)  # what verify derives from the rollout files
+    derived = rederived(root, metrics)
     assert (derived["curation_steps"], derived["env_steps"]) == (
         metrics["curation_steps"],
         metrics["env_steps"],
     )
+    return metrics
+
+
+@pytest.mark.slow
+def test_curation_steps_count_in_the_run_budget(sfl_run: Path):
+    per_cycle = 5 * 2 * 256
+    metrics = curation_metrics(sfl_run, 2, per_cycle)
     rollout = TINY_PPO["num_envs"] * TINY_PPO["num_steps"]
     # training took the budget less the rollouts (up to the trainer's whole rollouts)
     budget = SFL_TINY.total_steps
