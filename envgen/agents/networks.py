@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from envgen import numerics
 from envgen.agents.config import ModelConfig
 from envgen.agents.normalizer import EwmaNormalizer
 
@@ -91,11 +92,34 @@ class ImpalaEncoder(nn.Module):
         return self.dense(self.stacks(x))
 
 
+def conv_as_gemm(x: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
+    """`conv` (no padding, no dilation) over an NHWC input as one im2col and one GEMM:
+    (N, H, W, C) -> (N, OH, OW, out_channels), the same function as `conv` on NCHW.
+
+    Portable CPU numerics turn oneDNN off (`envgen.numerics`); ATen's own convolution
+    then runs one small GEMM per sample and trains the nature network at about half
+    the speed of this batched one (`envgen bench train --numerics portable`). The
+    patches come out in (C, KH, KW) order, the order of the weight's last three axes,
+    and the sum over them is MKL's (COMPATIBLE branch in portable mode)."""
+    kh, kw = conv.kernel_size
+    sh, sw = conv.stride
+    patches = x.unfold(1, kh, sh).unfold(2, kw, sw)  # (N, OH, OW, C, KH, KW), a view
+    n, oh, ow = patches.shape[:3]
+    weight = conv.weight.reshape(conv.out_channels, -1)
+    out = torch.addmm(conv.bias, patches.reshape(n * oh * ow, -1), weight.t())
+    return out.view(n, oh, ow, conv.out_channels)
+
+
 class NatureEncoder(nn.Module):
-    """(N, 3, 64, 64) in [0, 1] -> (N, embed_size): Nature-DQN strided convs 8/4, 4/2, 3/1."""
+    """(N, 3, 64, 64) in [0, 1] -> (N, embed_size): Nature-DQN strided convs 8/4, 4/2, 3/1.
+
+    In a portable-numerics process (`envgen.numerics`) the convs run as `conv_as_gemm`
+    on NHWC activations (`takes_nhwc`); the parameters, their initialisation and the
+    function are the same, the float rounding is not."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
+        self.takes_nhwc = numerics.current() == numerics.PORTABLE
         c1, c2, c3 = cfg.channels
         side = OBS_SHAPE[0]
         for k, s in ((8, 4), (4, 2), (3, 1)):
@@ -113,7 +137,17 @@ class NatureEncoder(nn.Module):
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
+        if not self.takes_nhwc:
+            return self.net(x)
+        h = x.permute(0, 2, 3, 1)  # channels-last memory: a view, no copy
+        for layer in self.net:
+            if isinstance(layer, nn.Conv2d):
+                h = conv_as_gemm(h, layer)
+            elif isinstance(layer, nn.Flatten):
+                h = h.permute(0, 3, 1, 2).flatten(1)  # NCHW order, as the Linear was built
+            else:
+                h = layer(h)
+        return h
 
 
 # Explicit registry: ModelConfig.kind -> encoder class.
@@ -147,9 +181,8 @@ class ActorCritic(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = obs.permute(0, 3, 1, 2).float().div_(255.0)  # NHWC view = channels_last strides
-        x = x.contiguous(
-            memory_format=torch.channels_last if self.cfg.channels_last else torch.contiguous_format
-        )
+        nhwc = self.cfg.channels_last or getattr(self.encoder, "takes_nhwc", False)
+        x = x.contiguous(memory_format=torch.channels_last if nhwc else torch.contiguous_format)
         with autocast(x.device, self.cfg.bf16_autocast):
             h = self.final(self.encoder(x))
             logits, value = self.policy_head(h), self.value_head(h)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from types import ModuleType
 
-from envgen.bench import env, heist, isa, precision, rank, train
+from envgen.bench import env, heist, numerics, precision, rank, train
 
 # Explicit registry: bench target -> (module implementing it, --help line). Every target
 # is imported: `envgen bench --help` shows each one's own arguments.
@@ -23,7 +23,7 @@ TARGETS: dict[str, tuple[ModuleType, str]] = {
         precision,
         "learning equivalence: the same seeds as one cohort per precision mode (GPU)",
     ),
-    "isa": (isa, "PPO update speed: torch's CPU path vs pinned to AVX2"),
+    "numerics": (numerics, "PPO steps/s in portable CPU numerics vs native, same machine"),
     "rank": (
         rank,
         "curriculum validation agents: do two seeds rank 16 environments alike, per budget",

@@ -54,6 +54,7 @@ import crafter
 import numpy as np
 import torch
 
+from envgen import numerics
 from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
 from envgen.agents.config import (
     AGENTS,
@@ -271,6 +272,9 @@ def _one_run(
     `start` barrier, the timed part begins when every concurrent run is warm."""
     set_torch_threads(args.torch_threads)
     set_deterministic(args.deterministic)
+    mode = numerics.current()  # `envgen bench numerics` starts this process in a mode
+    numerics.apply_torch(mode)
+    numerics.verify(mode)
     factory = reference_env_factory() if reference else crafter_vec_env_factory(args.workers)
     model = dataclasses.replace(
         model_preset(args.model), bf16_autocast=args.bf16, channels_last=args.channels_last

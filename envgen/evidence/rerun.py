@@ -43,6 +43,7 @@ from envgen.agents.runlog import read_jsonl, read_jsonl_written
 from envgen.errors import ConfigError, EnvGenError
 from envgen.loop.config import RunConfig
 from envgen.loop.identity import check_identity, refuse_links
+from envgen.numerics import PORTABLE
 from envgen.store import PROVENANCE, is_sealed, read_provenance, read_run_bytes, run_file_exists
 from envgen.store.provenance import machine, software
 from envgen.store.run_diff import compare_logs, first_difference
@@ -269,18 +270,32 @@ def describe(comparison: Any) -> str:
 # listed but does not explain a difference.
 ARITHMETIC = {
     "machine": ("cpu", "torch_cpu_capability", "device", "gpu"),
-    "software": ("python", "torch", "numpy", "crafter", "procgen-mirror", "lock_sha256"),
+    "software": (
+        "python",
+        "libc",
+        "torch",
+        "numpy",
+        "numba",
+        "opensimplex",
+        "crafter",
+        "procgen-mirror",
+        "lock_sha256",
+    ),
 }
 
 
 def setting_differences(
-    session: dict[str, Any] | None, device: str, kernels: dict[str, Any] | None = None
+    session: dict[str, Any] | None,
+    device: str,
+    kernels: dict[str, Any] | None = None,
+    portable: bool = False,
 ) -> tuple[list[str], bool]:
     """(where this machine's and software's fields differ from the committed run's, whether
     any of them can change floats); an unknown machine counts as one that can.
 
     `kernels` are the retrained run's GPU kernel settings (its provenance); they are
-    compared where both runs recorded them, and change floats only on a GPU."""
+    compared where both runs recorded them, and change floats only on a GPU. For a
+    `portable` run (`envgen.numerics`) the machine changes no float: only software can."""
 
     if session is None:
         return ["the committed run's machine and software are unknown (backfilled)"], True
@@ -297,7 +312,8 @@ def setting_differences(
             if key == "host" or theirs.get(key) == here.get(key):
                 continue
             found.append(f"{part}.{key}: {theirs.get(key)!r} committed, {here.get(key)!r} here")
-            arithmetic = arithmetic or (on_gpu if part == "kernels" else key in ARITHMETIC[part])
+            floats = on_gpu if part == "kernels" else key in ARITHMETIC[part]
+            arithmetic = arithmetic or (floats and not (portable and part == "machine"))
     return found, arithmetic
 
 
@@ -357,22 +373,44 @@ def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
             raise EnvGenError("the retrained run wrote no record to compare; give more --seconds")
     for line in lines:
         print(line)
-    settings, explains = setting_differences(run.session, args.device or run.device, kernels)
+    portable = run.config.get("cpu_numerics") == PORTABLE
+    settings, explains = setting_differences(
+        run.session, args.device or run.device, kernels, portable
+    )
     print(
         "machine and software: "
         + ("as the committed run's" if not settings else "; ".join(settings))
     )
+    print("numerics: " + ("portable (any x86-64 CPU with AVX2)" if portable else "native"))
     if same:
         print("identical over every record compared: this machine repeats the committed run")
         return 0
-    print(
-        "DIFFERS: "
-        + (
-            "expected where machine or software differ (floats differ in their last digits, "
-            "then the runs diverge): compare such runs by their scores' statistics"
-            if explains
-            else "the same CPU, ISA, device and package versions as recorded, so this is a "
-            "reproducibility failure: report it with this output"
-        )
-    )
+    print("DIFFERS: " + verdict(portable, explains, first_line(lines)))
     return 1
+
+
+def first_line(lines: list[str]) -> str:
+    """The first comparison line that names a difference."""
+    return next((line for line in lines if "difference" in line or "differing" in line), lines[0])
+
+
+def verdict(portable: bool, explains: bool, difference: str) -> str:
+    """What a difference means: for a portable run, a failure wherever the software is the
+    recorded one; for a native run, expected where machine or software differ."""
+    if portable and not explains:
+        return (
+            f"this run does not reproduce: {difference} (a portable run retrains bit for bit "
+            "on any x86-64 CPU with AVX2 under the recorded software: its logs are not the "
+            "ones it trained, or the portable mode leaks; report it with this output)"
+        )
+    if explains:
+        return (
+            "expected where "
+            + ("software differs" if portable else "machine or software differ")
+            + " (floats differ in their last digits, then the runs diverge): compare such "
+            "runs by their scores' statistics, or rerun under the recorded software"
+        )
+    return (
+        "the same CPU, ISA, device and package versions as recorded, so this is a "
+        "reproducibility failure: report it with this output"
+    )

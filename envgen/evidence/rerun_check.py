@@ -40,6 +40,7 @@ from envgen.evidence import rerun
 from envgen.files import write_json_atomic
 from envgen.input_checks import number_in, whole_number
 from envgen.llm.cache import DEFAULT_CACHE_DIR
+from envgen.numerics import PORTABLE
 from envgen.report.inputs import load_table
 from envgen.store.provenance import machine
 from envgen.store.run_diff import behaviour, compare_logs, differing_keys
@@ -75,6 +76,11 @@ class RunCheck:
     """This machine's CPU."""
     seconds: float
     """Wall-clock time of the retrain."""
+    portable: bool = False
+    """Trained in portable CPU numerics (`envgen.numerics`): a difference on any x86-64
+    CPU with AVX2 is a failure, not the machine's."""
+    full: bool = False
+    """Retrained to its end (`--full`): every update and episode compared."""
 
     @property
     def identical(self) -> bool:
@@ -82,10 +88,12 @@ class RunCheck:
 
     def line(self) -> str:
         if self.identical:
-            verdict = (
-                f"bit-identical through update {self.updates} "
-                f"({self.episodes} episode(s) identical)"
+            span = (
+                f"to the end ({self.updates} updates, "
+                if self.full
+                else f"through update {self.updates} ("
             )
+            verdict = f"bit-identical {span}{self.episodes} episode(s) identical)"
         else:
             episode = (
                 f"episode {self.first_episode_differing}"
@@ -99,9 +107,10 @@ class RunCheck:
                 else f"no update ({self.updates} identical)"
             )
             verdict = f"first differs at {update}, {episode}"
+        numerics = "portable" if self.portable else "native"
         return (
             f"{self.run_dir}: {verdict}; trained on {self.trained_on}, checked on "
-            f"{self.checked_on} ({self.seconds:.0f} s)"
+            f"{self.checked_on} ({self.seconds:.0f} s, {numerics} numerics)"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -179,8 +188,9 @@ def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
         config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
         here = work / "runs" / run_dir.parent.name / run_dir.name
         command = rerun.rerun_command(run, config, work / "runs", args)
-        _, elapsed, code = rerun.retrain(
-            command, here, args.seconds, args.updates, work / "rerun.log"
+        updates = None if args.full else args.updates
+        finished, elapsed, code = rerun.retrain(
+            command, here, args.seconds, updates, work / "rerun.log"
         )
         if code not in (None, 0):
             tail = (work / "rerun.log").read_text(encoding="utf-8", errors="replace").strip()
@@ -188,7 +198,12 @@ def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
                 f"{run_dir}: the retrained run failed (exit {code}): "
                 f"{tail.splitlines()[-1] if tail else 'no output'}"
             )
-        retrained = rerun.run_log(here, METRICS)[: args.updates]
+        if args.full and not finished and code is None:
+            raise EnvGenError(
+                f"{run_dir}: --full: the retrain did not reach the run's end in "
+                f"{args.seconds:g} s; give more --seconds"
+            )
+        retrained = rerun.run_log(here, METRICS)[:updates]
         if not retrained:
             raise EnvGenError(
                 f"{run_dir}: the retrain logged no update in {args.seconds:g} s; give more "
@@ -211,6 +226,8 @@ def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
         trained_on=cpu_label(run.session),
         checked_on=this_cpu(args.device or run.device),
         seconds=round(elapsed, 1),
+        portable=run.config.get("cpu_numerics") == PORTABLE,
+        full=bool(args.full),
     )
 
 
@@ -227,15 +244,16 @@ def selected_runs(args: argparse.Namespace) -> list[tuple[str, Path]]:
 
 def check_runs(args: argparse.Namespace) -> int:
     """Check each selected run in turn, print its line, write `--json`; 0 if all agree."""
-    if args.updates is None:
-        raise ConfigError("--updates", "--check needs the number of updates to compare")
+    if args.updates is None and not args.full:
+        raise ConfigError("--updates", "--check needs the number of updates to compare, or --full")
     checks = []
     for row, run_dir in selected_runs(args):
         check = check_run(run_dir, row, args)
         print(check.line(), flush=True)
         checks.append(check)
     same = sum(c.identical for c in checks)
-    print(f"{same} of {len(checks)} run(s) bit-identical through their first updates here")
+    span = "to their end" if args.full else "through their first updates"
+    print(f"{same} of {len(checks)} run(s) bit-identical {span} here")
     if args.json:
         write_json_atomic(
             args.json,
@@ -254,7 +272,8 @@ def command_line(args: argparse.Namespace) -> str:
     words += [f"--campaign {c}" for c in args.campaign]
     if args.campaign:
         words += [f"--sample {args.sample}", f"--sample-seed {args.sample_seed}"]
-    words += [f"--updates {args.updates}", f"--seconds {args.seconds:g}"]
+    words += ["--full"] if args.full else [f"--updates {args.updates}"]
+    words += [f"--seconds {args.seconds:g}"]
     if args.torch_threads:
         words.append(f"--torch-threads {args.torch_threads}")
     return " ".join(words + ([f"--json {args.json}"] if args.json else []))
@@ -315,6 +334,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=number_in(0, rerun.MAX_SECONDS),
         default=rerun.DEFAULT_SECONDS,
         help=f"stop retraining after this long (default {rerun.DEFAULT_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="--check: retrain each run to its end and compare every update and episode "
+        "(the reviewer's check of a portable run: a forged episode anywhere differs; give "
+        "--seconds enough for whole runs, about half an hour each on a laptop CPU)",
     )
     parser.add_argument(
         "--updates",

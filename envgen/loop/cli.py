@@ -6,6 +6,7 @@ import argparse
 import contextlib
 from pathlib import Path
 
+from envgen import numerics
 from envgen.agents.device import add_device_arguments, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.envs.vector import workers_variable
@@ -135,6 +136,7 @@ def main(args: argparse.Namespace) -> int:
     set_deterministic(args.deterministic)
     try:
         config = checked_config(args.config)
+        numerics.reexec(config.cpu_numerics)  # the variables act as numpy and torch load
         if args.workers is None and config.game == "crafter":
             workers_variable()  # a bad $ENVGEN_ENV_WORKERS is one line, before any work
         options = RunOptions(args.device, args.workers, args.progress, args.resume)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from envgen import numerics
 from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
 from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
@@ -56,6 +57,7 @@ def execute_cohort(
         )
     if not config.cohort_eligible:
         raise ConfigError("cohort", "only original_only PPO runs of Crafter train in cohorts")
+    numerics.enter(config.cpu_numerics, options.device)  # before any float is computed
     paths = [RunPaths.of(runs_root, config, seed) for seed in seeds]
     for p in paths:  # killed after training, before sealing: seal
         if not p.finished and p.final_metrics.is_file():

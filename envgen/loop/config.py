@@ -27,6 +27,7 @@ from envgen.input_checks import (
     unknown_key,
 )
 from envgen.llm.conversation import AUTO, check_history_cycles
+from envgen.numerics import NATIVE, check_mode
 
 DESIGNERS = ("llm", "random", "heuristic", "sfl", "plr")  # envgen.loop.world_designers
 SFL_FIELDS = ("sfl_candidates", "sfl_rollout_envs", "sfl_rollout_steps")  # designer: sfl only
@@ -214,6 +215,12 @@ class RunConfig:
     """How a cohort runs its PPO update (`envgen.agents.config.COHORT_KERNELS`: eager,
     graph or compile). Each mode rounds differently, hence part of the run's identity;
     "eager" is left out of the hash."""
+    cpu_numerics: str = "native"
+    """Which code paths compute the run's floats on the CPU (`envgen.numerics`): "native"
+    (the host's fastest; the run retrains bit for bit on its own CPU class) or "portable"
+    (fixed by the software; it retrains bit for bit on any x86-64 CPU with AVX2). Each
+    rounds differently, hence part of the run's identity; "native" is left out of the
+    hash."""
 
     @property
     def cohort_eligible(self) -> bool:
@@ -246,6 +253,7 @@ class RunConfig:
         check_kernels(self.cohort_kernels)
         if self.cohort_kernels != "eager" and self.cohort == 1:
             raise ConfigError("cohort_kernels", "a cohort's update mode: set cohort above 1")
+        check_mode(self.cpu_numerics)
         if self.cohort > 1 and not self.cohort_eligible:
             raise ConfigError(
                 "cohort",
@@ -425,6 +433,7 @@ class RunConfig:
         `heuristic_first_set` only when not "initial_set", the sfl_* (plr_*) fields only for
         designer sfl (plr), the GPU options only when on and
         `llm_temperature` only when above 0, `llm_redraw_repeats` only when on,
+        `cpu_numerics` only when portable,
         so that configs written before these existed keep their hash (their run
         directories and LLM slots)."""
         out = dataclasses.asdict(self)
@@ -448,6 +457,8 @@ class RunConfig:
             del out["cohort_groups"]
         if out["cohort_kernels"] == "eager":
             del out["cohort_kernels"]
+        if out["cpu_numerics"] == NATIVE:
+            del out["cpu_numerics"]
         return out
 
     def config_hash(self) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from envgen import numerics
 from envgen.agents.heist_evaluate import play_test_episodes
 from envgen.agents.runlog import JsonlLog, read_jsonl
 from envgen.agents.seeding import derive_seed
@@ -235,6 +236,7 @@ def execute_run(
     game = game_spec(config.game)
     if config.game == "crafter":  # scored by its training episodes (Heist: test episodes)
         check_scored_phase(config.final_steps, game.ppo_config(config.ppo).num_envs)
+    numerics.enter(config.cpu_numerics, options.device)  # before any float is computed
     if paths.root.exists() and not options.resume:
         raise EnvGenError(
             f"{paths.root} holds a partial run; pass --resume to continue it or remove it"

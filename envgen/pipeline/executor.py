@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from envgen import numerics
 from envgen.envs.vector import usable_cores
 from envgen.errors import ConfigError
 from envgen.lifetime import die_with_parent
@@ -151,17 +152,32 @@ def gpu_fit(
     return fit
 
 
+def numerics_of(job: AnyJob) -> str:
+    """The CPU numerics mode a job's process must start in (`envgen.numerics`)."""
+    return job.config.cpu_numerics if isinstance(job, Job) else numerics.NATIVE
+
+
+def by_numerics(jobs: Sequence[AnyJob]) -> dict[str, list[AnyJob]]:
+    """The jobs grouped by the numerics mode their worker processes start in."""
+    groups: dict[str, list[AnyJob]] = {}
+    for job in jobs:
+        groups.setdefault(numerics_of(job), []).append(job)
+    return groups
+
+
 def _local_runner(config: ExecutorConfig) -> Runner:
     def run(jobs: Sequence[AnyJob], settings: Settings, report: Report) -> list[JobResult]:
         fit = gpu_fit(jobs, settings, config)
-        workers = min(len(jobs), config.local_workers(usable_cores(), _gpus(), fit))
-        with worker_pool(workers) as pool:
-            futures = {pool.submit(run_job, job, settings): job for job in jobs}
-            done: dict[tuple[str, int], JobResult] = {}
-            for future in concurrent.futures.as_completed(futures):
-                job = futures[future]
-                done[job.key] = _result_of(job, future, settings)
-                report(done[job.key])
+        done: dict[tuple[str, int], JobResult] = {}
+        for mode, group in by_numerics(jobs).items():
+            workers = min(len(group), config.local_workers(usable_cores(), _gpus(), fit))
+            # workers read the mode's variables as they load numpy and torch
+            with numerics.spawning(mode), worker_pool(workers) as pool:
+                futures = {pool.submit(run_job, job, settings): job for job in group}
+                for future in concurrent.futures.as_completed(futures):
+                    job = futures[future]
+                    done[job.key] = _result_of(job, future, settings)
+                    report(done[job.key])
         return [done[job.key] for job in jobs]
 
     return run
@@ -203,7 +219,12 @@ def _ray_runner(config: ExecutorConfig) -> Runner:
         gpus = config.gpu_share(fit) if fit is not None else config.gpus_per_run
         task = ray.remote(num_cpus=config.env_workers, num_gpus=gpus)(run_job)
         remote_settings = _absolute(settings)
-        refs = {task.options(max_retries=0).remote(job, remote_settings): job for job in jobs}
+        refs = {
+            task.options(max_retries=0, runtime_env=_ray_runtime_env(numerics_of(job))).remote(
+                job, remote_settings
+            ): job
+            for job in jobs
+        }
         done: dict[tuple[str, int], JobResult] = {}
         waiting = list(refs)
         while waiting:
@@ -225,9 +246,11 @@ def _ray_result(job: AnyJob, ref: Any, settings: Settings) -> JobResult:
         return JobResult(job.key, FAILED, str(job_dir(job, settings.runs_root)), repr(exc)[:500])
 
 
-def _ray_runtime_env() -> dict[str, Any]:
-    """Ray workers start elsewhere: make them import this checkout's `envgen`."""
-    return {"env_vars": {"PYTHONPATH": os.getcwd()}}
+def _ray_runtime_env(mode: str = numerics.NATIVE) -> dict[str, Any]:
+    """Ray workers start elsewhere: make them import this checkout's `envgen`, and start
+    a portable job's worker with that mode's variables (`envgen.numerics`)."""
+    extra = numerics.PORTABLE_ENVIRONMENT if mode == numerics.PORTABLE else {}
+    return {"env_vars": {"PYTHONPATH": os.getcwd(), **extra}}
 
 
 def _absolute(settings: Settings) -> Settings:

@@ -39,6 +39,7 @@ from envgen.input_checks import (
 )
 from envgen.llm.conversation import AUTO, check_history_cycles
 from envgen.loop.config import RunConfig, check_scored_phase
+from envgen.numerics import PORTABLE, check_mode
 
 # RunConfig fields counted in env steps; a profile scales each of them.
 STEP_FIELDS: tuple[str, ...] = (
@@ -61,6 +62,7 @@ OPTIONAL_FIELDS = frozenset(
         "cohort",
         "cohort_groups",
         "cohort_kernels",
+        "cpu_numerics",
     }
 )
 # Profile fields a `games.<game>` section sets for that game's rows (all of them).
@@ -152,6 +154,9 @@ class Profile:
     cohort_kernels: str = "eager"
     """How those cohorts run their update (`RunConfig.cohort_kernels`: eager, graph or
     compile; other numbers, other run hashes); optional key."""
+    cpu_numerics: str = "native"
+    """CPU numerics of the rows that set none of their own (`RunConfig.cpu_numerics`:
+    native or portable; other numbers, other run hashes); optional key."""
     game: str = "crafter"
     """The game whose rows this profile budgets (`for_game` sets it)."""
 
@@ -177,6 +182,9 @@ class Profile:
             raise ConfigError(f"{where}.cohort_kernels", exc.message) from None
         if self.cohort_kernels != "eager" and self.cohort == 1:
             raise ConfigError(f"{where}.cohort_kernels", "a cohort's update mode: set cohort")
+        check_mode(self.cpu_numerics, f"{where}.cpu_numerics")
+        if self.cpu_numerics == PORTABLE and self.device != "cpu":
+            raise ConfigError(f"{where}.cpu_numerics", "portable is a CPU mode; set device: cpu")
         for name in (
             "min_rollouts",
             "eval_episodes",
@@ -308,6 +316,8 @@ class Profile:
             for name in ("llm_world_rules", "original_world"):
                 if name not in own:
                     changes[name] = getattr(self, name)
+        if "cpu_numerics" not in own:
+            changes["cpu_numerics"] = self.cpu_numerics
         applied = config.replace(**changes)
         if self.cohort > 1 and applied.cohort_eligible and "cohort" not in own:
             applied = applied.replace(

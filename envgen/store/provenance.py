@@ -27,7 +27,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from envgen import json_input
+from envgen import json_input, numerics
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.results_version import RESULTS_VERSION
@@ -37,7 +37,7 @@ PROVENANCE = "provenance.json"
 UNKNOWN = "unknown"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCK_FILE = REPO_ROOT / "requirements.lock"
-PACKAGES = ("torch", "numpy", "crafter", "procgen-mirror", "openai", "dvc")
+PACKAGES = ("torch", "numpy", "numba", "opensimplex", "crafter", "procgen-mirror", "openai", "dvc")
 
 
 def now_utc() -> str:
@@ -115,10 +115,12 @@ def _version(package: str) -> str:
 
 
 def software() -> dict[str, Any]:
-    """Python and package versions, and the sha256 of the lock file (first 16 hex)."""
+    """Python, C library and package versions, and the sha256 of the lock file (first 16
+    hex)."""
     lock = hashlib.sha256(LOCK_FILE.read_bytes()).hexdigest()[:16] if LOCK_FILE.is_file() else None
     return {
         "python": platform.python_version(),
+        "libc": " ".join(platform.libc_ver()),  # libm's exp and log round as its version does
         **{name: _version(name) for name in PACKAGES},
         "lock_sha256": lock,
     }
@@ -265,6 +267,7 @@ def begin_session(
             "software": software(),
             "threads": threads(env_workers),
             "kernels": kernel_settings(),
+            "numerics": numerics.state(),
             **({"cohort": cohort} if cohort else {}),
             **({"code_fingerprint": fingerprint} if fingerprint is not None else {}),
             "git": git_state(),

@@ -1,0 +1,283 @@
+"""CPU numerics modes: which code paths compute a CPU run's floats, and so on which
+machines the run retrains bit for bit (docs/agent.md, "Portable numerics").
+
+- `native`: every library takes the fastest path for the host: ATen's kernels for its
+  widest vector unit (AVX-512 where present), oneDNN's convolutions (JIT code and
+  blocking chosen from the host's ISA and cache sizes), MKL's GEMM for the host's
+  vendor and ISA, NumPy's AVX-512 `exp`. A run repeats only on its own CPU class.
+- `portable`: every float comes from a path fixed by the software alone, on any x86-64
+  CPU with AVX2 (Intel or AMD):
+  - ATen's kernels pinned to AVX2 (`ATEN_CPU_CAPABILITY`); one torch thread, so that
+    reductions split the same way everywhere;
+  - oneDNN and NNPACK off: their kernel and blocking choices follow the host and no
+    cross-CPU guarantee is documented; convolutions go through ATen (and the nature
+    network's own im2col + GEMM, `envgen.agents.networks`);
+  - MKL in its COMPATIBLE branch (`MKL_CBWR`): Intel documents branch-pinned results on
+    every x86 CPU for COMPATIBLE only; AVX2 and the other branches fall back to
+    per-host dispatch on non-Intel CPUs (checked here: on AMD, `MKL_VERBOSE` reports
+    "CNR:AUTO" for `MKL_CBWR=AVX2`, "CNR:COMPATIBLE" for COMPATIBLE); one MKL thread,
+    no dynamic threading;
+  - NumPy's dispatch above AVX2 off (`NPY_DISABLE_CPU_FEATURES`): its AVX-512 `exp`,
+    which world generation calls, rounds differently from the scalar one;
+  - numba compiles for one named CPU (`NUMBA_CPU_NAME=haswell`: AVX2 and FMA) instead of
+    the host; without fastmath LLVM keeps the source's order of float operations.
+
+The variables are read when each library loads, so a process gets its mode from its
+environment before it imports numpy or torch; children (spawned pool workers, the
+vec-env forkserver and its workers, Ray workers) inherit it. `environment` builds that
+environment, `reexec` restarts a command-line process into it, and `verify` checks,
+in the process that computes, that every setting took effect (a failure names the one
+that did not); its record goes into the run's provenance.
+
+This module imports nothing heavy: callers decide the mode before torch loads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from envgen.errors import ConfigError, EnvGenError
+
+NATIVE, PORTABLE = "native", "portable"
+MODES = (NATIVE, PORTABLE)
+MODE_VARIABLE = "ENVGEN_CPU_NUMERICS"
+"""The mode a process was started in (unset: native)."""
+
+# NumPy 1.26's dispatch targets above AVX2 (`numpy.core._multiarray_umath.__cpu_dispatch__`),
+# and the later ones a newer NumPy may add; naming a feature the host lacks is allowed.
+NUMPY_ABOVE_AVX2 = (
+    "AVX512F",
+    "AVX512CD",
+    "AVX512_KNL",
+    "AVX512_KNM",
+    "AVX512_SKX",
+    "AVX512_CLX",
+    "AVX512_CNL",
+    "AVX512_ICL",
+    "AVX512_SPR",
+)
+NUMBA_CPU = "haswell"  # LLVM's name for AVX2 + FMA + BMI2, the portable baseline
+
+PORTABLE_ENVIRONMENT: dict[str, str] = {
+    MODE_VARIABLE: PORTABLE,
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_CBWR": "COMPATIBLE",
+    "MKL_DYNAMIC": "FALSE",
+    "MKL_NUM_THREADS": "1",
+    "OMP_DYNAMIC": "FALSE",
+    "OMP_NUM_THREADS": "1",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN is off; should anything still reach it
+    "NPY_DISABLE_CPU_FEATURES": " ".join(NUMPY_ABOVE_AVX2),
+    "NUMBA_CPU_NAME": NUMBA_CPU,
+    "NUMBA_CPU_FEATURES": "",  # with NUMBA_CPU_NAME set, the named CPU's own features
+}
+"""What a portable process needs in its environment before numpy, numba or torch load."""
+
+# The variables portable mode sets that a native process must not carry (a native run
+# in a process set up for portable numbers would compute portable ones).
+_NATIVE_MUST_NOT_SET = (MODE_VARIABLE, "MKL_CBWR", "NPY_DISABLE_CPU_FEATURES", "NUMBA_CPU_NAME")
+
+MKL_BRANCH = "COMPATIBLE"
+
+
+class NumericsError(EnvGenError):
+    """A process is not in the numerics mode its run needs (a setting did not take)."""
+
+
+def check_mode(mode: object, field: str = "cpu_numerics") -> str:
+    """`mode` if it is one of MODES; a `ConfigError` naming `field` otherwise."""
+    if mode not in MODES:
+        raise ConfigError(field, f"{mode!r}; allowed: {', '.join(MODES)}")
+    return str(mode)
+
+
+def current(environ: Mapping[str, str] | None = None) -> str:
+    """The mode this process was started in, from its environment."""
+    value = (os.environ if environ is None else environ).get(MODE_VARIABLE, NATIVE) or NATIVE
+    if value not in MODES:
+        raise NumericsError(f"${MODE_VARIABLE}={value!r}: one of {', '.join(MODES)}")
+    return value
+
+
+def environment(mode: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a process of `mode` starts with: `base` (this process's by
+    default) with the portable variables set, or removed for native."""
+    check_mode(mode)
+    env = dict(os.environ if base is None else base)
+    if mode == PORTABLE:
+        env.update(PORTABLE_ENVIRONMENT)
+    else:
+        for name in _NATIVE_MUST_NOT_SET:
+            env.pop(name, None)
+    return env
+
+
+def mismatches(mode: str, environ: Mapping[str, str] | None = None) -> list[str]:
+    """The variables of `environ` (this process's by default) that are not as `mode`
+    needs them, as "NAME=value (needs ...)" phrases; empty when the environment fits."""
+    check_mode(mode)
+    env = os.environ if environ is None else environ
+    if mode == PORTABLE:
+        return [
+            f"{name}={env.get(name)!r} (needs {value!r})"
+            for name, value in PORTABLE_ENVIRONMENT.items()
+            if env.get(name) != value
+        ]
+    return [
+        f"{name}={env[name]!r} (needs it unset)" for name in _NATIVE_MUST_NOT_SET if env.get(name)
+    ]
+
+
+ENTRY_MODULES = ("envgen.cli", "envgen.pipeline.train")
+"""The command-line entry points that may restart themselves (`reexec`)."""
+
+
+def _entry_process() -> bool:
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    return name in ENTRY_MODULES or os.path.basename(sys.argv[0] or "") == "envgen"
+
+
+def reexec(mode: str) -> None:
+    """Restart this command-line process in `mode`'s environment when it is not in it
+    (same interpreter, same arguments); returns only when nothing needs changing.
+
+    For entry points (`envgen run`): the variables act only when the libraries load, so
+    a process that has imported them cannot switch in place. Anywhere else (a test
+    calling a command's `main`) a mismatch is a `NumericsError`, never a restart."""
+    bad = mismatches(mode)
+    if not bad:
+        return
+    if not _entry_process():
+        raise NumericsError(
+            f"this process is not set up for {mode} CPU numerics ({bad[0]}) and is not a "
+            "command-line entry point that could restart itself"
+        )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    argv = list(getattr(sys, "orig_argv", [])) or [sys.executable, *sys.argv]
+    os.execve(sys.executable, [sys.executable, *argv[1:]], environment(mode))
+
+
+@contextlib.contextmanager
+def spawning(mode: str) -> Iterator[dict[str, str]]:
+    """This process's environment set to `mode`'s while children are started in it (a
+    spawned pool, Ray), restored after; yields the environment children get."""
+    saved = dict(os.environ)
+    env = environment(mode)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield env
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def apply_torch(mode: str) -> None:
+    """Torch's run-time switches for `mode`, in the process that computes: oneDNN and
+    NNPACK off and one thread for portable; native leaves torch as it loads."""
+    import torch  # lazy: torch, only in the process that trains
+
+    if check_mode(mode) == PORTABLE:
+        torch.backends.mkldnn.enabled = False
+        torch.backends.nnpack.set_flags(False)
+        torch.set_num_threads(1)
+        torch.set_flush_denormal(False)
+
+
+def _mkl_branch() -> str | None:
+    """MKL's reproducibility branch as MKL itself reports it ("CNR:..." in its verbose
+    line for one GEMM), or None where MKL prints nothing (a torch without MKL)."""
+    import torch  # lazy: torch, only in the process that trains
+
+    if not torch.backends.mkl.is_available():
+        return None
+    a = torch.ones(64, 64)
+    with tempfile.TemporaryFile() as capture:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(capture.fileno(), 1)
+        try:
+            with torch.backends.mkl.verbose(torch.backends.mkl.VERBOSE_ON):
+                torch.mm(a, a)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        capture.seek(0)
+        text = capture.read().decode(errors="replace")
+    for word in text.split():
+        if word.startswith("CNR:"):
+            return word[4:]
+    return None
+
+
+def state() -> dict[str, Any]:
+    """What decides this process's float paths, read from the libraries themselves."""
+    import numba  # lazy: numba and torch, only in the process that trains
+    import numpy.core._multiarray_umath as umath
+    import torch
+
+    return {
+        "mode": current(),
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch_threads": torch.get_num_threads(),
+        "onednn": bool(torch.backends.mkldnn.enabled),
+        "nnpack": bool(torch.backends.nnpack.is_available() and torch._C._get_nnpack_enabled()),
+        "mkl_branch": _mkl_branch(),
+        "numpy_above_avx2": sorted(f for f in NUMPY_ABOVE_AVX2 if umath.__cpu_features__.get(f)),
+        "numba_cpu": numba.config.CPU_NAME or "host",
+        "numba_features": "host"
+        if numba.config.CPU_FEATURES is None
+        else numba.config.CPU_FEATURES,
+    }
+
+
+def verify(mode: str) -> dict[str, Any]:
+    """Check that this process computes in `mode` and return its `state()` (recorded in
+    provenance). Portable: every setting must have taken (the variables were in the
+    environment before the libraries loaded, `apply_torch` ran); a `NumericsError`
+    names the first that did not and the fix. Native: the process must not carry the
+    portable settings."""
+    bad = mismatches(mode)
+    if bad:
+        how = (
+            "start the process through `envgen run`, a pipeline stage or a campaign, or "
+            "with envgen.numerics.environment(mode)"
+        )
+        raise NumericsError(f"this process is not set up for {mode} CPU numerics: {bad[0]}; {how}")
+    found = state()
+    if mode == NATIVE:
+        return found
+    expected = {
+        "torch_cpu_capability": "AVX2",
+        "torch_threads": 1,
+        "onednn": False,
+        "nnpack": False,
+        "mkl_branch": MKL_BRANCH,
+        "numpy_above_avx2": [],
+        "numba_cpu": NUMBA_CPU,
+        "numba_features": "",
+    }
+    for key, want in expected.items():
+        if found[key] != want:
+            raise NumericsError(
+                f"portable CPU numerics did not take effect: {key} is {found[key]!r}, needs "
+                f"{want!r} (torch, numpy or numba was loaded before the environment was "
+                "set, --torch-threads is not 1, or this torch has no MKL)"
+            )
+    return found
+
+
+def enter(mode: str, device: str) -> dict[str, Any]:
+    """Make this training process compute in `mode` on `device` and verify it (`verify`);
+    portable is a CPU mode: a run on a GPU is refused."""
+    if check_mode(mode) == PORTABLE and device != "cpu":
+        raise NumericsError(f"cpu_numerics portable trains on the CPU only, not on {device}")
+    apply_torch(mode)
+    return verify(mode)
