@@ -105,6 +105,9 @@ LLM15_SEEDS = tuple(range(20, 36))
 # Seeds of the campaign registered in docs/campaign_sfl.md: 20 fresh seeds per arm, after
 # llm15's. Fixed by the registration: never edit.
 SFL_SEEDS = tuple(range(36, 56))
+# Seeds of the campaign registered in docs/campaign_headline.md: 16 fresh seeds per arm,
+# after sfl's. Fixed by the registration: never edit.
+HEADLINE_SEEDS = tuple(range(56, 72))
 
 CAMPAIGNS: dict[str, Campaign] = {
     "cpu": Campaign(
@@ -134,6 +137,15 @@ CAMPAIGNS: dict[str, Campaign] = {
         Path("results/campaign_sfl"),
         SFL_SEEDS,
         "docs/campaign_sfl.md",
+    ),
+    "headline": Campaign(
+        "headline",
+        Path("replication/campaign_headline.yaml"),
+        "cpu",
+        Path("results/campaign_headline"),
+        HEADLINE_SEEDS,
+        "docs/campaign_headline.md",
+        local_model="qwen2.5-coder-1.5b-instruct",
     ),
 }
 
