@@ -55,9 +55,11 @@ WHAT = {
     "campaign_llm15": "registered: EnvGen with the open 1.5B LLM designer vs domain "
     "randomization on EnvGen's schedule, fresh seeds, both arms trained in this campaign, "
     "nature network, CPU (profile cpu)",
-    "campaign_sfl": "registered: a learned curriculum (SFL, Sampling For Learnability) vs "
-    "domain randomization on EnvGen's schedule, its rollouts inside the 1.96M env steps, "
-    "fresh seeds, both arms trained in this campaign, nature network, CPU (profile cpu)",
+    "campaign_sfl": "registered: SFL (Sampling For Learnability) as configured here, the 4 "
+    "most learnable of 16 random worlds a cycle by two 1,024-step rollouts each, vs domain "
+    "randomization on EnvGen's schedule, its rollouts inside the 1.96M env steps, fresh "
+    "seeds, both arms trained in this campaign, nature network, CPU (profile cpu); not the "
+    "reference SFL (25,000 candidates, half curated, rollouts not counted)",
 }
 SFL = "campaign_sfl"
 Runs = dict[str, dict[str, list[float]]]  # {metric: {row label: per-run values}}
