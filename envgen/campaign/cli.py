@@ -26,7 +26,7 @@ from pathlib import Path
 from envgen.campaign.process import stop
 from envgen.campaign.registry import CAMPAIGNS, Campaign, campaign
 from envgen.errors import EnvGenError
-from envgen.input_checks import OneLineParser, fail, whole_number
+from envgen.input_checks import OneLineParser, fail, whole_number, writable_dir
 
 
 # --- command line ------------------------------------------------------------------------
@@ -126,6 +126,8 @@ def dispatch(args: argparse.Namespace) -> int:
     at_repository_root(c, args)
     if action == "stop":
         return stop(c)
+    if action != "collect":  # collect wants an existing store (status.collect)
+        writable_dir(args.runs_root, "the run store (--runs-root)")
     if action in ("start", "run"):
         # lazy: scipy through the pipeline (0.25 s); `envgen campaign --help` must not load it
         from envgen.campaign import run

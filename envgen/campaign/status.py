@@ -27,6 +27,7 @@ from envgen.campaign.store import (
     write_collected,
 )
 from envgen.envs.vector import usable_cores
+from envgen.input_checks import existing_dir
 from envgen.pipeline.job_status import results_versions
 
 STATES = (FINISHED, RUNNING, PARTIAL, FAILED_RUN, STALE, DAMAGED, MISSING)
@@ -45,7 +46,11 @@ def status(c: Campaign, params: Path, runs_root: Path) -> int:
 
 
 def collect(c: Campaign, params: Path, runs_root: Path, outs: Sequence[Path]) -> int:
-    """Write runs.json, metrics.json and scores.json from the run store; trains nothing."""
+    """Write runs.json, metrics.json and scores.json from the run store; trains nothing.
+
+    A `runs_root` that is not a directory (a typo) is refused before anything is written:
+    read as an empty store, it would replace the committed tables with an empty campaign."""
+    existing_dir(runs_root, "the run store to collect (--runs-root); nothing was written")
     plan, profile, _ = load_campaign(c.request(params, runs_root, commit=False))
     table = collect_table(
         plan, profile, runs_root, results_versions(), f"`envgen campaign start {c.name}`"
