@@ -9,6 +9,7 @@ from pathlib import Path
 
 from envgen.campaign.failures import failures_file, message_of, read_failures, resume_refused
 from envgen.campaign.gitcommit import is_committed
+from envgen.campaign.machines import reuse_lines, row_reuse
 from envgen.campaign.process import Process, live_process
 from envgen.campaign.registry import Campaign
 from envgen.campaign.run import load_campaign
@@ -42,6 +43,9 @@ def status(c: Campaign, params: Path, runs_root: Path) -> int:
     states = job_states(plan, runs_root, results_versions(), alive, is_committed, None, failures)
     workers = (process and process.workers) or executor.local_workers(usable_cores(), 0)
     print(status_text(c, states, process, workers))
+    known = {s.run_dir: bool(s.committed) for s in states}  # git asked once per run
+    reuse = row_reuse(plan, runs_root, results_versions(), lambda d: known.get(d, False))
+    print("\n".join(["", *reuse_lines(reuse)]))
     return 0
 
 
