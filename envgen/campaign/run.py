@@ -23,6 +23,7 @@ from envgen import json_input
 from envgen.campaign import process
 from envgen.campaign.failures import failures_file, record
 from envgen.campaign.gitcommit import commit_run, is_committed
+from envgen.campaign.machines import reuse_lines, row_reuse
 from envgen.campaign.registry import PROCESS_MARK, Campaign, RunRequest
 from envgen.campaign.store import is_finished, row_jobs, version_of
 from envgen.envs.vector import usable_cores
@@ -187,9 +188,12 @@ def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commi
     try:
         # mistakes show here, not in the log
         plan, _, executor = load_campaign(c.request(params, runs_root, workers, commit))
-        pending = pending_jobs(plan, runs_root, results_versions())
+        codes = results_versions()
+        pending = pending_jobs(plan, runs_root, codes)
+        reuse = reuse_lines(row_reuse(plan, runs_root, codes, is_committed))
         if not pending and not commit:
             print(f"campaign {c.name}: all {len(seed_order(plan))} runs finished; nothing to train")
+            print("\n".join(reuse))
             return 0
         count = workers or executor.local_workers(usable_cores(), 0)
         command = [sys.executable, "-m", PROCESS_MARK, "run", c.name, "--params", str(params)]
@@ -204,6 +208,7 @@ def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commi
         f"({'each committed as it finishes' if commit else 'not committed'}); log {c.log}; "
         f"`envgen campaign status {c.name}`; stop: `envgen campaign stop {c.name}`"
     )
+    print("\n".join(reuse))
     return 0
 
 

@@ -19,7 +19,7 @@ from envgen.errors import ConfigError, EnvGenError
 from envgen.evidence import docfigures
 from envgen.evidence.derive import accounting_difference, rederived
 from envgen.evidence.doc_numbers import NOT_RESULTS
-from envgen.evidence.registration import registration_order
+from envgen.evidence.registration import HISTORY_NEEDED, registration_order
 from envgen.evidence.verify_plan import plan_differences
 from envgen.llm.cache import ResponseCache, slots_verdict
 from envgen.llm.chains import history_verdict
@@ -49,6 +49,9 @@ class Check:
     detail: str
     checked: bool = True
     """False when this checkout cannot tell (`ok` is then True and means nothing)."""
+    needed: str | None = None
+    """For a check not made: what this checkout needs to make it (`HISTORY_NEEDED`);
+    `envgen verify` then exits non-zero. None: an unchecked check counts neither way."""
 
     def line(self) -> str:
         word = "matches" if self.ok else "DIFFERS"
@@ -380,7 +383,8 @@ def check_registrations(runs_files: Sequence[Path], repo: Path = Path(".")) -> l
         run_dirs = sorted({run.run_dir.as_posix() for row in table.rows for run in row.runs})
         order = registration_order(repo, registration.document, run_dirs)
         if order.unknown:
-            checks.append(Check(name, True, order.unknown, checked=False))
+            needed = HISTORY_NEEDED if order.shallow else None
+            checks.append(Check(name, True, order.unknown, checked=False, needed=needed))
         elif order.problem:
             checks.append(Check(name, False, order.problem))
         else:

@@ -20,30 +20,61 @@ import yaml
 from envgen.agents.config import COHORT_KERNELS
 from envgen.errors import ConfigError
 from envgen.files import write_json_atomic
+from envgen.input_checks import read_text
 from envgen.json_input import JSONInputError
+from envgen.json_input import loads as loads_json
 from envgen.json_input import read as read_json
 from envgen.pipeline.params_stage import load_settings, read_params
 
 
+def read_bench(path: Path) -> dict[str, Any]:
+    """The last JSON line of the file `path` (`envgen bench train`'s output, saved): a
+    missing file, a directory, a malformed line or a line that is not bench train's is one
+    `ConfigError` naming the file, never a traceback (call A's log may be cut short)."""
+    what = "the saved output of `envgen bench train` (its last JSON line is read)"
+    lines = [line for line in read_text(path, what).splitlines() if line.startswith("{")]
+    if not lines:
+        raise ConfigError("bench", f"{path}: no JSON line (`envgen bench train` prints one)")
+    try:
+        bench = loads_json(lines[-1], path)
+    except JSONInputError as exc:
+        raise ConfigError("bench", f"{exc}; give {what}") from None
+    if not all(isinstance(bench.get(key), str) for key in ("device", "model", "mode")):
+        raise ConfigError("bench", f"{path}: its last JSON line is not bench train's; give {what}")
+    return bench
+
+
 def pick_rate(bench: dict[str, Any]) -> dict[str, Any]:
     """The fastest unpipelined cohort of `envgen bench train`'s JSON line, with the
-    baseline of the same call: what `envgen gpu run --sps` and the plan take."""
-    cohorts = [c for c in bench.get("cohorts") or [] if c.get("groups") == 1]
+    baseline of the same call: what `envgen gpu run --sps` and the plan take. A line
+    missing a field (or holding one of the wrong type) is a `ConfigError`, not a KeyError."""
+    try:
+        cohorts = [c for c in bench.get("cohorts") or [] if c.get("groups") == 1]
+    except (AttributeError, TypeError):
+        cohorts = None
+    if cohorts is None:
+        raise ConfigError("bench", "its `cohorts` is not a list of bench train's cohorts")
     if not cohorts:
         raise ConfigError("bench", "no unpipelined cohort in this bench JSON; time --cohort W")
-    best = max(cohorts, key=lambda c: c["cohort_sps"])
-    return {
-        "device": bench["device"],
-        "model": bench["model"],
-        "mode": bench["mode"],
-        "cohort": best["cohort"],
-        "kernels": best.get("kernels", "eager"),
-        "cohort_sps": best["cohort_sps"],
-        "baseline_runs": bench["baseline_runs"],
-        "baseline_sps": bench["baseline_sps"],
-        "ratio": round(best["cohort_sps"] / bench["baseline_sps"], 3),
-        "all": {f"{c['cohort']}/{c.get('kernels', 'eager')}": c["cohort_sps"] for c in cohorts},
-    }
+    try:
+        best = max(cohorts, key=lambda c: c["cohort_sps"])
+        return {
+            "device": bench["device"],
+            "model": bench["model"],
+            "mode": bench["mode"],
+            "cohort": best["cohort"],
+            "kernels": best.get("kernels", "eager"),
+            "cohort_sps": best["cohort_sps"],
+            "baseline_runs": bench["baseline_runs"],
+            "baseline_sps": bench["baseline_sps"],
+            "ratio": round(best["cohort_sps"] / bench["baseline_sps"], 3),
+            "all": {f"{c['cohort']}/{c.get('kernels', 'eager')}": c["cohort_sps"] for c in cohorts},
+        }
+    except (KeyError, TypeError, ZeroDivisionError) as exc:
+        detail = f"field {exc} missing" if isinstance(exc, KeyError) else str(exc)
+        raise ConfigError(
+            "bench", f"not bench train's JSON line ({detail}); time it again with bench train"
+        ) from None
 
 
 SESSION_PROFILE = "gpu-session"
@@ -70,10 +101,7 @@ def session_params(params: dict[str, Any], rate: dict[str, Any], base: str = "pa
 
 def run_rate(args: argparse.Namespace) -> int:
     """`envgen gpu probe rate`."""
-    lines = [line for line in args.bench.read_text().splitlines() if line.startswith("{")]
-    if not lines:
-        raise ConfigError("bench", f"{args.bench}: no JSON line (`envgen bench train` prints one)")
-    rate = pick_rate(json.loads(lines[-1]))
+    rate = pick_rate(read_bench(args.bench))
     write_json_atomic(args.out, rate)
     print(json.dumps(rate))
     return 0

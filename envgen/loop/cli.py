@@ -12,12 +12,12 @@ from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.envs.vector import workers_variable
 from envgen.errors import CacheMissError, ConfigError, EnvGenError
 from envgen.games import game_spec
-from envgen.input_checks import whole_number
+from envgen.input_checks import whole_number, writable_dir
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES, MODES, CachedLLM
 from envgen.llm.client import BACKENDS, LOCAL_MODEL, LOCAL_MODELS, BackendConfig, backend_config
 from envgen.llm.server import running_backend
 from envgen.loop.config import RunConfig, check_scored_phase
-from envgen.loop.paths import read_json
+from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.runner import RunOptions, execute_run
 from envgen.store.provenance import PROVENANCE, read_provenance
 from envgen.store.provenance import summary as provenance_summary
@@ -136,6 +136,10 @@ def main(args: argparse.Namespace) -> int:
     set_deterministic(args.deterministic)
     try:
         config = checked_config(args.config)
+        # a file where the run's folder goes: one line now, not a traceback at mkdir
+        writable_dir(
+            RunPaths.of(args.runs_root, config, args.seed).root, "the run under --runs-root"
+        )
         numerics.reexec(config.cpu_numerics)  # the variables act as numpy and torch load
         if args.workers is None and config.game == "crafter":
             workers_variable()  # a bad $ENVGEN_ENV_WORKERS is one line, before any work
