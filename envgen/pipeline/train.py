@@ -26,7 +26,7 @@ from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES
 from envgen.llm.client import LOCAL_MODEL, LOCAL_MODELS
 from envgen.pipeline.cost import plan_summary
 from envgen.pipeline.executor import ExecutorConfig, execute
-from envgen.pipeline.job_status import FAILED, results_versions
+from envgen.pipeline.job_status import CONFIG_ERROR, FAILED, results_versions
 from envgen.pipeline.jobs import LLMSpec, Settings
 from envgen.pipeline.params_stage import check_device, load_settings
 from envgen.pipeline.plan import TablePlan, distinct_jobs, plan_file
@@ -158,6 +158,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"envgen.pipeline.train: {len(failed)} run(s) failed after retries (first: "
             f"{failed[0].run_dir}: {failed[0].reason}); the stage fails so that the next "
             "`dvc repro` tries them again",
+            file=sys.stderr,
+        )
+        return 2
+    refused = [r for r in results.values() if r.status == CONFIG_ERROR]
+    if refused:
+        print(
+            f"envgen.pipeline.train: {len(refused)} run(s) have a setting no run can follow "
+            f"(first: {refused[0].run_dir}: {refused[0].reason})",
             file=sys.stderr,
         )
         return 2

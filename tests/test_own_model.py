@@ -1,0 +1,52 @@
+"""Traps of a researcher who points the designer at their own OpenAI-compatible model
+(issue 66, item 2): each gives one line naming what to set, and nothing is retried that
+cannot change."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envgen.errors import ConfigError
+from envgen.llm.conversation import AUTO
+from envgen.loop.config import RunConfig
+from envgen.pipeline.executor import ExecutorConfig, execute
+from envgen.pipeline.job_status import CONFIG_ERROR
+from envgen.pipeline.jobs import LLMSpec, Settings
+from envgen.pipeline.plan import Job, plan_table
+from envgen.pipeline.profile import load_profile
+from envgen.results_version import RESULTS_VERSION
+
+PARAMS = yaml.safe_load(Path("params.yaml").read_text())
+OWN_MODEL = "my-lab-model"  # a model of unknown context window
+
+
+def test_auto_history_for_a_model_of_unknown_context_is_refused_at_planning_in_one_line():
+    smoke = load_profile(PARAMS, "smoke")  # llm_history_cycles: auto
+    assert smoke.llm_history_cycles == AUTO
+    row = {"row": "mine", "run": {"llm_model": OWN_MODEL}}
+    with pytest.raises(ConfigError) as refused:
+        plan_table({"table": "t", "rows": [row]}, smoke)
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith("t.rows[mine].run.llm_history_cycles: auto")
+    assert OWN_MODEL in line and "llm_history_cycles: <number>" in line
+    assert "0 = the whole history" in line
+    # The fix the line names: the row's own bound (0 included) plans.
+    row["run"]["llm_history_cycles"] = 0
+    job = plan_table({"table": "t", "rows": [row]}, smoke).rows[0].jobs[0]
+    assert job.config.llm_history_cycles == 0
+
+
+def test_a_run_of_unknown_context_under_auto_is_a_config_error_and_not_retried(tmp_path):
+    config = RunConfig(llm_history_cycles=AUTO, llm_model="gpt-3.5-turbo", model="nature")
+    assert config.llm_adapts
+    job = Job(config, 0)
+    llm = LLMSpec("replay", str(tmp_path / "cache"))
+    settings = Settings(
+        str(tmp_path / "runs"), {"crafter-llm": RESULTS_VERSION["crafter-llm"]}, llm=llm
+    )
+    result = execute([job], settings, ExecutorConfig(workers=1, retries=3), lambda _m: None)
+    result = result[job.key]
+    assert (result.status, result.attempts) == (CONFIG_ERROR, 1)
+    assert result.reason.startswith("llm_history_cycles: auto") and "\n" not in result.reason
+    assert "llm_history_cycles: <number>" in result.reason
