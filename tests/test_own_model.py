@@ -2,6 +2,7 @@
 (issue 66, item 2): each gives one line naming what to set, and nothing is retried that
 cannot change."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,32 @@ def test_a_run_of_unknown_context_under_auto_is_a_config_error_and_not_retried(t
     assert (result.status, result.attempts) == (CONFIG_ERROR, 1)
     assert result.reason.startswith("llm_history_cycles: auto") and "\n" not in result.reason
     assert "llm_history_cycles: <number>" in result.reason
+
+
+def help_text(capsys, command: str) -> str:
+    """The --help `command` prints (`envgen run`, `envgen llm record`, the train stage)."""
+    from envgen.cli import build_parser
+    from envgen.pipeline import train
+
+    words = command.split()[1:] + ["--help"]
+    with pytest.raises(SystemExit):
+        if command.startswith("envgen "):
+            build_parser(words).parse_args(words)
+        else:
+            train.main(["--help"])
+    return " ".join(capsys.readouterr().out.split())  # argparse's wrapping undone
+
+
+HELPS = ("envgen run", "envgen llm record", "python -m envgen.pipeline.train")
+
+
+@pytest.mark.parametrize("command", HELPS)
+def test_every_help_names_the_key_variables_the_code_reads(capsys, command):
+    from envgen.llm.client import BACKENDS
+
+    text = help_text(capsys, command)
+    read = {b.key_variable for b in BACKENDS.values() if b.key_variable}
+    named = set(re.findall(r"\b[A-Z][A-Z0-9_]*_KEY\b", text))
+    assert named and named <= read, (command, named - read)
+    for name in ("openai", "compatible"):  # each backend's own variable, where it is named
+        assert BACKENDS[name].key_variable in text, (command, name)

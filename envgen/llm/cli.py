@@ -13,7 +13,7 @@ from envgen.errors import EnvGenError, LLMResponseError
 from envgen.input_checks import check_temperature, existing_dir
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
-from envgen.llm.client import BACKENDS, LOCAL_MODEL, LOCAL_MODELS, backend_config
+from envgen.llm.client import BACKENDS, KEYS_HELP, LOCAL_MODEL, LOCAL_MODELS, backend_config
 from envgen.llm.conversation import REDRAWS, EnvironmentDesigner, base_label
 from envgen.llm.parse import parse_environments
 from envgen.llm.planned_calls import PLANNED_CALLS, planned_call
@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="record planned initial calls into the cache",
         description="Run the planned initial generation calls (all, or those named by "
         "--call) through a backend and store the replies. --backend local starts the "
-        "bundled server for the duration; --backend openai needs OPENAI_API_KEY (or .env).",
+        f"bundled server for the duration; {KEYS_HELP}.",
         epilog="planned calls: " + ", ".join(PLANNED_CALLS),
     )
     record.add_argument("--backend", choices=list(BACKENDS), required=True)

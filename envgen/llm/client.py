@@ -41,6 +41,12 @@ LOCAL_MODEL = "smollm2-135m-instruct"  # the local backend's default (the tests'
 LOCAL_MODELS = ("smollm2-135m-instruct", "qwen2.5-coder-1.5b-instruct")
 KEY_VARIABLE = "OPENAI_API_KEY"
 COMPATIBLE_KEY_VARIABLE = "ENVGEN_COMPATIBLE_API_KEY"
+KEYS_HELP = (
+    f"--backend openai reads its key from {KEY_VARIABLE}, --backend compatible from "
+    f"{COMPATIBLE_KEY_VARIABLE} (optional), in the environment or .env"
+)
+"""The key variables as every command's --help names them: built from the constants, so
+a help text cannot name a variable the code does not read (issue 66)."""
 NO_KEY = "no-key-needed"  # the SDK insists on some key; this one is not a secret
 _SECRET = re.compile(r"sk-[\w*-]+")
 

@@ -14,7 +14,16 @@ from envgen.errors import CacheMissError, ConfigError, EnvGenError
 from envgen.games import game_spec
 from envgen.input_checks import whole_number
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES, MODES, CachedLLM
-from envgen.llm.client import BACKENDS, LOCAL_MODEL, LOCAL_MODELS, BackendConfig, backend_config
+from envgen.llm.client import (
+    BACKENDS,
+    COMPATIBLE_KEY_VARIABLE,
+    KEY_VARIABLE,
+    KEYS_HELP,
+    LOCAL_MODEL,
+    LOCAL_MODELS,
+    BackendConfig,
+    backend_config,
+)
 from envgen.llm.server import running_backend
 from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.paths import read_json
@@ -70,7 +79,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--backend",
         choices=list(BACKENDS),
         default=None,
-        help="LLM backend for fill/record (default: local for the bundled model, else openai)",
+        help="LLM backend for fill/record (default: local for the bundled model, else openai); "
+        + KEYS_HELP,
     )
     parser.add_argument("--base-url", help="OpenAI-compatible server URL ending in /v1")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
@@ -110,8 +120,8 @@ def _fill_advice(args: argparse.Namespace) -> str:
     return (
         f"To record every missing reply of {model!r} (needs the model's server; the local "
         f"backend serves only {', '.join(map(repr, LOCAL_MODELS))}):\n  "
-        f"OPENAI_API_KEY=... {command} --backend openai\n"
-        f"  or: [ENVGEN_COMPATIBLE_API_KEY=...] {command} --backend compatible "
+        f"{KEY_VARIABLE}=... {command} --backend openai\n"
+        f"  or: [{COMPATIBLE_KEY_VARIABLE}=...] {command} --backend compatible "
         "--base-url URL"
     )
 

@@ -23,7 +23,7 @@ from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.input_checks import OneLineParser
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES
-from envgen.llm.client import LOCAL_MODEL, LOCAL_MODELS
+from envgen.llm.client import KEYS_HELP, LOCAL_MODEL, LOCAL_MODELS
 from envgen.pipeline.cost import plan_summary
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.job_status import CONFIG_ERROR, FAILED, results_versions
@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=("local", "openai", "compatible"),
         default="local",
         help="fill mode: who answers the misses; local (default) = the bundled model's "
-        "server; openai / compatible record --model's rows (key from OPENAI_API_KEY)",
+        f"server; openai / compatible record --model's rows ({KEYS_HELP})",
     )
     parser.add_argument(
         "--model",
