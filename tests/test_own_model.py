@@ -80,3 +80,36 @@ def test_every_help_names_the_key_variables_the_code_reads(capsys, command):
     assert named and named <= read, (command, named - read)
     for name in ("openai", "compatible"):  # each backend's own variable, where it is named
         assert BACKENDS[name].key_variable in text, (command, name)
+
+
+def test_replay_through_the_compatible_backend_needs_no_server_url():
+    """Replay never connects, so `--base-url` is asked for only where calls go out."""
+    from argparse import Namespace
+
+    from envgen.loop.cli import _backend
+
+    def args(mode: str) -> Namespace:
+        return Namespace(backend="compatible", base_url=None, llm_mode=mode)
+
+    replaying = _backend(args("replay"), OWN_MODEL)
+    assert (replaying.name, replaying.model, replaying.base_url) == ("compatible", OWN_MODEL, None)
+    for mode in ("fill", "record", "live"):
+        with pytest.raises(ConfigError) as refused:
+            _backend(args(mode), OWN_MODEL)
+        line = str(refused.value)
+        assert "\n" not in line
+        assert line.startswith("base_url: backend 'compatible' needs --base-url")
+
+
+def test_envgen_run_replays_a_compatible_models_rows_without_a_server_url(tmp_path, capsys):
+    """End to end: the run gets to the cache (a miss here) instead of asking for a URL."""
+    from envgen.cli import main
+
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({"llm_model": OWN_MODEL, "model": "nature"}))
+    cache, runs = str(tmp_path / "cache"), str(tmp_path / "runs")
+    argv = ["run", str(config), "--seed", "0", "--backend", "compatible"]
+    assert main([*argv, "--cache-dir", cache, "--runs-root", runs]) == 1
+    out = capsys.readouterr().out
+    assert f"no recorded reply for model {OWN_MODEL!r}" in out and "base_url" not in out
+    assert f"envgen llm record --backend compatible --model {OWN_MODEL} --base-url URL" in out

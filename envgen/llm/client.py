@@ -79,8 +79,8 @@ class BackendConfig:
                 f" --model {self.model}" if self.model != LOCAL_MODEL else ""
             )
         flags = f"--backend {self.name} --model {self.model}"
-        if self.base_url:
-            flags += f" --base-url {self.base_url}"
+        if self.base_url or self.name == "compatible":  # replay's has none: the user's to give
+            flags += f" --base-url {self.base_url or 'URL'}"
         return flags
 
 
@@ -110,8 +110,10 @@ def backend_config(
     model: str | None = None,
     base_url: str | None = None,
     structured: str | None = None,
+    calls: bool = True,
 ) -> BackendConfig:
-    """A preset from `BACKENDS`, with the given fields overridden."""
+    """A preset from `BACKENDS`, with the given fields overridden. `calls=False`: for
+    replay, which never connects, so `compatible` needs no server URL there."""
     if name not in BACKENDS:
         raise ConfigError("backend", f"{name!r} unknown; use one of {', '.join(BACKENDS)}")
     config = BACKENDS[name]
@@ -130,8 +132,12 @@ def backend_config(
             f"{config.model!r}; record that model's replies with `--backend openai` (OpenAI "
             "models) or `--backend compatible --base-url URL` (a server that serves it)",
         )
-    if name == "compatible" and not config.base_url:
-        raise ConfigError("base_url", "backend 'compatible' needs --base-url (e.g. .../v1)")
+    if name == "compatible" and not config.base_url and calls:
+        raise ConfigError(
+            "base_url",
+            "backend 'compatible' needs --base-url (the server's URL ending in /v1) to call "
+            "it; replay calls nothing and needs none",
+        )
     if config.structured not in DIALECTS:
         raise ConfigError("structured", f"{config.structured!r} unknown; use one of {DIALECTS}")
     return config

@@ -100,7 +100,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _backend(args: argparse.Namespace, model: str) -> BackendConfig:
     """The backend the cache keys by (local for the bundled model, else openai)."""
     name = args.backend or ("local" if model in LOCAL_MODELS else "openai")
-    return backend_config(name, model=model, base_url=args.base_url)
+    calls = args.llm_mode != "replay"  # replay never connects: no --base-url needed
+    return backend_config(name, model=model, base_url=args.base_url, calls=calls)
 
 
 def _fill_advice(args: argparse.Namespace) -> str:
