@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from envgen.errors import ConfigError
+from envgen.errors import CacheMissError, ConfigError
 from envgen.llm.conversation import AUTO
 from envgen.loop.config import RunConfig
 from envgen.pipeline.executor import ExecutorConfig, execute
@@ -113,3 +113,52 @@ def test_envgen_run_replays_a_compatible_models_rows_without_a_server_url(tmp_pa
     out = capsys.readouterr().out
     assert f"no recorded reply for model {OWN_MODEL!r}" in out and "base_url" not in out
     assert f"envgen llm record --backend compatible --model {OWN_MODEL} --base-url URL" in out
+
+
+def test_every_command_that_calls_a_model_defaults_to_the_local_backend():
+    """One default (`DEFAULT_BACKEND`, offline): a call to any other model goes out only
+    through a backend named on purpose; replay keys each model as its replies were
+    recorded, so no committed reply changes its key."""
+    from argparse import Namespace
+
+    from envgen.cli import build_parser
+    from envgen.llm.client import DEFAULT_BACKEND, LOCAL_MODELS, replay_backend
+    from envgen.loop.cli import _backend
+    from envgen.pipeline import train
+
+    assert DEFAULT_BACKEND == "local"
+    record = build_parser(["llm", "record"]).parse_args(["llm", "record"])
+    assert record.backend == DEFAULT_BACKEND
+    assert train.build_parser().parse_args(["t.yaml"]).backend == DEFAULT_BACKEND
+
+    def run(model: str, mode: str) -> str:
+        return _backend(Namespace(backend=None, base_url=None, llm_mode=mode), model).name
+
+    for model in LOCAL_MODELS:
+        assert run(model, "fill") == run(model, "replay") == DEFAULT_BACKEND
+    assert run("gpt-4-1106-preview", "replay") == replay_backend("gpt-4-1106-preview") == "openai"
+    with pytest.raises(ConfigError) as refused:  # was: an uncapped call to OpenAI
+        run("gpt-4-1106-preview", "fill")
+    line = str(refused.value)
+    assert "\n" not in line
+    assert line.index("--backend compatible") < line.index("--backend openai")
+
+
+def test_miss_advice_names_the_compatible_route_before_openai(tmp_path, capsys):
+    from argparse import Namespace
+
+    from envgen.llm.cache import CachedLLM
+    from envgen.llm.client import backend_config
+    from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
+    from envgen.loop.cli import _fill_advice
+
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({"llm_model": OWN_MODEL}))
+    advice = _fill_advice(Namespace(config=config, seed=0, runs_root=tmp_path))
+    assert advice.index("--backend compatible --base-url URL") < advice.index("--backend openai")
+    llm = CachedLLM("replay", tmp_path / "cache", backend_config("openai", model=OWN_MODEL))
+    with pytest.raises(CacheMissError) as missed:
+        EnvironmentDesigner(PromptOptions(), llm).generate(4)
+    text = str(missed.value)
+    first = f"envgen llm record --backend compatible --model {OWN_MODEL} --base-url URL"
+    assert first in text and text.index(first) < text.index("--backend openai")

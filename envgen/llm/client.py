@@ -41,6 +41,10 @@ LOCAL_MODEL = "smollm2-135m-instruct"  # the local backend's default (the tests'
 LOCAL_MODELS = ("smollm2-135m-instruct", "qwen2.5-coder-1.5b-instruct")
 KEY_VARIABLE = "OPENAI_API_KEY"
 COMPATIBLE_KEY_VARIABLE = "ENVGEN_COMPATIBLE_API_KEY"
+DEFAULT_BACKEND = "local"
+"""The `--backend` default of every command that calls a model (`envgen run`, `envgen llm
+record`, the train stage): the bundled model's server, which a fresh clone can run
+offline; any other model is recorded only through a backend named on purpose."""
 KEYS_HELP = (
     f"--backend openai reads its key from {KEY_VARIABLE}, --backend compatible from "
     f"{COMPATIBLE_KEY_VARIABLE} (optional), in the environment or .env"
@@ -104,6 +108,14 @@ BACKENDS: dict[str, BackendConfig] = {
 }
 
 
+def replay_backend(model: str) -> str:
+    """The backend whose preset keys `model`'s recorded replies where none is named and
+    nothing is called (replay): local for the local models, else openai (compatible's
+    preset speaks the same dialect, so its recordings replay alike). The pipeline's
+    `LLMSpec.build` keys replay the same way."""
+    return "local" if model in LOCAL_MODELS else "openai"
+
+
 def backend_config(
     name: str,
     *,
@@ -129,8 +141,8 @@ def backend_config(
         raise ConfigError(
             "model",
             f"the local backend serves only {', '.join(map(repr, LOCAL_MODELS))}, not "
-            f"{config.model!r}; record that model's replies with `--backend openai` (OpenAI "
-            "models) or `--backend compatible --base-url URL` (a server that serves it)",
+            f"{config.model!r}; record that model's replies with `--backend compatible "
+            "--base-url URL` (a server that serves it) or `--backend openai` (OpenAI models)",
         )
     if name == "compatible" and not config.base_url and calls:
         raise ConfigError(

@@ -23,7 +23,7 @@ from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.input_checks import OneLineParser
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES
-from envgen.llm.client import KEYS_HELP, LOCAL_MODEL, LOCAL_MODELS
+from envgen.llm.client import DEFAULT_BACKEND, KEYS_HELP, LOCAL_MODEL, LOCAL_MODELS
 from envgen.pipeline.cost import plan_summary
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.job_status import CONFIG_ERROR, FAILED, results_versions
@@ -59,7 +59,9 @@ def run_plans(
     return execute(distinct_jobs(plans), settings, executor)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> OneLineParser:
+    """The stage's command line (its --backend default is `DEFAULT_BACKEND`, as every
+    command's that calls a model)."""
     parser = OneLineParser(
         prog="python -m envgen.pipeline.train", description=__doc__.split("\n\n")[0]
     )
@@ -77,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--backend",
         choices=("local", "openai", "compatible"),
-        default="local",
+        default=DEFAULT_BACKEND,
         help="fill mode: who answers the misses; local (default) = the bundled model's "
         f"server; openai / compatible record --model's rows ({KEYS_HELP})",
     )
@@ -113,6 +115,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(`envgen bench train --device cuda`), instead of envgen.pipeline.gpu_plan's measured "
         "or assumed figures",
     )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.runs_root is None and not args.plan:
         parser.error("--runs-root is required (the run store, e.g. results/runs)")
