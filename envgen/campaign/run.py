@@ -29,7 +29,14 @@ from envgen.campaign.store import is_finished, row_jobs, version_of
 from envgen.envs.vector import usable_cores
 from envgen.llm.cache import DEFAULT_CACHE_DIR
 from envgen.pipeline.executor import execute
-from envgen.pipeline.job_status import DONE, FAILED, JobResult, job_dir, results_versions
+from envgen.pipeline.job_status import (
+    CONFIG_ERROR,
+    DONE,
+    FAILED,
+    JobResult,
+    job_dir,
+    results_versions,
+)
 from envgen.pipeline.jobs import Settings
 from envgen.pipeline.params_stage import check_device, load_settings
 from envgen.pipeline.plan import Job, RandomJob, TablePlan, plan_file
@@ -167,7 +174,7 @@ def run_campaign(request: RunRequest, log: Log = print) -> int:
     with llm_spec(mode, DEFAULT_CACHE_DIR, **model) as llm:
         settings = Settings.for_profile(profile, request.runs_root, llm, executor.env_workers)
         results = execute(jobs, settings, executor, log, on_result=hook)
-    failed = [r for r in results.values() if r.status == FAILED]
+    failed = [r for r in results.values() if r.status in (FAILED, CONFIG_ERROR)]
     log(f"[campaign] {request.campaign}: session over, {len(failed)} run(s) failed")
     return 2 if failed else 0
 

@@ -29,7 +29,7 @@ from envgen.gpu.run_args import CHECKPOINT_MINUTES, seed_list
 from envgen.input_checks import number_in, unknown_key
 from envgen.pipeline import gpu_plan
 from envgen.pipeline.executor import execute
-from envgen.pipeline.job_status import FAILED
+from envgen.pipeline.job_status import CONFIG_ERROR, FAILED
 from envgen.pipeline.jobs import LLMSpec, Settings, split_cohorts
 from envgen.pipeline.params_stage import load_settings
 from envgen.pipeline.plan import plan_file
@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings.for_profile(profile, args.store, llm, executor.env_workers)
     settings = dataclasses.replace(settings, checkpoint_minutes=args.checkpoint_minutes)
     results = execute(jobs, settings, executor)
-    return 1 if any(r.status == FAILED for r in results.values()) else 0
+    return 1 if any(r.status in (FAILED, CONFIG_ERROR) for r in results.values()) else 0
 
 
 STARTUP_S = 60.0

@@ -36,7 +36,17 @@ DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE, NOT_ST
     "llm_unusable",
     "not_started",  # a campaign row none of whose seeds has finished yet
 )
-STATUSES = (DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE, NOT_STARTED)
+CONFIG_ERROR = "config_error"  # a setting no run can follow (`envgen.errors.RunSettingError`)
+STATUSES = (
+    DONE,
+    NOT_RECORDED,
+    FAILED,
+    NOT_IMPLEMENTED,
+    REPORTED_ONLY,
+    LLM_UNUSABLE,
+    NOT_STARTED,
+    CONFIG_ERROR,
+)
 # Tables whose id starts with this are campaigns (`envgen campaign`): their own claims,
 # never the paper's (CLAIMS.md's campaign section).
 CAMPAIGN_PREFIX = "campaign_"
