@@ -309,11 +309,13 @@ def check_tables(runs_files: Sequence[Path], work: Path) -> list[Check]:
         if withheld:  # its table says so, and it has no CSV or curves yet
             produced = produced[:1]
         elif record is not None:
-            figures.write_curve_csvs(record, work / "plots")
+            figures.write_curve_csvs(record, work / "plots", work / "curves")
             committed_plots = Path("results/plots") / name
             names = {p.name for p in (work / "plots" / name).glob("*.csv")}
             names |= {p.name for p in committed_plots.glob("*.csv")}
             produced += [(work / "plots" / name / n, committed_plots / n) for n in sorted(names)]
+            curves = f"{name}.csv"  # the table's learning curves (results/curves)
+            produced.append((work / "curves" / curves, Path("results/curves") / curves))
         for ours, committed in produced:
             problem = problem or _diff_files(ours, committed)
         extra = sorted(
@@ -323,7 +325,7 @@ def check_tables(runs_files: Sequence[Path], work: Path) -> list[Check]:
             problem = problem or _diff_files(
                 work / "tables" / extra_name, Path("results/tables") / extra_name
             )
-        detail = "runs.json, metrics, table, plot CSVs" if problem is None else problem
+        detail = "runs.json, metrics, table, plot CSVs, curves" if problem is None else problem
         checks.append(Check(name, problem is None, detail))
     for label, ours, committed in (
         ("summary metrics", work / "m.json", Path("results/metrics.json")),

@@ -18,8 +18,9 @@ Trains nothing and calls no LLM. It checks, in order:
    pipeline makes from the replication file and profile (`envgen.evidence.verify_plan`: each
    row lists exactly its planned runs that are finished), every run entry re-derived
    from its run's final metrics, the table's metrics.json and scores.json from
-   runs.json, and the report's results/tables/<table>.md/.csv and score-vs-step CSVs
-   (results/plots/<table>/) rebuilt in a temporary directory and compared byte for byte;
+   runs.json, and the report's results/tables/<table>.md/.csv, score-vs-step CSVs
+   (results/plots/<table>/) and learning curves (results/curves/<table>.csv) rebuilt in a
+   temporary directory and compared byte for byte;
 4. results/metrics.json and results/CLAIMS.md rebuilt the same way;
 5. the result figures README.md, docs/ and results/**/README.md quote in prose: each
    declared passage at every copy, and any other number that looks like a result named
