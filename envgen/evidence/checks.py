@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from envgen import json_input
+from envgen.campaign.registry import CAMPAIGNS
 from envgen.errors import ConfigError, EnvGenError
-from envgen.evidence import docfigures
+from envgen.evidence import docfigures, history
 from envgen.evidence.derive import accounting_difference, rederived
 from envgen.evidence.doc_numbers import NOT_RESULTS
 from envgen.evidence.registration import registration_order
@@ -359,7 +360,55 @@ def verify(
     add(check_doc_figures(runs_files))
     for check in check_registrations(runs_files):
         add(check)
+    add(check_runs_unchanged())
+    add(check_registrations_frozen())
     return checks
+
+
+# --- 7. committed evidence against the commit that added it ---------------------------------
+def check_runs_unchanged(repo: Path = Path(".")) -> Check:
+    """Every committed run's manifest is the one its first commit added, but for recorded
+    changes (`envgen.evidence.history`)."""
+    name = "runs as committed"
+    missing = history.history_missing(repo)
+    if missing:
+        return Check(name, False, missing)
+    try:
+        problems, checked, uncommitted = history.run_changes(repo)
+    except EnvGenError as exc:
+        return Check(name, False, str(exc))
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return Check(name, False, problems[0] + more)
+    return Check(
+        name,
+        True,
+        f"{checked} committed runs' manifests are the bytes their first commit added, or a "
+        f"recorded change's ({history.RUN_CHANGES})"
+        + (f"; {uncommitted} not committed yet" if uncommitted else ""),
+    )
+
+
+def check_registrations_frozen(repo: Path = Path(".")) -> Check:
+    """Each campaign registration's text above its Deviations is its first commit's, but
+    for changes its Deviations name."""
+    name = "registrations frozen"
+    documents = sorted({c.registration for c in CAMPAIGNS.values() if c.registration})
+    missing = history.history_missing(repo)
+    if missing:
+        return Check(name, False, missing)
+    try:
+        problems = history.frozen_registrations(documents, repo)
+    except EnvGenError as exc:
+        return Check(name, False, str(exc))
+    if problems:
+        return Check(name, False, problems[0])
+    return Check(
+        name,
+        True,
+        f"{len(documents)} registrations: the text above Deviations is their first commit's, "
+        "or each change is named in their Deviations",
+    )
 
 
 # --- 6. registrations before runs ----------------------------------------------------------

@@ -26,7 +26,13 @@ Trains nothing and calls no LLM. It checks, in order:
    with its file and line (`envgen.evidence.docfigures`, `envgen.evidence.doc_numbers`);
 6. per registered campaign, that git's history has its registration committed before
    every run its runs.json lists (`envgen.evidence.registration`; in a checkout without
-   the history the line says "not checked" and why, and counts neither way).
+   the history the line says "not checked" and why, and counts neither way);
+7. that committed evidence is what its commit added (`envgen.evidence.history`): every
+   committed run's manifest is the one the commit that first added the run wrote,
+   unless each later change is recorded in results/run_changes.yaml, and every
+   registration's text above its "Deviations" is its first commit's, unless its
+   Deviations name each commit that changed it; without git's history (a shallow
+   clone) these fail with "history needed: git fetch --unshallow".
 The figures' images are not compared (their bytes depend on the matplotlib build);
 their data are the plot CSVs and tables above.
 """
