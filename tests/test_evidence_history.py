@@ -101,7 +101,7 @@ def test_a_recorded_change_passes_and_must_name_the_run(repo):
         "changes:\n"
         f"  - commit: {changed[:8]}\n"
         "    why: the test's migration\n"
-        "    runs: [results/runs/b6762fdd799b/seed-4]\n"
+        "    paths: [results/runs/b6762fdd799b/seed-4]\n"
     )
     assert history.run_changes(repo)[0]  # names another run: still a problem
     record.write_text(record.read_text().replace("seed-4", "seed-3"))
@@ -155,3 +155,31 @@ def test_a_malformed_change_record_is_one_line(repo):
     (repo / history.RUN_CHANGES).write_text("changes:\n  - commit: zz\n")
     with pytest.raises(Exception, match="changes\\[0\\]"):
         history.recorded_changes(repo)
+
+
+def test_an_edited_audit_record_is_named_with_its_commit(repo):
+    record = repo / "results/audit/reproduce/campaign_x.json"
+    record.parent.mkdir(parents=True)
+    record.write_text('{"runs": [{"identical": false}]}\n')
+    commit(repo, "an audit")
+    record.write_text('{"runs": [{"identical": true}]}\n')
+    edited = commit(repo, "1 of 1 identical now")
+    (problem,) = history.run_changes(repo)[0]
+    assert problem.startswith("results/audit/reproduce/campaign_x.json: it changed in")
+    assert edited[:10] in problem
+
+
+def test_an_edited_cached_reply_is_named_but_new_slots_are_not(repo):
+    cache = repo / history.LLM_CACHE
+    cache.mkdir(parents=True)
+    reply = cache / "ab12.json"
+    record = {"key": "ab12", "request": "{}", "response": "{'text': 'a'}", "slots": ["s1"]}
+    reply.write_text(json.dumps(record))
+    commit(repo, "a reply")
+    reply.write_text(json.dumps({**record, "slots": ["s1", "s2"]}))
+    commit(repo, "another run files its slot")
+    assert history.cache_changes(repo) == ([], 1)
+    reply.write_text(json.dumps({**record, "response": "{'text': 'b'}"}))
+    edited = commit(repo, "a better reply")
+    (problem,) = history.cache_changes(repo)[0]
+    assert "'response' differs" in problem and edited[:10] not in problem

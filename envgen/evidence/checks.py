@@ -367,25 +367,28 @@ def verify(
 
 # --- 7. committed evidence against the commit that added it ---------------------------------
 def check_runs_unchanged(repo: Path = Path(".")) -> Check:
-    """Every committed run's manifest is the one its first commit added, but for recorded
-    changes (`envgen.evidence.history`)."""
-    name = "runs as committed"
+    """Every committed run's manifest and audit record is its first commit's bytes, and
+    every cached LLM reply its first commit's record, but for recorded changes
+    (`envgen.evidence.history`)."""
+    name = "evidence as committed"
     missing = history.history_missing(repo)
     if missing:
         return Check(name, False, missing)
     try:
         problems, checked, uncommitted = history.run_changes(repo)
+        reply_problems, replies = history.cache_changes(repo)
     except EnvGenError as exc:
         return Check(name, False, str(exc))
+    problems += reply_problems
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         return Check(name, False, problems[0] + more)
     return Check(
         name,
         True,
-        f"{checked} committed runs' manifests are the bytes their first commit added, or a "
-        f"recorded change's ({history.RUN_CHANGES})"
-        + (f"; {uncommitted} not committed yet" if uncommitted else ""),
+        f"{checked} committed run manifests and audit records are the bytes their first "
+        f"commit added and {replies} cached replies its record, or a recorded change's "
+        f"({history.RUN_CHANGES})" + (f"; {uncommitted} not committed yet" if uncommitted else ""),
     )
 
 

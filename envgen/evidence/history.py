@@ -25,15 +25,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from envgen.errors import ConfigError, EnvGenError
 from envgen.input_checks import read_yaml_mapping
 
 RUN_CHANGES = Path("results/run_changes.yaml")
 MANIFESTS = ":(glob)results/**/manifest.json"
+AUDIT_RECORDS = ":(glob)results/audit/**/*.json"
+LLM_CACHE = "data/llm_cache"
 DEVIATIONS = "## Deviations"
 NEED_HISTORY = "history needed: git fetch --unshallow"
 
@@ -45,8 +49,8 @@ class RunChange:
     commit: str
     """Its hash (7 or more hex digits)."""
     why: str
-    runs: tuple[str, ...]
-    """The run directories it changed (repository-relative)."""
+    paths: tuple[str, ...]
+    """The run directories and files it changed (repository-relative)."""
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -76,20 +80,22 @@ def recorded_changes(repo: Path, path: Path = RUN_CHANGES) -> list[RunChange]:
     data = read_yaml_mapping(file, "recorded changes of committed runs (`changes:` list)")
     changes = data.get("changes")
     if not isinstance(changes, list):
-        raise ConfigError("changes", "a list of {commit, why, runs}", file=file)
+        raise ConfigError("changes", "a list of {commit, why, paths}", file=file)
     out = []
     for i, entry in enumerate(changes):
         where = f"changes[{i}]"
-        if not isinstance(entry, dict) or set(entry) != {"commit", "why", "runs"}:
-            raise ConfigError(where, "needs exactly commit, why and runs", file=file)
-        commit, why, runs = entry["commit"], entry["why"], entry["runs"]
+        if not isinstance(entry, dict) or set(entry) != {"commit", "why", "paths"}:
+            raise ConfigError(where, "needs exactly commit, why and paths", file=file)
+        commit, why, paths = entry["commit"], entry["why"], entry["paths"]
         if not isinstance(commit, str) or len(commit) < 7 or not _is_hex(commit):
             raise ConfigError(f"{where}.commit", "a hash of at least 7 hex digits", file=file)
         if not isinstance(why, str) or not why.strip():
             raise ConfigError(f"{where}.why", "say why the runs changed", file=file)
-        if not isinstance(runs, list) or not all(isinstance(r, str) for r in runs) or not runs:
-            raise ConfigError(f"{where}.runs", "a non-empty list of run directories", file=file)
-        out.append(RunChange(commit, why, tuple(runs)))
+        if not isinstance(paths, list) or not all(isinstance(r, str) for r in paths) or not paths:
+            raise ConfigError(
+                f"{where}.paths", "a non-empty list of run directories and files", file=file
+            )
+        out.append(RunChange(commit, why, tuple(paths)))
     return out
 
 
@@ -107,11 +113,12 @@ class Event:
     """The file's blob after the commit (zeros when deleted)."""
 
 
-def manifest_events(repo: Path) -> dict[str, list[Event]]:
-    """{manifest path: its commits, oldest first}, from one `git log --raw`."""
+def file_events(repo: Path, pathspec: str) -> dict[str, list[Event]]:
+    """{path: its commits, oldest first} of the files `pathspec` matches, from one
+    `git log --raw`."""
     out = _git(
         repo, "log", "--reverse", "--no-renames", "--raw", "--no-abbrev", "--format=C %H",
-        "--", MANIFESTS,
+        "--", pathspec,
     )  # fmt: skip
     events: dict[str, list[Event]] = {}
     commit = ""
@@ -121,7 +128,7 @@ def manifest_events(repo: Path) -> dict[str, list[Event]]:
         elif line.startswith(":"):
             meta, _, path = line.partition("\t")
             fields = meta.split()
-            if len(fields) >= 5 and path.endswith("/manifest.json"):
+            if len(fields) >= 5:
                 events.setdefault(path, []).append(Event(commit, fields[4][0], fields[3]))
     return events
 
@@ -131,45 +138,124 @@ def _blob(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def _recorded(changes: Sequence[RunChange], commit: str, run_dir: str) -> bool:
-    return any(commit.startswith(c.commit) and run_dir in c.runs for c in changes)
+def _recorded(changes: Sequence[RunChange], commit: str, path: str) -> bool:
+    return any(commit.startswith(c.commit) and path in c.paths for c in changes)
+
+
+def _as_added(
+    path: str, history: Sequence[Event], changes: Sequence[RunChange], owner: str
+) -> str | None:
+    """Why the committed history of `path` breaks "as added": a later commit changed it
+    and no recorded change names `owner` (its run directory, or the file) for it."""
+    first = next((i for i, e in enumerate(history) if e.status == "A"), None)
+    if first is None:
+        return f"{owner}: no adding commit in the history"
+    for event in history[first + 1 :]:
+        if event.status != "D" and not _recorded(changes, event.commit, owner):
+            return (
+                f"{owner}: {'its manifest' if owner != path else 'it'} changed in "
+                f"{event.commit[:10]} after the commit that added it "
+                f"({history[first].commit[:10]}); no entry of {RUN_CHANGES} names that change"
+            )
+    return None
 
 
 def run_changes(repo: Path = Path(".")) -> tuple[list[str], int, int]:
-    """(problems, committed manifests checked, manifests not yet committed): each sealed
-    run's manifest against the one its first commit added."""
-    events = manifest_events(repo)
+    """(problems, committed files checked, files not yet committed): each sealed run's
+    manifest (so every file of the run) and each audit record under results/audit
+    against the bytes the commit that first added it wrote, but for recorded changes."""
     changes = recorded_changes(repo)
+    events = {**file_events(repo, MANIFESTS), **file_events(repo, AUDIT_RECORDS)}
+    manifests = sorted((repo / "results").rglob("manifest.json"))
+    sealed = {m.parent for m in manifests}
+    records = [
+        p
+        for p in sorted((repo / "results" / "audit").rglob("*.json"))
+        if not any(parent in sealed for parent in p.parents)
+    ]
     problems: list[str] = []
     checked = uncommitted = 0
-    for manifest in sorted((repo / "results").rglob("manifest.json")):
-        rel = manifest.relative_to(repo).as_posix()
-        run_dir = rel.rsplit("/", 1)[0]
+    for file in [*manifests, *records]:
+        rel = file.relative_to(repo).as_posix()
+        owner = rel.rsplit("/", 1)[0] if file.name == "manifest.json" else rel
         history = events.get(rel)
         if not history:
             uncommitted += 1
             continue
         checked += 1
-        first = next((i for i, e in enumerate(history) if e.status == "A"), None)
-        if first is None:
-            problems.append(f"{run_dir}: its manifest has no adding commit in the history")
-            continue
-        for event in history[first + 1 :]:
-            if event.status == "D":
-                continue
-            if not _recorded(changes, event.commit, run_dir):
-                problems.append(
-                    f"{run_dir}: its manifest changed in {event.commit[:10]} after the commit "
-                    f"that added it ({history[first].commit[:10]}); no entry of {RUN_CHANGES} "
-                    "names that change"
-                )
-                break
-        else:
-            if _blob(manifest.read_bytes()) != history[-1].blob:
-                problems.append(
-                    f"{run_dir}: its manifest differs from the committed one (uncommitted edit)"
-                )
+        problem = _as_added(rel, history, changes, owner)
+        if problem is None and _blob(file.read_bytes()) != history[-1].blob:
+            problem = f"{owner}: differs from its committed bytes (an uncommitted edit)"
+        if problem:
+            problems.append(problem)
     return problems, checked, uncommitted
+
+
+def _blobs(repo: Path, ids: Sequence[str]) -> dict[str, bytes]:
+    """{blob id: its bytes}, through one `git cat-file --batch`."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "--batch"],
+        input="".join(f"{i}\n" for i in ids).encode(),
+        capture_output=True,
+        timeout=120,
+    )
+    out, found, at = done.stdout, {}, 0
+    for blob in ids:
+        header_end = out.index(b"\n", at)
+        header = out[at:header_end].split()
+        if len(header) < 3:  # "<id> missing"
+            at = header_end + 1
+            continue
+        size = int(header[2])
+        found[blob] = out[header_end + 1 : header_end + 1 + size]
+        at = header_end + 1 + size + 1
+    return found
+
+
+def _reply(data: bytes) -> dict[str, Any] | None:
+    """A cache file's fields but its slots; None if it is not a JSON object."""
+    try:
+        record = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    record.pop("slots", None)
+    return record
+
+
+def cache_changes(repo: Path = Path("."), cache: str = LLM_CACHE) -> tuple[list[str], int]:
+    """(problems, committed replies checked): each cached LLM reply, request and
+    recording record as the commit that first added it wrote them; only its protocol
+    slots may change (a run that replays the request files its slot; a retrained run's
+    old slot is dropped), and `envgen verify`'s "LLM slots" line checks those."""
+    events = file_events(repo, f":(glob){cache}/*.json")
+    changes = recorded_changes(repo)
+    added = {
+        path: next((e for e in history if e.status == "A"), None)
+        for path, history in events.items()
+    }
+    originals = _blobs(repo, [e.blob for e in added.values() if e is not None])
+    problems: list[str] = []
+    checked = 0
+    for file in sorted((repo / cache).glob("*.json")):
+        rel = file.relative_to(repo).as_posix()
+        first = added.get(rel)
+        if first is None:
+            continue  # not committed yet: a recording in progress
+        checked += 1
+        then, now = _reply(originals.get(first.blob, b"")), _reply(file.read_bytes())
+        if then is None or now is None:
+            problems.append(f"{rel}: not a JSON reply record (now or when added)")
+        elif then != now and not any(
+            _recorded(changes, e.commit, rel) for e in events[rel] if e is not first
+        ):
+            key = next(k for k in sorted(set(then) | set(now)) if then.get(k) != now.get(k))
+            problems.append(
+                f"{rel}: its {key!r} differs from the commit that added it "
+                f"({first.commit[:10]}); only its slots may change"
+            )
+    return problems, checked
 
 
 # --- registrations --------------------------------------------------------------------------
