@@ -183,3 +183,14 @@ def test_an_edited_cached_reply_is_named_but_new_slots_are_not(repo):
     edited = commit(repo, "a better reply")
     (problem,) = history.cache_changes(repo)[0]
     assert "'response' differs" in problem and edited[:10] not in problem
+
+
+def test_a_run_above_its_step_budget_is_named(tmp_path):
+    from envgen.evidence.checks import over_budget
+
+    run = tmp_path / "b6762fdd799b" / "seed-3"
+    shutil.copytree(GOLDEN, run)
+    final = json.loads((run / "final_metrics.json").read_text())
+    assert over_budget(run, final) is None
+    final["global_steps"] += 10 * 64  # 10 rollouts of the tiny run's 2 x 32 more
+    assert "env steps, above the" in over_budget(run, final)

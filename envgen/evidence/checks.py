@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen import json_input
+from envgen import json_input, yaml_input
 from envgen.campaign.registry import CAMPAIGNS
 from envgen.errors import ConfigError, EnvGenError
 from envgen.evidence import docfigures, history
@@ -22,6 +22,7 @@ from envgen.evidence.derive import accounting_difference, rederived
 from envgen.evidence.doc_numbers import NOT_RESULTS
 from envgen.evidence.registration import registration_order
 from envgen.evidence.verify_plan import plan_differences
+from envgen.games import game_spec
 from envgen.llm.cache import ResponseCache, slots_verdict
 from envgen.llm.chains import history_verdict
 from envgen.loop.config import RunConfig
@@ -186,6 +187,9 @@ def check_run_store(
             return Check("run store", False, str(exc))
         if accounting:
             return Check("run store", False, accounting)
+        over = over_budget(run_dir, final)
+        if over:
+            return Check("run store", False, over)
         recorded = {k: final.get(k) for k in derived}
         if not _same(recorded, derived):
             key = _first_key_differing(recorded, derived)
@@ -363,6 +367,26 @@ def verify(
     add(check_runs_unchanged())
     add(check_registrations_frozen())
     return checks
+
+
+def over_budget(run_dir: Path, final: dict[str, Any]) -> str | None:
+    """Why a run's env steps exceed what its config allows, or None: its phases' steps
+    (`RunConfig.total_steps`), each phase rounded up to whole rollouts. SFL's and PLR's
+    `env_steps` count their curation rollouts, which the budget includes."""
+    if not (run_dir / RUN_YAML).is_file():
+        return None  # a random-policy run: counted in episodes
+    data = yaml_input.loads(read_run_bytes(run_dir / RUN_YAML), run_dir / RUN_YAML)
+    config = RunConfig.from_dict({k: v for k, v in data.items() if k not in NOT_CONFIG})
+    rollout = game_spec(config.game).ppo_config(config.ppo).rollout_size
+    phases = 2 * config.n_cycles + 1 if config.method != "original_only" else 1
+    allowed = config.total_steps + phases * rollout
+    steps = final.get("env_steps", final.get("global_steps"))
+    if isinstance(steps, int) and steps > allowed:
+        return (
+            f"{run_dir}/final_metrics.json: {steps:,} env steps, above the {allowed:,} its "
+            f"config allows ({config.total_steps:,} and a rollout of rounding per phase)"
+        )
+    return None
 
 
 # --- 7. committed evidence against the commit that added it ---------------------------------
