@@ -14,13 +14,15 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen import json_input
+from envgen import json_input, yaml_input
+from envgen.campaign.registry import CAMPAIGNS
 from envgen.errors import ConfigError, EnvGenError
-from envgen.evidence import docfigures
+from envgen.evidence import docfigures, history
 from envgen.evidence.derive import accounting_difference, rederived
 from envgen.evidence.doc_numbers import NOT_RESULTS
 from envgen.evidence.registration import HISTORY_NEEDED, registration_order
 from envgen.evidence.verify_plan import plan_differences
+from envgen.games import game_spec
 from envgen.llm.cache import ResponseCache, slots_verdict
 from envgen.llm.chains import history_verdict
 from envgen.loop.config import RunConfig
@@ -188,6 +190,9 @@ def check_run_store(
             return Check("run store", False, str(exc))
         if accounting:
             return Check("run store", False, accounting)
+        over = over_budget(run_dir, final)
+        if over:
+            return Check("run store", False, over)
         recorded = {k: final.get(k) for k in derived}
         if not _same(recorded, derived):
             key = _first_key_differing(recorded, derived)
@@ -364,7 +369,78 @@ def verify(
     add(check_doc_figures(runs_files))
     for check in check_registrations(runs_files):
         add(check)
+    add(check_runs_unchanged())
+    add(check_registrations_frozen())
     return checks
+
+
+def over_budget(run_dir: Path, final: dict[str, Any]) -> str | None:
+    """Why a run's env steps exceed what its config allows, or None: its phases' steps
+    (`RunConfig.total_steps`), each phase rounded up to whole rollouts. SFL's and PLR's
+    `env_steps` count their curation rollouts, which the budget includes."""
+    if not (run_dir / RUN_YAML).is_file():
+        return None  # a random-policy run: counted in episodes
+    data = yaml_input.loads(read_run_bytes(run_dir / RUN_YAML), run_dir / RUN_YAML)
+    config = RunConfig.from_dict({k: v for k, v in data.items() if k not in NOT_CONFIG})
+    rollout = game_spec(config.game).ppo_config(config.ppo).rollout_size
+    phases = 2 * config.n_cycles + 1 if config.method != "original_only" else 1
+    allowed = config.total_steps + phases * rollout
+    steps = final.get("env_steps", final.get("global_steps"))
+    if isinstance(steps, int) and steps > allowed:
+        return (
+            f"{run_dir}/final_metrics.json: {steps:,} env steps, above the {allowed:,} its "
+            f"config allows ({config.total_steps:,} and a rollout of rounding per phase)"
+        )
+    return None
+
+
+# --- 7. committed evidence against the commit that added it ---------------------------------
+def check_runs_unchanged(repo: Path = Path(".")) -> Check:
+    """Every committed run's manifest and audit record is its first commit's bytes, and
+    every cached LLM reply its first commit's record, but for recorded changes
+    (`envgen.evidence.history`)."""
+    name = "evidence as committed"
+    missing = history.history_missing(repo)
+    if missing:
+        return Check(name, False, missing)
+    try:
+        problems, checked, uncommitted = history.run_changes(repo)
+        reply_problems, replies = history.cache_changes(repo)
+    except EnvGenError as exc:
+        return Check(name, False, str(exc))
+    problems += reply_problems
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return Check(name, False, problems[0] + more)
+    return Check(
+        name,
+        True,
+        f"{checked} committed run manifests and audit records are the bytes their first "
+        f"commit added and {replies} cached replies its record, or a recorded change's "
+        f"({history.RUN_CHANGES})" + (f"; {uncommitted} not committed yet" if uncommitted else ""),
+    )
+
+
+def check_registrations_frozen(repo: Path = Path(".")) -> Check:
+    """Each campaign registration's text above its Deviations is its first commit's, but
+    for changes its Deviations name."""
+    name = "registrations frozen"
+    documents = sorted({c.registration for c in CAMPAIGNS.values() if c.registration})
+    missing = history.history_missing(repo)
+    if missing:
+        return Check(name, False, missing)
+    try:
+        problems = history.frozen_registrations(documents, repo)
+    except EnvGenError as exc:
+        return Check(name, False, str(exc))
+    if problems:
+        return Check(name, False, problems[0])
+    return Check(
+        name,
+        True,
+        f"{len(documents)} registrations: the text above Deviations is their first commit's, "
+        "or each change is named in their Deviations",
+    )
 
 
 # --- 6. registrations before runs ----------------------------------------------------------

@@ -29,7 +29,13 @@ Trains nothing and calls no LLM. It checks, in order:
    every run its runs.json lists (`envgen.evidence.registration`; in a checkout without
    the history the line says "not checked" and why; in a shallow clone verify then exits
    1 with "history needed: git fetch --unshallow", in a tree outside git it counts
-   neither way).
+   neither way);
+7. that committed evidence is what its commit added (`envgen.evidence.history`): every
+   committed run's manifest is the one the commit that first added the run wrote,
+   unless each later change is recorded in results/run_changes.yaml, and every
+   registration's text above its "Deviations" is its first commit's, unless its
+   Deviations name each commit that changed it; without git's history (a shallow
+   clone) these fail with "history needed: git fetch --unshallow".
 The figures' images are not compared (their bytes depend on the matplotlib build);
 their data are the plot CSVs and tables above.
 """
