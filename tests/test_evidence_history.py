@@ -194,3 +194,16 @@ def test_a_run_above_its_step_budget_is_named(tmp_path):
     assert over_budget(run, final) is None
     final["global_steps"] += 10 * 64  # 10 rollouts of the tiny run's 2 x 32 more
     assert "env steps, above the" in over_budget(run, final)
+
+
+def test_a_truncated_gzip_log_is_named_as_that_runs_log(tmp_path):
+    from envgen.agents.runlog import read_jsonl
+    from envgen.errors import EnvGenError
+
+    run = tmp_path / "b6762fdd799b" / "seed-3"
+    shutil.copytree(GOLDEN, run)
+    gz = run / "episodes.jsonl.gz"
+    gz.write_bytes(gz.read_bytes()[:-20])
+    (run / "manifest.json").unlink()  # resealed around the damage, as an import might
+    with pytest.raises(EnvGenError, match="episodes.jsonl.gz: a damaged gzip log"):
+        read_jsonl(run / "episodes.jsonl")

@@ -190,9 +190,6 @@ def check_run_store(
             return Check("run store", False, str(exc))
         if accounting:
             return Check("run store", False, accounting)
-        over = over_budget(run_dir, final)
-        if over:
-            return Check("run store", False, over)
         recorded = {k: final.get(k) for k in derived}
         if not _same(recorded, derived):
             key = _first_key_differing(recorded, derived)
@@ -202,6 +199,9 @@ def check_run_store(
                 f"{run_dir}/final_metrics.json: {key} is {recorded.get(key)!r}, its logs give "
                 f"{derived.get(key)!r}",
             )
+        over = over_budget(run_dir, final)  # logs and metrics agree: is the run its size?
+        if over:
+            return Check("run store", False, over)
     outside = f" ({len(elsewhere)} outside {runs_root})" if elsewhere else ""
     return Check(
         "run store",

@@ -62,6 +62,17 @@ WHAT = {
     "reference SFL (25,000 candidates, half curated, rollouts not counted)",
 }
 SFL = "campaign_sfl"
+# What is known of a campaign's machines beyond its provenance (appended after its
+# reproduction sentence).
+MACHINE_NOTES = {
+    "campaign_cpu": (
+        " Where its provenance is unrecorded, retraining tells: its Crafter-only seeds 1 and "
+        "2 retrain bit-identically through updates 23 and 22 on an Intel Xeon with AMX "
+        "(Sapphire Rapids class), where AMD-trained confirm runs differ at update 1, so it "
+        'was trained on an Intel AMX class (results/audit/crafter_only_retrain, "Where '
+        'the first campaign ran"; exploratory).'
+    ),
+}
 Runs = dict[str, dict[str, list[float]]]  # {metric: {row label: per-run values}}
 
 
@@ -128,6 +139,7 @@ def _campaign(
         f"Profile `{table.profile}`; {count}. Rows, runs and "
         f"every achievement's rates: results/tables/{table.table}.md. Trained on "
         f"(provenance.json): {table.machines()}. {reproduction_sentence(table.table)}"
+        + MACHINE_NOTES.get(table.table, "")
         + (
             f" Registered in {registration.document} before any of its runs (its first "
             f"commit, `git log --reverse -- {registration.document}`, precedes every run's); "
