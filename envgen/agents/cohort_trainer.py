@@ -494,7 +494,11 @@ class CohortTrainer(RolloutLoop):
             group.env, group.obs, group.ahead = None, None, False
 
     def close(self) -> None:
+        """Close the envs and logs, and free each group's CUDA graphs now
+        (`CohortPPO.close`)."""
         self.close_env()
+        for group in self._groups:
+            group.agent.close()
         for log in (*self.episodes, *self.metrics):
             log.close()
 
