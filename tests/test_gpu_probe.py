@@ -70,6 +70,47 @@ def test_the_rate_is_the_fastest_unpipelined_cohort_beside_its_baseline(tmp_path
         rate.read_rate(tmp_path / "bad.json")
 
 
+def _probe_rate(bench: Path, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "envgen.cli", "gpu", "probe", "rate", str(bench), "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_the_rate_is_read_from_the_last_json_line_and_its_absence_is_one_line(tmp_path):
+    # bench train's result so far after each cohort, then a cohort that failed
+    so_far = [{**BENCH, "cohorts": BENCH["cohorts"][:k]} for k in (1, 2, 3)]
+    bench = tmp_path / "bench.log"
+    bench.write_text(
+        "\n".join(
+            [json.dumps(so_far[0]), "cohort of 4 (graph): ..."]
+            + [json.dumps(line) for line in so_far[1:]]
+            + ["cohort of 4 (compile): ...", "envgen bench train: cohort_kernels: failed", "{cut"]
+        )
+    )
+    out = tmp_path / "rate.json"
+    assert _probe_rate(bench, out).returncode == 0
+    picked = rate.read_rate(out)
+    assert (picked["kernels"], picked["cohort_sps"]) == ("graph", 9300.0)
+    assert set(picked["all"]) == {"4/eager", "4/graph"}
+    (tmp_path / "none.log").write_text("device: NVIDIA H200\ncohort of 4 (eager): failed\n")
+    cohort = {"cohort": 4, "groups": 1, "cohort_sps": 1.0}
+    (tmp_path / "other.log").write_text(json.dumps({"device": "H200", "cohorts": [cohort]}))
+    for name, words in [
+        ("none.log", "no JSON line"),
+        ("missing.log", "unreadable"),
+        ("other.log", "not bench train's"),
+    ]:
+        done = _probe_rate(tmp_path / name, tmp_path / "r.json")
+        assert done.returncode == 1, name
+        assert "Traceback" not in done.stderr, name
+        (line,) = (done.stdout + done.stderr).strip().splitlines()
+        assert words in line, name
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_the_session_params_train_table_1s_ppo_row_in_whole_cohorts_of_the_rate(tmp_path):
     (tmp_path / "rate.json").write_text(json.dumps(rate.pick_rate(BENCH)))
     out = tmp_path / "params.yaml"

@@ -2,7 +2,7 @@
 file that trains at it. Plain JSON and YAML, no torch: these run on any machine.
 
 `envgen gpu probe rate BENCH_JSON --out RATE_JSON` picks, from `envgen bench train
---cohort W --kernels ...`'s JSON line, the fastest cohort and writes what a training call
+--cohort W --kernels ...`'s last JSON line, the fastest cohort and writes what a training call
 needs: its W, kernel mode, precision and env steps/s, with the one-run baseline of the same
 call beside it. `envgen gpu probe params RATE_JSON --out PARAMS` writes params.yaml with one
 more profile that trains cohorts of that W in that mode.
@@ -68,12 +68,39 @@ def session_params(params: dict[str, Any], rate: dict[str, Any], base: str = "pa
     return {**params, "profiles": {**params["profiles"], SESSION_PROFILE: profile}}
 
 
+def last_json_line(path: Path) -> dict[str, Any]:
+    """The last line of `path` that is a JSON object: `envgen bench train` prints its
+    result so far after every cohort, so the last one is the most complete, also when a
+    later cohort failed (then no line after it is JSON, or a cut one is not)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise ConfigError("bench", f"{path}: unreadable ({exc.strerror or exc})") from None
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            try:
+                found = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(found, dict):
+                return found
+    raise ConfigError(
+        "bench",
+        f"{path}: no JSON line; `envgen bench train --cohort W` prints one after each cohort "
+        "(did the bench fail before its first cohort? read the log)",
+    )
+
+
 def run_rate(args: argparse.Namespace) -> int:
     """`envgen gpu probe rate`."""
-    lines = [line for line in args.bench.read_text().splitlines() if line.startswith("{")]
-    if not lines:
-        raise ConfigError("bench", f"{args.bench}: no JSON line (`envgen bench train` prints one)")
-    rate = pick_rate(json.loads(lines[-1]))
+    bench = last_json_line(args.bench)
+    try:
+        rate = pick_rate(bench)
+    except (KeyError, TypeError, AttributeError) as exc:  # a field missing or malformed
+        raise ConfigError(
+            "bench",
+            f"{args.bench}: the last JSON line is not bench train's ({type(exc).__name__}: {exc})",
+        ) from None
     write_json_atomic(args.out, rate)
     print(json.dumps(rate))
     return 0
