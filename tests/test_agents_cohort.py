@@ -334,6 +334,9 @@ def test_the_cohort_bench_and_the_precision_ab_run_tiny_on_the_cpu(tmp_path):
     assert [len(line["cohorts"]) for line in so_far] == [1, 2, 3, 3]
     assert all(line["cohorts"] == bench["cohorts"][: len(line["cohorts"])] for line in so_far)
     assert so_far[0]["cohort_sps"] == so_far[0]["cohorts"][0]["cohort_sps"]
+    # each cohort names its vec env's workers ($ENVGEN_ENV_WORKERS 1 here): gpu probe
+    # params writes the count its rate was measured with
+    assert [c["env_workers"] for c in bench["cohorts"]] == [1, 1, 1]
     assert bench["mode"] == "float32" and bench["baseline_runs"] == 1
     assert bench["ratio"] == pytest.approx(bench["cohort_sps"] / bench["baseline_sps"], rel=0.01)
     # a cohort of 2 has no 2 groups of at least 2 seeds: skipped

@@ -41,10 +41,10 @@ BENCH = {
     "baseline_runs": 1,
     "baseline_sps": 1300.0,
     "cohorts": [
-        {"cohort": 4, "groups": 1, "kernels": "eager", "cohort_sps": 3900.0},
-        {"cohort": 4, "groups": 2, "kernels": "eager", "cohort_sps": 9999.0},  # pipelined
-        {"cohort": 4, "groups": 1, "kernels": "graph", "cohort_sps": 9300.0},
-        {"cohort": 4, "groups": 1, "kernels": "compile", "cohort_sps": 8800.0},
+        {"cohort": 4, "groups": 1, "kernels": "eager", "env_workers": 15, "cohort_sps": 3900.0},
+        {"cohort": 4, "groups": 2, "kernels": "eager", "env_workers": 15, "cohort_sps": 9999.0},
+        {"cohort": 4, "groups": 1, "kernels": "graph", "env_workers": 15, "cohort_sps": 9300.0},
+        {"cohort": 4, "groups": 1, "kernels": "compile", "env_workers": 15, "cohort_sps": 8800.0},
     ],
 }
 
@@ -124,8 +124,11 @@ def test_the_session_params_train_table_1s_ppo_row_in_whole_cohorts_of_the_rate(
     from envgen.pipeline.params_stage import load_settings
     from envgen.pipeline.plan import plan_file
 
-    profile, _ = load_settings(out, rate.SESSION_PROFILE)
+    profile, executor = load_settings(out, rate.SESSION_PROFILE)
     assert (profile.cohort, profile.cohort_kernels, profile.bf16_autocast) == (4, "graph", True)
+    # the bench's worker count, not params.yaml's CPU one (1): the rate holds only with it
+    assert executor.env_workers == 15
+    assert load_settings(REPO / "params.yaml", "paper")[1].env_workers == 1
     assert list(profile.seeds) == list(range(12))  # 3 whole cohorts of 4 cover 10 seeds
     (row,) = [
         r for r in plan_file(REPO / "replication" / "table1.yaml", profile).rows if r.name == "PPO"
@@ -142,3 +145,19 @@ def test_the_rate_and_params_commands_run_without_torch():
     code = "import sys, envgen.gpu.rate; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_a_rate_without_the_benchs_worker_count_writes_no_params(tmp_path):
+    old = {k: v for k, v in rate.pick_rate(BENCH).items() if k != "env_workers"}
+    (tmp_path / "rate.json").write_text(json.dumps(old))
+    out = tmp_path / "params.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "envgen.cli", "gpu", "probe", "params", str(tmp_path / "rate.json")]
+        + ["--out", str(out), "--params", str(REPO / "params.yaml")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "env_workers None" in done.stderr and "run call A again" in done.stderr
+    assert not out.exists()

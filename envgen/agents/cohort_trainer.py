@@ -162,6 +162,13 @@ class CohortTrainer(RolloutLoop):
             raise AttributeError("a pipelined cohort has one CohortPPO per group (_groups)")
         return self._groups[0].agent
 
+    @property
+    def env_workers(self) -> int | None:
+        """Worker processes of each group's vec env (`crafter_cohort_env_factory`'s
+        choice when none was named), None while no env is open."""
+        env = self._groups[0].env
+        return None if env is None else getattr(env, "num_workers", None)
+
     # --- training --------------------------------------------------------------------
     def train_until(
         self,

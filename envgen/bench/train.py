@@ -19,8 +19,9 @@ JSON: {"device", "mode", "levels": [...], "ours_sps" (1 run), "reference_sps", "
 (ours / reference), ...}.
 
 `--cohort 8,16` also times cohorts (`envgen.agents.cohort`: W seeds as one batched model
-in this process) after the levels; the JSON line then has "cohorts" (one entry per W)
-and, for the fastest, "cohort", "cohort_sps", "baseline_sps" (the last --concurrency
+in this process) after the levels; the JSON line then has "cohorts" (one entry per W,
+with its vec env's worker processes, "env_workers": a rate holds only with as many) and,
+for the fastest, "cohort", "cohort_sps", "baseline_sps" (the last --concurrency
 level, e.g. 8 runs in 8 processes), and "ratio" = cohort_sps / baseline_sps (the
 reference's ratio moves to "reference_ratio"). The JSON line, the result so far, is
 also printed after each cohort: a cohort that fails later (a compilation, the card's
@@ -481,6 +482,7 @@ def cohort_run(
         )
         try:
             trainer.train_until(ppo_cfg.rollout_size, [CrafterConfig()])
+            workers = trainer.env_workers  # what a training call must give to match the rate
             if args.device.startswith("cuda"):
                 torch.cuda.reset_peak_memory_stats(args.device)
             seconds = {"collect": math.nan, "update": math.nan}
@@ -499,6 +501,7 @@ def cohort_run(
         "cohort": size,
         "groups": groups,
         "kernels": kernels,
+        "env_workers": workers,
         "cohort_sps": round(steps / wall, 1),
         "wall_s": round(wall, 2),
         "collect_sps": round(steps / seconds["collect"], 1) if groups == 1 else None,

@@ -3,9 +3,10 @@ file that trains at it. Plain JSON and YAML, no torch: these run on any machine.
 
 `envgen gpu probe rate BENCH_JSON --out RATE_JSON` picks, from `envgen bench train
 --cohort W --kernels ...`'s last JSON line, the fastest cohort and writes what a training call
-needs: its W, kernel mode, precision and env steps/s, with the one-run baseline of the same
-call beside it. `envgen gpu probe params RATE_JSON --out PARAMS` writes params.yaml with one
-more profile that trains cohorts of that W in that mode.
+needs: its W, kernel mode, precision, env workers and env steps/s, with the one-run
+baseline of the same call beside it. `envgen gpu probe params RATE_JSON --out PARAMS`
+writes params.yaml with one more profile that trains cohorts of that W in that mode, and
+the bench's env worker count as `execution.env_workers`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def pick_rate(bench: dict[str, Any]) -> dict[str, Any]:
         "mode": bench["mode"],
         "cohort": best["cohort"],
         "kernels": best.get("kernels", "eager"),
+        "env_workers": best.get("env_workers"),  # None: a bench from before it was recorded
         "cohort_sps": best["cohort_sps"],
         "baseline_runs": bench["baseline_runs"],
         "baseline_sps": bench["baseline_sps"],
@@ -54,10 +56,22 @@ def session_params(params: dict[str, Any], rate: dict[str, Any], base: str = "pa
     """params.yaml's mapping with one more profile, `SESSION_PROFILE`: `base` trained as
     cohorts of the rate's W in its kernel mode and precision, with enough seeds for whole
     cohorts of at least `ROW_SEEDS` (a cohort's seeds must all be there: `split_cohorts`).
-    A call trains some of them (`gpu run --seeds`); the rest wait for later sessions."""
+    A call trains some of them (`gpu run --seeds`); the rest wait for later sessions.
+
+    `execution.env_workers` becomes the bench's worker count: params.yaml's 1 is a CPU
+    campaign's (one core per run), and a cohort stepping its W x 8 envs in one worker
+    trains far below the rate that `gpu run --sps` sizes the call from (the H200 bench
+    stepped them in 15)."""
     size, kernels = int(rate["cohort"]), str(rate["kernels"])
     if kernels not in COHORT_KERNELS or size < 2:
         raise ConfigError("rate", f"cohort {size}, kernels {kernels!r}: not a cohort's rate")
+    workers = rate.get("env_workers")
+    if type(workers) is not int or workers < 1:
+        raise ConfigError(
+            "rate",
+            f"env_workers {workers!r}: the rate file names no worker count of the bench "
+            "(a bench from before it was recorded); run call A again",
+        )
     profile = dict(params["profiles"][base])
     profile.update(
         cohort=size,
@@ -65,7 +79,12 @@ def session_params(params: dict[str, Any], rate: dict[str, Any], base: str = "pa
         bf16_autocast=rate["mode"].startswith("bf16"),
         seeds=list(range(-(-ROW_SEEDS // size) * size)),
     )
-    return {**params, "profiles": {**params["profiles"], SESSION_PROFILE: profile}}
+    execution = {**(params.get("execution") or {}), "env_workers": workers}
+    return {
+        **params,
+        "profiles": {**params["profiles"], SESSION_PROFILE: profile},
+        "execution": execution,
+    }
 
 
 def last_json_line(path: Path) -> dict[str, Any]:
@@ -111,10 +130,11 @@ def run_params(args: argparse.Namespace) -> int:
     params = session_params(read_params(args.params), read_rate(args.rate), args.base)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(yaml.safe_dump(params, sort_keys=False))
-    profile, _ = load_settings(args.out, SESSION_PROFILE)  # checked as any params file
+    profile, executor = load_settings(args.out, SESSION_PROFILE)  # checked as any params file
     print(
         f"[gpu probe] {args.out}: profile {SESSION_PROFILE}, cohorts of {profile.cohort} "
-        f"({profile.cohort_kernels}, bf16 {profile.bf16_autocast}), seeds {profile.seeds}"
+        f"({profile.cohort_kernels}, bf16 {profile.bf16_autocast}), seeds {profile.seeds}, "
+        f"{executor.env_workers} env workers"
     )
     return 0
 
