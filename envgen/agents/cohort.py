@@ -289,6 +289,8 @@ class CohortPPO:
                     raise ConfigError(
                         "cohort_kernels", graphs.failure(self.kernels, "policy step's capture", exc)
                     ) from exc
+                if not isinstance(exc, RuntimeError):  # eager's fallback, as before
+                    raise
                 warnings.warn(f"cohort policy step runs eagerly: {exc}", stacklevel=2)
                 self._graph = False
                 return self._policy_core(obs, noise)
