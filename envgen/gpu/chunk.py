@@ -150,6 +150,21 @@ STARTUP_S = 60.0
 Crafter-EnvGen's compile, the warm-up rollout and the policy step's graph capture (the
 H200 bench's cohort of 8 took about 40 s to its first timed rollout)."""
 
+COMPILE_S = 120.0
+"""Seconds more at the start of a cohort in "compile" kernels: inductor compiling each
+seed's forward and loss, forward and backward, with Triton's kernels, before the first
+update. Always cold on the device: the caches (`.envgen/compile-cache/`) are ignored by
+git, so no call carries them in, and nothing outlives a call. Not measured yet: the probe
+reckons about a minute per compilation (`envgen gpu probe kernels --help`), and this
+allows twice that, so a call does not start a 1M-step run its compile then leaves
+unfinished at the budget. Replace it with a measurement: call A's bench, the compile
+cohort's seconds to its first timed rollout less the graph cohort's."""
+
+
+def startup_seconds(kernels: str = "eager") -> float:
+    """`STARTUP_S`, plus `COMPILE_S` for a cohort in "compile" kernels."""
+    return STARTUP_S + (COMPILE_S if kernels == "compile" else 0.0)
+
 
 def fitting_jobs(jobs: list, budget_s: float, sps: float | None) -> tuple[list, list[str]]:
     """The jobs, one cohort or run after another, whose every run reaches its final step
@@ -174,7 +189,8 @@ def fitting_jobs(jobs: list, budget_s: float, sps: float | None) -> tuple[list, 
         )
         rate = sps or (measured[0] if config.cohort > 1 and measured else None)
         rate = rate or gpu_plan.gpu_rate(config.model, None, 1)[0]
-        need = STARTUP_S + config.total_steps * len(unit) / rate
+        kernels = config.cohort_kernels if config.cohort > 1 else "eager"
+        need = startup_seconds(kernels) + config.total_steps * len(unit) / rate
         if used + need <= budget_s:
             kept += unit
             used += need
