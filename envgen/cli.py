@@ -94,6 +94,7 @@ _COMMAND_NAMES = (
     "llm_command",
     "campaign_command",
     "gpu_command",
+    "probe_command",
 )
 
 

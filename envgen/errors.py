@@ -25,6 +25,12 @@ class ConfigError(EnvGenError, ValueError):
         return ConfigError(self.path, self.message, file=self.file or file)
 
 
+class RunSettingError(ConfigError):
+    """A run's setting that no attempt of the run can follow, found as the run starts
+    (`llm_history_cycles: auto` for a model whose context is unknown): the executor
+    records it as `config_error` and does not retry it, as it retries other errors."""
+
+
 class LLMResponseError(EnvGenError):
     """An LLM reply did not yield the environments that were asked for."""
 

@@ -63,6 +63,19 @@ def existing_dir(path: Path, what: str) -> Path:
     return path
 
 
+def writable_dir(path: Path, what: str) -> Path:
+    """`path` if it is a directory or can be made one (`mkdir(parents=True)`), else a
+    `ConfigError` naming the file that stands in the way: a file where a directory is
+    wanted is otherwise a NotADirectoryError traceback once the work has started."""
+    for place in (path, *path.parents):
+        if place.exists() or place.is_symlink():
+            if place.is_dir():
+                return path
+            where = "is a file" if place == path else f"{place} is a file"
+            raise ConfigError("", f"{where}; give a directory for {what}", file=path)
+    return path
+
+
 # --- typed fields ------------------------------------------------------------------------
 def check_types(cls: type, data: Mapping[str, Any], prefix: str = "") -> None:
     """Raise a `ConfigError` for the first value of `data` whose type does not match the

@@ -219,9 +219,10 @@ def _mkl_branch() -> str | None:
 
 def state() -> dict[str, Any]:
     """What decides this process's float paths, read from the libraries themselves."""
-    import numba  # lazy: numba and torch, only in the process that trains
-    import numpy.core._multiarray_umath as umath
-    import torch
+    # the mode is decided before these load (its variables act at their import)
+    import numba  # lazy: numba, loaded where a run trains
+    import numpy.core._multiarray_umath as umath  # lazy: numpy, as numba
+    import torch  # lazy: torch, as numba
 
     return {
         "mode": current(),

@@ -19,6 +19,9 @@ and at two places where CUDA silently copies instead:
 It counts the device-to-host copies and `.item()`s (`FakeDevice.host_syncs`): on CUDA each
 one waits until the device has run everything queued before it.
 
+`FakeCuda` stands in for the CUDA graph calls (`envgen.agents.graphs`): the cohort's
+capture code runs on the CPU, and a test counts captures and makes one fail.
+
 Why not FakeTensorMode: it has no data, so the agents' data-dependent steps (the rollout's
 `if unlocked.any()`, AD's transport plan in numpy, `.item()` of every loss) cannot run.
 Why the device is `meta`: a CPU-only torch build refuses device guards for "cuda", which
@@ -29,6 +32,8 @@ matter to them.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -164,3 +169,82 @@ class FakeDevice(TorchDispatchMode):
 def on_device(t: torch.Tensor) -> bool:
     """Whether `t` lives on the fake device."""
     return isinstance(t, OnDevice)
+
+
+class FakeStream:
+    """A stream of `FakeCuda`: a name; waiting on another stream is a no-op on the CPU."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def wait_stream(self, other: FakeStream) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"FakeStream({self.name})"
+
+
+class FakeGraph:
+    """A graph of `FakeCuda`: its body ran op by op while captured; a replay runs nothing."""
+
+    def __init__(self, cuda: FakeCuda):
+        self.cuda = cuda
+        self.stream: FakeStream | None = None
+
+    def capture_begin(self) -> None:
+        self.cuda.captures += 1
+        self.stream = self.cuda.current
+        self.cuda.events.append("begin")
+
+    def capture_end(self) -> None:
+        self.cuda.events.append("end")
+        if self.cuda.captures in self.cuda.fail_end:
+            raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+
+    def replay(self) -> None:
+        self.cuda.replays += 1
+
+    def reset(self) -> None:
+        self.cuda.events.append("reset")
+
+
+class FakeCuda:
+    """A stand-in for `envgen.agents.graphs.CudaGraphs`, so that the cohort's capture code
+    runs on the CPU (monkeypatch `envgen.agents.graphs.backend` to return one). It keeps
+    the current stream (`current`; `use` restores the one before, as `torch.cuda.stream`
+    does), counts captures and replays, and records in `events` what a capture does to the
+    device: "clear" (cuBLAS's workspaces), "begin", "end", "reset". `fail_end`: the
+    captures, counted from 1, whose `capture_end` raises, as CUDA's does when a captured
+    op is not allowed in a graph."""
+
+    def __init__(self, fail_end: tuple[int, ...] = ()):
+        self.default = FakeStream("default")
+        self.current = self.default
+        self.fail_end = set(fail_end)
+        self.captures = self.replays = 0
+        self.events: list[str] = []
+        self._streams = 0
+
+    def stream(self) -> FakeStream:
+        self._streams += 1
+        return FakeStream(f"side{self._streams}")
+
+    def current_stream(self) -> FakeStream:
+        return self.current
+
+    @contextlib.contextmanager
+    def use(self, stream: FakeStream) -> Iterator[None]:
+        before, self.current = self.current, stream
+        try:
+            yield
+        finally:
+            self.current = before
+
+    def graph(self) -> FakeGraph:
+        return FakeGraph(self)
+
+    def settle(self) -> None:
+        pass
+
+    def clear_cublas_workspaces(self) -> None:
+        self.events.append("clear")

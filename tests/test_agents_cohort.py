@@ -292,6 +292,11 @@ def test_vec_env_groups_take_their_own_seeds_and_mixture():
 
 
 def _cli_json(args: list[str]) -> dict:
+    return _cli_json_lines(args)[-1]
+
+
+def _cli_json_lines(args: list[str]) -> list[dict]:
+    """Every JSON line the command prints, in order."""
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "ENVGEN_ENV_WORKERS": "1"}
     out = subprocess.run(
@@ -303,12 +308,14 @@ def _cli_json(args: list[str]) -> dict:
         env=env,
         check=True,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    lines = out.stdout.strip().splitlines()
+    assert lines[-1].startswith("{")  # the last line is JSON
+    return [json.loads(line) for line in lines if line.startswith("{")]
 
 
 def test_the_cohort_bench_and_the_precision_ab_run_tiny_on_the_cpu(tmp_path):
     tiny = ["--model", "nature", "--num-envs", "2", "--num-steps", "32", "--minibatches", "2"]
-    bench = _cli_json(
+    so_far = _cli_json_lines(
         [
             "bench",
             "train",
@@ -322,6 +329,14 @@ def test_the_cohort_bench_and_the_precision_ab_run_tiny_on_the_cpu(tmp_path):
             "1,2",
         ]
     )
+    bench = so_far[-1]
+    # the result so far after each cohort (a later failure loses no rate), then the whole
+    assert [len(line["cohorts"]) for line in so_far] == [1, 2, 3, 3]
+    assert all(line["cohorts"] == bench["cohorts"][: len(line["cohorts"])] for line in so_far)
+    assert so_far[0]["cohort_sps"] == so_far[0]["cohorts"][0]["cohort_sps"]
+    # each cohort names its vec env's workers ($ENVGEN_ENV_WORKERS 1 here): gpu probe
+    # params writes the count its rate was measured with
+    assert [c["env_workers"] for c in bench["cohorts"]] == [1, 1, 1]
     assert bench["mode"] == "float32" and bench["baseline_runs"] == 1
     assert bench["ratio"] == pytest.approx(bench["cohort_sps"] / bench["baseline_sps"], rel=0.01)
     # a cohort of 2 has no 2 groups of at least 2 seeds: skipped

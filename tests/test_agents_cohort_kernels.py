@@ -3,9 +3,13 @@ eager, graph and compile) and its collection's host traffic, on the CPU.
 
 What a GPU adds (capture and replay) is checked on the device by results/gpu/next/; here:
 the restructured update computes the replaced loop's weights bit for bit, a minibatch
-never waits for the device, "compile" is one graph for every seed, and idle-time world
-generation changes no number. Tiny IMPALA networks on the real CrafterVecEnv."""
+never waits for the device, "compile" is one graph for every seed, idle-time world
+generation changes no number, and (with `FakeCuda` standing in for the graph calls) each
+capture has its own stream and cuBLAS workspace, a failed capture or compilation raises
+outside "eager" and leaves the caller's stream current, and `close` frees the graphs.
+Tiny IMPALA networks on the real CrafterVecEnv."""
 
+import contextlib
 import importlib.util
 import subprocess
 from pathlib import Path
@@ -16,6 +20,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from envgen.agents import cohort as cohort_module
+from envgen.agents import graphs
 from envgen.agents.cohort import CohortPPO
 from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
 from envgen.agents.config import ModelConfig, PPOConfig
@@ -24,7 +29,7 @@ from envgen.envs.crafter.config import CrafterConfig
 from envgen.envs.vector import CrafterVecEnv, _Block
 from envgen.errors import ConfigError
 from envgen.loop.config import RunConfig
-from tests.fake_device import DEVICE, FakeDevice
+from tests.fake_device import DEVICE, FakeCuda, FakeDevice
 
 MODEL = ModelConfig(channels=(4, 8), blocks_per_stack=1, embed_size=16, hidden_size=16)
 PPO = PPOConfig(num_envs=2, num_steps=16, minibatches=2, epochs=2, checkpoint_every=64)
@@ -287,3 +292,104 @@ def test_the_kernel_mode_is_in_the_identity_and_a_slice_resumes_only_in_its_own(
     with pytest.raises(ConfigError, match="'graph' kernels"):
         eager.resume()
     eager.close()
+
+
+@contextlib.contextmanager
+def _captured_cohort(monkeypatch, cuda: FakeCuda, kernels: str, fake_device=True, **kwargs):
+    """(cohort of 2 whose capture calls go to `cuda`, a step function): `step("collect")`
+    collects a rollout, `step("update")` updates on it. On the fake device, or with
+    `fake_device` False on the CPU (torch.compile refuses the fake's dispatch mode)."""
+    monkeypatch.setattr(graphs, "backend", lambda device: cuda)
+    with FakeDevice() if fake_device else contextlib.nullcontext() as mode:
+        env = CrafterVecEnv(WORLD, 4, 0, num_workers=1, group_size=2)
+        try:
+            device = DEVICE if fake_device else torch.device("cpu")
+            agent = CohortPPO(MODEL, PPO, [0, 1], device, kernels=kernels, **kwargs)
+            gens = [mode.generator(s) if mode else torch.Generator().manual_seed(s) for s in (0, 1)]
+            rngs = [np.random.default_rng(s) for s in (0, 1)]
+            obs = [env.reset()]
+
+            def step(what: str) -> None:
+                if what == "collect":
+                    obs[0], _ = agent.collect(env, obs[0], gens)
+                else:
+                    agent.update(rngs)
+
+            yield agent, step
+        finally:
+            env.close()
+
+
+def test_each_capture_has_its_own_stream_and_fresh_cublas_workspaces_and_close_frees_them(
+    monkeypatch,
+):
+    cuda = FakeCuda()
+    with _captured_cohort(monkeypatch, cuda, "graph") as (agent, step):
+        step("collect")  # the policy graph
+        step("update")  # the update graph
+    # cuBLAS's workspaces cleared around each capture: none is shared by the two graphs
+    assert cuda.events == ["clear", "begin", "end", "clear"] * 2
+    streams = [agent._graph.stream, agent._update_graph.stream]
+    assert len({id(s) for s in streams}) == 2 and cuda.default not in streams
+    assert cuda.current is cuda.default
+    assert agent.update_captured
+    assert cuda.replays == PPO.num_steps + 1 + PPO.epochs * PPO.minibatches
+    agent.close()  # the graphs freed now, not at a later garbage collection
+    assert cuda.events[-2:] == ["reset", "reset"]
+    assert agent._graph is None and not agent.update_captured
+    agent.close()  # idempotent
+    assert cuda.events.count("reset") == 2
+
+
+def test_a_failed_policy_capture_raises_outside_eager_and_leaves_the_callers_stream(
+    monkeypatch,
+):
+    for kernels in ("graph", "eager"):
+        cuda = FakeCuda(fail_end=(1,))  # the first capture: the policy step's
+        with _captured_cohort(monkeypatch, cuda, kernels) as (agent, step):
+            if kernels == "graph":
+                with pytest.raises(ConfigError, match="'graph' kernels.*cohort_kernels eager"):
+                    step("collect")
+            else:  # eager kernels step op by op, as they always did
+                with pytest.warns(UserWarning, match="runs eagerly"):
+                    step("collect")
+                assert agent._graph is False
+        assert cuda.current is cuda.default, kernels  # not left on the capture stream
+        assert cuda.events == ["clear", "begin", "end", "reset", "clear"], kernels
+
+
+def test_a_failed_update_capture_raises_and_restores_the_model(monkeypatch):
+    cuda = FakeCuda(fail_end=(2,))  # the second capture: the update's
+    with _captured_cohort(monkeypatch, cuda, "graph") as (agent, step):
+        step("collect")
+        before = {k: v.detach().clone() for k, v in agent.params.items()}
+        with pytest.raises(ConfigError, match="'graph' kernels: the cohort's update's capture"):
+            step("update")
+        # the warm-up's and the captured minibatch's steps undone
+        assert all(torch.equal(agent.params[k].elem, v.elem) for k, v in before.items())
+    assert cuda.current is cuda.default
+    assert cuda.events[4:] == ["clear", "begin", "end", "reset", "clear"]
+    assert not agent.update_captured
+
+
+def test_a_failed_compilation_raises_once_and_never_runs_uncaptured(monkeypatch):
+    torch._dynamo.reset()
+    calls = []
+
+    def failing(gm, example_inputs):
+        calls.append(gm)
+        raise RuntimeError("inductor: no C compiler")
+
+    cuda = FakeCuda()
+    try:
+        with _captured_cohort(
+            monkeypatch, cuda, "compile", fake_device=False, compile_backend=failing
+        ) as (_, step):
+            step("collect")
+            with pytest.raises(ConfigError, match="'compile' kernels.*compilation.*eager"):
+                step("update")
+    finally:
+        torch._dynamo.reset()
+    assert len(calls) == 1  # not compiled again to run the minibatch uncaptured
+    assert cuda.current is cuda.default
+    assert cuda.captures == 1  # the policy step's; the update's never began

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import threading
 from pathlib import Path
@@ -66,6 +67,7 @@ from envgen.stats.campaign_claims import (
 from envgen.stats.paper_claims import PaperNumbers
 from envgen.store import seal_run
 from tests import test_report_tables
+from tests.envgen_cli import envgen_subprocess
 
 REPO = Path(__file__).resolve().parents[1]
 CPU = CAMPAIGNS["cpu"]
@@ -379,6 +381,7 @@ def test_collect_lists_finished_runs_and_says_k_of_n(plan, codes, tmp_path):
 def test_collect_command_writes_three_files(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)  # the replication file's path is relative to the repository
     outs = [tmp_path / n for n in ("runs.json", "metrics.json", "scores.json")]
+    (tmp_path / "runs").mkdir()  # an empty store: nothing finished yet
     args = ["collect", "cpu", "--params", str(REPO / "params.yaml"), "--runs-root"]
     args += [
         str(tmp_path / "runs"),
@@ -387,6 +390,35 @@ def test_collect_command_writes_three_files(tmp_path, monkeypatch):
     assert campaign_cli.main(args) == 0
     assert all(p.is_file() for p in outs)
     assert json.loads(outs[1].read_text()) == {} and json.loads(outs[2].read_text()) == []
+
+
+def test_collect_refuses_a_runs_root_that_is_not_there_and_writes_nothing(tmp_path):
+    """A typo in --runs-root read as an empty store would replace the committed tables
+    with an empty campaign: one line naming it, exit 1, the tables' bytes unchanged
+    (copies of the committed ones; the committed files are never the outputs here)."""
+    outs = []
+    for name in ("runs.json", "metrics.json", "scores.json"):
+        shutil.copy(REPO / CPU.out_dir / name, tmp_path / name)
+        outs.append(tmp_path / name)
+    before = [p.read_bytes() for p in outs]
+    (tmp_path / "afile").write_text("x")
+    for runs_root in (tmp_path / "runs-typo", tmp_path / "afile"):
+        args = ["campaign", "collect", "cpu", "--runs-root", str(runs_root)]
+        args += [f"--{k}={p}" for k, p in zip(("out", "metrics", "plots"), outs, strict=True)]
+        result = envgen_subprocess(*args, cwd=REPO)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "Traceback" not in result.stderr
+        assert result.stderr.strip().splitlines() == [
+            f"envgen campaign collect: {runs_root}: "
+            + ("no such directory" if runs_root.name == "runs-typo" else "is a file")
+            + "; give the directory of the run store to collect (--runs-root); "
+            "nothing was written"
+        ]
+        assert [p.read_bytes() for p in outs] == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["afile", "runs.json", "metrics.json", "scores.json"]
+    )
+    assert not (tmp_path / "runs-typo").exists()
 
 
 # --- commits -----------------------------------------------------------------------------

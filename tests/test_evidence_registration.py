@@ -74,7 +74,43 @@ def test_an_uncommitted_run_is_named_and_a_tree_without_history_is_not_checked(t
         ["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True
     )
     order = registration_order(shallow, DOC, ["results/runs/h/seed-1"])
-    assert order.unknown is not None and "shallow" in order.unknown
+    assert order.unknown is not None and "shallow" in order.unknown and order.shallow
+    assert not registration_order(bare_tree, DOC, []).shallow  # no fetch brings it
+
+
+def test_verify_fails_on_a_shallow_clone_saying_the_history_is_needed(tmp_path):
+    """A `--depth 1` clone cannot show a registration's order: the check's own line says
+    "not checked" and why, and verify's summary names the fix and exits 1 (it exited 0)."""
+    from envgen.evidence.checks import Check, check_registrations
+    from envgen.evidence.verify import summary
+
+    repo = _repo(tmp_path / "repo")
+    _commit(repo, DOC, "registration")
+    _commit(repo, "results/runs/h/seed-1/x", "run")
+    shallow = tmp_path / "shallow"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True
+    )
+    runs = Path(__file__).resolve().parents[1] / "results/campaign_sfl/runs.json"
+    checks = check_registrations([runs], repo=shallow)
+    assert [c.line() for c in checks] == [
+        "campaign_sfl registration: not checked (a shallow clone: `git fetch --unshallow` "
+        "brings the history to check)"
+    ]
+    matched = Check("table1", True, "ok")
+    text, code = summary([matched, *checks])
+    assert code == 1
+    assert text.splitlines() == [
+        "1 of 2 checks match; 1 not checked here",
+        "history needed: git fetch --unshallow (not checked here: campaign_sfl registration)",
+    ]
+    # outside git (an exported tree) the check counts neither way, as before
+    (tmp_path / "export").mkdir()
+    assert check_registrations([runs], repo=tmp_path / "export")[0].needed is None
+    unknown = Check("campaign_sfl registration", True, "not a git checkout", checked=False)
+    assert summary([matched, unknown]) == ("1 of 2 checks match; 1 not checked here", 0)
+    assert summary([matched, Check("table2", False, "x")])[1] == 1
+    assert summary([matched]) == ("1 of 1 checks match", 0)
 
 
 def test_verify_checks_every_registered_campaign_of_this_repository():

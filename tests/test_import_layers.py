@@ -23,7 +23,7 @@ PACKAGE = REPO / "envgen"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "gym_notice", "results_version", "lifetime", "files"),  # no envgen import
-    ("json_input", "yaml_input"),  # bounded JSON and YAML reading
+    ("json_input", "yaml_input", "numerics"),  # bounded reading; the CPU numerics mode
     ("input_checks",),
     ("scoring", "stats", "store"),  # pure functions; the run store's files
     ("envs",),  # Crafter-EnvGen, Heist-EnvGen, the vector env

@@ -9,6 +9,7 @@ from envgen.errors import ConfigError
 from envgen.llm.conversation import PromptOptions
 from envgen.loop.config import RunConfig
 from envgen.loop.runner import designer_options
+from envgen.pipeline.plan import plan_table
 from envgen.pipeline.profile import load_profile
 
 PARAMS = yaml.safe_load(Path("params.yaml").read_text())
@@ -65,9 +66,20 @@ def test_history_bound_comes_from_the_profile_unless_the_row_sets_one():
     smoke, paper = load_profile(PARAMS, "smoke"), load_profile(PARAMS, "paper")
     assert paper.apply(RunConfig(n_cycles=40), 0).llm_history_cycles == 0  # whole history
     assert smoke.apply(RunConfig(n_cycles=40), 0).llm_history_cycles == "auto"
-    assert smoke.apply(RunConfig(llm_history_cycles=5), 0).llm_history_cycles == 5
+    own = {"llm_history_cycles"}
+    assert smoke.apply(RunConfig(llm_history_cycles=5), 0, own).llm_history_cycles == 5
     cpu = load_profile(PARAMS, "cpu")  # the registered campaigns' hashes (docs/llm.md, "Context")
     assert cpu.apply(RunConfig(), 0).llm_history_cycles == 2
+
+
+def test_a_rows_own_zero_history_bound_is_not_the_profiles():
+    """A row that asks for the whole history (0) gets it under any profile (issue 66)."""
+    spec = {"table": "t", "rows": [{"row": "whole", "run": {"llm_history_cycles": 0}}]}
+    for name, bound in (("smoke", "auto"), ("cpu", 2)):
+        profile = load_profile(PARAMS, name)
+        assert profile.apply(RunConfig(), 0).llm_history_cycles == bound  # the row sets none
+        job = plan_table(spec, profile).rows[0].jobs[0]
+        assert job.config.llm_history_cycles == 0
 
 
 def test_a_profile_may_keep_the_whole_history_while_it_fits():
@@ -76,7 +88,8 @@ def test_a_profile_may_keep_the_whole_history_while_it_fits():
     params["profiles"]["cpu"]["llm_history_cycles"] = "auto"
     cpu = load_profile(params, "cpu")
     assert cpu.apply(RunConfig(n_cycles=40), 0).llm_history_cycles == "auto"
-    assert cpu.apply(RunConfig(llm_history_cycles=2), 0).llm_history_cycles == 2
+    row = cpu.apply(RunConfig(llm_history_cycles=2), 0, {"llm_history_cycles"})
+    assert row.llm_history_cycles == 2
     params["profiles"]["cpu"]["llm_history_cycles"] = "often"
     with pytest.raises(ConfigError, match="profiles.cpu.llm_history_cycles: 'often'"):
         load_profile(params, "cpu")

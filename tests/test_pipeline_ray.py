@@ -16,11 +16,65 @@ import yaml
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.job_status import DONE, job_dir
 from envgen.pipeline.plan import RandomJob
+from tests.ray_reaper import reap_when_gone
 from tests.test_pipeline_executor import REPO, quiet, settings
 
 ray = pytest.importorskip("ray")
 RAY = str(Path(sys.executable).with_name("ray"))
 PORT = 6391 + os.getpid() % 500
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _ray_ends_with_this_process():
+    """Ray's daemons under a directory of this module's, reaped when this process ends
+    however it ends (`tests.ray_reaper`)."""
+    temp_dir = tempfile.mkdtemp(prefix="rr", dir="/tmp")  # short: Ray's socket paths
+    reap_when_gone(temp_dir, os.getpid())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_TMPDIR", temp_dir)
+        yield temp_dir
+
+
+INNER = """
+import os, tempfile, time
+import ray
+from tests.ray_reaper import reap_when_gone
+
+def test_start_ray_then_wait_to_be_killed():
+    temp = tempfile.mkdtemp(prefix="rk", dir="/tmp")
+    reap_when_gone(temp, os.getpid())
+    os.environ["RAY_TMPDIR"] = temp
+    ray.init(num_cpus=1, include_dashboard=False)
+    print("READY", temp, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_killed_test_run_leaves_no_ray_process(tmp_path):
+    inner = tmp_path / "test_inner_ray.py"
+    inner.write_text(INNER)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", str(inner)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    temp = None
+    try:
+        for line in run.stdout:
+            if "READY" in line:
+                temp = line.split("READY", 1)[1].strip()
+                break
+        assert temp and _own_processes(temp), "Ray did not start"
+    finally:
+        run.kill()  # SIGKILL: no clean-up of its own runs
+        run.wait()
+    deadline = time.monotonic() + 60
+    while _own_processes(temp) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _own_processes(temp) == []
+    assert not Path(temp).exists()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -3,8 +3,9 @@
 A finished run stays current while its recorded results version equals the code's
 (`envgen/results_version.py`, one version per results key), so an edit that changes what
 runs produce must bump its key. This test runs a small fixed-seed set
-(tests/data/guard/*.yaml: PPO and AD updates, EnvGen cycles with the LLM, heuristic and
-random designers, Crafter under the stock and the authors' world rules, Heist) twice
+(tests/data/guard/*.yaml: PPO and AD updates, EnvGen cycles with the LLM, heuristic,
+random, SFL and PLR designers, Crafter under the stock and the authors' world rules,
+Heist) twice
 through the command line, `envgen run`, in subprocesses: once with this tree's code and
 once with the code of the commit that last changed the value of that config's results
 key (extracted with `git archive` into a temporary directory and put first on
@@ -324,11 +325,14 @@ def guard_problems(
     work: Path,
     repo: Path = REPO,
     warm: str | None = None,
+    own_references: dict[str, str] | None = None,
 ) -> list[str]:
     """One line per case (name -> results key) whose output with this tree's code
     (`produce(repo, case)`) differs from its output with the code of its key's reference
     commit (`produce(extracted tree, case)`, `reference_commits`) while the key's version
-    did not change since that reference. `warm`, a case, runs first alone on its key's
+    did not change since that reference. `own_references` (case -> commit) replaces the
+    key's reference of a case whose code is younger than it (`newer_designers`). `warm`,
+    a case, runs first alone on its key's
     reference tree: that tree's numba cache starts cold, and two runs at once each
     compiled it. `pytest.skip` when the references are unknown (no or shallow history).
     """
@@ -336,13 +340,18 @@ def guard_problems(
     if references is None:
         pytest.skip(f"{why}: the guard needs the commits that set the results versions")
     current = tree_versions(repo) or {}
+    own = own_references or {}
+
+    def reference_of(case: str) -> str | None:
+        return own.get(case) or references.get(cases[case])
+
     trees = {
         commit: extract(commit, work / f"reference-{commit[:10]}", repo)
-        for commit in sorted({references[k] for k in cases.values() if k in references})
+        for commit in sorted({c for c in map(reference_of, cases) if c is not None})
     }
 
     def theirs(case: str) -> Path | None:
-        commit = references.get(cases[case])
+        commit = reference_of(case)
         return None if commit is None else produce(trees[commit], case)
 
     if warm is not None:
@@ -352,7 +361,7 @@ def guard_problems(
         reference = dict(zip(cases, pool.map(theirs, cases), strict=True))
     problems = []
     for case, key in cases.items():
-        commit = references.get(key)
+        commit = reference_of(case)
         if commit is None or current.get(key) != (versions_at(commit, repo) or {}).get(key):
             continue  # a key new or bumped since its reference: any behaviour is allowed
         difference = first_difference(ours[case], reference[case])
@@ -364,6 +373,24 @@ def guard_problems(
                 "committed runs as another version's)"
             )
     return problems
+
+
+# Guard configs of designers added after their results key was last set: the key's
+# reference commit cannot run them, so each is compared with the code of the commit that
+# last changed its file (the tree's HEAD while the file is not committed yet). A change
+# to their rollouts without a bump then fails like any other.
+NEWER_DESIGNERS = ("envgen_sfl", "envgen_plr")
+
+
+def newer_designers(configs: dict[str, Path], repo: Path = REPO) -> dict[str, str]:
+    """{case: the commit that last changed its guard file, or HEAD} of NEWER_DESIGNERS."""
+    own = {}
+    for case in NEWER_DESIGNERS:
+        path = configs[case].relative_to(repo).as_posix()
+        own[case] = _git("log", "-1", "--format=%H", "--", path, repo=repo) or _git(
+            "rev-parse", "HEAD", repo=repo
+        )
+    return own
 
 
 def _results_key(config: Path) -> str:
@@ -389,5 +416,19 @@ def test_behaviour_is_unchanged_unless_the_results_version_is_bumped(tmp_path):
 
     cases = {stem: _results_key(config) for stem, config in configs.items()}
     # `envgen run` keeps the warm run's finished output when `produce` asks again.
-    problems = guard_problems(cases, produce, tmp_path, warm="envgen_random_authors")
+    problems = guard_problems(
+        cases,
+        produce,
+        tmp_path,
+        warm="envgen_random_authors",
+        own_references=newer_designers(configs),
+    )
     assert not problems, "\n".join(problems)
+
+
+def test_every_designer_the_registry_holds_has_a_guard_config():
+    from envgen.loop.config import DESIGNERS, RunConfig
+
+    guarded = {RunConfig.from_yaml(c).designer for c in GUARD_CONFIGS}
+    assert set(DESIGNERS) <= guarded, f"no guard config for {set(DESIGNERS) - guarded}"
+    assert set(NEWER_DESIGNERS) <= {c.stem for c in GUARD_CONFIGS}

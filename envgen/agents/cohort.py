@@ -42,6 +42,7 @@ import numpy as np
 import torch
 from torch.func import functional_call, stack_module_state, vmap
 
+from envgen.agents import graphs
 from envgen.agents.config import ModelConfig, PPOConfig, check_kernels
 from envgen.agents.networks import OBS_SHAPE, ActorCritic
 from envgen.agents.normalizer import EwmaScaling, ewma_fold, ewma_mean_std
@@ -198,7 +199,10 @@ class CohortPPO:
         self.optimizer = torch.optim.Adam(
             list(self.params.values()), lr=cfg.lr, capturable=self._capturable
         )
-        self._update_graph: torch.cuda.CUDAGraph | bool | None = None  # False: capture failed
+        # None: not yet captured; False: run op by op on purpose (`envgen.gpu.probe`)
+        self._update_graph: torch.cuda.CUDAGraph | bool | None = None
+        # the CUDA graph calls (`envgen.agents.graphs`); None off CUDA: nothing is captured
+        self._cuda = graphs.backend(device)
         self._seed_loss = self._one_seed_loss
         if kernels == "compile":
             use_compile_cache()
@@ -213,7 +217,7 @@ class CohortPPO:
         self._rows = torch.arange(self.size, device=device)[:, None]
         self._mb_stats = torch.zeros((len(LOSS_STATS), self.size), device=device)
         self._forward = vmap(self._one_forward, in_dims=(0, 0))
-        self._graph: torch.cuda.CUDAGraph | bool | None = None  # False: capture failed
+        self._graph: torch.cuda.CUDAGraph | bool | None = None  # False: eager, capture failed
         pin = device.type == "cuda"
         # A pipelined cohort's group (`CohortTrainer(groups=2)`) collects on a stream of
         # its own, of high priority, so that its small policy steps are not queued behind
@@ -263,7 +267,11 @@ class CohortPPO:
     def _policy_step(self, obs: torch.Tensor, generators: Sequence[torch.Generator]):
         """`_policy_core` on each seed's noise; on CUDA replayed from a CUDA graph (one
         launch instead of the vmapped network's hundreds; the same kernels, the same
-        numbers), which reads the parameters and normaliser where Adam updates them."""
+        numbers), which reads the parameters and normaliser where Adam updates them.
+
+        If the capture fails, "eager" kernels warn and step op by op (as they always
+        did); "graph" and "compile" raise (`graphs.failure`): a run under their name
+        never steps uncaptured."""
         w, n = obs.shape[:2]
         noise = torch.stack(
             [
@@ -271,12 +279,18 @@ class CohortPPO:
                 for g in generators
             ]
         )
-        if self.device.type != "cuda" or self._graph is False:
+        if self._cuda is None or self._graph is False:
             return self._policy_core(obs, noise)
         if self._graph is None:
             try:
                 self._capture_policy(obs, noise)
-            except RuntimeError as exc:  # a kernel that cannot be captured: stay eager
+            except Exception as exc:  # noqa: BLE001 - the mode decides (docstring)
+                if self.kernels != "eager":
+                    raise ConfigError(
+                        "cohort_kernels", graphs.failure(self.kernels, "policy step's capture", exc)
+                    ) from exc
+                if not isinstance(exc, RuntimeError):  # eager's fallback, as before
+                    raise
                 warnings.warn(f"cohort policy step runs eagerly: {exc}", stacklevel=2)
                 self._graph = False
                 return self._policy_core(obs, noise)
@@ -286,16 +300,12 @@ class CohortPPO:
         return self._graph_out
 
     def _capture_policy(self, obs: torch.Tensor, noise: torch.Tensor) -> None:
+        assert self._cuda is not None
         self._graph_in = (obs.clone(), noise.clone())
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
-            for _ in range(3):  # warm-up outside the graph (cuDNN/cuBLAS set-up)
-                self._policy_core(*self._graph_in)
-        torch.cuda.current_stream(self.device).wait_stream(side)
-        self._graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self._graph):
-            self._graph_out = self._policy_core(*self._graph_in)
+        graphs.warm_up(self._cuda, lambda: self._policy_core(*self._graph_in))
+        self._graph, self._graph_out = graphs.record(
+            self._cuda, lambda: self._policy_core(*self._graph_in)
+        )
 
     def collect(
         self, env: VecEnv, obs: np.ndarray, generators: Sequence[torch.Generator]
@@ -416,10 +426,12 @@ class CohortPPO:
 
     def _run_minibatch(self) -> None:
         """One minibatch: replayed from its CUDA graph ("graph", "compile" on CUDA; captured
-        at the first call), else run op by op."""
-        if self._update_graph is None and self._capturable:
+        at the first call), else run op by op (off CUDA, eager kernels, or `_update_graph`
+        set False on purpose). A failed capture or compilation raises: never op by op
+        under a captured mode's name."""
+        if self._update_graph is None and self._captures_update():
             self._capture_update()
-        if isinstance(self._update_graph, torch.cuda.CUDAGraph):
+        if self._update_graph is not None and self._update_graph is not False:
             self._update_graph.replay()
             return
         self.optimizer.zero_grad(set_to_none=True)
@@ -455,33 +467,56 @@ class CohortPPO:
         with torch.no_grad():
             self._mb_stats.copy_(seed_stats)
 
+    def _captures_update(self) -> bool:
+        """Whether the update is captured: "graph" and "compile" kernels where CUDA is."""
+        return self.kernels != "eager" and self._cuda is not None
+
+    def _training_step(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        self._minibatch()
+
     def _capture_update(self) -> None:
         """Capture `_minibatch` as one CUDA graph (PyTorch's "whole network capture":
         warm-up on a side stream, gradients unset so that backward allocates them in the
-        graph's pool, Adam capturable). The warm-up trains three minibatches; the model,
-        Adam and normaliser are restored to their values before it, so a captured update
-        computes what the uncaptured one does with the same kernels."""
+        graph's pool, Adam capturable). The warm-up trains three minibatches (and compiles,
+        in "compile" mode); the model, Adam and normaliser are restored to their values
+        before it, so a captured update computes what the uncaptured one does with the
+        same kernels. A failure (capture or compilation) restores them too and raises."""
+        assert self._cuda is not None
         saved = self._training_state()
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
         try:
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    self.optimizer.zero_grad(set_to_none=True)
-                    self._minibatch()
-            torch.cuda.current_stream(self.device).wait_stream(side)
+            graphs.warm_up(self._cuda, self._training_step)
             self._restore_training_state(saved)
-            graph = torch.cuda.CUDAGraph()
             self.optimizer.zero_grad(set_to_none=True)
-            with torch.cuda.graph(graph):
-                self._minibatch()
-        except RuntimeError as exc:  # a kernel that cannot be captured: stay uncaptured
-            warnings.warn(f"cohort update runs uncaptured: {exc}", stacklevel=3)
-            torch.cuda.current_stream(self.device).wait_stream(side)
-            self._restore_training_state(saved)
-            self._update_graph = False
-            return
+            graph, _ = graphs.record(self._cuda, self._minibatch)
+        except Exception as exc:  # noqa: BLE001 - one clear line, whatever failed
+            with contextlib.suppress(Exception):  # the failure is the error to report
+                self._restore_training_state(saved)
+            what = "update's " + (
+                "compilation or capture" if self.kernels == "compile" else "capture"
+            )
+            raise ConfigError("cohort_kernels", graphs.failure(self.kernels, what, exc)) from exc
         self._update_graph = graph
+
+    @property
+    def update_captured(self) -> bool:
+        """Whether the update replays a CUDA graph (`envgen.gpu.probe`'s "captured")."""
+        return self._update_graph is not None and self._update_graph is not False
+
+    def close(self) -> None:
+        """Free the CUDA graphs (and their memory pools) now, not at a later garbage
+        collection: the cohort holds itself in reference cycles (its vmapped forward and
+        loss are its own bound methods), so dropping the last reference frees nothing
+        until the cyclic collector runs, at a moment no one chooses, possibly while
+        another cohort captures. Idempotent; the cohort is not used after it."""
+        for name in ("_graph", "_update_graph"):
+            graph = getattr(self, name)
+            if graph is not None and graph is not False:
+                graph.reset()
+            setattr(self, name, None)
+        self._graph_in = self._graph_out = None
+        # the cycles themselves: the bound methods held by the instance
+        self._forward = self._seed_loss = None  # type: ignore[assignment]
 
     def _training_state(self) -> list[torch.Tensor]:
         """Copies of everything a minibatch writes: parameters, Adam's state, normaliser."""

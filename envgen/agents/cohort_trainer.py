@@ -162,6 +162,13 @@ class CohortTrainer(RolloutLoop):
             raise AttributeError("a pipelined cohort has one CohortPPO per group (_groups)")
         return self._groups[0].agent
 
+    @property
+    def env_workers(self) -> int | None:
+        """Worker processes of each group's vec env (`crafter_cohort_env_factory`'s
+        choice when none was named), None while no env is open."""
+        env = self._groups[0].env
+        return None if env is None else getattr(env, "num_workers", None)
+
     # --- training --------------------------------------------------------------------
     def train_until(
         self,
@@ -494,7 +501,11 @@ class CohortTrainer(RolloutLoop):
             group.env, group.obs, group.ahead = None, None, False
 
     def close(self) -> None:
+        """Close the envs and logs, and free each group's CUDA graphs now
+        (`CohortPPO.close`)."""
         self.close_env()
+        for group in self._groups:
+            group.agent.close()
         for log in (*self.episodes, *self.metrics):
             log.close()
 

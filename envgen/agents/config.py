@@ -310,7 +310,8 @@ COHORT_KERNELS = ("eager", "graph", "compile")
 minibatch (forward, loss, backward, clipping, Adam with its step count on the device) as
 one CUDA graph and replays it; "compile" does the same with each seed's forward and loss
 compiled by torch.compile (inductor, default mode) inside the graph. Off CUDA, "graph"
-and "compile" run the same minibatch uncaptured. Each mode rounds differently, so it is
+and "compile" run the same minibatch uncaptured; on CUDA a failed capture or compilation
+raises (never uncaptured under their name). Each mode rounds differently, so it is
 part of a run's identity (`RunConfig.cohort_kernels`)."""
 
 

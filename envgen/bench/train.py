@@ -19,10 +19,14 @@ JSON: {"device", "mode", "levels": [...], "ours_sps" (1 run), "reference_sps", "
 (ours / reference), ...}.
 
 `--cohort 8,16` also times cohorts (`envgen.agents.cohort`: W seeds as one batched model
-in this process) after the levels; the JSON line then has "cohorts" (one entry per W)
-and, for the fastest, "cohort", "cohort_sps", "baseline_sps" (the last --concurrency
+in this process) after the levels; the JSON line then has "cohorts" (one entry per W,
+with its vec env's worker processes, "env_workers": a rate holds only with as many) and,
+for the fastest, "cohort", "cohort_sps", "baseline_sps" (the last --concurrency
 level, e.g. 8 runs in 8 processes), and "ratio" = cohort_sps / baseline_sps (the
-reference's ratio moves to "reference_ratio").
+reference's ratio moves to "reference_ratio"). The JSON line, the result so far, is
+also printed after each cohort: a cohort that fails later (a compilation, the card's
+memory) loses no rate measured before it, and the last JSON line printed is always the
+most complete (`envgen gpu probe rate` reads it).
 
 `--cohort-groups 1,2` times each cohort size at each grouping (`groups` 2: a pipelined
 cohort, `envgen.agents.cohort_trainer`, one group collecting while the other updates);
@@ -395,16 +399,10 @@ def run(args: argparse.Namespace) -> int:
                     f"peak {timed['peak_mib']:.0f} MiB",
                     flush=True,
                 )
+                _with_best_cohort(result)
+                print(json.dumps(result), flush=True)  # the result so far (module docstring)
         if not result["cohorts"]:
             raise ConfigError("cohort_groups", "no --cohort size splits into these groups")
-        best = max(result["cohorts"], key=lambda c: c["cohort_sps"])
-        result.update(
-            cohort=best["cohort"],
-            cohort_groups=best["groups"],
-            kernels=best["kernels"],
-            cohort_sps=best["cohort_sps"],
-            ratio=best["ratio"],
-        )
     if not args.no_reference:
         cpu_args = argparse.Namespace(**{**vars(args), "device": "cpu"})
         reference = _one_run(cpu_args, ppo_cfg, reference=True)["sps"]
@@ -415,6 +413,19 @@ def run(args: argparse.Namespace) -> int:
             result["reference_ratio" if args.cohort else "ratio"] = round(ours / reference, 3)
     print(json.dumps(result))
     return 0
+
+
+def _with_best_cohort(result: dict[str, Any]) -> None:
+    """The fastest of `result`'s cohorts so far as its "cohort", "cohort_groups",
+    "kernels", "cohort_sps" and "ratio"."""
+    best = max(result["cohorts"], key=lambda c: c["cohort_sps"])
+    result.update(
+        cohort=best["cohort"],
+        cohort_groups=best["groups"],
+        kernels=best["kernels"],
+        cohort_sps=best["cohort_sps"],
+        ratio=best["ratio"],
+    )
 
 
 def _single(args: argparse.Namespace, ppo_cfg: PPOConfig) -> dict[str, Any]:
@@ -471,6 +482,7 @@ def cohort_run(
         )
         try:
             trainer.train_until(ppo_cfg.rollout_size, [CrafterConfig()])
+            workers = trainer.env_workers  # what a training call must give to match the rate
             if args.device.startswith("cuda"):
                 torch.cuda.reset_peak_memory_stats(args.device)
             seconds = {"collect": math.nan, "update": math.nan}
@@ -489,6 +501,7 @@ def cohort_run(
         "cohort": size,
         "groups": groups,
         "kernels": kernels,
+        "env_workers": workers,
         "cohort_sps": round(steps / wall, 1),
         "wall_s": round(wall, 2),
         "collect_sps": round(steps / seconds["collect"], 1) if groups == 1 else None,

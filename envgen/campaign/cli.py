@@ -26,7 +26,7 @@ from pathlib import Path
 from envgen.campaign.process import stop
 from envgen.campaign.registry import CAMPAIGNS, Campaign, campaign
 from envgen.errors import EnvGenError
-from envgen.input_checks import OneLineParser, fail, whole_number
+from envgen.input_checks import OneLineParser, fail, whole_number, writable_dir
 
 
 # --- command line ------------------------------------------------------------------------
@@ -34,7 +34,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     """start | status | stop | handoff | collect | run, each taking the campaign's name."""
     sub = parser.add_subparsers(dest="campaign_command", metavar="ACTION", required=True)
     helps = {
-        "start": "train the missing runs in the background, committing each as it finishes",
+        "start": "train the missing runs in the background, committing each to git as it finishes",
         "status": "every (row, seed): done, running, partial, stale, damaged or missing; ETA",
         "stop": "stop the background campaign (the run in flight resumes on the next start)",
         "handoff": "wait for the next checkpoints, stop, and commit the unfinished runs with "
@@ -42,8 +42,19 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
         "collect": "write the campaign's runs.json (and metrics, scores) from the run store",
         "run": "what start launches: the same in the foreground",
     }
+    reuse = (
+        ". It prints, per row, how many runs it reuses (finished, and partial ones "
+        "resumed), how many of those are committed, and on which CPU classes and numerics "
+        "they trained, with a warning when the campaign's runs mix classes or numerics"
+    )
+    descriptions = {
+        "start": "train the missing runs in the background. Each finished run is committed "
+        "to git as it finishes (`git commit -- <its run directory>` with the LLM replies it "
+        "used, nothing else; --no-commit: commit nothing)" + reuse,
+        "status": helps["status"] + reuse,
+    }
     for action, text in helps.items():
-        p = sub.add_parser(action, help=text, description=text)
+        p = sub.add_parser(action, help=text, description=descriptions.get(action, text))
         p.add_argument("name", help=f"the campaign: {', '.join(CAMPAIGNS)}")
         p.add_argument(
             "--params",
@@ -63,7 +74,10 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                 help="runs at once (default: params.yaml's execution.workers)",
             )
             p.add_argument(
-                "--no-commit", action="store_true", help="do not commit finished runs to git"
+                "--no-commit",
+                action="store_true",
+                help="do not commit finished runs to git (default: each finished run is "
+                "committed as it finishes)",
             )
         if action == "run":  # `start` hands its lock to the process it launches
             p.add_argument("--lock-fd", type=int, help=argparse.SUPPRESS)
@@ -126,6 +140,8 @@ def dispatch(args: argparse.Namespace) -> int:
     at_repository_root(c, args)
     if action == "stop":
         return stop(c)
+    if action != "collect":  # collect wants an existing store (status.collect)
+        writable_dir(args.runs_root, "the run store (--runs-root)")
     if action in ("start", "run"):
         # lazy: scipy through the pipeline (0.25 s); `envgen campaign --help` must not load it
         from envgen.campaign import run

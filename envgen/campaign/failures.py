@@ -18,7 +18,7 @@ from envgen import json_input
 from envgen.campaign.registry import STATE_DIR
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
-from envgen.pipeline.job_status import DONE, FAILED, JobResult
+from envgen.pipeline.job_status import CONFIG_ERROR, DONE, FAILED, JobResult
 
 RESUME_REFUSED = "ResumeRefusedError"  # the class name in a job's failure reason
 
@@ -74,7 +74,7 @@ def read_failures(path: Path) -> dict[str, Failure]:
 
 def record(path: Path, result: JobResult, now: float | None = None) -> None:
     """Keep `result`'s failure, or drop the run's record once it finished."""
-    if result.status not in (FAILED, DONE):
+    if result.status not in (FAILED, CONFIG_ERROR, DONE):
         return
     failures = read_failures(path)
     key = run_key(result.run_dir)

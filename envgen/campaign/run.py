@@ -23,12 +23,20 @@ from envgen import json_input
 from envgen.campaign import process
 from envgen.campaign.failures import failures_file, record
 from envgen.campaign.gitcommit import commit_run, is_committed
+from envgen.campaign.machines import reuse_lines, row_reuse
 from envgen.campaign.registry import PROCESS_MARK, Campaign, RunRequest
 from envgen.campaign.store import is_finished, row_jobs, version_of
 from envgen.envs.vector import usable_cores
 from envgen.llm.cache import DEFAULT_CACHE_DIR
 from envgen.pipeline.executor import execute
-from envgen.pipeline.job_status import DONE, FAILED, JobResult, job_dir, results_versions
+from envgen.pipeline.job_status import (
+    CONFIG_ERROR,
+    DONE,
+    FAILED,
+    JobResult,
+    job_dir,
+    results_versions,
+)
 from envgen.pipeline.jobs import Settings
 from envgen.pipeline.params_stage import check_device, load_settings
 from envgen.pipeline.plan import Job, RandomJob, TablePlan, plan_file
@@ -166,7 +174,7 @@ def run_campaign(request: RunRequest, log: Log = print) -> int:
     with llm_spec(mode, DEFAULT_CACHE_DIR, **model) as llm:
         settings = Settings.for_profile(profile, request.runs_root, llm, executor.env_workers)
         results = execute(jobs, settings, executor, log, on_result=hook)
-    failed = [r for r in results.values() if r.status == FAILED]
+    failed = [r for r in results.values() if r.status in (FAILED, CONFIG_ERROR)]
     log(f"[campaign] {request.campaign}: session over, {len(failed)} run(s) failed")
     return 2 if failed else 0
 
@@ -187,9 +195,12 @@ def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commi
     try:
         # mistakes show here, not in the log
         plan, _, executor = load_campaign(c.request(params, runs_root, workers, commit))
-        pending = pending_jobs(plan, runs_root, results_versions())
+        codes = results_versions()
+        pending = pending_jobs(plan, runs_root, codes)
+        reuse = reuse_lines(row_reuse(plan, runs_root, codes, is_committed))
         if not pending and not commit:
             print(f"campaign {c.name}: all {len(seed_order(plan))} runs finished; nothing to train")
+            print("\n".join(reuse))
             return 0
         count = workers or executor.local_workers(usable_cores(), 0)
         command = [sys.executable, "-m", PROCESS_MARK, "run", c.name, "--params", str(params)]
@@ -204,6 +215,7 @@ def start(c: Campaign, params: Path, runs_root: Path, workers: int | None, commi
         f"({'each committed as it finishes' if commit else 'not committed'}); log {c.log}; "
         f"`envgen campaign status {c.name}`; stop: `envgen campaign stop {c.name}`"
     )
+    print("\n".join(reuse))
     return 0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from envgen.campaign.failures import failures_file, message_of, read_failures, resume_refused
 from envgen.campaign.gitcommit import is_committed
+from envgen.campaign.machines import reuse_lines, row_reuse
 from envgen.campaign.process import Process, live_process
 from envgen.campaign.registry import Campaign
 from envgen.campaign.run import load_campaign
@@ -27,6 +28,7 @@ from envgen.campaign.store import (
     write_collected,
 )
 from envgen.envs.vector import usable_cores
+from envgen.input_checks import existing_dir
 from envgen.pipeline.job_status import results_versions
 
 STATES = (FINISHED, RUNNING, PARTIAL, FAILED_RUN, STALE, DAMAGED, MISSING)
@@ -41,11 +43,18 @@ def status(c: Campaign, params: Path, runs_root: Path) -> int:
     states = job_states(plan, runs_root, results_versions(), alive, is_committed, None, failures)
     workers = (process and process.workers) or executor.local_workers(usable_cores(), 0)
     print(status_text(c, states, process, workers))
+    known = {s.run_dir: bool(s.committed) for s in states}  # git asked once per run
+    reuse = row_reuse(plan, runs_root, results_versions(), lambda d: known.get(d, False))
+    print("\n".join(["", *reuse_lines(reuse)]))
     return 0
 
 
 def collect(c: Campaign, params: Path, runs_root: Path, outs: Sequence[Path]) -> int:
-    """Write runs.json, metrics.json and scores.json from the run store; trains nothing."""
+    """Write runs.json, metrics.json and scores.json from the run store; trains nothing.
+
+    A `runs_root` that is not a directory (a typo) is refused before anything is written:
+    read as an empty store, it would replace the committed tables with an empty campaign."""
+    existing_dir(runs_root, "the run store to collect (--runs-root); nothing was written")
     plan, profile, _ = load_campaign(c.request(params, runs_root, commit=False))
     table = collect_table(
         plan, profile, runs_root, results_versions(), f"`envgen campaign start {c.name}`"

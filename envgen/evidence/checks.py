@@ -14,13 +14,15 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen import json_input
+from envgen import json_input, yaml_input
+from envgen.campaign.registry import CAMPAIGNS
 from envgen.errors import ConfigError, EnvGenError
-from envgen.evidence import docfigures
+from envgen.evidence import docfigures, history
 from envgen.evidence.derive import accounting_difference, rederived
 from envgen.evidence.doc_numbers import NOT_RESULTS
-from envgen.evidence.registration import registration_order
+from envgen.evidence.registration import HISTORY_NEEDED, registration_order
 from envgen.evidence.verify_plan import plan_differences
+from envgen.games import game_spec
 from envgen.llm.cache import ResponseCache, slots_verdict
 from envgen.llm.chains import history_verdict
 from envgen.loop.config import RunConfig
@@ -49,6 +51,9 @@ class Check:
     detail: str
     checked: bool = True
     """False when this checkout cannot tell (`ok` is then True and means nothing)."""
+    needed: str | None = None
+    """For a check not made: what this checkout needs to make it (`HISTORY_NEEDED`);
+    `envgen verify` then exits non-zero. None: an unchecked check counts neither way."""
 
     def line(self) -> str:
         word = "matches" if self.ok else "DIFFERS"
@@ -194,6 +199,9 @@ def check_run_store(
                 f"{run_dir}/final_metrics.json: {key} is {recorded.get(key)!r}, its logs give "
                 f"{derived.get(key)!r}",
             )
+        over = over_budget(run_dir, final)  # logs and metrics agree: is the run its size?
+        if over:
+            return Check("run store", False, over)
     outside = f" ({len(elsewhere)} outside {runs_root})" if elsewhere else ""
     return Check(
         "run store",
@@ -306,11 +314,13 @@ def check_tables(runs_files: Sequence[Path], work: Path) -> list[Check]:
         if withheld:  # its table says so, and it has no CSV or curves yet
             produced = produced[:1]
         elif record is not None:
-            figures.write_curve_csvs(record, work / "plots")
+            figures.write_curve_csvs(record, work / "plots", work / "curves")
             committed_plots = Path("results/plots") / name
             names = {p.name for p in (work / "plots" / name).glob("*.csv")}
             names |= {p.name for p in committed_plots.glob("*.csv")}
             produced += [(work / "plots" / name / n, committed_plots / n) for n in sorted(names)]
+            curves = f"{name}.csv"  # the table's learning curves (results/curves)
+            produced.append((work / "curves" / curves, Path("results/curves") / curves))
         for ours, committed in produced:
             problem = problem or _diff_files(ours, committed)
         extra = sorted(
@@ -320,7 +330,7 @@ def check_tables(runs_files: Sequence[Path], work: Path) -> list[Check]:
             problem = problem or _diff_files(
                 work / "tables" / extra_name, Path("results/tables") / extra_name
             )
-        detail = "runs.json, metrics, table, plot CSVs" if problem is None else problem
+        detail = "runs.json, metrics, table, plot CSVs, curves" if problem is None else problem
         checks.append(Check(name, problem is None, detail))
     for label, ours, committed in (
         ("summary metrics", work / "m.json", Path("results/metrics.json")),
@@ -359,7 +369,78 @@ def verify(
     add(check_doc_figures(runs_files))
     for check in check_registrations(runs_files):
         add(check)
+    add(check_runs_unchanged())
+    add(check_registrations_frozen())
     return checks
+
+
+def over_budget(run_dir: Path, final: dict[str, Any]) -> str | None:
+    """Why a run's env steps exceed what its config allows, or None: its phases' steps
+    (`RunConfig.total_steps`), each phase rounded up to whole rollouts. SFL's and PLR's
+    `env_steps` count their curation rollouts, which the budget includes."""
+    if not (run_dir / RUN_YAML).is_file():
+        return None  # a random-policy run: counted in episodes
+    data = yaml_input.loads(read_run_bytes(run_dir / RUN_YAML), run_dir / RUN_YAML)
+    config = RunConfig.from_dict({k: v for k, v in data.items() if k not in NOT_CONFIG})
+    rollout = game_spec(config.game).ppo_config(config.ppo).rollout_size
+    phases = 2 * config.n_cycles + 1 if config.method != "original_only" else 1
+    allowed = config.total_steps + phases * rollout
+    steps = final.get("env_steps", final.get("global_steps"))
+    if isinstance(steps, int) and steps > allowed:
+        return (
+            f"{run_dir}/final_metrics.json: {steps:,} env steps, above the {allowed:,} its "
+            f"config allows ({config.total_steps:,} and a rollout of rounding per phase)"
+        )
+    return None
+
+
+# --- 7. committed evidence against the commit that added it ---------------------------------
+def check_runs_unchanged(repo: Path = Path(".")) -> Check:
+    """Every committed run's manifest and audit record is its first commit's bytes, and
+    every cached LLM reply its first commit's record, but for recorded changes
+    (`envgen.evidence.history`)."""
+    name = "evidence as committed"
+    missing = history.history_missing(repo)
+    if missing:
+        return Check(name, False, missing)
+    try:
+        problems, checked, uncommitted = history.run_changes(repo)
+        reply_problems, replies = history.cache_changes(repo)
+    except EnvGenError as exc:
+        return Check(name, False, str(exc))
+    problems += reply_problems
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return Check(name, False, problems[0] + more)
+    return Check(
+        name,
+        True,
+        f"{checked} committed run manifests and audit records are the bytes their first "
+        f"commit added and {replies} cached replies its record, or a recorded change's "
+        f"({history.RUN_CHANGES})" + (f"; {uncommitted} not committed yet" if uncommitted else ""),
+    )
+
+
+def check_registrations_frozen(repo: Path = Path(".")) -> Check:
+    """Each campaign registration's text above its Deviations is its first commit's, but
+    for changes its Deviations name."""
+    name = "registrations frozen"
+    documents = sorted({c.registration for c in CAMPAIGNS.values() if c.registration})
+    missing = history.history_missing(repo)
+    if missing:
+        return Check(name, False, missing)
+    try:
+        problems = history.frozen_registrations(documents, repo)
+    except EnvGenError as exc:
+        return Check(name, False, str(exc))
+    if problems:
+        return Check(name, False, problems[0])
+    return Check(
+        name,
+        True,
+        f"{len(documents)} registrations: the text above Deviations is their first commit's, "
+        "or each change is named in their Deviations",
+    )
 
 
 # --- 6. registrations before runs ----------------------------------------------------------
@@ -380,7 +461,8 @@ def check_registrations(runs_files: Sequence[Path], repo: Path = Path(".")) -> l
         run_dirs = sorted({run.run_dir.as_posix() for row in table.rows for run in row.runs})
         order = registration_order(repo, registration.document, run_dirs)
         if order.unknown:
-            checks.append(Check(name, True, order.unknown, checked=False))
+            needed = HISTORY_NEEDED if order.shallow else None
+            checks.append(Check(name, True, order.unknown, checked=False, needed=needed))
         elif order.problem:
             checks.append(Check(name, False, order.problem))
         else:

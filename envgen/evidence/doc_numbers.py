@@ -79,6 +79,10 @@ _PRECISION_AB = (
     "results/gpu/2026-11-26-h200): a measurement with its command, no run of the store"
 )
 
+_SFL_AUDIT = (
+    "descriptive figures of results/audit/sfl_open_ends/analysis.out, beside the command "
+    "that prints them; tests/test_audit_sfl.py re-derives that file from the runs"
+)
 _INTEL_RETRAIN = (
     "scores of two confirm runs retrained in full on an Intel AMX box in an earlier "
     "session (issue 69); their logs were not committed, so they are quoted as reported, "
@@ -207,6 +211,21 @@ NOT_RESULTS: tuple[NotResult, ...] = (
         "docs/campaign_headline.md",
         'stated against +5.8 the same way (U < 5.8: "it rules out the paper\'s +5.8")',
         _PAPER,
+    ),
+    NotResult(
+        "results/audit/sfl_open_ends/README.md",
+        """| comparison | SFL − DR | p |
+        |---|---|---|
+        | each arm's own final 1M trained steps (as registered) | −0.97 | 0.023 |
+        | the same 1M window of trained steps, (830,912, 1,830,912] | −0.34 | 0.388 |
+        | the overlap of both final phases, (961,984, 1,830,912] | +0.01 | 0.987 |""",
+        _SFL_AUDIT,
+    ),
+    NotResult(
+        "results/audit/sfl_open_ends/README.md",
+        "paired over its 20 runs): +0.62 points, 95% t-interval [+0.48, +0.77]. The audit's "
+        'figures for these ("21.95 vs 21.95"; "+0.99 [0.88, 1.10]") used other windows;',
+        _SFL_AUDIT,
     ),
     NotResult(
         "docs/heist.md",

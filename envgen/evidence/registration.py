@@ -8,7 +8,10 @@ as, the first commit of every run directory the campaign's runs.json lists. Ance
 not dates: a commit's date is whatever its author's clock said.
 
 A checkout without the history (a shallow clone, an exported tree) cannot show the
-order; the answer then says so (`Order.unknown`) instead of passing or failing.
+order; the answer then says so (`Order.unknown`) instead of passing or failing. A
+shallow clone is one command away from the history (`HISTORY_NEEDED`), so `envgen
+verify` fails there until it is fetched (`Order.shallow`): a clone made with
+`--depth 1` must not pass a check it never made.
 """
 
 from __future__ import annotations
@@ -30,6 +33,12 @@ class Order:
     """Run directories checked."""
     problem: str | None = None
     unknown: str | None = None
+    shallow: bool = False
+    """A shallow clone: the history that would tell is a fetch away (`HISTORY_NEEDED`)."""
+
+
+HISTORY_NEEDED = "history needed: git fetch --unshallow"
+"""What a shallow clone needs before `envgen verify` can check a registration's order."""
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
@@ -52,7 +61,10 @@ def registration_order(repo: Path, document: str, run_dirs: Sequence[str]) -> Or
         return Order("", 0, unknown="not a git checkout: the order of commits is not here")
     if inside.stdout.strip() == "true":
         return Order(
-            "", 0, unknown="a shallow clone: `git fetch --unshallow` brings the history to check"
+            "",
+            0,
+            unknown="a shallow clone: `git fetch --unshallow` brings the history to check",
+            shallow=True,
         )
     registered = first_commit(repo, document)
     if registered is None:

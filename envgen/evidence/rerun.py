@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from envgen import yaml_input
 from envgen.agents.runlog import read_jsonl, read_jsonl_written
 from envgen.errors import ConfigError, EnvGenError
 from envgen.loop.config import RunConfig
@@ -85,10 +86,10 @@ def committed_run(run_dir: Path) -> Committed:
             "results/runs/<config-hash>/seed-<K>",
         )
     refuse_links(run_dir)  # a linked folder reruns another run than the one named
-    try:
-        data = yaml.safe_load(read_run_bytes(path).decode("utf-8"))
-    except yaml.YAMLError as exc:
-        raise EnvGenError(f"{path}: not YAML ({exc.__class__.__name__})") from None
+    try:  # the bounded reader: a deep or huge run.yaml is one line, not a traceback
+        data = yaml_input.loads(read_run_bytes(path), path)
+    except yaml_input.YAMLInputError as exc:
+        raise EnvGenError(str(exc)) from None
     if not isinstance(data, dict) or not isinstance(data.get("seed"), int):
         raise EnvGenError(f"{path}: no integer 'seed'; is this a run's {RUN_YAML}?")
     config = {k: v for k, v in data.items() if k not in NOT_CONFIG}

@@ -29,7 +29,7 @@ from envgen.gpu.run_args import CHECKPOINT_MINUTES, seed_list
 from envgen.input_checks import number_in, unknown_key
 from envgen.pipeline import gpu_plan
 from envgen.pipeline.executor import execute
-from envgen.pipeline.job_status import FAILED
+from envgen.pipeline.job_status import CONFIG_ERROR, FAILED
 from envgen.pipeline.jobs import LLMSpec, Settings, split_cohorts
 from envgen.pipeline.params_stage import load_settings
 from envgen.pipeline.plan import plan_file
@@ -142,13 +142,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings.for_profile(profile, args.store, llm, executor.env_workers)
     settings = dataclasses.replace(settings, checkpoint_minutes=args.checkpoint_minutes)
     results = execute(jobs, settings, executor)
-    return 1 if any(r.status == FAILED for r in results.values()) else 0
+    return 1 if any(r.status in (FAILED, CONFIG_ERROR) for r in results.values()) else 0
 
 
 STARTUP_S = 60.0
 """Seconds a cohort or run needs before its first timed rollout: process, environments,
 Crafter-EnvGen's compile, the warm-up rollout and the policy step's graph capture (the
 H200 bench's cohort of 8 took about 40 s to its first timed rollout)."""
+
+COMPILE_S = 120.0
+"""Seconds more at the start of a cohort in "compile" kernels: inductor compiling each
+seed's forward and loss, forward and backward, with Triton's kernels, before the first
+update. Always cold on the device: the caches (`.envgen/compile-cache/`) are ignored by
+git, so no call carries them in, and nothing outlives a call. Not measured yet: the probe
+reckons about a minute per compilation (`envgen gpu probe kernels --help`), and this
+allows twice that, so a call does not start a 1M-step run its compile then leaves
+unfinished at the budget. Replace it with a measurement: call A's bench, the compile
+cohort's seconds to its first timed rollout less the graph cohort's."""
+
+
+def startup_seconds(kernels: str = "eager") -> float:
+    """`STARTUP_S`, plus `COMPILE_S` for a cohort in "compile" kernels."""
+    return STARTUP_S + (COMPILE_S if kernels == "compile" else 0.0)
 
 
 def fitting_jobs(jobs: list, budget_s: float, sps: float | None) -> tuple[list, list[str]]:
@@ -174,7 +189,8 @@ def fitting_jobs(jobs: list, budget_s: float, sps: float | None) -> tuple[list, 
         )
         rate = sps or (measured[0] if config.cohort > 1 and measured else None)
         rate = rate or gpu_plan.gpu_rate(config.model, None, 1)[0]
-        need = STARTUP_S + config.total_steps * len(unit) / rate
+        kernels = config.cohort_kernels if config.cohort > 1 else "eager"
+        need = startup_seconds(kernels) + config.total_steps * len(unit) / rate
         if used + need <= budget_s:
             kept += unit
             used += need

@@ -9,6 +9,8 @@ On the GPU machine (its own torch, plus the wheels `make gpu-wheels` builds; doc
         runs finished so far into at most 8 files of at most 16 MiB in $OUT)
 Back home:
     envgen gpu import runs-*.tar.gz --runs-root results/runs
+Before a session, on any machine:
+    envgen gpu dry-run --start-s 120                  # each call's planned seconds
 """
 
 from __future__ import annotations
@@ -21,11 +23,8 @@ from types import ModuleType
 
 from envgen.errors import ConfigError
 from envgen.gpu.archive import REFUSED, import_archives, pack_runs
-from envgen.gpu.run_args import CHECKPOINT_MINUTES, seed_list
+from envgen.gpu.run_args import BUDGET_MIN, CHECKPOINT_MINUTES, PACK_RESERVE_S, seed_list
 from envgen.input_checks import comma_list, number_in, torch_device, whole_number
-
-BUDGET_MIN = 9.0  # a call's wall-clock budget: the job limit is 10 minutes
-PACK_RESERVE_S = 45.0  # of the budget (a quarter at most), kept for stopping and packing
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -102,6 +101,18 @@ def _probe_rate(args: argparse.Namespace) -> int:
 
 def _probe_params(args: argparse.Namespace) -> int:
     return _session_rate().run_params(args)
+
+
+def _session_plan() -> ModuleType:
+    """envgen.gpu.dry_run, imported when its command runs."""
+    # lazy: the pipeline's planner, as _run
+    from envgen.gpu import dry_run
+
+    return dry_run
+
+
+def _dry_run(args: argparse.Namespace) -> int:
+    return _session_plan().run(args)
 
 
 def _model_name(name: str) -> str:
@@ -196,6 +207,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     params.add_argument("--params", type=Path, default=Path("params.yaml"))
     params.add_argument("--base", default="paper", help="the profile it copies (default paper)")
     params.set_defaults(func=_probe_params)
+
+    text = "the planned seconds of each step of the prepared session's calls A and B"
+    dry = sub.add_parser(
+        "dry-run", help=text, description=f"{text} (results/gpu/next/; envgen.gpu.dry_run)"
+    )
+    dry.add_argument(
+        "--start-s",
+        type=number_in(0, 900),
+        default=120.0,
+        help="seconds the machine takes to start, out of the session's 900 (default 120)",
+    )
+    dry.add_argument(
+        "--sps",
+        type=number_in(0, math.inf),
+        default=None,
+        help="call B's env steps/s (the rate file's); default the plan's measured cohort rate",
+    )
+    dry.add_argument("--cohort", type=whole_number(2), default=4, help="call B's W (default 4)")
+    dry.add_argument(
+        "--kernels",
+        default="graph",
+        choices=("eager", "graph", "compile"),
+        help="call B's kernel mode (default graph)",
+    )
+    dry.set_defaults(func=_dry_run)
 
     text = "train a profile's rows for at most --budget-min, then pack"
     run = sub.add_parser(

@@ -3,7 +3,7 @@
 `envgen gpu probe kernels --out OUT` trains tiny rollouts of the paper network (or
 `--model`) as cohorts of each `--sizes` W in each precision and writes OUT/kernel_checks.json;
 for every (W, precision, mode other than eager) it checks (docs/agent.md, "Kernels"):
-- captured: on CUDA the update became one CUDA graph (`CohortPPO._update_graph`);
+- captured: on CUDA the update became one CUDA graph (`CohortPPO.update_captured`);
 - replay_equals_uncaptured: the captured update's losses and parameters equal the same
   mode's run op by op (`_update_graph = False` before the first update), bit for bit;
 - repeat_equal: a second captured run equals the first, bit for bit;
@@ -69,10 +69,12 @@ def _train(
         for _ in range(ROLLOUTS):
             obs, _ = agent.collect(env, obs, gens)
             losses.append(agent.update(rngs))
+        captured = agent.update_captured
+        params = {k: v.detach().cpu().clone() for k, v in agent.params.items()}
+        agent.close()  # its graphs freed before the next capture, not at a random GC
     finally:
         env.close()
-    captured = isinstance(agent._update_graph, torch.cuda.CUDAGraph)
-    return losses, {k: v.detach().cpu().clone() for k, v in agent.params.items()}, captured
+    return losses, params, captured
 
 
 def _equal(a: tuple, b: tuple) -> bool:

@@ -2,10 +2,11 @@
 file that trains at it. Plain JSON and YAML, no torch: these run on any machine.
 
 `envgen gpu probe rate BENCH_JSON --out RATE_JSON` picks, from `envgen bench train
---cohort W --kernels ...`'s JSON line, the fastest cohort and writes what a training call
-needs: its W, kernel mode, precision and env steps/s, with the one-run baseline of the same
-call beside it. `envgen gpu probe params RATE_JSON --out PARAMS` writes params.yaml with one
-more profile that trains cohorts of that W in that mode.
+--cohort W --kernels ...`'s last JSON line, the fastest cohort and writes what a training call
+needs: its W, kernel mode, precision, env workers and env steps/s, with the one-run
+baseline of the same call beside it. `envgen gpu probe params RATE_JSON --out PARAMS`
+writes params.yaml with one more profile that trains cohorts of that W in that mode, and
+the bench's env worker count as `execution.env_workers`.
 """
 
 from __future__ import annotations
@@ -20,30 +21,73 @@ import yaml
 from envgen.agents.config import COHORT_KERNELS
 from envgen.errors import ConfigError
 from envgen.files import write_json_atomic
+from envgen.input_checks import read_text
 from envgen.json_input import JSONInputError
+from envgen.json_input import loads as loads_json
 from envgen.json_input import read as read_json
 from envgen.pipeline.params_stage import load_settings, read_params
 
 
+def read_bench(path: Path) -> dict[str, Any]:
+    """The last JSON line of the file `path` (`envgen bench train`'s output, saved): a
+    missing file, a directory, a malformed line or a line that is not bench train's is one
+    `ConfigError` naming the file, never a traceback (call A's log may be cut short)."""
+    what = "the saved output of `envgen bench train` (its last JSON line is read)"
+    lines = [line for line in read_text(path, what).splitlines() if line.startswith("{")]
+    bench, problem = None, None
+    for line in reversed(lines):  # bench train prints its result so far after each cohort
+        try:
+            bench = loads_json(line, path)
+        except JSONInputError as exc:  # a line cut short by a failed or killed bench
+            problem = problem or exc
+            continue
+        if isinstance(bench, dict):
+            break
+        bench = None
+    if bench is None:
+        reason = f"{problem}" if problem else f"{path}: no JSON line"
+        raise ConfigError(
+            "bench",
+            f"{reason}; `envgen bench train --cohort W` prints one after each cohort (did the "
+            "bench fail before its first cohort? read the log)",
+        )
+    if not all(isinstance(bench.get(key), str) for key in ("device", "model", "mode")):
+        raise ConfigError("bench", f"{path}: its last JSON line is not bench train's; give {what}")
+    return bench
+
+
 def pick_rate(bench: dict[str, Any]) -> dict[str, Any]:
     """The fastest unpipelined cohort of `envgen bench train`'s JSON line, with the
-    baseline of the same call: what `envgen gpu run --sps` and the plan take."""
-    cohorts = [c for c in bench.get("cohorts") or [] if c.get("groups") == 1]
+    baseline of the same call: what `envgen gpu run --sps` and the plan take. A line
+    missing a field (or holding one of the wrong type) is a `ConfigError`, not a KeyError."""
+    try:
+        cohorts = [c for c in bench.get("cohorts") or [] if c.get("groups") == 1]
+    except (AttributeError, TypeError):
+        cohorts = None
+    if cohorts is None:
+        raise ConfigError("bench", "its `cohorts` is not a list of bench train's cohorts")
     if not cohorts:
         raise ConfigError("bench", "no unpipelined cohort in this bench JSON; time --cohort W")
-    best = max(cohorts, key=lambda c: c["cohort_sps"])
-    return {
-        "device": bench["device"],
-        "model": bench["model"],
-        "mode": bench["mode"],
-        "cohort": best["cohort"],
-        "kernels": best.get("kernels", "eager"),
-        "cohort_sps": best["cohort_sps"],
-        "baseline_runs": bench["baseline_runs"],
-        "baseline_sps": bench["baseline_sps"],
-        "ratio": round(best["cohort_sps"] / bench["baseline_sps"], 3),
-        "all": {f"{c['cohort']}/{c.get('kernels', 'eager')}": c["cohort_sps"] for c in cohorts},
-    }
+    try:
+        best = max(cohorts, key=lambda c: c["cohort_sps"])
+        return {
+            "device": bench["device"],
+            "model": bench["model"],
+            "mode": bench["mode"],
+            "cohort": best["cohort"],
+            "kernels": best.get("kernels", "eager"),
+            "env_workers": best.get("env_workers"),  # None: a bench from before it was recorded
+            "cohort_sps": best["cohort_sps"],
+            "baseline_runs": bench["baseline_runs"],
+            "baseline_sps": bench["baseline_sps"],
+            "ratio": round(best["cohort_sps"] / bench["baseline_sps"], 3),
+            "all": {f"{c['cohort']}/{c.get('kernels', 'eager')}": c["cohort_sps"] for c in cohorts},
+        }
+    except (KeyError, TypeError, ZeroDivisionError) as exc:
+        detail = f"field {exc} missing" if isinstance(exc, KeyError) else str(exc)
+        raise ConfigError(
+            "bench", f"not bench train's JSON line ({detail}); time it again with bench train"
+        ) from None
 
 
 SESSION_PROFILE = "gpu-session"
@@ -54,10 +98,22 @@ def session_params(params: dict[str, Any], rate: dict[str, Any], base: str = "pa
     """params.yaml's mapping with one more profile, `SESSION_PROFILE`: `base` trained as
     cohorts of the rate's W in its kernel mode and precision, with enough seeds for whole
     cohorts of at least `ROW_SEEDS` (a cohort's seeds must all be there: `split_cohorts`).
-    A call trains some of them (`gpu run --seeds`); the rest wait for later sessions."""
+    A call trains some of them (`gpu run --seeds`); the rest wait for later sessions.
+
+    `execution.env_workers` becomes the bench's worker count: params.yaml's 1 is a CPU
+    campaign's (one core per run), and a cohort stepping its W x 8 envs in one worker
+    trains far below the rate that `gpu run --sps` sizes the call from (the H200 bench
+    stepped them in 15)."""
     size, kernels = int(rate["cohort"]), str(rate["kernels"])
     if kernels not in COHORT_KERNELS or size < 2:
         raise ConfigError("rate", f"cohort {size}, kernels {kernels!r}: not a cohort's rate")
+    workers = rate.get("env_workers")
+    if type(workers) is not int or workers < 1:
+        raise ConfigError(
+            "rate",
+            f"env_workers {workers!r}: the rate file names no worker count of the bench "
+            "(a bench from before it was recorded); run call A again",
+        )
     profile = dict(params["profiles"][base])
     profile.update(
         cohort=size,
@@ -65,15 +121,17 @@ def session_params(params: dict[str, Any], rate: dict[str, Any], base: str = "pa
         bf16_autocast=rate["mode"].startswith("bf16"),
         seeds=list(range(-(-ROW_SEEDS // size) * size)),
     )
-    return {**params, "profiles": {**params["profiles"], SESSION_PROFILE: profile}}
+    execution = {**(params.get("execution") or {}), "env_workers": workers}
+    return {
+        **params,
+        "profiles": {**params["profiles"], SESSION_PROFILE: profile},
+        "execution": execution,
+    }
 
 
 def run_rate(args: argparse.Namespace) -> int:
     """`envgen gpu probe rate`."""
-    lines = [line for line in args.bench.read_text().splitlines() if line.startswith("{")]
-    if not lines:
-        raise ConfigError("bench", f"{args.bench}: no JSON line (`envgen bench train` prints one)")
-    rate = pick_rate(json.loads(lines[-1]))
+    rate = pick_rate(read_bench(args.bench))
     write_json_atomic(args.out, rate)
     print(json.dumps(rate))
     return 0
@@ -84,10 +142,11 @@ def run_params(args: argparse.Namespace) -> int:
     params = session_params(read_params(args.params), read_rate(args.rate), args.base)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(yaml.safe_dump(params, sort_keys=False))
-    profile, _ = load_settings(args.out, SESSION_PROFILE)  # checked as any params file
+    profile, executor = load_settings(args.out, SESSION_PROFILE)  # checked as any params file
     print(
         f"[gpu probe] {args.out}: profile {SESSION_PROFILE}, cohorts of {profile.cohort} "
-        f"({profile.cohort_kernels}, bf16 {profile.bf16_autocast}), seeds {profile.seeds}"
+        f"({profile.cohort_kernels}, bf16 {profile.bf16_autocast}), seeds {profile.seeds}, "
+        f"{executor.env_workers} env workers"
     )
     return 0
 

@@ -1,7 +1,8 @@
 """The `envgen gpu run` values that its parent (`envgen.gpu.cli`) and its child
-(`python -m envgen.gpu.chunk`) both parse. Apart from the chunk module, so that building
-`envgen gpu`'s parser loads no pipeline: `envgen gpu --help` answers 0.2 s sooner
-(`import envgen.gpu.cli` with and without `envgen.gpu.chunk`, measured)."""
+(`python -m envgen.gpu.chunk`) both parse, and the budget `envgen gpu dry-run` plans
+with. Apart from the chunk module, so that building `envgen gpu`'s parser loads no
+pipeline: `envgen gpu --help` answers 0.2 s sooner (`import envgen.gpu.cli` with and
+without `envgen.gpu.chunk`, measured)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import argparse
 # one H100 train about 196 env steps/s each, so `checkpoint_every` (102,400 steps) alone
 # would first checkpoint after 8.7 minutes, and a 9-minute chunk would keep nothing.
 CHECKPOINT_MINUTES = 2.0
+BUDGET_MIN = 9.0  # a call's wall-clock budget: the job limit is 10 minutes
+PACK_RESERVE_S = 45.0  # of the budget (a quarter at most), kept for stopping and packing
 
 
 def seed_list(text: str) -> frozenset[int]:

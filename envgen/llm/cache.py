@@ -230,15 +230,28 @@ class CachedLLM:
         self.ledger.add(self.backend.model, response, reask=request.reask)
         return response
 
+    def _record_backends(self) -> list[BackendConfig]:
+        """The backends a miss's advice names, the one to try first first: replaying
+        another model than the local ones (keyed through the openai preset) names a
+        compatible server before OpenAI's, whose models are only some of those."""
+        if self.mode != "replay" or self.backend.name != "openai":
+            return [self.backend]
+        compatible = dataclasses.replace(self.backend, name="compatible", base_url=None)
+        return [compatible, self.backend]
+
     def _how_to_record(self, request: ChatRequest) -> str:
-        command = self._record_command(request, self.backend)
-        if command and self.cache.directory.resolve() != DEFAULT_CACHE_DIR.resolve():
-            command += f" --cache-dir {self.cache.directory}"
+        backends = self._record_backends()
+        commands = [self._record_command(request, backend) for backend in backends]
+        if all(commands):
+            if self.cache.directory.resolve() != DEFAULT_CACHE_DIR.resolve():
+                commands = [f"{c} --cache-dir {self.cache.directory}" for c in commands]
+            return "Record it with:\n  " + "\n  or, for OpenAI's models: ".join(
+                str(c) for c in commands
+            )
+        flags = " (or, for OpenAI's models, ".join(f"`{b.record_flags()}`" for b in backends)
         return (
-            f"Record it with:\n  {command}"
-            if command
-            else "Record it by re-running the step that makes this call with LLM mode 'fill' "
-            f"and backend options `{self.backend.record_flags()}`."
+            "Record it by re-running the step that makes this call with LLM mode 'fill' "
+            f"and backend options {flags}{')' if len(backends) > 1 else ''}."
         )
 
     def _miss_message(self, request: ChatRequest, key: str, slot: str | None) -> str:

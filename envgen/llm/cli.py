@@ -13,7 +13,14 @@ from envgen.errors import EnvGenError, LLMResponseError
 from envgen.input_checks import check_temperature, existing_dir
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
-from envgen.llm.client import BACKENDS, LOCAL_MODEL, LOCAL_MODELS, backend_config
+from envgen.llm.client import (
+    BACKENDS,
+    DEFAULT_BACKEND,
+    KEYS_HELP,
+    LOCAL_MODEL,
+    LOCAL_MODELS,
+    backend_config,
+)
 from envgen.llm.conversation import REDRAWS, EnvironmentDesigner, base_label
 from envgen.llm.parse import parse_environments
 from envgen.llm.planned_calls import PLANNED_CALLS, planned_call
@@ -47,10 +54,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="record planned initial calls into the cache",
         description="Run the planned initial generation calls (all, or those named by "
         "--call) through a backend and store the replies. --backend local starts the "
-        "bundled server for the duration; --backend openai needs OPENAI_API_KEY (or .env).",
+        f"bundled server for the duration; {KEYS_HELP}.",
         epilog="planned calls: " + ", ".join(PLANNED_CALLS),
     )
-    record.add_argument("--backend", choices=list(BACKENDS), required=True)
+    record.add_argument(
+        "--backend",
+        choices=list(BACKENDS),
+        default=DEFAULT_BACKEND,
+        help=f"who answers (default: {DEFAULT_BACKEND}, the bundled model's server)",
+    )
     record.add_argument("--model", help="model name (default: the backend's preset)")
     record.add_argument("--base-url", help="OpenAI-compatible server URL ending in /v1")
     record.add_argument(

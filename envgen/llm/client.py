@@ -41,6 +41,16 @@ LOCAL_MODEL = "smollm2-135m-instruct"  # the local backend's default (the tests'
 LOCAL_MODELS = ("smollm2-135m-instruct", "qwen2.5-coder-1.5b-instruct")
 KEY_VARIABLE = "OPENAI_API_KEY"
 COMPATIBLE_KEY_VARIABLE = "ENVGEN_COMPATIBLE_API_KEY"
+DEFAULT_BACKEND = "local"
+"""The `--backend` default of every command that calls a model (`envgen run`, `envgen llm
+record`, the train stage): the bundled model's server, which a fresh clone can run
+offline; any other model is recorded only through a backend named on purpose."""
+KEYS_HELP = (
+    f"--backend openai reads its key from {KEY_VARIABLE}, --backend compatible from "
+    f"{COMPATIBLE_KEY_VARIABLE} (optional), in the environment or .env"
+)
+"""The key variables as every command's --help names them: built from the constants, so
+a help text cannot name a variable the code does not read (issue 66)."""
 NO_KEY = "no-key-needed"  # the SDK insists on some key; this one is not a secret
 _SECRET = re.compile(r"sk-[\w*-]+")
 
@@ -73,8 +83,8 @@ class BackendConfig:
                 f" --model {self.model}" if self.model != LOCAL_MODEL else ""
             )
         flags = f"--backend {self.name} --model {self.model}"
-        if self.base_url:
-            flags += f" --base-url {self.base_url}"
+        if self.base_url or self.name == "compatible":  # replay's has none: the user's to give
+            flags += f" --base-url {self.base_url or 'URL'}"
         return flags
 
 
@@ -98,14 +108,24 @@ BACKENDS: dict[str, BackendConfig] = {
 }
 
 
+def replay_backend(model: str) -> str:
+    """The backend whose preset keys `model`'s recorded replies where none is named and
+    nothing is called (replay): local for the local models, else openai (compatible's
+    preset speaks the same dialect, so its recordings replay alike). The pipeline's
+    `LLMSpec.build` keys replay the same way."""
+    return "local" if model in LOCAL_MODELS else "openai"
+
+
 def backend_config(
     name: str,
     *,
     model: str | None = None,
     base_url: str | None = None,
     structured: str | None = None,
+    calls: bool = True,
 ) -> BackendConfig:
-    """A preset from `BACKENDS`, with the given fields overridden."""
+    """A preset from `BACKENDS`, with the given fields overridden. `calls=False`: for
+    replay, which never connects, so `compatible` needs no server URL there."""
     if name not in BACKENDS:
         raise ConfigError("backend", f"{name!r} unknown; use one of {', '.join(BACKENDS)}")
     config = BACKENDS[name]
@@ -121,11 +141,15 @@ def backend_config(
         raise ConfigError(
             "model",
             f"the local backend serves only {', '.join(map(repr, LOCAL_MODELS))}, not "
-            f"{config.model!r}; record that model's replies with `--backend openai` (OpenAI "
-            "models) or `--backend compatible --base-url URL` (a server that serves it)",
+            f"{config.model!r}; record that model's replies with `--backend compatible "
+            "--base-url URL` (a server that serves it) or `--backend openai` (OpenAI models)",
         )
-    if name == "compatible" and not config.base_url:
-        raise ConfigError("base_url", "backend 'compatible' needs --base-url (e.g. .../v1)")
+    if name == "compatible" and not config.base_url and calls:
+        raise ConfigError(
+            "base_url",
+            "backend 'compatible' needs --base-url (the server's URL ending in /v1) to call "
+            "it; replay calls nothing and needs none",
+        )
     if config.structured not in DIALECTS:
         raise ConfigError("structured", f"{config.structured!r} unknown; use one of {DIALECTS}")
     return config

@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from envgen.errors import ConfigError, LLMResponseError
+from envgen.errors import ConfigError, LLMResponseError, RunSettingError
 from envgen.input_checks import check_temperature
 from envgen.llm.design_spec import design_spec
 from envgen.llm.local_models import LOCAL_MODELS
@@ -130,6 +130,22 @@ def check_history_cycles(value: object, where: str) -> None:
 def context_window(model: str) -> int | None:
     """The context window a local model is served with (`LocalModel.n_ctx`), else None."""
     return LOCAL_MODELS[model].n_ctx if model in LOCAL_MODELS else None
+
+
+def auto_context(model: str) -> int:
+    """The context window `llm_history_cycles: auto` fits for `model` (`context_window`);
+    a `RunSettingError` naming the fix for a model of unknown context (an API model, a
+    researcher's own): no option states another model's window, so such a run takes a
+    number of cycles."""
+    context = context_window(model)
+    if context is None:
+        raise RunSettingError(
+            "llm_history_cycles",
+            f"auto fits the model's context window, known only for the local models "
+            f"({', '.join(LOCAL_MODELS)}), not {model!r}; set llm_history_cycles: <number> "
+            "in the row's run: or the profile (0 = the whole history)",
+        )
+    return context
 
 
 def token_bound(messages: Sequence[Message]) -> int:

@@ -80,7 +80,7 @@ def local_model(alias: str) -> LocalModel:
         raise ConfigError(
             "model",
             f"the local backend serves {', '.join(map(repr, LOCAL_MODELS))}, not {alias!r}; "
-            "record other models with `--backend openai` or `--backend compatible --base-url URL`",
+            "record other models with `--backend compatible --base-url URL` or `--backend openai`",
         )
     return LOCAL_MODELS[alias]
 

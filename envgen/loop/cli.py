@@ -12,12 +12,23 @@ from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.envs.vector import workers_variable
 from envgen.errors import CacheMissError, ConfigError, EnvGenError
 from envgen.games import game_spec
-from envgen.input_checks import whole_number
+from envgen.input_checks import whole_number, writable_dir
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES, MODES, CachedLLM
-from envgen.llm.client import BACKENDS, LOCAL_MODEL, LOCAL_MODELS, BackendConfig, backend_config
+from envgen.llm.client import (
+    BACKENDS,
+    COMPATIBLE_KEY_VARIABLE,
+    DEFAULT_BACKEND,
+    KEY_VARIABLE,
+    KEYS_HELP,
+    LOCAL_MODEL,
+    LOCAL_MODELS,
+    BackendConfig,
+    backend_config,
+    replay_backend,
+)
 from envgen.llm.server import running_backend
 from envgen.loop.config import RunConfig, check_scored_phase
-from envgen.loop.paths import read_json
+from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.runner import RunOptions, execute_run
 from envgen.store.provenance import PROVENANCE, read_provenance
 from envgen.store.provenance import summary as provenance_summary
@@ -70,7 +81,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--backend",
         choices=list(BACKENDS),
         default=None,
-        help="LLM backend for fill/record (default: local for the bundled model, else openai)",
+        help=f"LLM backend for fill/record/live (default: {DEFAULT_BACKEND}, the bundled model's "
+        "server); replay calls none: without it a model's replies replay as recorded (local "
+        f"models: local, others: openai or compatible, keyed alike); {KEYS_HELP}",
     )
     parser.add_argument("--base-url", help="OpenAI-compatible server URL ending in /v1")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
@@ -88,9 +101,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _backend(args: argparse.Namespace, model: str) -> BackendConfig:
-    """The backend the cache keys by (local for the bundled model, else openai)."""
-    name = args.backend or ("local" if model in LOCAL_MODELS else "openai")
-    return backend_config(name, model=model, base_url=args.base_url)
+    """The backend the cache keys by: `--backend`, else in replay the one `model`'s
+    replies were recorded through (`replay_backend`), else `DEFAULT_BACKEND`, so a call
+    to another model than the local ones goes out only through a backend named on purpose."""
+    calls = args.llm_mode != "replay"  # replay never connects: no --base-url needed
+    name = args.backend or (DEFAULT_BACKEND if calls else replay_backend(model))
+    return backend_config(name, model=model, base_url=args.base_url, calls=calls)
 
 
 def _fill_advice(args: argparse.Namespace) -> str:
@@ -110,9 +126,8 @@ def _fill_advice(args: argparse.Namespace) -> str:
     return (
         f"To record every missing reply of {model!r} (needs the model's server; the local "
         f"backend serves only {', '.join(map(repr, LOCAL_MODELS))}):\n  "
-        f"OPENAI_API_KEY=... {command} --backend openai\n"
-        f"  or: [ENVGEN_COMPATIBLE_API_KEY=...] {command} --backend compatible "
-        "--base-url URL"
+        f"[{COMPATIBLE_KEY_VARIABLE}=...] {command} --backend compatible --base-url URL\n"
+        f"  or, for OpenAI's models: {KEY_VARIABLE}=... {command} --backend openai"
     )
 
 
@@ -136,6 +151,10 @@ def main(args: argparse.Namespace) -> int:
     set_deterministic(args.deterministic)
     try:
         config = checked_config(args.config)
+        # a file where the run's folder goes: one line now, not a traceback at mkdir
+        writable_dir(
+            RunPaths.of(args.runs_root, config, args.seed).root, "the run under --runs-root"
+        )
         numerics.reexec(config.cpu_numerics)  # the variables act as numpy and torch load
         if args.workers is None and config.game == "crafter":
             workers_variable()  # a bad $ENVGEN_ENV_WORKERS is one line, before any work

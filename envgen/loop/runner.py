@@ -37,7 +37,7 @@ from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.games import game_spec
 from envgen.llm.cache import CachedLLM
-from envgen.llm.conversation import AUTO, PromptOptions, context_window
+from envgen.llm.conversation import AUTO, PromptOptions, auto_context
 from envgen.llm.slots import run_id, summarize_calls
 from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.curricula import run_curriculum
@@ -207,7 +207,7 @@ def designer_options(config: RunConfig, structured: str) -> PromptOptions:
         obfuscate=config.obfuscated,
         structured=structured,
         history_cycles=history,
-        context_tokens=context_window(config.llm_model) if history == AUTO else None,
+        context_tokens=auto_context(config.llm_model) if history == AUTO else None,
         temperature=config.llm_temperature,
         redraw_repeats=config.llm_redraw_repeats,
     )

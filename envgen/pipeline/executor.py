@@ -2,7 +2,8 @@
 
 Both executors take the same jobs and `Settings` and call `run_job` once per attempt.
 A job whose attempt failed is retried up to `ExecutorConfig.retries` more times;
-not-recorded jobs are not retried (only recording the reply fixes them). Finished
+not-recorded jobs are not retried (only recording the reply fixes them), nor are
+config_error ones (only another setting fixes them). Finished
 runs are skipped inside `run_job`, so a killed executor run, started again, only
 does the jobs that had not finished.
 

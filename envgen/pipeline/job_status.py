@@ -15,6 +15,7 @@ from envgen.results_version import RESULTS_VERSION, version_key
 
 DONE, FAILED, NOT_RECORDED = "done", "failed", "not_recorded"
 LLM_UNUSABLE = "llm_unusable"  # the recorded reply is unusable even after re-asks: a result
+CONFIG_ERROR = "config_error"  # a setting no attempt can follow (`RunSettingError`): not retried
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,7 +25,7 @@ class JobResult:
     key: tuple[str, int]
     """(config hash, seed)."""
     status: str
-    """done | failed | not_recorded | llm_unusable."""
+    """done | failed | not_recorded | llm_unusable | config_error."""
     run_dir: str
     """The run directory, relative to the working directory as given."""
     reason: str = ""

@@ -3,10 +3,12 @@
 `run_job` never raises for a run that cannot complete: it returns a `JobResult` whose
 status says why (not_recorded: an LLM reply is missing from the cache; llm_unusable:
 the recorded reply stays unusable after the designer's re-asks, which replays the same
-way every time, so it is the row's result and not retried; failed: any other error,
-a server that could not be reached or gave no reply included (401/403, 429 past the
-retries, malformed replies), retried by the executor). Reasons are scrubbed of every
-configured LLM key before they reach runs.json. A finished (sealed) run whose results
+way every time, so it is the row's result and not retried; config_error: a setting no
+attempt of the run can follow (`RunSettingError`: `llm_history_cycles: auto` for a model
+of unknown context), not retried either; failed: any other error, a server that could
+not be reached or gave no reply included (401/403, 429 past the retries, malformed
+replies), retried by the executor). Reasons are scrubbed of every configured LLM key
+before they reach runs.json. A finished (sealed) run whose results
 version is the code's is returned as is; one produced under another version is removed
 and run again (`envgen.results_version`).
 """
@@ -27,6 +29,7 @@ from envgen.errors import (
     EnvGenError,
     LLMResponseError,
     LLMTransportError,
+    RunSettingError,
 )
 from envgen.llm.budget import Budget
 from envgen.llm.cache import CachedLLM
@@ -34,6 +37,7 @@ from envgen.llm.client import LOCAL_MODEL, LOCAL_MODELS, backend_config, configu
 from envgen.loop.identity import check_identity
 from envgen.loop.paths import read_json
 from envgen.pipeline.job_status import (
+    CONFIG_ERROR,
     DONE,
     FAILED,
     LLM_UNUSABLE,
@@ -188,6 +192,8 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
         if transport_failure(exc):  # the server, not the reply: retried like any failure
             return JobResult(job.key, FAILED, str(run_dir), reason)
         return JobResult(job.key, LLM_UNUSABLE, str(run_dir), reason)  # replays the same way
+    except RunSettingError as exc:  # the same on every attempt: not retried
+        return JobResult(job.key, CONFIG_ERROR, str(run_dir), _scrubbed(str(exc)))
     except Exception as exc:  # noqa: BLE001 - reported per job, retried by the executor
         if _out_of_gpu_memory(exc, torch):  # the fix first: the log line is cut at 200
             reason = OUT_OF_MEMORY + " ".join(str(exc).split())  # CUDA's text spans lines

@@ -18,6 +18,7 @@ from typing import Any
 
 from envgen.errors import ConfigError
 from envgen.input_checks import read_yaml_mapping, safe_name
+from envgen.llm.conversation import AUTO, auto_context
 from envgen.loop.config import RunConfig
 from envgen.pipeline.profile import Profile
 
@@ -164,4 +165,10 @@ def _plan_row(table: str, row: Mapping[str, Any], profile: Profile) -> RowPlan:
     sets = budget.initial_sets if paper.uses_designer else budget.initial_sets[:1]
     own = frozenset(row.get("run") or {})
     jobs = tuple(Job(profile.apply(paper, s, own), seed) for s in sets for seed in budget.seeds)
+    applied = jobs[0].config
+    if applied.llm_adapts and applied.llm_history_cycles == AUTO:  # the row's or the profile's
+        try:  # refused here, not only as each of its runs starts
+            auto_context(applied.llm_model)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}.run.{exc.path}", exc.message) from None
     return RowPlan(row["row"], TRAIN, jobs, reported_as, paper.game)

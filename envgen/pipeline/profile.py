@@ -108,7 +108,7 @@ class Profile:
     llm_history_cycles: int | str
     """History bound of adaptation prompts (0 = whole conversation, the paper; "auto" =
     the whole conversation while it fits the local model's context, trimmed only
-    beyond); a row's own non-zero `llm_history_cycles` wins. Small-context local models
+    beyond); a row's own `llm_history_cycles` wins, 0 included. Small-context local models
     need a bound for Table 3's 40-cycle row (docs/llm.md, "Context")."""
     random_episodes: int
     """Episodes per seed of the Random row (a uniform random policy in stock Crafter)."""
@@ -291,8 +291,9 @@ class Profile:
 
         The step scale, network, PPO overrides and evaluation size are those of the
         config's game (`for_game`); a row's own network is replaced like Crafter's.
-        `own`: the fields the row sets itself; of the LLM model and the world rules, a
-        row's own value wins over the profile's.
+        `own`: the fields the row sets itself; of the LLM model, the world rules and the
+        history bound, a row's own value wins over the profile's (any value, since a
+        default such as 0 may be what the row means).
         """
         budget = self.for_game(config.game)
         changes: dict[str, Any] = {
@@ -306,8 +307,11 @@ class Profile:
             ppo=budget.ppo,
             eval_episodes=budget.eval_episodes,
             validation_steps=self.validation_steps,
-            llm_history_cycles=config.llm_history_cycles or self.llm_history_cycles,
         )
+        # A row's own bound wins, 0 (the whole history) included; `or` would give a row's
+        # explicit 0 the profile's bound (issue 66).
+        if "llm_history_cycles" not in own:
+            changes["llm_history_cycles"] = self.llm_history_cycles
         if config.uses_llm:
             for name in ("llm_model", "llm_temperature", "llm_redraw_repeats"):
                 if name not in own:

@@ -55,7 +55,7 @@ def recording_spec(args: argparse.Namespace) -> LLMSpec | None:
             raise ConfigError(
                 "model",
                 f"the local backend serves only {', '.join(map(repr, LOCAL_MODELS))}; record "
-                f"{args.model!r} with --backend openai or --backend compatible --base-url URL",
+                f"{args.model!r} with --backend compatible --base-url URL or --backend openai",
             )
         return None
     if args.llm_mode != "fill" or not args.model:

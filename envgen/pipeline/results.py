@@ -13,7 +13,15 @@ from typing import Any
 
 from envgen.loop.identity import check_identity
 from envgen.loop.paths import read_json
-from envgen.pipeline.job_status import DONE, FAILED, LLM_UNUSABLE, NOT_RECORDED, JobResult, job_dir
+from envgen.pipeline.job_status import (
+    CONFIG_ERROR,
+    DONE,
+    FAILED,
+    LLM_UNUSABLE,
+    NOT_RECORDED,
+    JobResult,
+    job_dir,
+)
 from envgen.pipeline.plan import REPORTED_ONLY, Job, RandomJob, RowPlan, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.store.provenance import machine_label, read_provenance
@@ -77,7 +85,7 @@ def _row(
     replay = row_replay(out["runs"])
     if replay is not None:
         out["llm_replay"] = replay
-    for status in (FAILED, NOT_RECORDED, LLM_UNUSABLE):
+    for status in (FAILED, CONFIG_ERROR, NOT_RECORDED, LLM_UNUSABLE):
         problems = [r for r in outcomes if r.status == status]
         if problems:
             reason = f"{len(problems)} of {len(outcomes)} run(s) {status}: {problems[0].reason}"

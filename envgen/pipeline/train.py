@@ -23,10 +23,10 @@ from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.input_checks import OneLineParser
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES
-from envgen.llm.client import LOCAL_MODEL, LOCAL_MODELS
+from envgen.llm.client import DEFAULT_BACKEND, KEYS_HELP, LOCAL_MODEL, LOCAL_MODELS
 from envgen.pipeline.cost import plan_summary
 from envgen.pipeline.executor import ExecutorConfig, execute
-from envgen.pipeline.job_status import FAILED, results_versions
+from envgen.pipeline.job_status import CONFIG_ERROR, FAILED, results_versions
 from envgen.pipeline.jobs import LLMSpec, Settings
 from envgen.pipeline.params_stage import check_device, load_settings
 from envgen.pipeline.plan import TablePlan, distinct_jobs, plan_file
@@ -59,7 +59,9 @@ def run_plans(
     return execute(distinct_jobs(plans), settings, executor)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> OneLineParser:
+    """The stage's command line (its --backend default is `DEFAULT_BACKEND`, as every
+    command's that calls a model)."""
     parser = OneLineParser(
         prog="python -m envgen.pipeline.train", description=__doc__.split("\n\n")[0]
     )
@@ -77,9 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--backend",
         choices=("local", "openai", "compatible"),
-        default="local",
+        default=DEFAULT_BACKEND,
         help="fill mode: who answers the misses; local (default) = the bundled model's "
-        "server; openai / compatible record --model's rows (key from OPENAI_API_KEY)",
+        f"server; openai / compatible record --model's rows ({KEYS_HELP})",
     )
     parser.add_argument(
         "--model",
@@ -113,6 +115,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(`envgen bench train --device cuda`), instead of envgen.pipeline.gpu_plan's measured "
         "or assumed figures",
     )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.runs_root is None and not args.plan:
         parser.error("--runs-root is required (the run store, e.g. results/runs)")
@@ -158,6 +165,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"envgen.pipeline.train: {len(failed)} run(s) failed after retries (first: "
             f"{failed[0].run_dir}: {failed[0].reason}); the stage fails so that the next "
             "`dvc repro` tries them again",
+            file=sys.stderr,
+        )
+        return 2
+    refused = [r for r in results.values() if r.status == CONFIG_ERROR]
+    if refused:
+        print(
+            f"envgen.pipeline.train: {len(refused)} run(s) have a setting no run can follow "
+            f"(first: {refused[0].run_dir}: {refused[0].reason})",
             file=sys.stderr,
         )
         return 2

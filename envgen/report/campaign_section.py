@@ -55,11 +55,24 @@ WHAT = {
     "campaign_llm15": "registered: EnvGen with the open 1.5B LLM designer vs domain "
     "randomization on EnvGen's schedule, fresh seeds, both arms trained in this campaign, "
     "nature network, CPU (profile cpu)",
-    "campaign_sfl": "registered: a learned curriculum (SFL, Sampling For Learnability) vs "
-    "domain randomization on EnvGen's schedule, its rollouts inside the 1.96M env steps, "
-    "fresh seeds, both arms trained in this campaign, nature network, CPU (profile cpu)",
+    "campaign_sfl": "registered: SFL (Sampling For Learnability) as configured here, the 4 "
+    "most learnable of 16 random worlds a cycle by two 1,024-step rollouts each, vs domain "
+    "randomization on EnvGen's schedule, its rollouts inside the 1.96M env steps, fresh "
+    "seeds, both arms trained in this campaign, nature network, CPU (profile cpu); not the "
+    "reference SFL (25,000 candidates, half curated, rollouts not counted)",
 }
 SFL = "campaign_sfl"
+# What is known of a campaign's machines beyond its provenance (appended after its
+# reproduction sentence).
+MACHINE_NOTES = {
+    "campaign_cpu": (
+        " Where its provenance is unrecorded, retraining tells: its Crafter-only seeds 1 and "
+        "2 retrain bit-identically through updates 23 and 22 on an Intel Xeon with AMX "
+        "(Sapphire Rapids class), where AMD-trained confirm runs differ at update 1, so it "
+        'was trained on an Intel AMX class (results/audit/crafter_only_retrain, "Where '
+        'the first campaign ran"; exploratory).'
+    ),
+}
 Runs = dict[str, dict[str, list[float]]]  # {metric: {row label: per-run values}}
 
 
@@ -126,6 +139,7 @@ def _campaign(
         f"Profile `{table.profile}`; {count}. Rows, runs and "
         f"every achievement's rates: results/tables/{table.table}.md. Trained on "
         f"(provenance.json): {table.machines()}. {reproduction_sentence(table.table)}"
+        + MACHINE_NOTES.get(table.table, "")
         + (
             f" Registered in {registration.document} before any of its runs (its first "
             f"commit, `git log --reverse -- {registration.document}`, precedes every run's); "

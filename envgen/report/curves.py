@@ -23,6 +23,8 @@ ORIGINAL_GAME_PHASES = re.compile(r"^(orig\d+|pretrain|final)$")
 # episodes -> {"score": %, "reward": .., "episodes": n}, as `GameSpec.summarize`
 Summarize = Callable[[Sequence[Mapping[str, Any]]], Mapping[str, Any]]
 BINS_PER_CURVE = 40  # `bin_width` divides a table's longest run into this many bins
+CURVE_COLUMNS = ("step", "score", "reward", "episodes")  # every game's; a row CSV's columns
+SUCCESS_PREFIX = "success_"  # + a Crafter achievement: % of a bin's episodes unlocking it
 
 
 def bin_width(total_steps: int, bins: int = BINS_PER_CURVE) -> int:
@@ -36,11 +38,14 @@ def score_vs_step(
     phases: re.Pattern[str] = ORIGINAL_GAME_PHASES,
     summarize: Summarize = crafter_summary,
 ) -> pd.DataFrame:
-    """Columns step (a bin's right edge), score (%), reward, episodes; empty bins left out.
+    """Columns step (a bin's right edge), score (%), reward, episodes, then, for a game
+    whose summary has them (Crafter), `success_<achievement>` (%); empty bins left out.
 
     `runs`: each run's episodes (episodes.jsonl lines with `step`, `phase`); an episode
     ending at step s falls in the bin (k * bin_steps, (k + 1) * bin_steps] holding s.
     `summarize`: the game's summary of episodes (`GameSpec.summarize`; Crafter's default).
+    The figure draws step and score, the row CSVs keep `CURVE_COLUMNS`, and the table's
+    curve file (`curve_table`) all of them: one summary per bin, so their numbers agree.
     """
     by_bin: dict[int, list[Mapping[str, Any]]] = {}
     for run in runs:
@@ -50,5 +55,17 @@ def score_vs_step(
     lines = []
     for k in sorted(by_bin):
         s = summarize(by_bin[k])
-        lines.append([k * bin_steps, s["score"], s["reward"], s["episodes"]])
-    return pd.DataFrame(lines, columns=["step", "score", "reward", "episodes"])
+        rates = {f"{SUCCESS_PREFIX}{a}": v for a, v in s.get("success_rates", {}).items()}
+        lines.append({"step": k * bin_steps, **{c: s[c] for c in CURVE_COLUMNS[1:]}, **rates})
+    return pd.DataFrame(lines, columns=None if lines else list(CURVE_COLUMNS))
+
+
+def curve_table(curves: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """A table's curves in one long frame, one record per (row, step): `dvc plots` reads
+    it as one file per table, so two commits' curves of every row compare in one plot
+    (the template `.dvc/plots/row_curves.json` draws a line per row and revision)."""
+    frames = [curve.assign(row=label) for label, curve in curves.items()]
+    if not frames:
+        return pd.DataFrame(columns=["row", *CURVE_COLUMNS])
+    table = pd.concat(frames, ignore_index=True)
+    return table[["row", *(c for c in table.columns if c != "row")]]

@@ -5,9 +5,11 @@ Each figure function takes plain data and an output path without suffix and writ
 no pyplot, no global figure state). `main` reads runs.json files, picks the
 rows each figure needs (by the paper's labels, `RowRecord.claim_label`) and writes
 every figure it has data for (a campaign's runs.json: its curves and a per-seed score
-plot, never the paper's figures), plus the score-vs-step CSVs for `dvc plots show`:
+plot, never the paper's figures), plus the score-vs-step CSVs for `dvc plots show` (one
+per row) and, with `--curves`, one learning-curve file per table for `dvc plots diff`:
 
-    python -m envgen.report.figures RUNS_JSON... --out paper_figures --plots results/plots
+    python -m envgen.report.figures RUNS_JSON... --out paper_figures --plots results/plots \
+        --curves results/curves
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from envgen.games import game_spec
 from envgen.input_checks import safe_name
 from envgen.report.achievements import achievement_frame, done_rows
 from envgen.report.campaign_section import WHAT, withheld_runs
-from envgen.report.curves import bin_width, score_vs_step
+from envgen.report.curves import CURVE_COLUMNS, bin_width, curve_table, score_vs_step
 from envgen.report.inputs import (
     DONE,
     Cycle,
@@ -374,8 +376,14 @@ def gallery(cycles: Sequence[Cycle], out: Path, title: str) -> list[Path]:
 ADAPTIVE_ROWS = {ENVGEN: "", "Heuristic designer (baseline): EnvGen schedule": "_heuristic"}
 
 
-def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path) -> list[str]:
-    """Every figure the runs allow; returns one line per figure (written or why not)."""
+def write_figures(
+    tables: Sequence[TableRecord],
+    out_dir: Path,
+    plots_dir: Path,
+    curves: Path | None = None,
+) -> list[str]:
+    """Every figure the runs allow; returns one line per figure (written or why not).
+    `curves`: where each table's learning-curve file goes (`write_curve_csvs`); None: none."""
     log: list[str] = []
     for table in tables:  # table ids name files: they stay under out_dir and plots_dir
         safe_name(table.table, f"{table.source}: table")
@@ -390,16 +398,22 @@ def write_figures(tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path)
         log += _campaign_rliable(table, out_dir / f"rliable_{table.table}")
         log += _campaign_achievements(table, out_dir / f"per_achievement_{table.table}")
     for table in tables:
-        curves = write_curve_csvs(table, plots_dir)
+        by_row = write_curve_csvs(table, plots_dir, curves)
         title = f"{table.table}: score against steps ({table.profile} profile)"
         out = out_dir / f"score_vs_step_{table.table}"
-        log += _done(score_curves(curves, out, title, *_ylabel(table)))
+        log += _done(score_curves(by_row, out, title, *_ylabel(table)))
+        log += [f"wrote {curves / f'{table.table}.csv'}"] if curves is not None else []
     return log
 
 
-def write_curve_csvs(table: TableRecord, plots_dir: Path) -> dict[str, pd.DataFrame]:
+def write_curve_csvs(
+    table: TableRecord, plots_dir: Path, curves_dir: Path | None = None
+) -> dict[str, pd.DataFrame]:
     """The table's score-vs-step curves, one CSV per done row under `plots_dir/<table>/`
-    (the `dvc plots` data; also re-derived by `envgen verify`); returns them by row."""
+    (columns `CURVE_COLUMNS`; the `dvc plots` data; also re-derived by `envgen verify`),
+    and with `curves_dir` every row's in `curves_dir/<table>.csv` (`curve_table`: one
+    record per (row, step) with the achievements' success too, what `dvc plots diff`
+    compares between commits). Both from the same curves, the figure's; returns them."""
     done = [row for row in table.rows if row.status == DONE]
     width = bin_width(max((r.global_steps for row in done for r in row.runs), default=1))
     curves = {row.row: _curve(row, width) for row in done}
@@ -407,7 +421,13 @@ def write_curve_csvs(table: TableRecord, plots_dir: Path) -> dict[str, pd.DataFr
     plot_dir = plots_dir / table.table
     plot_dir.mkdir(parents=True, exist_ok=True)
     for label, curve in curves.items():
-        curve.to_csv(plot_dir / f"{_slug(label)}.csv", index=False, float_format="%.6g")
+        curve[list(CURVE_COLUMNS)].to_csv(
+            plot_dir / f"{_slug(label)}.csv", index=False, float_format="%.6g"
+        )
+    if curves_dir is not None:
+        curves_dir.mkdir(parents=True, exist_ok=True)
+        path = curves_dir / f"{table.table}.csv"
+        curve_table(curves).to_csv(path, index=False, float_format="%.6g")
     return curves
 
 
@@ -510,6 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         __doc__,
         ("--plots", "score-vs-step CSV directory"),
         write_figures,
+        optional=(("--curves", "learning-curve directory: one CSV per table, for dvc plots"),),
     )
 
 

@@ -36,7 +36,17 @@ DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE, NOT_ST
     "llm_unusable",
     "not_started",  # a campaign row none of whose seeds has finished yet
 )
-STATUSES = (DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE, NOT_STARTED)
+CONFIG_ERROR = "config_error"  # a setting no run can follow (`envgen.errors.RunSettingError`)
+STATUSES = (
+    DONE,
+    NOT_RECORDED,
+    FAILED,
+    NOT_IMPLEMENTED,
+    REPORTED_ONLY,
+    LLM_UNUSABLE,
+    NOT_STARTED,
+    CONFIG_ERROR,
+)
 # Tables whose id starts with this are campaigns (`envgen campaign`): their own claims,
 # never the paper's (CLAIMS.md's campaign section).
 CAMPAIGN_PREFIX = "campaign_"
@@ -377,18 +387,26 @@ def report_main(
     module: str,
     doc: str,
     second: tuple[str, str],
-    write: Callable[[list[TableRecord], Path, Path], list[str]],
+    write: Callable[..., list[str]],
+    optional: Sequence[tuple[str, str]] = (),
 ) -> int:
     """The command line of a report stage (`python -m envgen.report.tables|figures`):
     runs.json files, `--out` and one more path option (`second`: its name and help);
-    `write(tables, out, second path)` returns the lines to print. A mistake is one line."""
+    `write(tables, out, second path)` returns the lines to print. A mistake is one line.
+    `optional`: further path options (name, help), passed to `write` as keywords (None
+    when not given), so a new output does not change the older command lines."""
     parser = OneLineParser(prog=f"python -m {module}", description=doc.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="runs.json files, one per table")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     parser.add_argument(second[0], type=Path, required=True, help=second[1])
+    for name, help_text in optional:
+        parser.add_argument(name, type=Path, default=None, help=help_text)
     args = parser.parse_args(argv)
+    extra = {name.lstrip("-"): getattr(args, name.lstrip("-")) for name, _ in optional}
     try:
-        lines = write(load_tables(args.runs), args.out, getattr(args, second[0].lstrip("-")))
+        lines = write(
+            load_tables(args.runs), args.out, getattr(args, second[0].lstrip("-")), **extra
+        )
     except EnvGenError as exc:
         print(f"{module}: {exc}", file=sys.stderr)
         return 1

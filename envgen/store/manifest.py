@@ -21,6 +21,7 @@ import gzip
 import hashlib
 import io
 import os
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +166,13 @@ def read_run_bytes(path: Path) -> bytes:
     if not path.is_file() and path.name.endswith(LOG_SUFFIX):
         gz = path.with_name(path.name + ".gz")
         if gz.is_file():
-            return gzip.decompress(read_run_bytes(gz))
+            try:
+                return gzip.decompress(read_run_bytes(gz))
+            except (OSError, EOFError, zlib.error) as exc:  # truncated or corrupted
+                raise RunStoreError(
+                    f"{gz}: a damaged gzip log ({exc.__class__.__name__}: {exc}); restore it "
+                    "from git (git checkout -- PATH) or retrain the run"
+                ) from None
     try:
         data = path.read_bytes()
     except OSError as exc:
