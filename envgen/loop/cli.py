@@ -134,11 +134,13 @@ def _fill_advice(args: argparse.Namespace) -> str:
         f"--runs-root {args.runs_root} --llm-mode fill"
     )
     if model in LOCAL_MODELS:
-        return f"To record every missing reply through the local model:\n  {command} " + (
-            "--backend local"
+        return (
+            "To record every missing reply of this run, first and adaptation calls, in one "
+            f"command through the local model:\n  {command} --backend local"
         )
     return (
-        f"To record every missing reply of {model!r} (needs the model's server; the local "
+        "To record every missing reply of this run, first and adaptation calls, in one "
+        f"command, of {model!r} (needs the model's server; the local "
         f"backend serves only {', '.join(map(repr, LOCAL_MODELS))}):\n  "
         f"[{COMPATIBLE_KEY_VARIABLE}=...] {command} --backend compatible --base-url URL\n"
         f"  or, for OpenAI's models: {KEY_VARIABLE}=... {command} --backend openai"
