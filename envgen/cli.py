@@ -23,7 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("envgen.bench.cli", "speed benchmarks against the reference"),
     "train": ("envgen.agents.cli", "train PPO (or AD) in stock Crafter"),
     "llm": ("envgen.llm.cli", "the LLM environment designer: local server, recording, cache"),
-    "run": ("envgen.loop.cli", "one EnvGen or baseline run (resumable)"),
+    "run": ("envgen.pipeline.run_cli", "one EnvGen or baseline run (resumable)"),
     "campaign": ("envgen.campaign.cli", "start, watch and collect a long campaign (e.g. cpu)"),
     "verify": (
         "envgen.evidence.verify",

@@ -29,11 +29,11 @@ def values() -> dict[str, str]:
 
 @pytest.fixture
 def docs_copy(tmp_path: Path) -> Path:
-    """README.md, docs/, results/CLAIMS.md and every results/**/README.md, copied: the
-    files the check reads."""
+    """README.md, docs/, and every .md under results/ and data/, copied: the files the
+    check reads."""
     shutil.copy(REPO / "README.md", tmp_path / "README.md")
     shutil.copytree(REPO / "docs", tmp_path / "docs")
-    for path in [REPO / "results" / "CLAIMS.md", *(REPO / "results").rglob("README.md")]:
+    for path in [*(REPO / "results").rglob("*.md"), *(REPO / "data").rglob("*.md")]:
         copy = tmp_path / path.relative_to(REPO)
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, copy)

@@ -162,3 +162,25 @@ def test_miss_advice_names_the_compatible_route_before_openai(tmp_path, capsys):
     text = str(missed.value)
     first = f"envgen llm record --backend compatible --model {OWN_MODEL} --base-url URL"
     assert first in text and text.index(first) < text.index("--backend openai")
+
+
+def test_record_help_and_miss_advice_name_the_one_command_that_records_a_whole_run(
+    tmp_path, capsys
+):
+    """`envgen llm record` records first calls only; its help and `envgen run`'s miss
+    advice name the command that records a run's first and adaptation calls at once
+    (docs/llm.md, "Your own model"; tests/test_own_model_walkthrough.py follows it)."""
+    from argparse import Namespace
+
+    from envgen.loop.cli import _fill_advice
+
+    text = help_text(capsys, "envgen llm record")
+    one_command = "envgen run CONFIG.yaml --seed K --llm-mode fill \\ --backend compatible"
+    assert one_command in text and "--base-url URL" in text
+    assert "first and adaptation calls" in text and '"Your own model"' in text
+    assert "python -m envgen.pipeline.train TABLE.yaml --llm-mode fill" in text
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({"llm_model": OWN_MODEL}))
+    advice = _fill_advice(Namespace(config=config, seed=0, runs_root=tmp_path))
+    assert "first and adaptation calls, in one command" in advice
+    assert f"envgen run {config} --seed 0 --resume --runs-root {tmp_path} --llm-mode fill" in advice

@@ -30,7 +30,8 @@ def test_each_row_says_where_it_trained_and_how_many_repeat(tmp_path):
     (tmp_path / "campaign_x.json").write_text(json.dumps(data))
     assert reproduction_sentence("campaign_x", tmp_path) == (
         f"Reproduction (`envgen rerun --check`, {tmp_path.as_posix()}/campaign_x.json): the "
-        "first 3 updates of 4 sampled runs retrained on AMD EPYC, AVX512. Crafter only: "
+        "first 3 updates of 4 sampled runs retrained on AMD EPYC, AVX512, all in native CPU "
+        "numerics, so each repeats only on the CPU class that trained it. Crafter only: "
         "trained on an unrecorded machine, 0 of 2 bit-identical, each first differing at "
         "update 1. Random: trained on AMD EPYC, AVX2, 0 of 1 bit-identical, each first "
         "differing at update 2; trained on AMD EPYC, AVX512, 1 of 1 bit-identical."
@@ -46,3 +47,15 @@ def test_a_campaign_without_a_check_says_so_and_how(tmp_path):
     assert reproduction_sentence("campaign_y", tmp_path).startswith(
         f"Reproduction: {tmp_path.as_posix()}/campaign_y.json unreadable ("
     )
+
+
+def test_portable_and_full_length_checks_say_so(tmp_path):
+    runs = [
+        {**_run("Random", "AMD EPYC, AVX512", True), "portable": True, "full": True},
+        {**_run("Random", "Intel Xeon, AVX512", True), "portable": True, "full": True},
+    ]
+    data = {"checked_on": "AMD EPYC, AVX512", "runs": runs}
+    (tmp_path / "campaign_p.json").write_text(json.dumps(data))
+    sentence = reproduction_sentence("campaign_p", tmp_path)
+    assert "all updates of 2 sampled runs" in sentence
+    assert "2 of them in portable CPU numerics (any x86-64 CPU with AVX2)" in sentence

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 import time
 import unicodedata
 from pathlib import Path
@@ -15,6 +16,7 @@ from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
 from envgen.llm.client import (
     BACKENDS,
+    COMPATIBLE_KEY_VARIABLE,
     DEFAULT_BACKEND,
     KEYS_HELP,
     LOCAL_MODEL,
@@ -26,6 +28,17 @@ from envgen.llm.parse import parse_environments
 from envgen.llm.planned_calls import PLANNED_CALLS, planned_call
 from envgen.llm.schema import DIALECTS
 from envgen.llm.server import LocalServer, ServerOptions, running_backend
+
+RECORD_ALL_HELP = f"""
+These are a run's first calls only: its adaptation calls exist once the agent has
+trained. One command records every reply a run needs, first and adaptation calls,
+for the model named by the run config's `llm_model` (docs/llm.md, "Your own model"):
+  [{COMPATIBLE_KEY_VARIABLE}=...] envgen run CONFIG.yaml --seed K --llm-mode fill \\
+      --backend compatible --base-url URL
+and every run of a table:
+  python -m envgen.pipeline.train TABLE.yaml --llm-mode fill \\
+      --backend compatible --base-url URL --model M
+Then `envgen run CONFIG.yaml --seed K` (replay, the default) repeats the run offline."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,11 +64,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     record = sub.add_parser(
         "record",
-        help="record planned initial calls into the cache",
-        description="Run the planned initial generation calls (all, or those named by "
-        "--call) through a backend and store the replies. --backend local starts the "
-        f"bundled server for the duration; {KEYS_HELP}.",
-        epilog="planned calls: " + ", ".join(PLANNED_CALLS),
+        help="record planned initial calls into the cache (a whole run's replies: "
+        "envgen run --llm-mode fill)",
+        description=textwrap.fill(
+            "Run the planned initial generation calls (all, or those named by --call) "
+            "through a backend and store the replies. --backend local starts the bundled "
+            f"server for the duration; {KEYS_HELP}."
+        ),
+        epilog=f"{textwrap.fill('planned calls: ' + ', '.join(PLANNED_CALLS))}.\n{RECORD_ALL_HELP}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     record.add_argument(
         "--backend",

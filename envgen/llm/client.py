@@ -225,7 +225,8 @@ class OpenAIChat:
             except openai.APIStatusError as exc:
                 raise LLMTransportError(self._status_message(exc)) from None
             except openai.APIConnectionError as exc:
-                where = self.backend.base_url or "api.openai.com"
+                # the URL the SDK used: --base-url, else $OPENAI_BASE_URL, else OpenAI's own
+                where = str(self._client.base_url)
                 raise LLMTransportError(
                     f"cannot reach {where} (after {self.backend.max_retries} retries): "
                     f"{scrub(str(exc), self._secrets)}"
@@ -243,7 +244,8 @@ class OpenAIChat:
     def _status_message(self, exc: openai.APIStatusError) -> str:
         """One line for an HTTP error answer; 401/403 name the key variable to check."""
         text = (
-            f"{self.backend.name} server answered HTTP {exc.status_code} for model "
+            f"{self.backend.name} server at {self._client.base_url} answered HTTP "
+            f"{exc.status_code} for model "
             f"{self.backend.model!r} (after up to {self.backend.max_retries} retries): "
             f"{scrub(str(exc.message), self._secrets)}"
         )

@@ -1,9 +1,16 @@
-"""`envgen run CONFIG.yaml --seed K`: one EnvGen / baseline run, resumable."""
+"""`envgen run CONFIG.yaml --seed K`: one EnvGen / baseline run, resumable.
+
+`--profile NAME` is registered one floor up, by `envgen.pipeline.run_cli`, since profiles
+are the pipeline's; it reaches this module only as `args.adjust_config` (a function of
+the config read and its file) and `args.adjust_words` (its options, for the commands a
+failed run prints).
+"""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 
 from envgen import numerics
@@ -57,7 +64,12 @@ LLM replies come from the response cache (docs/llm.md), by --llm-mode:
 """
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+ConfigAdjust = Callable[[RunConfig, Path], RunConfig]
+"""Changes a run's config before it is checked and run (`envgen run --profile`)."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Adds `envgen run` and returns its parser, for the options of higher floors."""
     parser = subparsers.add_parser(
         "run",
         description=DESCRIPTION,
@@ -97,7 +109,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--progress", action="store_true", help="show progress bars")
     add_threads_argument(parser)
-    parser.set_defaults(func=main)
+    parser.set_defaults(func=main, adjust_config=None, adjust_words="")
+    return parser
 
 
 def _backend(args: argparse.Namespace, model: str) -> BackendConfig:
@@ -111,30 +124,36 @@ def _backend(args: argparse.Namespace, model: str) -> BackendConfig:
 
 def _fill_advice(args: argparse.Namespace) -> str:
     """The command that records this run's missing replies with a backend serving its model."""
+    adjust, words = getattr(args, "adjust_config", None), getattr(args, "adjust_words", "")
     try:
-        model = RunConfig.from_yaml(args.config).llm_model
+        model = checked_config(args.config, adjust).llm_model
     except (OSError, EnvGenError, ValueError):
         model = LOCAL_MODEL
     command = (
-        f"envgen run {args.config} --seed {args.seed} --resume --runs-root {args.runs_root} "
-        "--llm-mode fill"
+        f"envgen run {args.config}{words} --seed {args.seed} --resume "
+        f"--runs-root {args.runs_root} --llm-mode fill"
     )
     if model in LOCAL_MODELS:
-        return f"To record every missing reply through the local model:\n  {command} " + (
-            "--backend local"
+        return (
+            "To record every missing reply of this run, first and adaptation calls, in one "
+            f"command through the local model:\n  {command} --backend local"
         )
     return (
-        f"To record every missing reply of {model!r} (needs the model's server; the local "
+        "To record every missing reply of this run, first and adaptation calls, in one "
+        f"command, of {model!r} (needs the model's server; the local "
         f"backend serves only {', '.join(map(repr, LOCAL_MODELS))}):\n  "
         f"[{COMPATIBLE_KEY_VARIABLE}=...] {command} --backend compatible --base-url URL\n"
         f"  or, for OpenAI's models: {KEY_VARIABLE}=... {command} --backend openai"
     )
 
 
-def checked_config(path: Path) -> RunConfig:
-    """The run config at `path`, validated completely (its PPO overrides and network
-    included) before any work; a mistake is a `ConfigError` naming file and field."""
+def checked_config(path: Path, adjust: ConfigAdjust | None = None) -> RunConfig:
+    """The run config at `path`, changed by `adjust` where given (a profile), validated
+    completely (its PPO overrides and network included) before any work; a mistake is a
+    `ConfigError` naming file and field."""
     config = RunConfig.from_yaml(path)
+    if adjust is not None:
+        config = adjust(config, path)
     game = game_spec(config.game)
     try:
         ppo = game.ppo_config(config.ppo)
@@ -150,7 +169,7 @@ def main(args: argparse.Namespace) -> int:
     set_torch_threads(args.torch_threads)
     set_deterministic(args.deterministic)
     try:
-        config = checked_config(args.config)
+        config = checked_config(args.config, args.adjust_config)
         # a file where the run's folder goes: one line now, not a traceback at mkdir
         writable_dir(
             RunPaths.of(args.runs_root, config, args.seed).root, "the run under --runs-root"

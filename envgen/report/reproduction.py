@@ -31,9 +31,20 @@ def reproduction_sentence(campaign: str, directory: Path = REPRODUCE_DIR) -> str
         runs = data["runs"]
         parts = [_row(row, group) for row, group in _by_row(runs).items()]
         updates = max(r["updates"] for r in runs)
+        portable = sum(bool(r.get("portable")) for r in runs)  # absent: checked as native
+        numerics = (
+            "all in native CPU numerics, so each repeats only on the CPU class that trained it"
+            if not portable
+            else f"{portable} of them in portable CPU numerics (any x86-64 CPU with AVX2)"
+        )
+        span = (
+            "all updates"
+            if runs and all(r.get("full") for r in runs)
+            else (f"the first {updates} updates")
+        )
         head = (
-            f"Reproduction (`envgen rerun --check`, {path.as_posix()}): the first {updates} "
-            f"updates of {len(runs)} sampled runs retrained on {data['checked_on']}"
+            f"Reproduction (`envgen rerun --check`, {path.as_posix()}): {span} of "
+            f"{len(runs)} sampled runs retrained on {data['checked_on']}, {numerics}"
         )
     except (json_input.JSONInputError, KeyError, TypeError, ValueError) as exc:
         return f"Reproduction: {path.as_posix()} unreadable ({exc}); run the check again."

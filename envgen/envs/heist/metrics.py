@@ -138,10 +138,3 @@ def run_episodes(
     finally:
         env.close()
     return finished
-
-
-def original_game_metrics(
-    policy: Policy, *, seed: int, episodes: int = TEST_EPISODES
-) -> HeistMetrics:
-    """Test metrics of `policy` on plain easy Heist (the original environment)."""
-    return summarise(run_episodes(policy, seed=seed, episodes=episodes))
