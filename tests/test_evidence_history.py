@@ -5,7 +5,6 @@ a checkout without history fails with "history needed"."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import shutil
 import subprocess
@@ -14,11 +13,7 @@ from pathlib import Path
 import pytest
 
 from envgen.evidence import history
-from envgen.evidence.derive import rederived
-from envgen.store.manifest import seal_run
-from tests.envgen_cli import REPO
-
-GOLDEN = REPO / "tests" / "data" / "numerics" / "golden" / "b6762fdd799b" / "seed-3"
+from tests.test_numerics import GOLDEN, forge
 
 
 def git(repo: Path, *args: str) -> str:
@@ -43,23 +38,6 @@ def repo(tmp_path) -> Path:
         shutil.copytree(GOLDEN, root / "results" / "runs" / "b6762fdd799b" / f"seed-{seed}")
     commit(root, "two runs")
     return root
-
-
-def forge(run_dir: Path) -> None:
-    """One more achievement in the last episode, metrics re-derived, the run resealed:
-    what a forger with this code does (the files then agree with each other)."""
-    for gz in run_dir.glob("*.jsonl.gz"):
-        gz.with_suffix("").write_bytes(gzip.decompress(gz.read_bytes()))
-        gz.unlink()
-    (run_dir / "manifest.json").unlink()
-    episodes = run_dir / "episodes.jsonl"
-    records = [json.loads(line) for line in episodes.read_text().splitlines()]
-    records[-1]["achievement_collect_diamond"] = 1
-    episodes.write_text("".join(json.dumps(r) + "\n" for r in records))
-    final = json.loads((run_dir / "final_metrics.json").read_text())
-    final.update(rederived(run_dir, final))
-    (run_dir / "final_metrics.json").write_text(json.dumps(final, indent=2))
-    seal_run(run_dir)
 
 
 def test_committed_runs_as_added_pass(repo):

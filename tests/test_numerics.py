@@ -13,7 +13,6 @@ is varied for native runs only.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import shutil
@@ -30,6 +29,7 @@ from envgen.errors import ConfigError
 from envgen.loop.config import RunConfig
 from envgen.store.run_diff import compare_logs
 from tests.envgen_cli import REPO
+from tests.test_rerun import unseal
 
 DATA = REPO / "tests" / "data" / "numerics"
 GOLDEN = DATA / "golden" / "b6762fdd799b" / "seed-3"
@@ -204,27 +204,30 @@ def test_a_simulated_other_cpu_changes_native_bytes_but_not_portable_ones(native
 
 
 # --- a forged portable run is caught, whatever the machine -----------------------------------
-def forged_copy(dest: Path) -> tuple[Path, int]:
-    """The golden run with the final phase's last episode given one more achievement,
-    its metrics re-derived and the run resealed, as a forger with this code would."""
+def forge(run_dir: Path) -> int:
+    """One more achievement in the last episode of the sealed run `run_dir`, its metrics
+    re-derived and the run resealed, as a forger with this code would (the files then
+    agree with each other); returns the forged episode's number."""
     from envgen.evidence.derive import rederived
     from envgen.store.manifest import seal_run
 
-    copy = dest / GOLDEN.parent.name / GOLDEN.name
-    shutil.copytree(GOLDEN, copy)
-    for gz in copy.glob("*.jsonl.gz"):
-        gz.with_suffix("").write_bytes(gzip.decompress(gz.read_bytes()))
-        gz.unlink()
-    (copy / "manifest.json").unlink()
-    episodes = copy / "episodes.jsonl"
+    unseal(run_dir)
+    episodes = run_dir / "episodes.jsonl"
     records = [json.loads(line) for line in episodes.read_text().splitlines()]
     records[-1]["achievement_collect_diamond"] = 1
     episodes.write_text("".join(json.dumps(r) + "\n" for r in records))
-    final = json.loads((copy / "final_metrics.json").read_text())
-    final.update(rederived(copy, final))
-    (copy / "final_metrics.json").write_text(json.dumps(final, indent=2))
-    seal_run(copy)
-    return copy, len(records)
+    final = json.loads((run_dir / "final_metrics.json").read_text())
+    final.update(rederived(run_dir, final))
+    (run_dir / "final_metrics.json").write_text(json.dumps(final, indent=2))
+    seal_run(run_dir)
+    return len(records)
+
+
+def forged_copy(dest: Path) -> tuple[Path, int]:
+    """The golden run copied under `dest` and forged (`forge`)."""
+    copy = dest / GOLDEN.parent.name / GOLDEN.name
+    shutil.copytree(GOLDEN, copy)
+    return copy, forge(copy)
 
 
 @pytest.mark.slow

@@ -41,14 +41,19 @@ def committed(tmp_path_factory) -> Path:
     return train(CONFIG, tmp_path_factory.mktemp("committed"))
 
 
+def unseal(run_dir: Path) -> None:
+    """A sealed run, in place, with plain logs and no manifest: its records can be edited."""
+    for gz in run_dir.glob("*.jsonl.gz"):
+        gz.with_suffix("").write_bytes(gzip.decompress(gz.read_bytes()))
+        gz.unlink()
+    (run_dir / "manifest.json").unlink()
+
+
 def unsealed_copy(run_dir: Path, dest_root: Path) -> Path:
     """The run copied with plain logs and no manifest, so its records can be edited."""
     copy = dest_root / run_dir.parent.name / run_dir.name
     shutil.copytree(run_dir, copy)
-    for gz in copy.glob("*.jsonl.gz"):
-        gz.with_suffix("").write_bytes(gzip.decompress(gz.read_bytes()))
-        gz.unlink()
-    (copy / "manifest.json").unlink()
+    unseal(copy)
     return copy
 
 
