@@ -3,7 +3,6 @@
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -16,7 +15,7 @@ import yaml
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.job_status import DONE, job_dir
 from envgen.pipeline.plan import RandomJob
-from tests.ray_reaper import reap_when_gone
+from tests.ray_reaper import kill_own_processes, own_processes, reap_when_gone
 from tests.test_pipeline_executor import REPO, quiet, settings
 
 ray = pytest.importorskip("ray")
@@ -66,14 +65,15 @@ def test_a_killed_test_run_leaves_no_ray_process(tmp_path):
             if "READY" in line:
                 temp = line.split("READY", 1)[1].strip()
                 break
-        assert temp and _own_processes(temp), "Ray did not start"
+        assert temp and own_processes(temp), "Ray did not start"
     finally:
         run.kill()  # SIGKILL: no clean-up of its own runs
         run.wait()
     deadline = time.monotonic() + 60
-    while _own_processes(temp) and time.monotonic() < deadline:
+    # the watcher kills Ray's processes, then removes their directory
+    while (own_processes(temp) or Path(temp).exists()) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert _own_processes(temp) == []
+    assert own_processes(temp) == []
     assert not Path(temp).exists()
 
 
@@ -99,37 +99,6 @@ def test_local_ray_instance_runs_jobs_and_skips_finished_ones(tmp_path):
         assert (job_dir(jobs[0], s.runs_root) / "final_metrics.json").stat().st_mtime_ns == stamp
     finally:
         ray.shutdown()
-
-
-def _own_processes(temp_dir: str) -> list[int]:
-    """Live PIDs of the Ray processes started under `temp_dir`, and their children.
-
-    Zombies are left out: a killed daemon's exit status waits for whichever init
-    process reaps it, which a container may do late or never.
-    """
-    table = [
-        line.split(None, 3)
-        for line in subprocess.check_output(
-            ["ps", "-ww", "-eo", "pid=,ppid=,stat=,args="], text=True
-        ).splitlines()
-    ]
-    live = [p for p in table if len(p) >= 3 and not p[2].startswith("Z")]
-    own = {int(p[0]) for p in live if len(p) == 4 and temp_dir in p[3]}
-    own |= {int(p[0]) for p in live if int(p[1]) in own}
-    return sorted(own)
-
-
-def _kill_own_processes(temp_dir: str, timeout: float = 30.0) -> list[int]:
-    """SIGKILL them until none is left (a dying raylet may still fork); returns survivors."""
-    deadline = time.monotonic() + timeout
-    while (left := _own_processes(temp_dir)) and time.monotonic() < deadline:
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.2)
-    return left
 
 
 def test_two_node_cluster_on_loopback(tmp_path):
@@ -163,7 +132,7 @@ def test_two_node_cluster_on_loopback(tmp_path):
         assert sum(node["Alive"] for node in ray.nodes()) == 2
     finally:
         ray.shutdown()
-        survivors = _kill_own_processes(temp_dir)
+        survivors = kill_own_processes(temp_dir)
         shutil.rmtree(temp_dir, ignore_errors=True)
     assert survivors == []
 
