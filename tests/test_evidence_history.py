@@ -124,7 +124,7 @@ def test_a_shallow_clone_needs_history(repo, tmp_path):
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    assert history.history_missing(shallow) == history.NEED_HISTORY
+    assert history.history_missing(shallow) == history.HISTORY_NEEDED
     assert "not a git checkout" in history.history_missing(tmp_path)
 
 

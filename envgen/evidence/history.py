@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.errors import ConfigError, EnvGenError
+from envgen.evidence.registration import HISTORY_NEEDED, git
 from envgen.input_checks import read_yaml_mapping
 
 RUN_CHANGES = Path("results/run_changes.yaml")
@@ -39,7 +40,6 @@ MANIFESTS = ":(glob)results/**/manifest.json"
 AUDIT_RECORDS = ":(glob)results/audit/**/*.json"
 LLM_CACHE = "data/llm_cache"
 DEVIATIONS = "## Deviations"
-NEED_HISTORY = "history needed: git fetch --unshallow"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,11 +54,11 @@ class RunChange:
 
 
 def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=120
-    )
+    """The output of `git -C repo ARGS`; a failure is an `EnvGenError` with git's last line."""
+    done = git(repo, *args)
     if done.returncode != 0:
-        raise EnvGenError(f"git {args[0]}: {done.stderr.strip().splitlines()[-1:] or ['failed']}")
+        lines = done.stderr.strip().splitlines()
+        raise EnvGenError(f"git {args[0]}: {lines[-1] if lines else 'failed'}")
     return done.stdout
 
 
@@ -68,8 +68,8 @@ def history_missing(repo: Path) -> str | None:
     try:
         shallow = _git(repo, "rev-parse", "--is-shallow-repository").strip()
     except EnvGenError:
-        return f"not a git checkout; {NEED_HISTORY}"
-    return NEED_HISTORY if shallow == "true" else None
+        return f"not a git checkout; {HISTORY_NEEDED}"
+    return HISTORY_NEEDED if shallow == "true" else None
 
 
 def recorded_changes(repo: Path, path: Path = RUN_CHANGES) -> list[RunChange]:

@@ -41,7 +41,8 @@ HISTORY_NEEDED = "history needed: git fetch --unshallow"
 """What a shallow clone needs before `envgen verify` can check a registration's order."""
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    """`git -C repo ARGS`, its output captured as text (`envgen.evidence.history` too)."""
     return subprocess.run(
         ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60
     )
@@ -49,14 +50,14 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
 
 def first_commit(repo: Path, path: str) -> str | None:
     """The oldest commit that touched `path` (a file or folder), or None if none did."""
-    done = _git(repo, "log", "--reverse", "--format=%H", "--", path)
+    done = git(repo, "log", "--reverse", "--format=%H", "--", path)
     lines = done.stdout.split() if done.returncode == 0 else []
     return lines[0] if lines else None
 
 
 def registration_order(repo: Path, document: str, run_dirs: Sequence[str]) -> Order:
     """Whether `document` (repo-relative) was committed before each of `run_dirs`."""
-    inside = _git(repo, "rev-parse", "--is-shallow-repository")
+    inside = git(repo, "rev-parse", "--is-shallow-repository")
     if inside.returncode != 0:
         return Order("", 0, unknown="not a git checkout: the order of commits is not here")
     if inside.stdout.strip() == "true":
@@ -73,7 +74,7 @@ def registration_order(repo: Path, document: str, run_dirs: Sequence[str]) -> Or
         first = first_commit(repo, run_dir)
         if first is None:
             return Order(registered[:7], count, problem=f"{run_dir} is in no commit; commit it")
-        before = _git(repo, "merge-base", "--is-ancestor", registered, first).returncode == 0
+        before = git(repo, "merge-base", "--is-ancestor", registered, first).returncode == 0
         if first == registered or not before:
             return Order(
                 registered[:7],
