@@ -17,9 +17,8 @@ from typing import Any
 from envgen import json_input, yaml_input
 from envgen.campaign.registry import CAMPAIGNS
 from envgen.errors import ConfigError, EnvGenError
-from envgen.evidence import docfigures, history
+from envgen.evidence import doc_numbers, doc_templates, docfigures, history
 from envgen.evidence.derive import accounting_difference, rederived
-from envgen.evidence.doc_numbers import NOT_RESULTS
 from envgen.evidence.registration import HISTORY_NEEDED, registration_order
 from envgen.evidence.verify_plan import plan_differences
 from envgen.games import game_spec
@@ -483,6 +482,7 @@ def check_doc_figures(runs_files: Sequence[Path], root: Path = Path(".")) -> Che
 
     try:
         problems = docfigures.run(runs_files, root)
+        passages, excuses = doc_templates.load(root), doc_numbers.not_results(root)
     except EnvGenError as exc:
         return Check("docs figures", False, str(exc))
     if problems:
@@ -492,6 +492,7 @@ def check_doc_figures(runs_files: Sequence[Path], root: Path = Path(".")) -> Che
     return Check(
         "docs figures",
         True,
-        f"{len(docfigures.PHRASES)} declared passages match the runs at every copy; every "
-        f"other result-looking number is excused by one of {len(NOT_RESULTS)} NOT_RESULTS entries",
+        f"{len(passages)} passages of {doc_templates.TEMPLATES}/ match the runs at every copy; "
+        f"every other result-looking number is excused by one of {len(excuses)} entries of "
+        f"{doc_numbers.NOT_RESULTS}",
     )
