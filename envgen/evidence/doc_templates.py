@@ -62,7 +62,7 @@ class Passage:
         pos = 0
         for i, m in enumerate(_NAME.finditer(self.text)):
             parts.append(_literal(self.text[pos : m.start()]))
-            parts.append(f"(?P<f{i}>{_ANY_NUMBER}|{_ANY_WORD})")
+            parts.append(f"(?P<f{i}>{_ANY_NUMBER}|{_ANY_WORD})(?!\\.\\d)")  # not mid-number
             pos = m.end()
         parts.append(_literal(self.text[pos:]))
         start = "(?m:^)" if self.text.startswith("|") else ""

@@ -75,8 +75,8 @@ RUNS: dict[str, str] = {
     "first_co2": "results/runs/ca3d42bc0a83/seed-2",
 }
 
-# Figures whose numbers must not appear in README.md or docs/*.md outside a declared
-# passage (a hand copy nobody checks).
+# Figures whose numbers must not appear in README.md or docs/*.md outside every passage
+# of the templates (a hand copy nobody checks).
 GUARDED = (
     "confirm.dr_mean",
     "confirm.co_mean",
@@ -351,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "runs", nargs="*", type=Path, help="runs.json files (default: dvc.yaml's, as verify)"
     )
-    parser.add_argument("--write", action="store_true", help="rewrite differing figures")
+    parser.add_argument("--write", action="store_true", help="regenerate each differing passage")
     args = parser.parse_args(argv)
     try:
         problems = run(args.runs or runs_json_files(), write=args.write)

@@ -23,8 +23,9 @@ Trains nothing and calls no LLM. It checks, in order:
    temporary directory and compared byte for byte;
 4. results/metrics.json and results/CLAIMS.md rebuilt the same way;
 5. the result figures README.md, docs/ and results/**/README.md quote in prose: each
-   declared passage at every copy, and any other number that looks like a result named
-   with its file and line (`envgen.evidence.docfigures`, `envgen.evidence.doc_numbers`);
+   passage of docs/templates/ filled from the runs and compared byte for byte at every
+   copy, and any other number that looks like a result named with its file and line
+   (`envgen.evidence.docfigures`, `doc_templates`, `doc_numbers`);
 6. per registered campaign, that git's history has its registration committed before
    every run its runs.json lists (`envgen.evidence.registration`; in a checkout without
    the history the line says "not checked" and why; in a shallow clone verify then exits
