@@ -159,6 +159,18 @@ def test_a_template_edited_without_regenerating_its_doc_is_named(values, docs_co
     ), problems
 
 
+def test_a_figure_changed_in_a_template_is_named_and_write_regenerates_the_doc(values, docs_copy):
+    """A template now quotes another figure at the same words: the doc is named, then
+    regenerated from the template alone."""
+    template = docs_copy / "docs" / "templates" / "readme.md"
+    text = template.read_text(encoding="utf-8")
+    template.write_text(text.replace("{confirm.lower}", "{confirm.diff}"), encoding="utf-8")
+    problems = [str(p) for p in docfigures.check(values, docs_copy, write=True)[0]]
+    assert len(problems) == 1 and "confirm.diff reads '+5.31', the runs give '+6.41'" in problems[0]
+    assert "lower bound +6.41, Welch p" in (docs_copy / "README.md").read_text(encoding="utf-8")
+    assert docfigures.check(values, docs_copy)[0] == []
+
+
 def test_write_regenerates_every_passage_byte_for_byte(values, docs_copy):
     """Each passage's figures blanked and its line breaks changed in the docs: the check
     names them, and `write` gives back the committed docs byte for byte."""
