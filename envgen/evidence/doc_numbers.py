@@ -11,7 +11,9 @@ outgrow the docs.
 
 The forms were chosen from what a result looks like in these docs: a mean ± std, a
 signed difference or bound, "N points", a p-value, an interval, a number right after
-"score", "X vs Y" with decimals, a percentage with decimals. Not results by form:
+"score", "X vs Y" with decimals, a percentage with decimals, a decimal that opens a
+table cell (a table of settings or speeds is excused whole by its header row in
+`NOT_RESULTS`). Not results by form:
 unsigned integers outside a p-value (steps, seeds, counts, years, a grid's points),
 dates and versions (digits joined by dots or dashes to more digits), hashes, and a
 number fused to a unit ("0.96M", "1.5B", "3x") or followed by one of time, size or rate
@@ -57,6 +59,7 @@ FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("a p-value", re.compile(rf"\bp\s*[≈~]\s*{_NUM}")),
     ("a score", re.compile(rf"\bscore\s*:\s*{_DEC}")),
+    ("a table cell", re.compile(rf"(?:(?<=\|)|(?<=\| ))(?:\*\*)?[+−-]?{_DEC}{_UNIT}")),
 )
 
 
@@ -67,7 +70,8 @@ class NotResult:
     path: str
     """The doc, relative to the repository root."""
     text: str
-    """Exact words around the numbers (whitespace, line breaks included, matches any)."""
+    """Exact words around the numbers (whitespace, line breaks included, matches any); a
+    Markdown table's header row (`| ... |`, whole) excuses every row of its table."""
     why: str
     """What the numbers are instead: the paper's, a measurement and its command, ..."""
 
@@ -98,7 +102,70 @@ _INTEL_RETRAIN = (
     "labelled exploratory"
 )
 
+_SPEED = "speeds of the bench command beside the table, a measurement of this machine"
+_SETTINGS = "settings of the code (defaults, profiles), not a measurement"
+
 NOT_RESULTS: tuple[NotResult, ...] = (
+    NotResult(
+        "docs/agent.md",
+        "| preset | network | params | FLOP per env step* |",
+        "network sizes and FLOP counts, counted by the test named under the table",
+    ),
+    NotResult("docs/agent.md", "| setting | value | source |", _SETTINGS),
+    NotResult(
+        "docs/agent.md",
+        "| network | command | torch threads | ours env steps/s | reference env steps/s | ratio |",
+        _SPEED,
+    ),
+    NotResult(
+        "docs/agent.md",
+        "| network (AD params) | command | ours env steps/s | reference env steps/s |",
+        _SPEED,
+    ),
+    NotResult(
+        "docs/agent.md",
+        "| random (our measurement, 300 episodes, seed 0) | 1.53 | 1.41 |",
+        "the random policy's score on 300 stock-Crafter episodes, measured as the text "
+        "under the table says; no run of the store",
+    ),
+    NotResult(
+        "docs/agent.md",
+        "| policy | Crafter score % (last 50k steps) | reward | episodes |",
+        "a 0.1M-step AD run and the random policy, outside the run store, the envgen train "
+        "command above the table",
+    ),
+    NotResult(
+        "docs/campaign_confirm.md",
+        "| diff | sd a | sd b | n = 10 | n = 11 | n = 12 | n = 13 | n = 14 | n = 15 |",
+        _POWER,
+    ),
+    NotResult(
+        "docs/crafter.md",
+        "| settings | stock coal / iron | authors coal / iron |",
+        "tile counts of generated worlds, measured by the test named above the table",
+    ),
+    NotResult("docs/crafter.md", "| design | 1 worker | 2 workers | 2 / 1 |", _SPEED),
+    NotResult("docs/heist.md", "| ours_sps | stock_sps | ratio | cpu_ratio |", _SPEED),
+    NotResult("docs/heist.md", "| setting | value |", _SETTINGS),
+    NotResult(
+        "docs/loop.md",
+        "| budget (env steps) | PPO updates | rho (95%) | top-4 overlap | bottom-4 overlap |",
+        "the world-ranking study's rank agreements, from the JSON its command writes (this "
+        "section), no run of the store",
+    ),
+    NotResult(
+        "docs/measurements.md",
+        "| Heist-EnvGen vs plain procgen Heist, random play | 0.91-0.97x (three runs) |",
+        _SPEED,
+    ),
+    NotResult(
+        "docs/measurements.md",
+        "| row | replayed | committed | LLM calls |",
+        "smoke-scale scores of Table 1 replayed at torch_threads 2 into a runs root in /tmp "
+        "(its command above the table) beside that day's committed smoke runs: a dated "
+        "measurement of the replay",
+    ),
+    NotResult("docs/pipeline.md", "| field | smoke | cpu | reduced | paper |", _SETTINGS),
     NotResult(
         "docs/campaign_confirm.md",
         "DIR`, the same for seed 6) scored 15.29 and 14.59 against 12.68 and 15.39 on AMD:",
@@ -503,8 +570,22 @@ def literal(text: str) -> str:
     return r"\s+".join(re.escape(w) for w in text.split())
 
 
+_TABLE_ROWS = re.compile(r"(?:\n\|[^\n]*)*")  # the rows that follow a table's line
+
+
 def _spans(pattern: str, text: str) -> Iterator[tuple[int, int]]:
-    return (m.span() for m in re.finditer(pattern, text))
+    """Where `pattern` matches; a match of whole table lines (from a line's first `|` to
+    its last) runs on to the table's end, so a header row excuses its table."""
+    for m in re.finditer(pattern, text):
+        start, end = m.span()
+        if (
+            text.startswith("|", start)
+            and text[start - 1 : start] in ("", "\n")
+            and text[end - 1 : end] == "|"
+            and text[end : end + 1] in ("", "\n")
+        ):
+            end = _TABLE_ROWS.match(text, end).end()
+        yield start, end
 
 
 @dataclasses.dataclass(frozen=True)
