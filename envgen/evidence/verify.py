@@ -20,7 +20,8 @@ Trains nothing and calls no LLM. It checks, in order:
    from its run's final metrics, the table's metrics.json and scores.json from
    runs.json, and the report's results/tables/<table>.md/.csv, score-vs-step CSVs
    (results/plots/<table>/) and learning curves (results/curves/<table>.csv) rebuilt in a
-   temporary directory and compared byte for byte;
+   temporary directory and compared byte for byte; a table whose runs cannot be read
+   fails its own line, and the other tables are still checked;
 4. results/metrics.json and results/CLAIMS.md rebuilt the same way;
 5. the result figures README.md, docs/ and results/**/README.md quote in prose: each
    declared passage at every copy, and any other number that looks like a result named
