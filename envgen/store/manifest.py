@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen import json_input
-from envgen.errors import EnvGenError
+from envgen.errors import EnvGenError, FileWriteError
 from envgen.files import write_json_atomic
 from envgen.json_input import JSONInputError
 
@@ -92,7 +92,8 @@ def seal_run(run_dir: Path) -> Path:
     """Compress the run's logs and write its manifest (last); returns the manifest path.
 
     Safe to call again after a kill at any point: a log is replaced by its .gz only once
-    the .gz is complete, and the manifest is written after everything else.
+    the .gz is complete, and the manifest is written after everything else. A full disk
+    is a `FileWriteError` naming the file; the run stays unsealed and whole.
     """
     run_dir = Path(run_dir)
     for log in sorted(run_dir.rglob("*" + LOG_SUFFIX)):
@@ -101,8 +102,12 @@ def seal_run(run_dir: Path) -> Path:
             continue
         gz = log.with_name(log.name + ".gz")
         tmp = log.with_name(log.name + ".gz.tmp")
-        tmp.write_bytes(gzip_bytes(log.read_bytes()))
-        os.replace(tmp, gz)
+        try:
+            tmp.write_bytes(gzip_bytes(log.read_bytes()))
+            os.replace(tmp, gz)
+        except OSError as exc:  # a full disk: the plain log stays, sealing can run again
+            tmp.unlink(missing_ok=True)
+            raise FileWriteError(gz, exc) from None
         log.unlink()
     files = {p.relative_to(run_dir).as_posix(): _entry(p) for p in _run_files(run_dir)}
     path = run_dir / MANIFEST
