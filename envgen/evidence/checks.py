@@ -21,6 +21,7 @@ from envgen.evidence import docfigures, history
 from envgen.evidence.derive import accounting_difference, rederived
 from envgen.evidence.doc_numbers import NOT_RESULTS
 from envgen.evidence.registration import HISTORY_NEEDED, registration_order
+from envgen.evidence.row_labels import label_problem
 from envgen.evidence.verify_plan import plan_differences
 from envgen.games import game_spec
 from envgen.llm.cache import ResponseCache, slots_verdict
@@ -272,7 +273,11 @@ def _runs_json_differences(path: Path, withheld: bool) -> str | None:
     problem = plan_differences(path, table, RUNS_ROOT, lagging_ok=withheld)
     if problem:
         return problem
+    cache = ResponseCache(CACHE_DIR)
     for row in table["rows"]:
+        label = label_problem(row, cache)
+        if label:
+            return f"{path}: row {row['row']!r}: {label}"
         for entry in row["runs"]:
             derived = run_entry(
                 Path(entry["run_dir"]),

@@ -16,8 +16,9 @@ Trains nothing and calls no LLM. It checks, in order:
    llm_accounting.json counts;
 3. per table (dvc.yaml's runs.json list): runs.json's rows against the plan the
    pipeline makes from the replication file and profile (`envgen.evidence.verify_plan`: each
-   row lists exactly its planned runs that are finished), every run entry re-derived
-   from its run's final metrics, the table's metrics.json and scores.json from
+   row lists exactly its planned runs that are finished), a not_recorded or
+   llm_unusable row's reason re-derived from the LLM cache (`envgen.evidence.row_labels`),
+   every run entry re-derived from its run's final metrics, the table's metrics.json and scores.json from
    runs.json, and the report's results/tables/<table>.md/.csv, score-vs-step CSVs
    (results/plots/<table>/) and learning curves (results/curves/<table>.csv) rebuilt in a
    temporary directory and compared byte for byte; a table whose runs cannot be read
