@@ -18,8 +18,8 @@ Trains nothing and calls no LLM. It checks, in order:
    pipeline makes from the replication file and profile (`envgen.evidence.verify_plan`: each
    row lists exactly its planned runs that are finished), a not_recorded or
    llm_unusable row's reason re-derived from the LLM cache (`envgen.evidence.row_labels`),
-   every run entry re-derived from its run's final metrics, the table's metrics.json and scores.json from
-   runs.json, and the report's results/tables/<table>.md/.csv, score-vs-step CSVs
+   every run entry re-derived from its run's final metrics, the table's metrics.json
+   and scores.json from runs.json, and the report's results/tables/<table>.md/.csv, score-vs-step CSVs
    (results/plots/<table>/) and learning curves (results/curves/<table>.csv) rebuilt in a
    temporary directory and compared byte for byte; a table whose runs cannot be read
    fails its own line, and the other tables are still checked;
