@@ -64,6 +64,15 @@ def existing_dir(path: Path, what: str) -> Path:
     return path
 
 
+def not_a_file(path: Path, what: str) -> Path:
+    """`path` unless a file stands where a directory is wanted (a `ConfigError` naming it,
+    instead of reading it as an empty directory). A missing or read-only directory is
+    the caller's to judge: a replayed cache may be read-only, a filled one made."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError("", f"is a file; give the directory of {what}", file=path)
+    return path
+
+
 def writable_dir(path: Path, what: str) -> Path:
     """`path` if it is a directory or can be made one (`mkdir(parents=True)`), else a
     `ConfigError` naming the file that stands in the way, or the folder that is not
