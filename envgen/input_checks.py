@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import difflib
 import math
+import os
 import re
 import sys
 import types
@@ -63,13 +64,29 @@ def existing_dir(path: Path, what: str) -> Path:
     return path
 
 
+def not_a_file(path: Path, what: str) -> Path:
+    """`path` unless a file stands where a directory is wanted (a `ConfigError` naming it,
+    instead of reading it as an empty directory). A missing or read-only directory is
+    the caller's to judge: a replayed cache may be read-only, a filled one made."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError("", f"is a file; give the directory of {what}", file=path)
+    return path
+
+
 def writable_dir(path: Path, what: str) -> Path:
     """`path` if it is a directory or can be made one (`mkdir(parents=True)`), else a
-    `ConfigError` naming the file that stands in the way: a file where a directory is
-    wanted is otherwise a NotADirectoryError traceback once the work has started."""
+    `ConfigError` naming the file that stands in the way, or the folder that is not
+    writable: either is otherwise a traceback once the work has started."""
     for place in (path, *path.parents):
         if place.exists() or place.is_symlink():
             if place.is_dir():
+                if not os.access(place, os.W_OK | os.X_OK):  # read-only: a PermissionError later
+                    where = "is not writable" if place == path else f"{place} is not writable"
+                    raise ConfigError(
+                        "",
+                        f"{where}; make it writable or give another directory for {what}",
+                        file=path,
+                    )
                 return path
             where = "is a file" if place == path else f"{place} is a file"
             raise ConfigError("", f"{where}; give a directory for {what}", file=path)

@@ -272,6 +272,21 @@ def test_status_names_a_finished_run_with_bad_final_metrics(plan, codes, tmp_pat
     assert f"{ROWS[0]}: 1 done, 1 damaged, 3 missing (of 5)" in text
 
 
+@pytest.mark.parametrize("cut", ["truncated", "garbled"])
+def test_status_shows_a_finished_run_with_a_damaged_log_as_damaged(plan, codes, tmp_path, cut):
+    """A sealed run whose episodes.jsonl.gz was cut or overwritten is not "done": its line
+    names the log; every other run is still shown."""
+    synthetic_store(plan, codes, tmp_path)
+    job = jobs_by_row(plan)[ROWS[0]][0]
+    log = job_dir(job, tmp_path) / "episodes.jsonl.gz"
+    data = log.read_bytes()
+    log.write_bytes(data[: len(data) // 2] if cut == "truncated" else b"\x1f\x8b" + b"x" * 40)
+    state, text = _one_state(plan, codes, tmp_path)
+    assert state.state == DAMAGED and f"{log}: differs from its run's manifest" in state.problem
+    assert f"0  damaged: {log}" in text
+    assert f"{ROWS[0]}: 1 done, 1 damaged, 3 missing (of 5)" in text
+
+
 @pytest.mark.parametrize(
     ("sessions", "words"),
     [

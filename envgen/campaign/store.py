@@ -2,7 +2,9 @@
 
 Nothing here trains. A run counts as finished exactly as `envgen.pipeline.jobs` decides
 it: sealed (its manifest written) and its results version equal to the current
-tree's (a finished run of other code is `stale` and will be redone). A campaign in
+tree's (a finished run of other code is `stale` and will be redone); a finished run
+whose files no longer match its manifest, or whose logs do not decompress, is `damaged`
+and names the file. A campaign in
 progress collects into a runs.json whose rows list the seeds finished so far, each row
 saying how many of its planned seeds that is; a row with none is `not_started`.
 """
@@ -26,7 +28,7 @@ from envgen.pipeline.job_status import DONE, JobResult, job_dir, job_version_key
 from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.pipeline.results import metrics_and_scores, table_results
-from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
+from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed, verify_run
 from envgen.store.provenance import (
     PROVENANCE,
     last_session_step,
@@ -156,6 +158,7 @@ def _state(
     if is_sealed(run_dir):
         if recorded_version(run_dir) != version:
             return dataclasses.replace(base, state=STALE)
+        verify_run(run_dir)  # its files, logs decompressed, as sealed: else DAMAGED, named
         steps, wall, score = finished_numbers(run_dir / "final_metrics.json")
         return dataclasses.replace(
             base,

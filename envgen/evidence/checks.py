@@ -20,6 +20,7 @@ from envgen.errors import ConfigError, EnvGenError
 from envgen.evidence import doc_numbers, doc_templates, docfigures, history
 from envgen.evidence.derive import accounting_difference, rederived
 from envgen.evidence.registration import HISTORY_NEEDED, registration_order
+from envgen.evidence.row_labels import label_problem
 from envgen.evidence.verify_plan import plan_differences
 from envgen.games import game_spec
 from envgen.llm.cache import ResponseCache, slots_verdict
@@ -29,7 +30,7 @@ from envgen.loop.identity import NOT_CONFIG, RUN_YAML, check_identity, refuse_li
 from envgen.pipeline.results import metrics_and_scores, row_replay, run_entry
 from envgen.report import claims_md, figures, tables
 from envgen.report.campaign_section import withheld_runs
-from envgen.report.inputs import load_table, load_tables, runs_json_files
+from envgen.report.inputs import load_table, runs_json_files
 from envgen.results_version import RESULTS_VERSION, version_key
 from envgen.stats.campaign_claims import REGISTRATIONS
 from envgen.store import MANIFEST, is_sealed, read_run_bytes, recorded_version, verify_run
@@ -271,7 +272,11 @@ def _runs_json_differences(path: Path, withheld: bool) -> str | None:
     problem = plan_differences(path, table, RUNS_ROOT, lagging_ok=withheld)
     if problem:
         return problem
+    cache = ResponseCache(CACHE_DIR)
     for row in table["rows"]:
+        label = label_problem(row, cache)
+        if label:
+            return f"{path}: row {row['row']!r}: {label}"
         for entry in row["runs"]:
             derived = run_entry(
                 Path(entry["run_dir"]),
@@ -293,51 +298,74 @@ def _runs_json_differences(path: Path, withheld: bool) -> str | None:
     return None
 
 
+def _report_stage(main: Callable[[list[str]], int], argv: list[str]) -> str:
+    """Run a report stage quietly; its one-line error ("" when it succeeded)."""
+    err = io.StringIO()
+    with _quiet(), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return "" if code == 0 else (err.getvalue().strip().splitlines() or ["failed"])[-1]
+
+
 def check_tables(runs_files: Sequence[Path], work: Path) -> list[Check]:
+    """One line per runs.json, then the summary metrics and CLAIMS.md: a table whose runs
+    or files fail names that failure on its own line, and every other table is still
+    checked."""
 
     args = [str(p) for p in runs_files]
-    with _quiet():
-        tables.main([*args, "--out", str(work / "tables"), "--metrics", str(work / "m.json")])
-        claims_md.main([*args, "--out", str(work / "CLAIMS.md")])
-    records = {t.table: t for t in load_tables(list(runs_files))}
+    tables_error = _report_stage(
+        tables.main, [*args, "--out", str(work / "tables"), "--metrics", str(work / "m.json")]
+    )
+    claims_error = _report_stage(claims_md.main, [*args, "--out", str(work / "CLAIMS.md")])
     checks = []
     for path in runs_files:
-        name = path.parent.name
-        record = records.get(name)
-        withheld = record is not None and withheld_runs(record) is not None
-        problem = _runs_json_differences(path, withheld)
-        produced: list[tuple[Path, Path]] = [
-            (work / "tables" / f"{name}.{ext}", Path("results/tables") / f"{name}.{ext}")
-            for ext in ("md", "csv")
-        ]
-        if withheld:  # its table says so, and it has no CSV or curves yet
-            produced = produced[:1]
-        elif record is not None:
-            figures.write_curve_csvs(record, work / "plots", work / "curves")
-            committed_plots = Path("results/plots") / name
-            names = {p.name for p in (work / "plots" / name).glob("*.csv")}
-            names |= {p.name for p in committed_plots.glob("*.csv")}
-            produced += [(work / "plots" / name / n, committed_plots / n) for n in sorted(names)]
-            curves = f"{name}.csv"  # the table's learning curves (results/curves)
-            produced.append((work / "curves" / curves, Path("results/curves") / curves))
-        for ours, committed in produced:
-            problem = problem or _diff_files(ours, committed)
-        extra = sorted(
-            p.name for p in (work / "tables").glob(f"{name}_*") if p.is_file()
-        )  # e.g. campaign_cpu_achievements.csv
-        for extra_name in extra:
-            problem = problem or _diff_files(
-                work / "tables" / extra_name, Path("results/tables") / extra_name
-            )
+        try:
+            problem = _table_problem(path, work)
+        except EnvGenError as exc:
+            problem = str(exc)
+        except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:  # a damaged run
+            problem = f"{path}: a run it uses is unreadable ({type(exc).__name__}: {exc})"
         detail = "runs.json, metrics, table, plot CSVs, curves" if problem is None else problem
-        checks.append(Check(name, problem is None, detail))
-    for label, ours, committed in (
-        ("summary metrics", work / "m.json", Path("results/metrics.json")),
-        ("CLAIMS.md", work / "CLAIMS.md", Path("results/CLAIMS.md")),
+        checks.append(Check(path.parent.name, problem is None, detail))
+    for label, ours, committed, error in (
+        ("summary metrics", work / "m.json", Path("results/metrics.json"), tables_error),
+        ("CLAIMS.md", work / "CLAIMS.md", Path("results/CLAIMS.md"), claims_error),
     ):
-        problem = _diff_files(ours, committed)
+        problem = error or _diff_files(ours, committed)
         checks.append(Check(label, problem is None, problem or f"rebuilt {committed}"))
     return checks
+
+
+def _table_problem(path: Path, work: Path) -> str | None:
+    """What in one table (its runs.json, metrics, report files, plot CSVs and curves) is
+    not what its runs give, or None; the report stages wrote theirs under `work`."""
+    name = path.parent.name
+    record = load_table(path)
+    withheld = withheld_runs(record) is not None
+    problem = _runs_json_differences(path, withheld)
+    produced: list[tuple[Path, Path]] = [
+        (work / "tables" / f"{name}.{ext}", Path("results/tables") / f"{name}.{ext}")
+        for ext in ("md", "csv")
+    ]
+    if withheld:  # its table says so, and it has no CSV or curves yet
+        produced = produced[:1]
+    else:
+        figures.write_curve_csvs(record, work / "plots", work / "curves")
+        committed_plots = Path("results/plots") / name
+        names = {p.name for p in (work / "plots" / name).glob("*.csv")}
+        names |= {p.name for p in committed_plots.glob("*.csv")}
+        produced += [(work / "plots" / name / n, committed_plots / n) for n in sorted(names)]
+        curves = f"{name}.csv"  # the table's learning curves (results/curves)
+        produced.append((work / "curves" / curves, Path("results/curves") / curves))
+    for ours, committed in produced:
+        problem = problem or _diff_files(ours, committed)
+    extra = sorted(
+        p.name for p in (work / "tables").glob(f"{name}_*") if p.is_file()
+    )  # e.g. campaign_cpu_achievements.csv
+    for extra_name in extra:
+        problem = problem or _diff_files(
+            work / "tables" / extra_name, Path("results/tables") / extra_name
+        )
+    return problem
 
 
 def verify(

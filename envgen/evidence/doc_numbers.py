@@ -11,7 +11,9 @@ named too, so the list cannot outgrow the docs.
 
 The forms were chosen from what a result looks like in these docs: a mean ± std, a
 signed difference or bound, "N points", a p-value, an interval, a number right after
-"score", "X vs Y" with decimals, a percentage with decimals. Not results by form:
+"score", "X vs Y" with decimals, a percentage with decimals, a decimal that opens a
+table cell (a table of settings or speeds is excused whole by its header row in
+docs/not_results.yaml). Not results by form:
 unsigned integers outside a p-value (steps, seeds, counts, years, a grid's points),
 dates and versions (digits joined by dots or dashes to more digits), hashes, and a
 number fused to a unit ("0.96M", "1.5B", "3x") or followed by one of time, size or rate
@@ -60,6 +62,7 @@ FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("a p-value", re.compile(rf"\bp\s*[≈~]\s*{_NUM}")),
     ("a score", re.compile(rf"\bscore\s*:\s*{_DEC}")),
+    ("a table cell", re.compile(rf"(?:(?<=\|)|(?<=\| ))(?:\*\*)?[+−-]?{_DEC}{_UNIT}")),
 )
 
 
@@ -70,7 +73,8 @@ class NotResult:
     path: str
     """The doc, relative to the repository root."""
     text: str
-    """Exact words around the numbers (whitespace, line breaks included, matches any)."""
+    """Exact words around the numbers (whitespace, line breaks included, matches any); a
+    Markdown table's header row (`| ... |`, whole) excuses every row of its table."""
     why: str
     """What the numbers are instead: the paper's, a measurement and its command, ..."""
 
@@ -147,8 +151,22 @@ def literal(text: str) -> str:
     return r"\s+".join(re.escape(w) for w in text.split())
 
 
+_TABLE_ROWS = re.compile(r"(?:\n\|[^\n]*)*")  # the rows that follow a table's line
+
+
 def _spans(pattern: str, text: str) -> Iterator[tuple[int, int]]:
-    return (m.span() for m in re.finditer(pattern, text))
+    """Where `pattern` matches; a match of whole table lines (from a line's first `|` to
+    its last) runs on to the table's end, so a header row excuses its table."""
+    for m in re.finditer(pattern, text):
+        start, end = m.span()
+        if (
+            text.startswith("|", start)
+            and text[start - 1 : start] in ("", "\n")
+            and text[end - 1 : end] == "|"
+            and text[end : end + 1] in ("", "\n")
+        ):
+            end = _TABLE_ROWS.match(text, end).end()
+        yield start, end
 
 
 @dataclasses.dataclass(frozen=True)

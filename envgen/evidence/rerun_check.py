@@ -38,7 +38,7 @@ from envgen.agents.device import torch_device
 from envgen.errors import ConfigError, EnvGenError
 from envgen.evidence import rerun
 from envgen.files import write_json_atomic
-from envgen.input_checks import number_in, whole_number
+from envgen.input_checks import not_a_file, number_in, whole_number
 from envgen.llm.cache import DEFAULT_CACHE_DIR
 from envgen.numerics import PORTABLE
 from envgen.report.inputs import load_table
@@ -282,6 +282,7 @@ def command_line(args: argparse.Namespace) -> str:
 def main(args: argparse.Namespace) -> int:
     """`envgen rerun`: one run retrained and compared (`envgen.evidence.rerun`); several, a few
     updates each, with `--check`."""
+    not_a_file(args.cache_dir, "LLM replies to replay (--cache-dir)")
     if args.check:
         return check_runs(args)
     if len(args.run_dir) != 1 or args.campaign:

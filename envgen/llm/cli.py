@@ -258,9 +258,8 @@ def _parse_outcome(entry: dict) -> str:
 
 def _slots(args: argparse.Namespace) -> int:
     try:
-        filed = file_run_slots(
-            ResponseCache(existing_dir(args.cache_dir, CACHE_WHAT)), args.runs_root
-        )
+        roots = [existing_dir(root, "finished runs (--runs-root)") for root in args.runs_root]
+        filed = file_run_slots(ResponseCache(existing_dir(args.cache_dir, CACHE_WHAT)), roots)
     except EnvGenError as exc:
         print(f"envgen llm slots: {exc}", file=sys.stderr)
         return 1

@@ -19,7 +19,7 @@ from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.envs.vector import workers_variable
 from envgen.errors import CacheMissError, ConfigError, EnvGenError
 from envgen.games import game_spec
-from envgen.input_checks import whole_number, writable_dir
+from envgen.input_checks import not_a_file, whole_number, writable_dir
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES, MODES, CachedLLM
 from envgen.llm.client import (
     BACKENDS,
@@ -170,6 +170,7 @@ def main(args: argparse.Namespace) -> int:
     set_deterministic(args.deterministic)
     try:
         config = checked_config(args.config, args.adjust_config)
+        not_a_file(args.cache_dir, "LLM replies (--cache-dir)")
         # a file where the run's folder goes: one line now, not a traceback at mkdir
         writable_dir(
             RunPaths.of(args.runs_root, config, args.seed).root, "the run under --runs-root"
