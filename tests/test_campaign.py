@@ -39,6 +39,7 @@ from envgen.campaign.store import (
     job_states,
     write_collected,
 )
+from envgen.evidence.history import above_deviations
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.job_status import DONE, JobResult, job_dir, results_versions
 from envgen.pipeline.jobs import Settings
@@ -51,19 +52,15 @@ from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import load_table, load_tables
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign_claims import (
-    CAMPAIGN_ACHIEVEMENT_CLAIMS,
-    CAMPAIGN_CLAIMS,
-    H1,
-    H1_SFL,
     INTERIM,
     NO_DIFFERENCE,
     NOT_ENOUGH,
-    REGISTRATIONS,
     WORSE,
     evaluate_campaign,
     registered_sentence,
     rules_out,
 )
+from envgen.stats.campaign_spec import families, missing_words, primary, words
 from envgen.stats.paper_claims import PaperNumbers
 from envgen.store import seal_run
 from tests import test_report_tables
@@ -71,6 +68,8 @@ from tests.envgen_cli import envgen_subprocess
 
 REPO = Path(__file__).resolve().parents[1]
 CPU = CAMPAIGNS["cpu"]
+CPU_SCORE_CLAIMS, CPU_ACHIEVEMENT_CLAIMS = (f.claims for f in families("campaign_cpu"))
+H1, H1_SFL = primary("campaign_confirm"), primary("campaign_sfl")
 ROWS = (
     "PPO 1.96M Crafter only",
     "Heuristic designer: EnvGen schedule",
@@ -588,9 +587,9 @@ def paper():
 
 
 def verdicts(paper, a: list[float], b: list[float], planned: int = 5) -> str:
-    claim = CAMPAIGN_CLAIMS["campaign_cpu"][0]
+    claim = CPU_SCORE_CLAIMS[0]
     results = evaluate_campaign(
-        CAMPAIGN_CLAIMS["campaign_cpu"],
+        CPU_SCORE_CLAIMS,
         {"score": {claim.a: a, claim.b: b}},
         {claim.a: planned, claim.b: planned},
         paper,
@@ -628,11 +627,11 @@ def test_rules_out_names_a_reference_only_where_the_bound_lies_below_it():
 def test_power_is_the_simulated_planning_figure(paper):
     """The first campaign's domain randomization claim: n = 5 per arm at 0.05/4, the
     paper's +5.8 with our larger stds: the simulated test, not the formula (0.85)."""
-    claim = CAMPAIGN_CLAIMS["campaign_cpu"][1]
+    claim = CPU_SCORE_CLAIMS[1]
     dr = [20.82, 21.74, 21.96, 22.81, 23.27]
     crafter = [15.37, 22.13, 19.12, 20.27, 21.87]
     runs = {"score": {claim.a: dr, claim.b: crafter}}
-    results = evaluate_campaign(CAMPAIGN_CLAIMS["campaign_cpu"], runs, {}, paper)
+    results = evaluate_campaign(CPU_SCORE_CLAIMS, runs, {}, paper)
     assert results[1].level == pytest.approx(0.05 / 4)
     assert results[1].power == pytest.approx(0.83, abs=0.01)
     assert results[1].scaled_diff == pytest.approx(19.75 * 5.8 / 26.4, abs=0.01)
@@ -654,7 +653,7 @@ def test_rule_not_enough_runs(paper):
 
 def achievement_verdicts(paper, rates: dict[str, tuple[list[float], list[float]]]) -> dict:
     """The Figure 4 family's results; `rates`: {achievement: (EnvGen row's, Crafter-only's)}."""
-    claims = CAMPAIGN_ACHIEVEMENT_CLAIMS["campaign_cpu"]
+    claims = CPU_ACHIEVEMENT_CLAIMS
     runs = {
         c.metric: dict(zip((c.a, c.b), rates[c.metric.split(":")[1]], strict=True)) for c in claims
     }
@@ -792,7 +791,7 @@ def test_registered_no_difference_names_each_reference_it_rules_out_or_not(paper
     high = r.bounds[1]
     assert 0 < high < 2.37 and r.verdict.startswith(f"{NO_DIFFERENCE}; rules out {high:+.2f}")
     refs = [("the first campaign's", 2.37), ("huge", high - 0.01)]
-    text = registered_sentence(r, refs, REGISTRATIONS["campaign_confirm"])
+    text = registered_sentence(r, refs, words("campaign_confirm"))
     assert text.startswith("no difference detected: ")
     assert f"The data rule out an effect of {high:+.2f} or more; " in text
     assert text.endswith(
@@ -978,19 +977,19 @@ def test_a_registered_campaigns_comparisons_are_its_registered_a_minus_b(tmp_pat
     assert furnace.startswith("| place_furnace | -20.00 (p ")
 
 
-def test_each_registered_campaign_has_its_registered_words_and_no_other_does():
-    """`Campaign.registration` (withheld metrics in `collect`) and the report's
-    `REGISTRATIONS` (withheld verdict, tables, figures) name the same documents."""
-    registered = {
-        f"campaign_{c.name}": c.registration for c in CAMPAIGNS.values() if c.registration
-    }
-    assert registered == {name: r.document for name, r in REGISTRATIONS.items()}
-    for name, registration in REGISTRATIONS.items():
-        assert Path(registration.document).is_file()
-        assert (
-            yaml.safe_load(CAMPAIGNS[name.removeprefix("campaign_")].table.read_text())["table"]
-            == name
-        )
+def test_each_registered_campaign_declares_words_its_registration_holds():
+    """A registered campaign's declared verdict words are written in its registration above
+    its Deviations (`envgen verify`'s "registrations frozen"); a changed word is named."""
+    registered = [c for c in CAMPAIGNS.values() if c.registration]
+    assert {c.name for c in registered} == {"confirm", "llm15", "sfl", "headline"}
+    for c in registered:
+        text = above_deviations(Path(c.registration).read_text(encoding="utf-8"))
+        assert missing_words(c, text) is None, c.name
+        assert c.words is not None and c.words.document == c.registration
+    confirm = CAMPAIGNS["confirm"]
+    text = above_deviations(Path(confirm.registration).read_text(encoding="utf-8"))
+    edited = text.replace("Diverse worlds alone", "Varied worlds alone")
+    assert missing_words(confirm, edited) == confirm.words.coda
 
 
 def sfl_text(tmp_path: Path, fresh: int, sfl_shift: float) -> tuple[str, dict[str, list[float]]]:

@@ -44,15 +44,8 @@ from envgen.errors import EnvGenError
 from envgen.evidence import doc_numbers
 from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import DONE, TableRecord, load_tables, runs_json_files
-from envgen.stats.campaign_claims import (
-    CAMPAIGN_CLAIMS,
-    H1,
-    H1_LLM15,
-    H1_SFL,
-    CampaignClaim,
-    CampaignResult,
-    evaluate_campaign,
-)
+from envgen.stats.campaign_claims import CampaignClaim, CampaignResult, evaluate_campaign
+from envgen.stats.campaign_spec import families, primary
 from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import PaperNumbers
 from envgen.stats.runs import SampleStats
@@ -341,14 +334,15 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
             out[f"row.{alias}"] = f"{s.mean:.2f} ± {s.std:.2f}"
     out |= _run_figures(runs_root)
     paper = PaperNumbers.load()
-    for name, table_id, claim in (("llm15", LLM15, H1_LLM15), ("sfl", SFL, H1_SFL)):
+    for name, table_id in (("llm15", LLM15), ("sfl", SFL)):
         if table_id in by_id and withheld_runs(by_id[table_id]) is None:
-            out |= _h1_figures(name, _rows(by_id[table_id]), claim, paper)
+            out |= _h1_figures(name, _rows(by_id[table_id]), primary(table_id), paper)
     if FIRST not in by_id or CONFIRM not in by_id:
         return out
     if withheld_runs(by_id[CONFIRM]) is not None:  # figures wait as the verdict does
         return out
     first, confirm = (_rows(by_id[t]) for t in (FIRST, CONFIRM))
+    H1 = primary(CONFIRM)  # the confirm campaign's registered H1
 
     def score(rows: Mapping[str, Mapping[str, list[float]]], row: str) -> list[float]:
         return rows[row]["score"]
@@ -427,15 +421,17 @@ def _done(table: TableRecord, label: str) -> tuple:
 
 
 def _result(
-    values: Mapping[str, list[float]], paper: PaperNumbers, claim: CampaignClaim = H1
+    values: Mapping[str, list[float]], paper: PaperNumbers, claim: CampaignClaim | None = None
 ) -> CampaignResult:
+    """`claim` (the confirm campaign's H1 when None) on `values`."""
+    claim = claim or primary(CONFIRM)
     return evaluate_campaign((claim,), {claim.metric: values}, {}, paper)[0]
 
 
 def _family(table: TableRecord, paper: PaperNumbers) -> dict[str, CampaignResult]:
     """The first campaign's family of score claims, by claim name."""
 
-    claims = CAMPAIGN_CLAIMS[FIRST]
+    claims = families(FIRST)[0].claims
     rows = _rows(table)
     runs = {"score": {row: m["score"] for row, m in rows.items()}}
     results = evaluate_campaign(claims, runs, {}, paper)
@@ -463,8 +459,9 @@ def _audit(first: TableRecord, confirm: TableRecord, runs_root: Path) -> dict[st
     """Issue 40's audit of the confirm campaign's Crafter-only runs: by CPU vector unit,
     by resumes, against machine load, against the first campaign's runs."""
 
-    (ours,) = [r for r in confirm.rows if r.row == H1.b]
-    (earlier,) = [r for r in first.rows if r.row == H1.b]
+    crafter_only = primary(CONFIRM).b
+    (ours,) = [r for r in confirm.rows if r.row == crafter_only]
+    (earlier,) = [r for r in first.rows if r.row == crafter_only]
     out: dict[str, str] = {}
     by_isa: dict[str, list[float]] = {}
     resumed: dict[bool, list[float]] = {}
