@@ -5,8 +5,8 @@ DVC reads no replication file, so what it needs of each campaign in the pipeline
 (generated ...)` and `# end campaigns`: the `campaigns` var ({name: profile}, which the
 collect stage's `foreach` runs, on that profile's params) with `campaign_runs`, each report
 stage's runs.json deps, and the four figures a campaign gets (`FIGURES`) as
-image plots. `python -m envgen.report.dvc_campaigns` rewrites them; tests/test_dvc_deps.py
-checks that dvc.yaml is what it would write.
+image plots. `python -m envgen.report.dvc_campaigns` rewrites them; a test
+checks that dvc.yaml is what it would write (tests/test_dvc_conveniences.py).
 """
 
 from __future__ import annotations

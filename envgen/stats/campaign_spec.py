@@ -105,8 +105,12 @@ def read_spec(path: Path) -> CampaignSpec | None:
 
 
 def specs(directory: Path = REPLICATION) -> dict[str, CampaignSpec]:
-    """{name: spec} of every campaign declared in `directory`, by `order`."""
-    return dict(_specs(Path.cwd() / directory))
+    """{name: spec} of every campaign declared in `directory`, by `order`; a relative
+    `directory` is looked for in the working directory and then its parents (a command
+    typed in a subdirectory of the repository finds its campaigns)."""
+    here = Path.cwd()
+    found = next((d / directory for d in (here, *here.parents) if (d / directory).is_dir()), None)
+    return dict(_specs(found)) if found else {}
 
 
 @functools.lru_cache(maxsize=8)
