@@ -23,7 +23,7 @@ from envgen.campaign import cli as campaign_cli
 from envgen.campaign.gitcommit import commit_run, is_committed
 from envgen.campaign.handoff import commit_partial_runs
 from envgen.campaign.process import Process
-from envgen.campaign.registry import CAMPAIGNS, RunRequest
+from envgen.campaign.registry import RunRequest, campaigns
 from envgen.campaign.run import commit_hook, load_campaign, seed_order
 from envgen.campaign.status import status_text
 from envgen.campaign.store import (
@@ -67,7 +67,7 @@ from tests import test_report_tables
 from tests.envgen_cli import envgen_subprocess
 
 REPO = Path(__file__).resolve().parents[1]
-CPU = CAMPAIGNS["cpu"]
+CPU = campaigns()["cpu"]
 CPU_SCORE_CLAIMS, CPU_ACHIEVEMENT_CLAIMS = (f.claims for f in families("campaign_cpu"))
 H1, H1_SFL = primary("campaign_confirm"), primary("campaign_sfl")
 ROWS = (
@@ -153,7 +153,7 @@ def test_jobs_fill_seeds_evenly_across_rows(plan):
 def test_confirm_trains_the_two_rows_in_the_first_campaigns_run_dirs_on_fresh_seeds(plan):
     """The registered campaign (docs/campaign_confirm.md): the same run configs as
     campaign_cpu's two rows, so the same run directories, on seeds 5-19 only."""
-    c = CAMPAIGNS["confirm"]
+    c = campaigns()["confirm"]
     confirm = load_campaign(
         RunRequest(
             c.name, REPO / c.table, c.profile, REPO / "params.yaml", Path("u"), None, False, c.seeds
@@ -980,16 +980,16 @@ def test_a_registered_campaigns_comparisons_are_its_registered_a_minus_b(tmp_pat
 def test_each_registered_campaign_declares_words_its_registration_holds():
     """A registered campaign's declared verdict words are written in its registration above
     its Deviations (`envgen verify`'s "registrations frozen"); a changed word is named."""
-    registered = [c for c in CAMPAIGNS.values() if c.registration]
+    registered = [c for c in campaigns().values() if c.registration]
     assert {c.name for c in registered} == {"confirm", "llm15", "sfl", "headline"}
     for c in registered:
         text = above_deviations(Path(c.registration).read_text(encoding="utf-8"))
         assert missing_words(c, text) is None, c.name
-        assert c.words is not None and c.words.document == c.registration
-    confirm = CAMPAIGNS["confirm"]
+        assert c.verdict is not None and c.verdict.document == c.registration
+    confirm = campaigns()["confirm"]
     text = above_deviations(Path(confirm.registration).read_text(encoding="utf-8"))
     edited = text.replace("Diverse worlds alone", "Varied worlds alone")
-    assert missing_words(confirm, edited) == confirm.words.coda
+    assert missing_words(confirm, edited) == confirm.verdict.coda
 
 
 def sfl_text(tmp_path: Path, fresh: int, sfl_shift: float) -> tuple[str, dict[str, list[float]]]:

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from envgen.campaign import cli, process, run
-from envgen.campaign.registry import CAMPAIGNS, PROCESS_MARK, STATE_DIR
+from envgen.campaign.registry import PROCESS_MARK, STATE_DIR, campaigns
 from envgen.errors import EnvGenError
 
 REPO = Path(__file__).resolve().parents[1]
-CPU = CAMPAIGNS["cpu"]
+CPU = campaigns()["cpu"]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
 # A campaign process as `run` is: takes the lock, records itself, starts a worker whose
@@ -30,8 +30,8 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 HOLDER = """
 import subprocess, sys, time
 from envgen.campaign import process
-from envgen.campaign.registry import CAMPAIGNS
-c = CAMPAIGNS["cpu"]
+from envgen.campaign.registry import campaigns
+c = campaigns()["cpu"]
 fd = process.acquire(c)
 process.write_process(c, process.Process(__import__("os").getpid(), 2))
 sleep = [sys.executable, "-c", "import time; time.sleep(120)"]

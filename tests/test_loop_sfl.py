@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from envgen.campaign.registry import CAMPAIGNS
+from envgen.campaign.registry import campaigns
 from envgen.campaign.run import load_campaign
 from envgen.campaign.store import job_states
 from envgen.envs.crafter.config import CrafterConfig
@@ -274,7 +274,7 @@ def test_killed_sfl_run_resumes_to_the_same_worlds(sfl_run: Path, tmp_path: Path
 def test_campaign_sfl_plans_both_arms_on_its_seeds_and_counts_sfl_training_steps(tmp_path):
     """`envgen campaign status sfl`'s progress is training steps: an SFL run's trainer
     stops 131,072 steps (its rollouts) before domain randomization's."""
-    campaign = CAMPAIGNS["sfl"]
+    campaign = campaigns()["sfl"]
     plan, _, _ = load_campaign(campaign.request(Path("params.yaml"), tmp_path))
     states = job_states(plan, tmp_path, results_versions(), False)
     totals = {(s.row, s.job.seed): s.total_steps for s in states}

@@ -9,7 +9,6 @@ A campaign is one replication file with a `campaign:` section
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from envgen.errors import ConfigError
@@ -24,7 +23,7 @@ class RunRequest:
     """What one foreground campaign session does."""
 
     campaign: str
-    """The campaign's name (`CAMPAIGNS`)."""
+    """The campaign's name (`campaigns`)."""
     table: Path
     """Its replication file."""
     profile: str
@@ -80,29 +79,15 @@ class Campaign(CampaignSpec):
         return STATE_DIR / f"{self.name}.lock"
 
 
-class _Declared(Mapping[str, Campaign]):
-    """{name: campaign} of every campaign declared in ./replication, read when looked at
-    (so importing this module reads no file)."""
-
-    def _all(self) -> dict[str, Campaign]:
-        fields = [f.name for f in dataclasses.fields(CampaignSpec)]
-        return {n: Campaign(**{f: getattr(s, f) for f in fields}) for n, s in specs().items()}
-
-    def __getitem__(self, name: str) -> Campaign:
-        return self._all()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._all())
-
-    def __len__(self) -> int:
-        return len(self._all())
-
-
-CAMPAIGNS: Mapping[str, Campaign] = _Declared()
+def campaigns() -> dict[str, Campaign]:
+    """{name: campaign} of every campaign declared in ./replication (`specs`), in order."""
+    fields = [f.name for f in dataclasses.fields(CampaignSpec)]
+    return {n: Campaign(**{f: getattr(s, f) for f in fields}) for n, s in specs().items()}
 
 
 def campaign(name: str) -> Campaign:
     """The declared campaign called `name`; a `ConfigError` listing them otherwise."""
-    if name not in CAMPAIGNS:
-        raise ConfigError("campaign", f"{name!r} is unknown; choose one of {', '.join(CAMPAIGNS)}")
-    return CAMPAIGNS[name]
+    declared = campaigns()
+    if name not in declared:
+        raise ConfigError("campaign", f"{name!r} is unknown; choose one of {', '.join(declared)}")
+    return declared[name]

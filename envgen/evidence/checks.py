@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen import json_input, yaml_input
-from envgen.campaign.registry import CAMPAIGNS
+from envgen.campaign.registry import campaigns
 from envgen.errors import ConfigError, EnvGenError
 from envgen.evidence import docfigures, history
 from envgen.evidence.derive import accounting_difference, rederived
@@ -425,7 +425,7 @@ def check_registrations_frozen(repo: Path = Path(".")) -> Check:
     """Each campaign registration's text above its Deviations is its first commit's, but
     for changes its Deviations name, and holds the verdict words its campaign declares."""
     name = "registrations frozen"
-    registered = [c for c in CAMPAIGNS.values() if c.registration]
+    registered = [c for c in campaigns().values() if c.registration]
     documents = sorted({c.registration for c in registered})
     missing = history.history_missing(repo)
     if missing:

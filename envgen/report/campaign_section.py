@@ -105,7 +105,7 @@ def _campaign(
         none = "No campaign declares this table (envgen.stats.campaign_spec)."
         return [*head, none, "", claims_line(table, withheld_runs(table))]
     planned = {r.row: r.planned_runs or len(r.runs) for r in table.rows}
-    registration = spec.words
+    registration = spec.verdict
     count = (
         f"{len(spec.families)} families of claims, each Bonferroni-corrected on its own"
         if len(spec.families) > 1
@@ -234,8 +234,8 @@ def _line(r: CampaignResult, notes: Notes, registered: bool) -> str:
     scaled = "" if math.isnan(r.scaled_diff) else f"; scaled to our b: {r.scaled_diff:+.2f}"
     context = (
         "-"
-        if r.claim.context is None
-        else f"{r.paper_diff:+.1f} ({r.claim.context[0]} − {r.claim.context[1]}){scaled}"
+        if r.claim.paper is None
+        else f"{r.paper_diff:+.1f} ({r.claim.paper[0]} − {r.claim.paper[1]}){scaled}"
     )
     verdict = r.verdict.split(";", 1)[0] if registered else r.verdict
     return (

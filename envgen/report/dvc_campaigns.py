@@ -11,8 +11,8 @@ checks that dvc.yaml is what it would write (tests/test_dvc_conveniences.py).
 
 from __future__ import annotations
 
-import argparse
 import re
+import sys
 from pathlib import Path
 
 from envgen.stats.campaign_spec import CampaignSpec, specs
@@ -47,16 +47,8 @@ def regenerate(text: str, directory: Path = Path("replication")) -> str:
     return BLOCK.sub(block, text)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dvc_yaml", type=Path, nargs="?", default=Path("dvc.yaml"))
-    args = parser.parse_args(argv)
-    text = args.dvc_yaml.read_text(encoding="utf-8")
-    new = regenerate(text)
-    args.dvc_yaml.write_text(new, encoding="utf-8")
-    print(f"{args.dvc_yaml}: {'rewritten' if new != text else 'already up to date'}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # rewrite dvc.yaml (or the file given) in place
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else "dvc.yaml")
+    text = path.read_text(encoding="utf-8")
+    path.write_text(regenerate(text), encoding="utf-8")
+    print(f"{path}: {'rewritten' if regenerate(text) != text else 'already up to date'}")

@@ -53,7 +53,7 @@ class CampaignClaim:
     """Row label (the campaign's replication file) of the arm claimed higher."""
     b: str
     """Row label of the arm it is compared with."""
-    context: tuple[str, str] | None
+    paper: tuple[str, str] | None = None
     """The paper's (a, b) labels whose difference is shown beside ours, as context; None
     where no paper pair applies (no paper difference, scaled gain or power then)."""
     better: str = "EnvGen schedule better"
@@ -70,8 +70,9 @@ class Family:
     """CLAIMS.md's heading of the family."""
     claims: tuple[CampaignClaim, ...]
     registered: bool = False
-    """Registered before any of its runs: no verdict, difference, bound or p until every
-    planned run of its arms is in ("registered verdict withheld: k of n runs")."""
+    """Registered (its campaign names a registration) before any of its runs: no verdict,
+    difference, bound or p until every planned run of its arms is in ("registered verdict
+    withheld: k of n runs")."""
     post_hoc: str = ""
     """When, relative to the runs, and why the family was added after runs had been
     seen; "" for a family fixed before the campaign's runs."""
@@ -119,7 +120,7 @@ class CampaignResult:
     g: float
     """Hedges' g of a - b; NaN when not testable."""
     paper_diff: float
-    """The paper's a - b for `claim.context` (context only)."""
+    """The paper's a - b for `claim.paper` (context only)."""
     scaled_diff: float
     """The paper's relative gain (a - b) / b on the score, scaled to our b's mean (context
     only); NaN for per-achievement rates and where the paper gives no b."""
@@ -168,8 +169,8 @@ def _evaluate(
     nan = math.nan
     pa = pb = None
     paper_diff = nan
-    if claim.context is not None:
-        pa, pb, effect = paper.effect(Claim(claim.name, *claim.context, claim.metric))
+    if claim.paper is not None:
+        pa, pb, effect = paper.effect(Claim(claim.name, *claim.paper, claim.metric))
         assert effect.diff is not None
         paper_diff = effect.diff
     result = CampaignResult(
