@@ -142,7 +142,7 @@ def test_a_start_typed_in_a_subdirectory_meets_the_live_campaign_at_the_root(
     failing on a file it looks for beside it."""
     proc, _ = holder
     (tmp_path / CPU.table).parent.mkdir(parents=True)
-    (tmp_path / CPU.table).write_text("rows: []\n")
+    (tmp_path / CPU.table).write_text((REPO / CPU.table).read_text())  # its declaration
     (tmp_path / "results").mkdir()
     monkeypatch.chdir(tmp_path / "results")
     assert cli.main(["start", "cpu"]) == 1

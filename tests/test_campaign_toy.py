@@ -102,3 +102,14 @@ def test_a_campaign_added_by_two_files_runs_to_its_report(tmp_path):
     assert "campaigns: {toy: smoke}" in dvc
     assert "      - results/campaign_toy/runs.json\n" in dvc
     assert "  - paper_figures/rliable_campaign_toy.png\n" in dvc
+
+
+def test_a_misspelt_declaration_key_is_one_line_naming_the_file_and_key(tmp_path):
+    (tmp_path / "replication").mkdir()
+    bad = TOY.replace("  families:", "  famlies:")
+    (tmp_path / "replication" / "campaign_toy.yaml").write_text(bad)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(tiny_smoke_params()))
+    done = envgen_subprocess("campaign", "status", "toy", cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "campaign_toy.yaml: campaign.famlies: unknown; allowed: analyses, families" in line

@@ -88,10 +88,12 @@ class CampaignSpec:
 
 def specs(directory: Path = REPLICATION) -> dict[str, CampaignSpec]:
     """{name: spec} of every campaign declared in `directory`, by `order`; a relative
-    `directory` is looked for in the working directory and then its parents (a command
-    typed in a subdirectory of the repository finds its campaigns)."""
-    here = Path.cwd()
-    found = next((d / directory for d in (here, *here.parents) if (d / directory).is_dir()), None)
+    `directory` is looked for in the working directory, then its parents (a command typed
+    in a subdirectory of the repository finds its campaigns), then the checkout this
+    package is imported from."""
+    here, checkout = Path.cwd(), Path(__file__).resolve().parents[2]
+    places = (here, *here.parents, checkout)
+    found = next((d / directory for d in places if (d / directory).is_dir()), None)
     return dict(_specs(found)) if found else {}
 
 
@@ -146,7 +148,7 @@ def _read(path: Path) -> CampaignSpec | None:
     try:
         if data.get("table") != path.stem:
             raise ConfigError("table", f"must be {path.stem!r}, the campaign file's name")
-        s = _mapping(data["campaign"], "campaign")
+        s = _keys(CampaignSpec, data["campaign"], "campaign", "name table")
         seeds = s.get("seeds")
         if seeds is not None and not (seeds and all(isinstance(k, int) for k in seeds)):
             raise ConfigError("campaign.seeds", "must be a list of integer seeds")
@@ -177,13 +179,19 @@ def _mapping(value: object, where: str) -> dict[str, Any]:
     return value
 
 
-def _make(cls: type, value: object, where: str, derived: str = "", **parsed: Any) -> Any:
-    """`cls(**value)` with `parsed` in place of raw values; a key not of `cls` or among the
-    `derived` fields (which follow from the file, never set) is a ConfigError."""
+def _keys(cls: type, value: object, where: str, derived: str = "") -> dict[str, Any]:
+    """`value`, a mapping of `cls`'s fields but the `derived` ones (which follow from the
+    file, never set); else a ConfigError naming the first other key."""
     keys = {f.name for f in dataclasses.fields(cls)} - set(derived.split())
     unknown = sorted(set(_mapping(value, where)) - keys)
     if unknown:
         raise ConfigError(f"{where}.{unknown[0]}", f"unknown; allowed: {', '.join(sorted(keys))}")
+    return value  # type: ignore[return-value]
+
+
+def _make(cls: type, value: object, where: str, derived: str = "", **parsed: Any) -> Any:
+    """`cls(**value)` (`_keys`) with `parsed` in place of raw values."""
+    value = _keys(cls, value, where, derived)
     try:
         return cls(**{**value, **parsed})
     except TypeError as exc:  # a required key missing
