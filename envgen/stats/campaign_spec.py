@@ -53,14 +53,15 @@ class CampaignSpec:
     order: int = 0
     """Its place among the campaigns (the registry's, dvc.yaml's, CLAIMS.md's)."""
     seeds: tuple[int, ...] | None = None
-    """Its own seeds in place of the profile's (a registered campaign's fresh seeds);
-    None: the profile's."""
+    """Its own seeds in place of the profile's (a registered campaign's fresh seeds: its rows
+    keep the profile's run configs, hence their run directories); None: the profile's."""
     registration: str | None = None
     """Its registration document (committed before any of its runs); None: not registered."""
     verdict: Registration | None = None
     """A registered campaign's verdict words (`Registration`)."""
     local_model: str | None = None
-    """A local LLM whose replies its runs record as they ask (fill mode); None: replay only."""
+    """A local LLM (`envgen.llm.local_models`) whose replies its runs record as they ask
+    (fill mode: each recorded once, in data/llm_cache); None: they replay the cache only."""
     report: bool = True
     """Whether its collect stage, tables, figures and CLAIMS.md section are in the pipeline
     (dvc.yaml); a registered campaign joins when its last run is in."""
