@@ -1,20 +1,15 @@
 """What a campaign declares: the `campaign:` section of its replication file.
 
-A campaign is data, not code: `replication/campaign_<name>.yaml` lists its rows (as every
-replication file does) and, under `campaign:`, its profile, seeds, registration,
-claims, verdict words and the report's analyses of it. The run registry
-(`envgen.campaign.registry`), the claims and CLAIMS.md's section (`envgen.report`), the
-evidence checks and the test that keeps dvc.yaml's campaign lists in step all read it
-from here, so adding a campaign is that file (and, for a registered one, its
-registration document, docs/campaign_<name>.md), with no Python (docs/pipeline.md,
-"Add a campaign").
-
-The words live in the replication file, not in a block of the registration: the
-registrations committed before this format are frozen above their "Deviations"
-(`envgen.evidence.history`), and one place for every campaign's words beats two.
-`envgen verify` checks instead that each verdict phrase declared here is written in
-the registration above its Deviations (`missing_words`), so the declaration cannot
-drift from what was registered.
+`replication/campaign_<name>.yaml` lists a campaign's rows, as every replication file
+does, and under `campaign:` its profile, seeds, registration, claims, verdict words and
+report analyses. The registry (`envgen.campaign.registry`), CLAIMS.md's section
+(`envgen.report`), the evidence checks and dvc.yaml's campaign lists all read it here:
+adding a campaign is that file and, if registered, its registration (docs/pipeline.md,
+"Add a campaign"). The words live here, not in a block of the registration: the
+registrations written before this format are frozen above their "Deviations"
+(`envgen.evidence.history`), and one place for every campaign beats two. `envgen
+verify` checks that each declared phrase is written in the registration
+(`missing_words`), so the two cannot drift apart.
 """
 
 from __future__ import annotations
