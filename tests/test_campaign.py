@@ -7,6 +7,7 @@ and a checkpoint).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
@@ -172,6 +173,57 @@ def test_confirm_trains_the_two_rows_in_the_first_campaigns_run_dirs_on_fresh_se
     assert status_text(c, states, None, 2).endswith(
         "registered verdict withheld: 0 of 30 runs (docs/campaign_confirm.md)"
     )
+
+
+# Every campaign arm's run directory and seeds as the registry resolved them before the
+# campaigns became data (replication/campaign_*.yaml's `campaign:` sections).
+ARMS = {
+    "cpu": {
+        "PPO 1.96M Crafter only": ("ca3d42bc0a83", 0, 4),
+        "Heuristic designer: EnvGen schedule": ("9894e0ac015d", 0, 4),
+        "Heuristic designer: Fixed": ("dd3a78bce48f", 0, 4),
+        "Domain randomization: EnvGen schedule": ("7b838eba3c35", 0, 4),
+    },
+    "confirm": {
+        "PPO 1.96M Crafter only": ("ca3d42bc0a83", 5, 19),
+        "Domain randomization: EnvGen schedule": ("7b838eba3c35", 5, 19),
+    },
+    "llm15": {
+        "EnvGen: Qwen2.5-Coder-1.5B designer": ("71f7ee870351", 20, 35),
+        "Domain randomization: EnvGen schedule": ("7b838eba3c35", 20, 35),
+    },
+    "sfl": {
+        "SFL: EnvGen schedule": ("544657aa9df0", 36, 55),
+        "Domain randomization: EnvGen schedule": ("7b838eba3c35", 36, 55),
+    },
+    "headline": {
+        "EnvGen: Qwen2.5-Coder-1.5B designer": ("71f7ee870351", 56, 71),
+        "PPO 1.96M Crafter only": ("ca3d42bc0a83", 56, 71),
+    },
+}
+
+
+def test_every_declared_campaign_arm_keeps_its_run_directory_and_seeds():
+    """`envgen campaign status|start NAME` resolve the runs they did when the registry was
+    Python: the same config hash (run directory) and seeds for every arm, in order."""
+    assert list(campaigns()) == list(ARMS)
+    local = {n: c.local_model for n, c in campaigns().items() if c.local_model}
+    assert local == dict.fromkeys(("llm15", "headline"), "qwen2.5-coder-1.5b-instruct")
+    for name, c in campaigns().items():
+        request = c.request(REPO / "params.yaml", Path("u"), commit=False)
+        plan = load_campaign(dataclasses.replace(request, table=REPO / c.table))[0]
+        arms = {
+            row.name: (
+                row.config_hash,
+                min(j.seed for j in row.jobs),
+                max(j.seed for j in row.jobs),
+            )
+            for row in plan.rows
+        }
+        assert arms == ARMS[name], name
+        assert len({j.key for row in plan.rows for j in row.jobs}) == sum(
+            hi - lo + 1 for _, lo, hi in ARMS[name].values()
+        )
 
 
 def synthetic_store(plan, codes, root: Path) -> None:
