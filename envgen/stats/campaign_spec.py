@@ -95,6 +95,7 @@ def specs(directory: Path = REPLICATION) -> dict[str, CampaignSpec]:
 
 @functools.lru_cache(maxsize=8)
 def _specs(directory: Path) -> tuple[tuple[str, CampaignSpec], ...]:
+    """The declarations in `directory`, read once per process."""
     found = [_read(path) for path in sorted(directory.glob(f"{PREFIX}*.yaml"))]
     return tuple((s.name, s) for s in sorted((s for s in found if s), key=lambda s: s.order))
 
