@@ -347,7 +347,7 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
     def score(rows: Mapping[str, Mapping[str, list[float]]], row: str) -> list[float]:
         return rows[row]["score"]
 
-    h1 = _result({H1.a: score(confirm, H1.a), H1.b: score(confirm, H1.b)}, paper)
+    h1 = _result({H1.a: score(confirm, H1.a), H1.b: score(confirm, H1.b)}, paper, H1)
     out |= _pair("confirm", h1)
     out["confirm.lower"] = f"{h1.bounds[0]:+.2f}"
     out["confirm.p"] = f"{h1.p_adj:.3g}"
@@ -355,7 +355,7 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
     out["confirm.co_max"] = f"{max(score(confirm, H1.b)):.2f}"
 
     # The first campaign's DR vs Crafter-only, within its family of 4 score claims.
-    first_dr = _result({H1.a: score(first, H1.a), H1.b: score(first, H1.b)}, paper)
+    first_dr = _result({H1.a: score(first, H1.a), H1.b: score(first, H1.b)}, paper, H1)
     out |= _pair("first", first_dr)
     assert first_dr.ours_a is not None and first_dr.ours_b is not None
     sd_a, sd_b = first_dr.ours_a.std, first_dr.ours_b.std
@@ -376,7 +376,7 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
         s = SampleStats.of(first[row][furnace], row)
         out[f"first.{key}"] = f"{s.mean:.1f} ± {s.std:.1f}%"
 
-    cross = _result({H1.a: score(confirm, H1.a), H1.b: score(first, H1.b)}, paper)
+    cross = _result({H1.a: score(confirm, H1.a), H1.b: score(first, H1.b)}, paper, H1)
     out["cross.diff"] = f"{_diff(cross):+.2f}"
     out["cross.bounds"] = f"[{cross.bounds[0]:+.2f}, {cross.bounds[1]:+.2f}]"
 
@@ -421,10 +421,8 @@ def _done(table: TableRecord, label: str) -> tuple:
 
 
 def _result(
-    values: Mapping[str, list[float]], paper: PaperNumbers, claim: CampaignClaim | None = None
+    values: Mapping[str, list[float]], paper: PaperNumbers, claim: CampaignClaim
 ) -> CampaignResult:
-    """`claim` (the confirm campaign's H1 when None) on `values`."""
-    claim = claim or primary(CONFIRM)
     return evaluate_campaign((claim,), {claim.metric: values}, {}, paper)[0]
 
 

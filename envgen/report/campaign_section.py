@@ -232,11 +232,8 @@ def _line(r: CampaignResult, notes: Notes, registered: bool) -> str:
         bounds = "" if math.isnan(low) else f" [{low:+.2f}, {high:+.2f}]"
         diff = f"{a.mean - b.mean:+.2f}{bounds}"
     scaled = "" if math.isnan(r.scaled_diff) else f"; scaled to our b: {r.scaled_diff:+.2f}"
-    context = (
-        "-"
-        if r.claim.paper is None
-        else f"{r.paper_diff:+.1f} ({r.claim.paper[0]} − {r.claim.paper[1]}){scaled}"
-    )
+    pair = r.claim.paper  # none: no paper difference to show
+    context = f"{r.paper_diff:+.1f} ({pair[0]} − {pair[1]}){scaled}" if pair else "-"
     verdict = r.verdict.split(";", 1)[0] if registered else r.verdict
     return (
         f"| {r.claim.name} | {_arm(a, r.planned[0])} | {_arm(b, r.planned[1])} | {diff} "
@@ -606,8 +603,7 @@ class Context:
     """Every campaign table given to the report, by table id."""
 
 
-Analysis = Callable[[TableRecord, CampaignResult, Context, Any], list[str]]
-ANALYSES: dict[str, Analysis] = {
+ANALYSES: dict[str, Callable[[TableRecord, CampaignResult, Context, Any], list[str]]] = {
     "baseline": lambda t, p, c, _: _baseline(t, c.first, p, c.paper),
     "pooled": lambda t, p, c, _: _pooled(t, c.first, p, c.paper),
     "per_achievement": lambda t, p, c, heading: _per_achievement(t, p, heading),

@@ -32,7 +32,7 @@ from envgen.stats.intervals import welch_interval
 from envgen.stats.paper_claims import Claim, PaperNumbers, assumed_population
 from envgen.stats.power import simulated_welch_power
 from envgen.stats.runs import SampleStats
-from envgen.stats.verdict import ALPHA
+from envgen.stats.verdict import ALPHA, PaperEffect
 
 NO_DIFFERENCE = "no difference detected"
 WORSE = "worse"
@@ -167,12 +167,10 @@ def _evaluate(
     by_row = runs.get(claim.metric, {})
     a, b = (_stats(by_row, label) for label in (claim.a, claim.b))
     nan = math.nan
-    pa = pb = None
-    paper_diff = nan
-    if claim.paper is not None:
-        pa, pb, effect = paper.effect(Claim(claim.name, *claim.paper, claim.metric))
-        assert effect.diff is not None
-        paper_diff = effect.diff
+    pa, pb, effect = (None, None, PaperEffect(nan)) if claim.paper is None else paper.effect(
+        Claim(claim.name, *claim.paper, claim.metric))  # fmt: skip
+    assert effect.diff is not None
+    paper_diff = effect.diff
     result = CampaignResult(
         claim, a, b, (planned.get(claim.a, 0), planned.get(claim.b, 0)), level, nan,
         (nan, nan), nan, paper_diff, nan, nan, NOT_ENOUGH, "",
