@@ -57,6 +57,7 @@ from envgen.stats.campaign_claims import (
     NO_DIFFERENCE,
     NOT_ENOUGH,
     WORSE,
+    CampaignClaim,
     evaluate_campaign,
     registered_sentence,
     rules_out,
@@ -674,6 +675,16 @@ def test_rules_out_names_a_reference_only_where_the_bound_lies_below_it():
         "rules out +1.00 or more: the paper's +5.8 and its +4.34 scaled to our baseline"
     )
     assert rules_out(5.8, 5.8, math.nan) == "rules out +5.80 or more: not the paper's +5.8"
+
+
+def test_a_claim_without_a_paper_pair_is_tested_with_no_paper_figure(paper):
+    """A campaign whose question the paper never asked names no paper pair: its claim is
+    tested as any other, with no paper difference, scaled gain or power beside it."""
+    claim = CampaignClaim("H1: biome-only > DR", "Biome only", "DR", better="better")
+    runs = {"score": {"Biome only": [10.0, 11.0, 12.0], "DR": [10.5, 11.5, 12.5]}}
+    (r,) = evaluate_campaign((claim,), runs, {"Biome only": 3, "DR": 3}, paper)
+    assert all(math.isnan(x) for x in (r.paper_diff, r.scaled_diff, r.power))
+    assert r.verdict == f"{NO_DIFFERENCE}; rules out {r.bounds[1]:+.2f} or more"
 
 
 def test_power_is_the_simulated_planning_figure(paper):
