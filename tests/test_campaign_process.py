@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from envgen.campaign import cli, process, run
-from envgen.campaign.registry import CAMPAIGNS, PROCESS_MARK, STATE_DIR
+from envgen.campaign.registry import PROCESS_MARK, STATE_DIR, campaigns
 from envgen.errors import EnvGenError
 
 REPO = Path(__file__).resolve().parents[1]
-CPU = CAMPAIGNS["cpu"]
+CPU = campaigns()["cpu"]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
 # A campaign process as `run` is: takes the lock, records itself, starts a worker whose
@@ -30,8 +30,8 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 HOLDER = """
 import subprocess, sys, time
 from envgen.campaign import process
-from envgen.campaign.registry import CAMPAIGNS
-c = CAMPAIGNS["cpu"]
+from envgen.campaign.registry import campaigns
+c = campaigns()["cpu"]
 fd = process.acquire(c)
 process.write_process(c, process.Process(__import__("os").getpid(), 2))
 sleep = [sys.executable, "-c", "import time; time.sleep(120)"]
@@ -142,7 +142,7 @@ def test_a_start_typed_in_a_subdirectory_meets_the_live_campaign_at_the_root(
     failing on a file it looks for beside it."""
     proc, _ = holder
     (tmp_path / CPU.table).parent.mkdir(parents=True)
-    (tmp_path / CPU.table).write_text("rows: []\n")
+    (tmp_path / CPU.table).write_text((REPO / CPU.table).read_text())  # its declaration
     (tmp_path / "results").mkdir()
     monkeypatch.chdir(tmp_path / "results")
     assert cli.main(["start", "cpu"]) == 1

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from envgen.campaign.registry import CAMPAIGNS
+from envgen.campaign.registry import campaigns
 from envgen.campaign.run import load_campaign
 from envgen.campaign.store import job_states
 from envgen.envs.crafter.config import CrafterConfig
@@ -34,7 +34,6 @@ from envgen.loop.world_designers import RandomDesigner, SFLDesigner, sample_worl
 from envgen.loop.world_diversity import diversity, run_cycles, sfl_choices
 from envgen.pipeline.job_status import results_versions
 from envgen.scoring import ACHIEVEMENTS
-from envgen.stats.campaign_claims import DOMAIN_RANDOMIZATION
 from tests.test_loop import TINY, TINY_PPO, stable
 
 K = len(ACHIEVEMENTS)  # 22
@@ -275,12 +274,13 @@ def test_killed_sfl_run_resumes_to_the_same_worlds(sfl_run: Path, tmp_path: Path
 def test_campaign_sfl_plans_both_arms_on_its_seeds_and_counts_sfl_training_steps(tmp_path):
     """`envgen campaign status sfl`'s progress is training steps: an SFL run's trainer
     stops 131,072 steps (its rollouts) before domain randomization's."""
-    campaign = CAMPAIGNS["sfl"]
+    campaign = campaigns()["sfl"]
     plan, _, _ = load_campaign(campaign.request(Path("params.yaml"), tmp_path))
     states = job_states(plan, tmp_path, results_versions(), False)
     totals = {(s.row, s.job.seed): s.total_steps for s in states}
     assert sorted({seed for _, seed in totals}) == list(range(36, 56))
-    assert {totals[("SFL: EnvGen schedule", 36)], totals[(DOMAIN_RANDOMIZATION, 36)]} == {
+    dr = "Domain randomization: EnvGen schedule"
+    assert {totals[("SFL: EnvGen schedule", 36)], totals[(dr, 36)]} == {
         1_960_000 - 131_072,
         1_960_000,
     }
@@ -337,7 +337,9 @@ def test_claims_md_gives_sfls_d2_and_d4_from_the_runs_files(sfl_run: Path):
     from envgen.report.campaign_section import _trained_worlds
     from envgen.report.inputs import RowRecord, RunRecord, TableRecord
     from envgen.scoring import ACHIEVEMENTS
-    from envgen.stats.campaign_claims import H1_SFL
+    from envgen.stats.campaign_spec import primary
+
+    H1_SFL = primary("campaign_sfl")
 
     run = RunRecord(
         seed=0,

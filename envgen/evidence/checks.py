@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen import json_input, yaml_input
-from envgen.campaign.registry import CAMPAIGNS
+from envgen.campaign.registry import campaigns
 from envgen.errors import ConfigError, EnvGenError
 from envgen.evidence import doc_numbers, doc_templates, docfigures, history
 from envgen.evidence.derive import accounting_difference, rederived
@@ -32,7 +32,7 @@ from envgen.report import claims_md, figures, tables
 from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import load_table, runs_json_files
 from envgen.results_version import RESULTS_VERSION, version_key
-from envgen.stats.campaign_claims import REGISTRATIONS
+from envgen.stats.campaign_spec import missing_words, words
 from envgen.store import MANIFEST, is_sealed, read_run_bytes, recorded_version, verify_run
 from envgen.store.manifest import CHECKPOINT_DIR
 from envgen.yaml_input import loads_mapping
@@ -450,9 +450,10 @@ def check_runs_unchanged(repo: Path = Path(".")) -> Check:
 
 def check_registrations_frozen(repo: Path = Path(".")) -> Check:
     """Each campaign registration's text above its Deviations is its first commit's, but
-    for changes its Deviations name."""
+    for changes its Deviations name, and holds the verdict words its campaign declares."""
     name = "registrations frozen"
-    documents = sorted({c.registration for c in CAMPAIGNS.values() if c.registration})
+    registered = [c for c in campaigns().values() if c.registration]
+    documents = sorted({c.registration for c in registered})
     missing = history.history_missing(repo)
     if missing:
         return Check(name, False, missing)
@@ -460,6 +461,11 @@ def check_registrations_frozen(repo: Path = Path(".")) -> Check:
         problems = history.frozen_registrations(documents, repo)
     except EnvGenError as exc:
         return Check(name, False, str(exc))
+    for c in (c for c in registered if (repo / c.registration).is_file()):
+        text = history.above_deviations((repo / c.registration).read_text(encoding="utf-8"))
+        phrase = missing_words(c, text)
+        if phrase is not None:
+            problems.append(f"{c.table}: its verdict words {phrase!r} are not in {c.registration}")
     if problems:
         return Check(name, False, problems[0])
     return Check(
@@ -476,7 +482,7 @@ def check_registrations(runs_files: Sequence[Path], repo: Path = Path(".")) -> l
 
     checks = []
     for path in runs_files:
-        registration = REGISTRATIONS.get(path.parent.name)
+        registration = words(path.parent.name)
         if registration is None:
             continue
         name = f"{path.parent.name} registration"

@@ -37,15 +37,8 @@ from envgen.evidence import doc_numbers, doc_templates
 from envgen.evidence.doc_templates import Problem
 from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import DONE, TableRecord, load_tables, runs_json_files
-from envgen.stats.campaign_claims import (
-    CAMPAIGN_CLAIMS,
-    H1,
-    H1_LLM15,
-    H1_SFL,
-    CampaignClaim,
-    CampaignResult,
-    evaluate_campaign,
-)
+from envgen.stats.campaign_claims import CampaignClaim, CampaignResult, evaluate_campaign
+from envgen.stats.campaign_spec import families, primary
 from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import PaperNumbers
 from envgen.stats.runs import SampleStats
@@ -133,19 +126,20 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
             out[f"row.{alias}"] = f"{s.mean:.2f} ± {s.std:.2f}"
     out |= _run_figures(runs_root)
     paper = PaperNumbers.load()
-    for name, table_id, claim in (("llm15", LLM15, H1_LLM15), ("sfl", SFL, H1_SFL)):
+    for name, table_id in (("llm15", LLM15), ("sfl", SFL)):
         if table_id in by_id and withheld_runs(by_id[table_id]) is None:
-            out |= _h1_figures(name, _rows(by_id[table_id]), claim, paper)
+            out |= _h1_figures(name, _rows(by_id[table_id]), primary(table_id), paper)
     if FIRST not in by_id or CONFIRM not in by_id:
         return out
     if withheld_runs(by_id[CONFIRM]) is not None:  # figures wait as the verdict does
         return out
     first, confirm = (_rows(by_id[t]) for t in (FIRST, CONFIRM))
+    H1 = primary(CONFIRM)  # the confirm campaign's registered H1
 
     def score(rows: Mapping[str, Mapping[str, list[float]]], row: str) -> list[float]:
         return rows[row]["score"]
 
-    h1 = _result({H1.a: score(confirm, H1.a), H1.b: score(confirm, H1.b)}, paper)
+    h1 = _result({H1.a: score(confirm, H1.a), H1.b: score(confirm, H1.b)}, paper, H1)
     out |= _pair("confirm", h1)
     out["confirm.lower"] = f"{h1.bounds[0]:+.2f}"
     out["confirm.p"] = f"{h1.p_adj:.3g}"
@@ -153,7 +147,7 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
     out["confirm.co_max"] = f"{max(score(confirm, H1.b)):.2f}"
 
     # The first campaign's DR vs Crafter-only, within its family of 4 score claims.
-    first_dr = _result({H1.a: score(first, H1.a), H1.b: score(first, H1.b)}, paper)
+    first_dr = _result({H1.a: score(first, H1.a), H1.b: score(first, H1.b)}, paper, H1)
     out |= _pair("first", first_dr)
     assert first_dr.ours_a is not None and first_dr.ours_b is not None
     sd_a, sd_b = first_dr.ours_a.std, first_dr.ours_b.std
@@ -174,7 +168,7 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
         s = SampleStats.of(first[row][furnace], row)
         out[f"first.{key}"] = f"{s.mean:.1f} ± {s.std:.1f}%"
 
-    cross = _result({H1.a: score(confirm, H1.a), H1.b: score(first, H1.b)}, paper)
+    cross = _result({H1.a: score(confirm, H1.a), H1.b: score(first, H1.b)}, paper, H1)
     out["cross.diff"] = f"{_diff(cross):+.2f}"
     out["cross.bounds"] = f"[{cross.bounds[0]:+.2f}, {cross.bounds[1]:+.2f}]"
 
@@ -219,7 +213,7 @@ def _done(table: TableRecord, label: str) -> tuple:
 
 
 def _result(
-    values: Mapping[str, list[float]], paper: PaperNumbers, claim: CampaignClaim = H1
+    values: Mapping[str, list[float]], paper: PaperNumbers, claim: CampaignClaim
 ) -> CampaignResult:
     return evaluate_campaign((claim,), {claim.metric: values}, {}, paper)[0]
 
@@ -227,7 +221,7 @@ def _result(
 def _family(table: TableRecord, paper: PaperNumbers) -> dict[str, CampaignResult]:
     """The first campaign's family of score claims, by claim name."""
 
-    claims = CAMPAIGN_CLAIMS[FIRST]
+    claims = families(FIRST)[0].claims
     rows = _rows(table)
     runs = {"score": {row: m["score"] for row, m in rows.items()}}
     results = evaluate_campaign(claims, runs, {}, paper)
@@ -255,8 +249,9 @@ def _audit(first: TableRecord, confirm: TableRecord, runs_root: Path) -> dict[st
     """Issue 40's audit of the confirm campaign's Crafter-only runs: by CPU vector unit,
     by resumes, against machine load, against the first campaign's runs."""
 
-    (ours,) = [r for r in confirm.rows if r.row == H1.b]
-    (earlier,) = [r for r in first.rows if r.row == H1.b]
+    crafter_only = primary(CONFIRM).b
+    (ours,) = [r for r in confirm.rows if r.row == crafter_only]
+    (earlier,) = [r for r in first.rows if r.row == crafter_only]
     out: dict[str, str] = {}
     by_isa: dict[str, list[float]] = {}
     resumed: dict[bool, list[float]] = {}

@@ -24,7 +24,7 @@ from envgen.pipeline.profile import Profile
 
 TRAIN, RANDOM, REPORTED_ONLY = "train", "random", "reported_only"
 ROW_KEYS = ("row", "run", "random_policy", "reported_as")
-TABLE_KEYS = ("table", "caption", "rows", "reported_only")
+TABLE_KEYS = ("table", "caption", "rows", "reported_only", "campaign")  # campaign: campaign_spec
 
 
 @dataclasses.dataclass(frozen=True)

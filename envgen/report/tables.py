@@ -39,7 +39,8 @@ from envgen.report.inputs import (
     profile_of,
     report_main,
 )
-from envgen.stats.campaign_claims import REGISTRATIONS, WITHHELD
+from envgen.stats.campaign_claims import WITHHELD
+from envgen.stats.campaign_spec import words
 from envgen.stats.paper import load_reported
 from envgen.stats.summary import summarize_row
 
@@ -213,7 +214,7 @@ def write_tables(tables: Sequence[TableRecord], out_dir: Path, metrics_path: Pat
         withheld = withheld_runs(table)
         if withheld is not None:  # a registered campaign in progress: no scores yet
             md = out_dir / f"{table.table}.md"
-            registration = REGISTRATIONS[table.table].document
+            registration = words(table.table).document
             md.write_text(
                 f"{table.table}: {table.caption}.\n\n**{WITHHELD}: {withheld}** "
                 f"({registration}): its rows, scores and figures appear when every planned "
