@@ -23,6 +23,7 @@ from envgen.envs.crafter.config import CrafterConfig
 from envgen.envs.vector import workers_variable
 from envgen.errors import ConfigError
 from envgen.input_checks import whole_number
+from envgen.store.run_dir import RunDir
 
 DESCRIPTION = """\
 Train the paper's PPO agent (Table 9 hyper-parameters) in stock Crafter, or with
@@ -103,7 +104,7 @@ def check_out_dir(out: Path, resume: bool) -> None:
     (its logs would be appended to)."""
     if out.exists() and not out.is_dir():
         raise ConfigError("--out", f"{out} is a file; give a run directory (new or to resume)")
-    if not resume and (out / "episodes.jsonl").exists():
+    if not resume and RunDir(out).episodes.exists():
         raise ConfigError(
             "--out", f"{out} holds a run; pass --resume to continue it, or give a new directory"
         )
@@ -138,9 +139,9 @@ def run(args: argparse.Namespace) -> int:
             trainer.checkpoint()
     finally:
         trainer.close()
-    episodes = read_jsonl(args.out / "episodes.jsonl")
+    episodes = read_jsonl(RunDir(args.out).episodes)
     summary = training_window(episodes, args.score_window) if episodes else {"episodes": 0}
     summary["steps"] = trainer.global_step
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    RunDir(args.out).summary.write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps({k: v for k, v in summary.items() if k != "success_rates"}))
     return 0

@@ -50,9 +50,10 @@ from envgen.envs.mixture import env_seed
 from envgen.envs.plain import mixture_from_plain, mixture_to_plain
 from envgen.envs.vector import CrafterVecEnv, default_num_workers, usable_cores
 from envgen.errors import ConfigError, EnvGenError
-from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
+from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT, PREVIOUS_CHECKPOINT
+from envgen.store.run_dir import RunDir
 
-PREVIOUS = "previous.pt"
+PREVIOUS = PREVIOUS_CHECKPOINT.name
 # (configs, seeds of every env, envs per seed, weights) -> vec env of W * N envs
 CohortEnvFactory = Callable[[Sequence[Any], Sequence[int], int, Sequence[float] | None], Any]
 
@@ -151,8 +152,8 @@ class CohortTrainer(RolloutLoop):
         self.counters = Counters()
         self.mixture: tuple[tuple[Any, ...], tuple[float, ...] | None] | None = None
         self._saved_env: list[dict[str, Any]] | None = None
-        self.episodes = [JsonlLog(d / "episodes.jsonl") for d in self.run_dirs]
-        self.metrics = [JsonlLog(d / "metrics.jsonl") for d in self.run_dirs]
+        self.episodes = [JsonlLog(RunDir(d).episodes) for d in self.run_dirs]
+        self.metrics = [JsonlLog(RunDir(d).metrics) for d in self.run_dirs]
         self.metrics_logs = self.metrics
 
     @property

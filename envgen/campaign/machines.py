@@ -20,13 +20,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.campaign.store import is_finished, row_jobs, version_of
+from envgen.campaign.progress import is_finished, row_jobs, version_of
 from envgen.errors import EnvGenError
 from envgen.numerics import NATIVE
 from envgen.pipeline.job_status import job_dir
 from envgen.pipeline.plan import TablePlan
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 from envgen.store.provenance import UNKNOWN, read_provenance
+from envgen.store.run_dir import RunDir
 from envgen.yaml_input import YAMLInputError
 from envgen.yaml_input import read as read_yaml
 
@@ -64,7 +65,7 @@ def run_numerics(run_dir: Path) -> str:
     """run.yaml's `cpu_numerics` ("native" when absent: the field is written only when
     portable); "unknown" when run.yaml cannot be read."""
     try:
-        config = read_yaml(run_dir / "run.yaml")
+        config = read_yaml(RunDir(run_dir).config)
     except YAMLInputError:
         return UNKNOWN
     return str(config.get("cpu_numerics", NATIVE)) if isinstance(config, dict) else UNKNOWN

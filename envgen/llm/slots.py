@@ -19,9 +19,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from envgen.errors import CacheMissError
+from envgen.store.run_dir import RunDir
 
 # One feedback line as every game's adaptation prompt writes it (envgen/llm/crafter.py,
 # heist.py): "- <skill>: <mean>% +/- <std>%".
@@ -43,7 +45,7 @@ def slot_id(run: str, label: str) -> str:
 
 def run_id(config_hash: str, seed: int) -> str:
     """A run's experiment identity and seed, as slots and run directories name it."""
-    return f"{config_hash}/seed-{seed}"
+    return RunDir.of(Path(), config_hash, seed).run_id
 
 
 def feedback_numbers(text: str) -> list[float]:

@@ -35,10 +35,10 @@ from envgen.llm.client import (
 )
 from envgen.llm.server import running_backend
 from envgen.loop.config import RunConfig, check_scored_phase
-from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.runner import RunOptions, execute_run
-from envgen.store.provenance import PROVENANCE, read_provenance
+from envgen.store.provenance import read_provenance
 from envgen.store.provenance import summary as provenance_summary
+from envgen.store.run_dir import RunDir, read_json
 
 DESCRIPTION = """\
 Run one row of a table for one seed: EnvGen (generate -> train in the LLM environments
@@ -172,7 +172,8 @@ def main(args: argparse.Namespace) -> int:
         config = checked_config(args.config, args.adjust_config)
         # a file where the run's folder goes: one line now, not a traceback at mkdir
         writable_dir(
-            RunPaths.of(args.runs_root, config, args.seed).root, "the run under --runs-root"
+            RunDir.of(args.runs_root, config.config_hash(), args.seed).root,
+            "the run under --runs-root",
         )
         numerics.reexec(config.cpu_numerics)  # the variables act as numpy and torch load
         if args.workers is None and config.game == "crafter":
@@ -199,10 +200,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"envgen run: {exc}")
         return 1
     try:
-        metrics = read_json(root / "final_metrics.json")
+        metrics = read_json(RunDir(root).final_metrics)
     except EnvGenError as exc:
         print(f"envgen run: {exc}")
         return 1
     print(f"{root}: score {metrics['score']:.2f}%, reward {metrics['reward']:.2f}")
-    print(f"provenance: {provenance_summary(read_provenance(root), root / PROVENANCE)}")
+    print(f"provenance: {provenance_summary(read_provenance(root), RunDir(root).provenance)}")
     return 0

@@ -20,8 +20,8 @@ from envgen.llm.accounting import Ledger, write_accounting
 from envgen.llm.cache import CachedLLM
 from envgen.llm.request import ChatRequest, ChatResponse, record_key, request_record
 from envgen.loop.config import RunConfig
-from envgen.loop.paths import RunPaths
 from envgen.loop.world_designers import Designer
+from envgen.store.run_dir import RunDir
 
 
 def with_world_rules(config: Any, rules: str) -> Any:
@@ -83,7 +83,7 @@ class Run:
 
     config: RunConfig
     seed: int
-    paths: RunPaths
+    paths: RunDir
     trainer: Trainer
     options: RunOptions
     llm: CallLog | None

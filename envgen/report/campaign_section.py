@@ -22,7 +22,6 @@ import numpy as np
 
 from envgen.errors import EnvGenError
 from envgen.llm.cache import DEFAULT_CACHE_DIR
-from envgen.loop.paths import read_json
 from envgen.loop.world_diversity import diversity, dr_expectation, run_cycles, sfl_choices
 from envgen.report.inputs import DONE, TableRecord
 from envgen.report.notes import Notes
@@ -45,6 +44,7 @@ from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import Claim, PaperNumbers
 from envgen.stats.runs import SampleStats
 from envgen.stats.verdict import ALPHA
+from envgen.store.run_dir import RunDir, read_json
 
 CAMPAIGN_SECTION = "Campaigns"
 WHAT = {
@@ -563,7 +563,7 @@ def _budget(table: TableRecord) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for row in done:
-        finals = [read_json(run.run_dir / "final_metrics.json") for run in row.runs]
+        finals = [read_json(RunDir(run.run_dir).final_metrics) for run in row.runs]
         trained = [f["global_steps"] for f in finals]
         curation = [f["curation_steps"] for f in finals if "curation_steps" in f]
         total = [f.get("env_steps", f["global_steps"]) for f in finals]
