@@ -80,7 +80,7 @@ class GameSpec:
     vec_env_factory: Callable[[int | None], EnvFactory]
     """(workers) -> the trainer's vec-env factory; workers never change results."""
     episode_record: EpisodeRecord
-    """(episode info, global step, phase) -> the episodes.jsonl line."""
+    """(episode info, global step, phase) -> the episode log's line."""
     summarize: Summarize
     """Logged episodes -> summary whose "score" is the game's table number (percent)."""
     evaluate: Evaluate

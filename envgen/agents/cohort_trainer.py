@@ -1,11 +1,11 @@
 """`CohortTrainer`: W runs of one config, one seed each, trained as a cohort
 (`envgen.agents.cohort`), each writing its own run directory as a run alone would.
 
-What a run alone's `Trainer` does per run, this does per seed: `episodes.jsonl` and
-`metrics.jsonl` in the seed's directory, its counters, and a checkpoint in its
-`checkpoints/` (the same keys, plus `cohort`: the size W and the seeds' step). The
-slices of one checkpoint are written one seed after another; each seed keeps its
-previous slice (`previous.pt`) until all the new ones are in, so a kill between two
+What a run alone's `Trainer` does per run, this does per seed: the episode and metrics
+logs in the seed's directory (`envgen.store.run_dir.RunDir`), its counters, and a
+checkpoint (the same keys, plus `cohort`: the size W and the seeds' step). The slices of
+one checkpoint are written one seed after another; each seed keeps its previous slice
+(`PREVIOUS`) until all the new ones are in, so a kill between two
 slices leaves a step that every seed has, and `resume` takes the newest such step.
 A slice resumes in any slot of a cohort of the same W.
 

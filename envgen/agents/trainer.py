@@ -49,7 +49,7 @@ from envgen.store.run_dir import RunDir
 
 # (configs, num_envs, seed, weights) -> vec env
 EnvFactory = Callable[[Sequence[Any], int, int, Sequence[float] | None], ppo.VecEnv]
-# (vec env's episode info, global step, phase) -> the episodes.jsonl line
+# (vec env's episode info, global step, phase) -> the episode log's line
 EpisodeRecord = Callable[[Mapping[str, Any], int, str], dict[str, Any]]
 # logged episodes -> summary with the game's "score" (percent)
 Summarize = Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]

@@ -72,7 +72,7 @@ class JobState:
     committed: bool | None = None
     """Whether a finished run is committed to git; None when not asked or not finished."""
     provenance: str | None = None
-    """One line of the run's provenance.json (machine, sessions, commit); None without."""
+    """One line of the run's provenance (machine, sessions, commit); None without."""
     problem: str | None = None
     """Why a damaged run's files cannot be read (its file and field)."""
 
@@ -202,7 +202,7 @@ def checkpoint_step(run_dir: Path) -> int:
 
 
 def finished_numbers(path: Path) -> tuple[int, float | None, float]:
-    """(global_steps, wall_s or None, score) of a finished run's final_metrics.json; an
+    """(global_steps, wall_s or None, score) of a finished run's final metrics; an
     `EnvGenError` naming the file and field when one has the wrong type."""
     final = read_json(path)
     if not isinstance(final, dict):

@@ -95,7 +95,7 @@ def check_cache(cache_dir: Path = CACHE_DIR) -> Check:
 
 # --- 2. the run store ------------------------------------------------------------------------
 def rederived_final_metrics(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
-    """The numbers of a run's final_metrics.json (`final`) that its logs determine, from
+    """The numbers of a run's final metrics (`final`) that its logs determine, from
     the logs (`envgen.evidence.derive`)."""
 
     return rederived(run_dir, final)
@@ -198,7 +198,7 @@ def check_run_store(
             return Check(
                 "run store",
                 False,
-                f"{run_dir}/final_metrics.json: {key} is {recorded.get(key)!r}, its logs give "
+                f"{RunDir(run_dir).final_metrics}: {key} is {recorded.get(key)!r}, its logs give "
                 f"{derived.get(key)!r}",
             )
         over = over_budget(run_dir, final)  # logs and metrics agree: is the run its size?
@@ -391,7 +391,7 @@ def over_budget(run_dir: Path, final: dict[str, Any]) -> str | None:
     steps = final.get("env_steps", final.get("global_steps"))
     if isinstance(steps, int) and steps > allowed:
         return (
-            f"{run_dir}/final_metrics.json: {steps:,} env steps, above the {allowed:,} its "
+            f"{RunDir(run_dir).final_metrics}: {steps:,} env steps, above the {allowed:,} its "
             f"config allows ({config.total_steps:,} and a rollout of rounding per phase)"
         )
     return None

@@ -62,7 +62,7 @@ class Committed:
 
     run_dir: Path
     config: dict[str, Any]
-    """run.yaml without `seed` and `config_hash`: the file `envgen run` takes."""
+    """The run's config without `seed` and `config_hash`: the file `envgen run` takes."""
     seed: int
     device: str
     torch_threads: int
@@ -87,7 +87,7 @@ def committed_run(run_dir: Path) -> Committed:
             "results/runs/<config-hash>/seed-<K>",
         )
     refuse_links(run_dir)  # a linked folder reruns another run than the one named
-    try:  # the bounded reader: a deep or huge run.yaml is one line, not a traceback
+    try:  # the bounded reader: a deep or huge config is one line, not a traceback
         data = yaml_input.loads(read_run_bytes(path), path)
     except yaml_input.YAMLInputError as exc:
         raise EnvGenError(str(exc)) from None

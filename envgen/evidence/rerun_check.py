@@ -7,7 +7,7 @@ For each run (named, or `--sample` K drawn per row of each campaign's runs.json 
 explicit `--sample-seed`), one at a time: retrain its first `--updates` PPO updates here
 from the run's own config, seed, device and kernel settings (`envgen.evidence.rerun`, with one
 torch thread unless `--torch-threads` says otherwise), then compare the retrained
-metrics.jsonl update by update (losses, counts; throughput aside) and episodes.jsonl
+metrics log update by update (losses, counts; throughput aside) and episode log
 episode by episode with the committed logs. One line per run: "bit-identical through
 update U" or "first differs at update U, metric M (committed X, here Y), episode E",
 with this machine's CPU beside the one the run's provenance records. `--json` writes the

@@ -1,6 +1,6 @@
 """Finished runs in and out of a machine that returns at most a few small files.
 
-`pack_runs` puts the sealed runs of a run store (`manifest.json` written: a run that
+`pack_runs` puts the sealed runs of a run store (the manifest written: a run that
 finished and was checked) into `runs-NN.tar.gz` files of at most `max_bytes`, at most
 `max_files` of them per call, each run whole: its manifest and the files it lists,
 nothing else (no checkpoints, no temporary files). A run with final metrics but no

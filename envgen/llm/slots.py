@@ -137,7 +137,7 @@ def _mismatch(slot: str, where: str, recorded: Any, now: Any) -> SlotMismatchErr
 
 
 def summarize_calls(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A run's replay summary from its llm_calls.json entries (see `CallLog`).
+    """A run's replay summary from its LLM call log's entries (see `CallLog`).
 
     {"calls", "exact", "slot", "live", "feedback_calls", "differing", "max_drift",
     "mean_drift"}: drift in success-rate points over the calls that carried feedback

@@ -3,7 +3,7 @@
 The method is `original_only` (every phase in the original game, one mixture from start
 to end: `RunConfig.cohort_eligible`), so the cohort walks `runner.run_original_only`'s
 schedule: pretraining, then the scored final phase. Each seed ends as a run alone ends:
-its `final_metrics.json` (the same fields, `runner.crafter_final_metrics`), its
+its final metrics (the same fields, `runner.crafter_final_metrics`), its
 provenance (with the cohort's size, the seed's slot and its neighbours, and the number
 of groups of a pipelined cohort), sealed. The run store, verify, rerun and the report
 therefore see ordinary runs; the cohort's size and grouping are in each run's config

@@ -70,7 +70,7 @@ def rank_by_validation_agents(run: Run, pool: list[CrafterConfig]) -> list[int]:
     """Pool indices sorted by a fresh validation agent's Crafter score, highest first.
 
     Each agent trains `validation_steps` in one environment and is scored over the
-    episodes it finished; scores are kept in validation.json as they come, so a
+    episodes it finished; scores are kept in the run's validation file as they come, so a
     resumed run trains only the agents it has not scored yet.
     """
     path = run.paths.validation

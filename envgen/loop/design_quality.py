@@ -167,8 +167,8 @@ def measure_groups(
 
 
 def run_keys(run_dirs: Sequence[Path]) -> set[str]:
-    """The cache keys of the calls the runs under `run_dirs` made (each run's
-    llm_calls.json; a config directory stands for all its seeds)."""
+    """The cache keys of the calls the runs under `run_dirs` made (each run's LLM call
+    log; a config directory stands for all its seeds)."""
     keys: set[str] = set()
     for root in run_dirs:
         runs = [RunDir(root), *RunDir.seeds_of(root)]

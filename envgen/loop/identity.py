@@ -1,4 +1,4 @@
-"""A run's identity, the part that needs configs: run.yaml hashes to its folder's name.
+"""A run's identity, the part that needs configs: its config hashes to its folder's name.
 
 The rest of the check (links refused, final metrics and provenance against the folder)
 is the store's (`envgen.store.identity`). `check_identity` is called wherever a run is
@@ -24,7 +24,7 @@ def check_identity(run_dir: Path) -> None:
 
 
 def _config(run: RunDir) -> RunConfig:
-    """run.yaml's config, checked against the folder's hash and seed."""
+    """The run's config (`RunDir.config`), checked against the folder's hash and seed."""
     path = run.config
     if path.is_dir():
         raise RunIdentityError(f"{path}: a directory, not a run config; {FIX}")

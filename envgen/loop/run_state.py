@@ -114,7 +114,7 @@ class Run:
         )
 
     def save_llm_calls(self) -> None:
-        """llm_calls.json and llm_accounting.json; a non-LLM designer's are empty/zero."""
+        """The LLM call log and accounting; a non-LLM designer's are empty/zero."""
         if self.llm is not None:
             write_json_atomic(self.paths.llm_calls, self.llm.calls)
             write_accounting(self.llm.llm.ledger, self.paths.llm_accounting)

@@ -12,7 +12,7 @@ game-specific comes from the game's entry in `envgen.games`.
 
 Every phase ends at an absolute global step, so a resumed run (trainer checkpoint +
 the per-cycle files written so far + LLM replies replayed from the cache) walks the
-same schedule and skips what is done. `final_metrics.json` is written when training
+same schedule and skips what is done. The final metrics are written when training
 ends, then the run is sealed (`envgen.store`: provenance closed, logs gzipped, manifest
 written last).
 """
@@ -122,8 +122,8 @@ def ask_designer(run: Run, cycle: int, stats: dict[str, tuple[float, float]] | N
 
 def curation_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> RolloutOutcome:
     """The current policy rolled out on SFL's or PLR's candidates of `cycle` (once: a
-    resumed run reads cycles/cycle-NN/sfl_rollouts.json or plr_rollouts.json, since its
-    policy has moved on since).
+    resumed run reads the cycle's rollout file (`CycleDir.rollouts`), since its policy has
+    moved on since).
 
     `sfl_rollout_envs` (`plr_rollout_envs`) envs per candidate play `sfl_rollout_steps`
     (`plr_rollout_steps`) steps each in the world as it is played (`llm_world_rules`),
@@ -344,7 +344,7 @@ def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
 
     The paper's Heist score is the success over 100 test episodes per seed (docs/paper.md,
     "Agent and training protocol"); here `eval_episodes` per run, levels and action noise
-    from the run seed. The test episodes are kept in test_episodes.jsonl.
+    from the run seed. The test episodes are kept in `RunDir.test_episodes`.
     """
     records = play_test_episodes(
         run.trainer.model,
@@ -379,7 +379,7 @@ def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
     }
 
 
-# Explicit registry: RunConfig.game -> its final metrics (final_metrics.json).
+# Explicit registry: RunConfig.game -> its final metrics (`RunDir.final_metrics`).
 FINAL_METRICS: dict[str, Callable[[Run, float], dict[str, Any]]] = {
     "crafter": crafter_final_metrics,
     "heist": heist_final_metrics,

@@ -1,6 +1,6 @@
 """How diverse the worlds are that runs trained on (docs/campaign_sfl.md, D2).
 
-Read from each run's cycles/cycle-NN/environments.json, fixed before the campaign's
+Read from each run's cycles' worlds (`CycleDir.environments`), fixed before the campaign's
 runs: distinct worlds (a world is its environment and inventory settings, as
 `envgen.llm.parse.settings_key` compares them), the coverage of each knob (the share of
 worlds at each value of each environment setting; per inventory item the mean starting

@@ -3,8 +3,8 @@
 Episodes are played in stock `crafter.Env` (the original game, length 10000) with its
 chunk order made deterministic (`envgen.envs.crafter.determinism`: stock Crafter's
 set-ordered chunks diverge run to run) and actions from a seeded generator. The run
-directory holds them in crafter's stats.jsonl schema and a `final_metrics.json`
-shaped like a trained run's.
+directory holds them in crafter's stats.jsonl schema and final metrics shaped like a
+trained run's.
 """
 
 from __future__ import annotations

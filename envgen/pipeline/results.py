@@ -26,7 +26,7 @@ from envgen.pipeline.profile import Profile
 from envgen.store.provenance import machine_label, read_provenance
 from envgen.store.run_dir import RunDir, read_json
 
-# final_metrics.json keys every run entry copies: "score" is the game's table number
+# The final metrics' keys every run entry copies: "score" is the game's table number
 # (Crafter score %, Heist success rate %), "reward" its mean episode return.
 RUN_KEYS = ("score", "reward", "llm_calls", "global_steps")
 # ... and those of one game: Crafter's per-achievement numbers (Figures 4, 5), Heist's

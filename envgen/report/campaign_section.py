@@ -44,7 +44,8 @@ from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import Claim, PaperNumbers
 from envgen.stats.runs import SampleStats
 from envgen.stats.verdict import ALPHA
-from envgen.store.run_dir import RunDir, read_json
+from envgen.store.provenance import PROVENANCE
+from envgen.store.run_dir import FINAL_METRICS, RunDir, read_json
 
 CAMPAIGN_SECTION = "Campaigns"
 WHAT = {
@@ -138,7 +139,7 @@ def _campaign(
         *head,
         f"Profile `{table.profile}`; {count}. Rows, runs and "
         f"every achievement's rates: results/tables/{table.table}.md. Trained on "
-        f"(provenance.json): {table.machines()}. {reproduction_sentence(table.table)}"
+        f"({PROVENANCE}): {table.machines()}. {reproduction_sentence(table.table)}"
         + MACHINE_NOTES.get(table.table, "")
         + (
             f" Registered in {registration.document} before any of its runs (its first "
@@ -546,7 +547,7 @@ def _sfl_choice(choices: Sequence[Sequence[Mapping[str, float]]]) -> list[str]:
 
 
 def _budget(table: TableRecord) -> list[str]:
-    """sfl's D4: the env steps each arm took, from each run's own final_metrics.json
+    """sfl's D4: the env steps each arm took, from each run's own final metrics
     (SFL's rollouts in `curation_steps`, counted in `env_steps`; a run without rollouts
     records neither, and its `global_steps` are its env steps). No score enters it."""
     head = ["#### D4, descriptive: the budget", ""]
@@ -555,7 +556,7 @@ def _budget(table: TableRecord) -> list[str]:
         return [*head, "No run yet."]
     lines = [
         *head,
-        "Per arm, over its runs' final_metrics.json (one value when every run has it, else "
+        f"Per arm, over its runs' {FINAL_METRICS} (one value when every run has it, else "
         "the range):",
         "",
         "| Arm | Runs | Trained (global_steps) | Rollouts (curation_steps) "

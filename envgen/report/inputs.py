@@ -328,10 +328,10 @@ def read_episodes(run_dir: Path) -> list[dict[str, Any]]:
 
 def read_run_config(run_dir: Path) -> dict[str, Any]:
     """A run's config (its RunConfig fields, seed and hash)."""
-    path = RunDir(run_dir).config
-    if not path.is_file():
-        raise ReportInputError(str(path), "missing; the run is not finished or was moved")
-    return yaml.safe_load(read_run_bytes(path))
+    run = RunDir(run_dir)
+    if not run.config.is_file():
+        raise ReportInputError(str(run.config), "missing; the run is not finished or was moved")
+    return run.read_config()
 
 
 @dataclasses.dataclass(frozen=True)

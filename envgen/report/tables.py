@@ -42,6 +42,7 @@ from envgen.report.inputs import (
 from envgen.stats.campaign_claims import REGISTRATIONS, WITHHELD
 from envgen.stats.paper import load_reported
 from envgen.stats.summary import summarize_row
+from envgen.store.provenance import PROVENANCE
 
 METRICS = ("score", "reward")
 SCORE_NAMES = {"crafter": "Score %", "heist": "Success %"}  # the paper's column names
@@ -162,7 +163,7 @@ def to_markdown(table: TableRecord, frame: pd.DataFrame) -> str:
             + " |"
         )
     if table.n_runs:
-        lines += ["", f"Trained on (provenance.json): {table.machines()}."]
+        lines += ["", f"Trained on ({PROVENANCE}): {table.machines()}."]
     lines += replay.row_lines(table)
     return "\n".join(lines) + "\n"
 

@@ -1,17 +1,14 @@
-"""A run's identity: its folder names the run its own files describe.
+"""A run's identity: its folder (`<config-hash>/seed-<K>`, where a table looks it up)
+names the run its own files describe: its config (checked by `envgen.loop.identity`,
+which knows configs), its final metrics (hash, seed, method, game) and its provenance
+(game). A random-policy run (`random-<N>ep/seed-<K>`) has no config; its final metrics
+say method "random", seed K and N episodes.
 
-`<runs_root>/<config-hash>/seed-<K>/` is where a table looks a run up, so the folder's
-name is the run's identity, and a run's files must agree with it: run.yaml's config
-hashes to the folder's hash and holds seed K (checked by `envgen.loop.identity`, which
-knows configs), the final metrics name the same hash, seed and method (and game), the
-provenance the same game. A random-policy run (`random-<N>ep/seed-<K>`) has no run.yaml;
-its final metrics say method "random", seed K and N episodes.
-
-Why: a manifest vouches for a run's bytes, not for where the run lies. A run copied or
-imported into another run's folder (the domain-randomization seed-19 run in the
-Crafter-only seed-19 folder) passes every manifest check and counts in both arms of a
-comparison. Symbolic links are refused for the same reason: a linked folder or file
-makes one run appear in two places, or a file outside the store appear inside it.
+Why: a manifest vouches for a run's bytes, not for where the run lies. A run copied into
+another run's folder (the domain-randomization seed-19 run in the Crafter-only seed-19
+folder) passes every manifest check and counts in both arms of a comparison. Symbolic
+links are refused for the same reason: one run would appear in two places, or a file
+outside the store inside it.
 """
 
 from __future__ import annotations
@@ -25,8 +22,6 @@ from envgen import json_input
 from envgen.store.manifest import read_run_bytes
 from envgen.store.provenance import read_provenance
 from envgen.store.run_dir import FIX, RunDir, RunIdentityError
-
-__all__ = ["FIX", "RunIdentityError", "check_folder", "refuse_links"]
 
 
 def refuse_links(run_dir: Path) -> None:

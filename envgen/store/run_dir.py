@@ -36,6 +36,7 @@ from envgen.store.provenance import PROVENANCE
 SEED_DIR = re.compile(r"seed-(0|[1-9][0-9]{0,8})")
 RANDOM_DIR = re.compile(r"random-([1-9][0-9]{0,8})ep")
 METRICS_LOG, EPISODES_LOG = "metrics.jsonl", "episodes.jsonl"  # the trainer's two logs
+FINAL_METRICS, LLM_ACCOUNTING = "final_metrics.json", "llm_accounting.json"  # in CLAIMS.md
 NOT_CONFIG = ("seed", "config_hash")  # run.yaml's record of the run, not config fields
 FIX = "restore it from git (git checkout -- PATH) or remove it and train it again"
 
@@ -122,12 +123,12 @@ class RunDir:
         return f"{self.config_hash}/{self.root.name}"
 
     config = _file("run.yaml", "The run's protocol: its config fields, seed and hash.")
-    final_metrics = _file("final_metrics.json", "Written when training ends.")
+    final_metrics = _file(FINAL_METRICS, "Written when training ends.")
     episodes = _file(EPISODES_LOG, "One line per training episode (crafter's schema).")
     metrics = _file(METRICS_LOG, "One line per PPO update.")
     test_episodes = _file("test_episodes.jsonl", "Heist's test episodes of the final agent.")
     llm_calls = _file("llm_calls.json", "Every LLM call, in order, with how it was served.")
-    llm_accounting = _file("llm_accounting.json", "The LLM calls' tokens and cost.")
+    llm_accounting = _file(LLM_ACCOUNTING, "The LLM calls' tokens and cost.")
     validation = _file("validation.json", "The easy-to-hard curriculum's validation ranking.")
     validation_agents = _file("validation", "The validation agents' own directories.")
     provenance = _file(PROVENANCE, "Machine, software and sessions (envgen.store.provenance).")
