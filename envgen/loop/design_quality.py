@@ -174,7 +174,8 @@ def run_keys(run_dirs: Sequence[Path]) -> set[str]:
         runs = [RunDir(root), *RunDir.seeds_of(root)]
         files = [r.llm_calls for r in runs if r.llm_calls.is_file()]
         if not files:
-            raise EnvGenError(f"{root}: no run's LLM calls here or in its seed-* folders")
+            name = RunDir(root).llm_calls.name
+            raise EnvGenError(f"{root}: no {name} here or in its seed-* folders")
         for path in files:
             calls = read_json(path)
             if not isinstance(calls, list):
