@@ -217,7 +217,7 @@ def _stage(archive: Path, dest: Path) -> list[tuple[Path, PurePosixPath]]:
         raise EnvGenError(
             f"{printable(archive)}: cannot unpack ({printable(exc)}); nothing imported"
         ) from None
-    runs = sorted(Path(dest, "runs").glob("*/seed-*"))
+    runs = [run.root for run in RunDir.under(Path(dest, "runs"))]
     return [(run, PurePosixPath(run.relative_to(Path(dest, "runs")).as_posix())) for run in runs]
 
 
