@@ -39,7 +39,6 @@ from typing import Any
 
 import yaml
 
-from envgen import yaml_input
 from envgen.agents.runlog import read_jsonl, read_jsonl_written
 from envgen.errors import ConfigError, EnvGenError
 from envgen.loop.config import RunConfig
@@ -87,11 +86,8 @@ def committed_run(run_dir: Path) -> Committed:
             "results/runs/<config-hash>/seed-<K>",
         )
     refuse_links(run_dir)  # a linked folder reruns another run than the one named
-    try:  # the bounded reader: a deep or huge config is one line, not a traceback
-        data = yaml_input.loads(read_run_bytes(path), path)
-    except yaml_input.YAMLInputError as exc:
-        raise EnvGenError(str(exc)) from None
-    if not isinstance(data, dict) or not isinstance(data.get("seed"), int):
+    data = run.read_config()  # bounded: a deep or huge config is one line, not a traceback
+    if not isinstance(data.get("seed"), int):
         raise EnvGenError(f"{path}: no integer 'seed'; is this a run's {path.name}?")
     config = {k: v for k, v in data.items() if k not in NOT_CONFIG}
     recorded = data.get("config_hash")
@@ -324,7 +320,7 @@ def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
         config = work / "config.yaml"
         config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
         runs_root = work / "runs"
-        here = runs_root / run_dir.parent.name / run_dir.name
+        here = runs_root / RunDir(run_dir).run_id
         if here.exists():
             raise EnvGenError(f"{here} exists: give --keep an empty directory")
         command = rerun_command(run, config, runs_root, args)

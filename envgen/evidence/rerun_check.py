@@ -185,7 +185,7 @@ def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
         work = Path(tmp)
         config = work / "config.yaml"
         config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
-        here = work / "runs" / run_dir.parent.name / run_dir.name
+        here = work / "runs" / RunDir(run_dir).run_id
         command = rerun.rerun_command(run, config, work / "runs", args)
         updates = None if args.full else args.updates
         finished, elapsed, code = rerun.retrain(
