@@ -4,8 +4,12 @@ it back, and is the only code that spells a run file's name."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
+import pytest
+
+from envgen.errors import EnvGenError
 from envgen.store.run_dir import CycleDir, RunDir, random_folder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,3 +84,25 @@ def test_no_run_file_name_is_spelled_outside_the_owner():
         for line in _spelled(path, names)
     ]
     assert found == []
+
+
+def test_a_folder_keeps_one_run_config_and_reads_it_back(tmp_path: Path):
+    @dataclasses.dataclass
+    class Config:  # the two methods of RunConfig the store calls
+        lr: float
+
+        def config_hash(self) -> str:
+            return f"h{self.lr}"
+
+        def to_dict(self) -> dict:
+            return {"lr": self.lr}
+
+    run = RunDir.of(tmp_path, "h1", 0)
+    for _ in range(2):  # a resumed run writes the same config again
+        run.write_config(Config(1), 0)
+    assert run.read_config() == {"seed": 0, "config_hash": "h1", "lr": 1}
+    with pytest.raises(EnvGenError, match="describes another run"):
+        run.write_config(Config(2), 0)
+    run.config.write_text("- a list\n")
+    with pytest.raises(EnvGenError, match="holds a list, not a run config"):
+        run.read_config()
