@@ -44,7 +44,7 @@ from envgen.input_checks import torch_device, whole_number
 from envgen.llm.conversation import PromptOptions
 from envgen.loop.run_state import with_world_rules
 from envgen.loop.world_designers import make_designer
-from envgen.store.run_dir import RunDir
+from envgen.store.run_dir import EPISODES_LOG, RunDir
 
 POOL_DESIGNERS = ("random", "heuristic")  # the designers that need no LLM
 
@@ -105,7 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--work-dir",
         type=Path,
         default=None,
-        help="keep the agents' episodes.jsonl here (default: a temporary directory)",
+        help=f"keep the agents' {EPISODES_LOG} here (default: a temporary directory)",
     )
     parser.add_argument(
         "--rescore",

@@ -46,12 +46,11 @@ Run one row of a table for one seed: EnvGen (generate -> train in the LLM enviro
 or a baseline (fixed, original_only, easy_to_hard, adversarial), as CONFIG.yaml says
 (fields: envgen.loop.config.RunConfig; replication/*.yaml lists every table's rows).
 
-Outputs go to RUNS_ROOT/<config-hash>/seed-K/: run.yaml, provenance.json,
-cycles/cycle-NN/ (environments.json, feedback.txt, evaluation.json), episodes.jsonl,
-metrics.jsonl, llm_calls.json, llm_accounting.json, checkpoints/ and
-final_metrics.json. A finished run is then sealed: its logs are gzipped and
-manifest.json, written last, lists every file with its sha256; the manifest marks a
-finished run, which is never redone. A killed one continues with --resume.
+Outputs go to RUNS_ROOT/<config-hash>/seed-K/ (each file: docs/pipeline.md, "Run
+store"): the run's config, provenance, cycles, logs, LLM calls, checkpoints and final
+metrics. A finished run is then sealed: its logs are gzipped and its manifest, written
+last, lists every file with its sha256; the manifest marks a finished run, which is
+never redone. A killed one continues with --resume.
 
 LLM replies come from the response cache (docs/llm.md), by --llm-mode:
   replay (default)  serve recorded replies; a miss stops the run before training with
