@@ -24,6 +24,7 @@ from envgen.envs.crafter.config import CrafterConfig
 from envgen.envs.heist import metrics as heist_metrics
 from envgen.envs.heist.config import HeistConfig
 from envgen.envs.heist.engine import NUM_ACTIONS as HEIST_ACTIONS
+from envgen.envs.heist.env import vec_env_factory as heist_vec_env_factory
 from envgen.errors import ConfigError
 from envgen.llm.design_spec import DESIGN_SPECS, DesignSpec
 from envgen.scoring import summarize as crafter_summary
@@ -58,12 +59,6 @@ def _crafter_evaluate(*args: Any) -> dict[str, Any]:
     return crafter_evaluate(*args)
 
 
-def _heist_vec_env_factory(workers: int | None) -> EnvFactory:
-    from envgen.agents.heist_evaluate import vec_env_factory  # lazy: torch (see above)
-
-    return vec_env_factory(workers)
-
-
 def _heist_evaluate(*args: Any) -> dict[str, Any]:
     from envgen.agents.heist_evaluate import evaluate  # lazy: torch (see above)
 
@@ -85,7 +80,7 @@ class GameSpec:
     vec_env_factory: Callable[[int | None], EnvFactory]
     """(workers) -> the trainer's vec-env factory; workers never change results."""
     episode_record: EpisodeRecord
-    """(episode info, global step, phase) -> the episodes.jsonl line."""
+    """(episode info, global step, phase) -> the episode log's line."""
     summarize: Summarize
     """Logged episodes -> summary whose "score" is the game's table number (percent)."""
     evaluate: Evaluate
@@ -142,7 +137,7 @@ GAMES: dict[str, GameSpec] = {
         original=HeistConfig(),
         num_actions=HEIST_ACTIONS,
         ppo_defaults=PPOOverrides(HEIST_PPO),
-        vec_env_factory=_heist_vec_env_factory,
+        vec_env_factory=heist_vec_env_factory,
         episode_record=heist_episode_record,
         summarize=heist_metrics.summary,
         evaluate=_heist_evaluate,

@@ -24,10 +24,7 @@ from envgen.campaign import cli as campaign_cli
 from envgen.campaign.gitcommit import commit_run, is_committed
 from envgen.campaign.handoff import commit_partial_runs
 from envgen.campaign.process import Process
-from envgen.campaign.registry import RunRequest, campaigns
-from envgen.campaign.run import commit_hook, load_campaign, seed_order
-from envgen.campaign.status import status_text
-from envgen.campaign.store import (
+from envgen.campaign.progress import (
     DAMAGED,
     FINISHED,
     MISSING,
@@ -40,6 +37,9 @@ from envgen.campaign.store import (
     job_states,
     write_collected,
 )
+from envgen.campaign.registry import RunRequest, campaigns
+from envgen.campaign.run import commit_hook, load_campaign, seed_order
+from envgen.campaign.status import status_text
 from envgen.evidence.history import above_deviations
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.job_status import DONE, JobResult, job_dir, results_versions

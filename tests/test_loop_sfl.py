@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from envgen.campaign.progress import job_states
 from envgen.campaign.registry import campaigns
 from envgen.campaign.run import load_campaign
-from envgen.campaign.store import job_states
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
 from envgen.evidence.derive import rederived
@@ -28,12 +28,12 @@ from envgen.llm.conversation import PromptOptions
 from envgen.llm.parse import settings_key
 from envgen.loop.config import RunConfig
 from envgen.loop.learnability import RolloutOutcome, learnability, top_n
-from envgen.loop.paths import RunPaths
 from envgen.loop.runner import execute_run
 from envgen.loop.world_designers import RandomDesigner, SFLDesigner, sample_worlds
 from envgen.loop.world_diversity import diversity, run_cycles, sfl_choices
 from envgen.pipeline.job_status import results_versions
 from envgen.scoring import ACHIEVEMENTS
+from envgen.store.run_dir import RunDir
 from tests.test_loop import TINY, TINY_PPO, stable
 
 K = len(ACHIEVEMENTS)  # 22
@@ -248,10 +248,10 @@ def test_killed_sfl_run_resumes_to_the_same_worlds(sfl_run: Path, tmp_path: Path
     root = tmp_path / "runs"
     command = [sys.executable, "-m", "envgen.cli", "run", str(config_path), "--seed", "0"]
     command += ["--runs-root", str(root)]
-    paths = RunPaths.of(root, SFL_TINY, 0)
+    paths = RunDir.of(root, SFL_TINY.config_hash(), 0)
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 300
-    while not (paths.cycle(2) / "sfl_rollouts.json").is_file():
+    while not paths.cycle(2).rollouts("sfl").is_file():
         assert proc.poll() is None, "the run ended before it could be killed"
         assert time.monotonic() < deadline, "the run made no progress"
         time.sleep(0.2)
@@ -262,7 +262,7 @@ def test_killed_sfl_run_resumes_to_the_same_worlds(sfl_run: Path, tmp_path: Path
     assert done.returncode == 0, done.stdout + done.stderr
     for cycle in (1, 2):
         for name in ("sfl_rollouts.json", "environments.json"):
-            ours = json.loads((paths.cycle(cycle) / name).read_text())
+            ours = json.loads((paths.cycle(cycle).root / name).read_text())
             theirs = json.loads((sfl_run / "cycles" / f"cycle-{cycle:02d}" / name).read_text())
             assert ours == theirs, (cycle, name)
     resumed = json.loads(paths.final_metrics.read_text())

@@ -40,7 +40,8 @@ _ARRAY_KINDS = "biuf"  # bool, signed, unsigned, float: never object or structur
 
 
 def save_checkpoint(directory: Path, payload: dict[str, Any]) -> Path:
-    """Write `payload` as `directory/latest.pt` atomically; returns the path.
+    """Write `payload` as `directory`'s latest checkpoint (`LATEST`) atomically; returns
+    the path.
 
     TypeError when it holds a value a safe load could not read back (`_storable`). A
     write that fails (a full disk: torch reports it as a RuntimeError) is one

@@ -1,11 +1,11 @@
 """`CohortTrainer`: W runs of one config, one seed each, trained as a cohort
 (`envgen.agents.cohort`), each writing its own run directory as a run alone would.
 
-What a run alone's `Trainer` does per run, this does per seed: `episodes.jsonl` and
-`metrics.jsonl` in the seed's directory, its counters, and a checkpoint in its
-`checkpoints/` (the same keys, plus `cohort`: the size W and the seeds' step). The
-slices of one checkpoint are written one seed after another; each seed keeps its
-previous slice (`previous.pt`) until all the new ones are in, so a kill between two
+What a run alone's `Trainer` does per run, this does per seed: the episode and metrics
+logs in the seed's directory (`envgen.store.run_dir.RunDir`), its counters, and a
+checkpoint (the same keys, plus `cohort`: the size W and the seeds' step). The slices of
+one checkpoint are written one seed after another; each seed keeps its previous slice
+(`PREVIOUS`) until all the new ones are in, so a kill between two
 slices leaves a step that every seed has, and `resume` takes the newest such step.
 A slice resumes in any slot of a cohort of the same W.
 
@@ -50,9 +50,10 @@ from envgen.envs.mixture import env_seed
 from envgen.envs.plain import mixture_from_plain, mixture_to_plain
 from envgen.envs.vector import CrafterVecEnv, default_num_workers, usable_cores
 from envgen.errors import ConfigError, EnvGenError
-from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
+from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT, PREVIOUS_CHECKPOINT
+from envgen.store.run_dir import RunDir
 
-PREVIOUS = "previous.pt"
+PREVIOUS = PREVIOUS_CHECKPOINT.name
 # (configs, seeds of every env, envs per seed, weights) -> vec env of W * N envs
 CohortEnvFactory = Callable[[Sequence[Any], Sequence[int], int, Sequence[float] | None], Any]
 
@@ -151,8 +152,8 @@ class CohortTrainer(RolloutLoop):
         self.counters = Counters()
         self.mixture: tuple[tuple[Any, ...], tuple[float, ...] | None] | None = None
         self._saved_env: list[dict[str, Any]] | None = None
-        self.episodes = [JsonlLog(d / "episodes.jsonl") for d in self.run_dirs]
-        self.metrics = [JsonlLog(d / "metrics.jsonl") for d in self.run_dirs]
+        self.episodes = [JsonlLog(RunDir(d).episodes) for d in self.run_dirs]
+        self.metrics = [JsonlLog(RunDir(d).metrics) for d in self.run_dirs]
         self.metrics_logs = self.metrics
 
     @property

@@ -194,7 +194,7 @@ class PPOOverrides(tuple):
         return PPOConfig(**{**dict(PPOOverrides(defaults)), **dict(self)})
 
     def to_dict(self) -> dict[str, Any]:
-        """{name: value}, as a run's config (run.yaml, its hash) writes them."""
+        """{name: value}, as a run's config (and its hash) writes them."""
         return dict(self)
 
 

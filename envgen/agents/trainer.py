@@ -45,10 +45,11 @@ from envgen.envs.vector import CrafterVecEnv
 from envgen.errors import ConfigError, EnvGenError
 from envgen.scoring import summarize
 from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
+from envgen.store.run_dir import RunDir
 
 # (configs, num_envs, seed, weights) -> vec env
 EnvFactory = Callable[[Sequence[Any], int, int, Sequence[float] | None], ppo.VecEnv]
-# (vec env's episode info, global step, phase) -> the episodes.jsonl line
+# (vec env's episode info, global step, phase) -> the episode log's line
 EpisodeRecord = Callable[[Mapping[str, Any], int, str], dict[str, Any]]
 # logged episodes -> summary with the game's "score" (percent)
 Summarize = Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]
@@ -209,8 +210,8 @@ class Trainer(RolloutLoop):
         self.mixture: tuple[tuple[Any, ...], tuple[float, ...] | None] | None = None
         self._saved_env: tuple[Any, dict[str, Any]] | None = None  # (mixture, state)
         self._cut = 0  # episodes cut since the last metrics line
-        self.episodes = JsonlLog(self.run_dir / "episodes.jsonl")
-        self.metrics = JsonlLog(self.run_dir / "metrics.jsonl")
+        self.episodes = JsonlLog(RunDir(self.run_dir).episodes)
+        self.metrics = JsonlLog(RunDir(self.run_dir).metrics)
         self.metrics_logs = [self.metrics]
         self.recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
         self._finished: list[dict[str, Any]] = []

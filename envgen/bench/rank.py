@@ -44,6 +44,7 @@ from envgen.input_checks import torch_device, whole_number
 from envgen.llm.conversation import PromptOptions
 from envgen.loop.run_state import with_world_rules
 from envgen.loop.world_designers import make_designer
+from envgen.store.run_dir import EPISODES_LOG, RunDir
 
 POOL_DESIGNERS = ("random", "heuristic")  # the designers that need no LLM
 
@@ -104,7 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--work-dir",
         type=Path,
         default=None,
-        help="keep the agents' episodes.jsonl here (default: a temporary directory)",
+        help=f"keep the agents' {EPISODES_LOG} here (default: a temporary directory)",
     )
     parser.add_argument(
         "--rescore",
@@ -138,16 +139,16 @@ def train_agent(
         trainer.train_until(max(args.budgets), [env], phase="validation")
     finally:
         trainer.close()
-    return read_jsonl(run_dir / "episodes.jsonl")
+    return read_jsonl(RunDir(run_dir).episodes)
 
 
 def kept_episodes(run_dir: Path, budget: int) -> list[dict[str, Any]]:
     """A kept agent's episodes, after checking it trained at least `budget` steps."""
-    metrics = read_jsonl(run_dir / "metrics.jsonl") if run_dir.is_dir() else []
+    metrics = read_jsonl(RunDir(run_dir).metrics) if run_dir.is_dir() else []
     trained = metrics[-1]["step"] if metrics else 0
     if trained < budget:
         raise SystemExit(f"--rescore: {run_dir} trained {trained} steps, less than {budget}")
-    return read_jsonl(run_dir / "episodes.jsonl")
+    return read_jsonl(RunDir(run_dir).episodes)
 
 
 def report(

@@ -76,6 +76,7 @@ from envgen.agents.trainer import EnvFactory, Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
 from envgen.input_checks import comma_list, whole_number
+from envgen.store.run_dir import RunDir
 
 
 def _crafter_worker(conn: Connection, seed: int) -> None:
@@ -494,7 +495,7 @@ def cohort_run(
             card = _card_mib(args.device)
         finally:
             trainer.close()
-        lines = Path(dirs[0], "metrics.jsonl").read_text().splitlines()[1:]
+        lines = RunDir(Path(dirs[0])).metrics.read_text().splitlines()[1:]
         rollout_s = [ppo_cfg.rollout_size / json.loads(line)["time/sps"] for line in lines]
     steps = args.rollouts * ppo_cfg.rollout_size * size
     return {

@@ -26,7 +26,7 @@ from envgen.games import game_spec
 from envgen.llm.cache import ResponseCache, slots_verdict
 from envgen.llm.chains import history_verdict
 from envgen.loop.config import RunConfig
-from envgen.loop.identity import NOT_CONFIG, RUN_YAML, check_identity, refuse_links
+from envgen.loop.identity import check_identity
 from envgen.pipeline.results import metrics_and_scores, row_replay, run_entry
 from envgen.report import claims_md, figures, tables
 from envgen.report.campaign_section import withheld_runs
@@ -34,7 +34,9 @@ from envgen.report.inputs import load_table, runs_json_files
 from envgen.results_version import RESULTS_VERSION, version_key
 from envgen.stats.campaign_spec import missing_words, words
 from envgen.store import MANIFEST, is_sealed, read_run_bytes, recorded_version, verify_run
+from envgen.store.identity import refuse_links
 from envgen.store.manifest import CHECKPOINT_DIR
+from envgen.store.run_dir import NOT_CONFIG, RunDir
 from envgen.yaml_input import loads_mapping
 
 RUNS_ROOT = Path("results/runs")
@@ -93,17 +95,17 @@ def check_cache(cache_dir: Path = CACHE_DIR) -> Check:
 
 # --- 2. the run store ------------------------------------------------------------------------
 def rederived_final_metrics(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
-    """The numbers of a run's final_metrics.json (`final`) that its logs determine, from
+    """The numbers of a run's final metrics (`final`) that its logs determine, from
     the logs (`envgen.evidence.derive`)."""
 
     return rederived(run_dir, final)
 
 
 def _final_metrics(run_dir: Path) -> dict[str, Any]:
-    """A run's final_metrics.json as a mapping: a sealed run's manifest vouches only for
+    """A run's final metrics as a mapping: a sealed run's manifest vouches only for
     its bytes, not that they hold a JSON object."""
 
-    path = run_dir / "final_metrics.json"
+    path = RunDir(run_dir).final_metrics
     try:
         final = json_input.loads(read_run_bytes(path), path)
     except json_input.JSONInputError as exc:
@@ -196,7 +198,7 @@ def check_run_store(
             return Check(
                 "run store",
                 False,
-                f"{run_dir}/final_metrics.json: {key} is {recorded.get(key)!r}, its logs give "
+                f"{RunDir(run_dir).final_metrics}: {key} is {recorded.get(key)!r}, its logs give "
                 f"{derived.get(key)!r}",
             )
         over = over_budget(run_dir, final)  # logs and metrics agree: is the run its size?
@@ -226,10 +228,10 @@ def _stale(run_dir: Path) -> str | None:
 
 
 def _llm_adapts(run_dir: Path) -> bool:
-    """Whether the run's own config (run.yaml) has an LLM adapt its worlds; a
+    """Whether the run's own config has an LLM adapt its worlds; a
     random-policy run has no config."""
 
-    path = run_dir / RUN_YAML
+    path = RunDir(run_dir).config
     if not path.is_file():
         return False
     data = loads_mapping(read_run_bytes(path), path, "a run config")  # bounded: one line
@@ -405,9 +407,10 @@ def over_budget(run_dir: Path, final: dict[str, Any]) -> str | None:
     """Why a run's env steps exceed what its config allows, or None: its phases' steps
     (`RunConfig.total_steps`), each phase rounded up to whole rollouts. SFL's and PLR's
     `env_steps` count their curation rollouts, which the budget includes."""
-    if not (run_dir / RUN_YAML).is_file():
+    path = RunDir(run_dir).config
+    if not path.is_file():
         return None  # a random-policy run: counted in episodes
-    data = yaml_input.loads(read_run_bytes(run_dir / RUN_YAML), run_dir / RUN_YAML)
+    data = yaml_input.loads(read_run_bytes(path), path)
     config = RunConfig.from_dict({k: v for k, v in data.items() if k not in NOT_CONFIG})
     rollout = game_spec(config.game).ppo_config(config.ppo).rollout_size
     phases = 2 * config.n_cycles + 1 if config.method != "original_only" else 1
@@ -415,7 +418,7 @@ def over_budget(run_dir: Path, final: dict[str, Any]) -> str | None:
     steps = final.get("env_steps", final.get("global_steps"))
     if isinstance(steps, int) and steps > allowed:
         return (
-            f"{run_dir}/final_metrics.json: {steps:,} env steps, above the {allowed:,} its "
+            f"{RunDir(run_dir).final_metrics}: {steps:,} env steps, above the {allowed:,} its "
             f"config allows ({config.total_steps:,} and a rollout of rounding per phase)"
         )
     return None

@@ -43,6 +43,7 @@ from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import PaperNumbers
 from envgen.stats.runs import SampleStats
 from envgen.store import read_run_bytes
+from envgen.store.run_dir import RunDir
 
 FIRST, CONFIRM, LLM15 = "campaign_cpu", "campaign_confirm", "campaign_llm15"
 SFL = "campaign_sfl"
@@ -181,7 +182,7 @@ def _run_figures(runs_root: Path) -> dict[str, str]:
 
     out: dict[str, str] = {}
     for alias, folder in RUNS.items():
-        path = runs_root / folder / "final_metrics.json"
+        path = RunDir(runs_root / folder).final_metrics
         try:
             final = json_input.loads(read_run_bytes(path), path)
         except (OSError, json_input.JSONInputError) as exc:
@@ -284,7 +285,7 @@ def _audit(first: TableRecord, confirm: TableRecord, runs_root: Path) -> dict[st
 
 def _sessions(run_dir: Path) -> list[dict]:
 
-    path = run_dir / "provenance.json"
+    path = RunDir(run_dir).provenance
     try:
         data = json.loads(read_run_bytes(path))
     except (OSError, ValueError, EnvGenError) as exc:

@@ -7,7 +7,7 @@ For each run (named, or `--sample` K drawn per row of each campaign's runs.json 
 explicit `--sample-seed`), one at a time: retrain its first `--updates` PPO updates here
 from the run's own config, seed, device and kernel settings (`envgen.evidence.rerun`, with one
 torch thread unless `--torch-threads` says otherwise), then compare the retrained
-metrics.jsonl update by update (losses, counts; throughput aside) and episodes.jsonl
+metrics log update by update (losses, counts; throughput aside) and episode log
 episode by episode with the committed logs. One line per run: "bit-identical through
 update U" or "first differs at update U, metric M (committed X, here Y), episode E",
 with this machine's CPU beside the one the run's provenance records. `--json` writes the
@@ -44,8 +44,7 @@ from envgen.numerics import PORTABLE
 from envgen.report.inputs import load_table
 from envgen.store.provenance import machine
 from envgen.store.run_diff import behaviour, compare_logs, differing_keys
-
-METRICS, EPISODES = "metrics.jsonl", "episodes.jsonl"
+from envgen.store.run_dir import EPISODES_LOG, METRICS_LOG, RunDir
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,8 +135,8 @@ def sample_runs(rows: dict[str, list[Path]], k: int, seed: int) -> list[tuple[st
 
 
 def _seed(run_dir: Path) -> int:
-    digits = run_dir.name.removeprefix("seed-")
-    return int(digits) if digits.isdigit() else -1
+    seed = RunDir(run_dir).seed
+    return -1 if seed is None else seed
 
 
 # --- comparing ------------------------------------------------------------------------------
@@ -158,7 +157,7 @@ def first_update_differing(
 def first_episode_differing(committed: Sequence[dict], here: Sequence[dict]) -> int | None:
     """1-based index of the first episode that differs over those both logged."""
 
-    comparison = compare_logs(EPISODES, committed, here)
+    comparison = compare_logs(EPISODES_LOG, committed, here)
     return None if comparison.identical else comparison.index + 1
 
 
@@ -186,7 +185,7 @@ def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
         work = Path(tmp)
         config = work / "config.yaml"
         config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
-        here = work / "runs" / run_dir.parent.name / run_dir.name
+        here = work / "runs" / RunDir(run_dir).run_id
         command = rerun.rerun_command(run, config, work / "runs", args)
         updates = None if args.full else args.updates
         finished, elapsed, code = rerun.retrain(
@@ -203,16 +202,16 @@ def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
                 f"{run_dir}: --full: the retrain did not reach the run's end in "
                 f"{args.seconds:g} s; give more --seconds"
             )
-        retrained = rerun.run_log(here, METRICS)[:updates]
+        retrained = rerun.run_log(here, METRICS_LOG)[:updates]
         if not retrained:
             raise EnvGenError(
                 f"{run_dir}: the retrain logged no update in {args.seconds:g} s; give more "
                 "--seconds"
             )
-        episodes_here = rerun.run_log(here, EPISODES)
-    committed = rerun.run_log(run_dir, METRICS)
+        episodes_here = rerun.run_log(here, EPISODES_LOG)
+    committed = rerun.run_log(run_dir, METRICS_LOG)
     through, metric, theirs, ours = first_update_differing(committed, retrained)
-    committed_episodes = rerun.run_log(run_dir, EPISODES)
+    committed_episodes = rerun.run_log(run_dir, EPISODES_LOG)
     return RunCheck(
         run_dir=run_dir.as_posix(),
         row=row,

@@ -28,6 +28,7 @@ from envgen.pipeline.params_stage import load_settings
 from envgen.pipeline.plan import plan_file
 from envgen.results_version import RESULTS_VERSION
 from envgen.store import is_sealed, recorded_version
+from envgen.store.run_dir import RunDir
 
 PARAMS = Path("params.yaml")
 
@@ -140,4 +141,4 @@ def plan_differences(
 
 
 def _dir(runs_root: Path, key: tuple[Any, Any]) -> str:
-    return f"{runs_root.as_posix()}/{key[0]}/seed-{key[1]}"
+    return RunDir.of(runs_root, key[0], key[1]).root.as_posix()

@@ -126,7 +126,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     slots = sub.add_parser(
         "slots",
         help="file cache entries under the protocol slots of finished runs (migration)",
-        description="Read each finished run's llm_calls.json under RUNS_ROOT and list, in the "
+        description="Read each finished run's LLM call log under RUNS_ROOT and list, in the "
         "cache file of every call that carries feedback, that call's slot (config hash, "
         "seed, label). Slot replay then finds the reply on machines whose feedback numbers "
         "differ. Caches recorded before slots existed are migrated this way; recording "

@@ -35,10 +35,10 @@ from envgen.llm.client import (
 )
 from envgen.llm.server import running_backend
 from envgen.loop.config import RunConfig, check_scored_phase
-from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.runner import RunOptions, execute_run
-from envgen.store.provenance import PROVENANCE, read_provenance
+from envgen.store.provenance import read_provenance
 from envgen.store.provenance import summary as provenance_summary
+from envgen.store.run_dir import RunDir, read_json
 
 DESCRIPTION = """\
 Run one row of a table for one seed: EnvGen (generate -> train in the LLM environments
@@ -46,12 +46,11 @@ Run one row of a table for one seed: EnvGen (generate -> train in the LLM enviro
 or a baseline (fixed, original_only, easy_to_hard, adversarial), as CONFIG.yaml says
 (fields: envgen.loop.config.RunConfig; replication/*.yaml lists every table's rows).
 
-Outputs go to RUNS_ROOT/<config-hash>/seed-K/: run.yaml, provenance.json,
-cycles/cycle-NN/ (environments.json, feedback.txt, evaluation.json), episodes.jsonl,
-metrics.jsonl, llm_calls.json, llm_accounting.json, checkpoints/ and
-final_metrics.json. A finished run is then sealed: its logs are gzipped and
-manifest.json, written last, lists every file with its sha256; the manifest marks a
-finished run, which is never redone. A killed one continues with --resume.
+Outputs go to RUNS_ROOT/<config-hash>/seed-K/ (each file: docs/pipeline.md, "Run
+store"): the run's config, provenance, cycles, logs, LLM calls, checkpoints and final
+metrics. A finished run is then sealed: its logs are gzipped and its manifest, written
+last, lists every file with its sha256; the manifest marks a finished run, which is
+never redone. A killed one continues with --resume.
 
 LLM replies come from the response cache (docs/llm.md), by --llm-mode:
   replay (default)  serve recorded replies; a miss stops the run before training with
@@ -173,7 +172,8 @@ def main(args: argparse.Namespace) -> int:
         not_a_file(args.cache_dir, "LLM replies (--cache-dir)")
         # a file where the run's folder goes: one line now, not a traceback at mkdir
         writable_dir(
-            RunPaths.of(args.runs_root, config, args.seed).root, "the run under --runs-root"
+            RunDir.of(args.runs_root, config.config_hash(), args.seed).root,
+            "the run under --runs-root",
         )
         numerics.reexec(config.cpu_numerics)  # the variables act as numpy and torch load
         if args.workers is None and config.game == "crafter":
@@ -200,10 +200,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"envgen run: {exc}")
         return 1
     try:
-        metrics = read_json(root / "final_metrics.json")
+        metrics = read_json(RunDir(root).final_metrics)
     except EnvGenError as exc:
         print(f"envgen run: {exc}")
         return 1
     print(f"{root}: score {metrics['score']:.2f}%, reward {metrics['reward']:.2f}")
-    print(f"provenance: {provenance_summary(read_provenance(root), root / PROVENANCE)}")
+    print(f"provenance: {provenance_summary(read_provenance(root), RunDir(root).provenance)}")
     return 0

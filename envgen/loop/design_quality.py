@@ -37,8 +37,8 @@ from envgen.llm.cache import DEFAULT_CACHE_DIR, ResponseCache
 from envgen.llm.conversation import REASK_SUFFIX, REDRAW_SUFFIX, base_label
 from envgen.llm.parse import parse_environments, settings_key
 from envgen.llm.slots import FEEDBACK_LINE
-from envgen.loop.paths import read_json
 from envgen.loop.world_designers import RECIPES, Recipe
+from envgen.store.run_dir import RunDir, read_json
 
 WEAKEST = 5
 _LABEL = re.compile(
@@ -167,14 +167,15 @@ def measure_groups(
 
 
 def run_keys(run_dirs: Sequence[Path]) -> set[str]:
-    """The cache keys of the calls the runs under `run_dirs` made (each run's
-    llm_calls.json; a config directory stands for all its seeds)."""
+    """The cache keys of the calls the runs under `run_dirs` made (each run's LLM call
+    log; a config directory stands for all its seeds)."""
     keys: set[str] = set()
     for root in run_dirs:
-        files = [root / "llm_calls.json"] if (root / "llm_calls.json").is_file() else []
-        files += sorted(root.glob("seed-*/llm_calls.json"))
+        runs = [RunDir(root), *RunDir.seeds_of(root)]
+        files = [r.llm_calls for r in runs if r.llm_calls.is_file()]
         if not files:
-            raise EnvGenError(f"{root}: no llm_calls.json here or in its seed-* folders")
+            name = RunDir(root).llm_calls.name
+            raise EnvGenError(f"{root}: no {name} here or in its seed-* folders")
         for path in files:
             calls = read_json(path)
             if not isinstance(calls, list):

@@ -12,7 +12,7 @@ game-specific comes from the game's entry in `envgen.games`.
 
 Every phase ends at an absolute global step, so a resumed run (trainer checkpoint +
 the per-cycle files written so far + LLM replies replayed from the cache) walks the
-same schedule and skips what is done. `final_metrics.json` is written when training
+same schedule and skips what is done. The final metrics are written when training
 ends, then the run is sealed (`envgen.store`: provenance closed, logs gzipped, manifest
 written last).
 """
@@ -42,13 +42,13 @@ from envgen.llm.slots import run_id, summarize_calls
 from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.curricula import run_curriculum
 from envgen.loop.learnability import RolloutOutcome
-from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.run_state import CallLog, Run, RunOptions
 from envgen.loop.sfl_rollout import rollout_success
 from envgen.loop.world_designers import PLRDesigner, SFLDesigner, make_designer
 from envgen.results_version import version_key
 from envgen.scoring import final_phase_summary
 from envgen.store.lifecycle import finish_run, start_session
+from envgen.store.run_dir import CycleDir, RunDir, read_json
 
 
 # --- the methods -----------------------------------------------------------------------
@@ -94,9 +94,9 @@ def ask_designer(run: Run, cycle: int, stats: dict[str, tuple[float, float]] | N
         assert stats is not None
         parsed = run.designer.adapt(stats)
         feedback = run.designer.messages[first_new].content
-        if not (cycle_dir / "feedback.txt").is_file():
-            (cycle_dir).mkdir(parents=True, exist_ok=True)
-            (cycle_dir / "feedback.txt").write_text(feedback, encoding="utf-8")
+        if not cycle_dir.feedback.is_file():
+            cycle_dir.root.mkdir(parents=True, exist_ok=True)
+            cycle_dir.feedback.write_text(feedback, encoding="utf-8")
     record: dict[str, Any] = {
         "configs": [c.to_dict() for c in parsed.configs],
         "warnings": parsed.warnings,
@@ -115,15 +115,15 @@ def ask_designer(run: Run, cycle: int, stats: dict[str, tuple[float, float]] | N
             "chosen": replay.chosen,
             "buffer": replay.buffer,
         }
-    write_json_atomic(cycle_dir / "environments.json", record)
+    write_json_atomic(cycle_dir.environments, record)
     run.save_llm_calls()
     return run.designed(parsed.configs)
 
 
 def curation_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> RolloutOutcome:
     """The current policy rolled out on SFL's or PLR's candidates of `cycle` (once: a
-    resumed run reads cycles/cycle-NN/sfl_rollouts.json or plr_rollouts.json, since its
-    policy has moved on since).
+    resumed run reads the cycle's rollout file (`CycleDir.rollouts`), since its policy has
+    moved on since).
 
     `sfl_rollout_envs` (`plr_rollout_envs`) envs per candidate play `sfl_rollout_steps`
     (`plr_rollout_steps`) steps each in the world as it is played (`llm_world_rules`),
@@ -131,7 +131,7 @@ def curation_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> Rollou
     rollout_success`, which for PLR also measures the positive value loss.
     """
     cfg, kind = run.config, run.config.designer
-    path = run.paths.cycle(cycle) / f"{kind}_rollouts.json"
+    path = run.paths.cycle(cycle).rollouts(kind)
     worlds = [c.to_dict() for c in candidates]
     if path.is_file():
         saved = read_json(path)
@@ -160,13 +160,13 @@ def curation_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> Rollou
     return outcome
 
 
-def cycle_evaluation(run: Run, cycle: int, cycle_dir: Path) -> dict[str, tuple[int, int]]:
+def cycle_evaluation(run: Run, cycle: int, cycle_dir: CycleDir) -> dict[str, tuple[int, int]]:
     """Evaluate in the original game after a cycle (once; a resumed run reads the file).
 
     Returns the feedback: per skill, the authors' rounded mean and std over
     `feedback_evals` evaluation runs of `eval_episodes` episodes (envgen.agents.evaluate).
     """
-    path = cycle_dir / "evaluation.json"
+    path = cycle_dir.evaluation
     if path.is_file():
         result = read_json(path)
     else:
@@ -227,7 +227,7 @@ def execute_run(
     so a run that cannot get it leaves no directory behind.
     """
     options = options or RunOptions()
-    paths = RunPaths.of(runs_root, config, seed)
+    paths = RunDir.of(runs_root, config.config_hash(), seed)
     if paths.finished:
         return paths.root
     if paths.final_metrics.is_file():  # killed after training, before sealing
@@ -344,7 +344,7 @@ def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
 
     The paper's Heist score is the success over 100 test episodes per seed (docs/paper.md,
     "Agent and training protocol"); here `eval_episodes` per run, levels and action noise
-    from the run seed. The test episodes are kept in test_episodes.jsonl.
+    from the run seed. The test episodes are kept in `RunDir.test_episodes`.
     """
     records = play_test_episodes(
         run.trainer.model,
@@ -352,7 +352,7 @@ def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
         run.config.eval_episodes,
         run.options.device,
     )
-    log_path = run.paths.root / "test_episodes.jsonl"
+    log_path = run.paths.test_episodes
     log_path.unlink(missing_ok=True)
     log = JsonlLog(log_path)
     for record in records:
@@ -379,7 +379,7 @@ def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
     }
 
 
-# Explicit registry: RunConfig.game -> its final metrics (final_metrics.json).
+# Explicit registry: RunConfig.game -> its final metrics (`RunDir.final_metrics`).
 FINAL_METRICS: dict[str, Callable[[Run, float], dict[str, Any]]] = {
     "crafter": crafter_final_metrics,
     "heist": heist_final_metrics,

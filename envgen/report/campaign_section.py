@@ -23,7 +23,6 @@ import numpy as np
 
 from envgen.errors import EnvGenError
 from envgen.llm.cache import DEFAULT_CACHE_DIR
-from envgen.loop.paths import read_json
 from envgen.loop.world_diversity import diversity, dr_expectation, run_cycles, sfl_choices
 from envgen.report.inputs import DONE, TableRecord
 from envgen.report.notes import Notes
@@ -43,6 +42,8 @@ from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import Claim, PaperNumbers
 from envgen.stats.runs import SampleStats
 from envgen.stats.verdict import ALPHA
+from envgen.store.provenance import PROVENANCE
+from envgen.store.run_dir import FINAL_METRICS, RunDir, read_json
 
 CAMPAIGN_SECTION = "Campaigns"
 Runs = dict[str, dict[str, list[float]]]  # {metric: {row label: per-run values}}
@@ -115,7 +116,7 @@ def _campaign(
         *head,
         f"Profile `{table.profile}`; {count}. Rows, runs and "
         f"every achievement's rates: results/tables/{table.table}.md. Trained on "
-        f"(provenance.json): {table.machines()}. {reproduction_sentence(table.table)}"
+        f"({PROVENANCE}): {table.machines()}. {reproduction_sentence(table.table)}"
         + (f" {spec.machine_note}" if spec.machine_note else "")
         + (
             f" Registered in {registration.document} before any of its runs (its first "
@@ -514,7 +515,7 @@ def _sfl_choice(choices: Sequence[Sequence[Mapping[str, float]]]) -> list[str]:
 
 
 def _budget(table: TableRecord) -> list[str]:
-    """sfl's D4: the env steps each arm took, from each run's own final_metrics.json
+    """sfl's D4: the env steps each arm took, from each run's own final metrics
     (SFL's rollouts in `curation_steps`, counted in `env_steps`; a run without rollouts
     records neither, and its `global_steps` are its env steps). No score enters it."""
     head = ["#### D4, descriptive: the budget", ""]
@@ -523,7 +524,7 @@ def _budget(table: TableRecord) -> list[str]:
         return [*head, "No run yet."]
     lines = [
         *head,
-        "Per arm, over its runs' final_metrics.json (one value when every run has it, else "
+        f"Per arm, over its runs' {FINAL_METRICS} (one value when every run has it, else "
         "the range):",
         "",
         "| Arm | Runs | Trained (global_steps) | Rollouts (curation_steps) "
@@ -531,7 +532,7 @@ def _budget(table: TableRecord) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for row in done:
-        finals = [read_json(run.run_dir / "final_metrics.json") for run in row.runs]
+        finals = [read_json(RunDir(run.run_dir).final_metrics) for run in row.runs]
         trained = [f["global_steps"] for f in finals]
         curation = [f["curation_steps"] for f in finals if "curation_steps" in f]
         total = [f.get("env_steps", f["global_steps"]) for f in finals]

@@ -3,7 +3,7 @@
 `runs.json` (one per table, written by the pipeline) lists each row of the table with
 its status and, for rows that ran, one record per (seed, initial set) run. A run's
 `run_dir` is `results/runs/<config-hash>/seed-<K>/` as `envgen run` lays it out
-(envgen/loop/paths.py); a relative `run_dir` is resolved against the working
+(`envgen.store.run_dir`); a relative `run_dir` is resolved against the working
 directory, which is the repository root under `dvc repro`.
 """
 
@@ -26,6 +26,7 @@ from envgen.loop.config import GAMES
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.paper_claims import SAME_EXPERIMENT, SUCCESS, TABLE_METRICS
 from envgen.store.manifest import read_run_bytes, run_file_exists
+from envgen.store.run_dir import RunDir
 
 DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE, NOT_STARTED = (
     "done",
@@ -318,56 +319,51 @@ def _finite(data: Mapping[str, Any], key: str, where: str) -> float:
 
 # --- a run directory -------------------------------------------------------------------
 def read_episodes(run_dir: Path) -> list[dict[str, Any]]:
-    """episodes.jsonl of a run: crafter stats.jsonl lines plus `step`, `phase`."""
-    path = run_dir / "episodes.jsonl"
+    """A run's episodes: crafter stats.jsonl lines plus `step`, `phase`."""
+    path = RunDir(run_dir).episodes
     if not run_file_exists(path):
         raise ReportInputError(str(path), "missing; the run is not finished or was moved")
     return read_jsonl(path)
 
 
 def read_run_config(run_dir: Path) -> dict[str, Any]:
-    """run.yaml of a run (its RunConfig fields, seed and hash)."""
-    path = run_dir / "run.yaml"
-    if not path.is_file():
-        raise ReportInputError(str(path), "missing; the run is not finished or was moved")
-    return yaml.safe_load(read_run_bytes(path))
+    """A run's config (its RunConfig fields, seed and hash)."""
+    run = RunDir(run_dir)
+    if not run.config.is_file():
+        raise ReportInputError(str(run.config), "missing; the run is not finished or was moved")
+    return run.read_config()
 
 
 @dataclasses.dataclass(frozen=True)
 class Cycle:
-    """What one EnvGen cycle left in `cycles/cycle-NN/`."""
+    """What one EnvGen cycle left in its folder (`envgen.store.run_dir.CycleDir`)."""
 
     index: int
     """1-based cycle number."""
     environments: tuple[dict[str, Any], ...]
     """The cycle's CrafterConfig dicts (the authors' JSON layout)."""
     evaluation: dict[str, Any] | None
-    """evaluation.json (success_mean/std per achievement, step); None if not evaluated."""
+    """The evaluation (success_mean/std per achievement, step); None if not evaluated."""
 
 
 def read_cycles(run_dir: Path) -> list[Cycle]:
     """The run's cycles in order; empty for runs without LLM environments."""
-    root = run_dir / "cycles"
-    if not root.is_dir():
-        return []
     cycles = []
-    for directory in sorted(root.glob("cycle-*")):
-        index = int(directory.name.split("-")[1])
-        envs_path = directory / "environments.json"
+    for directory in RunDir(run_dir).cycles():
+        envs_path, eval_path = directory.environments, directory.evaluation
         if not envs_path.is_file():
             continue
         environments = json_input.loads(read_run_bytes(envs_path), envs_path)["configs"]
-        eval_path = directory / "evaluation.json"
         evaluation = (
             json_input.loads(read_run_bytes(eval_path), eval_path) if eval_path.is_file() else None
         )
-        cycles.append(Cycle(index, tuple(environments), evaluation))
+        cycles.append(Cycle(directory.index, tuple(environments), evaluation))
     return cycles
 
 
 def read_accounting(run_dir: Path) -> dict[str, Any] | None:
-    """llm_accounting.json (calls, tokens, cost_usd); None for runs that used no LLM."""
-    path = run_dir / "llm_accounting.json"
+    """A run's LLM accounting (calls, tokens, cost_usd); None for runs that used no LLM."""
+    path = RunDir(run_dir).llm_accounting
     return json_input.loads(read_run_bytes(path), path) if path.is_file() else None
 
 

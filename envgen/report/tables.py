@@ -43,6 +43,7 @@ from envgen.stats.campaign_claims import WITHHELD
 from envgen.stats.campaign_spec import words
 from envgen.stats.paper import load_reported
 from envgen.stats.summary import summarize_row
+from envgen.store.provenance import PROVENANCE
 
 METRICS = ("score", "reward")
 SCORE_NAMES = {"crafter": "Score %", "heist": "Success %"}  # the paper's column names
@@ -163,7 +164,7 @@ def to_markdown(table: TableRecord, frame: pd.DataFrame) -> str:
             + " |"
         )
     if table.n_runs:
-        lines += ["", f"Trained on (provenance.json): {table.machines()}."]
+        lines += ["", f"Trained on ({PROVENANCE}): {table.machines()}."]
     lines += replay.row_lines(table)
     return "\n".join(lines) + "\n"
 

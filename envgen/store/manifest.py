@@ -36,6 +36,7 @@ CHECKPOINT_DIR = "checkpoints"
 # What a run in progress resumes from, relative to its run directory (written by
 # envgen.agents.checkpoint): committed only for a run handed off mid-way, never a result.
 LATEST_CHECKPOINT = Path(CHECKPOINT_DIR) / "latest.pt"
+PREVIOUS_CHECKPOINT = Path(CHECKPOINT_DIR) / "previous.pt"  # a cohort's, while it writes
 SKIPPED_DIRS = (CHECKPOINT_DIR,)  # never part of a result
 LOG_SUFFIX = ".jsonl"
 GZ_SUFFIX = ".jsonl.gz"

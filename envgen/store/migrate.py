@@ -26,6 +26,7 @@ from envgen.input_checks import OneLineParser, existing_dir, fail, read_yaml_map
 from envgen.store.fingerprint import FINGERPRINT_FILE
 from envgen.store.manifest import is_sealed, seal_run
 from envgen.store.provenance import PROVENANCE, UNKNOWN
+from envgen.store.run_dir import RunDir
 
 # {game: file fingerprint of the code when results version 1 was declared}
 VERSION_1_FINGERPRINTS = {"crafter": "0b371a26310eaeb8", "heist": "8964b743cba26f84"}
@@ -46,10 +47,11 @@ def _git_added(path: Path) -> tuple[str, str]:
 
 
 def backfilled(run_dir: Path, game: str, fingerprint: str, note: str | None) -> dict[str, Any]:
-    final = json_input.read(run_dir / "final_metrics.json")
+    path = RunDir(run_dir).final_metrics
+    final = json_input.read(path)
     if not isinstance(final, dict):
-        raise EnvGenError(f"{run_dir / 'final_metrics.json'}: not a mapping of metrics")
-    commit, committed_at = _git_added(run_dir / "final_metrics.json")
+        raise EnvGenError(f"{path}: not a mapping of metrics")
+    commit, committed_at = _git_added(path)
     data: dict[str, Any] = {
         "game": game,
         "results_version": 1,
@@ -76,9 +78,9 @@ def backfilled(run_dir: Path, game: str, fingerprint: str, note: str | None) -> 
 
 
 def _game(run_dir: Path) -> str:
-    """The run's game from its run.yaml (random-policy runs have none: Crafter); an
+    """The run's game from its config (random-policy runs have none: Crafter); an
     `EnvGenError` naming the file when it is not a config of a known game."""
-    path = run_dir / "run.yaml"
+    path = RunDir(run_dir).config
     if not path.is_file():
         return "crafter"
     config = yaml_input.read(path)  # bounded in size and nesting: one line, named
@@ -111,14 +113,14 @@ def _fingerprint(path: Path) -> str | None:
 
 def migrate_run(run_dir: Path, note: str | None = None) -> str:
     """Migrate one run directory; returns what was done (one word). A run that already
-    has a provenance.json keeps it: it is a real record, never replaced by a back-fill."""
+    has a provenance keeps it: it is a real record, never replaced by a back-fill."""
     if is_sealed(run_dir):
         return "sealed-already"
-    if (run_dir / PROVENANCE).exists():
+    if RunDir(run_dir).provenance.exists():
         return "has-provenance"
     game = _game(run_dir)
     fingerprint = _fingerprint(run_dir / FINGERPRINT_FILE)
-    if not (run_dir / "final_metrics.json").is_file():
+    if not RunDir(run_dir).final_metrics.is_file():
         return "unfinished"
     if fingerprint != VERSION_1_FINGERPRINTS[game]:
         return "stale"
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     except EnvGenError as exc:
         return fail(parser.prog, exc)
     counts: dict[str, int] = {}
-    for run_dir in sorted(p for p in args.runs_root.glob("*/seed-*") if p.is_dir()):
+    for run_dir in (run.root for run in RunDir.under(args.runs_root)):
         key = run_dir.relative_to(args.runs_root).as_posix()
         try:
             outcome = migrate_run(run_dir, notes.get(key))
