@@ -57,12 +57,17 @@ from envgen.stats.campaign_claims import (
     NO_DIFFERENCE,
     NOT_ENOUGH,
     WORSE,
-    CampaignClaim,
     evaluate_campaign,
     registered_sentence,
     rules_out,
 )
-from envgen.stats.campaign_spec import families, missing_words, primary, words
+from envgen.stats.campaign_spec import (
+    CampaignClaim,
+    families,
+    missing_words,
+    primary,
+    words,
+)
 from envgen.stats.paper_claims import PaperNumbers
 from envgen.store import seal_run
 from tests import test_report_tables

@@ -37,8 +37,8 @@ from envgen.evidence import doc_numbers, doc_templates
 from envgen.evidence.doc_templates import Problem
 from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import DONE, TableRecord, load_tables, runs_json_files
-from envgen.stats.campaign_claims import CampaignClaim, CampaignResult, evaluate_campaign
-from envgen.stats.campaign_spec import families, primary
+from envgen.stats.campaign_claims import CampaignResult, evaluate_campaign
+from envgen.stats.campaign_spec import CampaignClaim, families, primary
 from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import PaperNumbers
 from envgen.stats.runs import SampleStats

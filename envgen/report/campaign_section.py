@@ -32,12 +32,10 @@ from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign_claims import (
     WITHHELD,
     CampaignResult,
-    Family,
-    Registration,
     evaluate_campaign,
     registered_sentence,
 )
-from envgen.stats.campaign_spec import by_table, families, words
+from envgen.stats.campaign_spec import Family, Registration, by_table, families, words
 from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import Claim, PaperNumbers
 from envgen.stats.runs import SampleStats

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 
 from numpy.typing import ArrayLike
 
+from envgen.stats.campaign_spec import CampaignClaim, Registration
 from envgen.stats.compare import hedges_g_from_stats, welch_from_stats
 from envgen.stats.intervals import welch_interval
 from envgen.stats.paper_claims import Claim, PaperNumbers, assumed_population
@@ -41,64 +42,6 @@ INTERIM = "interim"
 WITHHELD = "registered verdict withheld"
 POWER_SIMS = 100_000
 """Simulated campaigns per power figure (its standard error is at most 0.0016)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class CampaignClaim:
-    """a beats b on the score, with the paper's pair that gives it context (if one applies)."""
-
-    name: str
-    """The claim in words."""
-    a: str
-    """Row label (the campaign's replication file) of the arm claimed higher."""
-    b: str
-    """Row label of the arm it is compared with."""
-    paper: tuple[str, str] | None = None
-    """The paper's (a, b) labels whose difference is shown beside ours, as context; None
-    where no paper pair applies (no paper difference, scaled gain or power then)."""
-    better: str = "EnvGen schedule better"
-    """The verdict when a beats b."""
-    metric: str = "score"
-    """"score", or "success_rate:<achievement>" (% of final-phase episodes)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Family:
-    """Claims tested together, Bonferroni within the family."""
-
-    heading: str
-    """CLAIMS.md's heading of the family."""
-    claims: tuple[CampaignClaim, ...]
-    registered: bool = False
-    """Registered (its campaign names a registration) before any of its runs: no verdict,
-    difference, bound or p until every planned run of its arms is in ("registered verdict
-    withheld: k of n runs")."""
-    post_hoc: str = ""
-    """When, relative to the runs, and why the family was added after runs had been
-    seen; "" for a family fixed before the campaign's runs."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Registration:
-    """A registered campaign's document and the words its "Verdicts" fixed."""
-
-    document: str
-    """The registration, committed before any of the campaign's runs."""
-    primary: CampaignClaim
-    """H1, the claim whose verdict is the campaign's answer."""
-    subject: str
-    """What arm a is, as the verdict sentences name it."""
-    against: str
-    """What arm b is, as they name it."""
-    runs: str
-    """The run counts' words ({a}, {b}: the arms' runs), in the better verdict."""
-    coda: str
-    """The better verdict's closing sentence ({rate}: the outcome)."""
-    paper_references: tuple[tuple[str, str, str], ...] = ()
-    """(words, paper row a, paper row b): the paper's differences a no-difference verdict
-    says it rules out or not (none: the report's own, as confirm registered them)."""
-    runs_otherwise: str = ""
-    """The run counts' words in the worse and no-difference verdicts ("": as `runs`)."""
 
 
 @dataclasses.dataclass(frozen=True)
