@@ -21,9 +21,9 @@ from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.files import write_json_atomic
+from envgen.loop.designers import make_designer
 from envgen.loop.paths import read_json
 from envgen.loop.run_state import Run
-from envgen.loop.world_designers import make_designer
 from envgen.scoring import summarize
 
 
@@ -59,7 +59,7 @@ def generate_pool(run: Run, set_offset: int) -> list[CrafterConfig]:
         run.designer.options, initial_set=run.config.initial_set + set_offset
     )
     designer = make_designer(
-        run.config.designer, options, run.seed, run.llm, run.config.heuristic_first_set
+        run.config.designer, options, run.seed, run.config.designer_settings, llm=run.llm
     )
     parsed = designer.generate(run.config.curriculum_pool)
     run.save_llm_calls()
