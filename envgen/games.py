@@ -92,6 +92,19 @@ class GameSpec:
     """Per-skill success in the original game, for the adaptation prompt."""
     design: DesignSpec
     """What the LLM designer needs: world config class, prompts, schema, skills."""
+    base: bool = False
+    """The paper's main game (Tables 1-7): a profile's own budget (another game's is its
+    `games.<name>` section), listed first and unprefixed in reports; the curricula, the
+    non-LLM designers and design quality's skill measure work on its worlds only."""
+    scored_in_training: bool = False
+    """Scored by the final phase's training episodes, with their achievements (else by
+    testing the final agent: test_episodes.jsonl), so that phase must finish episodes."""
+    world_rules: bool = False
+    """Its worlds take Crafter's world rules (`llm_world_rules`, `original_world`)."""
+    cohorts: bool = False
+    """Seeds may train as one cohort (`envgen.agents.cohort_trainer`'s vec env)."""
+    env_workers: bool = False
+    """Its vec env's worker count follows `$ENVGEN_ENV_WORKERS` (`workers_variable`)."""
 
     def ppo_config(self, overrides: PPOOverrides | Mapping[str, Any] = ()) -> PPOConfig:
         """Table 9's `PPOConfig` with this game's defaults, then `overrides` (a run's or
@@ -136,6 +149,11 @@ GAMES: dict[str, GameSpec] = {
         summarize=crafter_summary,
         evaluate=_crafter_evaluate,
         design=DESIGN_SPECS["crafter"],
+        base=True,
+        scored_in_training=True,
+        world_rules=True,
+        cohorts=True,
+        env_workers=True,
     ),
     "heist": GameSpec(
         name="heist",

@@ -17,6 +17,7 @@ from typing import Any
 from envgen.agents.config import PPOOverrides, check_groups, check_kernels
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
+from envgen.games import GAMES
 from envgen.input_checks import (
     MAX_COUNT,
     MAX_STEPS,
@@ -36,8 +37,7 @@ HEURISTIC_FIRST_SETS = ("initial_set", "seed_mod_3")
 AGENTS = ("ppo", "ad")  # envgen.agents.config.AGENTS (the trainer's registry)
 
 METHODS = ("envgen", "fixed", "original_only", "easy_to_hard", "adversarial")
-GAMES = ("crafter", "heist")  # the keys of `envgen.games.GAMES`
-CRAFTER_ONLY_METHODS = ("easy_to_hard", "adversarial")  # curricula rank by Crafter score
+CURRICULA = ("easy_to_hard", "adversarial")  # rank worlds by Crafter score: `GameSpec.base`
 MAX_CYCLES = 10_000
 MAX_COHORT = 64
 MIN_SCORED_STEPS_PER_ENV = 100
@@ -203,7 +203,7 @@ class RunConfig:
         original game), PPO, a network vmap can batch (NCHW)."""
         return (
             self.method == "original_only"
-            and self.game == "crafter"
+            and GAMES[self.game].cohorts
             and self.agent == "ppo"
             and not self.channels_last
         )
@@ -215,6 +215,8 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ppo", PPOOverrides(self.ppo))  # names and types checked
+        if self.game not in GAMES:
+            raise ConfigError("game", f"{self.game!r}; allowed: {', '.join(GAMES)}")
         if self.method not in METHODS:
             raise ConfigError("method", f"{self.method!r}; allowed: {', '.join(METHODS)}")
         if self.agent not in AGENTS:
@@ -237,7 +239,7 @@ class RunConfig:
             )
         if self.designer not in DESIGNERS:
             raise ConfigError("designer", f"{self.designer!r}; allowed: {', '.join(DESIGNERS)}")
-        if not DESIGNERS[self.designer].llm and (self.game != "crafter" or self.obfuscated):
+        if not DESIGNERS[self.designer].llm and (not GAMES[self.game].base or self.obfuscated):
             raise ConfigError(
                 "designer",
                 f"{self.designer!r} writes plain-named Crafter worlds only; use designer: llm",
@@ -252,9 +254,7 @@ class RunConfig:
                 if getattr(self, name) != getattr(RunConfig, name):
                     raise ConfigError(name, f"applies to designer: {designer} only; leave it out")
         self._check_curation()
-        if self.game not in GAMES:
-            raise ConfigError("game", f"{self.game!r}; allowed: {', '.join(GAMES)}")
-        if self.game != "crafter" and self.method in CRAFTER_ONLY_METHODS:
+        if not GAMES[self.game].base and self.method in CURRICULA:
             raise ConfigError(
                 "method",
                 f"{self.method!r} ranks environments by the Crafter score and runs on "

@@ -222,7 +222,7 @@ def execute_run(
         finish_run(paths.root, read_json(paths.final_metrics)["global_steps"])
         return paths.root
     game = game_spec(config.game)
-    if config.game == "crafter":  # scored by its training episodes (Heist: test episodes)
+    if game.scored_in_training:
         check_scored_phase(config.final_steps, game.ppo_config(config.ppo).num_envs)
     numerics.enter(config.cpu_numerics, options.device)  # before any float is computed
     if paths.root.exists() and not options.resume:

@@ -21,8 +21,8 @@ import yaml
 from envgen import json_input
 from envgen.agents.runlog import read_jsonl
 from envgen.errors import ConfigError, EnvGenError, ReportInputError
+from envgen.games import GAMES
 from envgen.input_checks import OneLineParser, safe_name
-from envgen.loop.config import GAMES
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.paper_claims import SAME_EXPERIMENT, SUCCESS, TABLE_METRICS
 from envgen.store.manifest import read_run_bytes, run_file_exists
@@ -265,7 +265,7 @@ def _run(data: Any, where: str) -> RunRecord:
     data = _mapping(data, where)
     game = _game(data, where) if "game" in data else "crafter"
     rates: Mapping[str, Any] = {}
-    if game == "crafter":  # Heist has no achievements: its number is the test's success
+    if GAMES[game].scored_in_training:  # else no achievements: its number is the test's
         rates = _mapping(_field(data, "success_rates", dict, where), f"{where}.success_rates")
         missing = [a for a in ACHIEVEMENTS if a not in rates]
         if missing and rates:
