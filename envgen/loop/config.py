@@ -105,7 +105,7 @@ class RunConfig:
     """Who writes the environments: llm (the method) | random (domain randomization) |
     heuristic (rule-based, adaptive) | sfl (Sampling For Learnability over random's worlds)
     | plr (PLR-robust over random's worlds); the last four are baselines
-    (envgen.loop.world_designers)."""
+    (registered in envgen.loop.designers)."""
     heuristic_first_set: str = "initial_set"
     """The heuristic designer's first set (no feedback yet): "initial_set", the tech tree
     spread shifted by `initial_set`, the same for every seed; or "seed_mod_3", one of three
