@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from envgen.agents.config import ModelConfig, PPOConfig, PPOOverrides, model_preset
 from envgen.agents.runlog import episode_record, heist_episode_record
 from envgen.envs.crafter.config import CrafterConfig
+from envgen.envs.game_rules import GAME_RULES, GameRules
 from envgen.envs.heist import metrics as heist_metrics
 from envgen.envs.heist.config import HeistConfig
 from envgen.envs.heist.engine import NUM_ACTIONS as HEIST_ACTIONS
@@ -92,19 +93,8 @@ class GameSpec:
     """Per-skill success in the original game, for the adaptation prompt."""
     design: DesignSpec
     """What the LLM designer needs: world config class, prompts, schema, skills."""
-    base: bool = False
-    """The paper's main game (Tables 1-7): a profile's own budget (another game's is its
-    `games.<name>` section), listed first and unprefixed in reports; the curricula, the
-    non-LLM designers and design quality's skill measure work on its worlds only."""
-    scored_in_training: bool = False
-    """Scored by the final phase's training episodes, with their achievements (else by
-    testing the final agent: test_episodes.jsonl), so that phase must finish episodes."""
-    world_rules: bool = False
-    """Its worlds take Crafter's world rules (`llm_world_rules`, `original_world`)."""
-    cohorts: bool = False
-    """Seeds may train as one cohort (`envgen.agents.cohort_trainer`'s vec env)."""
-    env_workers: bool = False
-    """Its vec env's worker count follows `$ENVGEN_ENV_WORKERS` (`workers_variable`)."""
+    rules: GameRules
+    """What the rest of the package does differently for it (`envgen.envs.game_rules`)."""
 
     def ppo_config(self, overrides: PPOOverrides | Mapping[str, Any] = ()) -> PPOConfig:
         """Table 9's `PPOConfig` with this game's defaults, then `overrides` (a run's or
@@ -149,11 +139,7 @@ GAMES: dict[str, GameSpec] = {
         summarize=crafter_summary,
         evaluate=_crafter_evaluate,
         design=DESIGN_SPECS["crafter"],
-        base=True,
-        scored_in_training=True,
-        world_rules=True,
-        cohorts=True,
-        env_workers=True,
+        rules=GAME_RULES["crafter"],
     ),
     "heist": GameSpec(
         name="heist",
@@ -165,6 +151,7 @@ GAMES: dict[str, GameSpec] = {
         summarize=heist_metrics.summary,
         evaluate=_heist_evaluate,
         design=DESIGN_SPECS["heist"],
+        rules=GAME_RULES["heist"],
     ),
 }
 

@@ -1,6 +1,7 @@
-"""A game is one entry of `envgen.games.GAMES`: what the config, the profiles, the runner
-and the evidence do differently per game is read from its `GameSpec`, never from its
-name. A second Heist registered under another name is taken as Heist everywhere."""
+"""A game is one entry of `envgen.games.GAMES` (with its rules, `envgen.envs.game_rules`,
+and its design spec): what the config, the profiles, the runner, the report and the
+evidence do differently per game is read from there, never from its name. A second Heist
+registered under another name is taken as Heist everywhere."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from envgen.envs.game_rules import GAME_RULES
 from envgen.errors import ConfigError
 from envgen.evidence import derive
 from envgen.games import GAMES
@@ -19,7 +21,17 @@ from envgen.pipeline.profile import load_profile
 
 @pytest.fixture
 def heist2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(GAMES, "heist2", dataclasses.replace(GAMES["heist"], name="heist2"))
+    register(monkeypatch, "heist2", "heist")
+
+
+def register(monkeypatch: pytest.MonkeyPatch, name: str, like: str) -> None:
+    monkeypatch.setitem(GAMES, name, dataclasses.replace(GAMES[like], name=name))
+    monkeypatch.setitem(GAME_RULES, name, GAME_RULES[like])
+
+
+def test_each_game_points_at_its_rules():
+    assert set(GAME_RULES) == set(GAMES)
+    assert all(spec.rules is GAME_RULES[name] for name, spec in GAMES.items())
 
 
 def test_a_registered_game_is_a_run_configs_game_with_its_entrys_rules(heist2: None):
@@ -33,7 +45,7 @@ def test_a_registered_game_is_a_run_configs_game_with_its_entrys_rules(heist2: N
 
 
 def test_a_profile_budgets_a_base_game_itself_and_another_in_its_section(heist2, monkeypatch):
-    monkeypatch.setitem(GAMES, "crafter2", dataclasses.replace(GAMES["crafter"], name="crafter2"))
+    register(monkeypatch, "crafter2", "crafter")
     params = yaml.safe_load(Path("params.yaml").read_text())
     games = params["profiles"]["smoke"]["games"]
     games["heist2"] = dict(games["heist"])

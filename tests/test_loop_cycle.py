@@ -19,8 +19,8 @@ import pytest
 from envgen.games import game_spec
 from envgen.loop import runner
 from envgen.loop.config import RunConfig
-from envgen.loop.designers import make_designer
 from envgen.loop.run_state import with_world_rules
+from envgen.loop.world_designers import make_designer
 
 LLM, ORIG, FINAL = 1024, 2048, 4096  # distinct, so each step target names its phase
 ORIGINAL = with_world_rules(game_spec("crafter").original, RunConfig().original_world)

@@ -1,5 +1,5 @@
-"""A designer is one class and one registry entry (`envgen.loop.designers`): a toy
-designer defined here, registered by one line, runs the loop at the smallest scale
+"""A designer is one class and one entry of `envgen.loop.world_designers.DESIGNERS`: a
+toy designer defined here, registered by one line, runs the loop at the smallest scale
 with no other module touched."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from envgen.errors import ConfigError
 from envgen.llm.conversation import PromptOptions
 from envgen.llm.parse import parse_environments
 from envgen.loop.config import RunConfig
-from envgen.loop.designers import DESIGNERS, DesignerKind
 from envgen.loop.runner import execute_run
+from envgen.loop.world_designers import DESIGNERS, DesignerKind
 from tests.test_loop import TINY, TINY_PPO
 
 

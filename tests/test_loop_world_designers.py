@@ -8,7 +8,6 @@ import yaml
 from envgen.errors import ConfigError
 from envgen.llm.conversation import PromptOptions
 from envgen.loop.config import RunConfig
-from envgen.loop.designers import make_designer
 from envgen.loop.world_designers import (
     RECIPE_OF,
     RECIPES,
@@ -16,6 +15,7 @@ from envgen.loop.world_designers import (
     HeuristicSettings,
     RandomDesigner,
     first_recipes,
+    make_designer,
     weakest_recipes,
 )
 from envgen.scoring import ACHIEVEMENTS

@@ -42,8 +42,8 @@ from envgen.envs.crafter.config import CrafterConfig
 from envgen.files import write_json_atomic
 from envgen.input_checks import torch_device, whole_number
 from envgen.llm.conversation import PromptOptions
-from envgen.loop.designers import DESIGNERS, make_designer
 from envgen.loop.run_state import with_world_rules
+from envgen.loop.world_designers import DESIGNERS, make_designer
 
 # the designers that need neither the LLM nor a policy
 POOL_DESIGNERS = tuple(k for k, d in DESIGNERS.items() if not (d.llm or d.rollouts))

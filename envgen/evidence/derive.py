@@ -65,7 +65,7 @@ def rederived(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
     run_dir = Path(run_dir)
     random = final.get("method") == "random"
     game = GAMES.get(final.get("game", "crafter"))  # Crafter's final metrics name no game
-    if game is not None and not game.scored_in_training:
+    if game is not None and not game.rules.scored_in_training:
         summary = heist_summary(read_jsonl(run_dir / "test_episodes.jsonl"))
         keys = ("score", "reward", "episodes", "success_rate", "keys_collected", "doors_opened")
         derived = {k: summary[k] for k in keys}

@@ -16,8 +16,8 @@ from typing import Any
 
 from envgen.agents.config import PPOOverrides, check_groups, check_kernels
 from envgen.envs.crafter.config import WORLD_RULES
+from envgen.envs.game_rules import GAME_RULES
 from envgen.errors import ConfigError
-from envgen.games import GAMES
 from envgen.input_checks import (
     MAX_COUNT,
     MAX_STEPS,
@@ -28,8 +28,7 @@ from envgen.input_checks import (
     unknown_key,
 )
 from envgen.llm.conversation import AUTO, check_history_cycles
-from envgen.loop.designers import DESIGNERS
-from envgen.loop.world_designers import RolloutBudget
+from envgen.loop.world_designers import DESIGNERS, RolloutBudget
 from envgen.numerics import NATIVE, check_mode
 
 # How the heuristic designer picks its first set (`RunConfig.heuristic_first_set`).
@@ -105,7 +104,7 @@ class RunConfig:
     """Who writes the environments: llm (the method) | random (domain randomization) |
     heuristic (rule-based, adaptive) | sfl (Sampling For Learnability over random's worlds)
     | plr (PLR-robust over random's worlds); the last four are baselines
-    (registered in envgen.loop.designers)."""
+    (registered in `envgen.loop.world_designers.DESIGNERS`)."""
     heuristic_first_set: str = "initial_set"
     """The heuristic designer's first set (no feedback yet): "initial_set", the tech tree
     spread shifted by `initial_set`, the same for every seed; or "seed_mod_3", one of three
@@ -203,7 +202,7 @@ class RunConfig:
         original game), PPO, a network vmap can batch (NCHW)."""
         return (
             self.method == "original_only"
-            and GAMES[self.game].cohorts
+            and GAME_RULES[self.game].cohorts
             and self.agent == "ppo"
             and not self.channels_last
         )
@@ -215,8 +214,8 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ppo", PPOOverrides(self.ppo))  # names and types checked
-        if self.game not in GAMES:
-            raise ConfigError("game", f"{self.game!r}; allowed: {', '.join(GAMES)}")
+        if self.game not in GAME_RULES:
+            raise ConfigError("game", f"{self.game!r}; allowed: {', '.join(GAME_RULES)}")
         if self.method not in METHODS:
             raise ConfigError("method", f"{self.method!r}; allowed: {', '.join(METHODS)}")
         if self.agent not in AGENTS:
@@ -239,7 +238,7 @@ class RunConfig:
             )
         if self.designer not in DESIGNERS:
             raise ConfigError("designer", f"{self.designer!r}; allowed: {', '.join(DESIGNERS)}")
-        if not DESIGNERS[self.designer].llm and (not GAMES[self.game].base or self.obfuscated):
+        if not DESIGNERS[self.designer].llm and (not GAME_RULES[self.game].base or self.obfuscated):
             raise ConfigError(
                 "designer",
                 f"{self.designer!r} writes plain-named Crafter worlds only; use designer: llm",
@@ -254,7 +253,7 @@ class RunConfig:
                 if getattr(self, name) != getattr(RunConfig, name):
                     raise ConfigError(name, f"applies to designer: {designer} only; leave it out")
         self._check_curation()
-        if not GAMES[self.game].base and self.method in CURRICULA:
+        if not GAME_RULES[self.game].base and self.method in CURRICULA:
             raise ConfigError(
                 "method",
                 f"{self.method!r} ranks environments by the Crafter score and runs on "
@@ -328,7 +327,7 @@ class RunConfig:
     # --- derived values --------------------------------------------------------------
     @property
     def designer_settings(self) -> Any:
-        """The designer's settings dataclass from its fields (`envgen.loop.designers`), or
+        """The designer's settings dataclass from its fields (`DESIGNERS`), or
         None for a designer without settings."""
         settings = DESIGNERS[self.designer].settings
         if settings is None:

@@ -21,9 +21,9 @@ from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.files import write_json_atomic
-from envgen.loop.designers import make_designer
 from envgen.loop.paths import read_json
 from envgen.loop.run_state import Run
+from envgen.loop.world_designers import make_designer
 from envgen.scoring import summarize
 
 

@@ -40,11 +40,11 @@ from envgen.llm.conversation import AUTO, PromptOptions, auto_context
 from envgen.llm.slots import run_id, summarize_calls
 from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.curricula import run_curriculum
-from envgen.loop.designers import DESIGNERS, make_designer
 from envgen.loop.learnability import RolloutOutcome
 from envgen.loop.level_rollout import rollout_success
 from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.run_state import CallLog, Run, RunOptions
+from envgen.loop.world_designers import DESIGNERS, make_designer
 from envgen.results_version import version_key
 from envgen.scoring import final_phase_summary
 from envgen.store.lifecycle import finish_run, start_session
@@ -222,7 +222,7 @@ def execute_run(
         finish_run(paths.root, read_json(paths.final_metrics)["global_steps"])
         return paths.root
     game = game_spec(config.game)
-    if game.scored_in_training:
+    if game.rules.scored_in_training:
         check_scored_phase(config.final_steps, game.ppo_config(config.ppo).num_envs)
     numerics.enter(config.cpu_numerics, options.device)  # before any float is computed
     if paths.root.exists() and not options.resume:

@@ -23,8 +23,10 @@ LLM's world knowledge matter, or would any varied (`random`), feedback-driven
   them, and writes N worlds replayed from the buffer by rank and staleness
   (`envgen.loop.level_buffer`); built with the rollout as `sfl`.
 
-`envgen.loop.designers` registers each by name (`RunConfig.designer`), with its settings
-and what it takes from the loop.
+`DESIGNERS`, at the end, registers each by name (`RunConfig.designer`) with its settings
+and what it takes from the loop; the config, the runner, the curricula and the ranking
+bench read everything about a designer from its entry, so adding one is its class (in
+its own module) and one entry there.
 
 Their replies are JSON text that goes through `parse_environments`, the LLM's own
 validation; the adaptation prompt an LLM would have read is kept in `messages` (the
@@ -579,3 +581,59 @@ def first_recipes(n: int, k: int) -> list[Recipe]:
     order = FIRST_SET_ORDERS[k]
     step = len(order) / n
     return [RECIPES[order[int(i * step) % len(order)]] for i in range(n)]
+
+
+# --- the registry: `RunConfig.designer` -> its class, its settings, what it takes -----
+@dataclasses.dataclass(frozen=True)
+class DesignerKind:
+    """One registered designer."""
+
+    cls: type
+    """Built as cls(options, seed[, settings][, llm=][, rollout=])."""
+    settings: type | None = None
+    """Dataclass of its `RunConfig` fields (same names), or None."""
+    llm: bool = False
+    """It asks the LLM: the run needs replies (cache or server) and passes its call log."""
+
+    @property
+    def rollouts(self) -> bool:
+        """It scores worlds by rollouts of the current policy (`CurationSettings`)."""
+        return self.settings is not None and issubclass(self.settings, CurationSettings)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Its `RunConfig` fields."""
+        return tuple(f.name for f in dataclasses.fields(self.settings)) if self.settings else ()
+
+
+DESIGNERS: dict[str, DesignerKind] = {
+    "llm": DesignerKind(LLMDesigner, llm=True),
+    "random": DesignerKind(RandomDesigner),
+    "heuristic": DesignerKind(HeuristicDesigner, HeuristicSettings),
+    "sfl": DesignerKind(SFLDesigner, SFLSettings),
+    "plr": DesignerKind(PLRDesigner, PLRSettings),
+}
+
+
+def make_designer(
+    kind: str,
+    options: PromptOptions,
+    seed: int,
+    settings: Any = None,
+    *,
+    llm: LLMCallable | None = None,
+    rollout: Rollout | None = None,
+) -> Designer:
+    """The designer `kind` with what its entry says it takes: `settings` (its settings
+    dataclass, `RunConfig.designer_settings`; None: the class's defaults), the LLM's
+    call log, the loop's rollout of the current policy."""
+    entry = DESIGNERS[kind]
+    given: dict[str, Any] = {}
+    if entry.llm:
+        assert llm is not None, f"designer {kind!r} asks the LLM: pass its call log"
+        given["llm"] = llm
+    if entry.rollouts:
+        assert rollout is not None, f"designer {kind!r} plays the policy: pass its rollout"
+        given["rollout"] = rollout
+    args = (settings,) if settings is not None else ()
+    return entry.cls(options, seed, *args, **given)

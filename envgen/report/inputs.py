@@ -20,8 +20,8 @@ import yaml
 
 from envgen import json_input
 from envgen.agents.runlog import read_jsonl
+from envgen.envs.game_rules import GAME_RULES
 from envgen.errors import ConfigError, EnvGenError, ReportInputError
-from envgen.games import GAMES
 from envgen.input_checks import OneLineParser, safe_name
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.paper_claims import SAME_EXPERIMENT, SUCCESS, TABLE_METRICS
@@ -265,7 +265,7 @@ def _run(data: Any, where: str) -> RunRecord:
     data = _mapping(data, where)
     game = _game(data, where) if "game" in data else "crafter"
     rates: Mapping[str, Any] = {}
-    if GAMES[game].scored_in_training:  # else no achievements: its number is the test's
+    if GAME_RULES[game].scored_in_training:  # else no achievements: its number is the test's
         rates = _mapping(_field(data, "success_rates", dict, where), f"{where}.success_rates")
         missing = [a for a in ACHIEVEMENTS if a not in rates]
         if missing and rates:
@@ -287,8 +287,8 @@ def _run(data: Any, where: str) -> RunRecord:
 
 def _game(data: Mapping[str, Any], where: str) -> str:
     game = _field(data, "game", str, where)
-    if game not in GAMES:
-        raise ReportInputError(f"{where}.game", f"{game!r}; allowed: {', '.join(GAMES)}")
+    if game not in GAME_RULES:
+        raise ReportInputError(f"{where}.game", f"{game!r}; allowed: {', '.join(GAME_RULES)}")
     return game
 
 
