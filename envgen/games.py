@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from envgen.agents.config import ModelConfig, PPOConfig, PPOOverrides, model_preset
 from envgen.agents.runlog import episode_record, heist_episode_record
 from envgen.envs.crafter.config import CrafterConfig
+from envgen.envs.game_rules import GAME_RULES, GameRules
 from envgen.envs.heist import metrics as heist_metrics
 from envgen.envs.heist.config import HeistConfig
 from envgen.envs.heist.engine import NUM_ACTIONS as HEIST_ACTIONS
@@ -87,6 +88,8 @@ class GameSpec:
     """Per-skill success in the original game, for the adaptation prompt."""
     design: DesignSpec
     """What the LLM designer needs: world config class, prompts, schema, skills."""
+    rules: GameRules
+    """What the rest of the package does differently for it (`envgen.envs.game_rules`)."""
 
     def ppo_config(self, overrides: PPOOverrides | Mapping[str, Any] = ()) -> PPOConfig:
         """Table 9's `PPOConfig` with this game's defaults, then `overrides` (a run's or
@@ -131,6 +134,7 @@ GAMES: dict[str, GameSpec] = {
         summarize=crafter_summary,
         evaluate=_crafter_evaluate,
         design=DESIGN_SPECS["crafter"],
+        rules=GAME_RULES["crafter"],
     ),
     "heist": GameSpec(
         name="heist",
@@ -142,6 +146,7 @@ GAMES: dict[str, GameSpec] = {
         summarize=heist_metrics.summary,
         evaluate=_heist_evaluate,
         design=DESIGN_SPECS["heist"],
+        rules=GAME_RULES["heist"],
     ),
 }
 

@@ -29,7 +29,7 @@ from envgen.llm.parse import settings_key
 from envgen.loop.config import RunConfig
 from envgen.loop.learnability import RolloutOutcome, learnability, top_n
 from envgen.loop.runner import execute_run
-from envgen.loop.world_designers import RandomDesigner, SFLDesigner, sample_worlds
+from envgen.loop.world_designers import RandomDesigner, SFLDesigner, SFLSettings, sample_worlds
 from envgen.loop.world_diversity import diversity, run_cycles, sfl_choices
 from envgen.pipeline.job_status import results_versions
 from envgen.scoring import ACHIEVEMENTS
@@ -94,9 +94,8 @@ def bandit_rollout(seed: int, episodes: int = 8):
 def sfl(seed: int, noise: int | None = None) -> SFLDesigner:
     """SFL of run seed `seed` on the bandit, its episodes drawn from `noise` (default the
     seed)."""
-    designer = SFLDesigner(OPTIONS, seed, 16)
-    designer.rollout = bandit_rollout(seed if noise is None else noise)
-    return designer
+    rollout = bandit_rollout(seed if noise is None else noise)
+    return SFLDesigner(OPTIONS, seed, SFLSettings(16, 2, 1024), rollout=rollout)
 
 
 def worlds_of(designer, cycles: int = 3) -> list[list[dict]]:
@@ -119,14 +118,13 @@ def test_same_seed_same_worlds_and_its_candidates_start_with_dr_worlds():
 
 def test_each_cycle_rolls_out_domain_randomizations_candidates_of_that_cycle():
     seen: dict[int, list[str]] = {}
-    designer = sfl(3)
-    rollout = designer.rollout
+    rollout = bandit_rollout(3)
 
     def recording(cycle: int, worlds: Sequence) -> RolloutOutcome:
         seen[cycle] = [settings_key(w) for w in worlds]
         return rollout(cycle, worlds)
 
-    designer.rollout = recording
+    designer = SFLDesigner(OPTIONS, 3, SFLSettings(16, 2, 1024), rollout=recording)
     worlds_of(designer, 3)
     for cycle in (1, 2, 3):
         drawn = [CrafterConfig.from_dict(w) for w in sample_worlds(3, 0, cycle, 16)]
@@ -163,11 +161,6 @@ def test_bandit_of_worlds_sfl_concentrates_near_one_half_and_dr_does_not():
     middle = [float(np.mean([0.3 <= p <= 0.7 for p in ps])) for ps in (sfl_p, dr_p)]
     assert middle[0] > 0.7 and middle[1] < 0.5, middle  # measured 0.78 and 0.4 (uniform)
     assert np.mean([0 < p < 1 for p in sfl_p]) == 1.0  # never a world always or never won
-
-
-def test_designer_without_a_rollout_says_so():
-    with pytest.raises(RuntimeError, match="rollout"):
-        SFLDesigner(OPTIONS, 0, 16).generate(4)
 
 
 # --- the config --------------------------------------------------------------------------

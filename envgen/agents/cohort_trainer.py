@@ -39,7 +39,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
+from envgen.agents.checkpoint import (
+    check_written_with,
+    load_checkpoint,
+    restore_streams,
+    save_checkpoint,
+    seed_state,
+)
 from envgen.agents.checkpoint_counters import ResumeRefusedError, checked_counters
 from envgen.agents.cohort import CohortPPO, drain, interleave
 from envgen.agents.config import ModelConfig, PPOConfig, check_groups, check_kernels
@@ -342,28 +348,27 @@ class CohortTrainer(RolloutLoop):
             (self.run_dirs[k] / CHECKPOINT_DIR / PREVIOUS).unlink(missing_ok=True)
 
     def _slice(self, k: int, env_states: list[dict[str, Any]] | None) -> dict[str, Any]:
-        g = self.action_rngs[k]
         group = self._groups[k // (self.size // self.groups)]
         cohort = {"size": self.size, "step": self.global_step}
         if self.groups > 1:  # left out at 1: an unpipelined cohort's slices as before
             cohort["groups"] = self.groups
         if self.kernels != "eager":  # left out when eager, as in the run's hash
             cohort["kernels"] = self.kernels
-        return {
-            "model_cfg": dataclasses.asdict(self.model_cfg),
-            "ppo_cfg": dataclasses.asdict(self.ppo_cfg),
-            "seed": self.seeds[k],
-            "cohort": cohort,
-            "counters": dataclasses.asdict(self.counters),
-            **group.agent.seed_state(k - group.slots.start),
-            "action_rng": {"device": g.device.type, "state": g.get_state()},
-            "shuffle_rng": self.shuffle_rngs[k].bit_generator.state,
-            "env": (
+        return seed_state(
+            self.model_cfg,
+            self.ppo_cfg,
+            self.seeds[k],
+            self.counters,
+            group.agent.seed_state(k - group.slots.start),
+            self.action_rngs[k],
+            self.shuffle_rngs[k],
+            (
                 (mixture_to_plain(self.mixture), env_states[k])
                 if env_states is not None and self.mixture is not None
                 else None
             ),
-        }
+            cohort=cohort,
+        )
 
     def resume(self) -> bool:
         """Load the newest step every seed has a slice of; truncate the logs to it.
@@ -388,20 +393,26 @@ class CohortTrainer(RolloutLoop):
         paths = [f[step][0] for f in found]
         states = [f[step][1] for f in found]
         for k, state in enumerate(states):
-            self._check_slice(k, state)
+            check_written_with(
+                state,
+                self.run_dirs[k],
+                self.model_cfg,
+                self.ppo_cfg,
+                self.seeds[k],
+                fix="start over",
+            )
         counters = self._checked_counters(step, paths, states)  # before any log is cut
         try:
             for group in self._groups:
                 group.agent.load_seed_states([states[k] for k in group.slots])
             for k, state in enumerate(states):
-                saved = state["action_rng"]
-                if saved.get("device") == self.device.type:
-                    self.action_rngs[k].set_state(saved["state"].cpu())
-                else:  # another device's generator: re-seeded by (seed, step), as Trainer
-                    self.action_rngs[k].manual_seed(
-                        derive_seed(self.seeds[k], "actions", counters.checkpoint_step)
-                    )
-                self.shuffle_rngs[k].bit_generator.state = state["shuffle_rng"]
+                restore_streams(
+                    state,
+                    self.action_rngs[k],
+                    self.shuffle_rngs[k],
+                    self.seeds[k],
+                    counters.checkpoint_step,
+                )
             envs = [state.get("env") for state in states]
         except (KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
             raise EnvGenError(
@@ -481,19 +492,6 @@ class CohortTrainer(RolloutLoop):
                 )
             first = first or (path, raw)
         return Counters(**first[1])
-
-    def _check_slice(self, k: int, state: dict[str, Any]) -> None:
-        for key, ours in (
-            ("model_cfg", dataclasses.asdict(self.model_cfg)),
-            ("ppo_cfg", dataclasses.asdict(self.ppo_cfg)),
-            ("seed", self.seeds[k]),
-        ):
-            if state.get(key) != ours:
-                raise ConfigError(
-                    key,
-                    f"checkpoint in {self.run_dirs[k]} was written with {state.get(key)!r}, "
-                    f"not {ours!r}; resume with the same settings or start over",
-                )
 
     def close_env(self) -> None:
         for group in self._groups:

@@ -35,7 +35,13 @@ import torch
 from tqdm import tqdm
 
 from envgen.agents import ad, ppo
-from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
+from envgen.agents.checkpoint import (
+    check_written_with,
+    load_checkpoint,
+    restore_streams,
+    save_checkpoint,
+    seed_state,
+)
 from envgen.agents.checkpoint_counters import checked_counters
 from envgen.agents.config import ModelConfig, PPOConfig
 from envgen.agents.runlog import JsonlLog, episode_record
@@ -337,22 +343,20 @@ class Trainer(RolloutLoop):
             env_state = (mixture_to_plain(self.mixture), self.env.get_state())
         elif self._saved_env is not None:  # resumed, not yet stepped: keep what was saved
             env_state = (mixture_to_plain(self._saved_env[0]), self._saved_env[1])
+        agent = {"agent": self.agent_name} if self.agent_name != "ppo" else {}
         return save_checkpoint(
             self.run_dir / CHECKPOINT_DIR,
-            {
-                "model_cfg": dataclasses.asdict(self.model_cfg),
-                "ppo_cfg": dataclasses.asdict(self.ppo_cfg),
-                "seed": self.seed,
-                "counters": dataclasses.asdict(self.counters),
-                **({"agent": self.agent_name} if self.agent_name != "ppo" else {}),
-                **self.agent.state_dict(),
-                "action_rng": {
-                    "device": self.action_rng.device.type,
-                    "state": self.action_rng.get_state(),
-                },
-                "shuffle_rng": self.shuffle_rng.bit_generator.state,
-                "env": env_state,
-            },
+            seed_state(
+                self.model_cfg,
+                self.ppo_cfg,
+                self.seed,
+                self.counters,
+                self.agent.state_dict(),
+                self.action_rng,
+                self.shuffle_rng,
+                env_state,
+                **agent,
+            ),
         )
 
     def resume(self) -> bool:
@@ -367,18 +371,9 @@ class Trainer(RolloutLoop):
             self.episodes.truncate_after(0)
             self.metrics.truncate_after(0)
             return False
-        for key, ours in (
-            ("model_cfg", dataclasses.asdict(self.model_cfg)),
-            ("ppo_cfg", dataclasses.asdict(self.ppo_cfg)),
-            ("seed", self.seed),
-            ("agent", self.agent_name),
-        ):
-            if (theirs := state.get(key, "ppo")) != ours:  # checkpoints of PPO lack "agent"
-                raise ConfigError(
-                    key,
-                    f"checkpoint in {self.run_dir} was written with {theirs!r}, not "
-                    f"{ours!r}; resume with the same settings or use a new --out directory",
-                )
+        check_written_with(
+            state, self.run_dir, self.model_cfg, self.ppo_cfg, self.seed, self.agent_name
+        )
         if state.get("cohort") is not None:  # a slice of a cohort (envgen.agents.cohort_trainer)
             raise ConfigError(
                 "cohort",
@@ -393,8 +388,9 @@ class Trainer(RolloutLoop):
             )
             self.agent.load_state_dict(state)
             counters = Counters(**raw)
-            self._restore_action_rng(state["action_rng"], counters)
-            self.shuffle_rng.bit_generator.state = state["shuffle_rng"]
+            restore_streams(
+                state, self.action_rng, self.shuffle_rng, self.seed, counters.checkpoint_step
+            )
             saved_env = state.get("env")
             if saved_env is not None:
                 saved_env = (mixture_from_plain(saved_env[0]), saved_env[1])
@@ -411,22 +407,6 @@ class Trainer(RolloutLoop):
         self._saved_env = saved_env
         self._checkpointed_at = time.monotonic()
         return True
-
-    def _restore_action_rng(self, saved: Any, counters: Counters) -> None:
-        """Restore the action generator, or re-seed it when the checkpoint's is another
-        device's: a CPU generator state (5,056 bytes) and a CUDA one (16 bytes) do not
-        convert. The re-seeded stream is fixed by (seed, the checkpoint's step), so a
-        cross-device resume is reproducible but not the uninterrupted run's stream
-        (docs/agent.md, "Reproducibility and resume"). The step, not the count of
-        checkpoints, since wall-clock checkpoints (`checkpoint_seconds`) vary that count."""
-        if not isinstance(saved, dict) or not isinstance(saved.get("state"), torch.Tensor):
-            raise ValueError("action_rng: expected {device, state}")
-        ours = self.action_rng.get_state()
-        state = saved["state"].cpu()
-        if saved.get("device") == self.device.type and state.shape == ours.shape:
-            self.action_rng.set_state(state)
-            return
-        self.action_rng.manual_seed(derive_seed(self.seed, "actions", counters.checkpoint_step))
 
     def close_env(self) -> None:
         """Close the vec env (unfinished episodes are dropped; used when a run ends)."""

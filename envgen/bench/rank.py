@@ -43,10 +43,11 @@ from envgen.files import write_json_atomic
 from envgen.input_checks import torch_device, whole_number
 from envgen.llm.conversation import PromptOptions
 from envgen.loop.run_state import with_world_rules
-from envgen.loop.world_designers import make_designer
+from envgen.loop.world_designers import DESIGNERS, make_designer
 from envgen.store.run_dir import EPISODES_LOG, RunDir
 
-POOL_DESIGNERS = ("random", "heuristic")  # the designers that need no LLM
+# the designers that need neither the LLM nor a policy
+POOL_DESIGNERS = tuple(k for k, d in DESIGNERS.items() if not (d.llm or d.rollouts))
 
 
 def _int_list(text: str) -> list[int]:
@@ -119,7 +120,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_pool(designer: str, size: int, seed: int) -> list[CrafterConfig]:
     """`size` designed Crafter worlds as the curricula play them (world rules "authors")."""
-    parsed = make_designer(designer, PromptOptions(), seed, None).generate(size)
+    parsed = make_designer(designer, PromptOptions(), seed).generate(size)
     return [with_world_rules(c, "authors") for c in parsed.configs]
 
 

@@ -22,6 +22,7 @@ from envgen import json_input
 from envgen.agents.runlog import read_jsonl
 from envgen.envs.heist.metrics import summary as heist_summary
 from envgen.errors import EnvGenError
+from envgen.games import GAMES
 from envgen.llm.slots import summarize_calls
 from envgen.loop.config import RunConfig
 from envgen.scoring import final_phase_summary, summarize
@@ -61,7 +62,8 @@ def rederived(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
 
     run = RunDir(Path(run_dir))
     random = final.get("method") == "random"
-    if final.get("game") == "heist":
+    game = GAMES.get(final.get("game", "crafter"))  # Crafter's final metrics name no game
+    if game is not None and not game.rules.scored_in_training:
         summary = heist_summary(read_jsonl(run.test_episodes))
         keys = ("score", "reward", "episodes", "success_rate", "keys_collected", "doors_opened")
         derived = {k: summary[k] for k in keys}

@@ -157,7 +157,7 @@ def checked_config(path: Path, adjust: ConfigAdjust | None = None) -> RunConfig:
     try:
         ppo = game.ppo_config(config.ppo)
         game.model_config(config.model, **config.gpu_options)
-        if config.game == "crafter":  # scored by training episodes (Heist: test episodes)
+        if game.rules.scored_in_training:
             check_scored_phase(config.final_steps, ppo.num_envs)
     except ConfigError as exc:
         raise exc.in_file(path) from None
@@ -176,7 +176,7 @@ def main(args: argparse.Namespace) -> int:
             "the run under --runs-root",
         )
         numerics.reexec(config.cpu_numerics)  # the variables act as numpy and torch load
-        if args.workers is None and config.game == "crafter":
+        if args.workers is None and game_spec(config.game).rules.env_workers:
             workers_variable()  # a bad $ENVGEN_ENV_WORKERS is one line, before any work
         options = RunOptions(args.device, args.workers, args.progress, args.resume)
         backend = _backend(args, config.llm_model)

@@ -59,7 +59,7 @@ def generate_pool(run: Run, set_offset: int) -> list[CrafterConfig]:
         run.designer.options, initial_set=run.config.initial_set + set_offset
     )
     designer = make_designer(
-        run.config.designer, options, run.seed, run.llm, run.config.heuristic_first_set
+        run.config.designer, options, run.seed, run.config.designer_settings, llm=run.llm
     )
     parsed = designer.generate(run.config.curriculum_pool)
     run.save_llm_calls()

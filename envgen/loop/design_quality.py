@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.envs.crafter.config import INVENTORY_MAX, RARITIES, CrafterConfig
+from envgen.envs.game_rules import GAME_RULES
 from envgen.errors import EnvGenError, LLMResponseError
 from envgen.files import write_json_atomic
 from envgen.llm.cache import DEFAULT_CACHE_DIR, ResponseCache
@@ -105,8 +106,8 @@ def reply_quality(entry: Mapping[str, Any]) -> ReplyQuality | None:
     clamped = sum("out of range" in w for w in parsed.warnings)
     fields = sum(_values(c, game) for c in parsed.configs)
     toward = None
-    crafter_adaptation = game == "crafter" and match["stage"] != "initial"
-    if crafter_adaptation and not obfuscated and not match["reask"]:
+    base_adaptation = GAME_RULES[game].base and match["stage"] != "initial"
+    if base_adaptation and not obfuscated and not match["reask"]:
         messages = entry["request"]["messages"]
         last = messages[-1]["content"]
         previous_text = last if "```json" in last else messages[-2]["content"]
@@ -128,7 +129,7 @@ def _values(config: Any, game: str) -> int:
     """Values a world offers to set: every setting and, in Crafter, all 12 items (its
     inventory lists only the items it hands over)."""
     data = config.to_dict()
-    items = len(INVENTORY_MAX) if game == "crafter" else len(data["inventory_settings"])
+    items = len(INVENTORY_MAX) if GAME_RULES[game].base else len(data["inventory_settings"])
     return len(data["environment_settings"]) + items
 
 
@@ -306,14 +307,14 @@ def main(argv: list[str] | None = None) -> int:
 def by_game(rows: Sequence[ReplyQuality]) -> dict[str, list[ReplyQuality]]:
     """`rows` split by game, Crafter first."""
     games: dict[str, list[ReplyQuality]] = {}
-    for q in sorted(rows, key=lambda q: (q.game != "crafter", q.game)):
+    for q in sorted(rows, key=lambda q: (not GAME_RULES[q.game].base, q.game)):
         games.setdefault(q.game, []).append(q)
     return games
 
 
 def _prefix(game: str) -> str:
     """Crafter's summaries are named by model alone (as before Heist was measured)."""
-    return "" if game == "crafter" else f"{game}: "
+    return "" if GAME_RULES[game].base else f"{game}: "
 
 
 if __name__ == "__main__":

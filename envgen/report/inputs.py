@@ -20,9 +20,9 @@ import yaml
 
 from envgen import json_input
 from envgen.agents.runlog import read_jsonl
+from envgen.envs.game_rules import GAME_RULES
 from envgen.errors import ConfigError, EnvGenError, ReportInputError
 from envgen.input_checks import OneLineParser, safe_name
-from envgen.loop.config import GAMES
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.paper_claims import SAME_EXPERIMENT, SUCCESS, TABLE_METRICS
 from envgen.store.manifest import read_run_bytes, run_file_exists
@@ -266,7 +266,7 @@ def _run(data: Any, where: str) -> RunRecord:
     data = _mapping(data, where)
     game = _game(data, where) if "game" in data else "crafter"
     rates: Mapping[str, Any] = {}
-    if game == "crafter":  # Heist has no achievements: its number is the test's success
+    if GAME_RULES[game].scored_in_training:  # else no achievements: its number is the test's
         rates = _mapping(_field(data, "success_rates", dict, where), f"{where}.success_rates")
         missing = [a for a in ACHIEVEMENTS if a not in rates]
         if missing and rates:
@@ -288,8 +288,8 @@ def _run(data: Any, where: str) -> RunRecord:
 
 def _game(data: Mapping[str, Any], where: str) -> str:
     game = _field(data, "game", str, where)
-    if game not in GAMES:
-        raise ReportInputError(f"{where}.game", f"{game!r}; allowed: {', '.join(GAMES)}")
+    if game not in GAME_RULES:
+        raise ReportInputError(f"{where}.game", f"{game!r}; allowed: {', '.join(GAME_RULES)}")
     return game
 
 
