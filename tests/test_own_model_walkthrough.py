@@ -3,7 +3,7 @@ at a model behind an OpenAI-compatible server records every reply it needs (firs
 adaptation calls) in one command, and the same run then replays offline from that cache
 with no server and no URL, writing the same logs.
 
-The server is the bundled one (`envgen.llm.server.LocalServer`: llama-cpp-python's
+The server is the bundled one (`envgen.llm.server.LocalServer`: llama.cpp's
 OpenAI-compatible server on 127.0.0.1) serving SmolLM2-135M under a name of the
 researcher's choosing, reached through the `compatible` backend as any other server
 would be.
@@ -28,8 +28,8 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.llm,
     pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None,
-        reason="llama_cpp is not importable: install the local-llm extra (make setup-llm)",
+        importlib.util.find_spec("xllamacpp") is None,
+        reason="xllamacpp is not importable: install the local-llm extra (make setup-llm)",
     ),
 ]
 

