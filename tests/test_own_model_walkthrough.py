@@ -3,16 +3,17 @@ at a model behind an OpenAI-compatible server records every reply it needs (firs
 adaptation calls) in one command, and the same run then replays offline from that cache
 with no server and no URL, writing the same logs.
 
-The server is the bundled one (`envgen.llm.server.LocalServer`: llama.cpp's
-OpenAI-compatible server on 127.0.0.1) serving SmolLM2-135M under a name of the
-researcher's choosing, reached through the `compatible` backend as any other server
-would be.
+The server is a scripted OpenAI-compatible server on 127.0.0.1 (tests/llm_stub_server.py)
+answering for a model of the researcher's choosing, reached through the `compatible`
+backend as any other server would be. Not the bundled model: the `compatible` backend
+asks in free text, and SmolLM2-135M's free-text replies do not parse under llama.cpp's
+server (docs/measurements.md, "Local LLM server"); its structured replies through the
+real server are tested in tests/test_llm_local.py.
 """
 
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import socket
 from pathlib import Path
@@ -22,20 +23,18 @@ import yaml
 
 from envgen.cli import main
 from envgen.llm.cache import ResponseCache
-from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
+from tests.llm_stub_server import StubLLMServer, completion, json_reply
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.llm,
-    pytest.mark.skipif(
-        importlib.util.find_spec("xllamacpp") is None,
-        reason="xllamacpp is not importable: install the local-llm extra (make setup-llm)",
-    ),
-]
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 OWN_MODEL = "my-lab-model"
 CALLS = ["crafter/initial/n1/set0", "crafter/adapt2/n1/set0"]  # first call, adaptation
+# One world in the free-text format the prompt asks for (a reply SmolLM2-135M wrote).
+WORLD = (
+    '```json\n{\n  "environment_settings": {\n    "target_biome": "natural",\n'
+    '    "coal_rarity": "common"\n  },\n  "inventory_settings": {}\n}\n```'
+)
 
 
 def _run_files(run: Path) -> dict[str, bytes]:
@@ -66,13 +65,15 @@ def test_your_own_model_from_recording_to_offline_replay(tmp_path, monkeypatch):
     common = ["--seed", "0", "--cache-dir", str(cache)]
 
     # Step 2: one command records every reply the run needs, through the server.
-    with LocalServer(ServerOptions(bundled_model_path(), alias=OWN_MODEL)) as server:
+    replies = [json_reply(200, completion(WORLD, model=OWN_MODEL)) for _ in CALLS]
+    with StubLLMServer(*replies) as server:  # a third request would get HTTP 599
         base_url = server.base_url
         assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
         record = ["--llm-mode", "fill", "--backend", "compatible", "--base-url", base_url]
         recorded_root = tmp_path / "recorded"
         assert main(["run", str(mine), *common, *record, "--runs-root", str(recorded_root)]) == 0
-    assert server.pid is None  # stopped: nothing answers from here on
+    assert [r["model"] for r in server.received] == [OWN_MODEL] * len(CALLS)
+    assert all("response_format" not in r for r in server.received)  # free text
 
     # Step 3: the cache verifies and holds the two calls, the model's own replies.
     assert main(["llm", "verify", "--cache-dir", str(cache)]) == 0
