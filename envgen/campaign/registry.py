@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from envgen.errors import ConfigError
+from envgen.llm.server import SERVER_VARIABLE
 
 STATE_DIR = Path(".envgen/campaigns")
 PROCESS_MARK = "envgen.campaign.cli"  # in the command line of a campaign process
@@ -64,6 +65,16 @@ class Campaign:
     """A local LLM (`envgen.llm.local_models`) whose replies the campaign records as its
     runs ask (fill mode): each reply is recorded once, in data/llm_cache, and replays
     from there; None: its runs replay the committed cache only."""
+    local_server: str | None = None
+    """The local server (`envgen.llm.server.SERVERS`) its registration recorded with,
+    fixed for every session (`environment`), so that its arm never mixes samplers; None:
+    the default server, or `ENVGEN_LOCAL_SERVER` as set."""
+
+    def environment(self) -> dict[str, str]:
+        """The variables every session of the campaign runs with: the local server's
+        choice (`envgen.llm.server.SERVER_VARIABLE`), when its registration fixed one.
+        An environment variable, not a run-config field: no run's hash changes."""
+        return {SERVER_VARIABLE: self.local_server} if self.local_server else {}
 
     def request(
         self, params: Path, runs_root: Path, workers: int | None = None, commit: bool = True
@@ -146,6 +157,8 @@ CAMPAIGNS: dict[str, Campaign] = {
         HEADLINE_SEEDS,
         "docs/campaign_headline.md",
         local_model="qwen2.5-coder-1.5b-instruct",
+        # registered and recording before the default server changed (its Deviations)
+        local_server="llama-cpp-python",
     ),
 }
 
