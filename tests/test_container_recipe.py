@@ -173,12 +173,17 @@ def test_a_makefile_edit_without_the_recipes_fails(old: str, new: str):
 
 
 def test_nothing_is_compiled():
-    """The set-up builds no native code: no install is given CMAKE_ARGS, the Makefile
-    defines none, and no recipe installs a compiler or cmake (the local LLM server is a
-    prebuilt wheel, docs/llm.md "Local backend")."""
+    """The set-up builds no native code: no install is given CMAKE_ARGS, only `make
+    setup-llm-source` (the headline campaign's llama-cpp-python, which no other target
+    needs) uses them, and no recipe installs a compiler or cmake (the local LLM server is
+    a prebuilt wheel, docs/llm.md "Local backend")."""
     makefile = (REPO / "Makefile").read_text()
-    assert "CMAKE_ARGS" not in makefile
     assert all(step.cmake_args == "" for step in installs(setup_recipes(makefile)))
+    rules = re.split(r"\n(?=\S[^\n]*:)", makefile)  # a rule or assignment per block
+    compiling = [r.split(":", 1)[0] for r in rules if 'CMAKE_ARGS="' in r]
+    assert compiling == ["$(STAMP_LLM_SOURCE)"]
+    targets = re.findall(r"^(?:test|repro|setup|setup-llm):.*$", makefile, flags=re.M)
+    assert len(targets) == 4 and not any("SOURCE" in t or "source" in t for t in targets)
     for name in RECIPES:
         text = (CONTAINER / name).read_text()
         assert "CMAKE_ARGS" not in text, name
@@ -214,3 +219,24 @@ def test_make_test_and_make_repro_are_the_documented_commands():
         assert command in section
     assert "make repro" in section and "make test" in section
     assert "tests/test_container_recipe.py" in section and "not built" in section
+
+
+def test_the_source_build_installs_the_headline_campaigns_pins_hash_checked():
+    """`make setup-llm-source`: llama-cpp-python at the pin the headline campaign recorded
+    with, built for portable x86-64, from a lock whose every pin carries its hash."""
+    makefile = (REPO / "Makefile").read_text()
+    start = makefile.index("\n$(STAMP_LLM_SOURCE):") + 1
+    recipe = "\n".join(_takewhile_recipe(makefile[start:].split("\n")[1:]))
+    recipe = recipe.replace("$(LLAMA_CMAKE_ARGS)", make_variable(makefile, "LLAMA_CMAKE_ARGS"))
+    (step,) = installs(recipe.replace("$(BIN)", make_variable(makefile, "BIN")))
+    lock = "requirements-llm-source.lock"
+    assert step.args == ("--no-cache-dir", "--require-hashes", "--no-deps", "-r", lock)
+    assert "-DGGML_NATIVE=OFF" in step.cmake_args.split()
+    pins = re.findall(
+        r"^(\S+==\S+) \\\n((?:    --hash=sha256:[0-9a-f]{64}.*\n)+)",
+        (REPO / lock).read_text(),
+        flags=re.M,
+    )
+    names = [pin for pin, _ in pins]
+    assert "llama-cpp-python==0.3.36" in names
+    assert len(names) == len(re.findall(r"^\S+==", (REPO / lock).read_text(), flags=re.M))
