@@ -75,6 +75,9 @@ class BackendConfig:
     """The variable (environment or .env) holding this backend's key; None sends none."""
     key_required: bool = True
     """Whether requests fail without the key (OpenAI) or go without one (other servers)."""
+    server: str | None = None
+    """The local server started for this backend (`envgen.llm.server.SERVERS`), recorded
+    with each reply it writes; None where it is not known (a server given by URL)."""
 
     def record_flags(self) -> str:
         """The `envgen llm record` options that select this backend."""

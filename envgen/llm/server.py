@@ -247,4 +247,4 @@ def running_backend(
         yield config
         return
     with LocalServer(options or ServerOptions.for_model(config.model)) as server:
-        yield dataclasses.replace(config, base_url=server.base_url)
+        yield dataclasses.replace(config, base_url=server.base_url, server=server.options.server)
