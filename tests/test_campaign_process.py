@@ -343,3 +343,41 @@ def test_a_program_started_bound_to_its_parent_ends_when_the_parent_is_killed(tm
             os.kill(child, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+# The variables a started campaign process sees, written to its log (`launch` appends
+# --lock-fd N to the command: it lands in sys.argv, unread).
+PRINT_SERVER = "import os; print('server:', os.environ.get('ENVGEN_LOCAL_SERVER'), flush=True)"
+
+
+def test_a_started_campaign_runs_with_the_local_server_its_registration_fixed(
+    tmp_path, monkeypatch
+):
+    """The headline campaign recorded its replies with llama-cpp-python's server before
+    the default changed (docs/campaign_headline.md, Deviations): its sessions choose that
+    server through ENVGEN_LOCAL_SERVER; a campaign that fixed none gets no variable."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ENVGEN_LOCAL_SERVER", raising=False)
+    seen = {}
+    for name in ("headline", "cpu"):
+        c = CAMPAIGNS[name]
+        lock = process.acquire(c)
+        try:
+            pid = process.launch(c, [sys.executable, "-c", PRINT_SERVER], lock, 1)
+        finally:
+            os.close(lock)
+        assert wait_gone([pid], 30) == []
+        seen[name] = c.log.read_text().strip()
+    assert seen == {"headline": "server: llama-cpp-python", "cpu": "server: None"}
+    assert "ENVGEN_LOCAL_SERVER" not in os.environ  # this process's own is untouched
+
+
+def test_a_foreground_campaign_session_chooses_the_same_server(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ENVGEN_LOCAL_SERVER", "llama.cpp")  # overruled by the registration
+    seen = []
+    monkeypatch.setattr(
+        run, "run_campaign", lambda request: seen.append(os.environ["ENVGEN_LOCAL_SERVER"]) or 0
+    )
+    assert run.run(CAMPAIGNS["headline"], REPO / "params.yaml", Path("runs"), 1, False) == 0
+    assert seen == ["llama-cpp-python"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from envgen.errors import ConfigError
 from envgen.stats.campaign_spec import CampaignSpec, specs
+from envgen.llm.server import SERVER_VARIABLE
 
 STATE_DIR = Path(".envgen/campaigns")
 PROCESS_MARK = "envgen.campaign.cli"  # in the command line of a campaign process
@@ -47,6 +48,12 @@ class RunRequest:
 class Campaign(CampaignSpec):
     """A declared campaign (`CampaignSpec`, its replication file's `campaign:` section)
     and the files of its process on this machine."""
+
+    def environment(self) -> dict[str, str]:
+        """The variables every session of the campaign runs with: the local server's
+        choice (`envgen.llm.server.SERVER_VARIABLE`), when its registration fixed one.
+        An environment variable, not a run-config field: no run's hash changes."""
+        return {SERVER_VARIABLE: self.local_server} if self.local_server else {}
 
     def request(
         self, params: Path, runs_root: Path, workers: int | None = None, commit: bool = True

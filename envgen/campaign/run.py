@@ -232,6 +232,7 @@ def run(
     `lock_fd`): holds the lock, ends its workers on Ctrl-C or SIGTERM, clears its pid
     file when it ends."""
     lock = process.acquire(c) if lock_fd is None else process.adopt(c, lock_fd)
+    os.environ.update(c.environment())  # `start` set them already; a foreground run here
     try:
         process.write_process(c, process.Process(os.getpid(), workers or 0))
         process.end_group_on_signal()

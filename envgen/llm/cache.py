@@ -8,7 +8,10 @@ Modes of `CachedLLM`:
 - ``fill``: replay what is cached, call and store what is not (for recording the
   adaptation calls of a run whose initial calls are already committed).
 - ``live``: call the backend, store nothing.
-Every file is checked when read: its request must hash to its name.
+Every file is checked when read: its request must hash to its name. A reply written by a
+local server started here names it (``server``: `envgen.llm.server.SERVERS`; not part of
+the key); replies recorded before the field, and through a server given by URL, have
+none.
 
 How replay matches a request (`MATCHES`, docs/llm.md "Replay modes"):
 - ``slot`` (the default): the exactly recorded request first; else the reply recorded
@@ -202,6 +205,7 @@ class CachedLLM:
                     "key": key,
                     "label": request.label,
                     "backend": self.backend.name,
+                    **({"server": self.backend.server} if self.backend.server else {}),
                     **({"slots": [slot]} if slot else {}),
                     "request": record,
                     "response": {

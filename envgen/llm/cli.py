@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve = sub.add_parser(
         "serve",
         help="run a local model's server until Ctrl-C",
-        description="Start llama-cpp-python's OpenAI-compatible server with a local model "
+        description="Start llama.cpp's OpenAI-compatible server with a local model "
         "(default: the bundled SmolLM2-135M-Instruct) on 127.0.0.1 and print its base URL.",
     )
     serve.add_argument("--model", choices=LOCAL_MODELS, default=LOCAL_MODEL)

@@ -33,6 +33,7 @@ from envgen.llm.client import (
     backend_config,
     replay_backend,
 )
+from envgen.llm.schema import DIALECTS
 from envgen.llm.server import running_backend
 from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.runner import RunOptions, execute_run
@@ -97,6 +98,15 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         f"models: local, others: openai or compatible, keyed alike); {KEYS_HELP}",
     )
     parser.add_argument("--base-url", help="OpenAI-compatible server URL ending in /v1")
+    parser.add_argument(
+        "--structured",
+        choices=DIALECTS,
+        help="ask for replies under the reply's JSON schema in this dialect (json_schema: "
+        "OpenAI's, which llama.cpp's server, vLLM and Ollama also take; default: the "
+        "backend's, json_object for local, off for the others). The prompt and request "
+        "change with it, so do the cache keys: give it to every command of the run, "
+        "replay included",
+    )
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     add_device_arguments(parser, gpu_options=False)  # bf16, NHWC: the config's own fields
     parser.add_argument(
@@ -118,7 +128,10 @@ def _backend(args: argparse.Namespace, model: str) -> BackendConfig:
     to another model than the local ones goes out only through a backend named on purpose."""
     calls = args.llm_mode != "replay"  # replay never connects: no --base-url needed
     name = args.backend or (DEFAULT_BACKEND if calls else replay_backend(model))
-    return backend_config(name, model=model, base_url=args.base_url, calls=calls)
+    structured = getattr(args, "structured", None)
+    return backend_config(
+        name, model=model, base_url=args.base_url, structured=structured, calls=calls
+    )
 
 
 def _fill_advice(args: argparse.Namespace) -> str:
@@ -132,6 +145,8 @@ def _fill_advice(args: argparse.Namespace) -> str:
         f"envgen run {args.config}{words} --seed {args.seed} --resume "
         f"--runs-root {args.runs_root} --llm-mode fill"
     )
+    if getattr(args, "structured", None):
+        command += f" --structured {args.structured}"
     if model in LOCAL_MODELS:
         return (
             "To record every missing reply of this run, first and adaptation calls, in one "

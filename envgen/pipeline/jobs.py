@@ -67,6 +67,8 @@ class LLMSpec:
     """A running local server's /v1 URL (fill mode only)."""
     local_model: str = LOCAL_MODEL
     """The local model that server serves; other local models' rows replay."""
+    local_server: str | None = None
+    """Which local server that is (`envgen.llm.server.SERVERS`), recorded with its replies."""
     match: str = "slot"
     """How replay matches requests: slot (across machines) or strict (`envgen.llm.cache`)."""
     record_backend: str | None = None
@@ -88,6 +90,8 @@ class LLMSpec:
             backend = backend_config(
                 "local", model=model, base_url=self.local_base_url if serving else None
             )
+            if serving:
+                backend = dataclasses.replace(backend, server=self.local_server)
             mode = self.mode if serving else "replay"
         elif self.mode == "fill" and model == self.record_model and self.record_backend:
             backend = backend_config(

@@ -115,6 +115,10 @@ class CampaignSpec:
     local_model: str | None = None
     """A local LLM (`envgen.llm.local_models`) whose replies its runs record as they ask
     (fill mode: each recorded once, in data/llm_cache); None: they replay the cache only."""
+    local_server: str | None = None
+    """The local server (`envgen.llm.server.SERVERS`) its registration recorded with, fixed
+    for every session (`Campaign.environment`) so that its arm never mixes samplers; None:
+    the default server, or `ENVGEN_LOCAL_SERVER` as set."""
     report: bool = True
     """Whether its collect stage, tables, figures and CLAIMS.md section are in the pipeline
     (dvc.yaml); a registered campaign joins when its last run is in."""
