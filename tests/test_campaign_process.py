@@ -360,7 +360,7 @@ def test_a_started_campaign_runs_with_the_local_server_its_registration_fixed(
     monkeypatch.delenv("ENVGEN_LOCAL_SERVER", raising=False)
     seen = {}
     for name in ("headline", "cpu"):
-        c = CAMPAIGNS[name]
+        c = campaigns()[name]
         lock = process.acquire(c)
         try:
             pid = process.launch(c, [sys.executable, "-c", PRINT_SERVER], lock, 1)
@@ -379,5 +379,5 @@ def test_a_foreground_campaign_session_chooses_the_same_server(tmp_path, monkeyp
     monkeypatch.setattr(
         run, "run_campaign", lambda request: seen.append(os.environ["ENVGEN_LOCAL_SERVER"]) or 0
     )
-    assert run.run(CAMPAIGNS["headline"], REPO / "params.yaml", Path("runs"), 1, False) == 0
+    assert run.run(campaigns()["headline"], REPO / "params.yaml", Path("runs"), 1, False) == 0
     assert seen == ["llama-cpp-python"]

@@ -12,8 +12,8 @@ import dataclasses
 from pathlib import Path
 
 from envgen.errors import ConfigError
-from envgen.stats.campaign_spec import CampaignSpec, specs
 from envgen.llm.server import SERVER_VARIABLE
+from envgen.stats.campaign_spec import CampaignSpec, specs
 
 STATE_DIR = Path(".envgen/campaigns")
 PROCESS_MARK = "envgen.campaign.cli"  # in the command line of a campaign process
