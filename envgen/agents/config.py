@@ -267,13 +267,6 @@ class ADConfig:
                 raise ConfigError(f"ad.{name}", "must be > 0")
 
 
-def from_mapping(cls: type, data: Mapping[str, Any], section: str) -> Any:
-    """Build a config dataclass from a mapping, rejecting unknown keys by name."""
-    check_fields(cls, data, f"{section}.")
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
-    return cls(**values)
-
-
 def model_preset(name: str) -> ModelConfig:
     """The named preset, or a `ConfigError` listing the names."""
     if name not in MODEL_PRESETS:
