@@ -137,7 +137,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench = sub.add_parser("bench", help=text, description=f"{text}, at each --concurrency level")
     _device_args(bench)
     bench.add_argument("--concurrency", default="1,2,4,8,16", help="runs at once per level")
-    bench.add_argument("--rollouts", type=whole_number(1), default=None)
+    bench.add_argument("--rollouts", type=whole_number(1))
     bench.add_argument("--deterministic", action="store_true")
     bench.add_argument("--tiny", action="store_true", help="2 envs x 16 steps (a smoke test)")
     bench.set_defaults(func=_bench)
@@ -157,7 +157,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=comma_list(
             int, "cohort sizes of at least 4, joined by commas", allowed=lambda w: w >= 4
         ),
-        default=None,
         help="cohort sizes W, each split in 2 groups for the pipelined check (default 4,8; "
         "--tiny: 4)",
     )
@@ -203,7 +202,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dry.add_argument(
         "--sps",
         type=number_in(0, math.inf),
-        default=None,
         help="call B's env steps/s (the rate file's); default the plan's measured cohort rate",
     )
     dry.add_argument("--cohort", type=whole_number(2), default=4, help="call B's W (default 4)")
@@ -248,7 +246,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--sps",
         type=number_in(0, math.inf),
-        default=None,
         help="env steps/s one cohort or run trains on this GPU, as `envgen bench train "
         "--cohort W` measured it in this call (default: the plan's measured rates); a "
         "cohort or run that would not finish inside the budget at this rate is not started",
