@@ -109,6 +109,19 @@ def check_types(cls: type, data: Mapping[str, Any], prefix: str = "") -> None:
             finite(value, f"{prefix}{name}")
 
 
+def check_fields(
+    cls: type, data: Mapping[str, Any], prefix: str = "", skip: str = "", what: str = "key"
+) -> None:
+    """`check_types`, after a `ConfigError` for the first key of `data` that is no field of
+    `cls` (nor one of the space-separated `skip` fields, which the caller sets), naming the
+    nearest field: every typed config reads its mapping this one way."""
+    names = {f.name for f in dataclasses.fields(cls)} - set(skip.split())
+    unknown = sorted(set(data) - names, key=str)
+    if unknown:
+        raise unknown_key(f"{prefix}{unknown[0]}", unknown[0], names, what)
+    check_types(cls, data, prefix)
+
+
 MAX_TEMPERATURE = 2.0  # the OpenAI API's bound, which llama.cpp's server shares
 
 

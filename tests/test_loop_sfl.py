@@ -73,7 +73,7 @@ def test_top_n_takes_the_highest_and_breaks_ties_by_the_lower_index():
 def wood_success(world) -> float:
     """The bandit's known success probability of a world: its starting wood / 9 (domain
     randomization draws wood uniformly from 0..9)."""
-    return world.inventory_dict.get("wood", 0) / 9
+    return dict(world.inventory).get("wood", 0) / 9
 
 
 def bandit_rollout(seed: int, episodes: int = 8):

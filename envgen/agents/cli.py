@@ -71,7 +71,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--workers",
         type=whole_number(1),
-        default=None,
         help="vec env worker processes (default $ENVGEN_ENV_WORKERS, else min(--num-envs, "
         "CPU cores))",
     )

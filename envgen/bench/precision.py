@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=_seeds, default=(100, 101, 102, 103), help="the cohort")
     parser.add_argument("--steps", type=whole_number(1), default=200_000, help="per seed")
     parser.add_argument("--out", type=Path, required=True, help="logs go to OUT/MODE/seed-K")
-    parser.add_argument("--workers", type=whole_number(1), default=None, help="env workers")
+    parser.add_argument("--workers", type=whole_number(1), help="env workers")
     parser.add_argument(
         "--analyse", action="store_true", help="only test the logs already in --out"
     )

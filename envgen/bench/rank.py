@@ -105,7 +105,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--work-dir",
         type=Path,
-        default=None,
         help=f"keep the agents' {EPISODES_LOG} here (default: a temporary directory)",
     )
     parser.add_argument(
@@ -114,7 +113,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="train nothing: score the agents a previous run kept in --work-dir at "
         "--budgets (each at most the steps they trained)",
     )
-    parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
     add_threads_argument(parser)
 
 

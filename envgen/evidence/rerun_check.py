@@ -328,7 +328,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--sample-seed", type=int, default=0, help="--check: seed of the draw (default 0)"
     )
-    parser.add_argument("--json", type=Path, default=None, help="--check: write the results here")
+    parser.add_argument("--json", type=Path, help="--check: write the results here")
     parser.add_argument(
         "--seconds",
         type=number_in(0, rerun.MAX_SECONDS),
@@ -345,29 +345,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--updates",
         type=whole_number(1),
-        default=None,
         help="stop once this many PPO updates are logged (whichever of the two comes first)",
     )
-    parser.add_argument(
-        "--device", type=torch_device, default=None, help="torch device (default: the run's)"
-    )
+    parser.add_argument("--device", type=torch_device, help="torch device (default: the run's)")
     parser.add_argument(
         "--deterministic",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="deterministic GPU kernels, TF32 off (default: as the run was trained; "
         "no effect on the CPU)",
     )
     parser.add_argument(
         "--torch-threads",
         type=whole_number(1),
-        default=None,
         help="torch CPU threads (default: the run's)",
     )
     parser.add_argument(
         "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="LLM replies to replay"
     )
-    parser.add_argument(
-        "--keep", type=Path, default=None, help="keep the retrained run in this directory"
-    )
+    parser.add_argument("--keep", type=Path, help="keep the retrained run in this directory")
     parser.set_defaults(func=main)

@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--checkpoint-minutes", type=number_in(0, math.inf), default=CHECKPOINT_MINUTES
     )
     parser.add_argument("--budget-s", type=number_in(0, math.inf), default=math.inf)
-    parser.add_argument("--sps", type=number_in(0, math.inf), default=None)
+    parser.add_argument("--sps", type=number_in(0, math.inf))
     args = parser.parse_args(argv)
     profile, executor, jobs = selected_jobs(args)
     if profile.device.startswith("cuda"):  # the rates the rule takes are a GPU's

@@ -92,7 +92,6 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--backend",
         choices=list(BACKENDS),
-        default=None,
         help=f"LLM backend for fill/record/live (default: {DEFAULT_BACKEND}, the bundled model's "
         "server); replay calls none: without it a model's replies replay as recorded (local "
         f"models: local, others: openai or compatible, keyed alike); {KEYS_HELP}",
@@ -112,7 +111,6 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--workers",
         type=whole_number(1),
-        default=None,
         help="vec-env worker processes (Crafter; default $ENVGEN_ENV_WORKERS, else min(envs, "
         "CPU cores)) or procgen threads (Heist; default 4); never changes results",
     )

@@ -22,10 +22,9 @@ from envgen.input_checks import (
     MAX_COUNT,
     MAX_STEPS,
     at_most,
+    check_fields,
     check_temperature,
-    check_types,
     read_yaml_mapping,
-    unknown_key,
 )
 from envgen.llm.conversation import AUTO, check_history_cycles
 from envgen.loop.world_designers import DESIGNERS, RolloutBudget
@@ -426,11 +425,7 @@ class RunConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
         """Typed construction: an unknown key fails loudly, naming the allowed ones."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise unknown_key(unknown[0], unknown[0], names, "run option")
-        check_types(cls, data)
+        check_fields(cls, data, what="run option")
         return cls(**data)
 
     @classmethod

@@ -396,7 +396,7 @@ def report_main(
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     parser.add_argument(second[0], type=Path, required=True, help=second[1])
     for name, help_text in optional:
-        parser.add_argument(name, type=Path, default=None, help=help_text)
+        parser.add_argument(name, type=Path, help=help_text)
     args = parser.parse_args(argv)
     extra = {name.lstrip("-"): getattr(args, name.lstrip("-")) for name, _ in optional}
     try:
