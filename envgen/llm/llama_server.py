@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: no model file {args.model}", file=sys.stderr)
         return 2
     try:
-        import xllamacpp  # the local-llm extra; imported here so --help needs none
+        import xllamacpp  # lazy: the local-llm extra; --help and the error need none
     except ImportError:
         print("error: xllamacpp is not installed; run `make setup-llm`", file=sys.stderr)
         return 2
