@@ -299,8 +299,8 @@ class CohortTrainer(RolloutLoop):
             if saved is None:
                 group.obs = group.env.reset()
                 continue
-            merged = _merge_env_states([saved[k] for k in group.slots], n)
-            self._set_env_state(group.env, merged)
+            with self._restoring_env_state():
+                group.env.set_state(_merge_env_states([saved[k] for k in group.slots], n))
             group.obs = group.env.last_obs
 
     # --- checkpoints -------------------------------------------------------------------

@@ -23,10 +23,11 @@ boundary, part of the method) ends running episodes; they are counted
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -116,13 +117,15 @@ class RolloutLoop:
     """The training loop a run alone (`Trainer`) and a cohort (`envgen.agents.cohort_trainer`)
     share: whole rollouts until a global step, one metrics line per rollout and run, a
     checkpoint every `checkpoint_rollouts` rollouts or `checkpoint_seconds` of wall clock,
-    and one resume flow over the runs' checkpoint slices (`resume`). A subclass says what
-    one rollout is (`_rollout`: each run's line), where its checkpoint slices are
-    (`_checkpoint_slices`) and how its learners and envs take them back."""
+    each run's checkpoint slice (`_slice`) and one resume flow over them (`resume`). Run k
+    is `seeds[k]` in `run_dirs[k]` with its own streams and logs. A subclass says what one
+    rollout is (`_rollout`: each run's line), which slices it resumes (`_slice_step`) and
+    how its learners and envs take them back (`_load_learners`, `_resume_envs`)."""
 
     model_cfg: ModelConfig
     ppo_cfg: PPOConfig
     agent_name: str = "ppo"
+    device: torch.device
     seeds: list[int]
     run_dirs: list[Path]
     action_rngs: list[torch.Generator]
@@ -133,7 +136,6 @@ class RolloutLoop:
     episode_logs: list[JsonlLog]
     metrics_logs: list[JsonlLog]
     _checkpointed_at: float
-    device: torch.device
     _checkpoint_names = (LATEST_CHECKPOINT.name,)  # each run's checkpoint files, read
     _config_fix = "use a new --out directory"  # how to resolve a settings mismatch
 
@@ -277,11 +279,12 @@ class RolloutLoop:
         assert first is not None
         return Counters(**first[1])
 
-    def _set_env_state(self, env: Any, state: dict[str, Any]) -> None:
-        """`env.set_state(state)`; a saved state that does not fit closes the envs and is
-        one line naming the checkpoint."""
+    @contextlib.contextmanager
+    def _restoring_env_state(self) -> Iterator[None]:
+        """Around setting the envs' saved state: a state that does not fit closes the envs
+        and is one line naming the checkpoint."""
         try:
-            env.set_state(state)
+            yield
         except (AttributeError, KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
             self.close_env()
             path = self.run_dirs[0] / LATEST_CHECKPOINT
@@ -470,7 +473,8 @@ class Trainer(RolloutLoop):
             self.obs = self.env.reset()
             self.agent.episodes_reset()
             return
-        self._set_env_state(self.env, saved[1])
+        with self._restoring_env_state():
+            self.env.set_state(saved[1])
         self.obs = self.env.last_obs
         if saved[0] != self.mixture:  # the checkpoint fell on a phase boundary
             self._switch(self.mixture)
