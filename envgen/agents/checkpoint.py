@@ -33,7 +33,7 @@ from envgen.errors import ConfigError, EnvGenError
 from envgen.store.manifest import LATEST_CHECKPOINT
 
 LATEST = LATEST_CHECKPOINT.name
-# What `Trainer.checkpoint` writes and `Trainer.resume` reads.
+# What every checkpoint slice holds (`seed_state`) and `RolloutLoop.resume` reads.
 CHECKPOINT_KEYS = frozenset(
     {"model_cfg", "ppo_cfg", "seed", "model", "optimizer", "action_rng", "shuffle_rng", "counters"}
 )
