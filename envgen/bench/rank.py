@@ -40,7 +40,7 @@ from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.bench.rank_stats import budget_scores, rank_agreement
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.files import write_json_atomic
-from envgen.input_checks import torch_device, whole_number
+from envgen.input_checks import torch_device, whole_number, writable_dir
 from envgen.llm.conversation import PromptOptions
 from envgen.loop.run_state import with_world_rules
 from envgen.loop.world_designers import DESIGNERS, make_designer
@@ -192,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("--seeds: give two different base seeds, e.g. 0,1")
     if args.rescore and args.work_dir is None:
         raise SystemExit("--rescore: give the --work-dir of the run to score")
+    if args.work_dir is not None:
+        writable_dir(args.work_dir, "--work-dir")  # else a traceback once training started
     args.budgets = sorted(set(args.budgets))
     set_torch_threads(args.torch_threads)
     ppo_cfg = rollout_config(args, checkpoint_every=10**12)

@@ -11,7 +11,7 @@ import unicodedata
 from pathlib import Path
 
 from envgen.errors import EnvGenError, LLMResponseError
-from envgen.input_checks import check_temperature, existing_dir
+from envgen.input_checks import check_temperature, existing_dir, writable_dir
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
 from envgen.llm.client import (
@@ -173,6 +173,7 @@ def _record(args: argparse.Namespace) -> int:
 
 def _record_calls(args: argparse.Namespace) -> int:
     check_temperature(args.temperature, "--temperature")
+    writable_dir(args.cache_dir, "--cache-dir")  # before a server starts, not after
     labels = args.call or list(PLANNED_CALLS)
     failed = 0
     config = backend_config(

@@ -213,7 +213,7 @@ class LocalServer:
         deadline = time.monotonic() + self.options.startup_timeout_s
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"local LLM server exited early:\n{self._log_tail()}")
+                raise EnvGenError(f"the local LLM server exited early: {self._last_log_line()}")
             try:
                 reply = httpx.get(f"{self.base_url}/models", timeout=2.0, trust_env=False)
                 if reply.status_code == 200:
@@ -221,14 +221,16 @@ class LocalServer:
             except httpx.TransportError:
                 pass
             time.sleep(0.25)
-        raise RuntimeError(
-            f"local LLM server did not answer within {self.options.startup_timeout_s:.0f} s:\n"
-            f"{self._log_tail()}"
+        raise EnvGenError(
+            f"the local LLM server did not answer within {self.options.startup_timeout_s:.0f}"
+            f" s: {self._last_log_line()}"
         )
 
-    def _log_tail(self) -> str:
+    def _last_log_line(self) -> str:
+        """The server log's last line (where it says why), so the error is one line."""
         assert self._log_path is not None
-        return self._log_path.read_text(errors="replace")[-2000:]
+        lines = self._log_path.read_text(errors="replace").strip().splitlines()
+        return lines[-1].strip() if lines else "(its log is empty)"
 
 
 def _free_port() -> int:
