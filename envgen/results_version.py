@@ -4,7 +4,7 @@ A run's kind is its game, with "-llm" when an LLM adapts its worlds to its feedb
 (`version_key`, `RunConfig.llm_adapts`): the adaptation conversation can change while
 every other run (the original game alone, the random and heuristic designers, LLM
 worlds generated once) stays what it was.
-A finished run records the version its kind had when it started (`provenance.json`,
+A finished run records the version its kind had when it started (its provenance,
 `envgen.store.provenance`). It is current, and never retrained, while that equals the
 number here; edits that change no number (a comment, a device fix, an error message)
 leave every committed run current. Bump a game's version in the same commit as a change

@@ -1,10 +1,10 @@
 """Reading YAML that someone else may have written: bounded in size and nesting.
 
-The YAML twin of `envgen.json_input`. A run's run.yaml can come from another machine
+The YAML twin of `envgen.json_input`. A run's config can come from another machine
 (an archive, a clone) and params.yaml from another person. `yaml.safe_load` of
 `x: [[[...]]]` 100,000 deep raises `RecursionError` (a traceback, and in `gpu import`
 the end of every other run of the archive); a file of gigabytes fills the memory; a
-run.yaml of `- a` made the code that expected a mapping fail with AttributeError.
+run config of `- a` made the code that expected a mapping fail with AttributeError.
 `loads` refuses a file over `MAX_BYTES` before reading it and one nesting deeper than
 `MAX_DEPTH` while walking PyYAML's event stream (iterative: no recursion, and it stops
 at the first level too deep), before anything builds the value; `loads_mapping` also
@@ -25,7 +25,7 @@ from envgen.files import read_bounded
 
 MAX_BYTES = 16 * 2**20
 """Largest YAML file read: 16 MiB (dvc.yaml, the largest the project has, is under
-1 MiB; a run.yaml or params.yaml a few KB)."""
+1 MiB; a run config or params.yaml a few KB)."""
 MAX_DEPTH = 32
 """Deepest nesting of sequences and mappings, aliases counted as the node they name
 (the project's files nest at most 5 deep)."""

@@ -10,12 +10,12 @@ import torch
 from envgen.agents import ad, trainer
 from envgen.agents.ad_networks import ADActorCritic
 from envgen.agents.config import AGENTS, ADConfig, PPOConfig, model_preset
-from envgen.agents.networks import count_parameters
 from envgen.agents.runlog import read_jsonl
 from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
 from envgen.loop.config import RunConfig
+from tests.test_agents_network import count_parameters
 
 # snu-mllab/Achievement-Distillation, PPOADModel(**configs/ppo_ad.yaml model_kwargs) on
 # Crafter's spaces: trainable parameters per child module, counted from their code.

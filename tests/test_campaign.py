@@ -7,6 +7,7 @@ and a checkpoint).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
@@ -23,10 +24,7 @@ from envgen.campaign import cli as campaign_cli
 from envgen.campaign.gitcommit import commit_run, is_committed
 from envgen.campaign.handoff import commit_partial_runs
 from envgen.campaign.process import Process
-from envgen.campaign.registry import CAMPAIGNS, RunRequest
-from envgen.campaign.run import commit_hook, load_campaign, seed_order
-from envgen.campaign.status import status_text
-from envgen.campaign.store import (
+from envgen.campaign.progress import (
     DAMAGED,
     FINISHED,
     MISSING,
@@ -39,6 +37,10 @@ from envgen.campaign.store import (
     job_states,
     write_collected,
 )
+from envgen.campaign.registry import RunRequest, campaigns
+from envgen.campaign.run import commit_hook, load_campaign, seed_order
+from envgen.campaign.status import status_text
+from envgen.evidence.history import above_deviations
 from envgen.pipeline.executor import ExecutorConfig, execute
 from envgen.pipeline.job_status import DONE, JobResult, job_dir, results_versions
 from envgen.pipeline.jobs import Settings
@@ -51,18 +53,20 @@ from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import load_table, load_tables
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign_claims import (
-    CAMPAIGN_ACHIEVEMENT_CLAIMS,
-    CAMPAIGN_CLAIMS,
-    H1,
-    H1_SFL,
     INTERIM,
     NO_DIFFERENCE,
     NOT_ENOUGH,
-    REGISTRATIONS,
     WORSE,
     evaluate_campaign,
     registered_sentence,
     rules_out,
+)
+from envgen.stats.campaign_spec import (
+    CampaignClaim,
+    families,
+    missing_words,
+    primary,
+    words,
 )
 from envgen.stats.paper_claims import PaperNumbers
 from envgen.store import seal_run
@@ -70,7 +74,9 @@ from tests import test_report_tables
 from tests.envgen_cli import envgen_subprocess
 
 REPO = Path(__file__).resolve().parents[1]
-CPU = CAMPAIGNS["cpu"]
+CPU = campaigns()["cpu"]
+CPU_SCORE_CLAIMS, CPU_ACHIEVEMENT_CLAIMS = (f.claims for f in families("campaign_cpu"))
+H1, H1_SFL = primary("campaign_confirm"), primary("campaign_sfl")
 ROWS = (
     "PPO 1.96M Crafter only",
     "Heuristic designer: EnvGen schedule",
@@ -154,7 +160,7 @@ def test_jobs_fill_seeds_evenly_across_rows(plan):
 def test_confirm_trains_the_two_rows_in_the_first_campaigns_run_dirs_on_fresh_seeds(plan):
     """The registered campaign (docs/campaign_confirm.md): the same run configs as
     campaign_cpu's two rows, so the same run directories, on seeds 5-19 only."""
-    c = CAMPAIGNS["confirm"]
+    c = campaigns()["confirm"]
     confirm = load_campaign(
         RunRequest(
             c.name, REPO / c.table, c.profile, REPO / "params.yaml", Path("u"), None, False, c.seeds
@@ -173,6 +179,57 @@ def test_confirm_trains_the_two_rows_in_the_first_campaigns_run_dirs_on_fresh_se
     assert status_text(c, states, None, 2).endswith(
         "registered verdict withheld: 0 of 30 runs (docs/campaign_confirm.md)"
     )
+
+
+# Every campaign arm's run directory and seeds as the registry resolved them before the
+# campaigns became data (replication/campaign_*.yaml's `campaign:` sections).
+ARMS = {
+    "cpu": {
+        "PPO 1.96M Crafter only": ("ca3d42bc0a83", 0, 4),
+        "Heuristic designer: EnvGen schedule": ("9894e0ac015d", 0, 4),
+        "Heuristic designer: Fixed": ("dd3a78bce48f", 0, 4),
+        "Domain randomization: EnvGen schedule": ("7b838eba3c35", 0, 4),
+    },
+    "confirm": {
+        "PPO 1.96M Crafter only": ("ca3d42bc0a83", 5, 19),
+        "Domain randomization: EnvGen schedule": ("7b838eba3c35", 5, 19),
+    },
+    "llm15": {
+        "EnvGen: Qwen2.5-Coder-1.5B designer": ("71f7ee870351", 20, 35),
+        "Domain randomization: EnvGen schedule": ("7b838eba3c35", 20, 35),
+    },
+    "sfl": {
+        "SFL: EnvGen schedule": ("544657aa9df0", 36, 55),
+        "Domain randomization: EnvGen schedule": ("7b838eba3c35", 36, 55),
+    },
+    "headline": {
+        "EnvGen: Qwen2.5-Coder-1.5B designer": ("71f7ee870351", 56, 71),
+        "PPO 1.96M Crafter only": ("ca3d42bc0a83", 56, 71),
+    },
+}
+
+
+def test_every_declared_campaign_arm_keeps_its_run_directory_and_seeds():
+    """`envgen campaign status|start NAME` resolve the runs they did when the registry was
+    Python: the same config hash (run directory) and seeds for every arm, in order."""
+    assert list(campaigns()) == list(ARMS)
+    local = {n: c.local_model for n, c in campaigns().items() if c.local_model}
+    assert local == dict.fromkeys(("llm15", "headline"), "qwen2.5-coder-1.5b-instruct")
+    for name, c in campaigns().items():
+        request = c.request(REPO / "params.yaml", Path("u"), commit=False)
+        plan = load_campaign(dataclasses.replace(request, table=REPO / c.table))[0]
+        arms = {
+            row.name: (
+                row.config_hash,
+                min(j.seed for j in row.jobs),
+                max(j.seed for j in row.jobs),
+            )
+            for row in plan.rows
+        }
+        assert arms == ARMS[name], name
+        assert len({j.key for row in plan.rows for j in row.jobs}) == sum(
+            hi - lo + 1 for _, lo, hi in ARMS[name].values()
+        )
 
 
 def synthetic_store(plan, codes, root: Path) -> None:
@@ -269,6 +326,21 @@ def test_status_names_a_finished_run_with_bad_final_metrics(plan, codes, tmp_pat
     state, text = _one_state(plan, codes, tmp_path)
     assert state.state == DAMAGED and f"final_metrics.json: {words}" in state.problem
     assert f"0  damaged: {job_dir(job, tmp_path)}/final_metrics.json: {words}" in text
+    assert f"{ROWS[0]}: 1 done, 1 damaged, 3 missing (of 5)" in text
+
+
+@pytest.mark.parametrize("cut", ["truncated", "garbled"])
+def test_status_shows_a_finished_run_with_a_damaged_log_as_damaged(plan, codes, tmp_path, cut):
+    """A sealed run whose episodes.jsonl.gz was cut or overwritten is not "done": its line
+    names the log; every other run is still shown."""
+    synthetic_store(plan, codes, tmp_path)
+    job = jobs_by_row(plan)[ROWS[0]][0]
+    log = job_dir(job, tmp_path) / "episodes.jsonl.gz"
+    data = log.read_bytes()
+    log.write_bytes(data[: len(data) // 2] if cut == "truncated" else b"\x1f\x8b" + b"x" * 40)
+    state, text = _one_state(plan, codes, tmp_path)
+    assert state.state == DAMAGED and f"{log}: differs from its run's manifest" in state.problem
+    assert f"0  damaged: {log}" in text
     assert f"{ROWS[0]}: 1 done, 1 damaged, 3 missing (of 5)" in text
 
 
@@ -588,9 +660,9 @@ def paper():
 
 
 def verdicts(paper, a: list[float], b: list[float], planned: int = 5) -> str:
-    claim = CAMPAIGN_CLAIMS["campaign_cpu"][0]
+    claim = CPU_SCORE_CLAIMS[0]
     results = evaluate_campaign(
-        CAMPAIGN_CLAIMS["campaign_cpu"],
+        CPU_SCORE_CLAIMS,
         {"score": {claim.a: a, claim.b: b}},
         {claim.a: planned, claim.b: planned},
         paper,
@@ -625,14 +697,24 @@ def test_rules_out_names_a_reference_only_where_the_bound_lies_below_it():
     assert rules_out(5.8, 5.8, math.nan) == "rules out +5.80 or more: not the paper's +5.8"
 
 
+def test_a_claim_without_a_paper_pair_is_tested_with_no_paper_figure(paper):
+    """A campaign whose question the paper never asked names no paper pair: its claim is
+    tested as any other, with no paper difference, scaled gain or power beside it."""
+    claim = CampaignClaim("H1: biome-only > DR", "Biome only", "DR", better="better")
+    runs = {"score": {"Biome only": [10.0, 11.0, 12.0], "DR": [10.5, 11.5, 12.5]}}
+    (r,) = evaluate_campaign((claim,), runs, {"Biome only": 3, "DR": 3}, paper)
+    assert all(math.isnan(x) for x in (r.paper_diff, r.scaled_diff, r.power))
+    assert r.verdict == f"{NO_DIFFERENCE}; rules out {r.bounds[1]:+.2f} or more"
+
+
 def test_power_is_the_simulated_planning_figure(paper):
     """The first campaign's domain randomization claim: n = 5 per arm at 0.05/4, the
     paper's +5.8 with our larger stds: the simulated test, not the formula (0.85)."""
-    claim = CAMPAIGN_CLAIMS["campaign_cpu"][1]
+    claim = CPU_SCORE_CLAIMS[1]
     dr = [20.82, 21.74, 21.96, 22.81, 23.27]
     crafter = [15.37, 22.13, 19.12, 20.27, 21.87]
     runs = {"score": {claim.a: dr, claim.b: crafter}}
-    results = evaluate_campaign(CAMPAIGN_CLAIMS["campaign_cpu"], runs, {}, paper)
+    results = evaluate_campaign(CPU_SCORE_CLAIMS, runs, {}, paper)
     assert results[1].level == pytest.approx(0.05 / 4)
     assert results[1].power == pytest.approx(0.83, abs=0.01)
     assert results[1].scaled_diff == pytest.approx(19.75 * 5.8 / 26.4, abs=0.01)
@@ -654,7 +736,7 @@ def test_rule_not_enough_runs(paper):
 
 def achievement_verdicts(paper, rates: dict[str, tuple[list[float], list[float]]]) -> dict:
     """The Figure 4 family's results; `rates`: {achievement: (EnvGen row's, Crafter-only's)}."""
-    claims = CAMPAIGN_ACHIEVEMENT_CLAIMS["campaign_cpu"]
+    claims = CPU_ACHIEVEMENT_CLAIMS
     runs = {
         c.metric: dict(zip((c.a, c.b), rates[c.metric.split(":")[1]], strict=True)) for c in claims
     }
@@ -792,7 +874,7 @@ def test_registered_no_difference_names_each_reference_it_rules_out_or_not(paper
     high = r.bounds[1]
     assert 0 < high < 2.37 and r.verdict.startswith(f"{NO_DIFFERENCE}; rules out {high:+.2f}")
     refs = [("the first campaign's", 2.37), ("huge", high - 0.01)]
-    text = registered_sentence(r, refs, REGISTRATIONS["campaign_confirm"])
+    text = registered_sentence(r, refs, words("campaign_confirm"))
     assert text.startswith("no difference detected: ")
     assert f"The data rule out an effect of {high:+.2f} or more; " in text
     assert text.endswith(
@@ -978,19 +1060,19 @@ def test_a_registered_campaigns_comparisons_are_its_registered_a_minus_b(tmp_pat
     assert furnace.startswith("| place_furnace | -20.00 (p ")
 
 
-def test_each_registered_campaign_has_its_registered_words_and_no_other_does():
-    """`Campaign.registration` (withheld metrics in `collect`) and the report's
-    `REGISTRATIONS` (withheld verdict, tables, figures) name the same documents."""
-    registered = {
-        f"campaign_{c.name}": c.registration for c in CAMPAIGNS.values() if c.registration
-    }
-    assert registered == {name: r.document for name, r in REGISTRATIONS.items()}
-    for name, registration in REGISTRATIONS.items():
-        assert Path(registration.document).is_file()
-        assert (
-            yaml.safe_load(CAMPAIGNS[name.removeprefix("campaign_")].table.read_text())["table"]
-            == name
-        )
+def test_each_registered_campaign_declares_words_its_registration_holds():
+    """A registered campaign's declared verdict words are written in its registration above
+    its Deviations (`envgen verify`'s "registrations frozen"); a changed word is named."""
+    registered = [c for c in campaigns().values() if c.registration]
+    assert {c.name for c in registered} == {"confirm", "llm15", "sfl", "headline"}
+    for c in registered:
+        text = above_deviations(Path(c.registration).read_text(encoding="utf-8"))
+        assert missing_words(c, text) is None, c.name
+        assert c.verdict is not None and c.verdict.document == c.registration
+    confirm = campaigns()["confirm"]
+    text = above_deviations(Path(confirm.registration).read_text(encoding="utf-8"))
+    edited = text.replace("Diverse worlds alone", "Varied worlds alone")
+    assert missing_words(confirm, edited) == confirm.verdict.coda
 
 
 def sfl_text(tmp_path: Path, fresh: int, sfl_shift: float) -> tuple[str, dict[str, list[float]]]:

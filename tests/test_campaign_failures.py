@@ -17,9 +17,9 @@ import pytest
 from envgen.agents.checkpoint_counters import checked_counters
 from envgen.campaign.failures import failures_file, read_failures
 from envgen.campaign.process import Process
+from envgen.campaign.progress import FAILED_RUN, RUNNING, job_states
 from envgen.campaign.run import failure_hook, load_campaign
 from envgen.campaign.status import status_text
-from envgen.campaign.store import FAILED_RUN, RUNNING, job_states
 from envgen.errors import EnvGenError
 from envgen.pipeline.job_status import DONE, FAILED, JobResult, job_dir, results_versions
 from tests.test_campaign import CPU, ROWS, jobs_by_row, request, synthetic_store

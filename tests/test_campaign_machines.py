@@ -15,7 +15,7 @@ import yaml
 from envgen.campaign import process
 from envgen.campaign import run as campaign_run
 from envgen.campaign.machines import cpu_classes, reuse_lines, row_reuse
-from envgen.campaign.registry import CAMPAIGNS
+from envgen.campaign.registry import campaigns
 from envgen.campaign.run import load_campaign
 from envgen.pipeline.job_status import job_dir, job_version_key, results_versions
 from envgen.store import seal_run
@@ -23,7 +23,7 @@ from envgen.store.manifest import LATEST_CHECKPOINT
 from tests.envgen_cli import envgen_subprocess
 
 REPO = Path(__file__).resolve().parents[1]
-CPU = CAMPAIGNS["cpu"]
+CPU = campaigns()["cpu"]
 AMD, INTEL = ("AMD EPYC", "AVX512"), ("Intel Xeon Platinum 8481C", "AVX512")
 PPO, SCHEDULE, FIXED, RANDOM = (
     "PPO 1.96M Crafter only",

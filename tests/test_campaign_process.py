@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from envgen.campaign import cli, process, run
-from envgen.campaign.registry import CAMPAIGNS, PROCESS_MARK, STATE_DIR
+from envgen.campaign.registry import PROCESS_MARK, STATE_DIR, campaigns
 from envgen.errors import EnvGenError
 
 REPO = Path(__file__).resolve().parents[1]
-CPU = CAMPAIGNS["cpu"]
+CPU = campaigns()["cpu"]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
 # A campaign process as `run` is: takes the lock, records itself, starts a worker whose
@@ -30,8 +30,8 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 HOLDER = """
 import subprocess, sys, time
 from envgen.campaign import process
-from envgen.campaign.registry import CAMPAIGNS
-c = CAMPAIGNS["cpu"]
+from envgen.campaign.registry import campaigns
+c = campaigns()["cpu"]
 fd = process.acquire(c)
 process.write_process(c, process.Process(__import__("os").getpid(), 2))
 sleep = [sys.executable, "-c", "import time; time.sleep(120)"]
@@ -142,7 +142,7 @@ def test_a_start_typed_in_a_subdirectory_meets_the_live_campaign_at_the_root(
     failing on a file it looks for beside it."""
     proc, _ = holder
     (tmp_path / CPU.table).parent.mkdir(parents=True)
-    (tmp_path / CPU.table).write_text("rows: []\n")
+    (tmp_path / CPU.table).write_text((REPO / CPU.table).read_text())  # its declaration
     (tmp_path / "results").mkdir()
     monkeypatch.chdir(tmp_path / "results")
     assert cli.main(["start", "cpu"]) == 1
@@ -343,3 +343,41 @@ def test_a_program_started_bound_to_its_parent_ends_when_the_parent_is_killed(tm
             os.kill(child, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+# The variables a started campaign process sees, written to its log (`launch` appends
+# --lock-fd N to the command: it lands in sys.argv, unread).
+PRINT_SERVER = "import os; print('server:', os.environ.get('ENVGEN_LOCAL_SERVER'), flush=True)"
+
+
+def test_a_started_campaign_runs_with_the_local_server_its_registration_fixed(
+    tmp_path, monkeypatch
+):
+    """The headline campaign recorded its replies with llama-cpp-python's server before
+    the default changed (docs/campaign_headline.md, Deviations): its sessions choose that
+    server through ENVGEN_LOCAL_SERVER; a campaign that fixed none gets no variable."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ENVGEN_LOCAL_SERVER", raising=False)
+    seen = {}
+    for name in ("headline", "cpu"):
+        c = campaigns()[name]
+        lock = process.acquire(c)
+        try:
+            pid = process.launch(c, [sys.executable, "-c", PRINT_SERVER], lock, 1)
+        finally:
+            os.close(lock)
+        assert wait_gone([pid], 30) == []
+        seen[name] = c.log.read_text().strip()
+    assert seen == {"headline": "server: llama-cpp-python", "cpu": "server: None"}
+    assert "ENVGEN_LOCAL_SERVER" not in os.environ  # this process's own is untouched
+
+
+def test_a_foreground_campaign_session_chooses_the_same_server(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ENVGEN_LOCAL_SERVER", "llama.cpp")  # overruled by the registration
+    seen = []
+    monkeypatch.setattr(
+        run, "run_campaign", lambda request: seen.append(os.environ["ENVGEN_LOCAL_SERVER"]) or 0
+    )
+    assert run.run(campaigns()["headline"], REPO / "params.yaml", Path("runs"), 1, False) == 0
+    assert seen == ["llama-cpp-python"]

@@ -4,7 +4,10 @@
 `global_step = -100000` resumed, cut both seeds' logs to nothing and wrote steps
 -99,968, -99,936, ...; `"abc"` gave a TypeError traceback; `rollouts = 999` was
 accepted. Each slice's counters now pass `checked_counters` and agree with the cohort's
-step and with every other seed's, before any log is cut.
+step and with every other seed's, before any log is cut. A slice that is malformed
+otherwise (its envs' mixture, a random stream) is one line naming that slice, also
+before any log is cut: a damaged mixture was a ValueError traceback after both seeds'
+logs were cut, and any seed's damaged stream was reported as the first seed's file.
 """
 
 from __future__ import annotations
@@ -73,6 +76,32 @@ def test_a_slices_counters_are_checked_before_any_log_is_cut(
     message = str(err.value)
     assert "\n" not in message and message.startswith(f"{latest}: "), message
     assert words in message and "remove every seed's checkpoints" in message, message
+    assert {p: p.read_bytes() for p in logs} == logs
+
+
+@pytest.mark.parametrize(
+    ("seed", "damage"),
+    [
+        (1, lambda state: {**state, "env": ({"configs": "?"}, state["env"][1])}),
+        (2, lambda state: {**state, "action_rng": {"device": "cpu", "state": "?"}}),
+    ],
+    ids=["mixture", "stream"],
+)
+def test_a_malformed_slice_is_one_line_naming_it_before_any_log_is_cut(
+    trained, tmp_path, seed, damage
+):
+    root = tmp_path / "run"
+    shutil.copytree(trained, root)
+    latest = root / f"seed-{seed}" / CHECKPOINT_DIR / "latest.pt"
+    torch.save(damage(torch.load(latest, weights_only=True)), latest)
+    logs = {p: p.read_bytes() for s in SEEDS for p in (root / f"seed-{s}" / n for n in LOGS)}
+    trainer = _cohort(root)
+    with pytest.raises(EnvGenError) as err:
+        trainer.resume()
+    trainer.close()
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"{latest}: malformed"), message
+    assert "remove every seed's checkpoints" in message, message
     assert {p: p.read_bytes() for p in logs} == logs
 
 

@@ -30,7 +30,7 @@ def test_llm_spellings_are_accepted():
     assert c.target_biome == "natural"
     assert c.coal_rarity == c.iron_rarity == "very_common"
     assert c.diamond_rarity == "rare"  # "default" is stock's value for that field
-    assert c.inventory_dict == {"wood": 3, "sapling": 2}
+    assert dict(c.inventory) == {"wood": 3, "sapling": 2}
     assert c.warnings == []
 
 
@@ -55,14 +55,14 @@ def test_non_numeric_inventory_rejected(bad):
 
 def test_out_of_range_clamped_with_warning():
     c = CrafterConfig.from_dict({"inventory_settings": {"wood": 50, "iron_sword": 3, "coal": -2}})
-    assert c.inventory_dict == {"wood": 9, "iron_sword": 1, "stone_pickaxe": 1}  # implied
+    assert dict(c.inventory) == {"wood": 9, "iron_sword": 1, "stone_pickaxe": 1}  # implied
     assert any("inventory_settings.wood" in w and "clamped to 9" in w for w in c.warnings)
     assert any("inventory_settings.coal" in w for w in c.warnings)
 
 
 def test_implied_tools_added():
     c = CrafterConfig.from_dict({"inventory_settings": {"stone": 1, "iron": 1, "diamond": 1}})
-    inv = c.inventory_dict
+    inv = dict(c.inventory)
     assert inv["wood_pickaxe"] == inv["stone_pickaxe"] == inv["iron_pickaxe"] == 1
 
 
@@ -80,13 +80,13 @@ def test_implied_tools_added():
 def test_implied_tools_match_item_names_as_the_authors_loader(item, implied):
     """env_loader.py tests `"stone" in item` over every item name, tools included."""
     c = CrafterConfig.from_dict({"inventory_settings": {item: 1}})
-    assert set(c.inventory_dict) - {item} == implied
+    assert set(dict(c.inventory)) - {item} == implied
     assert len(c.warnings) == len(implied)
 
 
 def test_implied_tools_do_not_chain():
     """Only the reply's own items imply tools (iron gives a stone pickaxe, nothing more)."""
-    assert CrafterConfig.from_dict({"inventory_settings": {"iron": 2}}).inventory_dict == {
+    assert dict(CrafterConfig.from_dict({"inventory_settings": {"iron": 2}}).inventory) == {
         "iron": 2,
         "stone_pickaxe": 1,
     }

@@ -3,9 +3,10 @@
 No base image can be pulled and no Docker engine runs where the recipes were written, so
 they are checked, not built: each recipe's pip installs, read from its shell commands,
 must be the Makefile's setup recipes' in the same order with the same arguments (the
-lock files, the torch pin, llama-cpp-python's CMAKE_ARGS), torch's index the only
+lock files, the torch pin, the local LLM server's `--only-binary`), torch's index the only
 addition (the CPU build, or the GPU image's pinned CUDA build); both setup stamps must be
 touched so `make test` and `make repro` (the documented commands) install nothing more.
+Nothing is compiled: no install sets CMAKE_ARGS and no recipe installs a compiler.
 Editing the Makefile's torch pin or a lock file's name without the recipes fails here.
 """
 
@@ -48,7 +49,7 @@ def setup_recipes(makefile: str) -> str:
         rule = makefile[start:].split("\n")[1:]
         lines += _takewhile_recipe(rule)
     text = "\n".join(lines)
-    for name in ("LLAMA_CMAKE_ARGS", "STAMP_LLM", "STAMP", "BIN", "VENV", "PY"):
+    for name in ("STAMP_LLM", "STAMP", "BIN", "VENV", "PY"):
         text = text.replace(f"$({name})", make_variable(makefile, name))
     return text.replace("$(VENV)", make_variable(makefile, "VENV"))
 
@@ -132,6 +133,9 @@ def test_recipe_installs_as_the_makefile_does(name: str):
     assert differences(makefile, recipe_text(name), RECIPES[name]) == []
 
 
+LLM_LOCK = "requirements-llm.lock"
+
+
 def test_makefile_setup_is_read_as_expected():
     """The reading the recipes are compared with: torch first, the lock, the package,
     then the local-LLM lock, with pyproject.toml's torch pin and lock files that exist."""
@@ -143,9 +147,8 @@ def test_makefile_setup_is_read_as_expected():
         (pin,),
         ("--require-hashes", "--no-deps", "-r", "requirements.lock"),
         ("--no-deps", "-e", "."),
-        ("--no-cache-dir", "--require-hashes", "--no-deps", "-r", "requirements-llm.lock"),
+        ("--only-binary", "xllamacpp", "--require-hashes", "--no-deps", "-r", LLM_LOCK),
     ]
-    assert steps[-1].cmake_args == make_variable(makefile, "LLAMA_CMAKE_ARGS")
     for step in steps:
         if "-r" in step.args:
             assert (REPO / step.args[step.args.index("-r") + 1]).is_file()
@@ -157,7 +160,7 @@ def test_makefile_setup_is_read_as_expected():
         ("install -q torch==2.13.0", "install -q torch==2.14.0"),
         ("-r requirements.lock", "-r requirements-cpu.lock"),
         ("requirements-llm.lock\n\ttouch", "requirements-local.lock\n\ttouch"),
-        ("-DGGML_NATIVE=OFF", "-DGGML_NATIVE=ON"),
+        ("--only-binary xllamacpp", "--only-binary :none:"),
         ("STAMP := $(VENV)/.installed", "STAMP := $(VENV)/.setup-done"),
     ],
 )
@@ -167,6 +170,26 @@ def test_a_makefile_edit_without_the_recipes_fails(old: str, new: str):
     edited = makefile.replace(old, new)
     for name, index in RECIPES.items():
         assert differences(edited, recipe_text(name), index), name
+
+
+def test_nothing_is_compiled():
+    """The set-up builds no native code: no install is given CMAKE_ARGS, only `make
+    setup-llm-source` (the headline campaign's llama-cpp-python, which no other target
+    needs) uses them, and no recipe installs a compiler or cmake (the local LLM server is
+    a prebuilt wheel, docs/llm.md "Local backend")."""
+    makefile = (REPO / "Makefile").read_text()
+    assert all(step.cmake_args == "" for step in installs(setup_recipes(makefile)))
+    rules = re.split(r"\n(?=\S[^\n]*:)", makefile)  # a rule or assignment per block
+    compiling = [r.split(":", 1)[0] for r in rules if 'CMAKE_ARGS="' in r]
+    assert compiling == ["$(STAMP_LLM_SOURCE)"]
+    targets = re.findall(r"^(?:test|repro|setup|setup-llm):.*$", makefile, flags=re.M)
+    assert len(targets) == 4 and not any("SOURCE" in t or "source" in t for t in targets)
+    for name in RECIPES:
+        text = (CONTAINER / name).read_text()
+        assert "CMAKE_ARGS" not in text, name
+        packages = " ".join(c for c in commands(recipe_text(name)) if "apt-get install" in c)
+        for tool in ("build-essential", "cmake", "gcc", "g++", "clang"):
+            assert tool not in packages.split(), (name, tool)
 
 
 def test_base_images_are_pinned_to_the_locks_python():
@@ -196,3 +219,24 @@ def test_make_test_and_make_repro_are_the_documented_commands():
         assert command in section
     assert "make repro" in section and "make test" in section
     assert "tests/test_container_recipe.py" in section and "not built" in section
+
+
+def test_the_source_build_installs_the_headline_campaigns_pins_hash_checked():
+    """`make setup-llm-source`: llama-cpp-python at the pin the headline campaign recorded
+    with, built for portable x86-64, from a lock whose every pin carries its hash."""
+    makefile = (REPO / "Makefile").read_text()
+    start = makefile.index("\n$(STAMP_LLM_SOURCE):") + 1
+    recipe = "\n".join(_takewhile_recipe(makefile[start:].split("\n")[1:]))
+    recipe = recipe.replace("$(LLAMA_CMAKE_ARGS)", make_variable(makefile, "LLAMA_CMAKE_ARGS"))
+    (step,) = installs(recipe.replace("$(BIN)", make_variable(makefile, "BIN")))
+    lock = "requirements-llm-source.lock"
+    assert step.args == ("--no-cache-dir", "--require-hashes", "--no-deps", "-r", lock)
+    assert "-DGGML_NATIVE=OFF" in step.cmake_args.split()
+    pins = re.findall(
+        r"^(\S+==\S+) \\\n((?:    --hash=sha256:[0-9a-f]{64}.*\n)+)",
+        (REPO / lock).read_text(),
+        flags=re.M,
+    )
+    names = [pin for pin, _ in pins]
+    assert "llama-cpp-python==0.3.36" in names
+    assert len(names) == len(re.findall(r"^\S+==", (REPO / lock).read_text(), flags=re.M))

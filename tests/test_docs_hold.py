@@ -1,5 +1,6 @@
-"""Docs that hold by construction: the result figures README.md and docs/ quote match the
-runs (`envgen.evidence.docfigures`, run by `make verify`), the README's "Where" table names
+"""Docs that hold by construction: the result passages README.md and docs/ quote are their
+templates (docs/templates/) filled from the runs (`envgen.evidence.docfigures`, run by
+`make verify`), the README's "Where" table names
 every part of envgen/, its first screen says what the project is, how to run it and
 where it stands, and the plan the docs print is what the command prints."""
 
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from envgen.evidence import doc_numbers, docfigures
+from envgen.errors import EnvGenError
+from envgen.evidence import doc_numbers, doc_templates, docfigures
 from envgen.report.inputs import load_tables
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,15 +44,17 @@ def docs_copy(tmp_path: Path) -> Path:
 
 def test_the_committed_docs_quote_what_the_runs_give(values):
     problems, checked = docfigures.check(values, REPO)
-    assert checked == len(docfigures.PHRASES) and not problems, "\n".join(map(str, problems))
+    assert checked == len(doc_templates.load(REPO)) > 0 and not problems, "\n".join(
+        map(str, problems)
+    )
 
 
 def test_every_passage_names_only_computed_figures_and_starts_and_ends_with_words(values):
-    for path, passage in docfigures.PHRASES:
-        names = re.findall(r"\{([a-z0-9_.]+)\}", passage)
+    for passage in doc_templates.load(REPO):
+        names = re.findall(r"\{([a-z0-9_.]+)\}", passage.text)
         assert names, passage
-        assert set(names) <= set(values), (path, set(names) - set(values))
-        assert not passage.startswith("{") and not passage.endswith("}"), passage
+        assert set(names) <= set(values), (passage.template, set(names) - set(values))
+        assert not passage.text.startswith("{") and not passage.text.endswith("}"), passage
 
 
 def test_an_edited_figure_is_named_with_what_the_runs_give_and_write_restores_it(values, docs_copy):
@@ -127,7 +131,101 @@ def test_a_passage_whose_prose_changed_is_named(values, docs_copy):
     assert edited != text
     readme.write_text(edited, encoding="utf-8")
     problems = [str(p) for p in docfigures.check(values, docs_copy)[0]]
-    assert any(p.startswith("README.md: passage not found") for p in problems), problems
+    assert any(
+        p.startswith("README.md: passage of docs/templates/readme.md line") and "not found" in p
+        for p in problems
+    ), problems
+
+
+# --- the passages are generated text (issue 65, item 5) ----------------------------------
+def _docs(root: Path) -> dict[str, bytes]:
+    """Every Markdown file but the templates, by path: its bytes."""
+    files = (p for p in root.rglob("*.md") if "templates" not in p.parts)
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in files}
+
+
+def test_a_template_edited_without_regenerating_its_doc_is_named(values, docs_copy):
+    """A template's words (here a planning figure the power table prints) changed, the
+    doc not regenerated: the doc's copy no longer matches its template."""
+    template = docs_copy / "docs" / "templates" / "campaign_confirm.md"
+    text = template.read_text(encoding="utf-8")
+    assert "| {first.co_sd} | 0.78 | 0.82 |" in text
+    template.write_text(text.replace("| 0.78 | 0.82 |", "| 0.79 | 0.82 |"), encoding="utf-8")
+    problems = [str(p) for p in docfigures.check(values, docs_copy)[0]]
+    assert any(
+        p.startswith("docs/campaign_confirm.md: passage of docs/templates/campaign_confirm.md")
+        and "not found" in p
+        for p in problems
+    ), problems
+
+
+def test_a_figure_changed_in_a_template_is_named_and_write_regenerates_the_doc(values, docs_copy):
+    """A template now quotes another figure at the same words: the doc is named, then
+    regenerated from the template alone."""
+    template = docs_copy / "docs" / "templates" / "readme.md"
+    text = template.read_text(encoding="utf-8")
+    template.write_text(text.replace("{confirm.lower}", "{confirm.diff}"), encoding="utf-8")
+    problems = [str(p) for p in docfigures.check(values, docs_copy, write=True)[0]]
+    assert len(problems) == 1 and "confirm.diff reads '+5.31', the runs give '+6.41'" in problems[0]
+    assert "lower bound +6.41, Welch p" in (docs_copy / "README.md").read_text(encoding="utf-8")
+    assert docfigures.check(values, docs_copy)[0] == []
+
+
+def test_write_regenerates_every_passage_byte_for_byte(values, docs_copy):
+    """Each passage's figures blanked and its line breaks changed in the docs: the check
+    names them, and `write` gives back the committed docs byte for byte."""
+    committed = _docs(docs_copy)
+    for passage in doc_templates.load(docs_copy):
+        doc = docs_copy / passage.doc
+        text = doc.read_text(encoding="utf-8")
+        copy = passage.pattern().search(text)
+        assert copy, passage.template
+        blank = {name: "0.00" for name in passage.names}
+        forged = passage.fill(blank).replace(" ", "\n", 1)
+        doc.write_text(text[: copy.start()] + forged + text[copy.end() :], encoding="utf-8")
+    assert _docs(docs_copy) != committed
+    problems = [str(p) for p in docfigures.check(values, docs_copy, write=True)[0]]
+    assert len(problems) >= len(doc_templates.load(docs_copy)), problems
+    assert _docs(docs_copy) == committed
+    assert docfigures.check(values, docs_copy)[0] == []
+
+
+def test_a_passage_rewrapped_by_hand_is_named(values, docs_copy):
+    readme = docs_copy / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    wrapped = "against Crafter-only's 15.14 ± 2.13, +6.41 points\n(one-sided"
+    assert wrapped in text
+    readme.write_text(text.replace(wrapped, wrapped.replace("\n", " ")), encoding="utf-8")
+    line = text[: text.index(wrapped)].count("\n") + 1
+    (template,) = [p.template for p in doc_templates.load(docs_copy) if "{confirm.dr}" in p.text]
+    problems = [str(p) for p in docfigures.check(values, docs_copy)[0]]
+    assert problems == [
+        f"README.md line {line}: differs from its template ({template}) in line breaks or spaces"
+    ], problems
+
+
+@pytest.mark.parametrize(
+    ("template", "error"),
+    [
+        ("Passages of README.md\n", "its first line must be '# Passages of PATH'"),
+        ("# Passages of README.md\n\n~~~\nscored {confirm.dr} against\n", "never closed"),
+        ("# Passages of README.md\n\n~~~\nscored 21.55 against\n~~~\n", "at least one"),
+    ],
+)
+def test_a_malformed_template_is_one_line_naming_it(docs_copy, template, error):
+    (docs_copy / "docs" / "templates" / "bad.md").write_text(template, encoding="utf-8")
+    with pytest.raises(EnvGenError, match=error) as caught:
+        doc_templates.load(docs_copy)
+    assert str(caught.value).startswith("docs/templates/bad.md") and "\n" not in str(caught.value)
+
+
+def test_a_malformed_not_results_list_is_one_line_naming_it(docs_copy):
+    (docs_copy / "docs" / "not_results.yaml").write_text(
+        "not_results:\n  - path: README.md\n    text: 1.5 vs 2.5\n", encoding="utf-8"
+    )
+    with pytest.raises(EnvGenError, match="must list entries of path, text, why") as caught:
+        doc_numbers.not_results(docs_copy)
+    assert "\n" not in str(caught.value)
 
 
 # --- every copy of a passage, every result-looking number (issue 55, case 2) -------------
@@ -255,7 +353,7 @@ def test_non_results_are_not_found(text):
 
 def test_a_not_results_entry_that_excuses_nothing_is_named(docs_copy):
     stale = doc_numbers.NotResult("docs/loop.md", "a sentence no doc has", "why")
-    problems = doc_numbers.unchecked(docs_copy, {}, (*doc_numbers.NOT_RESULTS, stale))
+    problems = doc_numbers.unchecked(docs_copy, {}, (*doc_numbers.not_results(docs_copy), stale))
     assert any(
         p.path == "docs/loop.md" and p.line is None and "excuses no result-looking" in p.what
         for p in problems

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from envgen.report.dvc_campaigns import regenerate
+
 REPO = Path(__file__).resolve().parents[1]
 DVC = Path(sys.executable).with_name("dvc")
 
@@ -42,3 +44,17 @@ def test_gym_deprecation_notice_is_not_printed():
     )
     assert result.stdout.strip()
     assert "Gym has been unmaintained" not in result.stderr
+
+
+def test_dvc_yaml_lists_each_declared_campaign_as_generated():
+    """dvc.yaml's campaign lists (collect stages, the report's runs.json, the figures) are
+    what `python -m envgen.report.dvc_campaigns` writes from replication/campaign_*.yaml;
+    `headline` joins when its last run is in (its `report: false`)."""
+    text = (REPO / "dvc.yaml").read_text()
+    assert regenerate(text, REPO / "replication") == text
+    assert yaml.safe_load(text)["vars"][0]["campaigns"] == {
+        "cpu": "cpu",
+        "confirm": "cpu",
+        "llm15": "cpu",
+        "sfl": "cpu",
+    }

@@ -381,3 +381,23 @@ def test_a_checkpoint_gap_past_the_training_time_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--checkpoint-minutes: 0.8 is not below this call's training time (0.75" in err
     assert not (tmp_path / "s").exists()
+
+
+def test_a_truncated_log_with_a_manifest_to_match_is_refused(tmp_path):
+    """The manifest vouches for bytes: a .gz cut short and listed with its new hash and
+    size would import, and crash `make verify` later; each log must decompress whole."""
+    import hashlib
+
+    store = tmp_path / "store"
+    run = _sealed_run(store, GOOD)
+    log = run / "episodes.jsonl.gz"
+    data = log.read_bytes()[: log.stat().st_size // 2]
+    log.write_bytes(data)
+    manifest = json.loads((run / "manifest.json").read_text())
+    entry = manifest["files"]["episodes.jsonl.gz"]
+    entry.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (line,) = import_archives([_archive_of(store, tmp_path / "a.tar.gz")], tmp_path / "runs")
+    assert line.startswith(f"{REFUSED}{GOOD} ") and "\n" not in line, line
+    assert f"{GOOD}/episodes.jsonl.gz: a damaged gzip log" in line, line
+    assert not (tmp_path / "runs" / GOOD).exists()

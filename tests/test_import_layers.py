@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "envgen"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "gym_notice", "results_version", "lifetime", "files"),  # no envgen import
+    ("errors", "gym_notice", "results_version", "lifetime"),  # no envgen import
+    ("files",),  # atomic files; a failed write is an `errors.FileWriteError`
     ("json_input", "yaml_input", "numerics"),  # bounded reading; the CPU numerics mode
     ("input_checks",),
     ("scoring", "stats", "store"),  # pure functions; the run store's files

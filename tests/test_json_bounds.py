@@ -67,8 +67,8 @@ def test_a_file_reader_refuses_before_reading(tmp_path, monkeypatch, reader, err
 @pytest.mark.parametrize("name", ["manifest.json", "provenance.json", "final_metrics.json"])
 def test_deep_json_in_a_run_file_is_one_line(tmp_path, name):
     """Each file as its readers take it: a manifest unsealed, the others resealed over."""
-    from envgen.loop.paths import read_json
     from envgen.store import read_provenance, seal_run, verify_run
+    from envgen.store.run_dir import read_json
 
     run_dir = tmp_path / "0811a37889ce" / "seed-0"
     shutil.copytree(HEIST_RUN, run_dir)

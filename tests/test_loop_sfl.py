@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from envgen.campaign.registry import CAMPAIGNS
+from envgen.campaign.progress import job_states
+from envgen.campaign.registry import campaigns
 from envgen.campaign.run import load_campaign
-from envgen.campaign.store import job_states
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
 from envgen.evidence.derive import rederived
@@ -28,13 +28,12 @@ from envgen.llm.conversation import PromptOptions
 from envgen.llm.parse import settings_key
 from envgen.loop.config import RunConfig
 from envgen.loop.learnability import RolloutOutcome, learnability, top_n
-from envgen.loop.paths import RunPaths
 from envgen.loop.runner import execute_run
-from envgen.loop.world_designers import RandomDesigner, SFLDesigner, sample_worlds
+from envgen.loop.world_designers import RandomDesigner, SFLDesigner, SFLSettings, sample_worlds
 from envgen.loop.world_diversity import diversity, run_cycles, sfl_choices
 from envgen.pipeline.job_status import results_versions
 from envgen.scoring import ACHIEVEMENTS
-from envgen.stats.campaign_claims import DOMAIN_RANDOMIZATION
+from envgen.store.run_dir import RunDir
 from tests.test_loop import TINY, TINY_PPO, stable
 
 K = len(ACHIEVEMENTS)  # 22
@@ -74,7 +73,7 @@ def test_top_n_takes_the_highest_and_breaks_ties_by_the_lower_index():
 def wood_success(world) -> float:
     """The bandit's known success probability of a world: its starting wood / 9 (domain
     randomization draws wood uniformly from 0..9)."""
-    return world.inventory_dict.get("wood", 0) / 9
+    return dict(world.inventory).get("wood", 0) / 9
 
 
 def bandit_rollout(seed: int, episodes: int = 8):
@@ -95,9 +94,8 @@ def bandit_rollout(seed: int, episodes: int = 8):
 def sfl(seed: int, noise: int | None = None) -> SFLDesigner:
     """SFL of run seed `seed` on the bandit, its episodes drawn from `noise` (default the
     seed)."""
-    designer = SFLDesigner(OPTIONS, seed, 16)
-    designer.rollout = bandit_rollout(seed if noise is None else noise)
-    return designer
+    rollout = bandit_rollout(seed if noise is None else noise)
+    return SFLDesigner(OPTIONS, seed, SFLSettings(16, 2, 1024), rollout=rollout)
 
 
 def worlds_of(designer, cycles: int = 3) -> list[list[dict]]:
@@ -120,14 +118,13 @@ def test_same_seed_same_worlds_and_its_candidates_start_with_dr_worlds():
 
 def test_each_cycle_rolls_out_domain_randomizations_candidates_of_that_cycle():
     seen: dict[int, list[str]] = {}
-    designer = sfl(3)
-    rollout = designer.rollout
+    rollout = bandit_rollout(3)
 
     def recording(cycle: int, worlds: Sequence) -> RolloutOutcome:
         seen[cycle] = [settings_key(w) for w in worlds]
         return rollout(cycle, worlds)
 
-    designer.rollout = recording
+    designer = SFLDesigner(OPTIONS, 3, SFLSettings(16, 2, 1024), rollout=recording)
     worlds_of(designer, 3)
     for cycle in (1, 2, 3):
         drawn = [CrafterConfig.from_dict(w) for w in sample_worlds(3, 0, cycle, 16)]
@@ -164,11 +161,6 @@ def test_bandit_of_worlds_sfl_concentrates_near_one_half_and_dr_does_not():
     middle = [float(np.mean([0.3 <= p <= 0.7 for p in ps])) for ps in (sfl_p, dr_p)]
     assert middle[0] > 0.7 and middle[1] < 0.5, middle  # measured 0.78 and 0.4 (uniform)
     assert np.mean([0 < p < 1 for p in sfl_p]) == 1.0  # never a world always or never won
-
-
-def test_designer_without_a_rollout_says_so():
-    with pytest.raises(RuntimeError, match="rollout"):
-        SFLDesigner(OPTIONS, 0, 16).generate(4)
 
 
 # --- the config --------------------------------------------------------------------------
@@ -249,10 +241,10 @@ def test_killed_sfl_run_resumes_to_the_same_worlds(sfl_run: Path, tmp_path: Path
     root = tmp_path / "runs"
     command = [sys.executable, "-m", "envgen.cli", "run", str(config_path), "--seed", "0"]
     command += ["--runs-root", str(root)]
-    paths = RunPaths.of(root, SFL_TINY, 0)
+    paths = RunDir.of(root, SFL_TINY.config_hash(), 0)
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 300
-    while not (paths.cycle(2) / "sfl_rollouts.json").is_file():
+    while not paths.cycle(2).rollouts("sfl").is_file():
         assert proc.poll() is None, "the run ended before it could be killed"
         assert time.monotonic() < deadline, "the run made no progress"
         time.sleep(0.2)
@@ -263,7 +255,7 @@ def test_killed_sfl_run_resumes_to_the_same_worlds(sfl_run: Path, tmp_path: Path
     assert done.returncode == 0, done.stdout + done.stderr
     for cycle in (1, 2):
         for name in ("sfl_rollouts.json", "environments.json"):
-            ours = json.loads((paths.cycle(cycle) / name).read_text())
+            ours = json.loads((paths.cycle(cycle).root / name).read_text())
             theirs = json.loads((sfl_run / "cycles" / f"cycle-{cycle:02d}" / name).read_text())
             assert ours == theirs, (cycle, name)
     resumed = json.loads(paths.final_metrics.read_text())
@@ -275,12 +267,13 @@ def test_killed_sfl_run_resumes_to_the_same_worlds(sfl_run: Path, tmp_path: Path
 def test_campaign_sfl_plans_both_arms_on_its_seeds_and_counts_sfl_training_steps(tmp_path):
     """`envgen campaign status sfl`'s progress is training steps: an SFL run's trainer
     stops 131,072 steps (its rollouts) before domain randomization's."""
-    campaign = CAMPAIGNS["sfl"]
+    campaign = campaigns()["sfl"]
     plan, _, _ = load_campaign(campaign.request(Path("params.yaml"), tmp_path))
     states = job_states(plan, tmp_path, results_versions(), False)
     totals = {(s.row, s.job.seed): s.total_steps for s in states}
     assert sorted({seed for _, seed in totals}) == list(range(36, 56))
-    assert {totals[("SFL: EnvGen schedule", 36)], totals[(DOMAIN_RANDOMIZATION, 36)]} == {
+    dr = "Domain randomization: EnvGen schedule"
+    assert {totals[("SFL: EnvGen schedule", 36)], totals[(dr, 36)]} == {
         1_960_000 - 131_072,
         1_960_000,
     }
@@ -337,7 +330,9 @@ def test_claims_md_gives_sfls_d2_and_d4_from_the_runs_files(sfl_run: Path):
     from envgen.report.campaign_section import _trained_worlds
     from envgen.report.inputs import RowRecord, RunRecord, TableRecord
     from envgen.scoring import ACHIEVEMENTS
-    from envgen.stats.campaign_claims import H1_SFL
+    from envgen.stats.campaign_spec import primary
+
+    H1_SFL = primary("campaign_sfl")
 
     run = RunRecord(
         seed=0,

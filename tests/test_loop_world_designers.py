@@ -12,6 +12,7 @@ from envgen.loop.world_designers import (
     RECIPE_OF,
     RECIPES,
     HeuristicDesigner,
+    HeuristicSettings,
     RandomDesigner,
     first_recipes,
     make_designer,
@@ -73,18 +74,21 @@ def test_designer_field_keeps_llm_hashes_and_refuses_other_games():
         RunConfig(designer="gpt")
 
 
+SEED_MOD_3 = HeuristicSettings("seed_mod_3")
+
+
 def purposes(designer) -> list[str]:
     return [c.purpose for c in designer.generate(4).configs]
 
 
 def test_heuristic_first_sets_by_seed_are_three_different_sets_and_the_default_is_unchanged():
     default = {
-        seed: purposes(make_designer("heuristic", PromptOptions(), seed, None)) for seed in range(6)
+        seed: purposes(make_designer("heuristic", PromptOptions(), seed)) for seed in range(6)
     }
     assert len({tuple(p) for p in default.values()}) == 1  # every seed the same first set
     assert default[0] == [r.purpose for r in weakest_recipes(None, 4)]
     by_seed = {
-        seed: purposes(make_designer("heuristic", PromptOptions(), seed, None, "seed_mod_3"))
+        seed: purposes(make_designer("heuristic", PromptOptions(), seed, SEED_MOD_3))
         for seed in range(6)
     }
     sets = [frozenset(by_seed[k]) for k in range(3)]
@@ -94,7 +98,7 @@ def test_heuristic_first_sets_by_seed_are_three_different_sets_and_the_default_i
     assert by_seed[0] == default[0]  # set 0 is the default's first set
     initial_set_1 = HeuristicDesigner(PromptOptions(initial_set=1))
     assert by_seed[1] == purposes(initial_set_1)  # set 1 is the default's first set of set 1
-    shifted = make_designer("heuristic", PromptOptions(initial_set=1), 0, None, "seed_mod_3")
+    shifted = make_designer("heuristic", PromptOptions(initial_set=1), 0, SEED_MOD_3)
     assert purposes(shifted) == by_seed[1]  # (seed + initial set) mod 3
     assert [r.purpose for r in first_recipes(4, 2)] == [
         RECIPES[i].purpose for i in (0, 3, 5, 6)
@@ -104,8 +108,8 @@ def test_heuristic_first_sets_by_seed_are_three_different_sets_and_the_default_i
 
 def test_heuristic_adapts_the_same_after_any_first_set():
     feedback = stats(collect_iron=0.0)
-    a = make_designer("heuristic", PromptOptions(), 2, None, "seed_mod_3")
-    b = make_designer("heuristic", PromptOptions(), 2, None)
+    a = make_designer("heuristic", PromptOptions(), 2, SEED_MOD_3)
+    b = make_designer("heuristic", PromptOptions(), 2)
     a.generate(4), b.generate(4)
     assert a.adapt(feedback).configs == b.adapt(feedback).configs
 

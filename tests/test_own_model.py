@@ -184,3 +184,29 @@ def test_record_help_and_miss_advice_name_the_one_command_that_records_a_whole_r
     advice = _fill_advice(Namespace(config=config, seed=0, runs_root=tmp_path))
     assert "first and adaptation calls, in one command" in advice
     assert f"envgen run {config} --seed 0 --resume --runs-root {tmp_path} --llm-mode fill" in advice
+
+
+def test_a_structured_run_replays_and_advises_with_the_dialect_it_recorded_in(tmp_path, capsys):
+    """`--structured` writes the prompt and the request, so the cache key: a replay
+    without it misses; the miss's advice, and each record command it names, ask in the
+    same dialect, so what they record is what the replay looks up."""
+    from envgen.cli import main
+    from envgen.llm.client import BACKENDS, backend_config
+
+    assert backend_config("compatible", model=OWN_MODEL, base_url="http://h/v1").record_flags() == (
+        f"--backend compatible --model {OWN_MODEL} --base-url http://h/v1"
+    )
+    asking = backend_config("compatible", model=OWN_MODEL, structured="json_schema", calls=False)
+    assert asking.record_flags().endswith("--base-url URL --structured json_schema")
+    assert BACKENDS["local"].record_flags() == "--backend local"  # its preset: json_object
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({"llm_model": OWN_MODEL, "model": "nature"}))
+    cache, runs = str(tmp_path / "cache"), str(tmp_path / "runs")
+    argv = ["run", str(config), "--seed", "0", "--structured", "json_schema"]
+    assert main([*argv, "--cache-dir", cache, "--runs-root", runs]) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"envgen llm record --backend compatible --model {OWN_MODEL} --base-url URL "
+        "--structured json_schema --call crafter/initial/n4/set0" in out
+    )
+    assert "--llm-mode fill --structured json_schema --backend compatible" in out

@@ -3,10 +3,12 @@ at a model behind an OpenAI-compatible server records every reply it needs (firs
 adaptation calls) in one command, and the same run then replays offline from that cache
 with no server and no URL, writing the same logs.
 
-The server is the bundled one (`envgen.llm.server.LocalServer`: llama-cpp-python's
-OpenAI-compatible server on 127.0.0.1) serving SmolLM2-135M under a name of the
-researcher's choosing, reached through the `compatible` backend as any other server
-would be.
+The server is a real one: the bundled SmolLM2-135M on llama.cpp's OpenAI-compatible
+server (`envgen.llm.server.LocalServer`, 127.0.0.1) under a name of the researcher's
+choosing, reached through the `compatible` backend as any other server would be, asked
+for structured replies (`--structured json_schema`, OpenAI's dialect, which llama.cpp's
+server turns into a sampling grammar): the 135M model's free text does not parse under
+llama.cpp's sampler (docs/measurements.md, "Local LLM server").
 """
 
 from __future__ import annotations
@@ -28,14 +30,15 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.llm,
     pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None,
-        reason="llama_cpp is not importable: install the local-llm extra (make setup-llm)",
+        importlib.util.find_spec("xllamacpp") is None,
+        reason="xllamacpp is not importable: install the local-llm extra (make setup-llm)",
     ),
 ]
 
 REPO = Path(__file__).resolve().parents[1]
 OWN_MODEL = "my-lab-model"
 CALLS = ["crafter/initial/n1/set0", "crafter/adapt2/n1/set0"]  # first call, adaptation
+STRUCTURED = ["--structured", "json_schema"]
 
 
 def _run_files(run: Path) -> dict[str, bytes]:
@@ -66,21 +69,30 @@ def test_your_own_model_from_recording_to_offline_replay(tmp_path, monkeypatch):
     common = ["--seed", "0", "--cache-dir", str(cache)]
 
     # Step 2: one command records every reply the run needs, through the server.
-    with LocalServer(ServerOptions(bundled_model_path(), alias=OWN_MODEL)) as server:
+    options = ServerOptions(bundled_model_path(), alias=OWN_MODEL, server="llama.cpp")
+    with LocalServer(options) as server:
         base_url = server.base_url
         assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
         record = ["--llm-mode", "fill", "--backend", "compatible", "--base-url", base_url]
         recorded_root = tmp_path / "recorded"
-        assert main(["run", str(mine), *common, *record, "--runs-root", str(recorded_root)]) == 0
+        run = ["run", str(mine), *common, *STRUCTURED]
+        assert main([*run, *record, "--runs-root", str(recorded_root)]) == 0
+        keys = sorted(path.name for path in cache.glob("*.json"))
+        # `envgen llm record` keys the first call as the run did: fill finds it recorded
+        first = ["--call", CALLS[0], "--mode", "fill", "--cache-dir", str(cache)]
+        assert main(["llm", "record", *record[2:], "--model", OWN_MODEL, *STRUCTURED, *first]) == 0
+        assert sorted(path.name for path in cache.glob("*.json")) == keys
     assert server.pid is None  # stopped: nothing answers from here on
 
-    # Step 3: the cache verifies and holds the two calls, the model's own replies.
+    # Step 3: the cache verifies and holds the two calls, the model's own replies, asked
+    # for under the reply's schema.
     assert main(["llm", "verify", "--cache-dir", str(cache)]) == 0
     entries = [entry for _, entry in ResponseCache(cache).entries()]
     assert sorted(e["label"] for e in entries) == sorted(CALLS)
     for entry in entries:
         assert entry["backend"] == "compatible"
         assert entry["request"]["model"] == entry["response"]["model"] == OWN_MODEL
+        assert entry["request"]["response_format"]["type"] == "json_schema"
     for path in cache.glob("*.json"):  # requests and replies only: no URL
         assert "127.0.0.1" not in path.read_text()
 
@@ -97,7 +109,7 @@ def test_your_own_model_from_recording_to_offline_replay(tmp_path, monkeypatch):
 
     monkeypatch.setattr(socket.socket, "connect", connect)
     replayed_root = tmp_path / "replayed"
-    assert main(["run", str(mine), *common, "--runs-root", str(replayed_root)]) == 0
+    assert main([*run, "--runs-root", str(replayed_root)]) == 0
     assert attempts == []
 
     (recorded_run,) = recorded_root.glob("*/seed-0")

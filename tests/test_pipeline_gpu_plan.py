@@ -1,5 +1,8 @@
 """Runs per GPU from each run's memory, never more than a card holds; --plan's GPU lines."""
 
+import re
+from pathlib import Path
+
 import pytest
 
 from envgen.agents.config import PPOConfig, model_preset
@@ -106,18 +109,50 @@ def test_a_run_out_of_gpu_memory_fails_with_the_fix(tmp_path, monkeypatch, kind)
     assert str(_torch_error(kind))[:40] in shown
 
 
+def measured_rates() -> dict[tuple, float]:
+    """Every measured rate of envgen.pipeline.gpu_plan, keyed as `MEASURED_SOURCES`."""
+    rates: dict[tuple, float] = {}
+    for model, levels in gpu_plan.MEASURED_GPU_SPS.items():
+        rates.update({("gpu", model, n): v for n, v in levels.items()})
+    rates.update({("cohort", *k): v for k, v in gpu_plan.MEASURED_COHORT_SPS.items()})
+    rates.update({("pipelined", *k): v for k, v in gpu_plan.MEASURED_PIPELINED_COHORT_SPS.items()})
+    rates.update({("kernels", *k): v for k, v in gpu_plan.MEASURED_KERNEL_COHORT_SPS.items()})
+    return rates
+
+
+def unsourced_rates(repo: Path) -> list[str]:
+    """The measured rates whose source file is missing, or does not print the rate (as
+    1234.5 or 1,234.5, or 942 for a whole number): one line each. Empty when every rate
+    here is the one its committed log or README holds."""
+    problems = []
+    for key, rate in measured_rates().items():
+        source = gpu_plan.MEASURED_SOURCES.get(key)
+        if source is None:
+            problems.append(
+                f"{key}: {rate:g} names no source (envgen.pipeline.gpu_plan.MEASURED_SOURCES)"
+            )
+            continue
+        path = repo / source
+        text = path.read_text(errors="replace") if path.is_file() else None
+        if text is None:
+            problems.append(f"{key}: {rate:g}: {source} is missing")
+            continue
+        forms = {f"{rate:.1f}", f"{rate:,.1f}"}
+        if rate == int(rate):
+            forms |= {f"{int(rate)}", f"{int(rate):,}"}
+        if not any(re.search(rf"(?<![\d.,]){re.escape(f)}(?![\d])", text) for f in forms):
+            problems.append(f"{key}: {rate:g} is not what {source} prints")
+    return problems
+
+
 def test_every_measured_rate_is_the_one_its_committed_log_prints(monkeypatch):
-    from pathlib import Path
-
-    from envgen.pipeline import gpu_plan
-
     repo = Path(__file__).resolve().parents[1]
-    assert gpu_plan.unsourced_rates(repo) == []
+    assert unsourced_rates(repo) == []
     key = ("paper", "bf16", 4)
     monkeypatch.setitem(gpu_plan.MEASURED_COHORT_SPS, key, 3_878.7)  # one digit off
-    assert gpu_plan.unsourced_rates(repo) == [
+    assert unsourced_rates(repo) == [
         "('cohort', 'paper', 'bf16', 4): 3878.7 is not what "
         "results/gpu/2026-11-27-h200-steady/bench_bf16_unpipelined_steady.log prints"
     ]
     monkeypatch.setitem(gpu_plan.MEASURED_COHORT_SPS, ("paper", "bf16", 2), 1.0)
-    assert any("names no source" in line for line in gpu_plan.unsourced_rates(repo))
+    assert any("names no source" in line for line in unsourced_rates(repo))

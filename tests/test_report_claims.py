@@ -11,7 +11,7 @@ import pytest
 from envgen.errors import ReportInputError
 from envgen.report import claims_md
 from envgen.report.inputs import load_tables
-from envgen.report.notes import MAX_CELL, Notes, table_cells
+from envgen.report.notes import MAX_CELL, Notes
 from envgen.report.select import arms_by_label
 from envgen.stats.paper_claims import PAPER_CLAIMS
 from tests.test_report_tables import row, run, table, write
@@ -174,6 +174,12 @@ def test_claims_md_flags_repeats_one_config_and_untestable_figures(tmp_path: Pat
     sword = claim_line(text, "Figure 5: EnvGen unlocks make_iron_sword earlier than Crafter-only")
     assert "not tested" in sword and "| untestable (note " in sword
     assert "never unlocked make_iron_sword" in note_of(text, sword)
+
+
+def table_cells(line: str) -> list[str]:
+    """The cells of one Markdown table line (escaped pipes stay inside their cell)."""
+    body = line.strip()[1:-1].replace("\\|", "\0")
+    return [cell.strip().replace("\0", "\\|") for cell in body.split("|")]
 
 
 def long_cells(text: str) -> list[str]:

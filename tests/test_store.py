@@ -10,7 +10,6 @@ import pytest
 
 from envgen.agents.runlog import read_jsonl
 from envgen.errors import EnvGenError
-from envgen.loop.paths import read_json
 from envgen.results_version import RESULTS_VERSION
 from envgen.store import (
     RunStoreError,
@@ -23,6 +22,7 @@ from envgen.store import (
     verify_run,
 )
 from envgen.store.provenance import begin_session, summary
+from envgen.store.run_dir import read_json
 
 EPISODES = [{"step": 10 * i, "phase": "final", "length": 10, "reward": 1.0} for i in range(1, 31)]
 

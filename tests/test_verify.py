@@ -209,3 +209,26 @@ def test_sfl_runs_json_refuses_a_finished_dr_run_of_another_campaigns_seeds():
     dr["runs"][0] = seed20
     problem = plan_differences(path, table, Path("results/runs"), lagging_ok=True)
     assert problem is not None and "seed-20" in problem, problem
+
+
+def test_one_bad_run_fails_only_its_own_tables_line(tmp_path, monkeypatch):
+    """A run of table1 that cannot be read fails table1's line naming it; table2 is still
+    checked, and matches (it once took every table, the summary and CLAIMS.md down into
+    one `report` line)."""
+    from envgen.errors import EnvGenError
+    from envgen.evidence import checks
+
+    table1, table2 = Path("results/table1/runs.json"), Path("results/table2/runs.json")
+    bad = Path(json.loads(table1.read_text())["rows"][0]["runs"][0]["run_dir"])
+    real = checks.run_entry
+
+    def run_entry(run_dir: Path, *args):
+        if run_dir == bad:
+            raise EnvGenError(f"{run_dir}/episodes.jsonl.gz: damaged")
+        return real(run_dir, *args)
+
+    monkeypatch.setattr(checks, "run_entry", run_entry)
+    found = {c.name: c for c in checks.check_tables([table1, table2], tmp_path)}
+    assert not found["table1"].ok and f"{bad}/episodes.jsonl.gz" in found["table1"].detail
+    assert found["table2"].ok, found["table2"].detail
+    assert {"summary metrics", "CLAIMS.md"} <= set(found)

@@ -2,7 +2,8 @@
 command line: one line naming the path and a non-zero exit, never a traceback, and
 nothing written.
 
-Checked through the real CLI (`envgen run --runs-root FILE`, `envgen gpu probe rate`
+Checked through the real CLI (`envgen run --runs-root FILE` and `--cache-dir FILE`,
+`envgen rerun --cache-dir FILE`, `envgen llm slots --runs-root FILE`, `envgen gpu probe rate`
 with malformed or foreign JSON, a directory or a missing file, `envgen gpu probe params`
 with malformed JSON, `envgen campaign status --params` with malformed YAML)."""
 
@@ -39,6 +40,39 @@ def test_run_with_a_file_as_runs_root_is_one_line(tmp_path):
     _one_line_naming(result, runs_root)
     assert "is a file" in result.stdout + result.stderr
     assert runs_root.read_text() == "not a directory\n"
+
+
+@pytest.mark.parametrize("kind", ["file", "missing"])
+def test_llm_slots_with_a_file_or_no_folder_as_runs_root_is_one_line(tmp_path, kind):
+    """It filed 0 slots and exited 0: a typo'd runs root looked like a store with no LLM
+    runs."""
+    runs_root = tmp_path / "runs"
+    if kind == "file":
+        runs_root.write_text("not a directory\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    result = envgen_subprocess(
+        "llm", "slots", "--runs-root", str(runs_root), "--cache-dir", str(cache)
+    )
+    _one_line_naming(result, runs_root)
+    assert ("is a file" if kind == "file" else "no such directory") in result.stderr
+    assert not list(cache.iterdir())
+
+
+@pytest.mark.parametrize("command", ["run", "rerun"])
+def test_a_file_as_cache_dir_is_one_line(tmp_path, command):
+    """`envgen run` read a file as an empty cache (a wrong not_recorded for an LLM row);
+    `envgen rerun` reported only that its retraining failed."""
+    cache = tmp_path / "cache"
+    cache.write_text("not a directory\n")
+    if command == "run":
+        args = ["run", str(CONFIG), "--seed", "0", "--runs-root", str(tmp_path / "runs")]
+    else:
+        args = ["rerun", str(REPO / "results/runs/random-8ep/seed-0"), "--updates", "1"]
+    result = envgen_subprocess(*args, "--cache-dir", str(cache))
+    _one_line_naming(result, cache)
+    assert "is a file; give the directory of LLM replies" in result.stdout + result.stderr
+    assert not (tmp_path / "runs").exists()
 
 
 def test_writable_dir_names_the_file_in_the_way(tmp_path):

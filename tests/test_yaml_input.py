@@ -1,8 +1,8 @@
 """YAML someone else wrote is read bounded, in one line naming the file.
 
 `yaml.safe_load` of a 100,000-deep `x: [[[...]]]` raised RecursionError in verify, in
-`gpu import` (which then imported none of the archive's other runs), in migrate and in
-the params stage; a run.yaml of `- a` gave verify an AttributeError and `a: [` a
+`gpu import` (which then imported none of the archive's other runs) and in the params
+stage; a run.yaml of `- a` gave verify an AttributeError and `a: [` a
 ParserError, before its identity and manifest checks. `envgen.yaml_input` refuses a
 file too large or nested too deep before building its value, and a top-level value
 that is not a mapping, each in one line.

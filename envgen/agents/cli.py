@@ -23,15 +23,17 @@ from envgen.envs.crafter.config import CrafterConfig
 from envgen.envs.vector import workers_variable
 from envgen.errors import ConfigError
 from envgen.input_checks import whole_number
+from envgen.store.manifest import LATEST_CHECKPOINT
+from envgen.store.run_dir import EPISODES_LOG, METRICS_LOG, RunDir
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Train the paper's PPO agent (Table 9 hyper-parameters) in stock Crafter, or with
 --agent ad Achievement Distillation (PPO plus its auxiliary phase; docs/agent.md).
 
-Writes to --out: episodes.jsonl (one line per finished episode, crafter's stats.jsonl
-schema plus the global step, phase and config index), metrics.jsonl (losses and
-steps/s per rollout), checkpoints/latest.pt (every --checkpoint-every steps, atomic)
-and summary.json (Crafter score over the episodes of the last --score-window steps).
+Writes to --out: {EPISODES_LOG} (one line per finished episode, crafter's stats.jsonl
+schema plus the global step, phase and config index), {METRICS_LOG} (losses and
+steps/s per rollout), {LATEST_CHECKPOINT} (every --checkpoint-every steps, atomic)
+and {RunDir(Path()).summary} (Crafter score over the episodes of the last --score-window steps).
 A killed run continued with --resume ends with the same metrics as an uninterrupted
 one: a checkpoint holds the running episodes too (docs/agent.md).
 
@@ -69,7 +71,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--workers",
         type=whole_number(1),
-        default=None,
         help="vec env worker processes (default $ENVGEN_ENV_WORKERS, else min(--num-envs, "
         "CPU cores))",
     )
@@ -84,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--score-window",
         type=whole_number(1),
         default=1_000_000,
-        help="summary.json scores episodes of the last this many steps (paper: 1M)",
+        help=f"{RunDir(Path()).summary} scores episodes of the last this many steps (paper: 1M)",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_threads_argument(parser)
@@ -103,7 +104,7 @@ def check_out_dir(out: Path, resume: bool) -> None:
     (its logs would be appended to)."""
     if out.exists() and not out.is_dir():
         raise ConfigError("--out", f"{out} is a file; give a run directory (new or to resume)")
-    if not resume and (out / "episodes.jsonl").exists():
+    if not resume and RunDir(out).episodes.exists():
         raise ConfigError(
             "--out", f"{out} holds a run; pass --resume to continue it, or give a new directory"
         )
@@ -138,9 +139,9 @@ def run(args: argparse.Namespace) -> int:
             trainer.checkpoint()
     finally:
         trainer.close()
-    episodes = read_jsonl(args.out / "episodes.jsonl")
+    episodes = read_jsonl(RunDir(args.out).episodes)
     summary = training_window(episodes, args.score_window) if episodes else {"episodes": 0}
     summary["steps"] = trainer.global_step
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    RunDir(args.out).summary.write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps({k: v for k, v in summary.items() if k != "success_rates"}))
     return 0

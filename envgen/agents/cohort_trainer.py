@@ -1,11 +1,11 @@
 """`CohortTrainer`: W runs of one config, one seed each, trained as a cohort
 (`envgen.agents.cohort`), each writing its own run directory as a run alone would.
 
-What a run alone's `Trainer` does per run, this does per seed: `episodes.jsonl` and
-`metrics.jsonl` in the seed's directory, its counters, and a checkpoint in its
-`checkpoints/` (the same keys, plus `cohort`: the size W and the seeds' step). The
-slices of one checkpoint are written one seed after another; each seed keeps its
-previous slice (`previous.pt`) until all the new ones are in, so a kill between two
+What a run alone's `Trainer` does per run, this does per seed: the episode and metrics
+logs in the seed's directory (`envgen.store.run_dir.RunDir`), its counters, and a
+checkpoint (the same keys, plus `cohort`: the size W and the seeds' step). The slices of
+one checkpoint are written one seed after another; each seed keeps its previous slice
+(`PREVIOUS`) until all the new ones are in, so a kill between two
 slices leaves a step that every seed has, and `resume` takes the newest such step.
 A slice resumes in any slot of a cohort of the same W.
 
@@ -39,20 +39,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
-from envgen.agents.checkpoint_counters import ResumeRefusedError, checked_counters
+from envgen.agents.checkpoint import save_checkpoint
 from envgen.agents.cohort import CohortPPO, drain, interleave
 from envgen.agents.config import ModelConfig, PPOConfig, check_groups, check_kernels
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Counters, RolloutLoop
 from envgen.envs.mixture import env_seed
-from envgen.envs.plain import mixture_from_plain, mixture_to_plain
+from envgen.envs.plain import mixture_to_plain
 from envgen.envs.vector import CrafterVecEnv, default_num_workers, usable_cores
 from envgen.errors import ConfigError, EnvGenError
-from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
+from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT, PREVIOUS_CHECKPOINT
+from envgen.store.run_dir import RunDir
 
-PREVIOUS = "previous.pt"
+PREVIOUS = PREVIOUS_CHECKPOINT.name
 # (configs, seeds of every env, envs per seed, weights) -> vec env of W * N envs
 CohortEnvFactory = Callable[[Sequence[Any], Sequence[int], int, Sequence[float] | None], Any]
 
@@ -96,6 +96,9 @@ class _Group:
 class CohortTrainer(RolloutLoop):
     """W seeds of one (model, PPO) config; `run_dirs[k]` is seed `seeds[k]`'s directory;
     `groups` > 1 pipelines the cohort (module docstring)."""
+
+    _checkpoint_names = (LATEST_CHECKPOINT.name, PREVIOUS)
+    _config_fix = "start over"
 
     def __init__(
         self,
@@ -151,9 +154,9 @@ class CohortTrainer(RolloutLoop):
         self.counters = Counters()
         self.mixture: tuple[tuple[Any, ...], tuple[float, ...] | None] | None = None
         self._saved_env: list[dict[str, Any]] | None = None
-        self.episodes = [JsonlLog(d / "episodes.jsonl") for d in self.run_dirs]
-        self.metrics = [JsonlLog(d / "metrics.jsonl") for d in self.run_dirs]
-        self.metrics_logs = self.metrics
+        self.episodes = [JsonlLog(RunDir(d).episodes) for d in self.run_dirs]
+        self.metrics = [JsonlLog(RunDir(d).metrics) for d in self.run_dirs]
+        self.episode_logs, self.metrics_logs = self.episodes, self.metrics
 
     @property
     def agent(self) -> CohortPPO:
@@ -296,22 +299,8 @@ class CohortTrainer(RolloutLoop):
             if saved is None:
                 group.obs = group.env.reset()
                 continue
-            try:
+            with self._restoring_env_state():
                 group.env.set_state(_merge_env_states([saved[k] for k in group.slots], n))
-            except (
-                AttributeError,
-                KeyError,
-                TypeError,
-                ValueError,
-                IndexError,
-                RuntimeError,
-            ) as exc:
-                self.close_env()
-                raise EnvGenError(
-                    f"{self.run_dirs[0] / LATEST_CHECKPOINT}: a saved environment state of the "
-                    f"cohort is malformed ({type(exc).__name__}); remove every seed's "
-                    f"{CHECKPOINT_DIR} to start the cohort from step 0"
-                ) from None
             group.obs = group.env.last_obs
 
     # --- checkpoints -------------------------------------------------------------------
@@ -319,9 +308,7 @@ class CohortTrainer(RolloutLoop):
         """One slice per seed (module docstring): previous kept until all are written."""
         if self._groups[0].ahead:  # group 0's next rollout is in no checkpoint's format
             raise RuntimeError("a pipelined cohort checkpoints at a rollout boundary only")
-        self.counters.checkpoints += 1
-        self.counters.checkpoint_step = self.global_step
-        self._checkpointed_at = time.monotonic()
+        self._count_checkpoint()
         env_states = None
         if self._groups[0].env is not None:
             env_states = [
@@ -336,163 +323,63 @@ class CohortTrainer(RolloutLoop):
             latest = directory / LATEST_CHECKPOINT.name
             if latest.exists():
                 os.replace(latest, directory / PREVIOUS)
-            save_checkpoint(directory, self._slice(k, env_states))
+            save_checkpoint(directory, self._seed_slice(k, env_states))
         for k in range(self.size):
             (self.run_dirs[k] / CHECKPOINT_DIR / PREVIOUS).unlink(missing_ok=True)
 
-    def _slice(self, k: int, env_states: list[dict[str, Any]] | None) -> dict[str, Any]:
-        g = self.action_rngs[k]
+    def _seed_slice(self, k: int, env_states: list[dict[str, Any]] | None) -> dict[str, Any]:
         group = self._groups[k // (self.size // self.groups)]
         cohort = {"size": self.size, "step": self.global_step}
         if self.groups > 1:  # left out at 1: an unpipelined cohort's slices as before
             cohort["groups"] = self.groups
         if self.kernels != "eager":  # left out when eager, as in the run's hash
             cohort["kernels"] = self.kernels
-        return {
-            "model_cfg": dataclasses.asdict(self.model_cfg),
-            "ppo_cfg": dataclasses.asdict(self.ppo_cfg),
-            "seed": self.seeds[k],
-            "cohort": cohort,
-            "counters": dataclasses.asdict(self.counters),
-            **group.agent.seed_state(k - group.slots.start),
-            "action_rng": {"device": g.device.type, "state": g.get_state()},
-            "shuffle_rng": self.shuffle_rngs[k].bit_generator.state,
-            "env": (
-                (mixture_to_plain(self.mixture), env_states[k])
-                if env_states is not None and self.mixture is not None
-                else None
-            ),
-        }
+        env = None
+        if env_states is not None and self.mixture is not None:
+            env = (mixture_to_plain(self.mixture), env_states[k])
+        return self._slice(k, group.agent.seed_state(k - group.slots.start), env, cohort=cohort)
 
-    def resume(self) -> bool:
-        """Load the newest step every seed has a slice of; truncate the logs to it.
+    def _fix(self, path: Path) -> str:
+        return f"remove every seed's {CHECKPOINT_DIR} to start the cohort from step 0"
 
-        False (logs emptied) when no seed has a slice. `ConfigError` when the slices were
-        written with other configs or another cohort size, or when some seeds have none.
-        """
-        found = [self._slices(d) for d in self.run_dirs]
-        if not any(found):
-            for log in (*self.episodes, *self.metrics):
-                log.truncate_after(0)
-            return False
-        common = set.intersection(*(set(f) for f in found))
-        if not common:
-            missing = [str(d) for d, f in zip(self.run_dirs, found, strict=True) if not f]
+    def _load_learners(self, states: list[dict[str, Any]]) -> None:
+        for group in self._groups:
+            group.agent.load_seed_states([states[k] for k in group.slots])
+
+    def _resume_envs(self, envs: list[tuple[Any, dict[str, Any]] | None]) -> None:
+        if all(e is not None for e in envs):
+            self.mixture = envs[0][0]
+            self._saved_env = [e[1] for e in envs]
+
+    def _slice_step(self, path: Path, cohort: Any) -> int:
+        run_dir = path.parent.parent
+        if not isinstance(cohort, dict) or type(cohort.get("step")) is not int:
             raise ConfigError(
                 "cohort",
-                f"the seeds' checkpoints share no step ({', '.join(missing) or 'steps differ'}); "
-                f"remove every seed's {CHECKPOINT_DIR} to start the cohort from step 0",
+                f"{path} was not written by a cohort; resume it as a run alone, or remove it",
             )
-        step = max(common)
-        paths = [f[step][0] for f in found]
-        states = [f[step][1] for f in found]
-        for k, state in enumerate(states):
-            self._check_slice(k, state)
-        counters = self._checked_counters(step, paths, states)  # before any log is cut
-        try:
-            for group in self._groups:
-                group.agent.load_seed_states([states[k] for k in group.slots])
-            for k, state in enumerate(states):
-                saved = state["action_rng"]
-                if saved.get("device") == self.device.type:
-                    self.action_rngs[k].set_state(saved["state"].cpu())
-                else:  # another device's generator: re-seeded by (seed, step), as Trainer
-                    self.action_rngs[k].manual_seed(
-                        derive_seed(self.seeds[k], "actions", counters.checkpoint_step)
-                    )
-                self.shuffle_rngs[k].bit_generator.state = state["shuffle_rng"]
-            envs = [state.get("env") for state in states]
-        except (KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
-            raise EnvGenError(
-                f"{self.run_dirs[0] / LATEST_CHECKPOINT}: malformed cohort checkpoint "
-                f"({type(exc).__name__}); remove every seed's {CHECKPOINT_DIR} to start over"
-            ) from None
-        self.counters = counters
-        for log in (*self.episodes, *self.metrics):
-            log.truncate_after(self.global_step)
-        self.close_env()
-        if all(e is not None for e in envs):
-            self.mixture = mixture_from_plain(envs[0][0])
-            self._saved_env = [e[1] for e in envs]
-        self._checkpointed_at = time.monotonic()
-        return True
-
-    def _slices(self, run_dir: Path) -> dict[int, tuple[Path, dict[str, Any]]]:
-        """Step -> (file, slice), of this seed's latest and previous slices."""
-        out = {}
-        for name in (LATEST_CHECKPOINT.name, PREVIOUS):
-            state = load_checkpoint(run_dir / CHECKPOINT_DIR, self.device, name)
-            cohort = (state or {}).get("cohort")
-            if state is None:
-                continue
-            if not isinstance(cohort, dict) or type(cohort.get("step")) is not int:
-                raise ConfigError(
-                    "cohort",
-                    f"{run_dir / CHECKPOINT_DIR / name} was not written by a cohort; resume "
-                    "it as a run alone, or remove it",
-                )
-            if cohort.get("size") != self.size:
-                raise ConfigError(
-                    "cohort",
-                    f"{run_dir} was trained in a cohort of {cohort.get('size')}, not "
-                    f"{self.size}: a seed's numbers depend on W; resume it in a cohort of "
-                    "that size",
-                )
-            if cohort.get("groups", 1) != self.groups:
-                raise ConfigError(
-                    "cohort_groups",
-                    f"{run_dir} was trained in a cohort of {self.size} in "
-                    f"{cohort.get('groups', 1)} group(s), not {self.groups}: a seed's numbers "
-                    "depend on its group's size; resume it with that grouping",
-                )
-            if cohort.get("kernels", "eager") != self.kernels:
-                raise ConfigError(
-                    "cohort_kernels",
-                    f"{run_dir} was trained with {cohort.get('kernels', 'eager')!r} kernels, "
-                    f"not {self.kernels!r}: each mode rounds differently; resume it in its "
-                    "own mode",
-                )
-            out[cohort["step"]] = (run_dir / CHECKPOINT_DIR / name, state)
-        return out
-
-    def _checked_counters(
-        self, step: int, paths: Sequence[Path], states: Sequence[dict[str, Any]]
-    ) -> Counters:
-        """The slices' counters, held to the run alone's checks (`checked_counters`: whole
-        numbers >= 0, rollouts x rollout size, a logged update at the step) per seed, and
-        the same in every seed at the cohort's step. A one-line `EnvGenError` naming the
-        slice otherwise: a resume from them would cut every seed's logs to that step."""
-        fix = f"remove every seed's {CHECKPOINT_DIR} to start the cohort from step 0"
-        first = None
-        for k, (path, state) in enumerate(zip(paths, states, strict=True)):
-            raw = checked_counters(
-                state.get("counters"), path, self.ppo_cfg.rollout_size, self.metrics[k].path, fix
+        if cohort.get("size") != self.size:
+            raise ConfigError(
+                "cohort",
+                f"{run_dir} was trained in a cohort of {cohort.get('size')}, not "
+                f"{self.size}: a seed's numbers depend on W; resume it in a cohort of "
+                "that size",
             )
-            if raw.get("global_step", 0) != step:
-                raise ResumeRefusedError(
-                    f"{path}: counter global_step {raw.get('global_step', 0)} is not the "
-                    f"cohort's step {step}; {fix}"
-                )
-            if first is not None and raw != first[1]:
-                raise ResumeRefusedError(
-                    f"{path}: counters {raw} differ from {first[0]}'s {first[1]} (a cohort's "
-                    f"seeds share them); {fix}"
-                )
-            first = first or (path, raw)
-        return Counters(**first[1])
-
-    def _check_slice(self, k: int, state: dict[str, Any]) -> None:
-        for key, ours in (
-            ("model_cfg", dataclasses.asdict(self.model_cfg)),
-            ("ppo_cfg", dataclasses.asdict(self.ppo_cfg)),
-            ("seed", self.seeds[k]),
-        ):
-            if state.get(key) != ours:
-                raise ConfigError(
-                    key,
-                    f"checkpoint in {self.run_dirs[k]} was written with {state.get(key)!r}, "
-                    f"not {ours!r}; resume with the same settings or start over",
-                )
+        if cohort.get("groups", 1) != self.groups:
+            raise ConfigError(
+                "cohort_groups",
+                f"{run_dir} was trained in a cohort of {self.size} in "
+                f"{cohort.get('groups', 1)} group(s), not {self.groups}: a seed's numbers "
+                "depend on its group's size; resume it with that grouping",
+            )
+        if cohort.get("kernels", "eager") != self.kernels:
+            raise ConfigError(
+                "cohort_kernels",
+                f"{run_dir} was trained with {cohort.get('kernels', 'eager')!r} kernels, "
+                f"not {self.kernels!r}: each mode rounds differently; resume it in its "
+                "own mode",
+            )
+        return cohort["step"]
 
     def close_env(self) -> None:
         for group in self._groups:
@@ -503,11 +390,9 @@ class CohortTrainer(RolloutLoop):
     def close(self) -> None:
         """Close the envs and logs, and free each group's CUDA graphs now
         (`CohortPPO.close`)."""
-        self.close_env()
+        super().close()
         for group in self._groups:
             group.agent.close()
-        for log in (*self.episodes, *self.metrics):
-            log.close()
 
 
 def _split_env_state(state: dict[str, Any], n: int) -> list[dict[str, Any]]:

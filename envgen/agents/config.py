@@ -19,10 +19,9 @@ from envgen.input_checks import (
     MAX_COUNT,
     MAX_MEMORY_BYTES,
     at_most,
-    check_types,
+    check_fields,
     finite,
     rollout_memory_bytes,
-    unknown_key,
     whole_number,
 )
 
@@ -181,11 +180,7 @@ class PPOOverrides(tuple):
                 raise ConfigError(
                     section, f"{values!r} is not a mapping of PPO setting: value (e.g. lr: 3e-4)"
                 ) from None
-        fields = {f.name for f in dataclasses.fields(PPOConfig)}
-        unknown = sorted(set(values) - fields, key=str)
-        if unknown:
-            raise unknown_key(f"{section}.{unknown[0]}", unknown[0], fields)
-        check_types(PPOConfig, values, f"{section}.")
+        check_fields(PPOConfig, values, f"{section}.")
         return super().__new__(cls, tuple(sorted(values.items())))
 
     def apply(self, defaults: Mapping[str, Any] | tuple = ()) -> PPOConfig:
@@ -194,7 +189,7 @@ class PPOOverrides(tuple):
         return PPOConfig(**{**dict(PPOOverrides(defaults)), **dict(self)})
 
     def to_dict(self) -> dict[str, Any]:
-        """{name: value}, as a run's config (run.yaml, its hash) writes them."""
+        """{name: value}, as a run's config (and its hash) writes them."""
         return dict(self)
 
 
@@ -270,17 +265,6 @@ class ADConfig:
         for name in ("temperature", "ot_reg"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"ad.{name}", "must be > 0")
-
-
-def from_mapping(cls: type, data: Mapping[str, Any], section: str) -> Any:
-    """Build a config dataclass from a mapping, rejecting unknown keys by name."""
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - fields)
-    if unknown:
-        raise unknown_key(f"{section}.{unknown[0]}", unknown[0], fields)
-    check_types(cls, data, f"{section}.")
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
-    return cls(**values)
 
 
 def model_preset(name: str) -> ModelConfig:

@@ -1,9 +1,9 @@
-"""A trained agent in Heist: the trainer's vec envs, the final test, the LLM's feedback.
+"""A trained agent in Heist: the final test and the LLM's feedback.
 
-Crafter's counterparts are `envgen.agents.trainer.crafter_vec_env_factory` and
-`envgen.agents.evaluate`; `envgen.games` registers both games' functions. The test plays
-plain easy Heist (`metrics.run_episodes`), the paper's Heist score being the success over
-test episodes (docs/paper.md, "Agent and training protocol"; docs/heist.md).
+Crafter's counterpart is `envgen.agents.evaluate`; `envgen.games` registers both games'
+functions (Heist's vec envs for the trainer: `envgen.envs.heist.env.vec_env_factory`).
+The test plays plain easy Heist (`metrics.run_episodes`), the paper's Heist score being
+the success over test episodes (docs/paper.md, "Agent and training protocol"; docs/heist.md).
 """
 
 from __future__ import annotations
@@ -16,26 +16,11 @@ from envgen.agents.evaluate import feedback_statistic, sampling_policy
 from envgen.agents.runlog import heist_episode_record
 from envgen.envs.heist import metrics
 from envgen.envs.heist.config import HeistConfig
-from envgen.envs.heist.env import HeistVecEnv
 
 if TYPE_CHECKING:
     import torch
 
     from envgen.agents.networks import ActorCritic
-    from envgen.agents.trainer import EnvFactory
-
-THREADS = 4  # procgen threads of a training vec env when `workers` is None
-
-
-def vec_env_factory(num_threads: int | None = None) -> EnvFactory:
-    """The trainer's factory: `HeistVecEnv` stepped by `num_threads` procgen threads
-    (None: THREADS); the thread count never changes results."""
-
-    def make(configs, num_envs, seed, weights):
-        threads = THREADS if num_threads is None else num_threads
-        return HeistVecEnv(configs, num_envs, seed, weights=weights, num_threads=threads)
-
-    return make
 
 
 def play_test_episodes(

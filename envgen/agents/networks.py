@@ -197,8 +197,3 @@ def autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextM
     if not enabled:
         return contextlib.nullcontext()
     return torch.autocast(device.type, torch.bfloat16, cache_enabled=False)
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Number of trainable parameters (the normaliser's statistics are buffers, not counted)."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)

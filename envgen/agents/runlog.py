@@ -33,7 +33,7 @@ HEIST_COUNTS = ("keys_collected", "keys_total", "doors_opened", "doors_total")
 
 
 def heist_episode_record(info: Mapping[str, Any], step: int, phase: str) -> dict[str, Any]:
-    """A Heist episodes.jsonl line from `HeistVecEnv`'s `infos[i]["episode"]`."""
+    """A Heist episode log line from `HeistVecEnv`'s `infos[i]["episode"]`."""
     record: dict[str, Any] = {
         "return": float(info["return"]),
         "length": int(info["length"]),

@@ -23,10 +23,11 @@ boundary, part of the method) ends running episodes; they are counted
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,8 +36,14 @@ import torch
 from tqdm import tqdm
 
 from envgen.agents import ad, ppo
-from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
-from envgen.agents.checkpoint_counters import checked_counters
+from envgen.agents.checkpoint import (
+    check_written_with,
+    load_checkpoint,
+    restore_streams,
+    save_checkpoint,
+    seed_state,
+)
+from envgen.agents.checkpoint_counters import ResumeRefusedError, checked_counters
 from envgen.agents.config import ModelConfig, PPOConfig
 from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
@@ -45,10 +52,11 @@ from envgen.envs.vector import CrafterVecEnv
 from envgen.errors import ConfigError, EnvGenError
 from envgen.scoring import summarize
 from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
+from envgen.store.run_dir import RunDir
 
 # (configs, num_envs, seed, weights) -> vec env
 EnvFactory = Callable[[Sequence[Any], int, int, Sequence[float] | None], ppo.VecEnv]
-# (vec env's episode info, global step, phase) -> the episodes.jsonl line
+# (vec env's episode info, global step, phase) -> the episode log's line
 EpisodeRecord = Callable[[Mapping[str, Any], int, str], dict[str, Any]]
 # logged episodes -> summary with the game's "score" (percent)
 Summarize = Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]
@@ -108,16 +116,28 @@ class Counters:
 class RolloutLoop:
     """The training loop a run alone (`Trainer`) and a cohort (`envgen.agents.cohort_trainer`)
     share: whole rollouts until a global step, one metrics line per rollout and run, a
-    checkpoint every `checkpoint_rollouts` rollouts or `checkpoint_seconds` of wall clock.
-    A subclass says what one rollout is (`_rollout`: each run's line) and where its lines
-    go (`metrics`, one log per run)."""
+    checkpoint every `checkpoint_rollouts` rollouts or `checkpoint_seconds` of wall clock,
+    each run's checkpoint slice (`_slice`) and one resume flow over them (`resume`). Run k
+    is `seeds[k]` in `run_dirs[k]` with its own streams and logs. A subclass says what one
+    rollout is (`_rollout`: each run's line), which slices it resumes (`_slice_step`) and
+    how its learners and envs take them back (`_load_learners`, `_resume_envs`)."""
 
+    model_cfg: ModelConfig
     ppo_cfg: PPOConfig
+    agent_name: str = "ppo"
+    device: torch.device
+    seeds: list[int]
+    run_dirs: list[Path]
+    action_rngs: list[torch.Generator]
+    shuffle_rngs: list[np.random.Generator]
     counters: Counters
     checkpoint_seconds: float
     progress: bool
+    episode_logs: list[JsonlLog]
     metrics_logs: list[JsonlLog]
     _checkpointed_at: float
+    _checkpoint_names = (LATEST_CHECKPOINT.name,)  # each run's checkpoint files, read
+    _config_fix = "use a new --out directory"  # how to resolve a settings mismatch
 
     @property
     def global_step(self) -> int:
@@ -161,7 +181,158 @@ class RolloutLoop:
     def _checkpoint_due(self) -> bool:
         return self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0 or self._clock_due()
 
-    def checkpoint(self) -> None:
+    def checkpoint(self) -> Any:
+        raise NotImplementedError
+
+    def close_env(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the envs and every run's logs."""
+        self.close_env()
+        for log in (*self.episode_logs, *self.metrics_logs):
+            log.close()
+
+    # --- checkpoints: one seed's slice, written and resumed the same way for every run ---
+    def _count_checkpoint(self) -> None:
+        self.counters.checkpoints += 1
+        self.counters.checkpoint_step = self.global_step
+        self._checkpointed_at = time.monotonic()
+
+    def _slice(self, k: int, learner: dict[str, Any], env: Any, **tags: Any) -> dict[str, Any]:
+        """Run `k`'s checkpoint (`checkpoint.seed_state`) with its `learner` state and `env`."""
+        if self.agent_name != "ppo":
+            tags["agent"] = self.agent_name
+        streams = self.action_rngs[k], self.shuffle_rngs[k]
+        args = self.model_cfg, self.ppo_cfg, self.seeds[k], self.counters, learner, *streams
+        return seed_state(*args, env, **tags)
+
+    def _fix(self, path: Path) -> str:
+        """What to do about the refused checkpoint slice `path`."""
+        return f"remove {path.parent} to resume from step 0"
+
+    def resume(self) -> bool:
+        """Load the latest checkpoint (a cohort: the newest step every seed has a slice
+        of) and cut every log back to its step.
+
+        Without one the run starts from step 0, so the logs of a run killed before its
+        first checkpoint are emptied: a resumed run logs each episode once. Every slice is
+        checked before anything is loaded or cut: written with other settings, a
+        `ConfigError`; counters that are not the run alone's (`checked_counters`) or not
+        every seed's, or a malformed slice, one `EnvGenError` line naming it.
+        """
+        found = self._checkpoint_slices()
+        if found is None:
+            for log in (*self.episode_logs, *self.metrics_logs):
+                log.truncate_after(0)
+            return False
+        step, slices = found
+        for k, (_, state) in enumerate(slices):
+            settings = self.model_cfg, self.ppo_cfg, self.seeds[k], self.agent_name
+            check_written_with(state, self.run_dirs[k], *settings, self._config_fix)
+        counters = self._agreed_counters(step, slices)  # before anything is loaded or cut
+        envs: list[tuple[Any, dict[str, Any]] | None] = []
+        try:
+            self._load_learners([state for _, state in slices])
+            for k, (_, state) in enumerate(slices):
+                streams = self.action_rngs[k], self.shuffle_rngs[k]
+                restore_streams(state, *streams, self.seeds[k], counters.checkpoint_step)
+                env = state.get("env")
+                envs.append(None if env is None else (mixture_from_plain(env[0]), env[1]))
+        except (KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
+            path = slices[len(envs)][0]  # the slice being read (the first: the learners')
+            raise EnvGenError(
+                f"{path}: malformed checkpoint ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:200] if str(exc) else 'no detail'}); "
+                f"{self._fix(path)}"
+            ) from None
+        self.counters = counters
+        for log in (*self.episode_logs, *self.metrics_logs):
+            log.truncate_after(self.global_step)
+        self.close_env()
+        self._resume_envs(envs)
+        self._checkpointed_at = time.monotonic()
+        return True
+
+    def _agreed_counters(
+        self, step: int | None, slices: Sequence[tuple[Path, dict[str, Any]]]
+    ) -> Counters:
+        """The slices' counters, each held to the run alone's checks (`checked_counters`:
+        whole numbers >= 0, rollouts x rollout size, a logged update at the step), at
+        `step` (a cohort's) when given and the same in every slice; a one-line
+        `EnvGenError` naming the slice otherwise."""
+        first = None
+        for k, (path, state) in enumerate(slices):
+            fix, log = self._fix(path), self.metrics_logs[k].path
+            raw = checked_counters(state.get("counters"), path, self.ppo_cfg.rollout_size, log, fix)
+            if step is not None and raw.get("global_step", 0) != step:
+                raise ResumeRefusedError(
+                    f"{path}: counter global_step {raw.get('global_step', 0)} is not the "
+                    f"cohort's step {step}; {fix}"
+                )
+            if first is not None and raw != first[1]:
+                raise ResumeRefusedError(
+                    f"{path}: counters {raw} differ from {first[0]}'s {first[1]} (a cohort's "
+                    f"seeds share them); {fix}"
+                )
+            first = first or (path, raw)
+        assert first is not None
+        return Counters(**first[1])
+
+    @contextlib.contextmanager
+    def _restoring_env_state(self) -> Iterator[None]:
+        """Around setting the envs' saved state: a state that does not fit closes the envs
+        and is one line naming the checkpoint."""
+        try:
+            yield
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
+            self.close_env()
+            path = self.run_dirs[0] / LATEST_CHECKPOINT
+            raise EnvGenError(
+                f"{path}: the saved environment state is malformed ({type(exc).__name__}); "
+                f"{self._fix(path)}"
+            ) from None
+
+    def _checkpoint_slices(self) -> tuple[int | None, list[tuple[Path, dict[str, Any]]]] | None:
+        """The checkpoint to resume from, None when no run has one: the newest step every
+        run has a slice of (None for a run alone's, which carries none) and each run's
+        (file, slice)."""
+        found = [self._slices(d) for d in self.run_dirs]
+        if not any(found):
+            return None
+        common = set.intersection(*(set(f) for f in found))
+        if not common:
+            missing = [str(d) for d, f in zip(self.run_dirs, found, strict=True) if not f]
+            raise ConfigError(
+                "cohort",
+                f"the seeds' checkpoints share no step ({', '.join(missing) or 'steps differ'}); "
+                f"{self._fix(self.run_dirs[0])}",
+            )
+        step = max(common)
+        return step, [f[step] for f in found]
+
+    def _slices(self, run_dir: Path) -> dict[int | None, tuple[Path, dict[str, Any]]]:
+        """Step -> (file, slice) of `run_dir`'s checkpoint files (`_checkpoint_names`)."""
+        out = {}
+        for name in self._checkpoint_names:
+            state = load_checkpoint(run_dir / CHECKPOINT_DIR, self.device, name)
+            if state is not None:
+                path = run_dir / CHECKPOINT_DIR / name
+                out[self._slice_step(path, state.get("cohort"))] = (path, state)
+        return out
+
+    def _slice_step(self, path: Path, cohort: Any) -> int | None:
+        """The step of the slice `path` with tag `cohort`; a `ConfigError` when this
+        trainer cannot resume it."""
+        raise NotImplementedError
+
+    def _load_learners(self, states: list[dict[str, Any]]) -> None:
+        """Load each run's model and optimiser state from its slice."""
+        raise NotImplementedError
+
+    def _resume_envs(self, envs: list[tuple[Any, dict[str, Any]] | None]) -> None:
+        """Keep each run's saved (mixture, env state), None when it had none, for the
+        envs' next opening."""
         raise NotImplementedError
 
 
@@ -187,6 +358,7 @@ class Trainer(RolloutLoop):
             raise ConfigError("agent", f"{agent!r}; allowed: {', '.join(AGENTS)}")
         self.model_cfg, self.ppo_cfg, self.seed, self.agent_name = model_cfg, ppo_cfg, seed, agent
         self.run_dir = Path(run_dir)
+        self.seeds, self.run_dirs = [seed], [self.run_dir]
         self.device = torch.device(device)
         self.env_factory = env_factory or crafter_vec_env_factory()
         self.episode_record = episode_record
@@ -202,6 +374,7 @@ class Trainer(RolloutLoop):
         self.action_rng = torch.Generator(device=self.device)
         self.action_rng.manual_seed(derive_seed(seed, "actions"))
         self.shuffle_rng = np.random.default_rng(derive_seed(seed, "minibatches"))
+        self.action_rngs, self.shuffle_rngs = [self.action_rng], [self.shuffle_rng]
         self.counters = Counters()
 
         self.env: ppo.VecEnv | None = None
@@ -209,9 +382,9 @@ class Trainer(RolloutLoop):
         self.mixture: tuple[tuple[Any, ...], tuple[float, ...] | None] | None = None
         self._saved_env: tuple[Any, dict[str, Any]] | None = None  # (mixture, state)
         self._cut = 0  # episodes cut since the last metrics line
-        self.episodes = JsonlLog(self.run_dir / "episodes.jsonl")
-        self.metrics = JsonlLog(self.run_dir / "metrics.jsonl")
-        self.metrics_logs = [self.metrics]
+        self.episodes = JsonlLog(RunDir(self.run_dir).episodes)
+        self.metrics = JsonlLog(RunDir(self.run_dir).metrics)
+        self.episode_logs, self.metrics_logs = [self.episodes], [self.metrics]
         self.recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
         self._finished: list[dict[str, Any]] = []
 
@@ -300,15 +473,8 @@ class Trainer(RolloutLoop):
             self.obs = self.env.reset()
             self.agent.episodes_reset()
             return
-        try:
+        with self._restoring_env_state():
             self.env.set_state(saved[1])
-        except (AttributeError, KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
-            self.close_env()
-            raise EnvGenError(
-                f"{self.run_dir / LATEST_CHECKPOINT}: the saved environment state is "
-                f"malformed ({type(exc).__name__}); remove {self.run_dir / CHECKPOINT_DIR} "
-                "to resume from step 0"
-            ) from None
         self.obs = self.env.last_obs
         if saved[0] != self.mixture:  # the checkpoint fell on a phase boundary
             self._switch(self.mixture)
@@ -328,112 +494,32 @@ class Trainer(RolloutLoop):
     # --- checkpoints ---------------------------------------------------------------
     def checkpoint(self) -> Path:
         """Write a checkpoint, the vec env's running episodes included (module docstring)."""
-        self.counters.checkpoints += 1
-        self.counters.checkpoint_step = self.global_step
-        self._checkpointed_at = time.monotonic()
+        self._count_checkpoint()
         env_state = None
         if self.env is not None:
             env_state = (mixture_to_plain(self.mixture), self.env.get_state())
         elif self._saved_env is not None:  # resumed, not yet stepped: keep what was saved
             env_state = (mixture_to_plain(self._saved_env[0]), self._saved_env[1])
-        return save_checkpoint(
-            self.run_dir / CHECKPOINT_DIR,
-            {
-                "model_cfg": dataclasses.asdict(self.model_cfg),
-                "ppo_cfg": dataclasses.asdict(self.ppo_cfg),
-                "seed": self.seed,
-                "counters": dataclasses.asdict(self.counters),
-                **({"agent": self.agent_name} if self.agent_name != "ppo" else {}),
-                **self.agent.state_dict(),
-                "action_rng": {
-                    "device": self.action_rng.device.type,
-                    "state": self.action_rng.get_state(),
-                },
-                "shuffle_rng": self.shuffle_rng.bit_generator.state,
-                "env": env_state,
-            },
-        )
+        state = self._slice(0, self.agent.state_dict(), env_state)
+        return save_checkpoint(self.run_dir / CHECKPOINT_DIR, state)
 
-    def resume(self) -> bool:
-        """Load the latest checkpoint if there is one; truncate logs to its step.
-
-        Without a checkpoint the run starts from step 0, so the logs of a run killed
-        before its first checkpoint are emptied: a resumed run logs each episode once.
-        Raises `ConfigError` when the checkpoint was written with other configs or seed.
-        """
-        state = load_checkpoint(self.run_dir / CHECKPOINT_DIR, self.device)
-        if state is None:
-            self.episodes.truncate_after(0)
-            self.metrics.truncate_after(0)
-            return False
-        for key, ours in (
-            ("model_cfg", dataclasses.asdict(self.model_cfg)),
-            ("ppo_cfg", dataclasses.asdict(self.ppo_cfg)),
-            ("seed", self.seed),
-            ("agent", self.agent_name),
-        ):
-            if (theirs := state.get(key, "ppo")) != ours:  # checkpoints of PPO lack "agent"
-                raise ConfigError(
-                    key,
-                    f"checkpoint in {self.run_dir} was written with {theirs!r}, not "
-                    f"{ours!r}; resume with the same settings or use a new --out directory",
-                )
-        if state.get("cohort") is not None:  # a slice of a cohort (envgen.agents.cohort_trainer)
+    def _slice_step(self, path: Path, cohort: Any) -> None:
+        if cohort is not None:  # a slice of a cohort (envgen.agents.cohort_trainer)
+            size = cohort.get("size") if isinstance(cohort, dict) else "?"
             raise ConfigError(
                 "cohort",
-                f"the checkpoint in {self.run_dir} is a slice of a cohort of "
-                f"{state['cohort'].get('size') if isinstance(state['cohort'], dict) else '?'} "
-                "seeds; resume it in a cohort of that size",
+                f"the checkpoint in {self.run_dir} is a slice of a cohort of {size} seeds; "
+                "resume it in a cohort of that size",
             )
-        path = self.run_dir / LATEST_CHECKPOINT
-        try:
-            raw = checked_counters(
-                state["counters"], path, self.ppo_cfg.rollout_size, self.metrics.path
-            )
-            self.agent.load_state_dict(state)
-            counters = Counters(**raw)
-            self._restore_action_rng(state["action_rng"], counters)
-            self.shuffle_rng.bit_generator.state = state["shuffle_rng"]
-            saved_env = state.get("env")
-            if saved_env is not None:
-                saved_env = (mixture_from_plain(saved_env[0]), saved_env[1])
-        except (KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
-            raise EnvGenError(
-                f"{path}: malformed checkpoint ({type(exc).__name__}: "
-                f"{str(exc).splitlines()[0][:200] if str(exc) else 'no detail'}); remove "
-                f"{path.parent} to resume from step 0"
-            ) from None
-        self.counters = counters
-        self.episodes.truncate_after(self.global_step)
-        self.metrics.truncate_after(self.global_step)
-        self.close_env()
-        self._saved_env = saved_env
-        self._checkpointed_at = time.monotonic()
-        return True
 
-    def _restore_action_rng(self, saved: Any, counters: Counters) -> None:
-        """Restore the action generator, or re-seed it when the checkpoint's is another
-        device's: a CPU generator state (5,056 bytes) and a CUDA one (16 bytes) do not
-        convert. The re-seeded stream is fixed by (seed, the checkpoint's step), so a
-        cross-device resume is reproducible but not the uninterrupted run's stream
-        (docs/agent.md, "Reproducibility and resume"). The step, not the count of
-        checkpoints, since wall-clock checkpoints (`checkpoint_seconds`) vary that count."""
-        if not isinstance(saved, dict) or not isinstance(saved.get("state"), torch.Tensor):
-            raise ValueError("action_rng: expected {device, state}")
-        ours = self.action_rng.get_state()
-        state = saved["state"].cpu()
-        if saved.get("device") == self.device.type and state.shape == ours.shape:
-            self.action_rng.set_state(state)
-            return
-        self.action_rng.manual_seed(derive_seed(self.seed, "actions", counters.checkpoint_step))
+    def _load_learners(self, states: list[dict[str, Any]]) -> None:
+        self.agent.load_state_dict(states[0])
+
+    def _resume_envs(self, envs: list[tuple[Any, dict[str, Any]] | None]) -> None:
+        self._saved_env = envs[0]
 
     def close_env(self) -> None:
         """Close the vec env (unfinished episodes are dropped; used when a run ends)."""
         if self.env is not None:
             self.env.close()
         self.env, self.obs = None, None
-
-    def close(self) -> None:
-        self.close_env()
-        self.episodes.close()
-        self.metrics.close()

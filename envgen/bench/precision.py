@@ -32,6 +32,7 @@ from envgen.agents.device import describe, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.input_checks import comma_list, torch_device, whole_number
+from envgen.store.run_dir import RunDir
 
 MODES = ("float32", "tf32", "bf16")
 WINDOW = 0.25  # the last quarter of the steps
@@ -60,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=_seeds, default=(100, 101, 102, 103), help="the cohort")
     parser.add_argument("--steps", type=whole_number(1), default=200_000, help="per seed")
     parser.add_argument("--out", type=Path, required=True, help="logs go to OUT/MODE/seed-K")
-    parser.add_argument("--workers", type=whole_number(1), default=None, help="env workers")
+    parser.add_argument("--workers", type=whole_number(1), help="env workers")
     parser.add_argument(
         "--analyse", action="store_true", help="only test the logs already in --out"
     )
@@ -73,7 +74,7 @@ def train_mode(args: argparse.Namespace, mode: str) -> float:
     set_deterministic(mode == "float32")
     model = dataclasses.replace(model_preset(args.model), bf16_autocast=mode == "bf16")
     ppo = rollout_config(args, checkpoint_every=10**12)
-    dirs = [args.out / mode / f"seed-{s}" for s in args.seeds]
+    dirs = [RunDir.of(args.out, mode, s).root for s in args.seeds]
     trainer = CohortTrainer(
         model,
         ppo,
@@ -93,7 +94,7 @@ def train_mode(args: argparse.Namespace, mode: str) -> float:
 
 def window_returns(run_dir: Path, steps: int) -> float:
     """Mean return of the episodes finishing in the last quarter of `steps`."""
-    lines = (run_dir / "episodes.jsonl").read_text().splitlines()
+    lines = RunDir(run_dir).episodes.read_text().splitlines()
     episodes = [json.loads(line) for line in lines]
     kept = [e["reward"] for e in episodes if steps * (1 - WINDOW) < e["step"] <= steps]
     return float(np.mean(kept)) if kept else float("nan")
@@ -102,7 +103,8 @@ def window_returns(run_dir: Path, steps: int) -> float:
 def analyse(out: Path, modes: tuple[str, ...], seeds: tuple[int, ...], steps: int) -> dict:
     """The stated test of each mode against the first (module docstring)."""
     arms = {
-        m: np.array([window_returns(out / m / f"seed-{s}", steps) for s in seeds]) for m in modes
+        m: np.array([window_returns(RunDir.of(out, m, s).root, steps) for s in seeds])
+        for m in modes
     }
     base = arms[modes[0]]
     result: dict[str, Any] = {"steps": steps, "seeds": list(seeds), "window": WINDOW}

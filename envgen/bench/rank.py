@@ -40,12 +40,14 @@ from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.bench.rank_stats import budget_scores, rank_agreement
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.files import write_json_atomic
-from envgen.input_checks import torch_device, whole_number
+from envgen.input_checks import torch_device, whole_number, writable_dir
 from envgen.llm.conversation import PromptOptions
 from envgen.loop.run_state import with_world_rules
-from envgen.loop.world_designers import make_designer
+from envgen.loop.world_designers import DESIGNERS, make_designer
+from envgen.store.run_dir import EPISODES_LOG, RunDir
 
-POOL_DESIGNERS = ("random", "heuristic")  # the designers that need no LLM
+# the designers that need neither the LLM nor a policy
+POOL_DESIGNERS = tuple(k for k, d in DESIGNERS.items() if not (d.llm or d.rollouts))
 
 
 def _int_list(text: str) -> list[int]:
@@ -103,8 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--work-dir",
         type=Path,
-        default=None,
-        help="keep the agents' episodes.jsonl here (default: a temporary directory)",
+        help=f"keep the agents' {EPISODES_LOG} here (default: a temporary directory)",
     )
     parser.add_argument(
         "--rescore",
@@ -112,13 +113,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="train nothing: score the agents a previous run kept in --work-dir at "
         "--budgets (each at most the steps they trained)",
     )
-    parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
     add_threads_argument(parser)
 
 
 def build_pool(designer: str, size: int, seed: int) -> list[CrafterConfig]:
     """`size` designed Crafter worlds as the curricula play them (world rules "authors")."""
-    parsed = make_designer(designer, PromptOptions(), seed, None).generate(size)
+    parsed = make_designer(designer, PromptOptions(), seed).generate(size)
     return [with_world_rules(c, "authors") for c in parsed.configs]
 
 
@@ -138,16 +139,16 @@ def train_agent(
         trainer.train_until(max(args.budgets), [env], phase="validation")
     finally:
         trainer.close()
-    return read_jsonl(run_dir / "episodes.jsonl")
+    return read_jsonl(RunDir(run_dir).episodes)
 
 
 def kept_episodes(run_dir: Path, budget: int) -> list[dict[str, Any]]:
     """A kept agent's episodes, after checking it trained at least `budget` steps."""
-    metrics = read_jsonl(run_dir / "metrics.jsonl") if run_dir.is_dir() else []
+    metrics = read_jsonl(RunDir(run_dir).metrics) if run_dir.is_dir() else []
     trained = metrics[-1]["step"] if metrics else 0
     if trained < budget:
         raise SystemExit(f"--rescore: {run_dir} trained {trained} steps, less than {budget}")
-    return read_jsonl(run_dir / "episodes.jsonl")
+    return read_jsonl(RunDir(run_dir).episodes)
 
 
 def report(
@@ -191,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("--seeds: give two different base seeds, e.g. 0,1")
     if args.rescore and args.work_dir is None:
         raise SystemExit("--rescore: give the --work-dir of the run to score")
+    if args.work_dir is not None:
+        writable_dir(args.work_dir, "--work-dir")  # else a traceback once training started
     args.budgets = sorted(set(args.budgets))
     set_torch_threads(args.torch_threads)
     ppo_cfg = rollout_config(args, checkpoint_every=10**12)

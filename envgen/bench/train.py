@@ -76,6 +76,7 @@ from envgen.agents.trainer import EnvFactory, Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
 from envgen.input_checks import comma_list, whole_number
+from envgen.store.run_dir import RunDir
 
 
 def _crafter_worker(conn: Connection, seed: int) -> None:
@@ -173,18 +174,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rollouts",
         type=whole_number(1),
-        default=None,
         help="timed rollouts per setup (default 3 for ppo; for ad its aux period, 8)",
     )
     add_rollout_arguments(parser)
-    parser.add_argument(
-        "--workers", type=whole_number(1), default=None, help="our vec env's worker count"
-    )
+    parser.add_argument("--workers", type=whole_number(1), help="our vec env's worker count")
     add_device_arguments(parser)
     parser.add_argument(
         "--concurrency",
         type=concurrency_levels,
-        default=None,
         help="runs at once on --device, e.g. 1,2,4,8,16 (default: 1 on cpu, 1,2,4,8,16 on cuda)",
     )
     parser.add_argument(
@@ -193,7 +190,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cohort",
         type=concurrency_levels,
-        default=None,
         help="also time cohorts of these sizes W (e.g. 8,16): W seeds as one batched model "
         "in this process (envgen.agents.cohort); the JSON line compares each with the "
         "last --concurrency level",
@@ -494,7 +490,7 @@ def cohort_run(
             card = _card_mib(args.device)
         finally:
             trainer.close()
-        lines = Path(dirs[0], "metrics.jsonl").read_text().splitlines()[1:]
+        lines = RunDir(Path(dirs[0])).metrics.read_text().splitlines()[1:]
         rollout_s = [ppo_cfg.rollout_size / json.loads(line)["time/sps"] for line in lines]
     steps = args.rollouts * ppo_cfg.rollout_size * size
     return {

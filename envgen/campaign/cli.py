@@ -6,7 +6,7 @@
     envgen campaign stop cpu       # stop it; the run in flight resumes on the next start
     envgen campaign handoff cpu    # stop at the next checkpoints, commit unfinished runs too
 
-A campaign is one replication file under one profile (`envgen.campaign.registry`).
+A campaign is one replication file with a `campaign:` section (`envgen.campaign.registry`).
 `start` launches `python -m envgen.campaign.cli run NAME` in its own session (log, pid
 and lock file under `.envgen/campaigns/`, git-ignored); one process per campaign runs at
 a time (`envgen.campaign.process`). Each finished run is committed at once
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from envgen.campaign.process import stop
-from envgen.campaign.registry import CAMPAIGNS, Campaign, campaign
+from envgen.campaign.registry import Campaign, campaign
 from envgen.errors import EnvGenError
 from envgen.input_checks import OneLineParser, fail, whole_number, writable_dir
 
@@ -55,7 +55,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     }
     for action, text in helps.items():
         p = sub.add_parser(action, help=text, description=descriptions.get(action, text))
-        p.add_argument("name", help=f"the campaign: {', '.join(CAMPAIGNS)}")
+        p.add_argument("name", help="the campaign: NAME of replication/campaign_NAME.yaml")
         p.add_argument(
             "--params",
             type=Path,

@@ -19,6 +19,7 @@ from envgen.campaign.registry import STATE_DIR
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.pipeline.job_status import CONFIG_ERROR, DONE, FAILED, JobResult
+from envgen.store.run_dir import RunDir
 
 RESUME_REFUSED = "ResumeRefusedError"  # the class name in a job's failure reason
 
@@ -50,8 +51,7 @@ def failures_file(campaign: str) -> Path:
 
 def run_key(run_dir: Path | str) -> str:
     """`<hash>/seed-<K>`: the run, whatever runs root it was reached by."""
-    path = Path(run_dir)
-    return f"{path.parent.name}/{path.name}"
+    return RunDir(Path(run_dir)).run_id
 
 
 def read_failures(path: Path) -> dict[str, Failure]:

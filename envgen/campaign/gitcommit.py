@@ -21,14 +21,15 @@ from envgen.store.manifest import (  # torch-free: tests/test_lazy_imports.py
     CHECKPOINT_DIR,
     LATEST_CHECKPOINT,
 )
+from envgen.store.run_dir import RunDir
 
 LOCK_RETRIES = 5
 LOCK_WAIT_S = 2.0
 
 
 def is_committed(run_dir: Path, repo: Path = Path(".")) -> bool:
-    """Whether `run_dir`'s final_metrics.json is tracked and the directory has no changes."""
-    tracked = _git(repo, "ls-files", "--error-unmatch", "--", str(run_dir / "final_metrics.json"))
+    """Whether `run_dir`'s final metrics are tracked and the directory has no changes."""
+    tracked = _git(repo, "ls-files", "--error-unmatch", "--", str(RunDir(run_dir).final_metrics))
     if tracked.returncode != 0:
         return False
     changes = _git(repo, "status", "--porcelain", "--", str(run_dir), _no_checkpoints(run_dir))

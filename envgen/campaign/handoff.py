@@ -24,9 +24,9 @@ from typing import Any
 
 from envgen.campaign.gitcommit import commit_partial
 from envgen.campaign.process import live_process, stop
+from envgen.campaign.progress import DAMAGED, PARTIAL, RUNNING, JobState, job_states
 from envgen.campaign.registry import Campaign
 from envgen.campaign.run import load_campaign, reply_files
-from envgen.campaign.store import DAMAGED, PARTIAL, RUNNING, JobState, job_states
 from envgen.pipeline.job_status import results_versions
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 

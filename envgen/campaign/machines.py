@@ -7,8 +7,8 @@ bit only on its own CPU class (`envgen.numerics`), so arms trained on different 
 compare the machines as well as the arms, and a portable run and a native one of the
 same config are different runs. Each row's line says how many runs it reuses, how many
 of them are committed, and their CPU classes (CPU model and torch's CPU capability, from
-each session of provenance.json) and numerics (run.yaml's `cpu_numerics`, absent:
-native); a warning line follows when the reused runs mix classes or numerics. Reads
+each session of the run's provenance) and numerics (its config's `cpu_numerics`,
+absent: native); a warning line follows when the reused runs mix classes or numerics. Reads
 files only: no torch (tests/test_lazy_imports.py).
 """
 
@@ -20,13 +20,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.campaign.store import is_finished, row_jobs, version_of
+from envgen.campaign.progress import is_finished, row_jobs, version_of
 from envgen.errors import EnvGenError
 from envgen.numerics import NATIVE
 from envgen.pipeline.job_status import job_dir
 from envgen.pipeline.plan import TablePlan
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 from envgen.store.provenance import UNKNOWN, read_provenance
+from envgen.store.run_dir import RunDir
 from envgen.yaml_input import YAMLInputError
 from envgen.yaml_input import read as read_yaml
 
@@ -61,10 +62,10 @@ def cpu_classes(data: Mapping[str, Any] | None) -> list[str]:
 
 
 def run_numerics(run_dir: Path) -> str:
-    """run.yaml's `cpu_numerics` ("native" when absent: the field is written only when
-    portable); "unknown" when run.yaml cannot be read."""
+    """The run config's `cpu_numerics` ("native" when absent: the field is written only
+    when portable); "unknown" when the config cannot be read."""
     try:
-        config = read_yaml(run_dir / "run.yaml")
+        config = read_yaml(RunDir(run_dir).config)
     except YAMLInputError:
         return UNKNOWN
     return str(config.get("cpu_numerics", NATIVE)) if isinstance(config, dict) else UNKNOWN
@@ -93,7 +94,7 @@ def row_reuse(
         try:
             classes = cpu_classes(read_provenance(run_dir))
         except EnvGenError:
-            classes = ["unreadable provenance.json"]
+            classes = [f"unreadable {RunDir(run_dir).provenance.name}"]
         reuse.classes.update(classes)
         reuse.numerics[run_numerics(run_dir)] += 1
     return rows

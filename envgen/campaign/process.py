@@ -148,7 +148,8 @@ def live_process(c: Campaign) -> Process | None:
 # --- launch, signals, stop ---------------------------------------------------------------
 def launch(c: Campaign, command: Sequence[str], lock_fd: int, workers: int) -> int:
     """Start `command` detached (a new session: its own process group), handing it
-    `lock_fd`; record it in the pid file; returns its pid. The caller closes `lock_fd`."""
+    `lock_fd`, with the campaign's own variables (`Campaign.environment`) over this
+    process's; record it in the pid file; returns its pid. The caller closes `lock_fd`."""
     with c.log.open("a", encoding="utf-8") as log:
         process = subprocess.Popen(
             [*command, "--lock-fd", str(lock_fd)],
@@ -157,7 +158,7 @@ def launch(c: Campaign, command: Sequence[str], lock_fd: int, workers: int) -> i
             stderr=subprocess.STDOUT,
             start_new_session=True,
             pass_fds=(lock_fd,),
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **c.environment()},
         )
     write_process(c, Process(process.pid, workers))
     return process.pid

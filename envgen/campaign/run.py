@@ -24,8 +24,8 @@ from envgen.campaign import process
 from envgen.campaign.failures import failures_file, record
 from envgen.campaign.gitcommit import commit_run, is_committed
 from envgen.campaign.machines import reuse_lines, row_reuse
+from envgen.campaign.progress import is_finished, row_jobs, version_of
 from envgen.campaign.registry import PROCESS_MARK, Campaign, RunRequest
-from envgen.campaign.store import is_finished, row_jobs, version_of
 from envgen.envs.vector import usable_cores
 from envgen.llm.cache import DEFAULT_CACHE_DIR
 from envgen.pipeline.executor import execute
@@ -41,6 +41,7 @@ from envgen.pipeline.jobs import Settings
 from envgen.pipeline.params_stage import check_device, load_settings
 from envgen.pipeline.plan import Job, RandomJob, TablePlan, plan_file
 from envgen.pipeline.recording import llm_spec
+from envgen.store.run_dir import RunDir
 
 AnyJob = Job | RandomJob
 Log = Callable[[str], Any]
@@ -73,16 +74,16 @@ def row_of(plan: TablePlan) -> dict[tuple[str, int], str]:
 
 
 def commit_message(campaign: str, row: str, seed: int, run_dir: Path) -> str:
-    """ "campaign <name>: <row> seed <K>: score <X>%" from the run's final_metrics.json."""
-    final = json.loads((run_dir / "final_metrics.json").read_text(encoding="utf-8"))
+    """ "campaign <name>: <row> seed <K>: score <X>%" from the run's final metrics."""
+    final = json.loads(RunDir(run_dir).final_metrics.read_text(encoding="utf-8"))
     return f"campaign {campaign}: {row} seed {seed}: score {float(final['score']):.2f}%"
 
 
 def reply_files(run_dir: Path, repo: Path = Path(".")) -> list[Path]:
     """The cache files (relative to `repo`) that hold the replies of the run's LLM calls
-    (`llm_calls.json`): committed with the run, so it replays without the model. A call
+    (its LLM call log): committed with the run, so it replays without the model. A call
     served by its protocol slot has no file of its own and is skipped."""
-    calls_path = run_dir / "llm_calls.json"
+    calls_path = RunDir(run_dir).llm_calls
     if not calls_path.is_file():
         return []
     files = []
@@ -231,6 +232,7 @@ def run(
     `lock_fd`): holds the lock, ends its workers on Ctrl-C or SIGTERM, clears its pid
     file when it ends."""
     lock = process.acquire(c) if lock_fd is None else process.adopt(c, lock_fd)
+    os.environ.update(c.environment())  # `start` set them already; a foreground run here
     try:
         process.write_process(c, process.Process(os.getpid(), workers or 0))
         process.end_group_on_signal()

@@ -11,9 +11,7 @@ from envgen.campaign.failures import failures_file, message_of, read_failures, r
 from envgen.campaign.gitcommit import is_committed
 from envgen.campaign.machines import reuse_lines, row_reuse
 from envgen.campaign.process import Process, live_process
-from envgen.campaign.registry import Campaign
-from envgen.campaign.run import load_campaign
-from envgen.campaign.store import (
+from envgen.campaign.progress import (
     DAMAGED,
     FAILED_RUN,
     FINISHED,
@@ -27,6 +25,8 @@ from envgen.campaign.store import (
     job_states,
     write_collected,
 )
+from envgen.campaign.registry import Campaign
+from envgen.campaign.run import load_campaign
 from envgen.envs.vector import usable_cores
 from envgen.input_checks import existing_dir
 from envgen.pipeline.job_status import results_versions

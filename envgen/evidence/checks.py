@@ -15,26 +15,28 @@ from pathlib import Path
 from typing import Any
 
 from envgen import json_input, yaml_input
-from envgen.campaign.registry import CAMPAIGNS
+from envgen.campaign.registry import campaigns
 from envgen.errors import ConfigError, EnvGenError
-from envgen.evidence import docfigures, history
+from envgen.evidence import doc_numbers, doc_templates, docfigures, history
 from envgen.evidence.derive import accounting_difference, rederived
-from envgen.evidence.doc_numbers import NOT_RESULTS
 from envgen.evidence.registration import HISTORY_NEEDED, registration_order
+from envgen.evidence.row_labels import label_problem
 from envgen.evidence.verify_plan import plan_differences
 from envgen.games import game_spec
 from envgen.llm.cache import ResponseCache, slots_verdict
 from envgen.llm.chains import history_verdict
 from envgen.loop.config import RunConfig
-from envgen.loop.identity import NOT_CONFIG, RUN_YAML, check_identity, refuse_links
+from envgen.loop.identity import check_identity
 from envgen.pipeline.results import metrics_and_scores, row_replay, run_entry
 from envgen.report import claims_md, figures, tables
 from envgen.report.campaign_section import withheld_runs
-from envgen.report.inputs import load_table, load_tables, runs_json_files
+from envgen.report.inputs import load_table, runs_json_files
 from envgen.results_version import RESULTS_VERSION, version_key
-from envgen.stats.campaign_claims import REGISTRATIONS
+from envgen.stats.campaign_spec import missing_words, words
 from envgen.store import MANIFEST, is_sealed, read_run_bytes, recorded_version, verify_run
+from envgen.store.identity import refuse_links
 from envgen.store.manifest import CHECKPOINT_DIR
+from envgen.store.run_dir import NOT_CONFIG, RunDir
 from envgen.yaml_input import loads_mapping
 
 RUNS_ROOT = Path("results/runs")
@@ -93,17 +95,17 @@ def check_cache(cache_dir: Path = CACHE_DIR) -> Check:
 
 # --- 2. the run store ------------------------------------------------------------------------
 def rederived_final_metrics(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
-    """The numbers of a run's final_metrics.json (`final`) that its logs determine, from
+    """The numbers of a run's final metrics (`final`) that its logs determine, from
     the logs (`envgen.evidence.derive`)."""
 
     return rederived(run_dir, final)
 
 
 def _final_metrics(run_dir: Path) -> dict[str, Any]:
-    """A run's final_metrics.json as a mapping: a sealed run's manifest vouches only for
+    """A run's final metrics as a mapping: a sealed run's manifest vouches only for
     its bytes, not that they hold a JSON object."""
 
-    path = run_dir / "final_metrics.json"
+    path = RunDir(run_dir).final_metrics
     try:
         final = json_input.loads(read_run_bytes(path), path)
     except json_input.JSONInputError as exc:
@@ -196,7 +198,7 @@ def check_run_store(
             return Check(
                 "run store",
                 False,
-                f"{run_dir}/final_metrics.json: {key} is {recorded.get(key)!r}, its logs give "
+                f"{RunDir(run_dir).final_metrics}: {key} is {recorded.get(key)!r}, its logs give "
                 f"{derived.get(key)!r}",
             )
         over = over_budget(run_dir, final)  # logs and metrics agree: is the run its size?
@@ -226,10 +228,10 @@ def _stale(run_dir: Path) -> str | None:
 
 
 def _llm_adapts(run_dir: Path) -> bool:
-    """Whether the run's own config (run.yaml) has an LLM adapt its worlds; a
+    """Whether the run's own config has an LLM adapt its worlds; a
     random-policy run has no config."""
 
-    path = run_dir / RUN_YAML
+    path = RunDir(run_dir).config
     if not path.is_file():
         return False
     data = loads_mapping(read_run_bytes(path), path, "a run config")  # bounded: one line
@@ -272,7 +274,11 @@ def _runs_json_differences(path: Path, withheld: bool) -> str | None:
     problem = plan_differences(path, table, RUNS_ROOT, lagging_ok=withheld)
     if problem:
         return problem
+    cache = ResponseCache(CACHE_DIR)
     for row in table["rows"]:
+        label = label_problem(row, cache)
+        if label:
+            return f"{path}: row {row['row']!r}: {label}"
         for entry in row["runs"]:
             derived = run_entry(
                 Path(entry["run_dir"]),
@@ -294,51 +300,74 @@ def _runs_json_differences(path: Path, withheld: bool) -> str | None:
     return None
 
 
+def _report_stage(main: Callable[[list[str]], int], argv: list[str]) -> str:
+    """Run a report stage quietly; its one-line error ("" when it succeeded)."""
+    err = io.StringIO()
+    with _quiet(), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return "" if code == 0 else (err.getvalue().strip().splitlines() or ["failed"])[-1]
+
+
 def check_tables(runs_files: Sequence[Path], work: Path) -> list[Check]:
+    """One line per runs.json, then the summary metrics and CLAIMS.md: a table whose runs
+    or files fail names that failure on its own line, and every other table is still
+    checked."""
 
     args = [str(p) for p in runs_files]
-    with _quiet():
-        tables.main([*args, "--out", str(work / "tables"), "--metrics", str(work / "m.json")])
-        claims_md.main([*args, "--out", str(work / "CLAIMS.md")])
-    records = {t.table: t for t in load_tables(list(runs_files))}
+    tables_error = _report_stage(
+        tables.main, [*args, "--out", str(work / "tables"), "--metrics", str(work / "m.json")]
+    )
+    claims_error = _report_stage(claims_md.main, [*args, "--out", str(work / "CLAIMS.md")])
     checks = []
     for path in runs_files:
-        name = path.parent.name
-        record = records.get(name)
-        withheld = record is not None and withheld_runs(record) is not None
-        problem = _runs_json_differences(path, withheld)
-        produced: list[tuple[Path, Path]] = [
-            (work / "tables" / f"{name}.{ext}", Path("results/tables") / f"{name}.{ext}")
-            for ext in ("md", "csv")
-        ]
-        if withheld:  # its table says so, and it has no CSV or curves yet
-            produced = produced[:1]
-        elif record is not None:
-            figures.write_curve_csvs(record, work / "plots", work / "curves")
-            committed_plots = Path("results/plots") / name
-            names = {p.name for p in (work / "plots" / name).glob("*.csv")}
-            names |= {p.name for p in committed_plots.glob("*.csv")}
-            produced += [(work / "plots" / name / n, committed_plots / n) for n in sorted(names)]
-            curves = f"{name}.csv"  # the table's learning curves (results/curves)
-            produced.append((work / "curves" / curves, Path("results/curves") / curves))
-        for ours, committed in produced:
-            problem = problem or _diff_files(ours, committed)
-        extra = sorted(
-            p.name for p in (work / "tables").glob(f"{name}_*") if p.is_file()
-        )  # e.g. campaign_cpu_achievements.csv
-        for extra_name in extra:
-            problem = problem or _diff_files(
-                work / "tables" / extra_name, Path("results/tables") / extra_name
-            )
+        try:
+            problem = _table_problem(path, work)
+        except EnvGenError as exc:
+            problem = str(exc)
+        except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:  # a damaged run
+            problem = f"{path}: a run it uses is unreadable ({type(exc).__name__}: {exc})"
         detail = "runs.json, metrics, table, plot CSVs, curves" if problem is None else problem
-        checks.append(Check(name, problem is None, detail))
-    for label, ours, committed in (
-        ("summary metrics", work / "m.json", Path("results/metrics.json")),
-        ("CLAIMS.md", work / "CLAIMS.md", Path("results/CLAIMS.md")),
+        checks.append(Check(path.parent.name, problem is None, detail))
+    for label, ours, committed, error in (
+        ("summary metrics", work / "m.json", Path("results/metrics.json"), tables_error),
+        ("CLAIMS.md", work / "CLAIMS.md", Path("results/CLAIMS.md"), claims_error),
     ):
-        problem = _diff_files(ours, committed)
+        problem = error or _diff_files(ours, committed)
         checks.append(Check(label, problem is None, problem or f"rebuilt {committed}"))
     return checks
+
+
+def _table_problem(path: Path, work: Path) -> str | None:
+    """What in one table (its runs.json, metrics, report files, plot CSVs and curves) is
+    not what its runs give, or None; the report stages wrote theirs under `work`."""
+    name = path.parent.name
+    record = load_table(path)
+    withheld = withheld_runs(record) is not None
+    problem = _runs_json_differences(path, withheld)
+    produced: list[tuple[Path, Path]] = [
+        (work / "tables" / f"{name}.{ext}", Path("results/tables") / f"{name}.{ext}")
+        for ext in ("md", "csv")
+    ]
+    if withheld:  # its table says so, and it has no CSV or curves yet
+        produced = produced[:1]
+    else:
+        figures.write_curve_csvs(record, work / "plots", work / "curves")
+        committed_plots = Path("results/plots") / name
+        names = {p.name for p in (work / "plots" / name).glob("*.csv")}
+        names |= {p.name for p in committed_plots.glob("*.csv")}
+        produced += [(work / "plots" / name / n, committed_plots / n) for n in sorted(names)]
+        curves = f"{name}.csv"  # the table's learning curves (results/curves)
+        produced.append((work / "curves" / curves, Path("results/curves") / curves))
+    for ours, committed in produced:
+        problem = problem or _diff_files(ours, committed)
+    extra = sorted(
+        p.name for p in (work / "tables").glob(f"{name}_*") if p.is_file()
+    )  # e.g. campaign_cpu_achievements.csv
+    for extra_name in extra:
+        problem = problem or _diff_files(
+            work / "tables" / extra_name, Path("results/tables") / extra_name
+        )
+    return problem
 
 
 def verify(
@@ -378,9 +407,10 @@ def over_budget(run_dir: Path, final: dict[str, Any]) -> str | None:
     """Why a run's env steps exceed what its config allows, or None: its phases' steps
     (`RunConfig.total_steps`), each phase rounded up to whole rollouts. SFL's and PLR's
     `env_steps` count their curation rollouts, which the budget includes."""
-    if not (run_dir / RUN_YAML).is_file():
+    path = RunDir(run_dir).config
+    if not path.is_file():
         return None  # a random-policy run: counted in episodes
-    data = yaml_input.loads(read_run_bytes(run_dir / RUN_YAML), run_dir / RUN_YAML)
+    data = yaml_input.loads(read_run_bytes(path), path)
     config = RunConfig.from_dict({k: v for k, v in data.items() if k not in NOT_CONFIG})
     rollout = game_spec(config.game).ppo_config(config.ppo).rollout_size
     phases = 2 * config.n_cycles + 1 if config.method != "original_only" else 1
@@ -388,7 +418,7 @@ def over_budget(run_dir: Path, final: dict[str, Any]) -> str | None:
     steps = final.get("env_steps", final.get("global_steps"))
     if isinstance(steps, int) and steps > allowed:
         return (
-            f"{run_dir}/final_metrics.json: {steps:,} env steps, above the {allowed:,} its "
+            f"{RunDir(run_dir).final_metrics}: {steps:,} env steps, above the {allowed:,} its "
             f"config allows ({config.total_steps:,} and a rollout of rounding per phase)"
         )
     return None
@@ -423,9 +453,10 @@ def check_runs_unchanged(repo: Path = Path(".")) -> Check:
 
 def check_registrations_frozen(repo: Path = Path(".")) -> Check:
     """Each campaign registration's text above its Deviations is its first commit's, but
-    for changes its Deviations name."""
+    for changes its Deviations name, and holds the verdict words its campaign declares."""
     name = "registrations frozen"
-    documents = sorted({c.registration for c in CAMPAIGNS.values() if c.registration})
+    registered = [c for c in campaigns().values() if c.registration]
+    documents = sorted({c.registration for c in registered})
     missing = history.history_missing(repo)
     if missing:
         return Check(name, False, missing)
@@ -433,6 +464,11 @@ def check_registrations_frozen(repo: Path = Path(".")) -> Check:
         problems = history.frozen_registrations(documents, repo)
     except EnvGenError as exc:
         return Check(name, False, str(exc))
+    for c in (c for c in registered if (repo / c.registration).is_file()):
+        text = history.above_deviations((repo / c.registration).read_text(encoding="utf-8"))
+        phrase = missing_words(c, text)
+        if phrase is not None:
+            problems.append(f"{c.table}: its verdict words {phrase!r} are not in {c.registration}")
     if problems:
         return Check(name, False, problems[0])
     return Check(
@@ -449,7 +485,7 @@ def check_registrations(runs_files: Sequence[Path], repo: Path = Path(".")) -> l
 
     checks = []
     for path in runs_files:
-        registration = REGISTRATIONS.get(path.parent.name)
+        registration = words(path.parent.name)
         if registration is None:
             continue
         name = f"{path.parent.name} registration"
@@ -483,6 +519,7 @@ def check_doc_figures(runs_files: Sequence[Path], root: Path = Path(".")) -> Che
 
     try:
         problems = docfigures.run(runs_files, root)
+        passages, excuses = doc_templates.load(root), doc_numbers.not_results(root)
     except EnvGenError as exc:
         return Check("docs figures", False, str(exc))
     if problems:
@@ -492,6 +529,7 @@ def check_doc_figures(runs_files: Sequence[Path], root: Path = Path(".")) -> Che
     return Check(
         "docs figures",
         True,
-        f"{len(docfigures.PHRASES)} declared passages match the runs at every copy; every "
-        f"other result-looking number is excused by one of {len(NOT_RESULTS)} NOT_RESULTS entries",
+        f"{len(passages)} passages of {doc_templates.TEMPLATES}/ match the runs at every copy; "
+        f"every other result-looking number is excused by one of {len(excuses)} entries of "
+        f"{doc_numbers.NOT_RESULTS}",
     )

@@ -2,15 +2,15 @@
 
 A manifest vouches for a file's bytes, and whoever edits a number can rewrite the
 manifest too; what cannot be forged that way is agreement with the logs. So every field
-of final_metrics.json that a table, plot CSV or CLAIMS.md shows is derived here from the
-logs it summarises: the score, reward, episode count, success rates and first unlocks
-(Crafter: the final phase of episodes.jsonl; Heist: test_episodes.jsonl, with its
-sub-goal rates), `global_steps` (the last PPO update in metrics.jsonl; a random-policy
-run's last episode), SFL's and PLR's `curation_steps` (the env steps of each cycle's
-cycles/cycle-NN/sfl_rollouts.json or plr_rollouts.json) and `env_steps` (the two
-together), `llm_calls` and `llm_replay` (llm_calls.json: how each reply was served and
-the feedback drift), and llm_accounting.json's counts (and its tokens, from
-the cache entries that served each call, where the cache holds them all).
+of the final metrics that a table, plot CSV or CLAIMS.md shows is derived here from the
+logs it summarises (file names: `envgen.store.run_dir.RunDir`): the score, reward,
+episode count, success rates and first unlocks (Crafter: the final phase of the episode
+log; Heist: the test episodes, with their sub-goal rates), `global_steps` (the last PPO
+update in the metrics log; a random-policy run's last episode), SFL's and PLR's
+`curation_steps` (the env steps of each cycle's rollout file) and `env_steps` (the two
+together), `llm_calls` and `llm_replay` (the LLM call log: how each reply was served and
+the feedback drift), and the LLM accounting's counts (and its tokens, from the cache
+entries that served each call, where the cache holds them all).
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from envgen import json_input
 from envgen.agents.runlog import read_jsonl
 from envgen.envs.heist.metrics import summary as heist_summary
 from envgen.errors import EnvGenError
+from envgen.games import GAMES
 from envgen.llm.slots import summarize_calls
 from envgen.loop.config import RunConfig
 from envgen.scoring import final_phase_summary, summarize
 from envgen.store.manifest import read_run_bytes, run_file_exists
+from envgen.store.run_dir import NOT_CONFIG, RunDir
 
 ACCOUNTING_COUNTS = ("calls", "reasks", "cache_hits")
 ACCOUNTING_TOKENS = ("prompt_tokens", "completion_tokens")
@@ -39,16 +39,15 @@ def _json(path: Path) -> Any:
 
 def _uses_llm(run_dir: Path) -> bool:
 
-    path = run_dir / "run.yaml"
-    if not path.is_file():
+    run = RunDir(run_dir)
+    if not run.config.is_file():
         return False
-    data = yaml.safe_load(read_run_bytes(path).decode("utf-8"))
-    config = {k: v for k, v in data.items() if k not in ("seed", "config_hash")}
+    config = {k: v for k, v in run.read_config().items() if k not in NOT_CONFIG}
     return RunConfig.from_dict(config).uses_llm
 
 
 def _calls(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "llm_calls.json"
+    path = RunDir(run_dir).llm_calls
     if not path.is_file():
         return []
     calls = _json(path)
@@ -58,17 +57,18 @@ def _calls(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def rederived(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
-    """The fields of `final` (a run's final_metrics.json) that its logs determine, as
+    """The fields of `final` (a run's final metrics) that its logs determine, as
     the logs give them."""
 
-    run_dir = Path(run_dir)
+    run = RunDir(Path(run_dir))
     random = final.get("method") == "random"
-    if final.get("game") == "heist":
-        summary = heist_summary(read_jsonl(run_dir / "test_episodes.jsonl"))
+    game = GAMES.get(final.get("game", "crafter"))  # Crafter's final metrics name no game
+    if game is not None and not game.rules.scored_in_training:
+        summary = heist_summary(read_jsonl(run.test_episodes))
         keys = ("score", "reward", "episodes", "success_rate", "keys_collected", "doors_opened")
         derived = {k: summary[k] for k in keys}
     else:
-        episodes = read_jsonl(run_dir / "episodes.jsonl")
+        episodes = read_jsonl(run.episodes)
         if random:  # every episode is scored; unlocks in absolute steps
             summary = summarize(episodes)
             derived = {k: summary[k] for k in ("score", "reward", "episodes", "success_rates")}
@@ -76,25 +76,25 @@ def rederived(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
         else:
             scored = final_phase_summary(episodes)
             if scored is None:
-                raise EnvGenError(f"{run_dir}: no episode of the final phase in its log")
+                raise EnvGenError(f"{run.root}: no episode of the final phase in its log")
             derived = dict(scored)
     if not random:
-        metrics = run_dir / "metrics.jsonl"
+        metrics = run.metrics
         updates = read_jsonl(metrics) if run_file_exists(metrics) else []
         derived["global_steps"] = updates[-1]["step"] if updates else 0
-        derived.update(_curation(run_dir, final, derived["global_steps"]))
-    calls = _calls(run_dir)
+        derived.update(_curation(run, final, derived["global_steps"]))
+    calls = _calls(run.root)
     derived["llm_calls"] = len(calls)
     if not random:
-        derived["llm_replay"] = summarize_calls(calls) if _uses_llm(run_dir) else None
+        derived["llm_replay"] = summarize_calls(calls) if _uses_llm(run.root) else None
     return derived
 
 
-def _curation(run_dir: Path, final: dict[str, Any], global_steps: int) -> dict[str, int]:
+def _curation(run: RunDir, final: dict[str, Any], global_steps: int) -> dict[str, int]:
     """`curation_steps` and `env_steps` from the rollout files of the run's cycles, for a
     run that has rollout files or says it took curation steps (a claim without files
     derives 0); nothing for other runs, whose final metrics do not carry the fields."""
-    files = sorted(run_dir.glob("cycles/cycle-*/*_rollouts.json"))
+    files = [f for cycle in run.cycles() for f in cycle.rollout_files()]
     if not files and "curation_steps" not in final:
         return {}
     curation = 0
@@ -108,9 +108,9 @@ def _curation(run_dir: Path, final: dict[str, Any], global_steps: int) -> dict[s
 
 
 def accounting_difference(run_dir: Path, cache_dir: Path) -> str | None:
-    """Where a run's llm_accounting.json departs from its call log (and, where every
+    """Where a run's LLM accounting departs from its call log (and, where every
     serving entry is in `cache_dir`, from the tokens recorded with them), or None."""
-    path = Path(run_dir) / "llm_accounting.json"
+    path = RunDir(Path(run_dir)).llm_accounting
     if not path.is_file():
         return None
     recorded = _json(path)

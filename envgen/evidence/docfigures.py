@@ -1,38 +1,30 @@
-"""Result figures quoted in README.md, docs/ and results/**/README.md, checked against the runs.
+"""Result figures quoted in README.md, docs/ and results' Markdown: derived from the runs.
 
-CLAIMS.md is written from the runs; prose elsewhere that quotes a result (a campaign's
-mean, difference, bound or p-value, one run's score) would drift from it when copied by
-hand. So each such passage is declared here, in `PHRASES`: the file and the exact words,
-with every figure a placeholder (`{confirm.dr}`) that `figures` computes from the same
-runs.json files (and, for the audit's resume and load figures, the same runs'
-provenance.json; for `RUNS`, one run's final_metrics.json) that CLAIMS.md is built from,
-printed at the precision the passage prints.
+CLAIMS.md is written from the runs; prose elsewhere that quotes a result is generated
+from templates (`envgen.evidence.doc_templates`: docs/templates/*.md, each figure a
+`{name}`), and this module computes every figure they name from the same runs.json
+files CLAIMS.md is built from (and, for the audit's resume and load figures, the same
+runs' provenance.json; for `RUNS`, one run's final_metrics.json), printed at the
+precision the passage prints.
 
     python -m envgen.evidence.docfigures            # check; exit 1 naming file, figure, value
-    python -m envgen.evidence.docfigures --write    # rewrite each declared figure from the runs
+    python -m envgen.evidence.docfigures --write    # regenerate each passage from the runs
 
-A check fails, with one line each, when
-- a declared passage's figure differs from what the runs give, at any of its copies (a
-  wrong copy after a right one is still wrong): "README.md line 47: confirm.dr reads
-  '21.56 ± 1.29', the runs give '21.55 ± 1.29'"; a figure of one run names the run;
-- a declared passage is not found at all (its prose changed: edit `PHRASES` with it);
-- a guarded figure (`GUARDED`: the campaigns' headline numbers) appears outside every
-  declared passage: a copy nobody checks;
-- any other number that looks like a result (a ± pair, a signed difference, "N points",
-  a p-value, a bound, a score, "X vs Y", a percentage) lies outside every declared
-  passage and is not listed, with its reason, as not a result
-  (`envgen.evidence.doc_numbers`).
-`envgen verify` runs the check as its "docs figures" line.
+A check fails, with one line each, when a passage's copy differs from its template
+filled from the runs (each wrong figure named with what the runs give, a figure of one
+run with its run); when a doc lacks a passage of its template; when a guarded figure
+(`GUARDED`: the campaigns' headline numbers) appears outside every passage; and when
+any other number that looks like a result lies outside every passage and is not listed
+as not a result (`envgen.evidence.doc_numbers`). `envgen verify` runs the check as its
+"docs figures" line.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import json
 import math
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,213 +33,20 @@ from scipy import stats as scipy_stats
 
 from envgen import json_input
 from envgen.errors import EnvGenError
-from envgen.evidence import doc_numbers
+from envgen.evidence import doc_numbers, doc_templates
+from envgen.evidence.doc_templates import Problem
 from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import DONE, TableRecord, load_tables, runs_json_files
-from envgen.stats.campaign_claims import (
-    CAMPAIGN_CLAIMS,
-    H1,
-    H1_LLM15,
-    H1_SFL,
-    CampaignClaim,
-    CampaignResult,
-    evaluate_campaign,
-)
+from envgen.stats.campaign_claims import CampaignResult, evaluate_campaign
+from envgen.stats.campaign_spec import CampaignClaim, families, primary
 from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import PaperNumbers
 from envgen.stats.runs import SampleStats
 from envgen.store import read_run_bytes
+from envgen.store.run_dir import RunDir
 
 FIRST, CONFIRM, LLM15 = "campaign_cpu", "campaign_confirm", "campaign_llm15"
 SFL = "campaign_sfl"
-
-# (file, passage): the passage as the file has it, figures as {name}; whitespace (line
-# breaks included) matches any whitespace. A passage starts and ends with words, not a
-# figure, so that a wrong figure's extent is known.
-PHRASES: tuple[tuple[str, str], ...] = (
-    (
-        "README.md",
-        "scored {confirm.dr} against Crafter-only's {confirm.co}, {confirm.diff} points "
-        "(one-sided 95% lower bound {confirm.lower}, Welch p = {confirm.p};",
-    ),
-    (
-        "docs/campaign_confirm.md",
-        'Crafter only": {first.dr} vs {first.co}, {first.diff} points (one-sided Welch p '
-        "{first.p} unadjusted, {first.p_adj} after Bonferroni over 4).",
-    ),
-    (
-        "docs/campaign_confirm.md",
-        "The stds are the first campaign's: {first.dr_sd} (DR) and {first.co_sd} "
-        "(Crafter-only); sensitivity lines with both arms at the larger std ({first.co_sd}) "
-        "and at their root mean square ({first.rms_sd}).",
-    ),
-    (
-        "docs/campaign_confirm.md",
-        "python -m envgen.stats.power --diffs {first.diff_plain} 1.5 --sds {first.dr_sd},"
-        "{first.co_sd} {first.co_sd},{first.co_sd} {first.rms_sd},{first.rms_sd} \\ --n 10",
-    ),
-    ("docs/campaign_confirm.md", "| {first.diff} | {first.dr_sd} | {first.co_sd} | 0.78 |"),
-    ("docs/campaign_confirm.md", "| {first.diff} | {first.co_sd} | {first.co_sd} | 0.58 |"),
-    ("docs/campaign_confirm.md", "| {first.diff} | {first.rms_sd} | {first.rms_sd} | 0.80 |"),
-    ("docs/campaign_confirm.md", "| +1.5 | {first.dr_sd} | {first.co_sd} | 0.46 |"),
-    ("docs/campaign_confirm.md", "| +1.5 | {first.co_sd} | {first.co_sd} | 0.32 |"),
-    ("docs/campaign_confirm.md", "| +1.5 | {first.rms_sd} | {first.rms_sd} | 0.47 |"),
-    (
-        "docs/campaign_confirm.md",
-        "With the first campaign's stds the test has power 0.92 for {first.diff} points",
-    ),
-    (
-        "docs/campaign_confirm.md",
-        "python -m envgen.stats.power --diffs 1.94 2.56 --sds {first.dr_sd},{first.co_sd} "
-        "{first.co_sd},{first.co_sd} --n 15",
-    ),
-    (
-        "docs/campaign_confirm.md",
-        "Crafter-only std of {first.co_sd} rests partly on seed 0 ({first.co_seed0};",
-    ),
-    ("docs/campaign_confirm.md", "- {first.diff}, the first campaign's observed difference;"),
-    (
-        "docs/campaign_confirm.md",
-        "- {first.scaled}, the paper's relative gain of EnvGen over Crafter-only at 1.96M "
-        "steps (32.2 vs 26.4, paper Tables 1 and 4) scaled to our Crafter-only baseline "
-        "({first.co_mean} × 5.8 / 26.4);",
-    ),
-    (
-        "docs/campaign_confirm.md",
-        "The first campaign's descriptive lead ({first.furnace_co} vs {first.furnace_dr});",
-    ),
-    (
-        "docs/campaign_confirm.md",
-        "this campaign's 15 runs scored {confirm.co}, the first campaign's 5 scored "
-        "{first.co}, and the first campaign's seeds 1-4 all scored above all 15 fresh runs "
-        "(seeds 0-4 vs 5-19, exact permutation p of the mean difference {audit.perm_p}; "
-        "post hoc); domain randomization did not move ({first.dr_mean} vs "
-        "{confirm.dr_mean}).",
-    ),
-    (
-        "docs/campaign_confirm.md",
-        "the CPU's vector unit within this campaign (AVX-512 {audit.avx512}, "
-        "{audit.avx512_n} runs, vs AVX2 {audit.avx2}, {audit.avx2_n} runs; p {audit.isa_p}), "
-        "resumes (resumed runs scored higher, {audit.resumed} vs {audit.not_resumed}) and "
-        "load (Spearman {audit.load_rho}). The gap is in stone tools (make_stone_sword "
-        "{audit.sword_first} vs {audit.sword_confirm}),",
-    ),
-    (
-        "docs/campaign_confirm.md",
-        "the verdict's {confirm.diff} is specific to this campaign's Crafter-only runs "
-        "(against the first campaign's, domain randomization leads by {cross.diff}, "
-        "one-sided 95% bounds {cross.bounds}, not significant);",
-    ),
-    (
-        "docs/campaign_llm15.md",
-        "against the first campaign's Crafter-only runs its lead was {cross.diff} points "
-        "and not significant,",
-    ),
-    (
-        "docs/campaign_llm15.md",
-        "first campaign's Crafter-only runs (seeds 0-4, {first.co_mean}) and the confirm "
-        "campaign's (seeds 5-19, {confirm.co_mean}),",
-    ),
-    (
-        "docs/stats.md",
-        "baseline (our b × paper (a − b) / paper b: {first.scaled} for the paper's +5.8 on "
-        "our Crafter-only {first.co_mean} against its 26.4)",
-    ),
-    (
-        "docs/stats.md",
-        "Campaign_cpu's heuristic EnvGen schedule (U = {first.heuristic_upper}) rules out "
-        "the paper's +5.8 but not {first.scaled}; domain randomization (U = "
-        "{first.dr_upper}) rules out neither.",
-    ),
-    (
-        "docs/pipeline.md",
-        "Table 2's adaptive row scores {row.table2.adaptive} against Fixed's "
-        "{row.table2.fixed} (2 runs each),",
-    ),
-    (
-        "docs/pipeline.md",
-        "The 8- and 4-cycle rows score {row.table3.c8} and {row.table3.c4}, 2 runs each",
-    ),
-    (
-        "docs/pipeline.md",
-        "Table 3's 40-cycle row is `{status.table3.c40}` and its 8-cycle row `{status.table3.c8}`;",
-    ),
-    (
-        "docs/pipeline.md",
-        "Table 6's row of 8 environments per call is `{status.table6.n8}`;",
-    ),
-    (
-        "results/audit/sfl_open_ends/README.md",
-        "Without those three runs SFL's mean is 21.69 instead of {sfl.a_mean}: they account",
-    ),
-    (
-        "docs/campaign_sfl.md",
-        'results/CLAIMS.md, "campaign_llm15": {llm15.a_mean} against {llm15.b_mean})',
-    ),
-    (
-        "README.md",
-        "the LLM designer's arm scored {llm15.a} against domain randomization's {llm15.b}, "
-        "{llm15.diff} points (one-sided 95% upper bound {llm15.upper}; 16 + 16 seeds).",
-    ),
-    (
-        "README.md",
-        "SFL's arm scored {sfl.a} against domain randomization's {sfl.b}, {sfl.diff} points "
-        "(one-sided 95% upper bound {sfl.upper}; 20 + 20 seeds, SFL's rollouts in its budget)",
-    ),
-    # The first campaign's Crafter-only seeds 1 and 2 retrained (results/audit/
-    # crafter_only_retrain): each figure from its run (RUNS).
-    (
-        "docs/campaign_confirm.md",
-        "They scored {retrain1.score} and {retrain2.score}, against {first_co1.score} and "
-        "{first_co2.score} committed, and inside this campaign's Crafter-only range "
-        "({confirm.co_min} to {confirm.co_max}), with stone tools near zero "
-        "(make_stone_sword {retrain1.make_stone_sword}% and {retrain2.make_stone_sword}%).",
-    ),
-    (
-        "docs/measurements.md",
-        "with today's lock (2026-11-27, evening): {retrain1.score} and {retrain2.score}, "
-        "against {first_co1.score} and {first_co2.score} committed, inside the confirm "
-        "campaign's Crafter-only range ({confirm.co_min} to {confirm.co_max}); "
-        "make_stone_sword {retrain1.make_stone_sword}% and {retrain2.make_stone_sword}% "
-        "(committed {first_co1.make_stone_sword}% and {first_co2.make_stone_sword}%): weak",
-    ),
-    *(
-        (
-            "results/audit/crafter_only_retrain/README.md",
-            f"| {seed} | {{retrain{seed}.score}} vs {{first_co{seed}.score}} | "
-            + " | ".join(
-                f"{{retrain{seed}.{name}}} vs {{first_co{seed}.{name}}}"
-                for name in ("make_stone_sword", "make_stone_pickaxe", "place_furnace")
-            )
-            + " |",
-        )
-        for seed in (1, 2)
-    ),
-    (
-        "results/audit/crafter_only_retrain/README.md",
-        "The confirm campaign's 15 Crafter-only runs (seeds 5-19) scored {confirm.co_min} "
-        "to {confirm.co_max}.",
-    ),
-    # CLAIMS.md's audit paragraph: its issue-40 figures are written in
-    # envgen/report/campaign_section.py; these re-derive them from the runs.
-    (
-        "results/CLAIMS.md",
-        "the CPU's vector unit within this campaign (Crafter-only {audit.avx512} on "
-        "AVX-512, {audit.avx512_n} runs, vs {audit.avx2} on AVX2, {audit.avx2_n} runs; "
-        "two-sided Welch p {audit.isa_p}); resumes (the {audit.resumed_n} resumed runs "
-        "scored higher, {audit.resumed} vs {audit.not_resumed}); machine load (Spearman "
-        "{audit.load_rho}).",
-    ),
-    (
-        "results/CLAIMS.md",
-        "exact permutation p of the mean difference {audit.perm_p}; post hoc).",
-    ),
-    (
-        "results/CLAIMS.md",
-        "the gap is in stone tools (make_stone_sword {audit.sword_first} vs "
-        "{audit.sword_confirm}).",
-    ),
-)
 
 # {alias: (table, row)}: rows whose figures a passage quotes, as row.<alias> (mean ± std
 # of the score over its runs) and status.<alias> (its status in runs.json).
@@ -270,8 +69,8 @@ RUNS: dict[str, str] = {
     "first_co2": "results/runs/ca3d42bc0a83/seed-2",
 }
 
-# Figures whose numbers must not appear in README.md or docs/*.md outside a declared
-# passage (a hand copy nobody checks).
+# Figures whose numbers must not appear in README.md or docs/*.md outside every passage
+# of the templates (a hand copy nobody checks).
 GUARDED = (
     "confirm.dr_mean",
     "confirm.co_mean",
@@ -287,19 +86,6 @@ GUARDED = (
     "sfl.a_mean",
     "sfl.b_mean",
 )  # sfl.diff (0.97) and the upper bounds collide with unrelated numbers in the docs
-
-
-@dataclasses.dataclass(frozen=True)
-class Problem:
-    """One failed check: where and what."""
-
-    path: str
-    line: int | None
-    what: str
-
-    def __str__(self) -> str:
-        where = self.path if self.line is None else f"{self.path} line {self.line}"
-        return f"{where}: {self.what}"
 
 
 # --- the figures ------------------------------------------------------------------------
@@ -324,7 +110,7 @@ def _h1_figures(
 
 
 def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[str, str]:
-    """Every figure `PHRASES` names, formatted as the docs print it, from the campaign
+    """Every figure the templates may name, formatted as the docs print it, from the campaign
     tables (their runs.json) and, for resumes and load, their runs' provenance.json
     (paths relative to `runs_root`); `ROWS`' figures from their tables. No campaign
     figure while either campaign is missing or its registered verdict is withheld."""
@@ -341,19 +127,20 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
             out[f"row.{alias}"] = f"{s.mean:.2f} ± {s.std:.2f}"
     out |= _run_figures(runs_root)
     paper = PaperNumbers.load()
-    for name, table_id, claim in (("llm15", LLM15, H1_LLM15), ("sfl", SFL, H1_SFL)):
+    for name, table_id in (("llm15", LLM15), ("sfl", SFL)):
         if table_id in by_id and withheld_runs(by_id[table_id]) is None:
-            out |= _h1_figures(name, _rows(by_id[table_id]), claim, paper)
+            out |= _h1_figures(name, _rows(by_id[table_id]), primary(table_id), paper)
     if FIRST not in by_id or CONFIRM not in by_id:
         return out
     if withheld_runs(by_id[CONFIRM]) is not None:  # figures wait as the verdict does
         return out
     first, confirm = (_rows(by_id[t]) for t in (FIRST, CONFIRM))
+    H1 = primary(CONFIRM)  # the confirm campaign's registered H1
 
     def score(rows: Mapping[str, Mapping[str, list[float]]], row: str) -> list[float]:
         return rows[row]["score"]
 
-    h1 = _result({H1.a: score(confirm, H1.a), H1.b: score(confirm, H1.b)}, paper)
+    h1 = _result({H1.a: score(confirm, H1.a), H1.b: score(confirm, H1.b)}, paper, H1)
     out |= _pair("confirm", h1)
     out["confirm.lower"] = f"{h1.bounds[0]:+.2f}"
     out["confirm.p"] = f"{h1.p_adj:.3g}"
@@ -361,7 +148,7 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
     out["confirm.co_max"] = f"{max(score(confirm, H1.b)):.2f}"
 
     # The first campaign's DR vs Crafter-only, within its family of 4 score claims.
-    first_dr = _result({H1.a: score(first, H1.a), H1.b: score(first, H1.b)}, paper)
+    first_dr = _result({H1.a: score(first, H1.a), H1.b: score(first, H1.b)}, paper, H1)
     out |= _pair("first", first_dr)
     assert first_dr.ours_a is not None and first_dr.ours_b is not None
     sd_a, sd_b = first_dr.ours_a.std, first_dr.ours_b.std
@@ -382,7 +169,7 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
         s = SampleStats.of(first[row][furnace], row)
         out[f"first.{key}"] = f"{s.mean:.1f} ± {s.std:.1f}%"
 
-    cross = _result({H1.a: score(confirm, H1.a), H1.b: score(first, H1.b)}, paper)
+    cross = _result({H1.a: score(confirm, H1.a), H1.b: score(first, H1.b)}, paper, H1)
     out["cross.diff"] = f"{_diff(cross):+.2f}"
     out["cross.bounds"] = f"[{cross.bounds[0]:+.2f}, {cross.bounds[1]:+.2f}]"
 
@@ -395,7 +182,7 @@ def _run_figures(runs_root: Path) -> dict[str, str]:
 
     out: dict[str, str] = {}
     for alias, folder in RUNS.items():
-        path = runs_root / folder / "final_metrics.json"
+        path = RunDir(runs_root / folder).final_metrics
         try:
             final = json_input.loads(read_run_bytes(path), path)
         except (OSError, json_input.JSONInputError) as exc:
@@ -427,7 +214,7 @@ def _done(table: TableRecord, label: str) -> tuple:
 
 
 def _result(
-    values: Mapping[str, list[float]], paper: PaperNumbers, claim: CampaignClaim = H1
+    values: Mapping[str, list[float]], paper: PaperNumbers, claim: CampaignClaim
 ) -> CampaignResult:
     return evaluate_campaign((claim,), {claim.metric: values}, {}, paper)[0]
 
@@ -435,7 +222,7 @@ def _result(
 def _family(table: TableRecord, paper: PaperNumbers) -> dict[str, CampaignResult]:
     """The first campaign's family of score claims, by claim name."""
 
-    claims = CAMPAIGN_CLAIMS[FIRST]
+    claims = families(FIRST)[0].claims
     rows = _rows(table)
     runs = {"score": {row: m["score"] for row, m in rows.items()}}
     results = evaluate_campaign(claims, runs, {}, paper)
@@ -463,8 +250,9 @@ def _audit(first: TableRecord, confirm: TableRecord, runs_root: Path) -> dict[st
     """Issue 40's audit of the confirm campaign's Crafter-only runs: by CPU vector unit,
     by resumes, against machine load, against the first campaign's runs."""
 
-    (ours,) = [r for r in confirm.rows if r.row == H1.b]
-    (earlier,) = [r for r in first.rows if r.row == H1.b]
+    crafter_only = primary(CONFIRM).b
+    (ours,) = [r for r in confirm.rows if r.row == crafter_only]
+    (earlier,) = [r for r in first.rows if r.row == crafter_only]
     out: dict[str, str] = {}
     by_isa: dict[str, list[float]] = {}
     resumed: dict[bool, list[float]] = {}
@@ -497,7 +285,7 @@ def _audit(first: TableRecord, confirm: TableRecord, runs_root: Path) -> dict[st
 
 def _sessions(run_dir: Path) -> list[dict]:
 
-    path = run_dir / "provenance.json"
+    path = RunDir(run_dir).provenance
     try:
         data = json.loads(read_run_bytes(path))
     except (OSError, ValueError, EnvGenError) as exc:
@@ -528,127 +316,19 @@ def _permutation_p(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 # --- the check ----------------------------------------------------------------------------
-_NAME = re.compile(r"\{([a-z0-9_.]+)\}")
-_ANY_NUMBER = r"[-+−\[]{0,2}\d[-+−\d.,e%±\[\]\s]{0,40}?"
-_ANY_WORD = r"[a-z_]+"
-_TOKEN = re.compile(r"\d+\.\d{2,}")
-
-
-def _pattern(passage: str, values: Mapping[str, str] | None) -> re.Pattern[str]:
-    """The passage as a regex: whitespace flexible; each figure its value (when `values`
-    is given) or any short text, as a named group."""
-    parts: list[str] = []
-    pos = 0
-    for i, m in enumerate(_NAME.finditer(passage)):
-        parts.append(_literal(passage[pos : m.start()]))
-        if values is None:  # a number, interval or ± pair (or, for a word figure, a word)
-            parts.append(f"(?P<f{i}>{_ANY_NUMBER}|{_ANY_WORD})")
-        else:
-            parts.append(f"(?P<f{i}>{_literal(values[m.group(1)])})")
-        pos = m.end()
-    parts.append(_literal(passage[pos:]))
-    start = "(?m:^)" if passage.startswith("|") else ""  # a table row: from a line's start
-    return re.compile(start + "".join(parts))
-
-
-def _literal(text: str) -> str:
-    return (
-        r"\s+".join(re.escape(w) for w in re.split(r"\s+", text))
-        if text.strip()
-        else (r"\s+" if text else "")
-    )
-
-
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
-
-
 def check(
     values: Mapping[str, str], root: Path = Path("."), write: bool = False
 ) -> tuple[list[Problem], int]:
-    """Every occurrence of every declared passage against `values`, the guard, and every
-    other result-looking number (`envgen.evidence.doc_numbers`); (problems, passages
-    checked). With `write`, each figure that differs is rewritten with `values`."""
-    problems: list[Problem] = []
-    covered: dict[str, list[tuple[int, int]]] = {}
-    texts: dict[str, str] = {}
-    for path, passage in PHRASES:
-        file = root / path
-        if path not in texts:
-            if not file.is_file():
-                problems.append(Problem(path, None, "missing"))
-                texts[path] = ""
-                continue
-            texts[path] = file.read_text(encoding="utf-8")
-        text = texts[path]
-        names = _NAME.findall(passage)
-        unknown = [n for n in names if n not in values]
-        if unknown:
-            problems.append(Problem(path, None, f"{unknown[0]}: the runs give no such figure"))
-            continue
-        exact = _pattern(passage, values)
-        copies = list(_pattern(passage, None).finditer(text))
-        if not copies:
-            problems.append(
-                Problem(path, None, f"passage not found (edit envgen/evidence/docfigures.py "
-                        f"PHRASES with the prose): {passage[:70]!r}...")
-            )  # fmt: skip
-            continue
-        edits: list[tuple[int, int, str]] = []
-        for copy in copies:  # every copy: a wrong one after a right one is still wrong
-            covered.setdefault(path, []).append(copy.span())
-            if exact.match(text, copy.start()):
-                continue
-            for i, name in enumerate(names):
-                if " ".join(copy.group(f"f{i}").split()) == values[name]:
-                    continue
-                problems.append(
-                    Problem(
-                        path,
-                        _line_of(text, copy.start(f"f{i}")),
-                        f"{name}{_source(name)} reads {copy.group(f'f{i}')!r}, the runs "
-                        f"give {values[name]!r}",
-                    )
-                )
-                edits.append((copy.start(f"f{i}"), copy.end(f"f{i}"), values[name]))
-        if write and edits:
-            for start, end, value in sorted(edits, reverse=True):
-                text = text[:start] + value + text[end:]
-            texts[path] = text
-            (root / path).write_text(text, encoding="utf-8")
-    problems += _unguarded(values, root, covered)
+    """Every passage of the templates against `values` at every copy, the guard, and
+    every other result-looking number (`envgen.evidence.doc_numbers`); (problems,
+    passages checked). With `write`, each differing copy is regenerated from `values`."""
+    passages = doc_templates.load(root)
+    source = {alias: f" (run {folder})" for alias, folder in RUNS.items()}
+    problems, covered = doc_templates.check(passages, values, root, write, source)
+    guarded = {name: values[name] for name in GUARDED if name in values}
+    problems += doc_templates.copies_outside(guarded, doc_numbers.doc_files(root), root, covered)
     problems += [Problem(u.path, u.line, u.what) for u in doc_numbers.unchecked(root, covered)]
-    return problems, len(PHRASES)
-
-
-def _source(name: str) -> str:
-    """ " (run <its folder>)" for a figure of one run (`RUNS`), else ""."""
-    alias = name.rsplit(".", 1)[0]
-    return f" (run {RUNS[alias]})" if alias in RUNS else ""
-
-
-def _unguarded(
-    values: Mapping[str, str], root: Path, covered: Mapping[str, list[tuple[int, int]]]
-) -> list[Problem]:
-    tokens = {t: name for name in GUARDED if name in values for t in _TOKEN.findall(values[name])}
-    problems = []
-    for file in doc_numbers.doc_files(root):
-        rel = file.relative_to(root).as_posix()
-        text = file.read_text(encoding="utf-8")
-        spans = covered.get(rel, [])
-        for m in re.finditer(r"(?<![\d.])\d+\.\d{2,}(?![\d])", text):
-            name = tokens.get(m.group())
-            if name and not any(a <= m.start() < b for a, b in spans):
-                problems.append(
-                    Problem(
-                        rel,
-                        _line_of(text, m.start()),
-                        f"{m.group()} ({name}) is a copy no check covers: declare its "
-                        "passage in envgen/evidence/docfigures.py PHRASES or point at "
-                        "results/CLAIMS.md",
-                    )
-                )
-    return problems
+    return problems, len(passages)
 
 
 def run(runs_files: Sequence[Path], root: Path = Path("."), write: bool = False) -> list[Problem]:
@@ -667,17 +347,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "runs", nargs="*", type=Path, help="runs.json files (default: dvc.yaml's, as verify)"
     )
-    parser.add_argument("--write", action="store_true", help="rewrite differing figures")
+    parser.add_argument("--write", action="store_true", help="regenerate each differing passage")
     args = parser.parse_args(argv)
     try:
         problems = run(args.runs or runs_json_files(), write=args.write)
+        passages = len(doc_templates.load())
     except EnvGenError as exc:
         print(f"envgen.evidence.docfigures: {exc}", file=sys.stderr)
         return 1
     for p in problems:
         print(p)
     written = " (written)" if args.write else ""
-    print(f"{len(PHRASES)} passages, {len(problems)} problems{written}")
+    print(f"{passages} passages, {len(problems)} problems{written}")
     return 1 if problems else 0
 
 

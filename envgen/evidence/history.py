@@ -34,9 +34,10 @@ from typing import Any
 from envgen.errors import ConfigError, EnvGenError
 from envgen.evidence.registration import HISTORY_NEEDED, git
 from envgen.input_checks import read_yaml_mapping
+from envgen.store.manifest import MANIFEST
 
 RUN_CHANGES = Path("results/run_changes.yaml")
-MANIFESTS = ":(glob)results/**/manifest.json"
+MANIFESTS = f":(glob)results/**/{MANIFEST}"
 AUDIT_RECORDS = ":(glob)results/audit/**/*.json"
 LLM_CACHE = "data/llm_cache"
 DEVIATIONS = "## Deviations"
@@ -166,7 +167,7 @@ def run_changes(repo: Path = Path(".")) -> tuple[list[str], int, int]:
     against the bytes the commit that first added it wrote, but for recorded changes."""
     changes = recorded_changes(repo)
     events = {**file_events(repo, MANIFESTS), **file_events(repo, AUDIT_RECORDS)}
-    manifests = sorted((repo / "results").rglob("manifest.json"))
+    manifests = sorted((repo / "results").rglob(MANIFEST))
     sealed = {m.parent for m in manifests}
     records = [
         p
@@ -177,7 +178,7 @@ def run_changes(repo: Path = Path(".")) -> tuple[list[str], int, int]:
     checked = uncommitted = 0
     for file in [*manifests, *records]:
         rel = file.relative_to(repo).as_posix()
-        owner = rel.rsplit("/", 1)[0] if file.name == "manifest.json" else rel
+        owner = rel.rsplit("/", 1)[0] if file.name == MANIFEST else rel
         history = events.get(rel)
         if not history:
             uncommitted += 1

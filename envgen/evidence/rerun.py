@@ -11,8 +11,8 @@ diverge (README, "Reproducibility"). This command tells which holds for one comm
 run: it trains the run again from step 0 (`envgen run` with the run's config, seed,
 device, GPU kernel settings, torch threads and env workers as its provenance records
 them, LLM replies replayed from the cache) into a temporary directory, stops it after
-`--seconds` or `--updates`, and compares every record both have written: metrics.jsonl
-(timing fields aside), episodes.jsonl and the cycle files. It prints how much was
+`--seconds` or `--updates`, and compares every record both have written: the metrics
+log (timing fields aside), the episode log and the cycle files. It prints how much was
 identical, the first difference with both values, and where the machine or software of
 the two differ. Exit 0: identical over what was compared; 1: a difference (printed on
 stdout) or a mistake (one line on stderr, as every envgen command).
@@ -39,21 +39,20 @@ from typing import Any
 
 import yaml
 
-from envgen import yaml_input
 from envgen.agents.runlog import read_jsonl, read_jsonl_written
 from envgen.errors import ConfigError, EnvGenError
 from envgen.loop.config import RunConfig
-from envgen.loop.identity import check_identity, refuse_links
+from envgen.loop.identity import check_identity
 from envgen.numerics import PORTABLE
-from envgen.store import PROVENANCE, is_sealed, read_provenance, read_run_bytes, run_file_exists
+from envgen.store import is_sealed, read_provenance, read_run_bytes, run_file_exists
+from envgen.store.identity import refuse_links
 from envgen.store.provenance import machine, software
 from envgen.store.run_diff import compare_logs, first_difference
+from envgen.store.run_dir import EPISODES_LOG, METRICS_LOG, NOT_CONFIG, CycleDir, RunDir
 
 DEFAULT_SECONDS = 120.0
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer is a typo, not a check
 POLL_S = 0.5
-RUN_YAML = "run.yaml"
-NOT_CONFIG = ("seed", "config_hash")  # run.yaml's record of the run, not config fields
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +61,7 @@ class Committed:
 
     run_dir: Path
     config: dict[str, Any]
-    """run.yaml without `seed` and `config_hash`: the file `envgen run` takes."""
+    """The run's config without `seed` and `config_hash`: the file `envgen run` takes."""
     seed: int
     device: str
     torch_threads: int
@@ -78,20 +77,18 @@ def committed_run(run_dir: Path) -> Committed:
     """Read a run directory's config, seed and first session; one `EnvGenError` if it is
     not a run directory or its config no longer hashes to its recorded hash."""
 
-    path = run_dir / RUN_YAML
+    run = RunDir(run_dir)
+    path = run.config
     if not path.is_file():
         raise ConfigError(
             "RUN_DIR",
-            f"{run_dir} holds no {RUN_YAML}; give a run directory such as "
+            f"{run_dir} holds no {path.name}; give a run directory such as "
             "results/runs/<config-hash>/seed-<K>",
         )
     refuse_links(run_dir)  # a linked folder reruns another run than the one named
-    try:  # the bounded reader: a deep or huge run.yaml is one line, not a traceback
-        data = yaml_input.loads(read_run_bytes(path), path)
-    except yaml_input.YAMLInputError as exc:
-        raise EnvGenError(str(exc)) from None
-    if not isinstance(data, dict) or not isinstance(data.get("seed"), int):
-        raise EnvGenError(f"{path}: no integer 'seed'; is this a run's {RUN_YAML}?")
+    data = run.read_config()  # bounded: a deep or huge config is one line, not a traceback
+    if not isinstance(data.get("seed"), int):
+        raise EnvGenError(f"{path}: no integer 'seed'; is this a run's {path.name}?")
     config = {k: v for k, v in data.items() if k not in NOT_CONFIG}
     recorded = data.get("config_hash")
     actual = RunConfig.from_dict(config).config_hash()
@@ -99,9 +96,9 @@ def committed_run(run_dir: Path) -> Committed:
         raise EnvGenError(
             f"{path}: its config hashes to {actual} with this code, not to its recorded "
             f"{recorded}; the code's config fields changed since the run (rerun it with the "
-            "commit in its provenance.json)"
+            "commit in its provenance)"
         )
-    if actual != run_dir.parent.name or data["seed"] != _folder_seed(run_dir):
+    if actual != run.config_hash or data["seed"] != run.seed:
         raise EnvGenError(
             f"{path}: config hash {actual}, seed {data['seed']}, but the run lies in "
             f"{run_dir.parent.name}/{run_dir.name}: the folder holds another run"
@@ -111,11 +108,11 @@ def committed_run(run_dir: Path) -> Committed:
     provenance = read_provenance(run_dir)
     if provenance is None:
         raise EnvGenError(
-            f"{run_dir / PROVENANCE}: missing, so the machine, threads and kernel settings "
+            f"{run.provenance}: missing, so the machine, threads and kernel settings "
             "the rerun must repeat are unknown; restore it from git (git checkout -- PATH)"
         )
     sessions = [] if provenance.get("backfilled") else provenance.get("sessions") or []
-    where = run_dir / PROVENANCE
+    where = run.provenance
     first = _mapping(sessions[0], where, "sessions[0]") if sessions else None
     part = {key: _mapping((first or {}).get(key), where, key) for key in PARTS}
     return Committed(
@@ -128,12 +125,6 @@ def committed_run(run_dir: Path) -> Committed:
         first,
         part["kernels"].get("deterministic_algorithms") is True,
     )
-
-
-def _folder_seed(run_dir: Path) -> int | None:
-    name = run_dir.name
-    digits = name.removeprefix("seed-")
-    return int(digits) if name.startswith("seed-") and digits.isdigit() else None
 
 
 PARTS = ("machine", "threads", "kernels")  # the fields of a session the rerun repeats
@@ -195,10 +186,10 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 def retrain(command: list[str], run_dir: Path, seconds: float, updates: int | None, log: Path):
-    """Run `command` until it ends, `seconds` pass or metrics.jsonl has `updates` lines.
+    """Run `command` until it ends, `seconds` pass or the metrics log has `updates` lines.
 
     Returns (finished, elapsed seconds, return code or None when stopped)."""
-    metrics = run_dir / "metrics.jsonl"
+    metrics = RunDir(run_dir).metrics
     started = time.monotonic()
     with log.open("w", encoding="utf-8") as out:
         process = subprocess.Popen(
@@ -230,14 +221,15 @@ def run_log(run_dir: Path, name: str) -> list[dict[str, Any]]:
 
 def _cycle_files(committed: Path, here: Path) -> Iterator[tuple[str, Any, Any]]:
     """(name, committed content, here content) of each cycle file both runs hold; a
-    cycle's feedback.txt only once the rerun wrote the environments.json that follows it."""
+    cycle's feedback only once the rerun wrote the worlds that follow it."""
 
-    for path in sorted(here.glob("cycles/*/*")):
+    for path in sorted(RunDir(here).cycles_root.glob("*/*")):
         rel = path.relative_to(here).as_posix()
         theirs = committed / rel
         if path.name.startswith(".") or not theirs.is_file():
             continue
-        if path.name == "feedback.txt" and not (path.parent / "environments.json").is_file():
+        cycle = CycleDir(path.parent)
+        if path == cycle.feedback and not cycle.environments.is_file():
             continue
         a, b = read_run_bytes(theirs), path.read_bytes()
         if path.suffix == ".json":
@@ -328,7 +320,7 @@ def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
         config = work / "config.yaml"
         config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
         runs_root = work / "runs"
-        here = runs_root / run_dir.parent.name / run_dir.name
+        here = runs_root / RunDir(run_dir).run_id
         if here.exists():
             raise EnvGenError(f"{here} exists: give --keep an empty directory")
         command = rerun_command(run, config, runs_root, args)
@@ -353,7 +345,7 @@ def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
         kernels = ((read_provenance(here) or {}).get("sessions") or [{}])[0].get("kernels")
         comparisons = [
             compare_logs(name, run_log(run_dir, name), run_log(here, name))
-            for name in ("metrics.jsonl", "episodes.jsonl")
+            for name in (METRICS_LOG, EPISODES_LOG)
         ]
         lines = [describe(c) for c in comparisons]
         same = all(c.identical for c in comparisons)

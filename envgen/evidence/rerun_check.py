@@ -7,7 +7,7 @@ For each run (named, or `--sample` K drawn per row of each campaign's runs.json 
 explicit `--sample-seed`), one at a time: retrain its first `--updates` PPO updates here
 from the run's own config, seed, device and kernel settings (`envgen.evidence.rerun`, with one
 torch thread unless `--torch-threads` says otherwise), then compare the retrained
-metrics.jsonl update by update (losses, counts; throughput aside) and episodes.jsonl
+metrics log update by update (losses, counts; throughput aside) and episode log
 episode by episode with the committed logs. One line per run: "bit-identical through
 update U" or "first differs at update U, metric M (committed X, here Y), episode E",
 with this machine's CPU beside the one the run's provenance records. `--json` writes the
@@ -38,14 +38,13 @@ from envgen.agents.device import torch_device
 from envgen.errors import ConfigError, EnvGenError
 from envgen.evidence import rerun
 from envgen.files import write_json_atomic
-from envgen.input_checks import number_in, whole_number
+from envgen.input_checks import not_a_file, number_in, whole_number
 from envgen.llm.cache import DEFAULT_CACHE_DIR
 from envgen.numerics import PORTABLE
 from envgen.report.inputs import load_table
 from envgen.store.provenance import machine
 from envgen.store.run_diff import behaviour, compare_logs, differing_keys
-
-METRICS, EPISODES = "metrics.jsonl", "episodes.jsonl"
+from envgen.store.run_dir import EPISODES_LOG, METRICS_LOG, RunDir
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,8 +135,8 @@ def sample_runs(rows: dict[str, list[Path]], k: int, seed: int) -> list[tuple[st
 
 
 def _seed(run_dir: Path) -> int:
-    digits = run_dir.name.removeprefix("seed-")
-    return int(digits) if digits.isdigit() else -1
+    seed = RunDir(run_dir).seed
+    return -1 if seed is None else seed
 
 
 # --- comparing ------------------------------------------------------------------------------
@@ -158,7 +157,7 @@ def first_update_differing(
 def first_episode_differing(committed: Sequence[dict], here: Sequence[dict]) -> int | None:
     """1-based index of the first episode that differs over those both logged."""
 
-    comparison = compare_logs(EPISODES, committed, here)
+    comparison = compare_logs(EPISODES_LOG, committed, here)
     return None if comparison.identical else comparison.index + 1
 
 
@@ -186,7 +185,7 @@ def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
         work = Path(tmp)
         config = work / "config.yaml"
         config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
-        here = work / "runs" / run_dir.parent.name / run_dir.name
+        here = work / "runs" / RunDir(run_dir).run_id
         command = rerun.rerun_command(run, config, work / "runs", args)
         updates = None if args.full else args.updates
         finished, elapsed, code = rerun.retrain(
@@ -203,16 +202,16 @@ def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
                 f"{run_dir}: --full: the retrain did not reach the run's end in "
                 f"{args.seconds:g} s; give more --seconds"
             )
-        retrained = rerun.run_log(here, METRICS)[:updates]
+        retrained = rerun.run_log(here, METRICS_LOG)[:updates]
         if not retrained:
             raise EnvGenError(
                 f"{run_dir}: the retrain logged no update in {args.seconds:g} s; give more "
                 "--seconds"
             )
-        episodes_here = rerun.run_log(here, EPISODES)
-    committed = rerun.run_log(run_dir, METRICS)
+        episodes_here = rerun.run_log(here, EPISODES_LOG)
+    committed = rerun.run_log(run_dir, METRICS_LOG)
     through, metric, theirs, ours = first_update_differing(committed, retrained)
-    committed_episodes = rerun.run_log(run_dir, EPISODES)
+    committed_episodes = rerun.run_log(run_dir, EPISODES_LOG)
     return RunCheck(
         run_dir=run_dir.as_posix(),
         row=row,
@@ -282,6 +281,7 @@ def command_line(args: argparse.Namespace) -> str:
 def main(args: argparse.Namespace) -> int:
     """`envgen rerun`: one run retrained and compared (`envgen.evidence.rerun`); several, a few
     updates each, with `--check`."""
+    not_a_file(args.cache_dir, "LLM replies to replay (--cache-dir)")
     if args.check:
         return check_runs(args)
     if len(args.run_dir) != 1 or args.campaign:
@@ -328,7 +328,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--sample-seed", type=int, default=0, help="--check: seed of the draw (default 0)"
     )
-    parser.add_argument("--json", type=Path, default=None, help="--check: write the results here")
+    parser.add_argument("--json", type=Path, help="--check: write the results here")
     parser.add_argument(
         "--seconds",
         type=number_in(0, rerun.MAX_SECONDS),
@@ -345,29 +345,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--updates",
         type=whole_number(1),
-        default=None,
         help="stop once this many PPO updates are logged (whichever of the two comes first)",
     )
-    parser.add_argument(
-        "--device", type=torch_device, default=None, help="torch device (default: the run's)"
-    )
+    parser.add_argument("--device", type=torch_device, help="torch device (default: the run's)")
     parser.add_argument(
         "--deterministic",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="deterministic GPU kernels, TF32 off (default: as the run was trained; "
         "no effect on the CPU)",
     )
     parser.add_argument(
         "--torch-threads",
         type=whole_number(1),
-        default=None,
         help="torch CPU threads (default: the run's)",
     )
     parser.add_argument(
         "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="LLM replies to replay"
     )
-    parser.add_argument(
-        "--keep", type=Path, default=None, help="keep the retrained run in this directory"
-    )
+    parser.add_argument("--keep", type=Path, help="keep the retrained run in this directory")
     parser.set_defaults(func=main)

@@ -15,16 +15,20 @@ Trains nothing and calls no LLM. It checks, in order:
    and PLR's curation_steps and env_steps, llm_calls, llm_replay), as are its
    llm_accounting.json counts;
 3. per table (dvc.yaml's runs.json list): runs.json's rows against the plan the
-   pipeline makes from the replication file and profile (`envgen.evidence.verify_plan`: each
-   row lists exactly its planned runs that are finished), every run entry re-derived
-   from its run's final metrics, the table's metrics.json and scores.json from
-   runs.json, and the report's results/tables/<table>.md/.csv, score-vs-step CSVs
-   (results/plots/<table>/) and learning curves (results/curves/<table>.csv) rebuilt in a
-   temporary directory and compared byte for byte;
+   pipeline makes from the replication file and profile (`envgen.evidence.verify_plan`:
+   each row lists exactly its planned runs that are finished), a not_recorded or
+   llm_unusable row's reason re-derived from the LLM cache (`envgen.evidence.row_labels`),
+   every run entry re-derived from its run's final metrics, the table's metrics.json
+   and scores.json from runs.json, and the report's results/tables/<table>.md/.csv,
+   score-vs-step CSVs (results/plots/<table>/) and learning curves
+   (results/curves/<table>.csv) rebuilt in a temporary directory and compared byte for
+   byte; a table whose runs cannot be read fails its own line, and the other tables are
+   still checked;
 4. results/metrics.json and results/CLAIMS.md rebuilt the same way;
 5. the result figures README.md, docs/ and results/**/README.md quote in prose: each
-   declared passage at every copy, and any other number that looks like a result named
-   with its file and line (`envgen.evidence.docfigures`, `envgen.evidence.doc_numbers`);
+   passage of docs/templates/ filled from the runs and compared byte for byte at every
+   copy, and any other number that looks like a result named with its file and line
+   (`envgen.evidence.docfigures`, `doc_templates`, `doc_numbers`);
 6. per registered campaign, that git's history has its registration committed before
    every run its runs.json lists (`envgen.evidence.registration`; in a checkout without
    the history the line says "not checked" and why; in a shallow clone verify then exits

@@ -3,7 +3,7 @@
 A runs.json says which runs make each row; trusting it, a table's PPO row could point at
 PPO + EnvGen's folders and every number would still re-derive. So the rows are derived
 here from what the pipeline ran: the replication file and the profile (params.yaml's
-`profile`, or a campaign's own profile and seeds, `envgen.campaign.registry.CAMPAIGNS`)
+`profile`, or a campaign's own profile and seeds, `envgen.campaign.registry.campaigns`)
 give each row's config hashes x seeds, and each row of runs.json must list exactly the
 planned runs that are finished in the store (sealed, of the code's results version), in
 the plan's order, each at its planned folder; a row "done" must have all of them (a
@@ -20,7 +20,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from envgen.campaign.registry import CAMPAIGNS
+from envgen.campaign.registry import campaigns
 from envgen.campaign.run import load_campaign
 from envgen.errors import EnvGenError
 from envgen.pipeline.job_status import job_dir, job_game, job_version_key
@@ -28,6 +28,7 @@ from envgen.pipeline.params_stage import load_settings
 from envgen.pipeline.plan import plan_file
 from envgen.results_version import RESULTS_VERSION
 from envgen.store import is_sealed, recorded_version
+from envgen.store.run_dir import RunDir
 
 PARAMS = Path("params.yaml")
 
@@ -46,7 +47,7 @@ class Planned:
 def planned(runs_json: Path, params: Path = PARAMS, runs_root: Path = Path("results/runs")):
     """The plan behind `runs_json` (module docstring); a `ConfigError` names what is wrong."""
 
-    for campaign in CAMPAIGNS.values():
+    for campaign in campaigns().values():
         if campaign.out_dir == runs_json.parent:
             plan, profile, _ = load_campaign(campaign.request(params, runs_root, commit=False))
             return Planned(f"{campaign.table} (campaign {campaign.name})", profile.name, plan)
@@ -140,4 +141,4 @@ def plan_differences(
 
 
 def _dir(runs_root: Path, key: tuple[Any, Any]) -> str:
-    return f"{runs_root.as_posix()}/{key[0]}/seed-{key[1]}"
+    return RunDir.of(runs_root, key[0], key[1]).root.as_posix()

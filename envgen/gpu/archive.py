@@ -1,6 +1,6 @@
 """Finished runs in and out of a machine that returns at most a few small files.
 
-`pack_runs` puts the sealed runs of a run store (`manifest.json` written: a run that
+`pack_runs` puts the sealed runs of a run store (the manifest written: a run that
 finished and was checked) into `runs-NN.tar.gz` files of at most `max_bytes`, at most
 `max_files` of them per call, each run whole: its manifest and the files it lists,
 nothing else (no checkpoints, no temporary files). A run with final metrics but no
@@ -38,6 +38,7 @@ from envgen.errors import EnvGenError
 from envgen.loop.identity import check_identity
 from envgen.store import verify_run
 from envgen.store.manifest import MANIFEST, manifest_of
+from envgen.store.run_dir import SEED_DIR, RunDir
 
 MiB = 2**20
 MAX_BYTES = 16 * MiB
@@ -46,19 +47,17 @@ MAX_MEMBER_BYTES = 256 * MiB  # one file of a run, unpacked (a 1.96M-step run's:
 MAX_ARCHIVE_BYTES = 1024 * MiB  # one archive, unpacked (16 MiB packed holds < 200 MiB)
 REFUSED = "refused: "  # how a line of `import_archives` says a run was not imported
 PACKED = ".gpu_packed.json"  # in the run store: runs already packed
-SKIPPED_DIRS = ("checkpoints",)  # the run store's rule: never part of a result
 RUN_PART = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._-]*$")
-SEED_PART = re.compile(r"^seed-\d+$")
 
 
 def finished_runs(store: Path) -> list[Path]:
     """Run directories of `store` that were sealed, sorted."""
-    return sorted({p.parent for p in store.glob("*/seed-*/manifest.json")})
+    return [run.root for run in RunDir.under(store) if run.finished]
 
 
 def run_files(run_dir: Path) -> list[Path]:
     """What goes into the archive: the manifest and the files it lists."""
-    return [run_dir / MANIFEST, *(run_dir / rel for rel in sorted(manifest_of(run_dir)))]
+    return [RunDir(run_dir).manifest, *(run_dir / rel for rel in sorted(manifest_of(run_dir)))]
 
 
 def _tar_gz(runs: Sequence[Path], store: Path) -> bytes:
@@ -145,7 +144,7 @@ def _check_members(archive: Path, tar: tarfile.TarFile) -> None:
             or (member.isfile() and len(parts) < 4)
             or parts[0] != "runs"
             or (len(parts) > 1 and not RUN_PART.match(parts[1]))
-            or (len(parts) > 2 and not SEED_PART.match(parts[2]))
+            or (len(parts) > 2 and not SEED_DIR.fullmatch(parts[2]))
         )
         if bad:
             raise EnvGenError(
@@ -218,7 +217,7 @@ def _stage(archive: Path, dest: Path) -> list[tuple[Path, PurePosixPath]]:
         raise EnvGenError(
             f"{printable(archive)}: cannot unpack ({printable(exc)}); nothing imported"
         ) from None
-    runs = sorted(Path(dest, "runs").glob("*/seed-*"))
+    runs = [run.root for run in RunDir.under(Path(dest, "runs"))]
     return [(run, PurePosixPath(run.relative_to(Path(dest, "runs")).as_posix())) for run in runs]
 
 

@@ -37,7 +37,7 @@ from envgen.agents.checkpoint import load_checkpoint
 from envgen.agents.config import ModelConfig
 from envgen.agents.device import describe
 from envgen.agents.networks import OBS_SHAPE, ActorCritic
-from envgen.store.manifest import CHECKPOINT_DIR
+from envgen.store.run_dir import RunDir
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = ["--num-envs", "2", "--num-steps", "64", "--minibatches", "2", "--workers", "1"]
@@ -73,13 +73,13 @@ def _train(out: Path, agent: str, steps: int, args: Any, resume: bool = False) -
 def _logs(run: Path) -> tuple[str, list[dict]]:
     metrics = [
         {k: v for k, v in json.loads(line).items() if not k.startswith("time/")}
-        for line in (run / "metrics.jsonl").read_text().splitlines()
+        for line in RunDir(run).metrics.read_text().splitlines()
     ]
-    return (run / "episodes.jsonl").read_text(), metrics
+    return RunDir(run).episodes.read_text(), metrics
 
 
 def _weights(run: Path) -> dict:
-    state = load_checkpoint(run / CHECKPOINT_DIR, torch.device("cpu"))
+    state = load_checkpoint(RunDir(run).checkpoints, torch.device("cpu"))
     assert state is not None, f"{run}: no checkpoint"
     return state
 
@@ -98,7 +98,7 @@ def tiny_runs(work: Path, args: Any) -> dict[str, str]:
         )
     killed = work / "ad-killed"
     proc = subprocess.Popen(_train(killed, "ad", args.steps, args), start_new_session=True)
-    metrics = killed / "metrics.jsonl"
+    metrics = RunDir(killed).metrics
     while proc.poll() is None:  # kill one rollout past the first checkpoint
         if metrics.is_file() and len(metrics.read_text().splitlines()) > 3:
             os.killpg(proc.pid, signal.SIGKILL)

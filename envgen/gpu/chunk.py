@@ -26,7 +26,7 @@ from typing import Any
 
 from envgen.errors import ConfigError
 from envgen.gpu.run_args import CHECKPOINT_MINUTES, seed_list
-from envgen.input_checks import number_in, unknown_key
+from envgen.input_checks import number_in, unknown_key, writable_dir
 from envgen.pipeline import gpu_plan
 from envgen.pipeline.executor import execute
 from envgen.pipeline.job_status import CONFIG_ERROR, FAILED
@@ -46,7 +46,7 @@ def check_store(store: Path) -> Path:
         raise ConfigError(
             "--store", f"{store} is inside the repository {REPO}; give a path outside"
         )
-    store.mkdir(parents=True, exist_ok=True)
+    writable_dir(store, "--store").mkdir(parents=True, exist_ok=True)
     return store
 
 
@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--checkpoint-minutes", type=number_in(0, math.inf), default=CHECKPOINT_MINUTES
     )
     parser.add_argument("--budget-s", type=number_in(0, math.inf), default=math.inf)
-    parser.add_argument("--sps", type=number_in(0, math.inf), default=None)
+    parser.add_argument("--sps", type=number_in(0, math.inf))
     args = parser.parse_args(argv)
     profile, executor, jobs = selected_jobs(args)
     if profile.device.startswith("cuda"):  # the rates the rule takes are a GPU's

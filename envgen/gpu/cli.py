@@ -19,7 +19,6 @@ import argparse
 import math
 import time
 from pathlib import Path
-from types import ModuleType
 
 from envgen.errors import ConfigError
 from envgen.gpu.archive import REFUSED, import_archives, pack_runs
@@ -61,58 +60,41 @@ def _import(args: argparse.Namespace) -> int:
     return 1 if any(line.startswith(REFUSED) for line in lines) else 0
 
 
-def _device_check() -> ModuleType:
-    """envgen.gpu.check, imported when its command runs."""
+def _check(args: argparse.Namespace) -> int:
     # lazy: torch, 0.85 s more of `envgen gpu --help`, 0.15 s without (measured)
     from envgen.gpu import check
 
-    return check
-
-
-def _device_probe() -> ModuleType:
-    """envgen.gpu.probe, imported when its command runs."""
-    from envgen.gpu import probe  # lazy: torch, as envgen.gpu.check
-
-    return probe
-
-
-def _check(args: argparse.Namespace) -> int:
-    return _device_check().check(args)
+    return check.check(args)
 
 
 def _bench(args: argparse.Namespace) -> int:
-    return _device_check().bench(args)
+    from envgen.gpu import check  # lazy: torch, as _check
+
+    return check.bench(args)
 
 
 def _probe_kernels(args: argparse.Namespace) -> int:
-    return _device_probe().run_kernels(args)
+    from envgen.gpu import probe  # lazy: torch, as _check
 
-
-def _session_rate() -> ModuleType:
-    """envgen.gpu.rate, imported when its command runs."""
-    from envgen.gpu import rate  # lazy: the pipeline's params (no torch), as _run
-
-    return rate
+    return probe.run_kernels(args)
 
 
 def _probe_rate(args: argparse.Namespace) -> int:
-    return _session_rate().run_rate(args)
+    from envgen.gpu import rate  # lazy: the pipeline's params (no torch), as _run
+
+    return rate.run_rate(args)
 
 
 def _probe_params(args: argparse.Namespace) -> int:
-    return _session_rate().run_params(args)
+    from envgen.gpu import rate  # lazy: the pipeline's params (no torch), as _run
 
-
-def _session_plan() -> ModuleType:
-    """envgen.gpu.dry_run, imported when its command runs."""
-    # lazy: the pipeline's planner, as _run
-    from envgen.gpu import dry_run
-
-    return dry_run
+    return rate.run_params(args)
 
 
 def _dry_run(args: argparse.Namespace) -> int:
-    return _session_plan().run(args)
+    from envgen.gpu import dry_run  # lazy: the pipeline's planner, as _run
+
+    return dry_run.run(args)
 
 
 def _model_name(name: str) -> str:
@@ -155,7 +137,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench = sub.add_parser("bench", help=text, description=f"{text}, at each --concurrency level")
     _device_args(bench)
     bench.add_argument("--concurrency", default="1,2,4,8,16", help="runs at once per level")
-    bench.add_argument("--rollouts", type=whole_number(1), default=None)
+    bench.add_argument("--rollouts", type=whole_number(1))
     bench.add_argument("--deterministic", action="store_true")
     bench.add_argument("--tiny", action="store_true", help="2 envs x 16 steps (a smoke test)")
     bench.set_defaults(func=_bench)
@@ -175,7 +157,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=comma_list(
             int, "cohort sizes of at least 4, joined by commas", allowed=lambda w: w >= 4
         ),
-        default=None,
         help="cohort sizes W, each split in 2 groups for the pipelined check (default 4,8; "
         "--tiny: 4)",
     )
@@ -221,7 +202,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dry.add_argument(
         "--sps",
         type=number_in(0, math.inf),
-        default=None,
         help="call B's env steps/s (the rate file's); default the plan's measured cohort rate",
     )
     dry.add_argument("--cohort", type=whole_number(2), default=4, help="call B's W (default 4)")
@@ -266,7 +246,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--sps",
         type=number_in(0, math.inf),
-        default=None,
         help="env steps/s one cohort or run trains on this GPU, as `envgen bench train "
         "--cohort W` measured it in this call (default: the plan's measured rates); a "
         "cohort or run that would not finish inside the budget at this rate is not started",

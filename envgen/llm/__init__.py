@@ -8,5 +8,5 @@ Typical use by the EnvGen loop, each name imported from its own module::
     designer = EnvironmentDesigner(options, llm)                            # conversation
     configs = designer.generate(4).configs            # cycle 1
     configs = designer.adapt(success_stats).configs   # cycles 2..N
-    write_accounting(llm.ledger, run_dir / "llm_accounting.json")           # accounting
+    write_accounting(llm.ledger, RunDir(run_dir).llm_accounting)            # accounting
 """

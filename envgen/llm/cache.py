@@ -8,7 +8,10 @@ Modes of `CachedLLM`:
 - ``fill``: replay what is cached, call and store what is not (for recording the
   adaptation calls of a run whose initial calls are already committed).
 - ``live``: call the backend, store nothing.
-Every file is checked when read: its request must hash to its name.
+Every file is checked when read: its request must hash to its name. A reply written by a
+local server started here names it (``server``: `envgen.llm.server.SERVERS`; not part of
+the key); replies recorded before the field, and through a server given by URL, have
+none.
 
 How replay matches a request (`MATCHES`, docs/llm.md "Replay modes"):
 - ``slot`` (the default): the exactly recorded request first; else the reply recorded
@@ -49,10 +52,10 @@ from envgen.llm.slots import (
     SlotMismatchError,
     carries_feedback,
     compare,
-    run_id,
     slot_id,
 )
-from envgen.store.manifest import is_sealed, read_run_bytes
+from envgen.store.manifest import read_run_bytes
+from envgen.store.run_dir import RunDir
 
 MODES = ("replay", "record", "fill", "live")
 MATCHES = ("slot", "strict")
@@ -202,6 +205,7 @@ class CachedLLM:
                     "key": key,
                     "label": request.label,
                     "backend": self.backend.name,
+                    **({"server": self.backend.server} if self.backend.server else {}),
                     **({"slots": [slot]} if slot else {}),
                     "request": record,
                     "response": {
@@ -270,21 +274,20 @@ class CachedLLM:
 
 
 def _run_calls(runs_roots: Iterable[Path]) -> Iterator[tuple[Path, str, dict[str, Any]]]:
-    """(llm_calls.json path, run id, call) for every call of every sealed run under
-    `runs_roots` (``<root>/<config hash>/seed-<n>/llm_calls.json``)."""
+    """(call log path, run id, call) for every call of every sealed run under
+    `runs_roots` (``<root>/<config hash>/seed-<n>/``)."""
     for root in runs_roots:
-        for calls_path in sorted(Path(root).glob("*/seed-*/llm_calls.json")):
-            run_dir = calls_path.parent
-            if not is_sealed(run_dir):
+        for run in RunDir.under(root):
+            calls_path = run.llm_calls
+            if not run.finished or not calls_path.is_file():
                 continue
-            run = run_id(run_dir.parent.name, int(run_dir.name.removeprefix("seed-")))
             for call in json_input.loads(read_run_bytes(calls_path), calls_path):
-                yield calls_path, run, call
+                yield calls_path, run.run_id, call
 
 
 def file_run_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> int:
     """List in `cache` the slots of the feedback-carrying calls of every finished run under
-    `runs_roots` (``<root>/<config hash>/seed-<n>/llm_calls.json``); returns how many.
+    `runs_roots` (``<root>/<config hash>/seed-<n>/``); returns how many.
 
     A call whose cache file is missing is an error (the run's replies are not all here),
     unless the call was served by slot and its slot is filed: its request was never

@@ -11,7 +11,7 @@ import unicodedata
 from pathlib import Path
 
 from envgen.errors import EnvGenError, LLMResponseError
-from envgen.input_checks import check_temperature, existing_dir
+from envgen.input_checks import check_temperature, existing_dir, writable_dir
 from envgen.llm.accounting import write_accounting
 from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM, ResponseCache, file_run_slots
 from envgen.llm.client import (
@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve = sub.add_parser(
         "serve",
         help="run a local model's server until Ctrl-C",
-        description="Start llama-cpp-python's OpenAI-compatible server with a local model "
+        description="Start llama.cpp's OpenAI-compatible server with a local model "
         "(default: the bundled SmolLM2-135M-Instruct) on 127.0.0.1 and print its base URL.",
     )
     serve.add_argument("--model", choices=LOCAL_MODELS, default=LOCAL_MODEL)
@@ -126,7 +126,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     slots = sub.add_parser(
         "slots",
         help="file cache entries under the protocol slots of finished runs (migration)",
-        description="Read each finished run's llm_calls.json under RUNS_ROOT and list, in the "
+        description="Read each finished run's LLM call log under RUNS_ROOT and list, in the "
         "cache file of every call that carries feedback, that call's slot (config hash, "
         "seed, label). Slot replay then finds the reply on machines whose feedback numbers "
         "differ. Caches recorded before slots existed are migrated this way; recording "
@@ -173,6 +173,7 @@ def _record(args: argparse.Namespace) -> int:
 
 def _record_calls(args: argparse.Namespace) -> int:
     check_temperature(args.temperature, "--temperature")
+    writable_dir(args.cache_dir, "--cache-dir")  # before a server starts, not after
     labels = args.call or list(PLANNED_CALLS)
     failed = 0
     config = backend_config(
@@ -258,9 +259,8 @@ def _parse_outcome(entry: dict) -> str:
 
 def _slots(args: argparse.Namespace) -> int:
     try:
-        filed = file_run_slots(
-            ResponseCache(existing_dir(args.cache_dir, CACHE_WHAT)), args.runs_root
-        )
+        roots = [existing_dir(root, "finished runs (--runs-root)") for root in args.runs_root]
+        filed = file_run_slots(ResponseCache(existing_dir(args.cache_dir, CACHE_WHAT)), roots)
     except EnvGenError as exc:
         print(f"envgen llm slots: {exc}", file=sys.stderr)
         return 1

@@ -75,17 +75,28 @@ class BackendConfig:
     """The variable (environment or .env) holding this backend's key; None sends none."""
     key_required: bool = True
     """Whether requests fail without the key (OpenAI) or go without one (other servers)."""
+    server: str | None = None
+    """The local server started for this backend (`envgen.llm.server.SERVERS`), recorded
+    with each reply it writes; None where it is not known (a server given by URL)."""
 
     def record_flags(self) -> str:
         """The `envgen llm record` options that select this backend."""
         if self.name == "local":
-            return "--backend local" + (
-                f" --model {self.model}" if self.model != LOCAL_MODEL else ""
+            return (
+                "--backend local"
+                + (f" --model {self.model}" if self.model != LOCAL_MODEL else "")
+                + self._structured_flag()
             )
         flags = f"--backend {self.name} --model {self.model}"
         if self.base_url or self.name == "compatible":  # replay's has none: the user's to give
             flags += f" --base-url {self.base_url or 'URL'}"
-        return flags
+        return flags + self._structured_flag()
+
+    def _structured_flag(self) -> str:
+        """` --structured D` where the dialect is not the backend preset's: it writes the
+        prompt and request, so a recording of the same calls must ask in it too."""
+        preset = BACKENDS[self.name].structured if self.name in BACKENDS else "off"
+        return f" --structured {self.structured}" if self.structured != preset else ""
 
 
 # The local model answers far slower on 2 CPU cores and its grammar-constrained

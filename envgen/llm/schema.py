@@ -1,8 +1,8 @@
 """Structured-output requests: the reply schema wrapped in each server's dialect.
 
 OpenAI's API takes ``{"type": "json_schema", "json_schema": {...}}``;
-llama-cpp-python's server takes ``{"type": "json_object", "schema": ...}`` and turns
-the schema into a sampling grammar, so every reply parses.
+llama.cpp's server takes ``{"type": "json_object", "schema": ...}`` and turns the
+schema into a sampling grammar, so every reply parses.
 """
 
 from __future__ import annotations

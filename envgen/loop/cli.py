@@ -19,7 +19,7 @@ from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.envs.vector import workers_variable
 from envgen.errors import CacheMissError, ConfigError, EnvGenError
 from envgen.games import game_spec
-from envgen.input_checks import whole_number, writable_dir
+from envgen.input_checks import not_a_file, whole_number, writable_dir
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES, MODES, CachedLLM
 from envgen.llm.client import (
     BACKENDS,
@@ -33,12 +33,13 @@ from envgen.llm.client import (
     backend_config,
     replay_backend,
 )
+from envgen.llm.schema import DIALECTS
 from envgen.llm.server import running_backend
 from envgen.loop.config import RunConfig, check_scored_phase
-from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.runner import RunOptions, execute_run
-from envgen.store.provenance import PROVENANCE, read_provenance
+from envgen.store.provenance import read_provenance
 from envgen.store.provenance import summary as provenance_summary
+from envgen.store.run_dir import RunDir, read_json
 
 DESCRIPTION = """\
 Run one row of a table for one seed: EnvGen (generate -> train in the LLM environments
@@ -46,12 +47,11 @@ Run one row of a table for one seed: EnvGen (generate -> train in the LLM enviro
 or a baseline (fixed, original_only, easy_to_hard, adversarial), as CONFIG.yaml says
 (fields: envgen.loop.config.RunConfig; replication/*.yaml lists every table's rows).
 
-Outputs go to RUNS_ROOT/<config-hash>/seed-K/: run.yaml, provenance.json,
-cycles/cycle-NN/ (environments.json, feedback.txt, evaluation.json), episodes.jsonl,
-metrics.jsonl, llm_calls.json, llm_accounting.json, checkpoints/ and
-final_metrics.json. A finished run is then sealed: its logs are gzipped and
-manifest.json, written last, lists every file with its sha256; the manifest marks a
-finished run, which is never redone. A killed one continues with --resume.
+Outputs go to RUNS_ROOT/<config-hash>/seed-K/ (each file: docs/pipeline.md, "Run
+store"): the run's config, provenance, cycles, logs, LLM calls, checkpoints and final
+metrics. A finished run is then sealed: its logs are gzipped and its manifest, written
+last, lists every file with its sha256; the manifest marks a finished run, which is
+never redone. A killed one continues with --resume.
 
 LLM replies come from the response cache (docs/llm.md), by --llm-mode:
   replay (default)  serve recorded replies; a miss stops the run before training with
@@ -92,18 +92,25 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--backend",
         choices=list(BACKENDS),
-        default=None,
         help=f"LLM backend for fill/record/live (default: {DEFAULT_BACKEND}, the bundled model's "
         "server); replay calls none: without it a model's replies replay as recorded (local "
         f"models: local, others: openai or compatible, keyed alike); {KEYS_HELP}",
     )
     parser.add_argument("--base-url", help="OpenAI-compatible server URL ending in /v1")
+    parser.add_argument(
+        "--structured",
+        choices=DIALECTS,
+        help="ask for replies under the reply's JSON schema in this dialect (json_schema: "
+        "OpenAI's, which llama.cpp's server, vLLM and Ollama also take; default: the "
+        "backend's, json_object for local, off for the others). The prompt and request "
+        "change with it, so do the cache keys: give it to every command of the run, "
+        "replay included",
+    )
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     add_device_arguments(parser, gpu_options=False)  # bf16, NHWC: the config's own fields
     parser.add_argument(
         "--workers",
         type=whole_number(1),
-        default=None,
         help="vec-env worker processes (Crafter; default $ENVGEN_ENV_WORKERS, else min(envs, "
         "CPU cores)) or procgen threads (Heist; default 4); never changes results",
     )
@@ -119,7 +126,10 @@ def _backend(args: argparse.Namespace, model: str) -> BackendConfig:
     to another model than the local ones goes out only through a backend named on purpose."""
     calls = args.llm_mode != "replay"  # replay never connects: no --base-url needed
     name = args.backend or (DEFAULT_BACKEND if calls else replay_backend(model))
-    return backend_config(name, model=model, base_url=args.base_url, calls=calls)
+    structured = getattr(args, "structured", None)
+    return backend_config(
+        name, model=model, base_url=args.base_url, structured=structured, calls=calls
+    )
 
 
 def _fill_advice(args: argparse.Namespace) -> str:
@@ -133,6 +143,8 @@ def _fill_advice(args: argparse.Namespace) -> str:
         f"envgen run {args.config}{words} --seed {args.seed} --resume "
         f"--runs-root {args.runs_root} --llm-mode fill"
     )
+    if getattr(args, "structured", None):
+        command += f" --structured {args.structured}"
     if model in LOCAL_MODELS:
         return (
             "To record every missing reply of this run, first and adaptation calls, in one "
@@ -158,7 +170,7 @@ def checked_config(path: Path, adjust: ConfigAdjust | None = None) -> RunConfig:
     try:
         ppo = game.ppo_config(config.ppo)
         game.model_config(config.model, **config.gpu_options)
-        if config.game == "crafter":  # scored by training episodes (Heist: test episodes)
+        if game.rules.scored_in_training:
             check_scored_phase(config.final_steps, ppo.num_envs)
     except ConfigError as exc:
         raise exc.in_file(path) from None
@@ -170,12 +182,14 @@ def main(args: argparse.Namespace) -> int:
     set_deterministic(args.deterministic)
     try:
         config = checked_config(args.config, args.adjust_config)
+        not_a_file(args.cache_dir, "LLM replies (--cache-dir)")
         # a file where the run's folder goes: one line now, not a traceback at mkdir
         writable_dir(
-            RunPaths.of(args.runs_root, config, args.seed).root, "the run under --runs-root"
+            RunDir.of(args.runs_root, config.config_hash(), args.seed).root,
+            "the run under --runs-root",
         )
         numerics.reexec(config.cpu_numerics)  # the variables act as numpy and torch load
-        if args.workers is None and config.game == "crafter":
+        if args.workers is None and game_spec(config.game).rules.env_workers:
             workers_variable()  # a bad $ENVGEN_ENV_WORKERS is one line, before any work
         options = RunOptions(args.device, args.workers, args.progress, args.resume)
         backend = _backend(args, config.llm_model)
@@ -199,10 +213,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"envgen run: {exc}")
         return 1
     try:
-        metrics = read_json(root / "final_metrics.json")
+        metrics = read_json(RunDir(root).final_metrics)
     except EnvGenError as exc:
         print(f"envgen run: {exc}")
         return 1
     print(f"{root}: score {metrics['score']:.2f}%, reward {metrics['reward']:.2f}")
-    print(f"provenance: {provenance_summary(read_provenance(root), root / PROVENANCE)}")
+    print(f"provenance: {provenance_summary(read_provenance(root), RunDir(root).provenance)}")
     return 0

@@ -3,7 +3,7 @@
 The method is `original_only` (every phase in the original game, one mixture from start
 to end: `RunConfig.cohort_eligible`), so the cohort walks `runner.run_original_only`'s
 schedule: pretraining, then the scored final phase. Each seed ends as a run alone ends:
-its `final_metrics.json` (the same fields, `runner.crafter_final_metrics`), its
+its final metrics (the same fields, `runner.crafter_final_metrics`), its
 provenance (with the cohort's size, the seed's slot and its neighbours, and the number
 of groups of a pipelined cohort), sealed. The run store, verify, rerun and the report
 therefore see ordinary runs; the cohort's size and grouping are in each run's config
@@ -24,10 +24,10 @@ from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.games import game_spec
 from envgen.loop.config import RunConfig, check_scored_phase
-from envgen.loop.paths import RunPaths, read_json
 from envgen.loop.run_state import RunOptions, with_world_rules
 from envgen.loop.runner import crafter_final_metrics
 from envgen.store.lifecycle import finish_run, start_session
+from envgen.store.run_dir import RunDir, read_json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +36,7 @@ class _SeedView:
 
     config: RunConfig
     seed: int
-    paths: RunPaths
+    paths: RunDir
     trainer: Any
     llm: None = None
 
@@ -58,7 +58,7 @@ def execute_cohort(
     if not config.cohort_eligible:
         raise ConfigError("cohort", "only original_only PPO runs of Crafter train in cohorts")
     numerics.enter(config.cpu_numerics, options.device)  # before any float is computed
-    paths = [RunPaths.of(runs_root, config, seed) for seed in seeds]
+    paths = [RunDir.of(runs_root, config.config_hash(), seed) for seed in seeds]
     for p in paths:  # killed after training, before sealing: seal
         if not p.finished and p.final_metrics.is_file():
             finish_run(p.root, read_json(p.final_metrics)["global_steps"])

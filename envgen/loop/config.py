@@ -16,53 +16,26 @@ from typing import Any
 
 from envgen.agents.config import PPOOverrides, check_groups, check_kernels
 from envgen.envs.crafter.config import WORLD_RULES
+from envgen.envs.game_rules import GAME_RULES
 from envgen.errors import ConfigError
 from envgen.input_checks import (
     MAX_COUNT,
     MAX_STEPS,
     at_most,
+    check_fields,
     check_temperature,
-    check_types,
     read_yaml_mapping,
-    unknown_key,
 )
 from envgen.llm.conversation import AUTO, check_history_cycles
+from envgen.loop.world_designers import DESIGNERS, RolloutBudget
 from envgen.numerics import NATIVE, check_mode
-
-DESIGNERS = ("llm", "random", "heuristic", "sfl", "plr")  # envgen.loop.world_designers
-SFL_FIELDS = ("sfl_candidates", "sfl_rollout_envs", "sfl_rollout_steps")  # designer: sfl only
-PLR_FIELDS = (  # designer: plr only
-    "plr_candidates",
-    "plr_rollout_envs",
-    "plr_rollout_steps",
-    "plr_capacity",
-    "plr_temperature",
-    "plr_staleness",
-    "plr_min_fill",
-)
-# The designers whose worlds are curated by rollouts of the policy, and their fields;
-# each designer's fields are left out of the other designers' hashes.
-CURATED_FIELDS = {"sfl": SFL_FIELDS, "plr": PLR_FIELDS}
-
-
-@dataclasses.dataclass(frozen=True)
-class PLRSettings:
-    """The `plr` designer's settings: the plr_* fields of `RunConfig` (without prefix)."""
-
-    candidates: int
-    capacity: int
-    temperature: float
-    staleness: float
-    min_fill: float
-
 
 # How the heuristic designer picks its first set (`RunConfig.heuristic_first_set`).
 HEURISTIC_FIRST_SETS = ("initial_set", "seed_mod_3")
 AGENTS = ("ppo", "ad")  # envgen.agents.config.AGENTS (the trainer's registry)
 
 METHODS = ("envgen", "fixed", "original_only", "easy_to_hard", "adversarial")
-GAMES = ("crafter", "heist")  # the keys of `envgen.games.GAMES`
-CRAFTER_ONLY_METHODS = ("easy_to_hard", "adversarial")  # curricula rank by Crafter score
+CURRICULA = ("easy_to_hard", "adversarial")  # rank worlds by Crafter score: `GameSpec.base`
 MAX_CYCLES = 10_000
 MAX_COHORT = 64
 MIN_SCORED_STEPS_PER_ENV = 100
@@ -130,7 +103,7 @@ class RunConfig:
     """Who writes the environments: llm (the method) | random (domain randomization) |
     heuristic (rule-based, adaptive) | sfl (Sampling For Learnability over random's worlds)
     | plr (PLR-robust over random's worlds); the last four are baselines
-    (envgen.loop.world_designers)."""
+    (registered in `envgen.loop.world_designers.DESIGNERS`)."""
     heuristic_first_set: str = "initial_set"
     """The heuristic designer's first set (no feedback yet): "initial_set", the tech tree
     spread shifted by `initial_set`, the same for every seed; or "seed_mod_3", one of three
@@ -228,7 +201,7 @@ class RunConfig:
         original game), PPO, a network vmap can batch (NCHW)."""
         return (
             self.method == "original_only"
-            and self.game == "crafter"
+            and GAME_RULES[self.game].cohorts
             and self.agent == "ppo"
             and not self.channels_last
         )
@@ -240,6 +213,8 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ppo", PPOOverrides(self.ppo))  # names and types checked
+        if self.game not in GAME_RULES:
+            raise ConfigError("game", f"{self.game!r}; allowed: {', '.join(GAME_RULES)}")
         if self.method not in METHODS:
             raise ConfigError("method", f"{self.method!r}; allowed: {', '.join(METHODS)}")
         if self.agent not in AGENTS:
@@ -262,7 +237,7 @@ class RunConfig:
             )
         if self.designer not in DESIGNERS:
             raise ConfigError("designer", f"{self.designer!r}; allowed: {', '.join(DESIGNERS)}")
-        if self.designer != "llm" and (self.game != "crafter" or self.obfuscated):
+        if not DESIGNERS[self.designer].llm and (not GAME_RULES[self.game].base or self.obfuscated):
             raise ConfigError(
                 "designer",
                 f"{self.designer!r} writes plain-named Crafter worlds only; use designer: llm",
@@ -272,14 +247,12 @@ class RunConfig:
                 "heuristic_first_set",
                 f"{self.heuristic_first_set!r}; allowed: {', '.join(HEURISTIC_FIRST_SETS)}",
             )
-        if self.heuristic_first_set != "initial_set" and self.designer != "heuristic":
-            raise ConfigError(
-                "heuristic_first_set", "applies to designer: heuristic only; leave it out"
-            )
+        for designer, kind in DESIGNERS.items():
+            for name in kind.fields if self.designer != designer else ():
+                if getattr(self, name) != getattr(RunConfig, name):
+                    raise ConfigError(name, f"applies to designer: {designer} only; leave it out")
         self._check_curation()
-        if self.game not in GAMES:
-            raise ConfigError("game", f"{self.game!r}; allowed: {', '.join(GAMES)}")
-        if self.game != "crafter" and self.method in CRAFTER_ONLY_METHODS:
+        if not GAME_RULES[self.game].base and self.method in CURRICULA:
             raise ConfigError(
                 "method",
                 f"{self.method!r} ranks environments by the Crafter score and runs on "
@@ -317,76 +290,60 @@ class RunConfig:
         at_most(self.total_steps, MAX_STEPS, "n_cycles", "env steps of the whole run")
 
     def _check_curation(self) -> None:
-        """SFL's and PLR's fields: their designer only, EnvGen's schedule only, curation
-        inside a cycle, PLR's weights in range."""
-        for designer, fields in CURATED_FIELDS.items():
-            if self.designer != designer:
-                for name in fields:
-                    if getattr(self, name) != getattr(RunConfig, name):
-                        raise ConfigError(
-                            name, f"applies to designer: {designer} only; leave it out"
-                        )
-        if self.designer not in CURATED_FIELDS:
+        """A curating designer's fields (SFL's, PLR's): EnvGen's schedule only, rollouts
+        inside a cycle, its own ranges (`CurationSettings.check`)."""
+        budget = self.rollouts
+        if budget is None:
             return
-        kind = self.designer
+        kind, settings = self.designer, self.designer_settings
         if self.method != "envgen":
             raise ConfigError(
                 "designer",
                 f"{kind} curates each cycle of method envgen; got method {self.method!r}",
             )
-        names = (f"{kind}_candidates", f"{kind}_rollout_envs", f"{kind}_rollout_steps")
-        for name in names + (("plr_capacity",) if kind == "plr" else ()):
+        names = DESIGNERS[kind].fields[:3]  # candidates, rollout envs, rollout steps
+        for name in names:
             if getattr(self, name) < 1:
                 raise ConfigError(name, "must be >= 1")
             at_most(getattr(self, name), MAX_STEPS, name, "candidates, envs or steps")
-        candidates, envs, steps = (getattr(self, name) for name in names)
-        # PLR plays the last cycle's N worlds again besides N or more new ones.
-        needed = self.envs_per_call * (2 if kind == "plr" else 1)
-        if candidates < needed:
+        settings.check()
+        needed = self.envs_per_call * (1 + settings.replays)
+        if budget.candidates < needed:
             raise ConfigError(
                 names[0],
-                f"{candidates} candidates cannot give {self.envs_per_call} worlds "
+                f"{budget.candidates} candidates cannot give {self.envs_per_call} worlds "
                 f"(envs_per_call); sample at least {needed}",
             )
-        if self.curation_steps_per_cycle >= self.llm_env_steps:
+        if budget.env_steps >= self.llm_env_steps:
             raise ConfigError(
                 names[0],
-                f"{kind.upper()}'s rollouts take {candidates} x {envs} x {steps} = "
-                f"{self.curation_steps_per_cycle:,} env steps a cycle, out of its "
+                f"{kind.upper()}'s rollouts take {budget.candidates} x {budget.envs} x "
+                f"{budget.steps} = {budget.env_steps:,} env steps a cycle, out of its "
                 f"llm_env_steps ({self.llm_env_steps:,}), leaving none to train; lower "
                 f"{', '.join(names[:2])} or {names[2]}",
             )
-        if kind == "plr":
-            beta = self.plr_temperature
-            if isinstance(beta, bool) or not 0 < beta < float("inf"):  # NaN fails too
-                raise ConfigError("plr_temperature", f"{beta!r}: beta of the rank weights, > 0")
-            rho, fill = self.plr_staleness, self.plr_min_fill
-            if isinstance(rho, bool) or not 0 <= rho <= 1:
-                raise ConfigError("plr_staleness", f"{rho!r}: a share in [0, 1]")
-            if isinstance(fill, bool) or not 0 < fill <= 1:  # 0 would replay an empty buffer
-                raise ConfigError("plr_min_fill", f"{fill!r}: a share in (0, 1]")
 
     # --- derived values --------------------------------------------------------------
+    @property
+    def designer_settings(self) -> Any:
+        """The designer's settings dataclass from its fields (`DESIGNERS`), or
+        None for a designer without settings."""
+        settings = DESIGNERS[self.designer].settings
+        if settings is None:
+            return None
+        return settings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(settings)})
+
+    @property
+    def rollouts(self) -> RolloutBudget | None:
+        """What the designer's rollouts of the policy play each cycle (SFL, PLR), or None."""
+        return self.designer_settings.budget if DESIGNERS[self.designer].rollouts else None
+
     @property
     def curation_steps_per_cycle(self) -> int:
         """Env steps of SFL's or PLR's rollouts each cycle (0 for other designers). They
         count in the run's budget: they come out of the cycle's `llm_env_steps`."""
-        if self.designer == "sfl":
-            return self.sfl_candidates * self.sfl_rollout_envs * self.sfl_rollout_steps
-        if self.designer == "plr":
-            return self.plr_candidates * self.plr_rollout_envs * self.plr_rollout_steps
-        return 0
-
-    @property
-    def plr_settings(self) -> PLRSettings:
-        """The plr_* fields, for `envgen.loop.world_designers.PLRDesigner`."""
-        return PLRSettings(
-            self.plr_candidates,
-            self.plr_capacity,
-            self.plr_temperature,
-            self.plr_staleness,
-            self.plr_min_fill,
-        )
+        budget = self.rollouts
+        return 0 if budget is None else budget.env_steps
 
     @property
     def curation_steps(self) -> int:
@@ -407,7 +364,7 @@ class RunConfig:
     @property
     def uses_llm(self) -> bool:
         """Whether the designer is the LLM (needs replies: cache or server)."""
-        return self.uses_designer and self.designer == "llm"
+        return self.uses_designer and DESIGNERS[self.designer].llm
 
     @property
     def llm_adapts(self) -> bool:
@@ -442,10 +399,9 @@ class RunConfig:
             del out["designer"]
         if out["heuristic_first_set"] == "initial_set":
             del out["heuristic_first_set"]
-        for designer, fields in CURATED_FIELDS.items():
-            if self.designer != designer:
-                for name in fields:
-                    del out[name]
+        for designer, kind in DESIGNERS.items():
+            for name in kind.fields if self.designer != designer else ():
+                out.pop(name, None)
         if out["agent"] == "ppo":
             del out["agent"]
         for name in ("bf16_autocast", "channels_last", "llm_temperature", "llm_redraw_repeats"):
@@ -469,11 +425,7 @@ class RunConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
         """Typed construction: an unknown key fails loudly, naming the allowed ones."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise unknown_key(unknown[0], unknown[0], names, "run option")
-        check_types(cls, data)
+        check_fields(cls, data, what="run option")
         return cls(**data)
 
     @classmethod

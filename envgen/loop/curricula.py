@@ -21,10 +21,10 @@ from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Trainer, crafter_vec_env_factory
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.files import write_json_atomic
-from envgen.loop.paths import read_json
 from envgen.loop.run_state import Run
 from envgen.loop.world_designers import make_designer
 from envgen.scoring import summarize
+from envgen.store.run_dir import RunDir, read_json
 
 
 def run_curriculum(run: Run) -> None:
@@ -42,7 +42,7 @@ def run_curriculum(run: Run) -> None:
             chosen = hardest_for_agent(run, pool, cycle)
         selected = [pool[i] for i in chosen]
         write_json_atomic(
-            run.paths.cycle(cycle) / "environments.json",
+            run.paths.cycle(cycle).environments,
             {"configs": [c.to_dict() for c in selected], "pool_indices": chosen},
         )
         step += cfg.llm_env_steps
@@ -59,7 +59,7 @@ def generate_pool(run: Run, set_offset: int) -> list[CrafterConfig]:
         run.designer.options, initial_set=run.config.initial_set + set_offset
     )
     designer = make_designer(
-        run.config.designer, options, run.seed, run.llm, run.config.heuristic_first_set
+        run.config.designer, options, run.seed, run.config.designer_settings, llm=run.llm
     )
     parsed = designer.generate(run.config.curriculum_pool)
     run.save_llm_calls()
@@ -70,15 +70,15 @@ def rank_by_validation_agents(run: Run, pool: list[CrafterConfig]) -> list[int]:
     """Pool indices sorted by a fresh validation agent's Crafter score, highest first.
 
     Each agent trains `validation_steps` in one environment and is scored over the
-    episodes it finished; scores are kept in validation.json as they come, so a
+    episodes it finished; scores are kept in the run's validation file as they come, so a
     resumed run trains only the agents it has not scored yet.
     """
-    path = run.paths.root / "validation.json"
+    path = run.paths.validation
     scores: dict[str, float] = read_json(path) if path.is_file() else {}
     for i, env in enumerate(pool):
         if str(i) in scores:
             continue
-        agent_dir = run.paths.root / "validation" / f"env-{i:02d}"
+        agent_dir = run.paths.validation_agents / f"env-{i:02d}"
         trainer = Trainer(
             run.trainer.model_cfg,
             run.trainer.ppo_cfg,
@@ -92,7 +92,7 @@ def rank_by_validation_agents(run: Run, pool: list[CrafterConfig]) -> list[int]:
             trainer.train_until(run.config.validation_steps, [env], phase="validation")
         finally:
             trainer.close()
-        episodes = read_jsonl(agent_dir / "episodes.jsonl")
+        episodes = read_jsonl(RunDir(agent_dir).episodes)
         scores[str(i)] = summarize(episodes)["score"] if episodes else 0.0
         write_json_atomic(path, scores)
     return sorted(range(len(pool)), key=lambda i: -scores[str(i)])
@@ -100,7 +100,7 @@ def rank_by_validation_agents(run: Run, pool: list[CrafterConfig]) -> list[int]:
 
 def hardest_for_agent(run: Run, pool: list[CrafterConfig], cycle: int) -> list[int]:
     """The `envs_per_call` pool indices where the current agent scores lowest."""
-    path = run.paths.cycle(cycle) / "adversarial_test.json"
+    path = run.paths.cycle(cycle).adversarial_test
     if path.is_file():
         scores = read_json(path)
     else:

@@ -31,14 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from envgen.envs.crafter.config import INVENTORY_MAX, RARITIES, CrafterConfig
+from envgen.envs.game_rules import GAME_RULES
 from envgen.errors import EnvGenError, LLMResponseError
 from envgen.files import write_json_atomic
 from envgen.llm.cache import DEFAULT_CACHE_DIR, ResponseCache
 from envgen.llm.conversation import REASK_SUFFIX, REDRAW_SUFFIX, base_label
 from envgen.llm.parse import parse_environments, settings_key
 from envgen.llm.slots import FEEDBACK_LINE
-from envgen.loop.paths import read_json
 from envgen.loop.world_designers import RECIPES, Recipe
+from envgen.store.run_dir import RunDir, read_json
 
 WEAKEST = 5
 _LABEL = re.compile(
@@ -105,8 +106,8 @@ def reply_quality(entry: Mapping[str, Any]) -> ReplyQuality | None:
     clamped = sum("out of range" in w for w in parsed.warnings)
     fields = sum(_values(c, game) for c in parsed.configs)
     toward = None
-    crafter_adaptation = game == "crafter" and match["stage"] != "initial"
-    if crafter_adaptation and not obfuscated and not match["reask"]:
+    base_adaptation = GAME_RULES[game].base and match["stage"] != "initial"
+    if base_adaptation and not obfuscated and not match["reask"]:
         messages = entry["request"]["messages"]
         last = messages[-1]["content"]
         previous_text = last if "```json" in last else messages[-2]["content"]
@@ -128,7 +129,7 @@ def _values(config: Any, game: str) -> int:
     """Values a world offers to set: every setting and, in Crafter, all 12 items (its
     inventory lists only the items it hands over)."""
     data = config.to_dict()
-    items = len(INVENTORY_MAX) if game == "crafter" else len(data["inventory_settings"])
+    items = len(INVENTORY_MAX) if GAME_RULES[game].base else len(data["inventory_settings"])
     return len(data["environment_settings"]) + items
 
 
@@ -167,14 +168,15 @@ def measure_groups(
 
 
 def run_keys(run_dirs: Sequence[Path]) -> set[str]:
-    """The cache keys of the calls the runs under `run_dirs` made (each run's
-    llm_calls.json; a config directory stands for all its seeds)."""
+    """The cache keys of the calls the runs under `run_dirs` made (each run's LLM call
+    log; a config directory stands for all its seeds)."""
     keys: set[str] = set()
     for root in run_dirs:
-        files = [root / "llm_calls.json"] if (root / "llm_calls.json").is_file() else []
-        files += sorted(root.glob("seed-*/llm_calls.json"))
+        runs = [RunDir(root), *RunDir.seeds_of(root)]
+        files = [r.llm_calls for r in runs if r.llm_calls.is_file()]
         if not files:
-            raise EnvGenError(f"{root}: no llm_calls.json here or in its seed-* folders")
+            name = RunDir(root).llm_calls.name
+            raise EnvGenError(f"{root}: no {name} here or in its seed-* folders")
         for path in files:
             calls = read_json(path)
             if not isinstance(calls, list):
@@ -305,14 +307,14 @@ def main(argv: list[str] | None = None) -> int:
 def by_game(rows: Sequence[ReplyQuality]) -> dict[str, list[ReplyQuality]]:
     """`rows` split by game, Crafter first."""
     games: dict[str, list[ReplyQuality]] = {}
-    for q in sorted(rows, key=lambda q: (q.game != "crafter", q.game)):
+    for q in sorted(rows, key=lambda q: (not GAME_RULES[q.game].base, q.game)):
         games.setdefault(q.game, []).append(q)
     return games
 
 
 def _prefix(game: str) -> str:
     """Crafter's summaries are named by model alone (as before Heist was measured)."""
-    return "" if game == "crafter" else f"{game}: "
+    return "" if GAME_RULES[game].base else f"{game}: "
 
 
 if __name__ == "__main__":

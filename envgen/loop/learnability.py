@@ -9,7 +9,7 @@ p_i (1 - p_i), p_i the share of its rollout episodes that unlocked achievement i
 
 Pure functions over arrays (`learnability`, `top_n`), torch-free so that what reads
 worlds (the report, design quality) does not load the agent; the rollout that measures
-p_i is `envgen.loop.sfl_rollout`, the designer that uses them is `envgen.loop.
+p_i is `envgen.loop.level_rollout`, the designer that uses them is `envgen.loop.
 world_designers.SFLDesigner`, and the runner's `curation_rollouts` keeps each cycle's
 rollouts on disk.
 """

@@ -20,8 +20,8 @@ from envgen.llm.accounting import Ledger, write_accounting
 from envgen.llm.cache import CachedLLM
 from envgen.llm.request import ChatRequest, ChatResponse, record_key, request_record
 from envgen.loop.config import RunConfig
-from envgen.loop.paths import RunPaths
 from envgen.loop.world_designers import Designer
+from envgen.store.run_dir import RunDir
 
 
 def with_world_rules(config: Any, rules: str) -> Any:
@@ -83,7 +83,7 @@ class Run:
 
     config: RunConfig
     seed: int
-    paths: RunPaths
+    paths: RunDir
     trainer: Trainer
     options: RunOptions
     llm: CallLog | None
@@ -114,7 +114,7 @@ class Run:
         )
 
     def save_llm_calls(self) -> None:
-        """llm_calls.json and llm_accounting.json; a non-LLM designer's are empty/zero."""
+        """The LLM call log and accounting; a non-LLM designer's are empty/zero."""
         if self.llm is not None:
             write_json_atomic(self.paths.llm_calls, self.llm.calls)
             write_accounting(self.llm.llm.ledger, self.paths.llm_accounting)

@@ -12,14 +12,13 @@ game-specific comes from the game's entry in `envgen.games`.
 
 Every phase ends at an absolute global step, so a resumed run (trainer checkpoint +
 the per-cycle files written so far + LLM replies replayed from the cache) walks the
-same schedule and skips what is done. `final_metrics.json` is written when training
+same schedule and skips what is done. The final metrics are written when training
 ends, then the run is sealed (`envgen.store`: provenance closed, logs gzipped, manifest
 written last).
 """
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -42,13 +41,13 @@ from envgen.llm.slots import run_id, summarize_calls
 from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.loop.curricula import run_curriculum
 from envgen.loop.learnability import RolloutOutcome
-from envgen.loop.paths import RunPaths, read_json
+from envgen.loop.level_rollout import rollout_success
 from envgen.loop.run_state import CallLog, Run, RunOptions
-from envgen.loop.sfl_rollout import rollout_success
-from envgen.loop.world_designers import PLRDesigner, SFLDesigner, make_designer
+from envgen.loop.world_designers import DESIGNERS, make_designer
 from envgen.results_version import version_key
 from envgen.scoring import final_phase_summary
 from envgen.store.lifecycle import finish_run, start_session
+from envgen.store.run_dir import CycleDir, RunDir, read_json
 
 
 # --- the methods -----------------------------------------------------------------------
@@ -88,50 +87,39 @@ def ask_designer(run: Run, cycle: int, stats: dict[str, tuple[float, float]] | N
     first_new = len(run.designer.messages)
     if cycle == 1 and run.designer.results:
         parsed = run.designer.results[0]  # asked before the run started (execute_run)
-    elif cycle == 1:  # SFL, PLR: the first call rolls out the initial policy
+    elif cycle == 1:  # designers that play the policy: the first call rolls out the initial one
         parsed = run.designer.generate(run.config.envs_per_call)
     else:
         assert stats is not None
         parsed = run.designer.adapt(stats)
         feedback = run.designer.messages[first_new].content
-        if not (cycle_dir / "feedback.txt").is_file():
-            (cycle_dir).mkdir(parents=True, exist_ok=True)
-            (cycle_dir / "feedback.txt").write_text(feedback, encoding="utf-8")
+        if not cycle_dir.feedback.is_file():
+            cycle_dir.root.mkdir(parents=True, exist_ok=True)
+            cycle_dir.feedback.write_text(feedback, encoding="utf-8")
     record: dict[str, Any] = {
         "configs": [c.to_dict() for c in parsed.configs],
         "warnings": parsed.warnings,
         "repaired": parsed.repaired,
+        **run.designer.cycle_record(),
     }
-    if isinstance(run.designer, SFLDesigner):
-        curation = run.designer.curations[-1]
-        record["sfl"] = {"scores": curation.scores, "chosen": curation.chosen}
-    if isinstance(run.designer, PLRDesigner):
-        replay = run.designer.replays[-1]
-        record["plr"] = {
-            "rescored": replay.rescored,
-            "scores": replay.scores,
-            "inserted": replay.inserted,
-            "replay": replay.replay,
-            "chosen": replay.chosen,
-            "buffer": replay.buffer,
-        }
-    write_json_atomic(cycle_dir / "environments.json", record)
+    write_json_atomic(cycle_dir.environments, record)
     run.save_llm_calls()
     return run.designed(parsed.configs)
 
 
 def curation_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> RolloutOutcome:
-    """The current policy rolled out on SFL's or PLR's candidates of `cycle` (once: a
-    resumed run reads cycles/cycle-NN/sfl_rollouts.json or plr_rollouts.json, since its
-    policy has moved on since).
+    """The current policy rolled out on a curating designer's (SFL's, PLR's) candidates
+    of `cycle` (once: a resumed run reads the cycle's rollout file (`CycleDir.rollouts`),
+    since its policy has moved on since).
 
-    `sfl_rollout_envs` (`plr_rollout_envs`) envs per candidate play `sfl_rollout_steps`
-    (`plr_rollout_steps`) steps each in the world as it is played (`llm_world_rules`),
-    envs and actions seeded by (run seed, cycle); `envgen.loop.sfl_rollout.
-    rollout_success`, which for PLR also measures the positive value loss.
+    The designer's `RolloutBudget` says how many envs per candidate play how many steps
+    each in the world as it is played (`llm_world_rules`), envs and actions seeded by
+    (run seed, cycle); `envgen.loop.level_rollout.rollout_success`, which also measures
+    the positive value loss when the budget asks for it (PLR).
     """
-    cfg, kind = run.config, run.config.designer
-    path = run.paths.cycle(cycle) / f"{kind}_rollouts.json"
+    cfg, kind, budget = run.config, run.config.designer, run.config.rollouts
+    assert budget is not None
+    path = run.paths.cycle(cycle).rollouts(kind)
     worlds = [c.to_dict() for c in candidates]
     if path.is_file():
         saved = read_json(path)
@@ -141,12 +129,12 @@ def curation_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> Rollou
                 "the file belongs to another run or code: remove the run directory and rerun"
             )
         return RolloutOutcome.from_dict(saved)
-    ppo = run.game.ppo_config(cfg.ppo) if kind == "plr" else None  # PLR's GAE
+    ppo = run.game.ppo_config(cfg.ppo) if budget.value_loss else None  # PLR's GAE
     outcome = rollout_success(
         run.trainer.model,
         run.designed(candidates),
-        getattr(cfg, f"{kind}_rollout_envs"),
-        getattr(cfg, f"{kind}_rollout_steps"),
+        budget.envs,
+        budget.steps,
         derive_seed(run.seed, f"{kind}-rollout-envs", cycle),
         derive_seed(run.seed, f"{kind}-rollout-actions", cycle),
         crafter_vec_env_factory(run.options.num_workers),
@@ -160,13 +148,13 @@ def curation_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> Rollou
     return outcome
 
 
-def cycle_evaluation(run: Run, cycle: int, cycle_dir: Path) -> dict[str, tuple[int, int]]:
+def cycle_evaluation(run: Run, cycle: int, cycle_dir: CycleDir) -> dict[str, tuple[int, int]]:
     """Evaluate in the original game after a cycle (once; a resumed run reads the file).
 
     Returns the feedback: per skill, the authors' rounded mean and std over
     `feedback_evals` evaluation runs of `eval_episodes` episodes (envgen.agents.evaluate).
     """
-    path = cycle_dir / "evaluation.json"
+    path = cycle_dir.evaluation
     if path.is_file():
         result = read_json(path)
     else:
@@ -227,14 +215,14 @@ def execute_run(
     so a run that cannot get it leaves no directory behind.
     """
     options = options or RunOptions()
-    paths = RunPaths.of(runs_root, config, seed)
+    paths = RunDir.of(runs_root, config.config_hash(), seed)
     if paths.finished:
         return paths.root
     if paths.final_metrics.is_file():  # killed after training, before sealing
         finish_run(paths.root, read_json(paths.final_metrics)["global_steps"])
         return paths.root
     game = game_spec(config.game)
-    if config.game == "crafter":  # scored by its training episodes (Heist: test episodes)
+    if game.rules.scored_in_training:
         check_scored_phase(config.final_steps, game.ppo_config(config.ppo).num_envs)
     numerics.enter(config.cpu_numerics, options.device)  # before any float is computed
     if paths.root.exists() and not options.resume:
@@ -258,14 +246,12 @@ def execute_run(
             config.designer,
             prompt_options,
             seed,
-            call_log,
-            config.heuristic_first_set,
-            config.sfl_candidates,
-            config.plr_settings,
+            config.designer_settings,
+            llm=call_log,
+            # the current policy's rollouts: `run` is bound below, before any call
+            rollout=lambda cycle, worlds: curation_rollouts(run, cycle, worlds),
         )
-        if config.method in ("envgen", "fixed") and not isinstance(
-            designer, SFLDesigner | PLRDesigner
-        ):
+        if config.method in ("envgen", "fixed") and not DESIGNERS[config.designer].rollouts:
             designer.generate(config.envs_per_call)  # fails before any file is written
 
     started = time.monotonic()
@@ -285,8 +271,6 @@ def execute_run(
         checkpoint_seconds=60 * options.checkpoint_minutes,
     )
     run = Run(config, seed, paths, trainer, options, call_log, designer, game)
-    if isinstance(designer, SFLDesigner | PLRDesigner):
-        designer.rollout = functools.partial(curation_rollouts, run)
     try:
         trainer.resume()
         start_session(
@@ -344,7 +328,7 @@ def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
 
     The paper's Heist score is the success over 100 test episodes per seed (docs/paper.md,
     "Agent and training protocol"); here `eval_episodes` per run, levels and action noise
-    from the run seed. The test episodes are kept in test_episodes.jsonl.
+    from the run seed. The test episodes are kept in `RunDir.test_episodes`.
     """
     records = play_test_episodes(
         run.trainer.model,
@@ -352,7 +336,7 @@ def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
         run.config.eval_episodes,
         run.options.device,
     )
-    log_path = run.paths.root / "test_episodes.jsonl"
+    log_path = run.paths.test_episodes
     log_path.unlink(missing_ok=True)
     log = JsonlLog(log_path)
     for record in records:
@@ -379,7 +363,7 @@ def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
     }
 
 
-# Explicit registry: RunConfig.game -> its final metrics (final_metrics.json).
+# Explicit registry: RunConfig.game -> its final metrics (`RunDir.final_metrics`).
 FINAL_METRICS: dict[str, Callable[[Run, float], dict[str, Any]]] = {
     "crafter": crafter_final_metrics,
     "heist": heist_final_metrics,

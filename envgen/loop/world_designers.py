@@ -17,11 +17,16 @@ LLM's world knowledge matter, or would any varied (`random`), feedback-driven
   one of three first sets by seed (`FIRST_SET_ORDERS`), as the paper's 3 sets x 10 seeds.
 - `sfl` (Sampling For Learnability, `SFLDesigner`): each call draws more worlds with
   `random`'s sampler, has the current policy play them and writes the N most learnable
-  (`envgen.loop.learnability`); the runner binds its rollout.
+  (`envgen.loop.learnability`); it is built with the loop's rollout of the policy.
 - `plr` (PLR-robust, `PLRDesigner`): keeps a buffer of worlds scored by the policy's
   positive value loss, scores new worlds from `random`'s sampler without training on
   them, and writes N worlds replayed from the buffer by rank and staleness
-  (`envgen.loop.level_buffer`); the runner binds its rollout as for `sfl`.
+  (`envgen.loop.level_buffer`); built with the rollout as `sfl`.
+
+`DESIGNERS`, at the end, registers each by name (`RunConfig.designer`) with its settings
+and what it takes from the loop; the config, the runner, the curricula and the ranking
+bench read everything about a designer from its entry, so adding one is its class (in
+its own module) and one entry there.
 
 Their replies are JSON text that goes through `parse_environments`, the LLM's own
 validation; the adaptation prompt an LLM would have read is kept in `messages` (the
@@ -35,17 +40,18 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from envgen.agents.seeding import derive_seed
 from envgen.envs.crafter.config import ENV_FIELDS, INVENTORY_MAX
+from envgen.errors import ConfigError
+from envgen.input_checks import MAX_STEPS, at_most
 from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
 from envgen.llm.design_spec import design_spec
 from envgen.llm.parse import ParsedEnvironments, parse_environments
 from envgen.llm.request import LLMCallable, Message
-from envgen.loop.config import DESIGNERS, PLRSettings
 from envgen.loop.learnability import RolloutOutcome, learnability, top_n
 from envgen.loop.level_buffer import LevelBuffer
 
@@ -60,6 +66,111 @@ class Designer(Protocol):
     def generate(self, n: int) -> ParsedEnvironments: ...
 
     def adapt(self, success_stats: Mapping[str, tuple[float, float]]) -> ParsedEnvironments: ...
+
+    def cycle_record(self) -> dict[str, Any]:
+        """What the last call decided besides its worlds, for the cycle's environments.json
+        (SFL's scores and choice, PLR's buffer); {} for designers that keep nothing."""
+        ...
+
+
+class LLMDesigner(EnvironmentDesigner):
+    """The method: the LLM writes and adapts the worlds (`envgen.llm.conversation`)."""
+
+    def __init__(self, options: PromptOptions, seed: int, *, llm: LLMCallable):
+        super().__init__(options, llm)
+
+    def cycle_record(self) -> dict[str, Any]:
+        return {}
+
+
+@dataclasses.dataclass(frozen=True)
+class HeuristicSettings:
+    """designer heuristic's `RunConfig` field (documented there)."""
+
+    heuristic_first_set: str = "initial_set"
+
+
+@dataclasses.dataclass(frozen=True)
+class RolloutBudget:
+    """What a curating designer's rollouts of the current policy play each cycle."""
+
+    candidates: int
+    """Worlds played."""
+    envs: int
+    """Envs per world."""
+    steps: int
+    """Steps each env plays."""
+    value_loss: bool
+    """Also measure each world's positive value loss (PLR's score: PPO's GAE)."""
+
+    @property
+    def env_steps(self) -> int:
+        """Env steps a cycle's rollouts take; they come out of the cycle's budget."""
+        return self.candidates * self.envs * self.steps
+
+
+class CurationSettings:
+    """A curating designer's `RunConfig` fields: its first three are candidates, rollout
+    envs and rollout steps (`budget`), named after the designer (`sfl_candidates`)."""
+
+    replays: ClassVar[int] = 0
+    """Worlds played again per world written (PLR: the last cycle's): candidates must be
+    at least (1 + replays) x envs_per_call."""
+
+    @property
+    def budget(self) -> RolloutBudget:
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """A `ConfigError` for a setting out of range beyond the budget's (none here)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SFLSettings(CurationSettings):
+    """designer sfl's `RunConfig` fields (documented there)."""
+
+    sfl_candidates: int
+    sfl_rollout_envs: int
+    sfl_rollout_steps: int
+
+    @property
+    def budget(self) -> RolloutBudget:
+        return RolloutBudget(
+            self.sfl_candidates, self.sfl_rollout_envs, self.sfl_rollout_steps, False
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class PLRSettings(CurationSettings):
+    """designer plr's `RunConfig` fields (documented there)."""
+
+    plr_candidates: int
+    plr_rollout_envs: int
+    plr_rollout_steps: int
+    plr_capacity: int
+    plr_temperature: float
+    plr_staleness: float
+    plr_min_fill: float
+    replays: ClassVar[int] = 1
+
+    @property
+    def budget(self) -> RolloutBudget:
+        return RolloutBudget(
+            self.plr_candidates, self.plr_rollout_envs, self.plr_rollout_steps, True
+        )
+
+    def check(self) -> None:
+        if self.plr_capacity < 1:
+            raise ConfigError("plr_capacity", "must be >= 1")
+        at_most(self.plr_capacity, MAX_STEPS, "plr_capacity", "candidates, envs or steps")
+        beta = self.plr_temperature
+        if isinstance(beta, bool) or not 0 < beta < float("inf"):  # NaN fails too
+            raise ConfigError("plr_temperature", f"{beta!r}: beta of the rank weights, > 0")
+        rho, fill = self.plr_staleness, self.plr_min_fill
+        if isinstance(rho, bool) or not 0 <= rho <= 1:
+            raise ConfigError("plr_staleness", f"{rho!r}: a share in [0, 1]")
+        if isinstance(fill, bool) or not 0 < fill <= 1:  # 0 would replay an empty buffer
+            raise ConfigError("plr_min_fill", f"{fill!r}: a share in (0, 1]")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # compared by identity: RECIPES holds each once
@@ -156,6 +267,9 @@ class _RuleDesigner:
         self._spec = design_spec(options.game)
         self._n = 0
 
+    def cycle_record(self) -> dict[str, Any]:
+        return {}
+
     def generate(self, n: int) -> ParsedEnvironments:
         self._n = n
         prompt = self._spec.prompts.initial_prompt(n, self._spec.name_map(False), True)
@@ -229,21 +343,17 @@ class Curation:
 
 
 class _CuratingDesigner(_RuleDesigner):
-    """The shared part of SFL and PLR: a seed for `sample_worlds` and the policy's
-    rollout, bound by the runner once the policy exists, that scores worlds."""
+    """The shared part of SFL and PLR: a seed for `sample_worlds` and the loop's rollout
+    of the current policy, which scores worlds."""
 
-    def __init__(self, options: PromptOptions, seed: int):
+    def __init__(self, options: PromptOptions, seed: int, *, rollout: Rollout):
         super().__init__(options)
         self.seed = seed
-        self.rollout: Rollout | None = None
+        self.rollout = rollout
 
     def play(self, pool: list[dict[str, Any]]) -> RolloutOutcome:
         """The policy's rollout on `pool` (worlds as written), as the loop would play
         them: validated by `parse_environments`, in this call's cycle."""
-        if self.rollout is None:
-            raise RuntimeError(
-                f"{type(self).__name__}.rollout: bind the policy's rollout before asking"
-            )
         reply = json.dumps({"environments": pool})
         worlds = parse_environments(reply, len(pool), self.options.game).configs
         return self.rollout(len(self.results) + 1, worlds)
@@ -256,13 +366,19 @@ class SFLDesigner(_CuratingDesigner):
     N are the N domain randomization trains on at the same seed and cycle), has
     `rollout` measure the current policy's per-achievement success on each, and writes
     the N of highest learnability. The feedback it is given is not read: the rollouts
-    are its feedback. `rollout` is bound by the runner once the policy exists.
+    are its feedback.
     """
 
-    def __init__(self, options: PromptOptions, seed: int, candidates: int):
-        super().__init__(options, seed)
-        self.candidates = candidates
+    def __init__(
+        self, options: PromptOptions, seed: int, settings: SFLSettings, *, rollout: Rollout
+    ):
+        super().__init__(options, seed, rollout=rollout)
+        self.candidates = settings.sfl_candidates
         self.curations: list[Curation] = []
+
+    def cycle_record(self) -> dict[str, Any]:
+        curation = self.curations[-1]
+        return {"sfl": {"scores": curation.scores, "chosen": curation.chosen}}
 
     def write(
         self, n: int, stats: Mapping[str, tuple[float, float]] | None
@@ -314,20 +430,37 @@ class PLRDesigner(_CuratingDesigner):
     """PLR-robust over domain randomization's worlds (docs/loop.md, "PLR-robust").
 
     Each call (every cycle) plays again the distinct buffer worlds the previous cycle
-    trained on and as many new worlds from `sample_worlds` as make `settings.candidates`
+    trained on and as many new worlds from `sample_worlds` as make `plr_candidates`
     in all (all new in cycle 1), without training; updates those scores and offers the
-    new worlds to the buffer (`LevelBuffer.insert`). Once it holds `settings.min_fill` of its
+    new worlds to the buffer (`LevelBuffer.insert`). Once it holds `plr_min_fill` of its
     capacity, the N worlds are drawn from it by `LevelBuffer.sample`, with replacement;
     before that they are the first N new worlds. So, as in robust PLR, no world is
     trained on before its score is known, and a replayed world's score is refreshed.
     """
 
-    def __init__(self, options: PromptOptions, seed: int, settings: PLRSettings):
-        super().__init__(options, seed)
+    def __init__(
+        self, options: PromptOptions, seed: int, settings: PLRSettings, *, rollout: Rollout
+    ):
+        super().__init__(options, seed, rollout=rollout)
         self.settings = settings
-        self.buffer = LevelBuffer(settings.capacity, settings.temperature, settings.staleness)
+        self.buffer = LevelBuffer(
+            settings.plr_capacity, settings.plr_temperature, settings.plr_staleness
+        )
         self.replays: list[Replay] = []
         self._trained: list[int] = []  # buffer slots of the last cycle's worlds
+
+    def cycle_record(self) -> dict[str, Any]:
+        replay = self.replays[-1]
+        return {
+            "plr": {
+                "rescored": replay.rescored,
+                "scores": replay.scores,
+                "inserted": replay.inserted,
+                "replay": replay.replay,
+                "chosen": replay.chosen,
+                "buffer": replay.buffer,
+            }
+        }
 
     def write(
         self, n: int, stats: Mapping[str, tuple[float, float]] | None
@@ -335,7 +468,7 @@ class PLRDesigner(_CuratingDesigner):
         cycle = len(self.results) + 1
         rescored = list(dict.fromkeys(self._trained))
         fresh = sample_worlds(
-            self.seed, self.options.initial_set, cycle, self.settings.candidates - len(rescored)
+            self.seed, self.options.initial_set, cycle, self.settings.plr_candidates - len(rescored)
         )
         outcome = self.play([self.buffer.levels[slot] for slot in rescored] + fresh)
         if outcome.value_loss is None:
@@ -347,7 +480,7 @@ class PLRDesigner(_CuratingDesigner):
             self.buffer.insert(world, score)
             for world, score in zip(fresh, scores[len(rescored) :], strict=True)
         ]
-        replay = self.buffer.size > 0 and self.buffer.fill() >= self.settings.min_fill
+        replay = self.buffer.size > 0 and self.buffer.fill() >= self.settings.plr_min_fill
         if replay:
             rng = np.random.default_rng(
                 derive_seed(self.seed, f"plr-replay/set{self.options.initial_set}", cycle)
@@ -388,13 +521,21 @@ def plr_purpose(replay: Replay, i: int) -> str:
 class HeuristicDesigner(_RuleDesigner):
     """Recipes for the weakest skills (module docstring; `weakest_recipes`).
 
-    `first_set`: None, the first call's spread shifted by the initial set (the default);
-    k in 0..2, the first call writes `first_recipes(n, k)` instead.
+    Its first call spreads over the tech tree shifted by the initial set (the default),
+    or, under `heuristic_first_set: seed_mod_3`, writes `first_recipes(n, k)` with k =
+    (seed + initial set) mod 3.
     """
 
-    def __init__(self, options: PromptOptions, first_set: int | None = None):
+    def __init__(
+        self,
+        options: PromptOptions,
+        seed: int = 0,
+        settings: HeuristicSettings = HeuristicSettings(),
+    ):
         super().__init__(options)
-        self.first_set = first_set
+        self.first_set: int | None = None
+        if settings.heuristic_first_set == "seed_mod_3":
+            self.first_set = (seed + options.initial_set) % len(FIRST_SET_ORDERS)
 
     def write(
         self, n: int, stats: Mapping[str, tuple[float, float]] | None
@@ -442,31 +583,57 @@ def first_recipes(n: int, k: int) -> list[Recipe]:
     return [RECIPES[order[int(i * step) % len(order)]] for i in range(n)]
 
 
+# --- the registry: `RunConfig.designer` -> its class, its settings, what it takes -----
+@dataclasses.dataclass(frozen=True)
+class DesignerKind:
+    """One registered designer."""
+
+    cls: type
+    """Built as cls(options, seed[, settings][, llm=][, rollout=])."""
+    settings: type | None = None
+    """Dataclass of its `RunConfig` fields (same names), or None."""
+    llm: bool = False
+    """It asks the LLM: the run needs replies (cache or server) and passes its call log."""
+
+    @property
+    def rollouts(self) -> bool:
+        """It scores worlds by rollouts of the current policy (`CurationSettings`)."""
+        return self.settings is not None and issubclass(self.settings, CurationSettings)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Its `RunConfig` fields."""
+        return tuple(f.name for f in dataclasses.fields(self.settings)) if self.settings else ()
+
+
+DESIGNERS: dict[str, DesignerKind] = {
+    "llm": DesignerKind(LLMDesigner, llm=True),
+    "random": DesignerKind(RandomDesigner),
+    "heuristic": DesignerKind(HeuristicDesigner, HeuristicSettings),
+    "sfl": DesignerKind(SFLDesigner, SFLSettings),
+    "plr": DesignerKind(PLRDesigner, PLRSettings),
+}
+
+
 def make_designer(
     kind: str,
     options: PromptOptions,
     seed: int,
-    llm: LLMCallable | None,
-    heuristic_first_set: str = "initial_set",
-    sfl_candidates: int = 16,
-    plr: PLRSettings | None = None,
+    settings: Any = None,
+    *,
+    llm: LLMCallable | None = None,
+    rollout: Rollout | None = None,
 ) -> Designer:
-    """The designer `kind` (`DESIGNERS`); `llm` is needed by the LLM designer only;
-    `heuristic_first_set` and `sfl_candidates` as the `RunConfig` fields of those names,
-    `plr` the plr_* fields (`RunConfig.plr_settings`)."""
-    if kind == "llm":
-        assert llm is not None
-        return EnvironmentDesigner(options, llm)
-    if kind == "random":
-        return RandomDesigner(options, seed)
-    if kind == "sfl":
-        return SFLDesigner(options, seed, sfl_candidates)
-    if kind == "plr":
-        assert plr is not None, "make_designer: the plr designer needs its PLRSettings"
-        return PLRDesigner(options, seed, plr)
-    if kind == "heuristic":
-        if heuristic_first_set == "seed_mod_3":
-            first = (seed + options.initial_set) % len(FIRST_SET_ORDERS)
-            return HeuristicDesigner(options, first)
-        return HeuristicDesigner(options)
-    raise ValueError(f"designer {kind!r}; allowed: {', '.join(DESIGNERS)}")
+    """The designer `kind` with what its entry says it takes: `settings` (its settings
+    dataclass, `RunConfig.designer_settings`; None: the class's defaults), the LLM's
+    call log, the loop's rollout of the current policy."""
+    entry = DESIGNERS[kind]
+    given: dict[str, Any] = {}
+    if entry.llm:
+        assert llm is not None, f"designer {kind!r} asks the LLM: pass its call log"
+        given["llm"] = llm
+    if entry.rollouts:
+        assert rollout is not None, f"designer {kind!r} plays the policy: pass its rollout"
+        given["rollout"] = rollout
+    args = (settings,) if settings is not None else ()
+    return entry.cls(options, seed, *args, **given)

@@ -1,6 +1,6 @@
 """How diverse the worlds are that runs trained on (docs/campaign_sfl.md, D2).
 
-Read from each run's cycles/cycle-NN/environments.json, fixed before the campaign's
+Read from each run's cycles' worlds (`CycleDir.environments`), fixed before the campaign's
 runs: distinct worlds (a world is its environment and inventory settings, as
 `envgen.llm.parse.settings_key` compares them), the coverage of each knob (the share of
 worlds at each value of each environment setting; per inventory item the mean starting
@@ -22,8 +22,8 @@ import numpy as np
 
 from envgen.envs.crafter.config import ENV_FIELDS, INVENTORY_MAX, CrafterConfig
 from envgen.errors import EnvGenError
-from envgen.loop.paths import read_json
 from envgen.loop.world_designers import sample_worlds
+from envgen.store.run_dir import CycleDir, RunDir, read_json
 
 World = dict[str, Any]  # a config in the authors' layout (`CrafterConfig.to_dict`)
 
@@ -37,10 +37,15 @@ def world_key(world: World) -> str:
 def run_cycles(run_dir: Path) -> list[list[World]]:
     """The worlds each cycle of a run trained on, cycle 1 first; an `EnvGenError` naming
     the run when it has none."""
-    paths = sorted((run_dir / "cycles").glob("cycle-*/environments.json"))
-    if not paths:
-        raise EnvGenError(f"{run_dir}: no cycles/cycle-NN/environments.json; is it an EnvGen run?")
-    return [read_json(p)["configs"] for p in paths]
+    cycles = _cycles(run_dir)
+    if not cycles:
+        raise EnvGenError(f"{run_dir}: no cycle's worlds (cycles/); is it an EnvGen run?")
+    return [read_json(c.environments)["configs"] for c in cycles]
+
+
+def _cycles(run_dir: Path) -> list[CycleDir]:
+    """The run's cycles that hold their worlds, in order."""
+    return [c for c in RunDir(run_dir).cycles() if c.environments.is_file()]
 
 
 def coverage(worlds: Sequence[World]) -> dict[str, Any]:
@@ -106,11 +111,12 @@ def sfl_choices(run_dir: Path) -> list[dict[str, Any]]:
     among the first N candidates (those domain randomization trains on at that seed and
     cycle; N = the worlds chosen)."""
     out = []
-    for path in sorted((run_dir / "cycles").glob("cycle-*/environments.json")):
+    for cycle in _cycles(run_dir):
+        path = cycle.environments
         sfl = read_json(path).get("sfl")
         if sfl is None:
             raise EnvGenError(f"{path}: no SFL choice; is {run_dir} a designer: sfl run?")
-        rollouts = read_json(path.parent / "sfl_rollouts.json")
+        rollouts = read_json(cycle.rollouts("sfl"))
         scores, chosen = np.array(sfl["scores"]), sfl["chosen"]
         out.append(
             {

@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
-from pathlib import Path
 
 import numpy as np
 
@@ -94,9 +92,9 @@ MEASURED_KERNEL_COHORT_SPS: dict[tuple[str, str, str, int], float] = {}
 KERNEL_COHORT_MEASURED_ON = ""
 AD_COST = 3.0  # AD's env step costs this many PPO steps of GPU time (ASSUMED, not measured)
 
-# Where each measured rate above was copied from (repository paths): `unsourced_rates`
-# checks that the file prints it. The H100 levels survive only in that call's README (its
-# bench log kept the warnings, not the lines).
+# Where each measured rate above was copied from (repository paths): a test
+# (tests/test_pipeline_gpu_plan.py) checks that the file prints it. The H100 levels
+# survive only in that call's README (its bench log kept the warnings, not the lines).
 H100 = "results/gpu/2026-11-26-h100/README.md"
 H200_26 = "results/gpu/2026-11-26-h200/"
 H200_27 = "results/gpu/2026-11-27-h200/"
@@ -113,42 +111,6 @@ MEASURED_SOURCES: dict[tuple, str] = {
     ("pipelined", "paper", "bf16", 16, 2): STEADY + "bench_bf16_pipelined_16.log",
     ("pipelined", "paper", "float32", 8, 2): H200_27 + "bench_float32_pipelined.log",
 }
-
-
-def measured_rates() -> dict[tuple, float]:
-    """Every measured rate of this module, keyed as `MEASURED_SOURCES`."""
-    rates: dict[tuple, float] = {}
-    for model, levels in MEASURED_GPU_SPS.items():
-        rates.update({("gpu", model, n): v for n, v in levels.items()})
-    rates.update({("cohort", *k): v for k, v in MEASURED_COHORT_SPS.items()})
-    rates.update({("pipelined", *k): v for k, v in MEASURED_PIPELINED_COHORT_SPS.items()})
-    rates.update({("kernels", *k): v for k, v in MEASURED_KERNEL_COHORT_SPS.items()})
-    return rates
-
-
-def unsourced_rates(repo: Path) -> list[str]:
-    """The measured rates whose source file is missing, or does not print the rate (as
-    1234.5 or 1,234.5, or 942 for a whole number): one line each. Empty when every rate
-    here is the one its committed log or README holds."""
-    problems = []
-    for key, rate in measured_rates().items():
-        source = MEASURED_SOURCES.get(key)
-        if source is None:
-            problems.append(
-                f"{key}: {rate:g} names no source (envgen.pipeline.gpu_plan.MEASURED_SOURCES)"
-            )
-            continue
-        path = repo / source
-        text = path.read_text(errors="replace") if path.is_file() else None
-        if text is None:
-            problems.append(f"{key}: {rate:g}: {source} is missing")
-            continue
-        forms = {f"{rate:.1f}", f"{rate:,.1f}"}
-        if rate == int(rate):
-            forms |= {f"{int(rate)}", f"{int(rate):,}"}
-        if not any(re.search(rf"(?<![\d.,]){re.escape(f)}(?![\d])", text) for f in forms):
-            problems.append(f"{key}: {rate:g} is not what {source} prints")
-    return problems
 
 
 @dataclasses.dataclass(frozen=True)

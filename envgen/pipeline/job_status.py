@@ -12,6 +12,7 @@ from pathlib import Path
 
 from envgen.pipeline.plan import Job, RandomJob
 from envgen.results_version import RESULTS_VERSION, version_key
+from envgen.store.run_dir import RunDir
 
 DONE, FAILED, NOT_RECORDED = "done", "failed", "not_recorded"
 LLM_UNUSABLE = "llm_unusable"  # the recorded reply is unusable even after re-asks: a result
@@ -36,7 +37,7 @@ class JobResult:
 
 def job_dir(job: Job | RandomJob, runs_root: Path | str) -> Path:
     """`<runs_root>/<config hash>/seed-<K>`: the run directory of `job`."""
-    return Path(runs_root) / job.key[0] / f"seed-{job.seed}"
+    return RunDir.of(runs_root, job.key[0], job.seed).root
 
 
 def job_game(job: Job | RandomJob) -> str:

@@ -35,7 +35,6 @@ from envgen.llm.budget import Budget
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import LOCAL_MODEL, LOCAL_MODELS, backend_config, configured_keys, scrub
 from envgen.loop.identity import check_identity
-from envgen.loop.paths import read_json
 from envgen.pipeline.job_status import (
     CONFIG_ERROR,
     DONE,
@@ -53,6 +52,7 @@ from envgen.pipeline.random_policy import play_random
 from envgen.store.lifecycle import finish_run
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 from envgen.store.provenance import recorded_version
+from envgen.store.run_dir import RunDir, read_json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +67,8 @@ class LLMSpec:
     """A running local server's /v1 URL (fill mode only)."""
     local_model: str = LOCAL_MODEL
     """The local model that server serves; other local models' rows replay."""
+    local_server: str | None = None
+    """Which local server that is (`envgen.llm.server.SERVERS`), recorded with its replies."""
     match: str = "slot"
     """How replay matches requests: slot (across machines) or strict (`envgen.llm.cache`)."""
     record_backend: str | None = None
@@ -88,6 +90,8 @@ class LLMSpec:
             backend = backend_config(
                 "local", model=model, base_url=self.local_base_url if serving else None
             )
+            if serving:
+                backend = dataclasses.replace(backend, server=self.local_server)
             mode = self.mode if serving else "replay"
         elif self.mode == "fill" and model == self.record_model and self.record_backend:
             backend = backend_config(
@@ -299,15 +303,15 @@ def _drop_if_stale(run_dir: Path, version: int) -> None:
     That is one produced under another results version (or by hand, or before versions
     existed: no provenance), and an unfinished one without a checkpoint (nothing to
     resume from; its logs would be appended to twice). A run that finished training but
-    was killed before it was sealed is sealed here. A run whose provenance.json or
-    manifest.json is damaged (a sealed run without provenance, a version that is not a
+    was killed before it was sealed is sealed here. A run whose provenance or manifest
+    is damaged (a sealed run without provenance, a version that is not a
     whole number) is kept and the job fails with one line saying so: the damage, not a
     version, is what the user has to see (a committed run restores from git). Only a
     whole-number version other than the code's makes a sealed run stale.
     """
     if not run_dir.exists():
         return
-    final = run_dir / "final_metrics.json"
+    final = RunDir(run_dir).final_metrics
     try:
         stale = recorded_version(run_dir) != version
     except EnvGenError as exc:

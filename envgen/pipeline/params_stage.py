@@ -28,7 +28,7 @@ from typing import Any
 
 from envgen.errors import ConfigError
 from envgen.files import write_json_atomic
-from envgen.input_checks import OneLineParser, at_most, check_types, read_yaml_mapping, unknown_key
+from envgen.input_checks import OneLineParser, at_most, check_fields, read_yaml_mapping, unknown_key
 from envgen.pipeline.executor import ExecutorConfig
 from envgen.pipeline.plan import plan_file
 from envgen.pipeline.profile import Profile, load_profile
@@ -51,11 +51,7 @@ def executor_config(params: dict[str, Any]) -> ExecutorConfig:
     execution = params.get("execution") or {}
     if not isinstance(execution, dict):
         raise ConfigError("execution", "must be a mapping of setting: value")
-    allowed = {f.name for f in dataclasses.fields(ExecutorConfig)} - {"kind"}
-    unknown = sorted(set(execution) - allowed)
-    if unknown:
-        raise unknown_key(f"execution.{unknown[0]}", unknown[0], allowed)
-    check_types(ExecutorConfig, execution, "execution.")
+    check_fields(ExecutorConfig, execution, "execution.", skip="kind")
     for name, limit, why in (
         ("workers", 4096, "runs at once"),
         ("env_workers", 1024, "processes per run"),

@@ -21,10 +21,11 @@ from envgen.input_checks import read_yaml_mapping, safe_name
 from envgen.llm.conversation import AUTO, auto_context
 from envgen.loop.config import RunConfig
 from envgen.pipeline.profile import Profile
+from envgen.store.run_dir import random_folder
 
 TRAIN, RANDOM, REPORTED_ONLY = "train", "random", "reported_only"
 ROW_KEYS = ("row", "run", "random_policy", "reported_as")
-TABLE_KEYS = ("table", "caption", "rows", "reported_only")
+TABLE_KEYS = ("table", "caption", "rows", "reported_only", "campaign")  # campaign: campaign_spec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +49,7 @@ class RandomJob:
 
     @property
     def key(self) -> tuple[str, int]:
-        return (random_hash(self.episodes), self.seed)
+        return (random_folder(self.episodes), self.seed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,11 +91,6 @@ class TablePlan:
             for job in row.jobs:
                 seen.setdefault(job.key, job)
         return list(seen.values())
-
-
-def random_hash(episodes: int) -> str:
-    """Run-directory name of the Random row (it has no RunConfig)."""
-    return f"random-{episodes}ep"
 
 
 def read_replication_file(path: Path | str) -> dict[str, Any]:

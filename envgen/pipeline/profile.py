@@ -243,7 +243,7 @@ class Profile:
         for name in ("seeds", "initial_sets"):
             at_most(max(getattr(self, name)), 2**31 - 1, f"{where}.{name}", "a 31-bit seed")
             at_most(len(getattr(self, name)), MAX_COUNT, f"{where}.{name}", "runs per row")
-        if self.game == "crafter":
+        if game_spec(self.game).rules.scored_in_training:
             final = self.steps(RunConfig().final_steps)
             check_scored_phase(final, self.ppo_config.num_envs, f"{where}.step_scale", "step_scale")
 
@@ -251,7 +251,7 @@ class Profile:
     def where(self) -> str:
         """Where this profile's values sit in params.yaml (for error messages)."""
         base = f"profiles.{self.name}"
-        return base if self.game == "crafter" else f"{base}.games.{self.game}"
+        return base if game_spec(self.game).rules.base else f"{base}.games.{self.game}"
 
     @property
     def ppo_config(self) -> PPOConfig:
@@ -316,7 +316,7 @@ class Profile:
             for name in ("llm_model", "llm_temperature", "llm_redraw_repeats"):
                 if name not in own:
                     changes[name] = getattr(self, name)
-        if config.game == "crafter":
+        if game_spec(config.game).rules.world_rules:
             for name in ("llm_world_rules", "original_world"):
                 if name not in own:
                     changes[name] = getattr(self, name)
@@ -377,8 +377,8 @@ def _typed(data: dict[str, Any], where: str) -> dict[str, Any]:
 
 def _game_section(section: Any, where: str, game: str) -> tuple[tuple[str, Any], ...]:
     """One `games.<game>` section, its keys checked, as sorted (name, value) pairs."""
-    if game == "crafter" or game not in GAMES:
-        others = ", ".join(g for g in GAMES if g != "crafter")
+    if game not in GAMES or GAMES[game].rules.base:
+        others = ", ".join(g for g, spec in GAMES.items() if not spec.rules.base)
         raise ConfigError(
             where,
             f"not a game with its own section; Crafter's budget is the profile's own, "

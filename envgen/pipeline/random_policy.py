@@ -3,8 +3,8 @@
 Episodes are played in stock `crafter.Env` (the original game, length 10000) with its
 chunk order made deterministic (`envgen.envs.crafter.determinism`: stock Crafter's
 set-ordered chunks diverge run to run) and actions from a seeded generator. The run
-directory holds them in crafter's stats.jsonl schema and a `final_metrics.json`
-shaped like a trained run's.
+directory holds them in crafter's stats.jsonl schema and final metrics shaped like a
+trained run's.
 """
 
 from __future__ import annotations
@@ -22,16 +22,17 @@ from envgen.envs.crafter.determinism import make_deterministic
 from envgen.files import write_json_atomic
 from envgen.scoring import ACHIEVEMENTS, summarize
 from envgen.store.lifecycle import finish_run, start_session
-from envgen.store.provenance import PROVENANCE
+from envgen.store.run_dir import RunDir
 
 
 def play_random(episodes: int, seed: int, run_dir: Path) -> Path:
     """Play `episodes` random episodes (world seeds derive from `seed`); returns `run_dir`."""
     started = time.monotonic()
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / PROVENANCE).unlink(missing_ok=True)  # a killed attempt starts over
+    run = RunDir(run_dir)
+    run.provenance.unlink(missing_ok=True)  # a killed attempt starts over
     start_session(run_dir, "crafter", 0)
-    log_path = run_dir / "episodes.jsonl"
+    log_path = run.episodes
     log_path.unlink(missing_ok=True)  # a killed attempt restarts from its first episode
     log = JsonlLog(log_path)
     rng = np.random.default_rng(derive_seed(seed, "random_actions"))
@@ -51,13 +52,13 @@ def play_random(episodes: int, seed: int, run_dir: Path) -> Path:
             log.write(records[-1])
     finally:
         log.close()
-    write_json_atomic(run_dir / "final_metrics.json", random_metrics(records, seed, started))
+    write_json_atomic(run.final_metrics, random_metrics(records, seed, started))
     finish_run(run_dir, step)
     return run_dir
 
 
 def random_metrics(records: list[dict[str, Any]], seed: int, started: float) -> dict[str, Any]:
-    """The `final_metrics.json` of a random run (no training, no LLM)."""
+    """The final metrics of a random run (no training, no LLM)."""
     summary = summarize(records)
     first_unlock = {
         a: next((r["step"] for r in records if r[f"achievement_{a}"] > 0), None)

@@ -45,7 +45,14 @@ def llm_spec(
         yield dataclasses.replace(record, mode=mode, cache_dir=str(cache_dir), match=match)
         return
     with LocalServer(ServerOptions.for_model(local_model)) as server:
-        yield LLMSpec(mode, str(cache_dir), server.base_url, local_model, match=match)
+        yield LLMSpec(
+            mode,
+            str(cache_dir),
+            server.base_url,
+            local_model,
+            server.options.server,
+            match=match,
+        )
 
 
 def recording_spec(args: argparse.Namespace) -> LLMSpec | None:

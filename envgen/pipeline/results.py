@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from envgen.loop.identity import check_identity
-from envgen.loop.paths import read_json
 from envgen.pipeline.job_status import (
     CONFIG_ERROR,
     DONE,
@@ -25,8 +24,9 @@ from envgen.pipeline.job_status import (
 from envgen.pipeline.plan import REPORTED_ONLY, Job, RandomJob, RowPlan, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.store.provenance import machine_label, read_provenance
+from envgen.store.run_dir import RunDir, read_json
 
-# final_metrics.json keys every run entry copies: "score" is the game's table number
+# The final metrics' keys every run entry copies: "score" is the game's table number
 # (Crafter score %, Heist success rate %), "reward" its mean episode return.
 RUN_KEYS = ("score", "reward", "llm_calls", "global_steps")
 # ... and those of one game: Crafter's per-achievement numbers (Figures 4, 5), Heist's
@@ -113,11 +113,11 @@ def _run(job: Job | RandomJob, runs_root: Path | str) -> dict[str, Any]:
 def run_entry(
     run_dir: Path, seed: int, initial_set: int, config_hash: str, game: str
 ) -> dict[str, Any]:
-    """One run's entry in runs.json, from its final_metrics.json and the machine of its
-    provenance.json (also `envgen verify`); a run whose files describe another run than
+    """One run's entry in runs.json, from its final metrics and the machine of its
+    provenance (also `envgen verify`); a run whose files describe another run than
     its folder names is refused (`envgen.loop.identity`)."""
     check_identity(run_dir)
-    metrics = read_json(run_dir / "final_metrics.json")
+    metrics = read_json(RunDir(run_dir).final_metrics)
     return {
         "seed": seed,
         "initial_set": initial_set,

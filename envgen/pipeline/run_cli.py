@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from envgen.errors import ConfigError
 from envgen.input_checks import read_yaml_mapping
 from envgen.loop import cli as loop_cli
 from envgen.loop.config import RunConfig
@@ -41,8 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--params",
         type=Path,
-        default=PARAMS,
-        help="the params.yaml holding --profile (default: the repository's)",
+        help="the params.yaml holding --profile (default: the repository's); read only "
+        "with --profile",
     )
     parser.set_defaults(func=main)
 
@@ -61,6 +62,9 @@ def profiled(profile: Profile) -> loop_cli.ConfigAdjust:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.params is not None and args.profile is None:
+        raise ConfigError("--params", "is read only with --profile: give --profile NAME too")
+    args.params = args.params or PARAMS
     if args.profile is not None:
         profile, _ = load_settings(args.params, args.profile)
         args.adjust_config = profiled(profile)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from envgen.report.inputs import DONE, TableRecord
 from envgen.scoring import ACHIEVEMENTS
-from envgen.stats.campaign_claims import REGISTRATIONS
+from envgen.stats.campaign_spec import words
 from envgen.stats.compare import welch_test
 from envgen.stats.paper import load_reported_per_achievement
 from envgen.stats.runs import moments
@@ -87,7 +87,7 @@ def comparison_markdown(table: TableRecord) -> list[str]:
         return []
     if any(len(r.runs) < (r.planned_runs or 0) for r in table.rows):
         return ["", f"Per-achievement comparisons: when every planned run of {table.table} is in."]
-    registration = REGISTRATIONS.get(table.table)
+    registration = words(table.table)
     against = registration.primary.b if registration else rows[0].row
     base = next(r for r in rows if r.row == against)  # every row is done (above)
     others = [r for r in rows if r is not base]

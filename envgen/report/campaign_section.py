@@ -4,25 +4,25 @@ A campaign table (`TableRecord.is_campaign`) enters neither the paper's claim fa
 nor the profile line of CLAIMS.md; its claims (`envgen.stats.campaign_claims`) are judged by
 their own rule on the runs finished so far, and the section says in its heading and
 first line that it tests something else than the paper. A registered campaign
-(`envgen.stats.campaign_claims.REGISTRATIONS`: docs/campaign_confirm.md,
-docs/campaign_llm15.md, docs/campaign_sfl.md)
-shows run counts only until every planned run is in; then its registered verdict, in
-the registered words, and the analyses its registration lists beside it (confirm: pooled
-with the earlier campaign of the same run configs, every achievement; llm15: beside the
-earlier Crafter-only runs, the designer's worlds, every achievement; sfl: beside the
-earlier campaigns, the worlds each arm trained on, every achievement, the budget).
+(its replication file's `campaign:` section, `envgen.stats.campaign_spec`) shows run
+counts only until every planned run is in; then its registered verdict, in the
+registered words, and the analyses it lists (`ANALYSES`, named in its `analyses:` as its
+registration lists them: confirm pooled with the earlier campaign of the same run
+configs; llm15 beside the earlier Crafter-only runs with the designer's worlds; sfl with
+the worlds each arm trained on and the budget; each with every achievement).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from envgen.errors import EnvGenError
 from envgen.llm.cache import DEFAULT_CACHE_DIR
-from envgen.loop.paths import read_json
 from envgen.loop.world_diversity import diversity, dr_expectation, run_cycles, sfl_choices
 from envgen.report.inputs import DONE, TableRecord
 from envgen.report.notes import Notes
@@ -30,57 +30,34 @@ from envgen.report.reproduction import reproduction_sentence
 from envgen.report.rliable_campaign import claims_line
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign_claims import (
-    CAMPAIGN_FAMILIES,
-    H1,
-    POOLED_WITH,
-    REGISTRATIONS,
     WITHHELD,
     CampaignResult,
-    Family,
-    Registration,
     evaluate_campaign,
     registered_sentence,
 )
+from envgen.stats.campaign_spec import Family, Registration, by_table, families, words
 from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import Claim, PaperNumbers
 from envgen.stats.runs import SampleStats
 from envgen.stats.verdict import ALPHA
+from envgen.store.provenance import PROVENANCE
+from envgen.store.run_dir import FINAL_METRICS, RunDir, read_json
 
 CAMPAIGN_SECTION = "Campaigns"
-WHAT = {
-    "campaign_cpu": "EnvGen's schedule with designer D vs Crafter-only, nature network, "
-    "CPU (profile cpu)",
-    "campaign_confirm": "registered: domain randomization on EnvGen's schedule vs "
-    "Crafter-only, fresh seeds, nature network, CPU (profile cpu)",
-    "campaign_llm15": "registered: EnvGen with the open 1.5B LLM designer vs domain "
-    "randomization on EnvGen's schedule, fresh seeds, both arms trained in this campaign, "
-    "nature network, CPU (profile cpu)",
-    "campaign_sfl": "registered: SFL (Sampling For Learnability) as configured here, the 4 "
-    "most learnable of 16 random worlds a cycle by two 1,024-step rollouts each, vs domain "
-    "randomization on EnvGen's schedule, its rollouts inside the 1.96M env steps, fresh "
-    "seeds, both arms trained in this campaign, nature network, CPU (profile cpu); not the "
-    "reference SFL (25,000 candidates, half curated, rollouts not counted)",
-}
-SFL = "campaign_sfl"
-# What is known of a campaign's machines beyond its provenance (appended after its
-# reproduction sentence).
-MACHINE_NOTES = {
-    "campaign_cpu": (
-        " Where its provenance is unrecorded, retraining tells: its Crafter-only seeds 1 and "
-        "2 retrain bit-identically through updates 23 and 22 on an Intel Xeon with AMX "
-        "(Sapphire Rapids class), where AMD-trained confirm runs differ at update 1, so it "
-        'was trained on an Intel AMX class (results/audit/crafter_only_retrain, "Where '
-        'the first campaign ran"; exploratory).'
-    ),
-}
 Runs = dict[str, dict[str, list[float]]]  # {metric: {row label: per-run values}}
+
+
+def what(table: TableRecord) -> str:
+    """What a campaign tests, in its declaration's words (`what`), else its caption."""
+    spec = by_table(table.table)
+    return spec.what if spec and spec.what else table.caption
 
 
 def withheld_runs(table: TableRecord) -> str | None:
     """ "k of n runs" while any row of a registered campaign still misses planned runs (its
     tables and figures wait, as its verdict does, arm by arm: k counts each row's runs up
     to its plan, so a surplus in one arm does not release them), else None."""
-    if table.table not in REGISTRATIONS:
+    if words(table.table) is None:
         return None
     planned = sum(r.planned_runs or 0 for r in table.rows)
     done = sum(min(len(r.runs), r.planned_runs or len(r.runs)) for r in table.rows)  # of plan
@@ -121,25 +98,24 @@ def campaign_lines(tables: Sequence[TableRecord], paper: PaperNumbers) -> list[s
 def _campaign(
     table: TableRecord, paper: PaperNumbers, by_id: Mapping[str, TableRecord]
 ) -> list[str]:
-    families = CAMPAIGN_FAMILIES.get(table.table, ())
-    what = WHAT.get(table.table, table.caption)
-    head = [f"### {table.table}: {what}", ""]
-    if not families:
-        none = "No claims are defined for this campaign (envgen.stats.campaign_claims)."
+    spec = by_table(table.table)
+    head = [f"### {table.table}: {what(table)}", ""]
+    if spec is None:
+        none = "No campaign declares this table (envgen.stats.campaign_spec)."
         return [*head, none, "", claims_line(table, withheld_runs(table))]
     planned = {r.row: r.planned_runs or len(r.runs) for r in table.rows}
-    registration = REGISTRATIONS.get(table.table)
+    registration = spec.verdict
     count = (
-        f"{len(families)} families of claims, each Bonferroni-corrected on its own"
-        if len(families) > 1
+        f"{len(spec.families)} families of claims, each Bonferroni-corrected on its own"
+        if len(spec.families) > 1
         else "1 family of claims"
     )
     lines = [
         *head,
         f"Profile `{table.profile}`; {count}. Rows, runs and "
         f"every achievement's rates: results/tables/{table.table}.md. Trained on "
-        f"(provenance.json): {table.machines()}. {reproduction_sentence(table.table)}"
-        + MACHINE_NOTES.get(table.table, "")
+        f"({PROVENANCE}): {table.machines()}. {reproduction_sentence(table.table)}"
+        + (f" {spec.machine_note}" if spec.machine_note else "")
         + (
             f" Registered in {registration.document} before any of its runs (its first "
             f"commit, `git log --reverse -- {registration.document}`, precedes every run's); "
@@ -148,9 +124,9 @@ def _campaign(
             else ""
         ),
     ]
-    first = by_id.get(POOLED_WITH.get(table.table, ""))
+    first = by_id.get(spec.pooled_with or "")
     results: dict[str, list[CampaignResult]] = {}
-    for family in families:
+    for family in spec.families:
         family_results = evaluate_campaign(
             family.claims, _runs(table, family), planned, paper, registered=family.registered
         )
@@ -162,19 +138,8 @@ def _campaign(
     primary = next(
         r for family in results.values() for r in family if r.claim == registration.primary
     )
-    if table.table in POOLED_WITH:
-        lines += ["", *_baseline(table, first, primary, paper)]
-        lines += ["", *_pooled(table, first, primary, paper)]
-        lines += ["", *_per_achievement(table, primary, "S3, secondary and descriptive")]
-    elif table.table == SFL:  # docs/campaign_sfl.md's descriptive analyses
-        lines += ["", *_beside_crafter_only(table, primary, by_id, with_llm15=True)]
-        lines += ["", *_trained_worlds(table, primary)]
-        lines += ["", *_per_achievement(table, primary, "D3, descriptive")]
-        lines += ["", *_budget(table)]
-    else:  # llm15's descriptive analyses (docs/campaign_llm15.md)
-        lines += ["", *_beside_crafter_only(table, primary, by_id)]
-        lines += ["", *_designer_worlds(table, primary)]
-        lines += ["", *_per_achievement(table, primary, "D3, descriptive")]
+    for analysis, arg in spec.analyses:
+        lines += ["", *ANALYSES[analysis](table, primary, Context(first, paper, by_id), arg)]
     return lines
 
 
@@ -235,7 +200,9 @@ def _references(
         refs.append(
             ("the paper's relative gain scaled to our Crafter-only baseline", r.scaled_diff)
         )
-    return [*refs, ("the paper's own difference", r.paper_diff)]
+    if not math.isnan(r.paper_diff):
+        refs.append(("the paper's own difference", r.paper_diff))
+    return refs
 
 
 def _paper_diff(paper: PaperNumbers, claim: Claim) -> float:
@@ -264,7 +231,8 @@ def _line(r: CampaignResult, notes: Notes, registered: bool) -> str:
         bounds = "" if math.isnan(low) else f" [{low:+.2f}, {high:+.2f}]"
         diff = f"{a.mean - b.mean:+.2f}{bounds}"
     scaled = "" if math.isnan(r.scaled_diff) else f"; scaled to our b: {r.scaled_diff:+.2f}"
-    context = f"{r.paper_diff:+.1f} ({r.claim.context[0]} − {r.claim.context[1]}){scaled}"
+    pair = r.claim.paper  # none: no paper difference to show
+    context = f"{r.paper_diff:+.1f} ({pair[0]} − {pair[1]}){scaled}" if pair else "-"
     verdict = r.verdict.split(";", 1)[0] if registered else r.verdict
     return (
         f"| {r.claim.name} | {_arm(a, r.planned[0])} | {_arm(b, r.planned[1])} | {diff} "
@@ -284,25 +252,26 @@ def _baseline(
     ]
     if first is None or primary.withheld:
         return [*head, "", "Given with the primary verdict, beside the first campaign's runs."]
-    ours, earlier = _rows(table, H1.metric), _rows(first, H1.metric)
-    if not all(len(rows.get(row, [])) >= 2 for rows in (ours, earlier) for row in (H1.a, H1.b)):
+    h1 = primary.claim  # the registration's H1
+    ours, earlier = _rows(table, h1.metric), _rows(first, h1.metric)
+    if not all(len(rows.get(row, [])) >= 2 for rows in (ours, earlier) for row in (h1.a, h1.b)):
         return [*head, "", "Too few runs in one of the two campaigns to compare."]
     cross = evaluate_campaign(
-        (H1,), {H1.metric: {H1.a: ours[H1.a], H1.b: earlier[H1.b]}}, {}, paper
+        (h1,), {h1.metric: {h1.a: ours[h1.a], h1.b: earlier[h1.b]}}, {}, paper
     )[0]
     low, high = cross.bounds
     assert cross.ours_a is not None and cross.ours_b is not None
     assert primary.ours_a is not None and primary.ours_b is not None
     registered = primary.ours_a.mean - primary.ours_b.mean
     mean = {(name, row): _mean(rows[row]) for name, rows in (("first", earlier), ("ours", ours))
-            for row in (H1.a, H1.b)}  # fmt: skip
+            for row in (h1.a, h1.b)}  # fmt: skip
     return [
         *head,
         "",
-        f"Crafter-only fell from {mean['first', H1.b]:.2f} ({first.table}, "
-        f"{len(earlier[H1.b])} runs) to {mean['ours', H1.b]:.2f} (this campaign, "
-        f"{len(ours[H1.b])} runs) while domain randomization stayed "
-        f"({mean['first', H1.a]:.2f} vs {mean['ours', H1.a]:.2f}). The drop is unexplained. "
+        f"Crafter-only fell from {mean['first', h1.b]:.2f} ({first.table}, "
+        f"{len(earlier[h1.b])} runs) to {mean['ours', h1.b]:.2f} (this campaign, "
+        f"{len(ours[h1.b])} runs) while domain randomization stayed "
+        f"({mean['first', h1.a]:.2f} vs {mean['ours', h1.a]:.2f}). The drop is unexplained. "
         "Ruled out by the audit of the raw episode logs (issue 40): the code (every code "
         "version that started or resumed a run of this campaign writes logs identical to "
         "the first campaign's code over 81,920 steps of the full schedule, both arms); the "
@@ -345,9 +314,10 @@ def _pooled(
         return [*head, "", "The first campaign's runs.json was not given to the report."]
     if primary.withheld:
         return [*head, "", f"**{primary.verdict}** (given with the primary verdict)."]
-    ours = _rows(table, H1.metric)
-    earlier = _rows(first, H1.metric)
-    pooled = {row: earlier.get(row, []) + ours.get(row, []) for row in (H1.a, H1.b)}
+    h1 = primary.claim  # the registration's H1
+    ours = _rows(table, h1.metric)
+    earlier = _rows(first, h1.metric)
+    pooled = {row: earlier.get(row, []) + ours.get(row, []) for row in (h1.a, h1.b)}
     estimates = [(f"{first.table} alone", earlier), ("pooled", pooled)]
     lines = [
         *head,
@@ -358,7 +328,7 @@ def _pooled(
     ]
     notes = Notes()
     for name, values in estimates:
-        r = evaluate_campaign((H1,), {H1.metric: values}, {}, paper)[0]
+        r = evaluate_campaign((h1,), {h1.metric: values}, {}, paper)[0]
         low, high = r.bounds
         a, b = r.ours_a, r.ours_b
         diff = (
@@ -371,8 +341,8 @@ def _pooled(
     family_size = next(
         (
             len(f.claims)
-            for f in CAMPAIGN_FAMILIES.get(first.table, ())
-            if any((c.a, c.b, c.metric) == (H1.a, H1.b, H1.metric) for c in f.claims)
+            for f in families(first.table)
+            if any((c.a, c.b, c.metric) == (h1.a, h1.b, h1.metric) for c in f.claims)
         ),
         1,
     )
@@ -421,14 +391,12 @@ def _per_achievement(table: TableRecord, primary: CampaignResult, name: str) -> 
 
 
 def _beside_crafter_only(
-    table: TableRecord,
-    primary: CampaignResult,
-    by_id: Mapping[str, TableRecord],
-    with_llm15: bool = False,
+    table: TableRecord, primary: CampaignResult, by_id: Mapping[str, TableRecord], arg: Mapping
 ) -> list[str]:
-    """D1 (llm15, sfl): each arm's mean beside each earlier campaign's Crafter-only runs
-    (and, `with_llm15`, beside llm15's two arms), one campaign at a time, never pooled
-    (their Crafter-only runs differ for a reason not found); no test, no verdict."""
+    """D1 (llm15, sfl): each arm's mean beside the whole rows of the tables `arg["rows_of"]`
+    and the Crafter-only row (`arg["crafter_only"]`) of each of `arg["crafter_only_of"]`,
+    one campaign at a time, never pooled (their Crafter-only runs differ for a reason not
+    found); no test, no verdict."""
     head = [
         "#### D1, descriptive: each arm beside the earlier campaigns' Crafter-only runs",
         "",
@@ -443,18 +411,17 @@ def _beside_crafter_only(
     for row in (primary.claim.a, primary.claim.b):
         if len(ours.get(row, [])) >= 2:
             lines.append(f"| {table.table}: {row} | {_arm(SampleStats.of(ours[row], row))} |")
-    llm15 = by_id.get("campaign_llm15")
-    if with_llm15 and llm15 is not None:
-        for row, values in _rows(llm15, "score").items():
+    for name in arg.get("rows_of", ()):
+        for row, values in _rows(by_id[name], "score").items() if name in by_id else ():
             if len(values) >= 2:
-                lines.append(f"| campaign_llm15: {row} | {_arm(SampleStats.of(values, row))} |")
-    for name in ("campaign_cpu", "campaign_confirm"):
-        crafter_only = _rows(by_id[name], "score").get(H1.b, []) if name in by_id else []
+                lines.append(f"| {name}: {row} | {_arm(SampleStats.of(values, row))} |")
+    row = arg["crafter_only"]
+    for name in arg.get("crafter_only_of", ()):
+        crafter_only = _rows(by_id[name], "score").get(row, []) if name in by_id else []
         if len(crafter_only) >= 2:
-            stats = SampleStats.of(crafter_only, H1.b)
-            lines.append(f"| {name}: {H1.b} | {_arm(stats)} |")
+            lines.append(f"| {name}: {row} | {_arm(SampleStats.of(crafter_only, row))} |")
         else:
-            lines.append(f"| {name}: {H1.b} | - (its runs.json was not given to the report) |")
+            lines.append(f"| {name}: {row} | - (its runs.json was not given to the report) |")
     return lines
 
 
@@ -546,7 +513,7 @@ def _sfl_choice(choices: Sequence[Sequence[Mapping[str, float]]]) -> list[str]:
 
 
 def _budget(table: TableRecord) -> list[str]:
-    """sfl's D4: the env steps each arm took, from each run's own final_metrics.json
+    """sfl's D4: the env steps each arm took, from each run's own final metrics
     (SFL's rollouts in `curation_steps`, counted in `env_steps`; a run without rollouts
     records neither, and its `global_steps` are its env steps). No score enters it."""
     head = ["#### D4, descriptive: the budget", ""]
@@ -555,7 +522,7 @@ def _budget(table: TableRecord) -> list[str]:
         return [*head, "No run yet."]
     lines = [
         *head,
-        "Per arm, over its runs' final_metrics.json (one value when every run has it, else "
+        f"Per arm, over its runs' {FINAL_METRICS} (one value when every run has it, else "
         "the range):",
         "",
         "| Arm | Runs | Trained (global_steps) | Rollouts (curation_steps) "
@@ -563,7 +530,7 @@ def _budget(table: TableRecord) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for row in done:
-        finals = [read_json(run.run_dir / "final_metrics.json") for run in row.runs]
+        finals = [read_json(RunDir(run.run_dir).final_metrics) for run in row.runs]
         trained = [f["global_steps"] for f in finals]
         curation = [f["curation_steps"] for f in finals if "curation_steps" in f]
         total = [f.get("env_steps", f["global_steps"]) for f in finals]
@@ -622,6 +589,30 @@ def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
         f"{s['out_of_range']} of {s['values']} values out of range before clamping; "
         f"{toward}; {s['unusable']} unusable. {command}",
     ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+    """What an analysis may read beside its own table."""
+
+    first: TableRecord | None
+    """The table its campaign pools with (`CampaignSpec.pooled_with`), if given."""
+    paper: PaperNumbers
+    by_id: Mapping[str, TableRecord]
+    """Every campaign table given to the report, by table id."""
+
+
+ANALYSES: dict[str, Callable[[TableRecord, CampaignResult, Context, Any], list[str]]] = {
+    "baseline": lambda t, p, c, _: _baseline(t, c.first, p, c.paper),
+    "pooled": lambda t, p, c, _: _pooled(t, c.first, p, c.paper),
+    "per_achievement": lambda t, p, c, heading: _per_achievement(t, p, heading),
+    "beside": lambda t, p, c, arg: _beside_crafter_only(t, p, c.by_id, arg),
+    "trained_worlds": lambda t, p, c, _: _trained_worlds(t, p),
+    "budget": lambda t, p, c, _: _budget(t),
+    "designer_worlds": lambda t, p, c, _: _designer_worlds(t, p),
+}
+"""The analyses a registered campaign's `analyses:` may name, shown after its claims
+(their argument: per_achievement its heading, beside its tables and row)."""
 
 
 def _rows(table: TableRecord, metric: str) -> dict[str, list[float]]:

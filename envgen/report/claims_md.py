@@ -5,7 +5,7 @@ per-achievement gains, Figure 5's earlier unlocks); each family's claims whose r
 ran are evaluated together (`evaluate_claims`, Bonferroni, docs/stats.md). A claim
 that cannot be tested says why: a row that did not run, or data the runs lack. Scale
 artefacts (`envgen.report.flags`) are flagged on the claim they affect. The LLM's
-measured use (llm_accounting.json of every run) stands beside the paper's.
+measured use (every run's LLM accounting) stands beside the paper's.
 
     python -m envgen.report.claims_md RUNS_JSON... --out results/CLAIMS.md
 """
@@ -45,6 +45,7 @@ from envgen.stats.paper_claims import (
 )
 from envgen.stats.runs import SampleStats
 from envgen.stats.verdict import ALPHA, CLAIM_GRADE_PROFILES
+from envgen.store.run_dir import LLM_ACCOUNTING
 
 REPRO_COMMAND = "make repro"  # runs dvc repro with params.yaml's profile
 CLAIM_GRADE_COMMAND = "dvc exp run -S profile=paper"
@@ -245,7 +246,7 @@ def _accounting(tables: Sequence[TableRecord], paper: PaperNumbers) -> list[str]
         f"The paper (data/paper): {calls} LLM calls per EnvGen run, the first about "
         f"${cost['initial']:.2f} and each feedback call about ${cost['feedback']:.2f}, so about "
         f"${usd:.2f} per run. Ours, from each run's "
-        "llm_accounting.json (cached replies are counted with the tokens recorded with them):",
+        f"{LLM_ACCOUNTING} (cached replies are counted with the tokens recorded with them):",
         "",
         "| Experiment | Runs | Calls per run | Prompt tokens per run | Completion tokens per run "
         "| Cost per run (USD) | Models |",

@@ -1,4 +1,4 @@
-"""Score against environment steps, from runs' episodes.jsonl.
+"""Score against environment steps, from runs' episode logs.
 
 Steps are cut into bins of equal width from step 0; each bin's score is the game's
 table number (`GameSpec.summarize`: the Crafter score, or Heist's success rate) of the
@@ -41,7 +41,7 @@ def score_vs_step(
     """Columns step (a bin's right edge), score (%), reward, episodes, then, for a game
     whose summary has them (Crafter), `success_<achievement>` (%); empty bins left out.
 
-    `runs`: each run's episodes (episodes.jsonl lines with `step`, `phase`); an episode
+    `runs`: each run's episodes (episode log lines with `step`, `phase`); an episode
     ending at step s falls in the bin (k * bin_steps, (k + 1) * bin_steps] holding s.
     `summarize`: the game's summary of episodes (`GameSpec.summarize`; Crafter's default).
     The figure draws step and score, the row CSVs keep `CURVE_COLUMNS`, and the table's

@@ -30,7 +30,7 @@ from envgen.envs.crafter.preview import render_world_map
 from envgen.games import game_spec
 from envgen.input_checks import safe_name
 from envgen.report.achievements import achievement_frame, done_rows
-from envgen.report.campaign_section import WHAT, withheld_runs
+from envgen.report.campaign_section import what, withheld_runs
 from envgen.report.curves import CURVE_COLUMNS, bin_width, curve_table, score_vs_step
 from envgen.report.inputs import (
     DONE,
@@ -475,9 +475,7 @@ def _campaign_achievements(table: TableRecord, out: Path) -> list[str]:
     if not rows:
         return [f"skipped {out.name}: no finished runs"]
     ours = {row: frame[f"{row} mean"].to_dict() for row in rows}
-    note = (
-        f"{table.table}: {WHAT.get(table.table, table.caption)}; a campaign, not the paper's setup"
-    )
+    note = f"{table.table}: {what(table)}; a campaign, not the paper's setup"
     return _done(per_achievement(ours, load_reported_per_achievement(), out, note=note))
 
 

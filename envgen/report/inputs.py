@@ -3,7 +3,7 @@
 `runs.json` (one per table, written by the pipeline) lists each row of the table with
 its status and, for rows that ran, one record per (seed, initial set) run. A run's
 `run_dir` is `results/runs/<config-hash>/seed-<K>/` as `envgen run` lays it out
-(envgen/loop/paths.py); a relative `run_dir` is resolved against the working
+(`envgen.store.run_dir`); a relative `run_dir` is resolved against the working
 directory, which is the repository root under `dvc repro`.
 """
 
@@ -20,12 +20,13 @@ import yaml
 
 from envgen import json_input
 from envgen.agents.runlog import read_jsonl
+from envgen.envs.game_rules import GAME_RULES
 from envgen.errors import ConfigError, EnvGenError, ReportInputError
 from envgen.input_checks import OneLineParser, safe_name
-from envgen.loop.config import GAMES
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.paper_claims import SAME_EXPERIMENT, SUCCESS, TABLE_METRICS
 from envgen.store.manifest import read_run_bytes, run_file_exists
+from envgen.store.run_dir import RunDir
 
 DONE, NOT_RECORDED, FAILED, NOT_IMPLEMENTED, REPORTED_ONLY, LLM_UNUSABLE, NOT_STARTED = (
     "done",
@@ -265,7 +266,7 @@ def _run(data: Any, where: str) -> RunRecord:
     data = _mapping(data, where)
     game = _game(data, where) if "game" in data else "crafter"
     rates: Mapping[str, Any] = {}
-    if game == "crafter":  # Heist has no achievements: its number is the test's success
+    if GAME_RULES[game].scored_in_training:  # else no achievements: its number is the test's
         rates = _mapping(_field(data, "success_rates", dict, where), f"{where}.success_rates")
         missing = [a for a in ACHIEVEMENTS if a not in rates]
         if missing and rates:
@@ -287,8 +288,8 @@ def _run(data: Any, where: str) -> RunRecord:
 
 def _game(data: Mapping[str, Any], where: str) -> str:
     game = _field(data, "game", str, where)
-    if game not in GAMES:
-        raise ReportInputError(f"{where}.game", f"{game!r}; allowed: {', '.join(GAMES)}")
+    if game not in GAME_RULES:
+        raise ReportInputError(f"{where}.game", f"{game!r}; allowed: {', '.join(GAME_RULES)}")
     return game
 
 
@@ -318,56 +319,51 @@ def _finite(data: Mapping[str, Any], key: str, where: str) -> float:
 
 # --- a run directory -------------------------------------------------------------------
 def read_episodes(run_dir: Path) -> list[dict[str, Any]]:
-    """episodes.jsonl of a run: crafter stats.jsonl lines plus `step`, `phase`."""
-    path = run_dir / "episodes.jsonl"
+    """A run's episodes: crafter stats.jsonl lines plus `step`, `phase`."""
+    path = RunDir(run_dir).episodes
     if not run_file_exists(path):
         raise ReportInputError(str(path), "missing; the run is not finished or was moved")
     return read_jsonl(path)
 
 
 def read_run_config(run_dir: Path) -> dict[str, Any]:
-    """run.yaml of a run (its RunConfig fields, seed and hash)."""
-    path = run_dir / "run.yaml"
-    if not path.is_file():
-        raise ReportInputError(str(path), "missing; the run is not finished or was moved")
-    return yaml.safe_load(read_run_bytes(path))
+    """A run's config (its RunConfig fields, seed and hash)."""
+    run = RunDir(run_dir)
+    if not run.config.is_file():
+        raise ReportInputError(str(run.config), "missing; the run is not finished or was moved")
+    return run.read_config()
 
 
 @dataclasses.dataclass(frozen=True)
 class Cycle:
-    """What one EnvGen cycle left in `cycles/cycle-NN/`."""
+    """What one EnvGen cycle left in its folder (`envgen.store.run_dir.CycleDir`)."""
 
     index: int
     """1-based cycle number."""
     environments: tuple[dict[str, Any], ...]
     """The cycle's CrafterConfig dicts (the authors' JSON layout)."""
     evaluation: dict[str, Any] | None
-    """evaluation.json (success_mean/std per achievement, step); None if not evaluated."""
+    """The evaluation (success_mean/std per achievement, step); None if not evaluated."""
 
 
 def read_cycles(run_dir: Path) -> list[Cycle]:
     """The run's cycles in order; empty for runs without LLM environments."""
-    root = run_dir / "cycles"
-    if not root.is_dir():
-        return []
     cycles = []
-    for directory in sorted(root.glob("cycle-*")):
-        index = int(directory.name.split("-")[1])
-        envs_path = directory / "environments.json"
+    for directory in RunDir(run_dir).cycles():
+        envs_path, eval_path = directory.environments, directory.evaluation
         if not envs_path.is_file():
             continue
         environments = json_input.loads(read_run_bytes(envs_path), envs_path)["configs"]
-        eval_path = directory / "evaluation.json"
         evaluation = (
             json_input.loads(read_run_bytes(eval_path), eval_path) if eval_path.is_file() else None
         )
-        cycles.append(Cycle(index, tuple(environments), evaluation))
+        cycles.append(Cycle(directory.index, tuple(environments), evaluation))
     return cycles
 
 
 def read_accounting(run_dir: Path) -> dict[str, Any] | None:
-    """llm_accounting.json (calls, tokens, cost_usd); None for runs that used no LLM."""
-    path = run_dir / "llm_accounting.json"
+    """A run's LLM accounting (calls, tokens, cost_usd); None for runs that used no LLM."""
+    path = RunDir(run_dir).llm_accounting
     return json_input.loads(read_run_bytes(path), path) if path.is_file() else None
 
 
@@ -400,7 +396,7 @@ def report_main(
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     parser.add_argument(second[0], type=Path, required=True, help=second[1])
     for name, help_text in optional:
-        parser.add_argument(name, type=Path, default=None, help=help_text)
+        parser.add_argument(name, type=Path, help=help_text)
     args = parser.parse_args(argv)
     extra = {name.lstrip("-"): getattr(args, name.lstrip("-")) for name, _ in optional}
     try:

@@ -42,9 +42,3 @@ def _words(text: str, limit: int) -> str:
     """The leading whole words of `text` within `limit` characters, then an ellipsis."""
     cut = text[:limit].rsplit(" ", 1)[0]
     return f"{cut} ..."
-
-
-def table_cells(line: str) -> list[str]:
-    """The cells of one Markdown table line (escaped pipes stay inside their cell)."""
-    body = line.strip()[1:-1].replace("\\|", "\0")
-    return [cell.strip().replace("\0", "\\|") for cell in body.split("|")]

@@ -3,7 +3,7 @@ compares, and the descriptive line CLAIMS.md prints under its claims.
 
 Any campaign table joins: its arms are its finished rows, each a runs x tasks matrix of
 the score (one task) and of the 22 achievements' success rates (22 tasks, %); its pairs
-are the (a, b) of its claims (`envgen.stats.campaign_claims.CAMPAIGN_FAMILIES`), or every pair
+are the (a, b) of its claims (`envgen.stats.campaign_spec.families`), or every pair
 of its rows when it has none yet. A registered campaign shows them only with its verdict
 (`withheld_runs`), as its tables and figures. The figure is
 `envgen.report.figures.rliable_figure`.
@@ -18,7 +18,7 @@ import numpy as np
 
 from envgen.report.inputs import DONE, TableRecord
 from envgen.scoring import ACHIEVEMENTS
-from envgen.stats.campaign_claims import CAMPAIGN_FAMILIES
+from envgen.stats.campaign_spec import by_table, families
 from envgen.stats.rliable_views import (
     CONFIDENCE,
     REPS,
@@ -37,17 +37,6 @@ VIEWS = {
 }
 WHERE = {SCORE: "on the score", ACHIEVEMENT_RATES: "over the achievements"}
 """How a P(a > b) names its view."""
-
-WHEN = {
-    "campaign_cpu": "chosen after this campaign's runs were seen: added 2026-11-28, issue 54",
-    "campaign_confirm": "chosen after this campaign's runs were seen: added 2026-11-28, "
-    "issue 54; not in its registration",
-    "campaign_llm15": "chosen after this campaign's runs were seen: added 2026-11-28, "
-    "issue 54; not in its registration",
-    "campaign_sfl": "chosen before this campaign's runs (1f9312d), though not in its registration",
-}
-"""When the views were chosen, relative to each campaign's data (an analysis chosen
-after the data were seen is labelled so)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,9 +63,7 @@ def campaign_arms(table: TableRecord) -> CampaignArms:
         },
     }
     labels = [r.row for r in done]
-    claimed = [
-        (c.a, c.b) for family in CAMPAIGN_FAMILIES.get(table.table, ()) for c in family.claims
-    ]
+    claimed = [(c.a, c.b) for family in families(table.table) for c in family.claims]
     pairs = claimed or list(itertools.combinations(labels, 2))
     kept = tuple(dict.fromkeys(p for p in pairs if p[0] in labels and p[1] in labels))
     return CampaignArms(table.table, arms, kept)
@@ -85,7 +72,9 @@ def campaign_arms(table: TableRecord) -> CampaignArms:
 def claims_line(table: TableRecord, withheld: str | None) -> str:
     """CLAIMS.md's descriptive line: each arm's IQM and each pair's IQM difference and
     P(a > b), with their intervals (`withheld`: a registered campaign's "k of n runs")."""
-    when = f"; {WHEN[table.table]}" if table.table in WHEN else ""
+    # When the views were chosen, relative to the campaign's data (`rliable_when`)
+    spec = by_table(table.table)
+    when = f"; {spec.rliable_when}" if spec and spec.rliable_when else ""
     head = (
         "rliable's views, descriptive (Agarwal et al. 2021; docs/stats.md, \"rliable's "
         f'views"; the tests above stay the primary{when}): '

@@ -39,9 +39,11 @@ from envgen.report.inputs import (
     profile_of,
     report_main,
 )
-from envgen.stats.campaign_claims import REGISTRATIONS, WITHHELD
+from envgen.stats.campaign_claims import WITHHELD
+from envgen.stats.campaign_spec import words
 from envgen.stats.paper import load_reported
 from envgen.stats.summary import summarize_row
+from envgen.store.provenance import PROVENANCE
 
 METRICS = ("score", "reward")
 SCORE_NAMES = {"crafter": "Score %", "heist": "Success %"}  # the paper's column names
@@ -162,7 +164,7 @@ def to_markdown(table: TableRecord, frame: pd.DataFrame) -> str:
             + " |"
         )
     if table.n_runs:
-        lines += ["", f"Trained on (provenance.json): {table.machines()}."]
+        lines += ["", f"Trained on ({PROVENANCE}): {table.machines()}."]
     lines += replay.row_lines(table)
     return "\n".join(lines) + "\n"
 
@@ -213,7 +215,7 @@ def write_tables(tables: Sequence[TableRecord], out_dir: Path, metrics_path: Pat
         withheld = withheld_runs(table)
         if withheld is not None:  # a registered campaign in progress: no scores yet
             md = out_dir / f"{table.table}.md"
-            registration = REGISTRATIONS[table.table].document
+            registration = words(table.table).document
             md.write_text(
                 f"{table.table}: {table.caption}.\n\n**{WITHHELD}: {withheld}** "
                 f"({registration}): its rows, scores and figures appear when every planned "

@@ -23,12 +23,11 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import scipy.stats
 from numpy.typing import ArrayLike
 
 from envgen.errors import StatsInputError
 from envgen.stats.runs import clean_score_matrix
-from envgen.stats.summary import Interval, aggregate_iqm
+from envgen.stats.summary import Interval, aggregate_iqm, stratified_bootstrap
 
 SEED = 0
 """The bootstrap's seed for every reported view (fixed, so `envgen verify` re-derives them)."""
@@ -132,33 +131,10 @@ def _interval(arms: Sequence[np.ndarray], statistic: Statistic, seed: int, reps:
 
 
 def _bootstrap(arms: Sequence[np.ndarray], statistic: Statistic, seed: int, reps: int):
-    """scipy's percentile bootstrap with every task column of every arm an independent
-    sample (stratified by task, arms independent); returns its confidence interval."""
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        raise StatsInputError("seed", f"must be an explicit integer; got {seed!r}")
-    if reps < 100:
-        raise StatsInputError("reps", f"use at least 100 bootstrap resamples; got {reps}")
-    columns = [column for m in arms for column in m.T]
-    edges = np.cumsum([0, *(m.shape[1] for m in arms)])
-
-    def resampled(*cols: np.ndarray, axis: int) -> np.ndarray:
-        stacked = [
-            np.stack(cols[lo:hi], axis=-1) for lo, hi in zip(edges[:-1], edges[1:], strict=True)
-        ]
-        return statistic(*stacked)
-
-    return scipy.stats.bootstrap(
-        tuple(columns),
-        resampled,
-        n_resamples=reps,
-        batch=500,
-        vectorized=True,
-        paired=False,
-        axis=-1,
-        confidence_level=CONFIDENCE,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    ).confidence_interval
+    """`stratified_bootstrap` at the views' confidence, 500 resamples a batch."""
+    return stratified_bootstrap(
+        arms, statistic, seed=seed, reps=reps, confidence=CONFIDENCE, batch=500
+    )
 
 
 def _matrix(scores: ArrayLike, name: str) -> np.ndarray:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.stats
@@ -85,21 +86,49 @@ def interval_estimates(
         if np.all(matrix == matrix[0]):  # runs tie within every task: resamples = data
             out[name] = Interval(point=point, low=point, high=point)
             continue
-        result = scipy.stats.bootstrap(
-            tuple(matrix.T),
-            lambda *columns, axis: aggregate(np.stack(columns, axis=-1)),
-            n_resamples=reps,
-            batch=1000,
-            vectorized=True,
-            paired=False,
-            axis=-1,
-            confidence_level=confidence,
-            method="percentile",
-            rng=np.random.default_rng(seed),
+        ci = stratified_bootstrap(
+            [matrix], aggregate, seed=seed, reps=reps, confidence=confidence, batch=1000
         )
-        ci = result.confidence_interval
         out[name] = Interval(point=point, low=float(ci.low), high=float(ci.high))
     return out
+
+
+def stratified_bootstrap(
+    arms: Sequence[np.ndarray],
+    statistic: Callable[..., Any],
+    *,
+    seed: int,
+    reps: int,
+    confidence: float,
+    batch: int,
+) -> Any:
+    """scipy's percentile bootstrap with every task column of every arm (runs x tasks) an
+    independent sample (stratified by task, arms independent); returns its confidence
+    interval. `statistic(*arms)` sees the resampled arms, shaped as given plus a leading
+    resample axis. `batch` (resamples drawn at a time) sets the order of the random draws,
+    so each caller keeps its own."""
+    _check_bootstrap_args(seed, reps, confidence)
+    columns = [column for m in arms for column in m.T]
+    edges = np.cumsum([0, *(m.shape[1] for m in arms)])
+
+    def resampled(*cols: np.ndarray, axis: int) -> np.ndarray:
+        stacked = [
+            np.stack(cols[lo:hi], axis=-1) for lo, hi in zip(edges[:-1], edges[1:], strict=True)
+        ]
+        return statistic(*stacked)
+
+    return scipy.stats.bootstrap(
+        tuple(columns),
+        resampled,
+        n_resamples=reps,
+        batch=batch,
+        vectorized=True,
+        paired=False,
+        axis=-1,
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    ).confidence_interval
 
 
 def _check_bootstrap_args(seed: int, reps: int, confidence: float) -> None:

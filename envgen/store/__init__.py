@@ -1,9 +1,9 @@
 """The run store: what a finished run directory holds and how its files are checked.
 
-`results/runs/<config-hash>/seed-<K>/` holds a run's config (`run.yaml`), its logs,
-cycle files and `final_metrics.json`, its `provenance.json` (machine, software,
-sessions, results version) and, written last when it is sealed, `manifest.json`
-(every file with its sha256 and record count). docs/pipeline.md, "Run store".
+`envgen.store.run_dir` lays out a run's directory and names every file in it: its
+config, logs, cycle files, final metrics, provenance (machine, software, sessions,
+results version) and, written last when it is sealed, the manifest (every file with its
+sha256 and record count). docs/pipeline.md, "Run store".
 """
 
 from envgen.store.lifecycle import finish_run, start_session

@@ -16,7 +16,6 @@ import hashlib
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # .../envgen
-FINGERPRINT_FILE = "code_fingerprint.txt"  # where runs before the results version kept it
 COVERED = ("agents", "loop", "llm", "envs", "games.py", "scoring.py")
 GAME_DIRS = {"heist": "envs/heist"}  # a game's own engine: in its runs' fingerprint only
 EXCLUDED_NAMES = ("cli.py", "preview.py")

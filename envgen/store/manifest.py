@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen import json_input
-from envgen.errors import EnvGenError
+from envgen.errors import EnvGenError, FileWriteError
 from envgen.files import write_json_atomic
 from envgen.json_input import JSONInputError
 
@@ -36,6 +36,7 @@ CHECKPOINT_DIR = "checkpoints"
 # What a run in progress resumes from, relative to its run directory (written by
 # envgen.agents.checkpoint): committed only for a run handed off mid-way, never a result.
 LATEST_CHECKPOINT = Path(CHECKPOINT_DIR) / "latest.pt"
+PREVIOUS_CHECKPOINT = Path(CHECKPOINT_DIR) / "previous.pt"  # a cohort's, while it writes
 SKIPPED_DIRS = (CHECKPOINT_DIR,)  # never part of a result
 LOG_SUFFIX = ".jsonl"
 GZ_SUFFIX = ".jsonl.gz"
@@ -92,7 +93,8 @@ def seal_run(run_dir: Path) -> Path:
     """Compress the run's logs and write its manifest (last); returns the manifest path.
 
     Safe to call again after a kill at any point: a log is replaced by its .gz only once
-    the .gz is complete, and the manifest is written after everything else.
+    the .gz is complete, and the manifest is written after everything else. A full disk
+    is a `FileWriteError` naming the file; the run stays unsealed and whole.
     """
     run_dir = Path(run_dir)
     for log in sorted(run_dir.rglob("*" + LOG_SUFFIX)):
@@ -101,8 +103,12 @@ def seal_run(run_dir: Path) -> Path:
             continue
         gz = log.with_name(log.name + ".gz")
         tmp = log.with_name(log.name + ".gz.tmp")
-        tmp.write_bytes(gzip_bytes(log.read_bytes()))
-        os.replace(tmp, gz)
+        try:
+            tmp.write_bytes(gzip_bytes(log.read_bytes()))
+            os.replace(tmp, gz)
+        except OSError as exc:  # a full disk: the plain log stays, sealing can run again
+            tmp.unlink(missing_ok=True)
+            raise FileWriteError(gz, exc) from None
         log.unlink()
     files = {p.relative_to(run_dir).as_posix(): _entry(p) for p in _run_files(run_dir)}
     path = run_dir / MANIFEST
@@ -148,8 +154,11 @@ def _check(path: Path, data: bytes, entry: dict[str, Any] | None) -> None:
     if hashlib.sha256(data).hexdigest() != entry["sha256"]:
         detail = f"{len(data)} bytes, manifest says {entry.get('bytes')}"
         if "records" in entry:
-            raw = gzip.decompress(data) if path.name.endswith(".gz") else data
-            detail += f"; {count_records(raw)} records, manifest says {entry['records']}"
+            try:
+                raw = gzip.decompress(data) if path.name.endswith(".gz") else data
+                detail += f"; {count_records(raw)} records, manifest says {entry['records']}"
+            except (OSError, EOFError, zlib.error):
+                detail += "; not a whole gzip file"
         raise RunStoreError(
             f"{path}: differs from its run's manifest ({detail}); the file was edited or "
             "truncated: restore it from git (git checkout -- PATH) or retrain the run"
@@ -192,11 +201,30 @@ def run_file_exists(path: Path) -> bool:
     )
 
 
+def _check_whole_log(path: Path, data: bytes, entry: dict[str, Any]) -> None:
+    """A sealed log decompresses whole to the records its manifest counts: a manifest
+    rewritten over a truncated .gz vouches for bytes no reader can use."""
+    try:
+        records = count_records(gzip.decompress(data))
+    except (OSError, EOFError, zlib.error) as exc:
+        raise RunStoreError(
+            f"{path}: a damaged gzip log ({exc.__class__.__name__}: {exc}), though its "
+            "manifest lists these bytes; restore it from git (git checkout -- PATH) or "
+            "retrain the run"
+        ) from None
+    if "records" in entry and records != entry["records"]:
+        raise RunStoreError(
+            f"{path}: {records} records, its manifest says {entry['records']}; restore it "
+            "from git (git checkout -- PATH) or retrain the run"
+        )
+
+
 def verify_run(run_dir: Path) -> int:
     """Check every file of a sealed run against its manifest; returns the files checked.
 
     Raises `RunStoreError` (one line, naming the file) on a missing, changed or
-    unlisted file, or when the run is not sealed.
+    unlisted file, a log that does not decompress whole to its manifest's record count,
+    or when the run is not sealed.
     """
     run_dir = Path(run_dir)
     if not is_sealed(run_dir):
@@ -206,7 +234,10 @@ def verify_run(run_dir: Path) -> int:
     for rel in sorted(listed):
         if rel not in present:
             raise RunStoreError(f"{run_dir / rel}: listed in the manifest but missing")
-        _check(present[rel], present[rel].read_bytes(), listed[rel])
+        data = present[rel].read_bytes()
+        _check(present[rel], data, listed[rel])
+        if rel.endswith(GZ_SUFFIX):
+            _check_whole_log(present[rel], data, listed[rel])
     extra = sorted(set(present) - set(listed))
     if extra:
         raise RunStoreError(f"{run_dir / extra[0]}: not in its run's manifest")

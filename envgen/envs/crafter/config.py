@@ -113,10 +113,6 @@ class CrafterConfig:
         return SPAWN_THRESHOLDS[resource][rarity]
 
     @property
-    def inventory_dict(self) -> dict[str, int]:
-        return dict(self.inventory)
-
-    @property
     def is_stock(self) -> bool:
         """True when the world, start and length are exactly stock Crafter's."""
         return (

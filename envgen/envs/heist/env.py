@@ -17,7 +17,7 @@ when no key or door is within a step's reach: the step cannot change them).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -310,3 +310,18 @@ class HeistEnv:
 
     def close(self) -> None:
         self._vec.close()
+
+
+THREADS = 4  # procgen threads of a training vec env when `num_threads` is None
+
+
+def vec_env_factory(num_threads: int | None = None) -> Callable[..., HeistVecEnv]:
+    """The trainer's factory (`envgen.agents.trainer.EnvFactory`): `HeistVecEnv` stepped
+    by `num_threads` procgen threads (None: THREADS); the thread count never changes
+    results."""
+
+    def make(configs, num_envs, seed, weights):
+        threads = THREADS if num_threads is None else num_threads
+        return HeistVecEnv(configs, num_envs, seed, weights=weights, num_threads=threads)
+
+    return make

@@ -2,7 +2,9 @@
 
 Nothing here trains. A run counts as finished exactly as `envgen.pipeline.jobs` decides
 it: sealed (its manifest written) and its results version equal to the current
-tree's (a finished run of other code is `stale` and will be redone). A campaign in
+tree's (a finished run of other code is `stale` and will be redone); a finished run
+whose files no longer match its manifest, or whose logs do not decompress, is `damaged`
+and names the file. A campaign in
 progress collects into a runs.json whose rows list the seeds finished so far, each row
 saying how many of its planned seeds that is; a row with none is `not_started`.
 """
@@ -21,19 +23,18 @@ from typing import Any
 from envgen.campaign.failures import Failure, run_key
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
-from envgen.loop.paths import read_json
 from envgen.pipeline.job_status import DONE, JobResult, job_dir, job_version_key
 from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.pipeline.results import metrics_and_scores, table_results
-from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
+from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed, verify_run
 from envgen.store.provenance import (
-    PROVENANCE,
     last_session_step,
     read_provenance,
     recorded_version,
     summary,
 )
+from envgen.store.run_dir import RunDir, read_json
 
 FINISHED, RUNNING, PARTIAL, STALE, MISSING = "done", "running", "partial", "stale", "missing"
 DAMAGED = "damaged"  # a run file holds what no run writes; `JobState.problem` says which
@@ -73,7 +74,7 @@ class JobState:
     committed: bool | None = None
     """Whether a finished run is committed to git; None when not asked or not finished."""
     provenance: str | None = None
-    """One line of the run's provenance.json (machine, sessions, commit); None without."""
+    """One line of the run's provenance (machine, sessions, commit); None without."""
     problem: str | None = None
     """Why a damaged run's files cannot be read (its file and field)."""
 
@@ -88,13 +89,13 @@ def is_finished(run_dir: Path, version: int) -> bool:
 
 
 def _provenance(run_dir: Path) -> tuple[str | None, int | None]:
-    """(one line of the run's provenance.json, or why it cannot be read; the env step its
+    """(one line of the run's provenance, or why it cannot be read; the env step its
     last session started at, None where the file cannot say), from one read."""
     try:
         data = read_provenance(run_dir)
         if not data:
             return None, 0
-        path = run_dir / PROVENANCE
+        path = RunDir(run_dir).provenance
         return summary(data, path), last_session_step(data, path)
     except EnvGenError as exc:
         return f"unreadable ({exc})", None
@@ -156,7 +157,8 @@ def _state(
     if is_sealed(run_dir):
         if recorded_version(run_dir) != version:
             return dataclasses.replace(base, state=STALE)
-        steps, wall, score = finished_numbers(run_dir / "final_metrics.json")
+        verify_run(run_dir)  # its files, logs decompressed, as sealed: else DAMAGED, named
+        steps, wall, score = finished_numbers(RunDir(run_dir).final_metrics)
         return dataclasses.replace(
             base,
             state=FINISHED,
@@ -165,7 +167,7 @@ def _state(
             score=score,
             committed=committed(run_dir) if committed else None,
         )
-    path = run_dir / "metrics.jsonl"
+    path = RunDir(run_dir).metrics
     tail = last_records(path, SPEED_WINDOW)
     steps = _field(tail[-1] if tail else {}, "step", 0, int, path, "a whole number")
     speeds = [_field(r, "time/sps", None, float, path, "a number") for r in tail]
@@ -203,7 +205,7 @@ def checkpoint_step(run_dir: Path) -> int:
 
 
 def finished_numbers(path: Path) -> tuple[int, float | None, float]:
-    """(global_steps, wall_s or None, score) of a finished run's final_metrics.json; an
+    """(global_steps, wall_s or None, score) of a finished run's final metrics; an
     `EnvGenError` naming the file and field when one has the wrong type."""
     final = read_json(path)
     if not isinstance(final, dict):

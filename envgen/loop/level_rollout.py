@@ -1,7 +1,7 @@
-"""SFL's and PLR's rollout: the current policy played, without updates, on each candidate
-world, to measure each world's per-achievement success rates (`envgen.loop.learnability`
-scores them; docs/loop.md, "SFL") and, for PLR, its positive value loss
-(`envgen.loop.level_buffer`; docs/loop.md, "PLR-robust")."""
+"""The rollout the curating designers (SFL, PLR) score levels by: the current policy
+played, without updates, on each candidate world, to measure each world's per-achievement
+success rates (`envgen.loop.learnability` scores them; docs/loop.md, "SFL") and, for PLR,
+its positive value loss (`envgen.loop.level_buffer`; docs/loop.md, "PLR-robust")."""
 
 from __future__ import annotations
 
