@@ -149,3 +149,15 @@ def test_the_check_sees_a_missing_dep_and_a_lazily_imported_one():
     )
     deps = [d for d in CHECKED["tables"]["deps"] if d != "envgen/loop/design_quality.py"]
     assert undeclared(_module(CHECKED["tables"]), deps) == ["envgen/loop/design_quality.py"]
+
+
+def test_every_dep_exists():
+    """A dep that names a moved or deleted file stops `dvc repro` at that stage ("No such
+    file or directory"), after the stages before it have run."""
+    missing = [
+        f"{name}: {dep}"
+        for name, stage in STAGES.items()
+        for dep in stage.get("deps", [])
+        if isinstance(dep, str) and "${" not in dep and not (REPO / dep).exists()
+    ]
+    assert not missing, missing
