@@ -19,11 +19,17 @@ from envgen.agents.runlog import read_jsonl_written
 from envgen.agents.trainer import Trainer
 from envgen.games import game_spec
 from envgen.loop.config import RunConfig
-from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT
+from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT, is_sealed
 from envgen.store.run_dir import NOT_CONFIG, RunDir
 
 REPO = Path(__file__).resolve().parents[1]
-COMMITTED = sorted(REPO.glob(f"results/runs/*/seed-*/{LATEST_CHECKPOINT}"))
+# A handed-off run's checkpoint (it is committed with the run); a finished run is sealed
+# and may keep its last checkpoint on the machine that trained it, never committed.
+COMMITTED = sorted(
+    c
+    for c in REPO.glob(f"results/runs/*/seed-*/{LATEST_CHECKPOINT}")
+    if not is_sealed(c.parent.parent)
+)
 
 
 def _id(checkpoint: Path) -> str:
