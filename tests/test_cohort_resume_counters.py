@@ -35,6 +35,24 @@ def _cohort(root: Path) -> CohortTrainer:
     return CohortTrainer(MODEL, PPO, SEEDS, dirs, env_factory=crafter_cohort_env_factory(1))
 
 
+def _refused_resume(trained: Path, tmp_path: Path, seed: int, edit) -> tuple[Path, str]:
+    """Copy the cohort, pass seed `seed`'s latest slice through `edit`, resume: the
+    slice's path and the one-line refusal, after checking that no seed's log was cut."""
+    root = tmp_path / "run"
+    shutil.copytree(trained, root)
+    latest = root / f"seed-{seed}" / CHECKPOINT_DIR / "latest.pt"
+    torch.save(edit(torch.load(latest, weights_only=True)), latest)
+    logs = {p: p.read_bytes() for s in SEEDS for p in (root / f"seed-{s}" / n for n in LOGS)}
+    trainer = _cohort(root)
+    with pytest.raises(EnvGenError) as err:
+        trainer.resume()
+    trainer.close()
+    assert {p: p.read_bytes() for p in logs} == logs
+    message = str(err.value)
+    assert "\n" not in message, message
+    return latest, message
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
     """A cohort of 2 trained 128 steps: slices at 64 and 128 (latest.pt at 128)."""
@@ -62,21 +80,13 @@ def trained(tmp_path_factory) -> Path:
 def test_a_slices_counters_are_checked_before_any_log_is_cut(
     trained, tmp_path, seed, change, words
 ):
-    root = tmp_path / "run"
-    shutil.copytree(trained, root)
-    latest = root / f"seed-{seed}" / CHECKPOINT_DIR / "latest.pt"
-    state = torch.load(latest, weights_only=True)
-    state["counters"].update(change)
-    torch.save(state, latest)
-    logs = {p: p.read_bytes() for s in SEEDS for p in (root / f"seed-{s}" / n for n in LOGS)}
-    trainer = _cohort(root)
-    with pytest.raises(EnvGenError) as err:
-        trainer.resume()
-    trainer.close()
-    message = str(err.value)
-    assert "\n" not in message and message.startswith(f"{latest}: "), message
+    def edit(state):
+        state["counters"].update(change)
+        return state
+
+    latest, message = _refused_resume(trained, tmp_path, seed, edit)
+    assert message.startswith(f"{latest}: "), message
     assert words in message and "remove every seed's checkpoints" in message, message
-    assert {p: p.read_bytes() for p in logs} == logs
 
 
 @pytest.mark.parametrize(
@@ -90,19 +100,9 @@ def test_a_slices_counters_are_checked_before_any_log_is_cut(
 def test_a_malformed_slice_is_one_line_naming_it_before_any_log_is_cut(
     trained, tmp_path, seed, damage
 ):
-    root = tmp_path / "run"
-    shutil.copytree(trained, root)
-    latest = root / f"seed-{seed}" / CHECKPOINT_DIR / "latest.pt"
-    torch.save(damage(torch.load(latest, weights_only=True)), latest)
-    logs = {p: p.read_bytes() for s in SEEDS for p in (root / f"seed-{s}" / n for n in LOGS)}
-    trainer = _cohort(root)
-    with pytest.raises(EnvGenError) as err:
-        trainer.resume()
-    trainer.close()
-    message = str(err.value)
-    assert "\n" not in message and message.startswith(f"{latest}: malformed"), message
+    latest, message = _refused_resume(trained, tmp_path, seed, damage)
+    assert message.startswith(f"{latest}: malformed"), message
     assert "remove every seed's checkpoints" in message, message
-    assert {p: p.read_bytes() for p in logs} == logs
 
 
 def test_untouched_slices_still_resume(trained, tmp_path):
