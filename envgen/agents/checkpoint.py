@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -28,12 +27,11 @@ import numpy as np
 import torch
 
 from envgen.agents.checkpoint_counters import ResumeRefusedError
-from envgen.agents.seeding import derive_seed
-from envgen.errors import ConfigError, EnvGenError
+from envgen.errors import EnvGenError
 from envgen.store.manifest import LATEST_CHECKPOINT
 
 LATEST = LATEST_CHECKPOINT.name
-# What every checkpoint slice holds (`seed_state`) and `RolloutLoop.resume` reads.
+# What every checkpoint slice holds (`RolloutLoop._slice`) and `RolloutLoop.resume` reads.
 CHECKPOINT_KEYS = frozenset(
     {"model_cfg", "ppo_cfg", "seed", "model", "optimizer", "action_rng", "shuffle_rng", "counters"}
 )
@@ -149,82 +147,3 @@ def _array(tagged: dict[str, Any]) -> np.ndarray:
     if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
         raise ValueError("array shape: expected a tuple of sizes")
     return data.cpu().numpy().view(dtype).reshape(shape).copy()
-
-
-# --- one seed's training state: what `Trainer` and `CohortTrainer` (per seed) write ---
-def seed_state(
-    model_cfg: Any,
-    ppo_cfg: Any,
-    seed: int,
-    counters: Any,
-    learner: dict[str, Any],
-    action_rng: torch.Generator,
-    shuffle_rng: np.random.Generator,
-    env: Any,
-    **tags: Any,
-) -> dict[str, Any]:
-    """One seed's checkpoint: its configs, seed, `tags` (a cohort's `cohort`, AD's
-    `agent`), counters, the learner's state (model, optimizer, ...), both random streams
-    and its running envs' state (None before any env ran)."""
-    return {
-        "model_cfg": dataclasses.asdict(model_cfg),
-        "ppo_cfg": dataclasses.asdict(ppo_cfg),
-        "seed": seed,
-        **tags,
-        "counters": dataclasses.asdict(counters),
-        **learner,
-        "action_rng": {"device": action_rng.device.type, "state": action_rng.get_state()},
-        "shuffle_rng": shuffle_rng.bit_generator.state,
-        "env": env,
-    }
-
-
-def check_written_with(
-    state: dict[str, Any],
-    run_dir: Path,
-    model_cfg: Any,
-    ppo_cfg: Any,
-    seed: int,
-    agent: str = "ppo",
-    fix: str = "use a new --out directory",
-) -> None:
-    """A `ConfigError` when `state` was written with another model or PPO config, seed or
-    agent (a checkpoint of PPO has no "agent"); the message ends by saying to `fix` it."""
-    ours = {
-        "model_cfg": dataclasses.asdict(model_cfg),
-        "ppo_cfg": dataclasses.asdict(ppo_cfg),
-        "seed": seed,
-        "agent": agent,
-    }
-    for key, value in ours.items():
-        if (theirs := state.get(key, "ppo")) != value:
-            raise ConfigError(
-                key,
-                f"checkpoint in {run_dir} was written with {theirs!r}, not {value!r}; resume "
-                f"with the same settings or {fix}",
-            )
-
-
-def restore_streams(
-    state: dict[str, Any],
-    action_rng: torch.Generator,
-    shuffle_rng: np.random.Generator,
-    seed: int,
-    checkpoint_step: int,
-) -> None:
-    """Restore a seed's two random streams. The action generator is re-seeded instead
-    when the checkpoint's is another device's: a CPU generator state (5,056 bytes) and a
-    CUDA one (16 bytes) do not convert. The re-seeded stream is fixed by (seed, the
-    checkpoint's step), so a cross-device resume is reproducible but not the uninterrupted
-    run's stream (docs/agent.md, "Reproducibility and resume"). The step, not the count of
-    checkpoints, since wall-clock checkpoints (`checkpoint_seconds`) vary that count.
-    ValueError on a malformed state."""
-    saved = state["action_rng"]
-    if not isinstance(saved, dict) or not isinstance(saved.get("state"), torch.Tensor):
-        raise ValueError("action_rng: expected {device, state}")
-    ours, theirs = action_rng.get_state(), saved["state"].cpu()
-    if saved.get("device") == action_rng.device.type and theirs.shape == ours.shape:
-        action_rng.set_state(theirs)
-    else:
-        action_rng.manual_seed(derive_seed(seed, "actions", checkpoint_step))
-    shuffle_rng.bit_generator.state = state["shuffle_rng"]

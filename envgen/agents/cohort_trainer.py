@@ -1,37 +1,27 @@
 """`CohortTrainer`: W runs of one config, one seed each, trained as a cohort
 (`envgen.agents.cohort`), each writing its own run directory as a run alone would.
 
-What a run alone's `Trainer` does per run, this does per seed: the episode and metrics
-logs in the seed's directory (`envgen.store.run_dir.RunDir`), its counters, and a
-checkpoint (the same keys, plus `cohort`: the size W and the seeds' step). The slices of
-one checkpoint are written one seed after another; each seed keeps its previous slice
-(`PREVIOUS`) until all the new ones are in, so a kill between two
-slices leaves a step that every seed has, and `resume` takes the newest such step.
-A slice resumes in any slot of a cohort of the same W.
+Per seed, what a run alone's `Trainer` keeps: the logs in the seed's directory, its
+counters and a checkpoint slice (the same keys, plus `cohort`: the size W and the step).
+Slices are written one seed after another, each seed keeping its previous one
+(`PREVIOUS`) until all the new ones are in, so a kill between two leaves a step every
+seed has, and `resume` takes the newest such step. A slice resumes in any slot of a
+cohort of the same W. The cohort plays one mixture from start to end (`original_only`).
 
-The mixture is one for the whole cohort and is never switched: cohorts train runs that
-play one mixture from start to end (the original game: `original_only`).
-
-Pipelined (`groups=2`): the cohort's seeds are split into two groups of W/2 (slots in
-order), each its own batched model (`CohortPPO`), vec env and policy step (its own CUDA
-graph, on its own stream). While one group's PPO update runs on the device, the other
-collects its next rollout (`cohort.interleave`, in this thread, in a fixed order), then
-they swap: the collection is mostly the CPU's (env workers) and the update mostly the
-GPU's, so their times overlap instead of adding up. Every seed still alternates collect,
-update, collect with its own parameters (on-policy as before), and a seed's numbers are
-those of a cohort of W/2 (the policy step's batch is its group's): fixed by (seed, W,
+Pipelined (`groups=2`): two groups of W/2 seeds, each its own `CohortPPO`, vec env and
+policy step (its own CUDA graph and stream). While one group's update runs on the GPU,
+the other collects its next rollout on the CPU's env workers (`cohort.interleave`, in a
+fixed order), so the two times overlap. Every seed still alternates collect and update
+with its own parameters; its numbers are those of a cohort of W/2, fixed by (seed, W,
 groups, device model, software, precision), hence `RunConfig.cohort_groups` in the run's
-identity. Group 0 collects the next rollout during the last group's update; before a
-checkpoint (and at the end of `train_until`) it does not, so a checkpoint holds every
-seed at a rollout boundary and resumes exactly.
+identity. Before a checkpoint (and at the end of `train_until`) group 0 does not collect
+ahead, so a checkpoint holds every seed at a rollout boundary and resumes exactly.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,15 +32,14 @@ import torch
 from envgen.agents.checkpoint import save_checkpoint
 from envgen.agents.cohort import CohortPPO, drain, interleave
 from envgen.agents.config import ModelConfig, PPOConfig, check_groups, check_kernels
-from envgen.agents.runlog import JsonlLog, episode_record
+from envgen.agents.runlog import episode_record
 from envgen.agents.seeding import derive_seed
-from envgen.agents.trainer import Counters, RolloutLoop
+from envgen.agents.trainer import RolloutLoop
 from envgen.envs.mixture import env_seed
 from envgen.envs.plain import mixture_to_plain
 from envgen.envs.vector import CrafterVecEnv, default_num_workers, usable_cores
-from envgen.errors import ConfigError, EnvGenError
+from envgen.errors import ConfigError
 from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT, PREVIOUS_CHECKPOINT
-from envgen.store.run_dir import RunDir
 
 PREVIOUS = PREVIOUS_CHECKPOINT.name
 # (configs, seeds of every env, envs per seed, weights) -> vec env of W * N envs
@@ -99,6 +88,7 @@ class CohortTrainer(RolloutLoop):
 
     _checkpoint_names = (LATEST_CHECKPOINT.name, PREVIOUS)
     _config_fix = "start over"
+    _restart = "start the cohort over"
 
     def __init__(
         self,
@@ -119,17 +109,7 @@ class CohortTrainer(RolloutLoop):
             raise ConfigError("seeds", "a cohort needs distinct seeds, one run directory each")
         check_groups(len(seeds), groups)
         check_kernels(kernels)
-        self.kernels = kernels
-        self.model_cfg, self.ppo_cfg, self.seeds = model_cfg, ppo_cfg, list(seeds)
-        self.size = len(self.seeds)
-        self.run_dirs = [Path(d) for d in run_dirs]
-        self.device = torch.device(device)
-        self.env_factory = env_factory or crafter_cohort_env_factory()
-        self.episode_record = episode_record
-        self.progress = progress
-        self.checkpoint_seconds = checkpoint_seconds
-        self._checkpointed_at = time.monotonic()
-        self.groups = groups
+        self.kernels, self.groups, self.size = kernels, groups, len(seeds)
         per = self.size // groups
         self._groups = [
             _Group(
@@ -137,26 +117,18 @@ class CohortTrainer(RolloutLoop):
                 CohortPPO(
                     model_cfg,
                     ppo_cfg,
-                    self.seeds[g * per : (g + 1) * per],
-                    self.device,
+                    seeds[g * per : (g + 1) * per],
+                    torch.device(device),
                     side_stream=groups > 1,
                     kernels=kernels,
                 ),
             )
             for g in range(groups)
         ]
-        self.action_rngs = []
-        for seed in self.seeds:
-            g = torch.Generator(device=self.device)
-            g.manual_seed(derive_seed(seed, "actions"))
-            self.action_rngs.append(g)
-        self.shuffle_rngs = [np.random.default_rng(derive_seed(s, "minibatches")) for s in seeds]
-        self.counters = Counters()
-        self.mixture: tuple[tuple[Any, ...], tuple[float, ...] | None] | None = None
+        args = episode_record, progress, checkpoint_seconds
+        super().__init__(model_cfg, ppo_cfg, seeds, run_dirs, device, *args)
+        self.env_factory = env_factory or crafter_cohort_env_factory()
         self._saved_env: list[dict[str, Any]] | None = None
-        self.episodes = [JsonlLog(RunDir(d).episodes) for d in self.run_dirs]
-        self.metrics = [JsonlLog(RunDir(d).metrics) for d in self.run_dirs]
-        self.episode_logs, self.metrics_logs = self.episodes, self.metrics
 
     @property
     def agent(self) -> CohortPPO:
@@ -221,7 +193,8 @@ class CohortTrainer(RolloutLoop):
                 group.env, group.obs, self._rngs(group, self.action_rngs)
             )
             losses = group.agent.update(self._rngs(group, self.shuffle_rngs))
-            self._check_finite(group, losses)
+            for k, seed_losses in zip(group.slots, losses, strict=True):
+                self._check_finite(k, seed_losses)
             self.counters.global_step += self.ppo_cfg.rollout_size
             self.counters.rollouts += 1
             self._write_episodes(group, finished, start_step, phase)
@@ -242,8 +215,8 @@ class CohortTrainer(RolloutLoop):
             if following is not None:
                 at = start_step + (self.ppo_cfg.rollout_size if last else 0)
                 self._collected(following, collected, at, phase)
-            self._check_finite(group, group_losses)
             for k, seed_losses in zip(group.slots, group_losses, strict=True):
+                self._check_finite(k, seed_losses)
                 losses[k] = seed_losses
         first.ahead = ahead
         self.counters.global_step += self.ppo_cfg.rollout_size
@@ -263,24 +236,11 @@ class CohortTrainer(RolloutLoop):
     ) -> None:
         group.counts = [len(episodes) for episodes in finished]
         for k, episodes in zip(group.slots, finished, strict=True):
-            for ep in episodes:
-                step = start_step + (ep.t + 1) * self.ppo_cfg.num_envs
-                self.episodes[k].write(self.episode_record(ep.info, step, phase))
+            self._log_episodes(k, episodes, start_step, phase)
 
     @staticmethod
     def _rngs(group: _Group, rngs: Sequence[Any]) -> list[Any]:
         return [rngs[k] for k in group.slots]
-
-    def _check_finite(self, group: _Group, losses: list[dict[str, float]]) -> None:
-        for k, seed_losses in zip(group.slots, losses, strict=True):
-            bad = {n: v for n, v in seed_losses.items() if not math.isfinite(v)}
-            if bad:
-                name, value = next(iter(bad.items()))
-                raise EnvGenError(
-                    f"{self.run_dirs[k]}: training diverged at step {self.global_step}: loss "
-                    f"{name} is {value}; lower ppo.lr ({self.ppo_cfg.lr}) or "
-                    "ppo.max_grad_norm and start the cohort over"
-                )
 
     def _env_seeds(self, group: _Group) -> list[int]:
         n = self.ppo_cfg.num_envs
@@ -330,7 +290,7 @@ class CohortTrainer(RolloutLoop):
     def _seed_slice(self, k: int, env_states: list[dict[str, Any]] | None) -> dict[str, Any]:
         group = self._groups[k // (self.size // self.groups)]
         cohort = {"size": self.size, "step": self.global_step}
-        if self.groups > 1:  # left out at 1: an unpipelined cohort's slices as before
+        if self.groups > 1:  # left out at 1: unpipelined slices carry no grouping
             cohort["groups"] = self.groups
         if self.kernels != "eager":  # left out when eager, as in the run's hash
             cohort["kernels"] = self.kernels
