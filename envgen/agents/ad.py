@@ -1,30 +1,23 @@
 """Achievement Distillation (AD), readable top to bottom: rollout with memory, PPO, aux phase.
 
-Moon et al. 2023, "Discovering Hierarchical Achievements in Reinforcement Learning via
-Contrastive Learning" (NeurIPS), code snu-mllab/Achievement-Distillation; the EnvGen
-paper's Table 1 rows AD, AD + 0.96M Crafter pretraining and AD + EnvGen. Each part and
-where it comes from (docs/agent.md, "Achievement Distillation"):
+Moon et al. 2023 (NeurIPS), code snu-mllab/Achievement-Distillation; the EnvGen paper's
+Table 1 rows AD, AD + 0.96M Crafter pretraining and AD + EnvGen (docs/agent.md,
+"Achievement Distillation"). Each part, with the reference's file:
 
-1. Rollout (`sample.py`, `storage.py`): PPO's, plus a per-env *memory*, the
-   representation of the episode's latest achievement, read by policy and value. A step
-   whose reward exceeds `unlock_reward` unlocked one; the memory becomes
-   normalize(latent(next obs) - latent(obs)); an episode end resets it to zero.
-2. Policy phase (`algorithm/ppo_ad.py`, `update`): `ppo.ppo_update` on the rollout
-   with the memory as a second input, unchanged otherwise (Table 9).
-3. Auxiliary phase, every `aux_every` PPO updates over the trajectories of those
-   rollouts (`Buffer`), `aux_epochs` passes, each: first all *matching* batches, then all
-   *prediction* batches, each loss with its own Adam optimiser (as the reference):
-   - cross-trajectory achievement matching: achievements of two episodes are paired by
-     entropic partial optimal transport of their representations; a contrastive loss pulls
-     the pairs together against a random achievement of the other episode;
-   - intra-trajectory achievement prediction: from (obs, action, memory) predict the
-     episode's next achievement, contrasted with the prediction at a random step of the
-     same episode;
+1. Rollout (`sample.py`, `storage.py`): PPO's, plus a per-env *memory* read by policy
+   and value: a step whose reward exceeds `unlock_reward` unlocked an achievement and sets
+   it to normalize(latent(next obs) - latent(obs)); an episode end resets it to zero.
+2. Policy phase (`algorithm/ppo_ad.py`): `ppo.ppo_update` with the memory as a second input.
+3. Auxiliary phase, every `aux_every` updates over those rollouts' whole episodes (an
+   episode cut by a mixture switch is not used), `aux_epochs` passes of all *matching*
+   then all *prediction* batches, each loss with its own Adam (as the reference):
+   - matching: two episodes' achievements are paired by entropic partial optimal
+     transport; a contrastive loss pulls pairs together against a random achievement of
+     the other episode;
+   - prediction: from (obs, action, memory) predict the episode's next achievement,
+     contrasted with the prediction at a random step of the same episode;
    both regularised by KL(policy || policy before the phase) and a value regression to
    the rollout's returns (`pi_dist`, `vf_dist`).
-
-Trajectories are whole episodes inside the buffer (started and ended there), as in the
-reference; an episode cut by a mixture switch is not used.
 """
 
 from __future__ import annotations
@@ -81,9 +74,7 @@ class EpisodeMemory:
         )
 
 
-# ------------------------------------------------------------------------------------
-# 1. Rollout: PPO's, with the memory updated at every achievement
-# ------------------------------------------------------------------------------------
+# --- 1. Rollout: PPO's, with the memory updated at every achievement ------------------
 @torch.no_grad()
 def collect_rollout(
     model: ADActorCritic,
@@ -131,9 +122,7 @@ def collect_rollout(
     return obs, finished
 
 
-# ------------------------------------------------------------------------------------
-# 3a. Aux buffer: the last `aux_every` rollouts, split into episodes with their goals
-# ------------------------------------------------------------------------------------
+# --- 3a. Aux buffer: the last `aux_every` rollouts, split into episodes with their goals ---
 class AuxBuffer:
     """Rollouts since the last auxiliary phase, time-major (aux_every * T, N, ...)."""
 
@@ -260,9 +249,7 @@ def entropic_partial_transport(cost: np.ndarray, reg: float, iters: int) -> np.n
     return plan
 
 
-# ------------------------------------------------------------------------------------
-# 3b. Batches: matching (across episodes) and prediction (within an episode)
-# ------------------------------------------------------------------------------------
+# --- 3b. Batches: matching (across episodes) and prediction (within an episode) -------
 def _on(device: torch.device, draw: np.ndarray) -> torch.Tensor:
     """A numpy draw as an index tensor on `device`. The draws stay numpy's (the host RNG
     every device shares, so a run's batches do not depend on its device); only the
@@ -352,9 +339,7 @@ def prediction_batches(
             }
 
 
-# ------------------------------------------------------------------------------------
-# 3c. Losses (`PPOADModel.compute_match_losses`, `compute_pred_losses`)
-# ------------------------------------------------------------------------------------
+# --- 3c. Losses (`PPOADModel.compute_match_losses`, `compute_pred_losses`) ------------
 def _contrastive(
     anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor, temperature: float
 ) -> torch.Tensor:
@@ -427,9 +412,7 @@ def prediction_loss(
     }
 
 
-# ------------------------------------------------------------------------------------
-# 3d. The auxiliary phase
-# ------------------------------------------------------------------------------------
+# --- 3d. The auxiliary phase ----------------------------------------------------------
 def aux_phase(
     model: ADActorCritic,
     optimizers: dict[str, torch.optim.Optimizer],
@@ -468,9 +451,7 @@ def aux_phase(
     return {key: float(np.mean(v)) for key, v in stats.items() if v}
 
 
-# ------------------------------------------------------------------------------------
-# The trainer's view of AD (`trainer.Agent`)
-# ------------------------------------------------------------------------------------
+# --- The trainer's view of AD (`trainer.Agent`) ---------------------------------------
 class ADAgent:
     """AD's model, three optimisers (PPO, matching, prediction), buffers and memory."""
 

@@ -1,23 +1,18 @@
 """Achievement Distillation's network: the PPO backbone plus a memory of achievements.
 
-Moon et al. 2023 (NeurIPS), code snu-mllab/Achievement-Distillation, `model/ppo_ad.py`:
-- The backbone is the PPO one (`networks.ActorCritic`'s encoder and final layer, here
-  with EnvGen's layer-norm placement, see below): observation -> latent (hidden_size).
-- *Memory*: the representation of the episode's latest achievement, a unit vector
-  normalize(latent(obs after the unlock) - latent(obs before)), zero at episode start.
-  Policy and value heads read [latent, memory] (2 x hidden_size), orthogonal init with
-  gains 0.01 / 0.1 as in PPO.
-- *Next-achievement predictor*: the latent, modulated by the action through FiLM
-  (an MLP of the one-hot action gives gamma, beta: (1 + gamma) * latent + beta), joined
-  with the memory, then an MLP -> unit vector compared with the next achievement's
-  representation (intra-trajectory prediction, `ad.prediction_loss`).
-MLPs follow the reference `MLP` with one hidden layer: LayerNorm -> Linear (no bias,
-fan-in init 1.4) -> ReLU -> Linear (bias, fan-in init 1.0).
+Moon et al. 2023, code snu-mllab/Achievement-Distillation, `model/ppo_ad.py`:
+- Backbone: `networks.ActorCritic`'s encoder and final layer, observation -> latent.
+- *Memory*: the unit representation of the episode's latest achievement,
+  normalize(latent(after the unlock) - latent(before)), zero at episode start. Policy
+  and value heads read [latent, memory], initialised as PPO's.
+- *Next-achievement predictor*: the latent modulated by the action through FiLM ((1 +
+  gamma) * latent + beta, from an MLP of the one-hot action), joined with the memory,
+  then an MLP -> unit vector (`ad.prediction_loss`). Each MLP is the reference's with one
+  hidden layer: LayerNorm -> Linear (no bias, fan-in 1.4) -> ReLU -> Linear (fan-in 1.0).
 
-The reference puts its LayerNorm before the 256 -> hidden linear layer; this backbone
-is EnvGen's (LayerNorm after it, as for our PPO), so that the AD and PPO rows differ only
-by AD. On the paper preset that adds 1,536 parameters to the reference's 9,234,228
-(docs/agent.md, "Achievement Distillation").
+The reference's LayerNorm sits before the 256 -> hidden layer; here it is after it, as in
+our PPO, so that the AD and PPO rows differ only by AD: 1,536 parameters more than the
+reference's 9,234,228 on the paper preset (docs/agent.md, "Achievement Distillation").
 """
 
 from __future__ import annotations

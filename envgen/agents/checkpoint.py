@@ -1,18 +1,15 @@
 """Checkpoint files: atomic, device-neutral, and read without running code from the file.
 
-Written to a temporary name, then `os.replace`d into place, so a reader sees either the
-previous complete checkpoint or the new one, never a torn file, even when the run is
-killed while saving.
+Written to a temporary name, then `os.replace`d into place: a reader sees the previous
+complete checkpoint or the new one, never a torn file, even if the run is killed.
 
-Reading runs no code: the file holds only tensors and plain values (dicts, lists,
-tuples, numbers, strings, bytes) and is read with `torch.load(weights_only=True)`,
-which refuses anything else. NumPy arrays (the running envs' state) are stored as byte
-tensors tagged with their dtype and shape (`_storable`). A run directory received from
-someone else therefore cannot execute anything when a run resumes from it.
+Reading runs no code: the file holds only tensors and plain values, read with
+`torch.load(weights_only=True)`, which refuses anything else; NumPy arrays (the running
+envs' state) are stored as byte tensors tagged with dtype and shape (`_storable`). A run
+directory received from someone else cannot execute anything when a run resumes from it.
 
-Device-neutral: every tensor is saved on the CPU and loaded onto the run's device
-(`map_location`), so a checkpoint written on a GPU resumes on a CPU and the reverse.
-What such a resume means for the action generator: `envgen.agents.trainer`, `resume`.
+Device-neutral: tensors are saved on the CPU and loaded onto the run's device, so a GPU's
+checkpoint resumes on a CPU and the reverse (the action generator: `RolloutLoop.resume`).
 """
 
 from __future__ import annotations

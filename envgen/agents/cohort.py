@@ -1,37 +1,31 @@
 """`CohortPPO`: W seeds of one PPO run config trained as one batched model.
 
-Why: one paper-network run leaves a GPU mostly idle (one run 942 env steps/s, eight runs
-as eight processes 1,289 on an H100; docs/agent.md, "On a GPU"). Here the W networks'
-parameters are stacked (W, ...) and one forward serves every seed
-(`torch.func.vmap` over `torch.func.functional_call` of the very `ActorCritic` a run
-alone uses): W times fewer kernel launches, W times larger kernels.
+Why: one paper-network run leaves a GPU mostly idle (docs/agent.md, "On a GPU"). Here
+the W networks' parameters are stacked (W, ...) and one forward serves every seed
+(`torch.func.vmap` over `functional_call` of a run alone's `ActorCritic`): W times fewer
+kernel launches, W times larger kernels.
 
-Nothing mixes seeds. Each seed keeps its own loss (the total is a sum of per-seed
-means, so a seed's gradient is its own loss's), gradient-norm clip, Adam moments (Adam is
-elementwise, so one Adam over stacked tensors is W Adams), value normaliser, advantage
+Nothing mixes seeds. Each keeps its own loss (the total is a sum of per-seed means),
+gradient-norm clip, Adam moments (Adam is elementwise), value normaliser, advantage
 normalisation, GAE, action generator, minibatch shuffle and env seeds, all derived from
-the seed as a run alone derives them, and its Table 9 rollout (8 envs x 512 steps, 8
-minibatches, 3 epochs). A seed's numbers are fixed by (seed, W, device model, software,
-precision), not by its slot or its neighbours (tests/test_agents_cohort.py); W = 1 is
-not a cohort (the pipeline trains it with `envgen.agents.trainer.Trainer`).
-
-Per rollout the host and the device meet once per vector step (the actions come back)
-and once per rollout for rewards and dones; GAE (a run alone's `ppo.gae`) runs on the
-host over all envs at once, and losses stay on the device until the rollout's update is
-done.
+the seed as a run alone derives them, and its Table 9 rollout. A seed's numbers are
+fixed by (seed, W, device model, software, precision), not by its slot or neighbours
+(tests/test_agents_cohort.py); W = 1 is not a cohort (the pipeline trains it with
+`envgen.agents.trainer.Trainer`). Host and device meet once per vector step (the
+actions) and once per rollout (rewards and dones, for GAE on the host).
 
 `collect_steps` and `update_steps` are the rollout and the update as generators (one
-yield per vector step, resp. per minibatch) so that a pipelined cohort
-(`envgen.agents.cohort_trainer`, `groups=2`: two `CohortPPO`s of W/2 seeds) can run one
-group's update and the other's collection interleaved in one thread (`interleave`), the
-collection on its own CUDA stream (`side_stream`). `collect` and `update` drain them: an
-unpipelined cohort computes exactly what it computed before they existed.
+yield per vector step, resp. minibatch), so that a pipelined cohort
+(`envgen.agents.cohort_trainer`) can interleave one group's update with another's
+collection in one thread (`interleave`), the collection on its own CUDA stream
+(`side_stream`). `collect` and `update` drain them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 import warnings
 from collections.abc import Generator, Sequence
@@ -135,29 +129,18 @@ def interleave(
     every number either computes is the one it computes alone (tests/test_agents_cohort.py
     compares a pipelined cohort with its groups trained one after the other)."""
     yields, steps = cfg.epochs * cfg.minibatches, cfg.num_steps
-    collected: list[Any] = []
+    results: dict[str, Any] = {}
+
+    def run(name: str, gen: Generator[None, None, Any]) -> Generator[None, None, None]:
+        results[name] = yield from gen
+
+    collecting = run("collect", collect) if collect is not None else iter(())
     made = 0
-
-    def advance(until: int) -> None:
-        nonlocal made
-        while collect is not None and not collected and made < until:
-            try:
-                next(collect)
-                made += 1
-            except StopIteration as stop:
-                collected.append(stop.value)
-
-    i = 0
-    while True:
-        try:
-            next(update)
-        except StopIteration as stop:
-            result = stop.value
-            break
-        i += 1
-        advance(i * steps // yields)
-    advance(steps + 1)  # the rest, and the collection's end (its last values)
-    return result, (collected[0] if collected else None)
+    for i, _ in enumerate(run("update", update), 1):
+        made += sum(1 for _ in itertools.islice(collecting, i * steps // yields - made))
+    for _ in collecting:  # the rest, and the collection's end (its last values)
+        pass
+    return results["update"], results.get("collect")
 
 
 class CohortPPO:
@@ -201,8 +184,7 @@ class CohortPPO:
         )
         # None: not yet captured; False: run op by op on purpose (`envgen.gpu.probe`)
         self._update_graph: torch.cuda.CUDAGraph | bool | None = None
-        # the CUDA graph calls (`envgen.agents.graphs`); None off CUDA: nothing is captured
-        self._cuda = graphs.backend(device)
+        self._cuda = graphs.backend(device)  # None off CUDA: nothing is captured
         self._seed_loss = self._one_seed_loss
         if kernels == "compile":
             use_compile_cache()
@@ -429,13 +411,12 @@ class CohortPPO:
         at the first call), else run op by op (off CUDA, eager kernels, or `_update_graph`
         set False on purpose). A failed capture or compilation raises: never op by op
         under a captured mode's name."""
-        if self._update_graph is None and self._captures_update():
+        if self._update_graph is None and self.kernels != "eager" and self._cuda is not None:
             self._capture_update()
-        if self._update_graph is not None and self._update_graph is not False:
+        if self.update_captured:
             self._update_graph.replay()
-            return
-        self.optimizer.zero_grad(set_to_none=True)
-        self._minibatch()
+        else:
+            self._training_step()
 
     def _minibatch(self) -> None:
         """Forward, losses, backward, per-seed clipping and Adam on minibatch `_idx`; the
@@ -466,10 +447,6 @@ class CohortPPO:
         self.optimizer.step()
         with torch.no_grad():
             self._mb_stats.copy_(seed_stats)
-
-    def _captures_update(self) -> bool:
-        """Whether the update is captured: "graph" and "compile" kernels where CUDA is."""
-        return self.kernels != "eager" and self._cuda is not None
 
     def _training_step(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)
@@ -504,11 +481,10 @@ class CohortPPO:
         return self._update_graph is not None and self._update_graph is not False
 
     def close(self) -> None:
-        """Free the CUDA graphs (and their memory pools) now, not at a later garbage
-        collection: the cohort holds itself in reference cycles (its vmapped forward and
-        loss are its own bound methods), so dropping the last reference frees nothing
-        until the cyclic collector runs, at a moment no one chooses, possibly while
-        another cohort captures. Idempotent; the cohort is not used after it."""
+        """Free the CUDA graphs (and their memory pools) now: the cohort holds itself in
+        reference cycles (its vmapped forward and loss are bound methods), so dropping it
+        frees nothing until the cyclic collector runs, perhaps while another cohort
+        captures. Idempotent; the cohort is not used after it."""
         for name in ("_graph", "_update_graph"):
             graph = getattr(self, name)
             if graph is not None and graph is not False:

@@ -1,21 +1,16 @@
 """CUDA graph capture for the cohort (`envgen.agents.cohort`): warm-up, capture, and on a
 failure the process left as it was found.
 
-Why not `torch.cuda.graph`: its `__exit__` ends the capture before it leaves the capture
-stream, so a `capture_end` that raises (an op a graph cannot hold, an invalidated capture)
-leaves the thread's current stream on the capture stream for every later op; and a body
-that raises leaves the graph half captured. `record` ends (and resets) such a graph and
-leaves the capture stream on every exit.
+Why not `torch.cuda.graph`: a `capture_end` that raises in its `__exit__` leaves the
+thread on the capture stream for every later op, and a body that raises leaves the graph
+half captured. `record` ends (and resets) such a graph and leaves the stream on every exit.
 
 Why each capture gets its own stream and cleared cuBLAS workspaces: cuBLAS keeps one
-workspace per (handle, stream), allocated outside every graph's pool. A graph captured
-while one exists bakes its address in, so the policy graph (replayed on a pipelined
-cohort's collection stream) and the update graph (on the default stream) would share one
-workspace while they run at once. Cleared before and after each capture (as PyTorch's
-cudagraph trees do: `torch._inductor.cudagraph_trees.clear_cublas_manager`), a capture
-allocates the workspace it needs in its own graph's private memory pool (every
-`capture_begin` without a pool makes one), and no workspace outlives the capture into the
-next one.
+workspace per (handle, stream), outside every graph's pool, and a graph captured while
+one exists bakes its address in: the policy graph (on a pipelined cohort's collection
+stream) and the update graph (default stream) would share it while running at once.
+Cleared before and after each capture (as `torch._inductor.cudagraph_trees` does), a
+capture allocates its workspace in its own graph's private pool, and none outlives it.
 
 `backend(device)` is the only door to `torch.cuda`: None off CUDA (nothing is captured),
 and the tests hand the cohort a fake with the same methods (tests/fake_device.py,

@@ -96,9 +96,7 @@ def policy_step(
     return actions, logprobs.gather(1, actions[:, None])[:, 0], model.value_norm.denormalize(value)
 
 
-# ------------------------------------------------------------------------------------
-# 1. Rollout: num_steps vec-env steps with the current policy
-# ------------------------------------------------------------------------------------
+# --- 1. Rollout: num_steps vec-env steps with the current policy ----------------------
 def collect_rollout(
     model: ActorCritic,
     env: VecEnv,
@@ -126,9 +124,7 @@ def collect_rollout(
     return obs, finished
 
 
-# ------------------------------------------------------------------------------------
-# 2. GAE: advantages and value targets (raw units)
-# ------------------------------------------------------------------------------------
+# --- 2. GAE: advantages and value targets (raw units) ---------------------------------
 def gae(
     rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, gamma: float, lam: float
 ) -> torch.Tensor:
@@ -150,9 +146,7 @@ def compute_gae(buf: Rollout, gamma: float, lam: float) -> tuple[torch.Tensor, t
     return advantages, advantages + buf.values[:-1]
 
 
-# ------------------------------------------------------------------------------------
-# 3. Update: epochs x minibatches of clipped-surrogate PPO
-# ------------------------------------------------------------------------------------
+# --- 3. Update: epochs x minibatches of clipped-surrogate PPO -------------------------
 LOSS_STATS = ("policy", "value", "entropy", "kl", "clip")
 
 
@@ -234,9 +228,7 @@ def ppo_update(
     return {key: float(np.mean(values)) for key, values in stats.items()}
 
 
-# ------------------------------------------------------------------------------------
-# The trainer's view of PPO (`trainer.Agent`)
-# ------------------------------------------------------------------------------------
+# --- The trainer's view of PPO (`trainer.Agent`) --------------------------------------
 class PPOAgent:
     """PPO's model, optimiser and rollout buffer behind the trainer's agent interface."""
 
