@@ -22,8 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from envgen.agents.config import ModelConfig
-from envgen.agents.networks import ENCODERS, _fan_in_init, autocast
-from envgen.agents.normalizer import EwmaNormalizer
+from envgen.agents.networks import ActorCritic, _fan_in_init, autocast
 
 
 def _mlp(insize: int, hidden: int, outsize: int) -> nn.Sequential:
@@ -36,34 +35,23 @@ def _mlp(insize: int, hidden: int, outsize: int) -> nn.Sequential:
     )
 
 
-class ADActorCritic(nn.Module):
+class ADActorCritic(ActorCritic):
     """Backbone -> latent; heads on [latent, memory]; FiLM + MLP next-achievement predictor.
 
     `forward(obs, memory)` has `ActorCritic`'s contract (log-probabilities (N, A), value
     (N,) in `value_norm` units) with one more input, the memory (N, hidden_size); a
-    missing memory is zeros (the state at an episode's start).
+    missing memory is zeros (the state at an episode's start). The layers draw their
+    initial weights in the order backbone, heads, predictor: another order changes every
+    AD run's numbers.
     """
 
+    head_inputs = 2
+
     def __init__(self, cfg: ModelConfig, value_norm_decay: float = 0.99):
-        super().__init__()
-        self.cfg = cfg
+        super().__init__(cfg, value_norm_decay)
         h = cfg.hidden_size
-        self.encoder = ENCODERS[cfg.kind](cfg)
-        self.final = nn.Sequential(
-            _fan_in_init(nn.Linear(cfg.embed_size, h, bias=False), 1.0),
-            nn.LayerNorm(h),
-            nn.ReLU(),
-        )
-        self.policy_head = nn.Linear(2 * h, cfg.num_actions)
-        self.value_head = nn.Linear(2 * h, 1)
-        for head, gain in ((self.policy_head, 0.01), (self.value_head, 0.1)):
-            nn.init.orthogonal_(head.weight, gain=gain)
-            nn.init.zeros_(head.bias)
         self.action_film = _mlp(cfg.num_actions, h, 2 * h)  # reference: action_mlp
         self.next_achievement = _mlp(2 * h, h, h)  # reference: next_goal_pred_mlp
-        self.value_norm = EwmaNormalizer(value_norm_decay)
-        if cfg.channels_last:
-            self.to(memory_format=torch.channels_last)
 
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
         """uint8 (N, 64, 64, 3) -> latent (N, hidden_size), float32.

@@ -199,9 +199,9 @@ def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
         ("minibatches", "minibatches per epoch"),
     ):
         default = getattr(PPOConfig, name)
-        help = f"{what} (default {default}, Table 9)"
+        text = f"{what} (default {default}, Table 9)"
         flag = "--" + name.replace("_", "-")
-        parser.add_argument(flag, type=whole_number(1), default=default, help=help)
+        parser.add_argument(flag, type=whole_number(1), default=default, help=text)
 
 
 def rollout_config(args: argparse.Namespace, **more: Any) -> PPOConfig:

@@ -161,6 +161,8 @@ class ActorCritic(nn.Module):
     (N, num_actions) and the value prediction (N,) in the units of `value_norm`.
     """
 
+    head_inputs = 1  # the heads read this many hidden_size vectors (AD: latent and memory)
+
     def __init__(self, cfg: ModelConfig, value_norm_decay: float = 0.99):
         super().__init__()
         self.cfg = cfg
@@ -170,8 +172,8 @@ class ActorCritic(nn.Module):
             nn.LayerNorm(cfg.hidden_size),
             nn.ReLU(),
         )
-        self.policy_head = nn.Linear(cfg.hidden_size, cfg.num_actions)
-        self.value_head = nn.Linear(cfg.hidden_size, 1)
+        self.policy_head = nn.Linear(self.head_inputs * cfg.hidden_size, cfg.num_actions)
+        self.value_head = nn.Linear(self.head_inputs * cfg.hidden_size, 1)
         for head, gain in ((self.policy_head, 0.01), (self.value_head, 0.1)):
             nn.init.orthogonal_(head.weight, gain=gain)
             nn.init.zeros_(head.bias)
