@@ -160,11 +160,8 @@ class AuxBuffer:
         return Steps(**flat, returns=self.data["returns"][:rows].flatten(), num_envs=n)
 
     def episodes(self, unlock_reward: float) -> list[Episode]:
-        """Episodes that both started and ended in the buffer, with at least one goal.
-
-        Found on the host (a loop over episode boundaries); their rows and goals are
-        index tensors on the buffer's device, where the batches use them.
-        """
+        """Episodes that both started and ended in the buffer, with at least one goal:
+        found on the host, their rows and goals index tensors on the buffer's device."""
         rows, n = self.filled * self.t, self.data["dones"].shape[1]
         device = self.data["dones"].device
         starts, dones = self.data["starts"][:rows].cpu(), self.data["dones"][:rows].cpu()
@@ -223,12 +220,10 @@ class Episode:
 
 
 def entropic_partial_transport(cost: np.ndarray, reg: float, iters: int) -> np.ndarray:
-    """Transport plan (A, B) of entropic partial OT with unit masses, moving min(A, B).
-
-    Benamou et al. 2015 (prop. 5), Dykstra's iterative Bregman projections onto row
-    sums <= 1, column sums <= 1 and total mass = min(A, B): the reference's call of POT's
-    `ot.partial.entropic_partial_wasserstein(a=1, b=1, M, reg, numItermax)`, in float64.
-    """
+    """Transport plan (A, B) of entropic partial OT with unit masses, moving min(A, B):
+    Dykstra's iterative Bregman projections (Benamou et al. 2015, prop. 5) onto row and
+    column sums <= 1 and total mass min(A, B), in float64, as the reference's POT call
+    `ot.partial.entropic_partial_wasserstein(a=1, b=1, M, reg, numItermax)`."""
     mass = float(min(cost.shape))
     plan = np.exp(-cost.astype(np.float64) / reg)
     plan *= mass / plan.sum()
@@ -251,9 +246,8 @@ def entropic_partial_transport(cost: np.ndarray, reg: float, iters: int) -> np.n
 
 # --- 3b. Batches: matching (across episodes) and prediction (within an episode) -------
 def _on(device: torch.device, draw: np.ndarray) -> torch.Tensor:
-    """A numpy draw as an index tensor on `device`. The draws stay numpy's (the host RNG
-    every device shares, so a run's batches do not depend on its device); only the
-    result moves, once per batch rather than at every use."""
+    """A numpy draw as an index tensor on `device`: the host RNG draws, so that a run's
+    batches do not depend on its device; the result moves once per batch."""
     return torch.from_numpy(draw).to(device)
 
 
@@ -273,14 +267,11 @@ def match_batches(
 ) -> Iterator[dict[str, torch.Tensor]]:
     """Goal rows of anchors, positives, negatives across episodes (`get_match_data_loader`).
 
-    For each source episode (random order), up to `match_partners` other episodes: the
-    source's and the partner's achievements are paired where the partial transport plan
-    under cost 1 - cosine puts mass > `match_threshold`; the negative is a random
-    achievement of the partner. A goal is given by the row of the observation after its
-    unlock. Each batch also carries random steps of the source episode for the
-    policy/value regularisers. Lazy, so that the representations come from the model as
-    it trains, as in the reference.
-    """
+    For each source episode (random order) and up to `match_partners` others, goals (rows
+    of the observation after an unlock) are paired where the partial transport plan under
+    cost 1 - cosine puts mass > `match_threshold`; the negative is a random goal of the
+    partner. Each batch also carries random steps of the source for the regularisers.
+    Lazy, so that the representations come from the model as it trains (as the reference)."""
     device = steps.obs.device
     for i in rng.permutation(len(episodes)).tolist():
         source = episodes[i]
@@ -316,12 +307,10 @@ def match_batches(
 def prediction_batches(
     episodes: list[Episode], cfg: ADConfig, rng: np.random.Generator
 ) -> Iterator[dict[str, torch.Tensor]]:
-    """Steps, their episode's next goal, and negative steps (`get_pred_data_loader`).
-
-    Every step of an episode is a positive whose anchor is the next achievement unlocked
-    after it; after the last one the anchor is (last observation, all-zero image), "none
-    follows". The negative is a step of the same episode in random permutation.
-    """
+    """Steps, their episode's next goal, and negative steps (`get_pred_data_loader`):
+    each step is a positive whose anchor is the next achievement after it (after the last
+    one: (last observation, all-zero image), "none follows"); the negative is a step of
+    the same episode in random permutation."""
     for i in rng.permutation(len(episodes)).tolist():
         episode = episodes[i]
         device = episode.steps.device
@@ -422,9 +411,7 @@ def aux_phase(
     rng: np.random.Generator,
 ) -> dict[str, float]:
     """`aux_epochs` of matching then prediction updates; mean losses (empty: no episode).
-
-    `optimizers` has "match" and "prediction" (the reference keeps one Adam for each).
-    """
+    `optimizers` has "match" and "prediction" (the reference keeps one Adam for each)."""
     episodes = buffer.episodes(cfg.unlock_reward)
     steps = buffer.steps()
     old = copy.deepcopy(model).eval()

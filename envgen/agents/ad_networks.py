@@ -38,11 +38,9 @@ def _mlp(insize: int, hidden: int, outsize: int) -> nn.Sequential:
 class ADActorCritic(ActorCritic):
     """Backbone -> latent; heads on [latent, memory]; FiLM + MLP next-achievement predictor.
 
-    `forward(obs, memory)` has `ActorCritic`'s contract (log-probabilities (N, A), value
-    (N,) in `value_norm` units) with one more input, the memory (N, hidden_size); a
-    missing memory is zeros (the state at an episode's start). The layers draw their
-    initial weights in the order backbone, heads, predictor: another order changes every
-    AD run's numbers.
+    `forward(obs, memory)` is `ActorCritic`'s with the memory (N, hidden_size) as one more
+    input, zeros when missing (an episode's start). The layers draw their initial weights
+    in the order backbone, heads, predictor: another order changes every AD run's numbers.
     """
 
     head_inputs = 2
@@ -54,11 +52,8 @@ class ADActorCritic(ActorCritic):
         self.next_achievement = _mlp(2 * h, h, h)  # reference: next_goal_pred_mlp
 
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
-        """uint8 (N, 64, 64, 3) -> latent (N, hidden_size), float32.
-
-        With `bf16_autocast` the encoder and final layer run under bfloat16 autocast; the
-        latent comes back in float32, so memories, normalisations and losses stay float32.
-        """
+        """uint8 (N, 64, 64, 3) -> latent (N, hidden_size), float32 even under
+        `bf16_autocast`, so that memories, normalisations and losses stay float32."""
         x = obs.permute(0, 3, 1, 2).float().div_(255.0)
         x = x.contiguous(
             memory_format=torch.channels_last if self.cfg.channels_last else torch.contiguous_format
@@ -84,11 +79,9 @@ class ADActorCritic(ActorCritic):
         return self.heads(latent, memory)
 
     def achievement(self, before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
-        """Unit representation of the achievements unlocked between two uint8 observations.
-
-        An all-zero image stands for "no observation" and contributes a zero latent
-        (the reference's `get_states`: the episode's end when no achievement follows).
-        """
+        """Unit representation of the achievements unlocked between two uint8 observations;
+        an all-zero image is "no observation", a zero latent (the reference's `get_states`:
+        the episode's end when no achievement follows)."""
         n = before.shape[0]
         latents = self.encode(torch.cat([before, after]))
         blank = (torch.cat([before, after]).reshape(2 * n, -1) == 0).all(dim=1, keepdim=True)

@@ -37,14 +37,11 @@ _ARRAY_KINDS = "biuf"  # bool, signed, unsigned, float: never object or structur
 
 
 def save_checkpoint(directory: Path, payload: dict[str, Any]) -> Path:
-    """Write `payload` as `directory`'s latest checkpoint (`LATEST`) atomically; returns
-    the path.
+    """Write `payload` as `directory`'s latest checkpoint (`LATEST`) atomically; its path.
 
     TypeError when it holds a value a safe load could not read back (`_storable`). A
-    write that fails (a full disk: torch reports it as a RuntimeError) is one
-    `EnvGenError` line naming the file, with the temporary file removed and the previous
-    checkpoint kept, so the run resumes from it once there is room.
-    """
+    failed write (a full disk: torch raises RuntimeError) is one `EnvGenError` line naming
+    the file; the temporary file is removed and the previous checkpoint kept to resume."""
     stored = _storable(payload)
     path = directory / LATEST
     tmp = path.with_suffix(".pt.tmp")
@@ -70,11 +67,9 @@ def save_checkpoint(directory: Path, payload: dict[str, Any]) -> Path:
 def load_checkpoint(
     directory: Path, device: torch.device, name: str = LATEST
 ) -> dict[str, Any] | None:
-    """The checkpoint `name` (the latest by default) in `directory`, or None when there is none.
-
-    Tensors land on `device`; arrays come back as NumPy arrays. One-line `EnvGenError`
-    naming the file when it is damaged, foreign, of an older format or holds code.
-    """
+    """The checkpoint `name` (the latest by default) in `directory`, None when there is
+    none: tensors on `device`, arrays as NumPy arrays. One-line `EnvGenError` naming the
+    file when it is damaged, foreign, of an older format or holds code."""
     path = directory / name
     if not path.exists():
         return None

@@ -242,19 +242,18 @@ class CohortTrainer(RolloutLoop):
     def _rngs(group: _Group, rngs: Sequence[Any]) -> list[Any]:
         return [rngs[k] for k in group.slots]
 
-    def _env_seeds(self, group: _Group) -> list[int]:
-        n = self.ppo_cfg.num_envs
-        return [
-            env_seed(derive_seed(self.seeds[k], "env"), i) for k in group.slots for i in range(n)
-        ]
-
     def _open_envs(self) -> None:
         assert self.mixture is not None
         configs, weights = self.mixture
         n = self.ppo_cfg.num_envs
         saved, self._saved_env = self._saved_env, None
         for group in self._groups:
-            group.env = self.env_factory(configs, self._env_seeds(group), n, weights)
+            seeds = [
+                env_seed(derive_seed(self.seeds[k], "env"), i)
+                for k in group.slots
+                for i in range(n)
+            ]
+            group.env = self.env_factory(configs, seeds, n, weights)
             group.ahead = False
             if saved is None:
                 group.obs = group.env.reset()

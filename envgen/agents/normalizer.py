@@ -39,12 +39,32 @@ def ewma_mean_std(
     return mean, var.sqrt()
 
 
-class EwmaScaling:
-    """`normalize` and `denormalize` by a subclass's `mean_std()`: shared by a run alone's
-    normaliser and a cohort's W of them (`envgen.agents.cohort.StackedEwma`)."""
+class EwmaNormalizer(nn.Module):
+    """Running mean/variance with debiased EWMA; statistics are buffers. Scalar for a run
+    alone; with `size` W, a cohort's W normalisers side by side, each seed's batch a row."""
+
+    def __init__(self, decay: float = 0.99, size: int | None = None):
+        super().__init__()
+        self.decay = decay
+        shape = () if size is None else (size,)
+        self.register_buffer("mean_ewma", torch.zeros(shape))
+        self.register_buffer("mean_sq_ewma", torch.zeros(shape))
+        self.register_buffer("debias", torch.zeros(shape))
+
+    def stats(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.mean_ewma, self.mean_sq_ewma, self.debias
+
+    def update(self, x: torch.Tensor) -> None:
+        """Fold one batch of raw targets (any shape; stacked: (W, n)) into the statistics."""
+        x = x.detach().to(self.mean_ewma.dtype)
+        if self.mean_ewma.dim():
+            ewma_fold(self.stats(), x.mean(1), (x**2).mean(1), self.decay)
+        else:
+            ewma_fold(self.stats(), x.mean(), (x**2).mean(), self.decay)
 
     def mean_std(self) -> tuple[torch.Tensor, torch.Tensor]:
-        raise NotImplementedError
+        mean, std = ewma_mean_std(self.stats())
+        return (mean[:, None], std[:, None]) if mean.dim() else (mean, std)
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         mean, std = self.mean_std()
@@ -53,25 +73,3 @@ class EwmaScaling:
     def denormalize(self, x: torch.Tensor) -> torch.Tensor:
         mean, std = self.mean_std()
         return x * std + mean
-
-
-class EwmaNormalizer(EwmaScaling, nn.Module):
-    """Scalar running mean/variance with debiased EWMA; statistics are buffers."""
-
-    def __init__(self, decay: float = 0.99):
-        super().__init__()
-        self.decay = decay
-        self.register_buffer("mean_ewma", torch.zeros(()))
-        self.register_buffer("mean_sq_ewma", torch.zeros(()))
-        self.register_buffer("debias", torch.zeros(()))
-
-    def stats(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return self.mean_ewma, self.mean_sq_ewma, self.debias
-
-    def update(self, x: torch.Tensor) -> None:
-        """Fold one batch of raw targets (any shape) into the running statistics."""
-        x = x.detach().to(self.mean_ewma.dtype)
-        ewma_fold(self.stats(), x.mean(), (x**2).mean(), self.decay)
-
-    def mean_std(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return ewma_mean_std(self.stats())

@@ -110,9 +110,13 @@ class RolloutLoop:
     share: whole rollouts until a global step, one metrics line per rollout and run, a
     checkpoint every `checkpoint_rollouts` rollouts or `checkpoint_seconds` of wall clock,
     each run's checkpoint slice (`_slice`) and one resume flow over them (`resume`). Run k
-    is `seeds[k]` in `run_dirs[k]` with its own streams and logs. A subclass says what one
-    rollout is (`_rollout`: each run's line), which slices it resumes (`_slice_step`) and
-    how its learners and envs take them back (`_load_learners`, `_resume_envs`)."""
+    is `seeds[k]` in `run_dirs[k]` with its own streams and logs.
+
+    A subclass says what one rollout and update of every run is (`_rollout`: each run's
+    metrics line, without step, phase and speed), how it writes a checkpoint and closes
+    its envs, the step of a slice it can resume (`_slice_step`; a `ConfigError` for one it
+    cannot), and how its learners take the slices back (`_load_learners`) and its envs
+    their saved (mixture, state), None where there is none (`_resume_envs`)."""
 
     agent_name = "ppo"
     _checkpoint_names = (LATEST_CHECKPOINT.name,)  # each run's checkpoint files, read
@@ -173,10 +177,7 @@ class RolloutLoop:
                 self.checkpoint()
         bar.close()
 
-    def _rollout(self, phase: str, until: int) -> list[dict[str, Any]]:
-        """One rollout and update of every run; each run's metrics line (without step,
-        phase and speed)."""
-        raise NotImplementedError
+    def _rollout(self, phase: str, until: int) -> list[dict[str, Any]]: ...
 
     def _postfix(self) -> dict[str, str]:
         return {}
@@ -214,11 +215,9 @@ class RolloutLoop:
     def _checkpoint_due(self) -> bool:
         return self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0 or self._clock_due()
 
-    def checkpoint(self) -> Any:
-        raise NotImplementedError
+    def checkpoint(self) -> Any: ...
 
-    def close_env(self) -> None:
-        raise NotImplementedError
+    def close_env(self) -> None: ...
 
     def close(self) -> None:
         """Close the envs and every run's logs."""
@@ -368,7 +367,13 @@ class RolloutLoop:
         """The checkpoint to resume from, None when no run has one: the newest step every
         run has a slice of (None for a run alone's, which carries none) and each run's
         (file, slice)."""
-        found = [self._slices(d) for d in self.run_dirs]
+        found: list[dict[int | None, tuple[Path, dict[str, Any]]]] = []
+        for run_dir in self.run_dirs:  # each run's step -> (file, slice)
+            found.append({})
+            for name in self._checkpoint_names:
+                if state := load_checkpoint(run_dir / CHECKPOINT_DIR, self.device, name):
+                    path = run_dir / CHECKPOINT_DIR / name
+                    found[-1][self._slice_step(path, state.get("cohort"))] = (path, state)
         if not any(found):
             return None
         common = set.intersection(*(set(f) for f in found))
@@ -382,29 +387,11 @@ class RolloutLoop:
         step = max(common)
         return step, [f[step] for f in found]
 
-    def _slices(self, run_dir: Path) -> dict[int | None, tuple[Path, dict[str, Any]]]:
-        """Step -> (file, slice) of `run_dir`'s checkpoint files (`_checkpoint_names`)."""
-        out = {}
-        for name in self._checkpoint_names:
-            state = load_checkpoint(run_dir / CHECKPOINT_DIR, self.device, name)
-            if state is not None:
-                path = run_dir / CHECKPOINT_DIR / name
-                out[self._slice_step(path, state.get("cohort"))] = (path, state)
-        return out
+    def _slice_step(self, path: Path, cohort: Any) -> int | None: ...
 
-    def _slice_step(self, path: Path, cohort: Any) -> int | None:
-        """The step of the slice `path` with tag `cohort`; a `ConfigError` when this
-        trainer cannot resume it."""
-        raise NotImplementedError
+    def _load_learners(self, states: list[dict[str, Any]]) -> None: ...
 
-    def _load_learners(self, states: list[dict[str, Any]]) -> None:
-        """Load each run's model and optimiser state from its slice."""
-        raise NotImplementedError
-
-    def _resume_envs(self, envs: list[tuple[Any, dict[str, Any]] | None]) -> None:
-        """Keep each run's saved (mixture, env state), None when it had none, for the
-        envs' next opening."""
-        raise NotImplementedError
+    def _resume_envs(self, envs: list[tuple[Any, dict[str, Any]] | None]) -> None: ...
 
 
 class Trainer(RolloutLoop):
@@ -501,7 +488,8 @@ class Trainer(RolloutLoop):
         return [line]
 
     def _postfix(self) -> dict[str, str]:
-        return {"score": self._running_score()}
+        score = f"{self.summarize(list(self.recent))['score']:.2f}%" if self.recent else "-"
+        return {"score": score}
 
     def _open_env(self) -> None:
         """Open the vec env: from the checkpoint's state after a resume, else fresh."""
@@ -528,9 +516,6 @@ class Trainer(RolloutLoop):
         self._cut += cut
         self.obs = self.env.last_obs
         self.agent.episodes_reset()
-
-    def _running_score(self) -> str:
-        return f"{self.summarize(list(self.recent))['score']:.2f}%" if self.recent else "-"
 
     # --- checkpoints ---------------------------------------------------------------
     def checkpoint(self) -> Path:
