@@ -62,8 +62,7 @@ class CudaGraphs:
 
 
 def backend(device: torch.device) -> CudaGraphs | None:
-    """The capture calls for `device`, None where it cannot capture (everything runs op by
-    op there)."""
+    """The capture calls for `device`; None off CUDA (everything runs op by op there)."""
     return CudaGraphs(device) if device.type == "cuda" else None
 
 
@@ -81,9 +80,8 @@ def warm_up(cuda: CudaGraphs, fn: Callable[[], Any], times: int = WARM_UPS) -> N
 
 def record(cuda: CudaGraphs, fn: Callable[[], T]) -> tuple[Any, T]:
     """(graph, `fn`'s result): `fn` captured as one CUDA graph on a stream of its own,
-    cuBLAS's workspaces cleared before and after (module docstring). Whatever raises, the
-    caller's stream is current again and no half-captured graph is left; the error is
-    raised on."""
+    cuBLAS's workspaces cleared before and after (module docstring). Whatever raises is
+    raised on with the caller's stream current again and no half-captured graph left."""
     graph = cuda.graph()
     capture_stream = cuda.stream()
     cuda.settle()
@@ -93,8 +91,10 @@ def record(cuda: CudaGraphs, fn: Callable[[], T]) -> tuple[Any, T]:
             graph.capture_begin()
             try:
                 out = fn()
-            except BaseException:
-                _abandon(graph)
+            except BaseException:  # end the capture (the stream leaves capture mode), drop it
+                with contextlib.suppress(Exception):  # an invalidated capture fails to end
+                    graph.capture_end()
+                _reset(graph)
                 raise
             try:
                 graph.capture_end()
@@ -104,13 +104,6 @@ def record(cuda: CudaGraphs, fn: Callable[[], T]) -> tuple[Any, T]:
     finally:
         cuda.clear_cublas_workspaces()
     return graph, out
-
-
-def _abandon(graph: Any) -> None:
-    """End a capture whose body raised (the stream leaves capture mode) and drop it."""
-    with contextlib.suppress(Exception):  # an invalidated capture fails to end: dropped
-        graph.capture_end()
-    _reset(graph)
 
 
 def _reset(graph: Any) -> None:

@@ -112,11 +112,10 @@ class RolloutLoop:
     each run's checkpoint slice (`_slice`) and one resume flow over them (`resume`). Run k
     is `seeds[k]` in `run_dirs[k]` with its own streams and logs.
 
-    A subclass says what one rollout and update of every run is (`_rollout`: each run's
-    metrics line, without step, phase and speed), how it writes a checkpoint and closes
-    its envs, the step of a slice it can resume (`_slice_step`; a `ConfigError` for one it
-    cannot), and how its learners take the slices back (`_load_learners`) and its envs
-    their saved (mixture, state), None where there is none (`_resume_envs`)."""
+    A subclass says what a rollout and update of every run is (`_rollout`: each run's
+    metrics line without step, phase and speed), writes checkpoints, closes its envs,
+    gives a slice's step (`_slice_step`: a `ConfigError` if it cannot resume it) and takes
+    the slices back: learners (`_load_learners`), envs' (mixture, state) or None."""
 
     agent_name = "ppo"
     _checkpoint_names = (LATEST_CHECKPOINT.name,)  # each run's checkpoint files, read
@@ -183,8 +182,8 @@ class RolloutLoop:
         return {}
 
     def _check_finite(self, k: int, losses: Mapping[str, float]) -> None:
-        """Run `k`'s update returned only finite losses; else its weights are spoilt from
-        here on, and it stops before anything of the rollout is logged."""
+        """A non-finite loss of run `k` spoils its weights: it stops before anything of
+        the rollout is logged."""
         bad = [(name, value) for name, value in losses.items() if not math.isfinite(value)]
         if bad:
             name, value = bad[0]
@@ -259,15 +258,13 @@ class RolloutLoop:
 
     def resume(self) -> bool:
         """Load the latest checkpoint (a cohort: the newest step every seed has a slice
-        of) and cut every log back to its step.
+        of) and cut every log back to its step; without one, empty the logs (a run killed
+        before its first checkpoint restarts at step 0 and logs each episode once).
 
-        Without one the run starts from step 0, so the logs of a run killed before its
-        first checkpoint are emptied: a resumed run logs each episode once. Every slice is
-        checked before anything is loaded or cut: written with other settings (model or
-        PPO config, seed, agent), a `ConfigError`; counters that are not the run alone's
-        (`checked_counters`) or not every seed's, or a malformed slice, one `EnvGenError`
-        line naming it.
-        """
+        Every slice is checked before anything is loaded or cut: written with other
+        settings (model or PPO config, seed, agent), a `ConfigError`; counters that are
+        not the run alone's (`checked_counters`) or every seed's, or a malformed slice,
+        one `EnvGenError` line naming it."""
         found = self._checkpoint_slices()
         if found is None:
             for log in (*self.episode_logs, *self.metrics_logs):
@@ -307,13 +304,11 @@ class RolloutLoop:
         return True
 
     def _restore_streams(self, k: int, state: dict[str, Any], checkpoint_step: int) -> None:
-        """Restore run `k`'s two random streams. The action generator is re-seeded instead
-        when the checkpoint's is another device's: a CPU generator state (5,056 bytes) and
-        a CUDA one (16 bytes) do not convert. The re-seeded stream is fixed by (seed, the
-        checkpoint's step), so a cross-device resume is reproducible but not the
-        uninterrupted run's stream (docs/agent.md, "Reproducibility and resume"). The
-        step, not the count of checkpoints, since wall-clock checkpoints vary that count.
-        ValueError on a malformed state."""
+        """Restore run `k`'s two random streams (ValueError on a malformed state). The
+        action generator is re-seeded when the checkpoint's is another device's (CPU and
+        CUDA states do not convert) from (seed, the checkpoint's step: wall-clock
+        checkpoints vary their count), so a cross-device resume is reproducible but not
+        the uninterrupted run (docs/agent.md, "Reproducibility and resume")."""
         saved, action_rng = state["action_rng"], self.action_rngs[k]
         if not isinstance(saved, dict) or not isinstance(saved.get("state"), torch.Tensor):
             raise ValueError("action_rng: expected {device, state}")
@@ -327,10 +322,9 @@ class RolloutLoop:
     def _agreed_counters(
         self, step: int | None, slices: Sequence[tuple[Path, dict[str, Any]]]
     ) -> Counters:
-        """The slices' counters, each held to the run alone's checks (`checked_counters`:
-        whole numbers >= 0, rollouts x rollout size, a logged update at the step), at
-        `step` (a cohort's) when given and the same in every slice; a one-line
-        `EnvGenError` naming the slice otherwise."""
+        """The slices' counters, each held to the run alone's checks (`checked_counters`),
+        at `step` (a cohort's) when given and the same in every slice; else a one-line
+        `EnvGenError` naming the slice."""
         first = None
         for k, (path, state) in enumerate(slices):
             fix, log = self._fix(path), self.metrics_logs[k].path
@@ -364,9 +358,8 @@ class RolloutLoop:
             ) from None
 
     def _checkpoint_slices(self) -> tuple[int | None, list[tuple[Path, dict[str, Any]]]] | None:
-        """The checkpoint to resume from, None when no run has one: the newest step every
-        run has a slice of (None for a run alone's, which carries none) and each run's
-        (file, slice)."""
+        """(the newest step every run has a slice of, None for a run alone, and each run's
+        (file, slice)); None when no run has a checkpoint."""
         found: list[dict[int | None, tuple[Path, dict[str, Any]]]] = []
         for run_dir in self.run_dirs:  # each run's step -> (file, slice)
             found.append({})
@@ -450,12 +443,10 @@ class Trainer(RolloutLoop):
         weights: Sequence[float] | None = None,
         phase: str = "crafter",
     ) -> dict[str, Any]:
-        """Train on the mixture until the global step reaches `step` (rollout granularity).
-
-        Idempotent under resume: a call whose target is already reached returns at once.
-        Returns the summary (the `summarize` given, Crafter's by default) of the episodes
-        it finished, or {"episodes": 0} when none finished.
-        """
+        """Train on the mixture until the global step reaches `step` (rollout granularity;
+        a target already reached returns at once, so a resumed run replays its calls).
+        Returns `summarize` (Crafter's by default) of the episodes it finished, or
+        {"episodes": 0} when none finished."""
         if not configs:
             raise ConfigError("configs", "give at least one environment config to train on")
         mixture = (tuple(configs), tuple(weights) if weights is not None else None)
