@@ -162,15 +162,48 @@ class CohortTrainer(RolloutLoop):
         self._train_rollouts(step, phase)
 
     def _rollout(self, phase: str, until: int) -> list[dict[str, Any]]:
-        # pipelined: group 0 collects the next rollout now unless this call ends or a
-        # checkpoint follows this rollout (a checkpoint holds every seed at a boundary)
+        # pipelined: group 0 collects the next rollout during the last group's update unless
+        # this call ends or a checkpoint follows (a checkpoint holds every seed at a boundary)
         ahead = (
             self.groups > 1
             and self.global_step + self.ppo_cfg.rollout_size < until
             and (self.counters.rollouts + 1) % self.ppo_cfg.checkpoint_rollouts != 0
             and not self._clock_due()
         )
-        counts, losses = self._rollout_and_update(phase, ahead)
+        if self._groups[0].env is None:
+            self._open_envs()
+        start_step, first = self.global_step, self._groups[0]
+        losses: list[dict[str, float]] = [{} for _ in self.seeds]
+        counts = [0] * self.size
+        if self.groups == 1:
+            first.obs, finished = first.agent.collect(
+                first.env, first.obs, self._rngs(first, self.action_rngs)
+            )
+            losses = first.agent.update(self._rngs(first, self.shuffle_rngs))
+            for k, seed_losses in zip(first.slots, losses, strict=True):
+                self._check_finite(k, seed_losses)
+            self._write_episodes(first, finished, start_step, phase)
+            counts = first.counts
+        else:
+            if not first.ahead:
+                self._collected(first, drain(self._collect(first)), start_step, phase)
+            for i, group in enumerate(self._groups):
+                for k, count in zip(group.slots, group.counts, strict=True):
+                    counts[k] = count  # before group 0 collects ahead
+                last = i + 1 == self.groups
+                following = first if last and ahead else None if last else self._groups[i + 1]
+                update = group.agent.update_steps(self._rngs(group, self.shuffle_rngs))
+                collect = self._collect(following) if following is not None else None
+                group_losses, collected = interleave(update, collect, self.ppo_cfg)
+                if following is not None:
+                    at = start_step + (self.ppo_cfg.rollout_size if last else 0)
+                    self._collected(following, collected, at, phase)
+                for k, seed_losses in zip(group.slots, group_losses, strict=True):
+                    self._check_finite(k, seed_losses)
+                    losses[k] = seed_losses
+        first.ahead = ahead
+        self.counters.global_step += self.ppo_cfg.rollout_size
+        self.counters.rollouts += 1
         return [
             {"episodes": counts[k], **{f"losses/{name}": v for name, v in losses[k].items()}}
             for k in range(self.size)
@@ -178,50 +211,6 @@ class CohortTrainer(RolloutLoop):
 
     def _checkpoint_due(self) -> bool:
         return not self._groups[0].ahead and super()._checkpoint_due()
-
-    def _rollout_and_update(
-        self, phase: str, ahead: bool = False
-    ) -> tuple[list[int], list[dict[str, float]]]:
-        """One rollout and update of every seed; pipelined, `ahead` also collects group
-        0's next rollout during the last group's update."""
-        if self._groups[0].env is None:
-            self._open_envs()
-        start_step = self.global_step
-        if self.groups == 1:
-            group = self._groups[0]
-            group.obs, finished = group.agent.collect(
-                group.env, group.obs, self._rngs(group, self.action_rngs)
-            )
-            losses = group.agent.update(self._rngs(group, self.shuffle_rngs))
-            for k, seed_losses in zip(group.slots, losses, strict=True):
-                self._check_finite(k, seed_losses)
-            self.counters.global_step += self.ppo_cfg.rollout_size
-            self.counters.rollouts += 1
-            self._write_episodes(group, finished, start_step, phase)
-            return [len(e) for e in finished], losses
-        first = self._groups[0]
-        if not first.ahead:
-            self._collected(first, drain(self._collect(first)), start_step, phase)
-        losses: list[dict[str, float]] = [{} for _ in self.seeds]
-        counts = [0] * self.size
-        for i, group in enumerate(self._groups):
-            for k, count in zip(group.slots, group.counts, strict=True):
-                counts[k] = count  # before group 0 collects ahead
-            last = i + 1 == self.groups
-            following = first if last and ahead else None if last else self._groups[i + 1]
-            update = group.agent.update_steps(self._rngs(group, self.shuffle_rngs))
-            collect = self._collect(following) if following is not None else None
-            group_losses, collected = interleave(update, collect, self.ppo_cfg)
-            if following is not None:
-                at = start_step + (self.ppo_cfg.rollout_size if last else 0)
-                self._collected(following, collected, at, phase)
-            for k, seed_losses in zip(group.slots, group_losses, strict=True):
-                self._check_finite(k, seed_losses)
-                losses[k] = seed_losses
-        first.ahead = ahead
-        self.counters.global_step += self.ppo_cfg.rollout_size
-        self.counters.rollouts += 1
-        return counts, losses
 
     def _collect(self, group: _Group):
         return group.agent.collect_steps(group.env, group.obs, self._rngs(group, self.action_rngs))
@@ -268,15 +257,13 @@ class CohortTrainer(RolloutLoop):
         if self._groups[0].ahead:  # group 0's next rollout is in no checkpoint's format
             raise RuntimeError("a pipelined cohort checkpoints at a rollout boundary only")
         self._count_checkpoint()
-        env_states = None
+        env_states = self._saved_env  # resumed, not yet stepped: what was saved
         if self._groups[0].env is not None:
             env_states = [
                 state
                 for group in self._groups
                 for state in _split_env_state(group.env.get_state(), self.ppo_cfg.num_envs)
             ]
-        elif self._saved_env is not None:
-            env_states = self._saved_env
         for k in range(self.size):
             directory = self.run_dirs[k] / CHECKPOINT_DIR
             latest = directory / LATEST_CHECKPOINT.name
@@ -356,9 +343,7 @@ class CohortTrainer(RolloutLoop):
 
 def _split_env_state(state: dict[str, Any], n: int) -> list[dict[str, Any]]:
     """The vec env's state (`CrafterVecEnv.get_state`) as one run-alone state per seed."""
-    merged: dict[int, Any] = {}
-    for block in state["blocks"]:
-        merged.update(block)
+    merged = {i: env for block in state["blocks"] for i, env in block.items()}
     total = len(state["config_indices"])
     return [
         {
@@ -375,9 +360,7 @@ def _merge_env_states(states: Sequence[dict[str, Any]], n: int) -> dict[str, Any
     """Inverse of `_split_env_state`: seed k's envs become envs k*n .. k*n+n-1."""
     blocks: dict[int, Any] = {}
     for k, state in enumerate(states):
-        local: dict[int, Any] = {}
-        for block in state["blocks"]:
-            local.update(block)
+        local = {i: env for block in state["blocks"] for i, env in block.items()}
         if set(local) != set(range(n)):
             raise ValueError(f"env states: expected envs 0..{n - 1} per seed")
         blocks.update({k * n + i: v for i, v in local.items()})

@@ -130,14 +130,7 @@ def crafter_evaluate(
     """`evaluate_policy` in the registry's common signature (`envgen.games.Evaluate`):
     `runs` evaluation seeds of `episodes` episodes each in `original`, without the
     episode records."""
-    result = evaluate_policy(
-        model,
-        seed,
-        num_seeds=runs,
-        episodes_per_seed=episodes,
-        device=device,
-        env_factory=crafter_vec_env_factory(workers),
-        config=original,
-    )
+    factory = crafter_vec_env_factory(workers)
+    result = evaluate_policy(model, seed, runs, episodes, device, factory, original)
     result.pop("episodes")
     return result

@@ -512,11 +512,10 @@ class Trainer(RolloutLoop):
     def checkpoint(self) -> Path:
         """Write a checkpoint, the vec env's running episodes included (module docstring)."""
         self._count_checkpoint()
-        env_state = None
+        saved = self._saved_env  # resumed, not yet stepped: keep what was saved
         if self.env is not None:
-            env_state = (mixture_to_plain(self.mixture), self.env.get_state())
-        elif self._saved_env is not None:  # resumed, not yet stepped: keep what was saved
-            env_state = (mixture_to_plain(self._saved_env[0]), self._saved_env[1])
+            saved = (self.mixture, self.env.get_state())
+        env_state = None if saved is None else (mixture_to_plain(saved[0]), saved[1])
         state = self._slice(0, self.agent.state_dict(), env_state)
         return save_checkpoint(self.run_dir / CHECKPOINT_DIR, state)
 
