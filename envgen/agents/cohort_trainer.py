@@ -48,8 +48,8 @@ CohortEnvFactory = Callable[[Sequence[Any], Sequence[int], int, Sequence[float] 
 
 def crafter_cohort_env_factory(num_workers: int | None = None) -> CohortEnvFactory:
     """`CrafterVecEnv` over every seed's envs, seed-major, at most (cores - 1) workers
-    unless `num_workers` says: the parent also drives the GPU. The workers generate the
-    next worlds whenever idle (they idle through every policy step; no number changes)."""
+    unless `num_workers` says (the parent drives the GPU); idle workers generate the next
+    worlds (they idle through every policy step; no number changes)."""
 
     def make(configs, env_seeds, group_size, weights):
         n = len(env_seeds)
@@ -139,8 +139,7 @@ class CohortTrainer(RolloutLoop):
 
     @property
     def env_workers(self) -> int | None:
-        """Worker processes of each group's vec env (`crafter_cohort_env_factory`'s
-        choice when none was named), None while no env is open."""
+        """Worker processes of each group's vec env; None while no env is open."""
         env = self._groups[0].env
         return None if env is None else getattr(env, "num_workers", None)
 
@@ -334,8 +333,7 @@ class CohortTrainer(RolloutLoop):
             group.env, group.obs, group.ahead = None, None, False
 
     def close(self) -> None:
-        """Close the envs and logs, and free each group's CUDA graphs now
-        (`CohortPPO.close`)."""
+        """Close the envs and logs, and free each group's CUDA graphs (`CohortPPO.close`)."""
         super().close()
         for group in self._groups:
             group.agent.close()

@@ -35,7 +35,7 @@ NUM_ACTIONS = len(crafter.constants.actions)  # 17, from crafter's own data
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-    """Shape of the policy/value network; `kind` picks the class in `networks.MODELS`."""
+    """Shape of the policy/value network; `kind` picks the encoder in `networks.ENCODERS`."""
 
     kind: str = "impala"
     """"impala" (residual stacks, the paper's family) or "nature" (strided 3-conv encoder)."""

@@ -159,12 +159,9 @@ def ppo_loss(
     targets: torch.Tensor,
     cfg: PPOConfig,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One run's loss on one minibatch, and its statistics (`LOSS_STATS` order) detached.
-
-    Policy: clipped surrogate on rollout-normalised advantages. Value: MSE to the targets
-    normalised after folding them into the EWMA (the caller folds them first). Written
-    once for a run alone (`ppo_update`) and each seed of a cohort
-    (`envgen.agents.cohort`)."""
+    """One run's loss on one minibatch, and its statistics (`LOSS_STATS` order) detached:
+    clipped surrogate on rollout-normalised advantages, MSE to the targets normalised
+    after the caller folded them into the EWMA. A run alone's and each cohort seed's."""
     logprobs = logprobs_all.gather(1, actions[:, None])[:, 0]
     log_ratio = logprobs - old_logprobs
     ratio = log_ratio.exp()
@@ -189,11 +186,8 @@ def ppo_update(
     cfg: PPOConfig,
     rng: np.random.Generator,
 ) -> dict[str, float]:
-    """Run the PPO epochs on one rollout; returns mean losses and diagnostics.
-
-    `advantages` and `returns` are `compute_gae(buf, ...)`'s (T, N) outputs, computed once
-    per rollout by the caller: AD also stores the returns for its auxiliary phase.
-    """
+    """Run the PPO epochs on one rollout; mean losses and diagnostics. `advantages` and
+    `returns` are `compute_gae`'s (T, N), computed by the caller (AD keeps the returns)."""
     advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
 
     inputs = buf.policy_inputs()
