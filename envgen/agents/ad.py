@@ -1,23 +1,20 @@
 """Achievement Distillation (AD), readable top to bottom: rollout with memory, PPO, aux phase.
 
-Moon et al. 2023 (NeurIPS), code snu-mllab/Achievement-Distillation; the EnvGen paper's
-Table 1 rows AD, AD + 0.96M Crafter pretraining and AD + EnvGen (docs/agent.md,
-"Achievement Distillation"). Each part, with the reference's file:
+Moon et al. 2023 (NeurIPS), code snu-mllab/Achievement-Distillation; the paper's Table 1
+rows AD, AD + 0.96M Crafter pretraining and AD + EnvGen (docs/agent.md, "Achievement
+Distillation"). Each part, with the reference's file:
 
-1. Rollout (`sample.py`, `storage.py`): PPO's, plus a per-env *memory* read by policy
-   and value: a step whose reward exceeds `unlock_reward` unlocked an achievement and sets
-   it to normalize(latent(next obs) - latent(obs)); an episode end resets it to zero.
-2. Policy phase (`algorithm/ppo_ad.py`): `ppo.ppo_update` with the memory as a second input.
-3. Auxiliary phase, every `aux_every` updates over those rollouts' whole episodes (an
-   episode cut by a mixture switch is not used), `aux_epochs` passes of all *matching*
-   then all *prediction* batches, each loss with its own Adam (as the reference):
-   - matching: two episodes' achievements are paired by entropic partial optimal
-     transport; a contrastive loss pulls pairs together against a random achievement of
-     the other episode;
-   - prediction: from (obs, action, memory) predict the episode's next achievement,
-     contrasted with the prediction at a random step of the same episode;
-   both regularised by KL(policy || policy before the phase) and a value regression to
-   the rollout's returns (`pi_dist`, `vf_dist`).
+1. Rollout (`sample.py`, `storage.py`): PPO's plus a per-env *memory* read by policy and
+   value: a step rewarded above `unlock_reward` unlocked an achievement and sets it to
+   normalize(latent(next obs) - latent(obs)); an episode end resets it to zero.
+2. Policy phase (`algorithm/ppo_ad.py`): `ppo.ppo_update` with the memory as an input.
+3. Auxiliary phase, every `aux_every` updates over those rollouts' whole episodes (not
+   those a mixture switch cut): `aux_epochs` passes of all *matching* then all
+   *prediction* batches, each loss with its own Adam. Matching pairs two episodes'
+   achievements by entropic partial optimal transport and pulls pairs together against
+   a random achievement of the other episode; prediction predicts the next achievement
+   from (obs, action, memory) against a random step of the same episode. Both add
+   KL(policy || policy before the phase) and a value regression (`pi_dist`, `vf_dist`).
 """
 
 from __future__ import annotations

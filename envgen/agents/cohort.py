@@ -1,24 +1,20 @@
 """`CohortPPO`: W seeds of one PPO run config trained as one batched model.
 
-Why: one paper-network run leaves a GPU mostly idle (docs/agent.md, "On a GPU"). Here
-the W networks' parameters are stacked (W, ...) and one forward serves every seed
-(`torch.func.vmap` over `functional_call` of a run alone's `ActorCritic`): W times fewer
-kernel launches, W times larger kernels.
+Why: one paper-network run leaves a GPU mostly idle (docs/agent.md, "On a GPU"). The W
+networks' parameters are stacked (W, ...) and one forward serves every seed (`vmap` over
+`functional_call` of a run alone's `ActorCritic`): W times fewer, larger kernels.
 
-Nothing mixes seeds. Each keeps its own loss (the total is a sum of per-seed means),
-gradient-norm clip, Adam moments (Adam is elementwise), value normaliser, advantage
-normalisation, GAE, action generator, minibatch shuffle and env seeds, all derived from
-the seed as a run alone derives them, and its Table 9 rollout. A seed's numbers are
-fixed by (seed, W, device model, software, precision), not by its slot or neighbours
-(tests/test_agents_cohort.py); W = 1 is not a cohort (the pipeline trains it with
-`envgen.agents.trainer.Trainer`). Host and device meet once per vector step (the
-actions) and once per rollout (rewards and dones, for GAE on the host).
+Nothing mixes seeds: each keeps its own loss (the total sums per-seed means), gradient
+clip, Adam moments (Adam is elementwise), value normaliser, advantage normalisation, GAE,
+generators and env seeds, derived from the seed as a run alone derives them. A seed's
+numbers are fixed by (seed, W, device model, software, precision), not by its slot
+(tests/test_agents_cohort.py); W = 1 is no cohort (the pipeline uses `Trainer`). Host and
+device meet once per vector step (the actions) and once per rollout (for GAE on the host).
 
-`collect_steps` and `update_steps` are the rollout and the update as generators (one
-yield per vector step, resp. minibatch), so that a pipelined cohort
-(`envgen.agents.cohort_trainer`) can interleave one group's update with another's
-collection in one thread (`interleave`), the collection on its own CUDA stream
-(`side_stream`). `collect` and `update` drain them.
+`collect_steps` and `update_steps` (drained by `collect` and `update`) yield per vector
+step, resp. minibatch, so that a pipelined cohort (`envgen.agents.cohort_trainer`)
+interleaves one group's update with another's collection (`interleave`), the collection
+on its own CUDA stream (`side_stream`).
 """
 
 from __future__ import annotations

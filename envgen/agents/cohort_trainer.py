@@ -1,21 +1,18 @@
 """`CohortTrainer`: W runs of one config, one seed each, trained as a cohort
 (`envgen.agents.cohort`), each writing its own run directory as a run alone would.
 
-Per seed, what a run alone's `Trainer` keeps: the logs in the seed's directory, its
-counters and a checkpoint slice (the same keys, plus `cohort`: the size W and the step).
-Slices are written one seed after another, each seed keeping its previous one
-(`PREVIOUS`) until all the new ones are in, so a kill between two leaves a step every
-seed has, and `resume` takes the newest such step. A slice resumes in any slot of a
-cohort of the same W. The cohort plays one mixture from start to end (`original_only`).
+Per seed it keeps what a `Trainer` keeps: logs, counters and a checkpoint slice (plus
+`cohort`: W and the step). Slices are written one seed after another, each seed keeping
+its previous one (`PREVIOUS`) until all new ones are in, so a kill leaves a step every
+seed has; `resume` takes the newest. A slice resumes in any slot of a cohort of the same
+W. The cohort plays one mixture from start to end (`original_only`).
 
-Pipelined (`groups=2`): two groups of W/2 seeds, each its own `CohortPPO`, vec env and
-policy step (its own CUDA graph and stream). While one group's update runs on the GPU,
-the other collects its next rollout on the CPU's env workers (`cohort.interleave`, in a
-fixed order), so the two times overlap. Every seed still alternates collect and update
-with its own parameters; its numbers are those of a cohort of W/2, fixed by (seed, W,
-groups, device model, software, precision), hence `RunConfig.cohort_groups` in the run's
-identity. Before a checkpoint (and at the end of `train_until`) group 0 does not collect
-ahead, so a checkpoint holds every seed at a rollout boundary and resumes exactly.
+Pipelined (`groups=2`): two groups of W/2 seeds, each with its own `CohortPPO`, vec env
+and policy-step graph and stream. While one group updates on the GPU, the other collects
+on the CPU's env workers (`cohort.interleave`, fixed order). Each seed still alternates
+collect and update with its own parameters; its numbers are a cohort of W/2's, hence
+`RunConfig.cohort_groups` in the run's identity. Group 0 does not collect ahead before a
+checkpoint or the end of `train_until`: checkpoints hold every seed at a rollout boundary.
 """
 
 from __future__ import annotations

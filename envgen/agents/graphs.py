@@ -2,19 +2,17 @@
 failure the process left as it was found.
 
 Why not `torch.cuda.graph`: a `capture_end` that raises in its `__exit__` leaves the
-thread on the capture stream for every later op, and a body that raises leaves the graph
-half captured. `record` ends (and resets) such a graph and leaves the stream on every exit.
+thread on the capture stream, and a body that raises leaves the graph half captured.
+`record` ends (and resets) such a graph and leaves the stream on every exit.
 
-Why each capture gets its own stream and cleared cuBLAS workspaces: cuBLAS keeps one
-workspace per (handle, stream), outside every graph's pool, and a graph captured while
-one exists bakes its address in: the policy graph (on a pipelined cohort's collection
-stream) and the update graph (default stream) would share it while running at once.
-Cleared before and after each capture (as `torch._inductor.cudagraph_trees` does), a
-capture allocates its workspace in its own graph's private pool, and none outlives it.
+Why each capture gets its own stream and cleared cuBLAS workspaces: cuBLAS keeps a
+workspace per (handle, stream) outside every graph's pool, and a graph captured while one
+exists bakes its address in, so the policy and update graphs of a pipelined cohort would
+share it while running at once. Cleared around each capture (as `torch._inductor`'s
+cudagraph trees do), a capture allocates its workspace in its own graph's private pool.
 
-`backend(device)` is the only door to `torch.cuda`: None off CUDA (nothing is captured),
-and the tests hand the cohort a fake with the same methods (tests/fake_device.py,
-`FakeCuda`) to count captures and clears and to make one fail on the CPU.
+`backend(device)` is the only door to `torch.cuda` (None off CUDA); the tests hand the
+cohort a fake with the same methods (tests/fake_device.py, `FakeCuda`).
 """
 
 from __future__ import annotations

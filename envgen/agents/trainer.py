@@ -1,21 +1,18 @@
 """`Trainer`: an agent (PPO or AD) on a mixture of level configs, resumable, phase by phase.
 
 The game enters only through the vec-env factory and the episode-log functions
-(`envgen.games` holds them per game); Crafter's are the defaults.
+(`envgen.games` holds them per game; Crafter's are the defaults). The EnvGen loop calls
+`train(steps, configs)` or `train_until(step, configs)` once per phase with a new
+mixture; optimiser, normaliser, RNG streams and vec env carry over. Steps are global env
+steps counted in whole rollouts: a call stops at the first rollout boundary at or past
+its target, and targets are absolute, so overshoot never accumulates.
 
-The EnvGen loop calls `train(steps, configs)` (or `train_until(step, configs)`) once per
-phase with a new mixture; optimiser, normaliser, RNG streams and the vec env carry over
-(the mixture switches with `set_mixture`). Steps are global env steps over all envs,
-counted in whole rollouts: a call stops at the first rollout boundary at or past its
-target, and the next call's target is absolute, so overshoot never accumulates.
-
-Resume (docs/agent.md, "Reproducibility and resume"): a checkpoint is written every
+Checkpoints (docs/agent.md, "Reproducibility and resume") come every
 `PPOConfig.checkpoint_every` steps, at the first rollout boundary `checkpoint_seconds`
-after the last one when that is set (wall-clock jobs: `envgen gpu run`), and on
-`checkpoint()`. Writing one changes no number and ends no episode: it holds every env
-mid-episode (`get_state`), so a run killed and resumed equals an uninterrupted one. Only
-a mixture switch (a phase boundary, part of the method) ends running episodes; they are
-counted (`Counters.episodes_cut`, and `episodes_cut` in the next metrics line).
+after the last one when set (wall-clock jobs: `envgen gpu run`), and on `checkpoint()`.
+One changes no number and ends no episode: it holds every env mid-episode, so a run
+killed and resumed equals an uninterrupted one. Only a mixture switch (a phase boundary)
+ends running episodes; they are counted (`episodes_cut` in counters and metrics).
 """
 
 from __future__ import annotations
