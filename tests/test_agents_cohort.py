@@ -156,7 +156,7 @@ _KILLED_PIPELINED = textwrap.dedent(
     from tests.test_agents_cohort import _cohort, WORLD
     trainer = _cohort([3, 4, 5, 6], Path({run!r}), groups=2)
     trainer.resume()
-    log = trainer.metrics[-1]  # the last seed's metrics: written last in a rollout
+    log = trainer.metrics_logs[-1]  # the last seed's metrics: written last in a rollout
     wrote = log.write
     def write(record):
         wrote(record)

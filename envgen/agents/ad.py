@@ -1,30 +1,20 @@
 """Achievement Distillation (AD), readable top to bottom: rollout with memory, PPO, aux phase.
 
-Moon et al. 2023, "Discovering Hierarchical Achievements in Reinforcement Learning via
-Contrastive Learning" (NeurIPS), code snu-mllab/Achievement-Distillation; the EnvGen
-paper's Table 1 rows AD, AD + 0.96M Crafter pretraining and AD + EnvGen. Each part and
-where it comes from (docs/agent.md, "Achievement Distillation"):
+Moon et al. 2023 (NeurIPS), code snu-mllab/Achievement-Distillation; the paper's Table 1
+rows AD, AD + 0.96M Crafter pretraining and AD + EnvGen (docs/agent.md, "Achievement
+Distillation"). Each part, with the reference's file:
 
-1. Rollout (`sample.py`, `storage.py`): PPO's, plus a per-env *memory*, the
-   representation of the episode's latest achievement, read by policy and value. A step
-   whose reward exceeds `unlock_reward` unlocked one; the memory becomes
+1. Rollout (`sample.py`, `storage.py`): PPO's plus a per-env *memory* read by policy and
+   value: a step rewarded above `unlock_reward` unlocked an achievement and sets it to
    normalize(latent(next obs) - latent(obs)); an episode end resets it to zero.
-2. Policy phase (`algorithm/ppo_ad.py`, `update`): `ppo.ppo_update` on the rollout
-   with the memory as a second input, unchanged otherwise (Table 9).
-3. Auxiliary phase, every `aux_every` PPO updates over the trajectories of those
-   rollouts (`Buffer`), `aux_epochs` passes, each: first all *matching* batches, then all
-   *prediction* batches, each loss with its own Adam optimiser (as the reference):
-   - cross-trajectory achievement matching: achievements of two episodes are paired by
-     entropic partial optimal transport of their representations; a contrastive loss pulls
-     the pairs together against a random achievement of the other episode;
-   - intra-trajectory achievement prediction: from (obs, action, memory) predict the
-     episode's next achievement, contrasted with the prediction at a random step of the
-     same episode;
-   both regularised by KL(policy || policy before the phase) and a value regression to
-   the rollout's returns (`pi_dist`, `vf_dist`).
-
-Trajectories are whole episodes inside the buffer (started and ended there), as in the
-reference; an episode cut by a mixture switch is not used.
+2. Policy phase (`algorithm/ppo_ad.py`): `ppo.ppo_update` with the memory as an input.
+3. Auxiliary phase, every `aux_every` updates over those rollouts' whole episodes (not
+   those a mixture switch cut): `aux_epochs` passes of all *matching* then all
+   *prediction* batches, each loss with its own Adam. Matching pairs two episodes'
+   achievements by entropic partial optimal transport and pulls pairs together against
+   a random achievement of the other episode; prediction predicts the next achievement
+   from (obs, action, memory) against a random step of the same episode. Both add
+   KL(policy || policy before the phase) and a value regression (`pi_dist`, `vf_dist`).
 """
 
 from __future__ import annotations
@@ -81,9 +71,7 @@ class EpisodeMemory:
         )
 
 
-# ------------------------------------------------------------------------------------
-# 1. Rollout: PPO's, with the memory updated at every achievement
-# ------------------------------------------------------------------------------------
+# --- 1. Rollout: PPO's, with the memory updated at every achievement ------------------
 @torch.no_grad()
 def collect_rollout(
     model: ADActorCritic,
@@ -131,9 +119,7 @@ def collect_rollout(
     return obs, finished
 
 
-# ------------------------------------------------------------------------------------
-# 3a. Aux buffer: the last `aux_every` rollouts, split into episodes with their goals
-# ------------------------------------------------------------------------------------
+# --- 3a. Aux buffer: the last `aux_every` rollouts, split into episodes with their goals ---
 class AuxBuffer:
     """Rollouts since the last auxiliary phase, time-major (aux_every * T, N, ...)."""
 
@@ -171,11 +157,8 @@ class AuxBuffer:
         return Steps(**flat, returns=self.data["returns"][:rows].flatten(), num_envs=n)
 
     def episodes(self, unlock_reward: float) -> list[Episode]:
-        """Episodes that both started and ended in the buffer, with at least one goal.
-
-        Found on the host (a loop over episode boundaries); their rows and goals are
-        index tensors on the buffer's device, where the batches use them.
-        """
+        """Episodes that both started and ended in the buffer, with at least one goal:
+        found on the host, their rows and goals index tensors on the buffer's device."""
         rows, n = self.filled * self.t, self.data["dones"].shape[1]
         device = self.data["dones"].device
         starts, dones = self.data["starts"][:rows].cpu(), self.data["dones"][:rows].cpu()
@@ -234,12 +217,10 @@ class Episode:
 
 
 def entropic_partial_transport(cost: np.ndarray, reg: float, iters: int) -> np.ndarray:
-    """Transport plan (A, B) of entropic partial OT with unit masses, moving min(A, B).
-
-    Benamou et al. 2015 (prop. 5), Dykstra's iterative Bregman projections onto row
-    sums <= 1, column sums <= 1 and total mass = min(A, B): the reference's call of POT's
-    `ot.partial.entropic_partial_wasserstein(a=1, b=1, M, reg, numItermax)`, in float64.
-    """
+    """Transport plan (A, B) of entropic partial OT with unit masses, moving min(A, B):
+    Dykstra's iterative Bregman projections (Benamou et al. 2015, prop. 5) onto row and
+    column sums <= 1 and total mass min(A, B), in float64, as the reference's POT call
+    `ot.partial.entropic_partial_wasserstein(a=1, b=1, M, reg, numItermax)`."""
     mass = float(min(cost.shape))
     plan = np.exp(-cost.astype(np.float64) / reg)
     plan *= mass / plan.sum()
@@ -260,13 +241,10 @@ def entropic_partial_transport(cost: np.ndarray, reg: float, iters: int) -> np.n
     return plan
 
 
-# ------------------------------------------------------------------------------------
-# 3b. Batches: matching (across episodes) and prediction (within an episode)
-# ------------------------------------------------------------------------------------
+# --- 3b. Batches: matching (across episodes) and prediction (within an episode) -------
 def _on(device: torch.device, draw: np.ndarray) -> torch.Tensor:
-    """A numpy draw as an index tensor on `device`. The draws stay numpy's (the host RNG
-    every device shares, so a run's batches do not depend on its device); only the
-    result moves, once per batch rather than at every use."""
+    """A numpy draw as an index tensor on `device`: the host RNG draws, so that a run's
+    batches do not depend on its device; the result moves once per batch."""
     return torch.from_numpy(draw).to(device)
 
 
@@ -286,14 +264,11 @@ def match_batches(
 ) -> Iterator[dict[str, torch.Tensor]]:
     """Goal rows of anchors, positives, negatives across episodes (`get_match_data_loader`).
 
-    For each source episode (random order), up to `match_partners` other episodes: the
-    source's and the partner's achievements are paired where the partial transport plan
-    under cost 1 - cosine puts mass > `match_threshold`; the negative is a random
-    achievement of the partner. A goal is given by the row of the observation after its
-    unlock. Each batch also carries random steps of the source episode for the
-    policy/value regularisers. Lazy, so that the representations come from the model as
-    it trains, as in the reference.
-    """
+    For each source episode (random order) and up to `match_partners` others, goals (rows
+    of the observation after an unlock) are paired where the partial transport plan under
+    cost 1 - cosine puts mass > `match_threshold`; the negative is a random goal of the
+    partner. Each batch also carries random steps of the source for the regularisers.
+    Lazy, so that the representations come from the model as it trains (as the reference)."""
     device = steps.obs.device
     for i in rng.permutation(len(episodes)).tolist():
         source = episodes[i]
@@ -329,12 +304,10 @@ def match_batches(
 def prediction_batches(
     episodes: list[Episode], cfg: ADConfig, rng: np.random.Generator
 ) -> Iterator[dict[str, torch.Tensor]]:
-    """Steps, their episode's next goal, and negative steps (`get_pred_data_loader`).
-
-    Every step of an episode is a positive whose anchor is the next achievement unlocked
-    after it; after the last one the anchor is (last observation, all-zero image), "none
-    follows". The negative is a step of the same episode in random permutation.
-    """
+    """Steps, their episode's next goal, and negative steps (`get_pred_data_loader`):
+    each step is a positive whose anchor is the next achievement after it (after the last
+    one: (last observation, all-zero image), "none follows"); the negative is a step of
+    the same episode in random permutation."""
     for i in rng.permutation(len(episodes)).tolist():
         episode = episodes[i]
         device = episode.steps.device
@@ -352,9 +325,7 @@ def prediction_batches(
             }
 
 
-# ------------------------------------------------------------------------------------
-# 3c. Losses (`PPOADModel.compute_match_losses`, `compute_pred_losses`)
-# ------------------------------------------------------------------------------------
+# --- 3c. Losses (`PPOADModel.compute_match_losses`, `compute_pred_losses`) ------------
 def _contrastive(
     anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor, temperature: float
 ) -> torch.Tensor:
@@ -427,9 +398,7 @@ def prediction_loss(
     }
 
 
-# ------------------------------------------------------------------------------------
-# 3d. The auxiliary phase
-# ------------------------------------------------------------------------------------
+# --- 3d. The auxiliary phase ----------------------------------------------------------
 def aux_phase(
     model: ADActorCritic,
     optimizers: dict[str, torch.optim.Optimizer],
@@ -439,9 +408,7 @@ def aux_phase(
     rng: np.random.Generator,
 ) -> dict[str, float]:
     """`aux_epochs` of matching then prediction updates; mean losses (empty: no episode).
-
-    `optimizers` has "match" and "prediction" (the reference keeps one Adam for each).
-    """
+    `optimizers` has "match" and "prediction" (the reference keeps one Adam for each)."""
     episodes = buffer.episodes(cfg.unlock_reward)
     steps = buffer.steps()
     old = copy.deepcopy(model).eval()
@@ -468,9 +435,7 @@ def aux_phase(
     return {key: float(np.mean(v)) for key, v in stats.items() if v}
 
 
-# ------------------------------------------------------------------------------------
-# The trainer's view of AD (`trainer.Agent`)
-# ------------------------------------------------------------------------------------
+# --- The trainer's view of AD (`trainer.Agent`) ---------------------------------------
 class ADAgent:
     """AD's model, three optimisers (PPO, matching, prediction), buffers and memory."""
 

@@ -1,23 +1,18 @@
 """Achievement Distillation's network: the PPO backbone plus a memory of achievements.
 
-Moon et al. 2023 (NeurIPS), code snu-mllab/Achievement-Distillation, `model/ppo_ad.py`:
-- The backbone is the PPO one (`networks.ActorCritic`'s encoder and final layer, here
-  with EnvGen's layer-norm placement, see below): observation -> latent (hidden_size).
-- *Memory*: the representation of the episode's latest achievement, a unit vector
-  normalize(latent(obs after the unlock) - latent(obs before)), zero at episode start.
-  Policy and value heads read [latent, memory] (2 x hidden_size), orthogonal init with
-  gains 0.01 / 0.1 as in PPO.
-- *Next-achievement predictor*: the latent, modulated by the action through FiLM
-  (an MLP of the one-hot action gives gamma, beta: (1 + gamma) * latent + beta), joined
-  with the memory, then an MLP -> unit vector compared with the next achievement's
-  representation (intra-trajectory prediction, `ad.prediction_loss`).
-MLPs follow the reference `MLP` with one hidden layer: LayerNorm -> Linear (no bias,
-fan-in init 1.4) -> ReLU -> Linear (bias, fan-in init 1.0).
+Moon et al. 2023, code snu-mllab/Achievement-Distillation, `model/ppo_ad.py`:
+- Backbone: `networks.ActorCritic`'s encoder and final layer, observation -> latent.
+- *Memory*: the unit representation of the episode's latest achievement,
+  normalize(latent(after the unlock) - latent(before)), zero at episode start. Policy
+  and value heads read [latent, memory], initialised as PPO's.
+- *Next-achievement predictor*: the latent modulated by the action through FiLM ((1 +
+  gamma) * latent + beta, from an MLP of the one-hot action), joined with the memory,
+  then an MLP -> unit vector (`ad.prediction_loss`). Each MLP is the reference's with one
+  hidden layer: LayerNorm -> Linear (no bias, fan-in 1.4) -> ReLU -> Linear (fan-in 1.0).
 
-The reference puts its LayerNorm before the 256 -> hidden linear layer; this backbone
-is EnvGen's (LayerNorm after it, as for our PPO), so that the AD and PPO rows differ only
-by AD. On the paper preset that adds 1,536 parameters to the reference's 9,234,228
-(docs/agent.md, "Achievement Distillation").
+The reference's LayerNorm sits before the 256 -> hidden layer; here it is after it, as in
+our PPO, so that the AD and PPO rows differ only by AD: 1,536 parameters more than the
+reference's 9,234,228 on the paper preset (docs/agent.md, "Achievement Distillation").
 """
 
 from __future__ import annotations
@@ -27,8 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from envgen.agents.config import ModelConfig
-from envgen.agents.networks import ENCODERS, _fan_in_init, autocast
-from envgen.agents.normalizer import EwmaNormalizer
+from envgen.agents.networks import ActorCritic, _fan_in_init, autocast
 
 
 def _mlp(insize: int, hidden: int, outsize: int) -> nn.Sequential:
@@ -41,41 +35,25 @@ def _mlp(insize: int, hidden: int, outsize: int) -> nn.Sequential:
     )
 
 
-class ADActorCritic(nn.Module):
+class ADActorCritic(ActorCritic):
     """Backbone -> latent; heads on [latent, memory]; FiLM + MLP next-achievement predictor.
 
-    `forward(obs, memory)` has `ActorCritic`'s contract (log-probabilities (N, A), value
-    (N,) in `value_norm` units) with one more input, the memory (N, hidden_size); a
-    missing memory is zeros (the state at an episode's start).
+    `forward(obs, memory)` is `ActorCritic`'s with the memory (N, hidden_size) as one more
+    input, zeros when missing (an episode's start). The layers draw their initial weights
+    in the order backbone, heads, predictor: another order changes every AD run's numbers.
     """
 
+    head_inputs = 2
+
     def __init__(self, cfg: ModelConfig, value_norm_decay: float = 0.99):
-        super().__init__()
-        self.cfg = cfg
+        super().__init__(cfg, value_norm_decay)
         h = cfg.hidden_size
-        self.encoder = ENCODERS[cfg.kind](cfg)
-        self.final = nn.Sequential(
-            _fan_in_init(nn.Linear(cfg.embed_size, h, bias=False), 1.0),
-            nn.LayerNorm(h),
-            nn.ReLU(),
-        )
-        self.policy_head = nn.Linear(2 * h, cfg.num_actions)
-        self.value_head = nn.Linear(2 * h, 1)
-        for head, gain in ((self.policy_head, 0.01), (self.value_head, 0.1)):
-            nn.init.orthogonal_(head.weight, gain=gain)
-            nn.init.zeros_(head.bias)
         self.action_film = _mlp(cfg.num_actions, h, 2 * h)  # reference: action_mlp
         self.next_achievement = _mlp(2 * h, h, h)  # reference: next_goal_pred_mlp
-        self.value_norm = EwmaNormalizer(value_norm_decay)
-        if cfg.channels_last:
-            self.to(memory_format=torch.channels_last)
 
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
-        """uint8 (N, 64, 64, 3) -> latent (N, hidden_size), float32.
-
-        With `bf16_autocast` the encoder and final layer run under bfloat16 autocast; the
-        latent comes back in float32, so memories, normalisations and losses stay float32.
-        """
+        """uint8 (N, 64, 64, 3) -> latent (N, hidden_size), float32 even under
+        `bf16_autocast`, so that memories, normalisations and losses stay float32."""
         x = obs.permute(0, 3, 1, 2).float().div_(255.0)
         x = x.contiguous(
             memory_format=torch.channels_last if self.cfg.channels_last else torch.contiguous_format
@@ -101,11 +79,9 @@ class ADActorCritic(nn.Module):
         return self.heads(latent, memory)
 
     def achievement(self, before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
-        """Unit representation of the achievements unlocked between two uint8 observations.
-
-        An all-zero image stands for "no observation" and contributes a zero latent
-        (the reference's `get_states`: the episode's end when no achievement follows).
-        """
+        """Unit representation of the achievements unlocked between two uint8 observations;
+        an all-zero image is "no observation", a zero latent (the reference's `get_states`:
+        the episode's end when no achievement follows)."""
         n = before.shape[0]
         latents = self.encode(torch.cat([before, after]))
         blank = (torch.cat([before, after]).reshape(2 * n, -1) == 0).all(dim=1, keepdim=True)

@@ -1,25 +1,21 @@
 """Checkpoint files: atomic, device-neutral, and read without running code from the file.
 
-Written to a temporary name, then `os.replace`d into place, so a reader sees either the
-previous complete checkpoint or the new one, never a torn file, even when the run is
-killed while saving.
+Written to a temporary name, then `os.replace`d into place: a reader sees the previous
+complete checkpoint or the new one, never a torn file, even if the run is killed.
 
-Reading runs no code: the file holds only tensors and plain values (dicts, lists,
-tuples, numbers, strings, bytes) and is read with `torch.load(weights_only=True)`,
-which refuses anything else. NumPy arrays (the running envs' state) are stored as byte
-tensors tagged with their dtype and shape (`_storable`). A run directory received from
-someone else therefore cannot execute anything when a run resumes from it.
+Reading runs no code: the file holds only tensors and plain values, read with
+`torch.load(weights_only=True)`, which refuses anything else; NumPy arrays (the running
+envs' state) are stored as byte tensors tagged with dtype and shape (`_storable`). A run
+directory received from someone else cannot execute anything when a run resumes from it.
 
-Device-neutral: every tensor is saved on the CPU and loaded onto the run's device
-(`map_location`), so a checkpoint written on a GPU resumes on a CPU and the reverse.
-What such a resume means for the action generator: `envgen.agents.trainer`, `resume`.
+Device-neutral: tensors are saved on the CPU and loaded onto the run's device, so a GPU's
+checkpoint resumes on a CPU and the reverse (the action generator: `RolloutLoop.resume`).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -28,12 +24,11 @@ import numpy as np
 import torch
 
 from envgen.agents.checkpoint_counters import ResumeRefusedError
-from envgen.agents.seeding import derive_seed
-from envgen.errors import ConfigError, EnvGenError
+from envgen.errors import EnvGenError
 from envgen.store.manifest import LATEST_CHECKPOINT
 
 LATEST = LATEST_CHECKPOINT.name
-# What every checkpoint slice holds (`seed_state`) and `RolloutLoop.resume` reads.
+# What every checkpoint slice holds (`RolloutLoop._slice`) and `RolloutLoop.resume` reads.
 CHECKPOINT_KEYS = frozenset(
     {"model_cfg", "ppo_cfg", "seed", "model", "optimizer", "action_rng", "shuffle_rng", "counters"}
 )
@@ -42,14 +37,11 @@ _ARRAY_KINDS = "biuf"  # bool, signed, unsigned, float: never object or structur
 
 
 def save_checkpoint(directory: Path, payload: dict[str, Any]) -> Path:
-    """Write `payload` as `directory`'s latest checkpoint (`LATEST`) atomically; returns
-    the path.
+    """Write `payload` as `directory`'s latest checkpoint (`LATEST`) atomically; its path.
 
     TypeError when it holds a value a safe load could not read back (`_storable`). A
-    write that fails (a full disk: torch reports it as a RuntimeError) is one
-    `EnvGenError` line naming the file, with the temporary file removed and the previous
-    checkpoint kept, so the run resumes from it once there is room.
-    """
+    failed write (a full disk: torch raises RuntimeError) is one `EnvGenError` line naming
+    the file; the temporary file is removed and the previous checkpoint kept to resume."""
     stored = _storable(payload)
     path = directory / LATEST
     tmp = path.with_suffix(".pt.tmp")
@@ -75,11 +67,9 @@ def save_checkpoint(directory: Path, payload: dict[str, Any]) -> Path:
 def load_checkpoint(
     directory: Path, device: torch.device, name: str = LATEST
 ) -> dict[str, Any] | None:
-    """The checkpoint `name` (the latest by default) in `directory`, or None when there is none.
-
-    Tensors land on `device`; arrays come back as NumPy arrays. One-line `EnvGenError`
-    naming the file when it is damaged, foreign, of an older format or holds code.
-    """
+    """The checkpoint `name` (the latest by default) in `directory`, None when there is
+    none: tensors on `device`, arrays as NumPy arrays. One-line `EnvGenError` naming the
+    file when it is damaged, foreign, of an older format or holds code."""
     path = directory / name
     if not path.exists():
         return None
@@ -149,82 +139,3 @@ def _array(tagged: dict[str, Any]) -> np.ndarray:
     if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
         raise ValueError("array shape: expected a tuple of sizes")
     return data.cpu().numpy().view(dtype).reshape(shape).copy()
-
-
-# --- one seed's training state: what `Trainer` and `CohortTrainer` (per seed) write ---
-def seed_state(
-    model_cfg: Any,
-    ppo_cfg: Any,
-    seed: int,
-    counters: Any,
-    learner: dict[str, Any],
-    action_rng: torch.Generator,
-    shuffle_rng: np.random.Generator,
-    env: Any,
-    **tags: Any,
-) -> dict[str, Any]:
-    """One seed's checkpoint: its configs, seed, `tags` (a cohort's `cohort`, AD's
-    `agent`), counters, the learner's state (model, optimizer, ...), both random streams
-    and its running envs' state (None before any env ran)."""
-    return {
-        "model_cfg": dataclasses.asdict(model_cfg),
-        "ppo_cfg": dataclasses.asdict(ppo_cfg),
-        "seed": seed,
-        **tags,
-        "counters": dataclasses.asdict(counters),
-        **learner,
-        "action_rng": {"device": action_rng.device.type, "state": action_rng.get_state()},
-        "shuffle_rng": shuffle_rng.bit_generator.state,
-        "env": env,
-    }
-
-
-def check_written_with(
-    state: dict[str, Any],
-    run_dir: Path,
-    model_cfg: Any,
-    ppo_cfg: Any,
-    seed: int,
-    agent: str = "ppo",
-    fix: str = "use a new --out directory",
-) -> None:
-    """A `ConfigError` when `state` was written with another model or PPO config, seed or
-    agent (a checkpoint of PPO has no "agent"); the message ends by saying to `fix` it."""
-    ours = {
-        "model_cfg": dataclasses.asdict(model_cfg),
-        "ppo_cfg": dataclasses.asdict(ppo_cfg),
-        "seed": seed,
-        "agent": agent,
-    }
-    for key, value in ours.items():
-        if (theirs := state.get(key, "ppo")) != value:
-            raise ConfigError(
-                key,
-                f"checkpoint in {run_dir} was written with {theirs!r}, not {value!r}; resume "
-                f"with the same settings or {fix}",
-            )
-
-
-def restore_streams(
-    state: dict[str, Any],
-    action_rng: torch.Generator,
-    shuffle_rng: np.random.Generator,
-    seed: int,
-    checkpoint_step: int,
-) -> None:
-    """Restore a seed's two random streams. The action generator is re-seeded instead
-    when the checkpoint's is another device's: a CPU generator state (5,056 bytes) and a
-    CUDA one (16 bytes) do not convert. The re-seeded stream is fixed by (seed, the
-    checkpoint's step), so a cross-device resume is reproducible but not the uninterrupted
-    run's stream (docs/agent.md, "Reproducibility and resume"). The step, not the count of
-    checkpoints, since wall-clock checkpoints (`checkpoint_seconds`) vary that count.
-    ValueError on a malformed state."""
-    saved = state["action_rng"]
-    if not isinstance(saved, dict) or not isinstance(saved.get("state"), torch.Tensor):
-        raise ValueError("action_rng: expected {device, state}")
-    ours, theirs = action_rng.get_state(), saved["state"].cpu()
-    if saved.get("device") == action_rng.device.type and theirs.shape == ours.shape:
-        action_rng.set_state(theirs)
-    else:
-        action_rng.manual_seed(derive_seed(seed, "actions", checkpoint_step))
-    shuffle_rng.bit_generator.state = state["shuffle_rng"]

@@ -1,10 +1,8 @@
 """A checkpoint's progress counters, checked before a run resumes from them.
 
-A checkpoint's `counters` say where training resumes, and the run's logs are cut back to
-that step. Read as they come, `global_step = -100000` resumed a run, cut its logs and
-trained from step -99,936; a string gave a TypeError traceback. The trainer writes them
-as whole numbers >= 0 with `global_step = rollouts x rollout size`, `checkpoint_step =
-global_step`, and only after the metrics line of that step (flushed): anything else is
+They say where training resumes, and the logs are cut back to that step. The trainer
+writes whole numbers >= 0 with `global_step = rollouts x rollout size`, `checkpoint_step
+= global_step`, and only after the metrics line of that step (flushed): anything else is
 a file this program did not write, refused in one line before anything is cut.
 """
 

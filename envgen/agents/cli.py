@@ -10,7 +10,6 @@ from pathlib import Path
 from envgen.agents.config import (
     AGENTS,
     MODEL_PRESETS,
-    ModelConfig,
     PPOConfig,
     add_rollout_arguments,
     model_preset,
@@ -92,37 +91,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def model_config(args: argparse.Namespace) -> ModelConfig:
-    """--model's preset with --bf16 and --channels-last."""
-    return dataclasses.replace(
-        model_preset(args.model), bf16_autocast=args.bf16, channels_last=args.channels_last
-    )
-
-
-def check_out_dir(out: Path, resume: bool) -> None:
-    """Refuse an --out that is a file, or that holds a run while --resume is not given
-    (its logs would be appended to)."""
-    if out.exists() and not out.is_dir():
-        raise ConfigError("--out", f"{out} is a file; give a run directory (new or to resume)")
-    if not resume and RunDir(out).episodes.exists():
-        raise ConfigError(
-            "--out", f"{out} holds a run; pass --resume to continue it, or give a new directory"
-        )
-
-
 def run(args: argparse.Namespace) -> int:
     # lazy: torch, 0.75 s more of `envgen train --help`, 0.35 s without (measured)
     from envgen.agents.evaluate import training_window
     from envgen.agents.trainer import Trainer, crafter_vec_env_factory  # lazy: as above
 
-    check_out_dir(args.out, args.resume)
+    out = args.out
+    if out.exists() and not out.is_dir():
+        raise ConfigError("--out", f"{out} is a file; give a run directory (new or to resume)")
+    if not args.resume and RunDir(out).episodes.exists():  # its logs would be appended to
+        raise ConfigError(
+            "--out", f"{out} holds a run; pass --resume to continue it, or give a new directory"
+        )
     if args.workers is None:
         workers_variable()  # a bad $ENVGEN_ENV_WORKERS is one line, before any work
     set_torch_threads(args.torch_threads)
     set_deterministic(args.deterministic)
     ppo_cfg = rollout_config(args, checkpoint_every=args.checkpoint_every)
     trainer = Trainer(
-        model_config(args),
+        dataclasses.replace(
+            model_preset(args.model), bf16_autocast=args.bf16, channels_last=args.channels_last
+        ),
         ppo_cfg,
         args.seed,
         args.out,

@@ -1,37 +1,27 @@
 """`CohortPPO`: W seeds of one PPO run config trained as one batched model.
 
-Why: one paper-network run leaves a GPU mostly idle (one run 942 env steps/s, eight runs
-as eight processes 1,289 on an H100; docs/agent.md, "On a GPU"). Here the W networks'
-parameters are stacked (W, ...) and one forward serves every seed
-(`torch.func.vmap` over `torch.func.functional_call` of the very `ActorCritic` a run
-alone uses): W times fewer kernel launches, W times larger kernels.
+Why: one paper-network run leaves a GPU mostly idle (docs/agent.md, "On a GPU"). The W
+networks' parameters are stacked (W, ...) and one forward serves every seed (`vmap` over
+`functional_call` of a run alone's `ActorCritic`): W times fewer, larger kernels.
 
-Nothing mixes seeds. Each seed keeps its own loss (the total is a sum of per-seed
-means, so a seed's gradient is its own loss's), gradient-norm clip, Adam moments (Adam is
-elementwise, so one Adam over stacked tensors is W Adams), value normaliser, advantage
-normalisation, GAE, action generator, minibatch shuffle and env seeds, all derived from
-the seed as a run alone derives them, and its Table 9 rollout (8 envs x 512 steps, 8
-minibatches, 3 epochs). A seed's numbers are fixed by (seed, W, device model, software,
-precision), not by its slot or its neighbours (tests/test_agents_cohort.py); W = 1 is
-not a cohort (the pipeline trains it with `envgen.agents.trainer.Trainer`).
+Nothing mixes seeds: each keeps its own loss (the total sums per-seed means), gradient
+clip, Adam moments (Adam is elementwise), value normaliser, advantage normalisation, GAE,
+generators and env seeds, derived from the seed as a run alone derives them. A seed's
+numbers are fixed by (seed, W, device model, software, precision), not by its slot
+(tests/test_agents_cohort.py); W = 1 is no cohort (the pipeline uses `Trainer`). Host and
+device meet once per vector step (the actions) and once per rollout (for GAE on the host).
 
-Per rollout the host and the device meet once per vector step (the actions come back)
-and once per rollout for rewards and dones; GAE (a run alone's `ppo.gae`) runs on the
-host over all envs at once, and losses stay on the device until the rollout's update is
-done.
-
-`collect_steps` and `update_steps` are the rollout and the update as generators (one
-yield per vector step, resp. per minibatch) so that a pipelined cohort
-(`envgen.agents.cohort_trainer`, `groups=2`: two `CohortPPO`s of W/2 seeds) can run one
-group's update and the other's collection interleaved in one thread (`interleave`), the
-collection on its own CUDA stream (`side_stream`). `collect` and `update` drain them: an
-unpipelined cohort computes exactly what it computed before they existed.
+`collect_steps` and `update_steps` (drained by `collect` and `update`) yield per vector
+step, resp. minibatch, so that a pipelined cohort (`envgen.agents.cohort_trainer`)
+interleaves one group's update with another's collection (`interleave`), the collection
+on its own CUDA stream (`side_stream`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 import warnings
 from collections.abc import Generator, Sequence
@@ -45,34 +35,12 @@ from torch.func import functional_call, stack_module_state, vmap
 from envgen.agents import graphs
 from envgen.agents.config import ModelConfig, PPOConfig, check_kernels
 from envgen.agents.networks import OBS_SHAPE, ActorCritic
-from envgen.agents.normalizer import EwmaScaling, ewma_fold, ewma_mean_std
+from envgen.agents.normalizer import EwmaNormalizer
 from envgen.agents.ppo import LOSS_STATS, FinishedEpisode, VecEnv, gae, ppo_loss
 from envgen.agents.seeding import derive_seed
 from envgen.errors import ConfigError
 
 NORM_BUFFERS = ("value_norm.mean_ewma", "value_norm.mean_sq_ewma", "value_norm.debias")
-
-
-class StackedEwma(EwmaScaling):
-    """W value normalisers (`envgen.agents.normalizer.EwmaNormalizer`) as (W,) tensors."""
-
-    def __init__(self, size: int, decay: float, device: torch.device):
-        self.decay = decay
-        self.mean_ewma = torch.zeros(size, device=device)
-        self.mean_sq_ewma = torch.zeros(size, device=device)
-        self.debias = torch.zeros(size, device=device)
-
-    def update(self, x: torch.Tensor) -> None:
-        """Fold each seed's batch (row of `x`, shape (W, n)) into its statistics."""
-        x = x.detach().float()
-        ewma_fold(self.tensors(), x.mean(1), (x**2).mean(1), self.decay)
-
-    def mean_std(self) -> tuple[torch.Tensor, torch.Tensor]:
-        mean, std = ewma_mean_std(self.tensors())
-        return mean[:, None], std[:, None]
-
-    def tensors(self) -> tuple[torch.Tensor, ...]:
-        return self.mean_ewma, self.mean_sq_ewma, self.debias
 
 
 @dataclasses.dataclass
@@ -104,16 +72,14 @@ COMPILE_CACHE = Path(__file__).resolve().parents[2] / ".envgen" / "compile-cache
 
 
 def use_compile_cache() -> None:
-    """Inductor's and Triton's caches in the repository's ignored .envgen/ (unless the
-    caller set them): a GPU call's second compile of the same code reads them instead of
-    compiling again, and they never enter git or a result."""
+    """Inductor's and Triton's caches in the repository's ignored .envgen/ (unless set):
+    a second compile of the same code reads them, and they never enter git or a result."""
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(COMPILE_CACHE / "inductor"))
     os.environ.setdefault("TRITON_CACHE_DIR", str(COMPILE_CACHE / "triton"))
 
 
 def drain(steps: Generator[None, None, Any]) -> Any:
-    """Run a step generator (`CohortPPO.collect_steps`, `update_steps`) to its end; its
-    return value."""
+    """The return value of a step generator (`collect_steps`, `update_steps`) run out."""
     while True:
         try:
             next(steps)
@@ -126,38 +92,24 @@ def interleave(
     collect: Generator[None, None, Any] | None,
     cfg: PPOConfig,
 ) -> tuple[Any, Any]:
-    """(update's result, collect's result): one seed group's update and another group's
-    collection, cooperatively in this thread, in a fixed order. The update yields once per
-    minibatch (`cfg.epochs * cfg.minibatches` times), the collection once per vector step
-    (`cfg.num_steps`); after the update's i-th yield the collection has made
-    floor(i * num_steps / yields) steps, so the two end together. Each generator's own
-    steps run in the order they run alone, and the two share no tensor, generator or env:
-    every number either computes is the one it computes alone (tests/test_agents_cohort.py
-    compares a pipelined cohort with its groups trained one after the other)."""
+    """(update's result, collect's result): one group's update (a yield per minibatch)
+    and another's collection (a yield per vector step) in this thread, in a fixed order:
+    after the update's i-th of Y yields the collection has made floor(i * num_steps / Y)
+    steps, so the two end together. Each runs its steps in its own order and they share
+    no tensor, generator or env, so each computes what it computes alone."""
     yields, steps = cfg.epochs * cfg.minibatches, cfg.num_steps
-    collected: list[Any] = []
+    results: dict[str, Any] = {}
+
+    def run(name: str, gen: Generator[None, None, Any]) -> Generator[None, None, None]:
+        results[name] = yield from gen
+
+    collecting = run("collect", collect) if collect is not None else iter(())
     made = 0
-
-    def advance(until: int) -> None:
-        nonlocal made
-        while collect is not None and not collected and made < until:
-            try:
-                next(collect)
-                made += 1
-            except StopIteration as stop:
-                collected.append(stop.value)
-
-    i = 0
-    while True:
-        try:
-            next(update)
-        except StopIteration as stop:
-            result = stop.value
-            break
-        i += 1
-        advance(i * steps // yields)
-    advance(steps + 1)  # the rest, and the collection's end (its last values)
-    return result, (collected[0] if collected else None)
+    for i, _ in enumerate(run("update", update), 1):
+        made += sum(1 for _ in itertools.islice(collecting, i * steps // yields - made))
+    for _ in collecting:  # the rest, and the collection's end (its last values)
+        pass
+    return results["update"], results.get("collect")
 
 
 class CohortPPO:
@@ -191,7 +143,7 @@ class CohortPPO:
         params, _ = stack_module_state(models)
         self.names = [name for name, _ in self.base.named_parameters()]
         self.params = {name: params[name].detach().clone().requires_grad_() for name in self.names}
-        self.value_norm = StackedEwma(self.size, cfg.value_norm_decay, device)
+        self.value_norm = EwmaNormalizer(cfg.value_norm_decay, self.size).to(device)
         self.kernels = kernels
         # "graph"/"compile" capture each minibatch on CUDA: Adam then keeps its step count
         # on the device (capturable), which rounds its bias correction differently
@@ -201,8 +153,7 @@ class CohortPPO:
         )
         # None: not yet captured; False: run op by op on purpose (`envgen.gpu.probe`)
         self._update_graph: torch.cuda.CUDAGraph | bool | None = None
-        # the CUDA graph calls (`envgen.agents.graphs`); None off CUDA: nothing is captured
-        self._cuda = graphs.backend(device)
+        self._cuda = graphs.backend(device)  # None off CUDA: nothing is captured
         self._seed_loss = self._one_seed_loss
         if kernels == "compile":
             use_compile_cache()
@@ -266,12 +217,9 @@ class CohortPPO:
 
     def _policy_step(self, obs: torch.Tensor, generators: Sequence[torch.Generator]):
         """`_policy_core` on each seed's noise; on CUDA replayed from a CUDA graph (one
-        launch instead of the vmapped network's hundreds; the same kernels, the same
-        numbers), which reads the parameters and normaliser where Adam updates them.
-
-        If the capture fails, "eager" kernels warn and step op by op (as they always
-        did); "graph" and "compile" raise (`graphs.failure`): a run under their name
-        never steps uncaptured."""
+        launch, the same kernels and numbers) that reads the parameters where Adam updates
+        them. A failed capture: "eager" warns and steps op by op; "graph" and "compile"
+        raise (`graphs.failure`): a run under their name never steps uncaptured."""
         w, n = obs.shape[:2]
         noise = torch.stack(
             [
@@ -289,7 +237,7 @@ class CohortPPO:
                     raise ConfigError(
                         "cohort_kernels", graphs.failure(self.kernels, "policy step's capture", exc)
                     ) from exc
-                if not isinstance(exc, RuntimeError):  # eager's fallback, as before
+                if not isinstance(exc, RuntimeError):  # eager falls back on these only
                     raise
                 warnings.warn(f"cohort policy step runs eagerly: {exc}", stacklevel=2)
                 self._graph = False
@@ -310,19 +258,16 @@ class CohortPPO:
     def collect(
         self, env: VecEnv, obs: np.ndarray, generators: Sequence[torch.Generator]
     ) -> tuple[np.ndarray, list[list[FinishedEpisode]]]:
-        """Fill the buffer from the cohort's vec env (W * N envs, seed-major); returns the
-        next observations and each seed's finished episodes (env index within the seed)."""
+        """Fill the buffer from the cohort's vec env (W * N envs, seed-major): the next
+        observations and each seed's finished episodes (env index within the seed)."""
         return drain(self.collect_steps(env, obs, generators))
 
     def collect_steps(
         self, env: VecEnv, obs: np.ndarray, generators: Sequence[torch.Generator]
     ) -> Generator[None, None, tuple[np.ndarray, list[list[FinishedEpisode]]]]:
-        """`collect` one vector step at a time: yields after each step (a pipelined cohort
-        runs another group's update between them) and returns what `collect` returns.
-
-        With `side_stream`, every step's device work is queued on the collection's own
-        stream, never across a yield, so the update interleaved with it stays on the
-        default stream and the two only meet at the events below."""
+        """`collect`, yielding after each vector step (another group's update runs between
+        them). With `side_stream` each step's device work is queued on the collection's
+        stream, never across a yield: the two meet only at the events below."""
         buf, n = self.buf, self.cfg.num_envs
         finished: list[list[FinishedEpisode]] = [[] for _ in self.seeds]
         host = self._host_obs.numpy()
@@ -381,15 +326,11 @@ class CohortPPO:
     def update_steps(
         self, rngs: Sequence[np.random.Generator]
     ) -> Generator[None, None, list[dict[str, float]]]:
-        """`update` one minibatch at a time: yields after each minibatch's optimiser step
-        is queued (a pipelined cohort steps another group's envs while the device runs
-        it) and returns what `update` returns. Runs on the default stream.
-
-        A minibatch reads only fixed-address tensors (the rollout buffer, `_adv`, `_ret`
-        and its indices `_idx`) and writes its statistics to `_mb_stats`, so that it can
-        be captured once as a CUDA graph and replayed (`_run_minibatch`); no minibatch
-        moves anything to the host: the update syncs twice, for GAE's values and for its
-        mean losses."""
+        """`update`, yielding after each minibatch's optimiser step is queued (another
+        group's envs step while the device runs it); on the default stream. A minibatch
+        reads only fixed-address tensors (buffer, `_adv`, `_ret`, indices `_idx`) and
+        writes `_mb_stats`, so that it replays as one CUDA graph (`_run_minibatch`); the
+        update syncs with the host twice, for GAE's values and for its mean losses."""
         cfg = self.cfg
         if self._collected is not None:  # the rollout was written on the collection's stream
             torch.cuda.current_stream(self.device).wait_event(self._collected)
@@ -426,21 +367,18 @@ class CohortPPO:
 
     def _run_minibatch(self) -> None:
         """One minibatch: replayed from its CUDA graph ("graph", "compile" on CUDA; captured
-        at the first call), else run op by op (off CUDA, eager kernels, or `_update_graph`
-        set False on purpose). A failed capture or compilation raises: never op by op
-        under a captured mode's name."""
-        if self._update_graph is None and self._captures_update():
+        at the first call, a failure raises), else op by op (off CUDA, eager kernels, or
+        `_update_graph` set False on purpose)."""
+        if self._update_graph is None and self.kernels != "eager" and self._cuda is not None:
             self._capture_update()
-        if self._update_graph is not None and self._update_graph is not False:
+        if self.update_captured:
             self._update_graph.replay()
-            return
-        self.optimizer.zero_grad(set_to_none=True)
-        self._minibatch()
+        else:
+            self._training_step()
 
     def _minibatch(self) -> None:
         """Forward, losses, backward, per-seed clipping and Adam on minibatch `_idx`; the
-        statistics into `_mb_stats`. Each seed's loss is its own (the total is a sum of
-        per-seed means), so each seed's gradient is its own loss's."""
+        statistics into `_mb_stats`."""
         rows, idx = self._rows, self._idx
         obs = self.buf.obs.flatten(1, 2)
         act = self.buf.actions.flatten(1)[rows, idx]
@@ -467,10 +405,6 @@ class CohortPPO:
         with torch.no_grad():
             self._mb_stats.copy_(seed_stats)
 
-    def _captures_update(self) -> bool:
-        """Whether the update is captured: "graph" and "compile" kernels where CUDA is."""
-        return self.kernels != "eager" and self._cuda is not None
-
     def _training_step(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)
         self._minibatch()
@@ -478,10 +412,8 @@ class CohortPPO:
     def _capture_update(self) -> None:
         """Capture `_minibatch` as one CUDA graph (PyTorch's "whole network capture":
         warm-up on a side stream, gradients unset so that backward allocates them in the
-        graph's pool, Adam capturable). The warm-up trains three minibatches (and compiles,
-        in "compile" mode); the model, Adam and normaliser are restored to their values
-        before it, so a captured update computes what the uncaptured one does with the
-        same kernels. A failure (capture or compilation) restores them too and raises."""
+        graph's pool, Adam capturable). Model, Adam and normaliser are restored after the
+        warm-up's minibatches (and compilation), and on a failure, which raises."""
         assert self._cuda is not None
         saved = self._training_state()
         try:
@@ -504,11 +436,10 @@ class CohortPPO:
         return self._update_graph is not None and self._update_graph is not False
 
     def close(self) -> None:
-        """Free the CUDA graphs (and their memory pools) now, not at a later garbage
-        collection: the cohort holds itself in reference cycles (its vmapped forward and
-        loss are its own bound methods), so dropping the last reference frees nothing
-        until the cyclic collector runs, at a moment no one chooses, possibly while
-        another cohort captures. Idempotent; the cohort is not used after it."""
+        """Free the CUDA graphs (and their memory pools) now: the cohort holds itself in
+        reference cycles (its vmapped forward and loss are bound methods), so dropping it
+        frees nothing until the cyclic collector runs, perhaps while another cohort
+        captures. Idempotent; the cohort is not used after it."""
         for name in ("_graph", "_update_graph"):
             graph = getattr(self, name)
             if graph is not None and graph is not False:
@@ -518,27 +449,26 @@ class CohortPPO:
         # the cycles themselves: the bound methods held by the instance
         self._forward = self._seed_loss = None  # type: ignore[assignment]
 
-    def _training_state(self) -> list[torch.Tensor]:
-        """Copies of everything a minibatch writes: parameters, Adam's state, normaliser."""
-        tensors = [*self.params.values(), *self.value_norm.tensors()]
+    def _written(self) -> list[torch.Tensor]:
+        """Everything a minibatch writes: parameters, normaliser, Adam's state (in the
+        order Adam created it)."""
+        tensors = [*self.params.values(), *self.value_norm.stats()]
         for state in self.optimizer.state.values():
             tensors += [v for v in state.values() if isinstance(v, torch.Tensor)]
-        return [t.detach().clone() for t in tensors]
+        return tensors
+
+    def _training_state(self) -> list[torch.Tensor]:
+        return [t.detach().clone() for t in self._written()]
 
     def _restore_training_state(self, saved: list[torch.Tensor]) -> None:
         """Write `_training_state`'s copies back in place (the graph keeps the addresses).
         Adam's state that the warm-up created (a first update) is kept with zeroed
         moments and step: a fresh Adam's."""
-        tensors = [*self.params.values(), *self.value_norm.tensors()]
-        created = []
-        for state in self.optimizer.state.values():
-            for v in state.values():
-                if isinstance(v, torch.Tensor):
-                    (tensors if len(tensors) < len(saved) else created).append(v)
+        tensors = self._written()
         with torch.no_grad():
-            for tensor, copy in zip(tensors, saved, strict=True):
+            for tensor, copy in zip(tensors, saved, strict=False):
                 tensor.copy_(copy)
-            for tensor in created:
+            for tensor in tensors[len(saved) :]:
                 tensor.zero_()
 
     def _clip_gradients(self) -> None:
@@ -556,7 +486,7 @@ class CohortPPO:
         """Seed `slot`'s model and Adam state in a run alone's format (`PPOAgent.state_dict`):
         an `ActorCritic` loads its "model", a run-alone Adam its "optimizer"."""
         model = {name: self.params[name][slot].detach().clone() for name in self.names}
-        for name, tensor in zip(NORM_BUFFERS, self.value_norm.tensors(), strict=True):
+        for name, tensor in zip(NORM_BUFFERS, self.value_norm.stats(), strict=True):
             model[name] = tensor[slot].clone()
         full = self.optimizer.state_dict()
         state = {
@@ -576,7 +506,7 @@ class CohortPPO:
                 if stacked.shape != self.params[name].shape:
                     raise ValueError(f"model.{name}: shape {tuple(stacked.shape)} in a slice")
                 self.params[name].copy_(stacked)
-            for name, tensor in zip(NORM_BUFFERS, self.value_norm.tensors(), strict=True):
+            for name, tensor in zip(NORM_BUFFERS, self.value_norm.stats(), strict=True):
                 tensor.copy_(torch.stack([s["model"][name] for s in states]).to(self.device))
         first = states[0]["optimizer"]
         merged = {

@@ -1,37 +1,24 @@
 """`CohortTrainer`: W runs of one config, one seed each, trained as a cohort
 (`envgen.agents.cohort`), each writing its own run directory as a run alone would.
 
-What a run alone's `Trainer` does per run, this does per seed: the episode and metrics
-logs in the seed's directory (`envgen.store.run_dir.RunDir`), its counters, and a
-checkpoint (the same keys, plus `cohort`: the size W and the seeds' step). The slices of
-one checkpoint are written one seed after another; each seed keeps its previous slice
-(`PREVIOUS`) until all the new ones are in, so a kill between two
-slices leaves a step that every seed has, and `resume` takes the newest such step.
-A slice resumes in any slot of a cohort of the same W.
+Per seed it keeps what a `Trainer` keeps: logs, counters and a checkpoint slice (plus
+`cohort`: W and the step). Slices are written one seed after another, each seed keeping
+its previous one (`PREVIOUS`) until all new ones are in, so a kill leaves a step every
+seed has; `resume` takes the newest. A slice resumes in any slot of a cohort of the same
+W. The cohort plays one mixture from start to end (`original_only`).
 
-The mixture is one for the whole cohort and is never switched: cohorts train runs that
-play one mixture from start to end (the original game: `original_only`).
-
-Pipelined (`groups=2`): the cohort's seeds are split into two groups of W/2 (slots in
-order), each its own batched model (`CohortPPO`), vec env and policy step (its own CUDA
-graph, on its own stream). While one group's PPO update runs on the device, the other
-collects its next rollout (`cohort.interleave`, in this thread, in a fixed order), then
-they swap: the collection is mostly the CPU's (env workers) and the update mostly the
-GPU's, so their times overlap instead of adding up. Every seed still alternates collect,
-update, collect with its own parameters (on-policy as before), and a seed's numbers are
-those of a cohort of W/2 (the policy step's batch is its group's): fixed by (seed, W,
-groups, device model, software, precision), hence `RunConfig.cohort_groups` in the run's
-identity. Group 0 collects the next rollout during the last group's update; before a
-checkpoint (and at the end of `train_until`) it does not, so a checkpoint holds every
-seed at a rollout boundary and resumes exactly.
+Pipelined (`groups=2`): two groups of W/2 seeds, each with its own `CohortPPO`, vec env
+and policy-step graph and stream. While one group updates on the GPU, the other collects
+on the CPU's env workers (`cohort.interleave`, fixed order). Each seed still alternates
+collect and update with its own parameters; its numbers are a cohort of W/2's, hence
+`RunConfig.cohort_groups` in the run's identity. Group 0 does not collect ahead before a
+checkpoint or the end of `train_until`: checkpoints hold every seed at a rollout boundary.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,15 +29,14 @@ import torch
 from envgen.agents.checkpoint import save_checkpoint
 from envgen.agents.cohort import CohortPPO, drain, interleave
 from envgen.agents.config import ModelConfig, PPOConfig, check_groups, check_kernels
-from envgen.agents.runlog import JsonlLog, episode_record
+from envgen.agents.runlog import episode_record
 from envgen.agents.seeding import derive_seed
-from envgen.agents.trainer import Counters, RolloutLoop
+from envgen.agents.trainer import RolloutLoop
 from envgen.envs.mixture import env_seed
 from envgen.envs.plain import mixture_to_plain
 from envgen.envs.vector import CrafterVecEnv, default_num_workers, usable_cores
-from envgen.errors import ConfigError, EnvGenError
+from envgen.errors import ConfigError
 from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT, PREVIOUS_CHECKPOINT
-from envgen.store.run_dir import RunDir
 
 PREVIOUS = PREVIOUS_CHECKPOINT.name
 # (configs, seeds of every env, envs per seed, weights) -> vec env of W * N envs
@@ -59,8 +45,8 @@ CohortEnvFactory = Callable[[Sequence[Any], Sequence[int], int, Sequence[float] 
 
 def crafter_cohort_env_factory(num_workers: int | None = None) -> CohortEnvFactory:
     """`CrafterVecEnv` over every seed's envs, seed-major, at most (cores - 1) workers
-    unless `num_workers` says: the parent also drives the GPU. The workers generate the
-    next worlds whenever idle (they idle through every policy step; no number changes)."""
+    unless `num_workers` says (the parent drives the GPU); idle workers generate the next
+    worlds (they idle through every policy step; no number changes)."""
 
     def make(configs, env_seeds, group_size, weights):
         n = len(env_seeds)
@@ -99,6 +85,7 @@ class CohortTrainer(RolloutLoop):
 
     _checkpoint_names = (LATEST_CHECKPOINT.name, PREVIOUS)
     _config_fix = "start over"
+    _restart = "start the cohort over"
 
     def __init__(
         self,
@@ -119,17 +106,7 @@ class CohortTrainer(RolloutLoop):
             raise ConfigError("seeds", "a cohort needs distinct seeds, one run directory each")
         check_groups(len(seeds), groups)
         check_kernels(kernels)
-        self.kernels = kernels
-        self.model_cfg, self.ppo_cfg, self.seeds = model_cfg, ppo_cfg, list(seeds)
-        self.size = len(self.seeds)
-        self.run_dirs = [Path(d) for d in run_dirs]
-        self.device = torch.device(device)
-        self.env_factory = env_factory or crafter_cohort_env_factory()
-        self.episode_record = episode_record
-        self.progress = progress
-        self.checkpoint_seconds = checkpoint_seconds
-        self._checkpointed_at = time.monotonic()
-        self.groups = groups
+        self.kernels, self.groups, self.size = kernels, groups, len(seeds)
         per = self.size // groups
         self._groups = [
             _Group(
@@ -137,26 +114,18 @@ class CohortTrainer(RolloutLoop):
                 CohortPPO(
                     model_cfg,
                     ppo_cfg,
-                    self.seeds[g * per : (g + 1) * per],
-                    self.device,
+                    seeds[g * per : (g + 1) * per],
+                    torch.device(device),
                     side_stream=groups > 1,
                     kernels=kernels,
                 ),
             )
             for g in range(groups)
         ]
-        self.action_rngs = []
-        for seed in self.seeds:
-            g = torch.Generator(device=self.device)
-            g.manual_seed(derive_seed(seed, "actions"))
-            self.action_rngs.append(g)
-        self.shuffle_rngs = [np.random.default_rng(derive_seed(s, "minibatches")) for s in seeds]
-        self.counters = Counters()
-        self.mixture: tuple[tuple[Any, ...], tuple[float, ...] | None] | None = None
+        args = episode_record, progress, checkpoint_seconds
+        super().__init__(model_cfg, ppo_cfg, seeds, run_dirs, device, *args)
+        self.env_factory = env_factory or crafter_cohort_env_factory()
         self._saved_env: list[dict[str, Any]] | None = None
-        self.episodes = [JsonlLog(RunDir(d).episodes) for d in self.run_dirs]
-        self.metrics = [JsonlLog(RunDir(d).metrics) for d in self.run_dirs]
-        self.episode_logs, self.metrics_logs = self.episodes, self.metrics
 
     @property
     def agent(self) -> CohortPPO:
@@ -167,8 +136,7 @@ class CohortTrainer(RolloutLoop):
 
     @property
     def env_workers(self) -> int | None:
-        """Worker processes of each group's vec env (`crafter_cohort_env_factory`'s
-        choice when none was named), None while no env is open."""
+        """Worker processes of each group's vec env; None while no env is open."""
         env = self._groups[0].env
         return None if env is None else getattr(env, "num_workers", None)
 
@@ -190,15 +158,48 @@ class CohortTrainer(RolloutLoop):
         self._train_rollouts(step, phase)
 
     def _rollout(self, phase: str, until: int) -> list[dict[str, Any]]:
-        # pipelined: group 0 collects the next rollout now unless this call ends or a
-        # checkpoint follows this rollout (a checkpoint holds every seed at a boundary)
+        # pipelined: group 0 collects the next rollout during the last group's update unless
+        # this call ends or a checkpoint follows (a checkpoint holds every seed at a boundary)
         ahead = (
             self.groups > 1
             and self.global_step + self.ppo_cfg.rollout_size < until
             and (self.counters.rollouts + 1) % self.ppo_cfg.checkpoint_rollouts != 0
             and not self._clock_due()
         )
-        counts, losses = self._rollout_and_update(phase, ahead)
+        if self._groups[0].env is None:
+            self._open_envs()
+        start_step, first = self.global_step, self._groups[0]
+        losses: list[dict[str, float]] = [{} for _ in self.seeds]
+        counts = [0] * self.size
+        if self.groups == 1:
+            first.obs, finished = first.agent.collect(
+                first.env, first.obs, self._rngs(first, self.action_rngs)
+            )
+            losses = first.agent.update(self._rngs(first, self.shuffle_rngs))
+            for k, seed_losses in zip(first.slots, losses, strict=True):
+                self._check_finite(k, seed_losses)
+            self._write_episodes(first, finished, start_step, phase)
+            counts = first.counts
+        else:
+            if not first.ahead:
+                self._collected(first, drain(self._collect(first)), start_step, phase)
+            for i, group in enumerate(self._groups):
+                for k, count in zip(group.slots, group.counts, strict=True):
+                    counts[k] = count  # before group 0 collects ahead
+                last = i + 1 == self.groups
+                following = first if last and ahead else None if last else self._groups[i + 1]
+                update = group.agent.update_steps(self._rngs(group, self.shuffle_rngs))
+                collect = self._collect(following) if following is not None else None
+                group_losses, collected = interleave(update, collect, self.ppo_cfg)
+                if following is not None:
+                    at = start_step + (self.ppo_cfg.rollout_size if last else 0)
+                    self._collected(following, collected, at, phase)
+                for k, seed_losses in zip(group.slots, group_losses, strict=True):
+                    self._check_finite(k, seed_losses)
+                    losses[k] = seed_losses
+        first.ahead = ahead
+        self.counters.global_step += self.ppo_cfg.rollout_size
+        self.counters.rollouts += 1
         return [
             {"episodes": counts[k], **{f"losses/{name}": v for name, v in losses[k].items()}}
             for k in range(self.size)
@@ -206,49 +207,6 @@ class CohortTrainer(RolloutLoop):
 
     def _checkpoint_due(self) -> bool:
         return not self._groups[0].ahead and super()._checkpoint_due()
-
-    def _rollout_and_update(
-        self, phase: str, ahead: bool = False
-    ) -> tuple[list[int], list[dict[str, float]]]:
-        """One rollout and update of every seed; pipelined, `ahead` also collects group
-        0's next rollout during the last group's update."""
-        if self._groups[0].env is None:
-            self._open_envs()
-        start_step = self.global_step
-        if self.groups == 1:
-            group = self._groups[0]
-            group.obs, finished = group.agent.collect(
-                group.env, group.obs, self._rngs(group, self.action_rngs)
-            )
-            losses = group.agent.update(self._rngs(group, self.shuffle_rngs))
-            self._check_finite(group, losses)
-            self.counters.global_step += self.ppo_cfg.rollout_size
-            self.counters.rollouts += 1
-            self._write_episodes(group, finished, start_step, phase)
-            return [len(e) for e in finished], losses
-        first = self._groups[0]
-        if not first.ahead:
-            self._collected(first, drain(self._collect(first)), start_step, phase)
-        losses: list[dict[str, float]] = [{} for _ in self.seeds]
-        counts = [0] * self.size
-        for i, group in enumerate(self._groups):
-            for k, count in zip(group.slots, group.counts, strict=True):
-                counts[k] = count  # before group 0 collects ahead
-            last = i + 1 == self.groups
-            following = first if last and ahead else None if last else self._groups[i + 1]
-            update = group.agent.update_steps(self._rngs(group, self.shuffle_rngs))
-            collect = self._collect(following) if following is not None else None
-            group_losses, collected = interleave(update, collect, self.ppo_cfg)
-            if following is not None:
-                at = start_step + (self.ppo_cfg.rollout_size if last else 0)
-                self._collected(following, collected, at, phase)
-            self._check_finite(group, group_losses)
-            for k, seed_losses in zip(group.slots, group_losses, strict=True):
-                losses[k] = seed_losses
-        first.ahead = ahead
-        self.counters.global_step += self.ppo_cfg.rollout_size
-        self.counters.rollouts += 1
-        return counts, losses
 
     def _collect(self, group: _Group):
         return group.agent.collect_steps(group.env, group.obs, self._rngs(group, self.action_rngs))
@@ -263,30 +221,11 @@ class CohortTrainer(RolloutLoop):
     ) -> None:
         group.counts = [len(episodes) for episodes in finished]
         for k, episodes in zip(group.slots, finished, strict=True):
-            for ep in episodes:
-                step = start_step + (ep.t + 1) * self.ppo_cfg.num_envs
-                self.episodes[k].write(self.episode_record(ep.info, step, phase))
+            self._log_episodes(k, episodes, start_step, phase)
 
     @staticmethod
     def _rngs(group: _Group, rngs: Sequence[Any]) -> list[Any]:
         return [rngs[k] for k in group.slots]
-
-    def _check_finite(self, group: _Group, losses: list[dict[str, float]]) -> None:
-        for k, seed_losses in zip(group.slots, losses, strict=True):
-            bad = {n: v for n, v in seed_losses.items() if not math.isfinite(v)}
-            if bad:
-                name, value = next(iter(bad.items()))
-                raise EnvGenError(
-                    f"{self.run_dirs[k]}: training diverged at step {self.global_step}: loss "
-                    f"{name} is {value}; lower ppo.lr ({self.ppo_cfg.lr}) or "
-                    "ppo.max_grad_norm and start the cohort over"
-                )
-
-    def _env_seeds(self, group: _Group) -> list[int]:
-        n = self.ppo_cfg.num_envs
-        return [
-            env_seed(derive_seed(self.seeds[k], "env"), i) for k in group.slots for i in range(n)
-        ]
 
     def _open_envs(self) -> None:
         assert self.mixture is not None
@@ -294,7 +233,12 @@ class CohortTrainer(RolloutLoop):
         n = self.ppo_cfg.num_envs
         saved, self._saved_env = self._saved_env, None
         for group in self._groups:
-            group.env = self.env_factory(configs, self._env_seeds(group), n, weights)
+            seeds = [
+                env_seed(derive_seed(self.seeds[k], "env"), i)
+                for k in group.slots
+                for i in range(n)
+            ]
+            group.env = self.env_factory(configs, seeds, n, weights)
             group.ahead = False
             if saved is None:
                 group.obs = group.env.reset()
@@ -309,15 +253,13 @@ class CohortTrainer(RolloutLoop):
         if self._groups[0].ahead:  # group 0's next rollout is in no checkpoint's format
             raise RuntimeError("a pipelined cohort checkpoints at a rollout boundary only")
         self._count_checkpoint()
-        env_states = None
+        env_states = self._saved_env  # resumed, not yet stepped: what was saved
         if self._groups[0].env is not None:
             env_states = [
                 state
                 for group in self._groups
                 for state in _split_env_state(group.env.get_state(), self.ppo_cfg.num_envs)
             ]
-        elif self._saved_env is not None:
-            env_states = self._saved_env
         for k in range(self.size):
             directory = self.run_dirs[k] / CHECKPOINT_DIR
             latest = directory / LATEST_CHECKPOINT.name
@@ -330,7 +272,7 @@ class CohortTrainer(RolloutLoop):
     def _seed_slice(self, k: int, env_states: list[dict[str, Any]] | None) -> dict[str, Any]:
         group = self._groups[k // (self.size // self.groups)]
         cohort = {"size": self.size, "step": self.global_step}
-        if self.groups > 1:  # left out at 1: an unpipelined cohort's slices as before
+        if self.groups > 1:  # left out at 1: unpipelined slices carry no grouping
             cohort["groups"] = self.groups
         if self.kernels != "eager":  # left out when eager, as in the run's hash
             cohort["kernels"] = self.kernels
@@ -388,8 +330,7 @@ class CohortTrainer(RolloutLoop):
             group.env, group.obs, group.ahead = None, None, False
 
     def close(self) -> None:
-        """Close the envs and logs, and free each group's CUDA graphs now
-        (`CohortPPO.close`)."""
+        """Close the envs and logs, and free each group's CUDA graphs (`CohortPPO.close`)."""
         super().close()
         for group in self._groups:
             group.agent.close()
@@ -397,9 +338,7 @@ class CohortTrainer(RolloutLoop):
 
 def _split_env_state(state: dict[str, Any], n: int) -> list[dict[str, Any]]:
     """The vec env's state (`CrafterVecEnv.get_state`) as one run-alone state per seed."""
-    merged: dict[int, Any] = {}
-    for block in state["blocks"]:
-        merged.update(block)
+    merged = {i: env for block in state["blocks"] for i, env in block.items()}
     total = len(state["config_indices"])
     return [
         {
@@ -416,9 +355,7 @@ def _merge_env_states(states: Sequence[dict[str, Any]], n: int) -> dict[str, Any
     """Inverse of `_split_env_state`: seed k's envs become envs k*n .. k*n+n-1."""
     blocks: dict[int, Any] = {}
     for k, state in enumerate(states):
-        local: dict[int, Any] = {}
-        for block in state["blocks"]:
-            local.update(block)
+        local = {i: env for block in state["blocks"] for i, env in block.items()}
         if set(local) != set(range(n)):
             raise ValueError(f"env states: expected envs 0..{n - 1} per seed")
         blocks.update({k * n + i: v for i, v in local.items()})

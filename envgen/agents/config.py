@@ -35,7 +35,7 @@ NUM_ACTIONS = len(crafter.constants.actions)  # 17, from crafter's own data
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-    """Shape of the policy/value network; `kind` picks the class in `networks.MODELS`."""
+    """Shape of the policy/value network; `kind` picks the encoder in `networks.ENCODERS`."""
 
     kind: str = "impala"
     """"impala" (residual stacks, the paper's family) or "nature" (strided 3-conv encoder)."""
@@ -156,14 +156,11 @@ class PPOOverrides(tuple):
     """The PPO settings a run or profile changes from its game's defaults: sorted (name,
     value) pairs of `PPOConfig` fields, names and types checked when built.
 
-    The one form PPO settings take from params.yaml's profile (`Profile.ppo`) through the
-    run's config (`RunConfig.ppo`, hashed into the run's identity) to the trainer, where
-    `apply` builds the `PPOConfig`, the only place one is built from settings. Overrides,
-    not a whole `PPOConfig`, because a run's hash covers what its config sets: a value
-    given equal to its default still counts, and values stay as given (an `lr: 1` stays
-    the int 1), so every committed run keeps its hash. A tuple, so that it stays hashable,
-    pickles to worker processes, and a profile's resolved settings (results/params.json)
-    and a run's hash read as they always have.
+    The one form PPO settings take from a profile (`Profile.ppo`) through the run's
+    config (`RunConfig.ppo`, in the run's hash) to the trainer, where `apply` builds the
+    only `PPOConfig` made from settings. Overrides, because a run's hash covers what its
+    config sets, as given (a value equal to its default counts; `lr: 1` stays the int 1).
+    A tuple, so that it stays hashable and pickles to worker processes.
     """
 
     __slots__ = ()
@@ -196,25 +193,15 @@ class PPOOverrides(tuple):
 def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
     """--num-envs, --num-steps and --minibatches: the rollout's shape, as in `PPOConfig`
     (defaults Table 9's), for the commands that train or time a Crafter agent."""
-    ppo = PPOConfig()
-    parser.add_argument(
-        "--num-envs",
-        type=whole_number(1),
-        default=ppo.num_envs,
-        help=f"parallel envs (default {ppo.num_envs}, Table 9)",
-    )
-    parser.add_argument(
-        "--num-steps",
-        type=whole_number(1),
-        default=ppo.num_steps,
-        help=f"steps per env per rollout (default {ppo.num_steps}, Table 9)",
-    )
-    parser.add_argument(
-        "--minibatches",
-        type=whole_number(1),
-        default=ppo.minibatches,
-        help=f"minibatches per epoch (default {ppo.minibatches}, Table 9)",
-    )
+    for name, what in (
+        ("num_envs", "parallel envs"),
+        ("num_steps", "steps per env per rollout"),
+        ("minibatches", "minibatches per epoch"),
+    ):
+        default = getattr(PPOConfig, name)
+        text = f"{what} (default {default}, Table 9)"
+        flag = "--" + name.replace("_", "-")
+        parser.add_argument(flag, type=whole_number(1), default=default, help=text)
 
 
 def rollout_config(args: argparse.Namespace, **more: Any) -> PPOConfig:
@@ -289,14 +276,11 @@ def check_groups(size: int, groups: int) -> None:
 
 
 COHORT_KERNELS = ("eager", "graph", "compile")
-"""How a cohort's PPO update runs (`envgen.agents.cohort`, docs/agent.md, "Kernels"):
-"eager" launches every op from Python (Adam as a run alone has it); "graph" captures each
-minibatch (forward, loss, backward, clipping, Adam with its step count on the device) as
-one CUDA graph and replays it; "compile" does the same with each seed's forward and loss
-compiled by torch.compile (inductor, default mode) inside the graph. Off CUDA, "graph"
-and "compile" run the same minibatch uncaptured; on CUDA a failed capture or compilation
-raises (never uncaptured under their name). Each mode rounds differently, so it is
-part of a run's identity (`RunConfig.cohort_kernels`)."""
+"""How a cohort's PPO update runs (docs/agent.md, "Kernels"): "eager" launches every op
+from Python; "graph" replays each minibatch (forward to Adam, its step count on the
+device) as one CUDA graph; "compile" also compiles each seed's forward and loss
+(torch.compile, inductor) inside the graph. Off CUDA all run uncaptured; on CUDA a failed
+capture raises. Each mode rounds differently: part of a run's identity."""
 
 
 def check_kernels(kernels: str) -> None:

@@ -1,17 +1,13 @@
 """The torch device of a run and how exactly it computes (`deterministic`).
 
-One default across `envgen train`, `envgen run` and `envgen bench train`: the CPU unless
-`--device` names another (a GPU is never picked behind the user's back; a profile's
-`device` says it for the pipeline).
+The device is the CPU unless `--device` (or a profile's `device`) names another: a GPU
+is never picked behind the user's back.
 
-`set_deterministic(True)` makes a GPU repeat its numbers, run after run, on the same GPU
-model, driver, CUDA and torch (docs/agent.md, "On a GPU"): cuDNN picks deterministic
-algorithms and no benchmark search, TF32 is off for matmuls and convolutions (exact
-float32, as on the CPU), every op must use a deterministic kernel
-(`torch.use_deterministic_algorithms`; an op without one raises instead of silently
-varying) and cuBLAS gets the fixed workspace that requires (`CUBLAS_WORKSPACE_CONFIG`).
-On the CPU nothing changes: its kernels are deterministic already and every number is
-the same with the setting on or off.
+`set_deterministic(True)` makes a GPU repeat its numbers on the same GPU model, driver,
+CUDA and torch (docs/agent.md, "On a GPU"): deterministic cuDNN algorithms without
+benchmark search, no TF32 (exact float32, as on the CPU), deterministic kernels for every
+op (`torch.use_deterministic_algorithms`: an op without one raises) and the fixed cuBLAS
+workspace that needs (`CUBLAS_WORKSPACE_CONFIG`). The CPU's numbers do not change.
 """
 
 from __future__ import annotations
@@ -22,15 +18,14 @@ from typing import Any
 
 from envgen.input_checks import torch_device
 
-DEFAULT_DEVICE = "cpu"
-DEVICE_HELP = "torch device: cpu (the default), cuda or cuda:N"
 CUBLAS_WORKSPACE = ":4096:8"  # NVIDIA's documented setting for deterministic cuBLAS
 
 
 def add_device_arguments(parser: argparse.ArgumentParser, gpu_options: bool = True) -> None:
     """--device (cpu unless given), --deterministic and, where the command builds a
     network, --bf16 and --channels-last (`ModelConfig`'s GPU options)."""
-    parser.add_argument("--device", type=torch_device, default=DEFAULT_DEVICE, help=DEVICE_HELP)
+    device_help = "torch device: cpu (the default), cuda or cuda:N"
+    parser.add_argument("--device", type=torch_device, default="cpu", help=device_help)
     parser.add_argument(
         "--deterministic",
         action="store_true",

@@ -27,11 +27,8 @@ from envgen.scoring import ACHIEVEMENTS, crafter_score, success_rates, summarize
 def training_window(
     episodes: Sequence[Mapping[str, Any]], last_steps: int, phase: str | None = None
 ) -> dict[str, Any]:
-    """`summarize` of the episodes that ended in the last `last_steps` global env steps.
-
-    `phase` keeps only episodes logged under that phase (e.g. the original-env phase);
-    the window ends at the last such episode's step.
-    """
+    """`summarize` of the episodes that ended in the last `last_steps` global env steps
+    (of `phase` only, when given: the window then ends at its last episode's step)."""
     selected = [ep for ep in episodes if phase is None or ep["phase"] == phase]
     if not selected:
         raise ValueError(f"episodes: none logged{f' in phase {phase!r}' if phase else ''}")
@@ -40,13 +37,10 @@ def training_window(
 
 
 def feedback_statistic(rates: np.ndarray) -> tuple[list[int], list[int]]:
-    """Per skill, (mean, std) in whole percent over evaluation runs, as the authors' script.
-
-    `rates` is (runs, skills) in percent. aszala/EnvGen
-    environment_generation/update_environments.py rounds each run's rate (`round`), takes
-    `np.mean` and `np.std` (ddof 0) over its `--num_evals` runs, and rounds both again;
-    Python's and NumPy's rounding both send halves to the even neighbour.
-    """
+    """Per skill, (mean, std) in whole percent over evaluation runs (`rates`: (runs,
+    skills) in percent), as aszala/EnvGen environment_generation/update_environments.py:
+    each run's rate rounded, `np.mean` and `np.std` (ddof 0) over runs, both rounded
+    again (Python's and NumPy's rounding both send halves to the even neighbour)."""
     rounded = np.round(np.asarray(rates, dtype=float))
     mean = np.round(rounded.mean(0)).astype(int)
     std = np.round(rounded.std(0)).astype(int)
@@ -56,10 +50,8 @@ def feedback_statistic(rates: np.ndarray) -> tuple[list[int], list[int]]:
 def sampling_policy(
     model: ActorCritic, seed: int, device: str | torch.device = "cpu"
 ) -> Callable[[np.ndarray], np.ndarray]:
-    """The model's stochastic policy as obs uint8 (N, 64, 64, 3) -> actions int (N,).
-
-    Puts the model in eval mode; action noise comes from `seed` alone.
-    """
+    """The model's stochastic policy as obs uint8 (N, 64, 64, 3) -> actions int (N,);
+    puts the model in eval mode, action noise from `seed` alone."""
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
     model.eval()
@@ -81,13 +73,11 @@ def evaluate_policy(
 ) -> dict[str, Any]:
     """Play `num_seeds * episodes_per_seed` episodes without updates; stats over seeds.
 
-    All episodes run at once in one vec env of that many slots, seeded by `seed` (its
-    slots get distinct worlds); slot j counts for evaluation seed j // episodes_per_seed
-    and plays exactly one episode. `config` defaults to stock Crafter. Returns
-    `success_mean` / `success_std` ({achievement: percent}, std over seeds, ddof 0),
-    `feedback` ({achievement: [mean, std]}, `feedback_statistic` over seeds),
-    `score_mean` / `score_std`, `reward_mean` / `reward_std` and the `episodes` records.
-    """
+    One vec env of that many slots seeded by `seed` (distinct worlds); slot j plays one
+    episode for evaluation seed j // episodes_per_seed; `config` defaults to stock
+    Crafter. Returns `success_mean` / `success_std` ({achievement: percent}, ddof 0),
+    `feedback` ({achievement: [mean, std]}, `feedback_statistic`), `score_mean` /
+    `score_std`, `reward_mean` / `reward_std`, `pooled` and the `episodes` records."""
     factory = env_factory or crafter_vec_env_factory()
     slots = num_seeds * episodes_per_seed
     generator = torch.Generator(device=device)
@@ -140,14 +130,7 @@ def crafter_evaluate(
     """`evaluate_policy` in the registry's common signature (`envgen.games.Evaluate`):
     `runs` evaluation seeds of `episodes` episodes each in `original`, without the
     episode records."""
-    result = evaluate_policy(
-        model,
-        seed,
-        num_seeds=runs,
-        episodes_per_seed=episodes,
-        device=device,
-        env_factory=crafter_vec_env_factory(workers),
-        config=original,
-    )
+    factory = crafter_vec_env_factory(workers)
+    result = evaluate_policy(model, seed, runs, episodes, device, factory, original)
     result.pop("episodes")
     return result

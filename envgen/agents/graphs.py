@@ -1,25 +1,18 @@
 """CUDA graph capture for the cohort (`envgen.agents.cohort`): warm-up, capture, and on a
 failure the process left as it was found.
 
-Why not `torch.cuda.graph`: its `__exit__` ends the capture before it leaves the capture
-stream, so a `capture_end` that raises (an op a graph cannot hold, an invalidated capture)
-leaves the thread's current stream on the capture stream for every later op; and a body
-that raises leaves the graph half captured. `record` ends (and resets) such a graph and
-leaves the capture stream on every exit.
+Why not `torch.cuda.graph`: a `capture_end` that raises in its `__exit__` leaves the
+thread on the capture stream, and a body that raises leaves the graph half captured.
+`record` ends (and resets) such a graph and leaves the stream on every exit.
 
-Why each capture gets its own stream and cleared cuBLAS workspaces: cuBLAS keeps one
-workspace per (handle, stream), allocated outside every graph's pool. A graph captured
-while one exists bakes its address in, so the policy graph (replayed on a pipelined
-cohort's collection stream) and the update graph (on the default stream) would share one
-workspace while they run at once. Cleared before and after each capture (as PyTorch's
-cudagraph trees do: `torch._inductor.cudagraph_trees.clear_cublas_manager`), a capture
-allocates the workspace it needs in its own graph's private memory pool (every
-`capture_begin` without a pool makes one), and no workspace outlives the capture into the
-next one.
+Why each capture gets its own stream and cleared cuBLAS workspaces: cuBLAS keeps a
+workspace per (handle, stream) outside every graph's pool, and a graph captured while one
+exists bakes its address in, so the policy and update graphs of a pipelined cohort would
+share it while running at once. Cleared around each capture (as `torch._inductor`'s
+cudagraph trees do), a capture allocates its workspace in its own graph's private pool.
 
-`backend(device)` is the only door to `torch.cuda`: None off CUDA (nothing is captured),
-and the tests hand the cohort a fake with the same methods (tests/fake_device.py,
-`FakeCuda`) to count captures and clears and to make one fail on the CPU.
+`backend(device)` is the only door to `torch.cuda` (None off CUDA); the tests hand the
+cohort a fake with the same methods (tests/fake_device.py, `FakeCuda`).
 """
 
 from __future__ import annotations
@@ -67,8 +60,7 @@ class CudaGraphs:
 
 
 def backend(device: torch.device) -> CudaGraphs | None:
-    """The capture calls for `device`, None where it cannot capture (everything runs op by
-    op there)."""
+    """The capture calls for `device`; None off CUDA (everything runs op by op there)."""
     return CudaGraphs(device) if device.type == "cuda" else None
 
 
@@ -86,9 +78,8 @@ def warm_up(cuda: CudaGraphs, fn: Callable[[], Any], times: int = WARM_UPS) -> N
 
 def record(cuda: CudaGraphs, fn: Callable[[], T]) -> tuple[Any, T]:
     """(graph, `fn`'s result): `fn` captured as one CUDA graph on a stream of its own,
-    cuBLAS's workspaces cleared before and after (module docstring). Whatever raises, the
-    caller's stream is current again and no half-captured graph is left; the error is
-    raised on."""
+    cuBLAS's workspaces cleared before and after (module docstring). Whatever raises is
+    raised on with the caller's stream current again and no half-captured graph left."""
     graph = cuda.graph()
     capture_stream = cuda.stream()
     cuda.settle()
@@ -98,8 +89,10 @@ def record(cuda: CudaGraphs, fn: Callable[[], T]) -> tuple[Any, T]:
             graph.capture_begin()
             try:
                 out = fn()
-            except BaseException:
-                _abandon(graph)
+            except BaseException:  # end the capture (the stream leaves capture mode), drop it
+                with contextlib.suppress(Exception):  # an invalidated capture fails to end
+                    graph.capture_end()
+                _reset(graph)
                 raise
             try:
                 graph.capture_end()
@@ -109,13 +102,6 @@ def record(cuda: CudaGraphs, fn: Callable[[], T]) -> tuple[Any, T]:
     finally:
         cuda.clear_cublas_workspaces()
     return graph, out
-
-
-def _abandon(graph: Any) -> None:
-    """End a capture whose body raised (the stream leaves capture mode) and drop it."""
-    with contextlib.suppress(Exception):  # an invalidated capture fails to end: dropped
-        graph.capture_end()
-    _reset(graph)
 
 
 def _reset(graph: Any) -> None:

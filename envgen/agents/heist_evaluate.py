@@ -1,9 +1,7 @@
-"""A trained agent in Heist: the final test and the LLM's feedback.
-
-Crafter's counterpart is `envgen.agents.evaluate`; `envgen.games` registers both games'
-functions (Heist's vec envs for the trainer: `envgen.envs.heist.env.vec_env_factory`).
-The test plays plain easy Heist (`metrics.run_episodes`), the paper's Heist score being
-the success over test episodes (docs/paper.md, "Agent and training protocol"; docs/heist.md).
+"""A trained agent in Heist: the final test and the LLM's feedback (Crafter's:
+`envgen.agents.evaluate`; `envgen.games` registers both). The test plays plain easy
+Heist (`metrics.run_episodes`); the paper's Heist score is the success over its episodes
+(docs/paper.md, "Agent and training protocol"; docs/heist.md).
 """
 
 from __future__ import annotations
@@ -26,11 +24,8 @@ if TYPE_CHECKING:
 def play_test_episodes(
     model: ActorCritic, seed: int, episodes: int, device: str | torch.device = "cpu"
 ) -> list[dict[str, Any]]:
-    """`episodes` test episodes of the model in plain easy Heist, as log records.
-
-    Plays `metrics.run_episodes` (each game a fixed share of the episodes), levels and
-    action noise from `seed`. Leaves the model in eval mode.
-    """
+    """`episodes` test episodes of the model in plain easy Heist (`metrics.run_episodes`,
+    levels and action noise from `seed`), as log records; leaves the model in eval mode."""
     policy = sampling_policy(model, seed, device)
     infos = metrics.run_episodes(policy, seed=seed, episodes=episodes)
     return [heist_episode_record(info, 0, "test") for info in infos]
@@ -46,10 +41,8 @@ def evaluate(
     runs: int,
 ) -> dict[str, Any]:
     """`runs` test runs of `episodes` plain-Heist episodes; feedback as Crafter's.
-
-    `workers` and `original` are the registry's common signature (`envgen.games.Evaluate`);
-    Heist's test always plays the original game with its own thread count.
-    """
+    `workers` and `original` are the registry's common signature (`envgen.games.Evaluate`):
+    Heist's test always plays the original game with its own thread count."""
     records = play_test_episodes(model, seed, episodes * runs, device)
     per_run = [
         [mean for mean, _ in metrics.skill_stats(records[r::runs]).values()] for r in range(runs)

@@ -1,15 +1,13 @@
 """Policy/value networks: the paper's IMPALA-style ResNet and a small strided CNN.
 
-The IMPALA layout follows Moon et al. 2023 (Achievement Distillation, `impala_cnn.py`
-and `model/ppo.py`), which EnvGen uses (docs/paper.md, "Agent and training protocol"):
-each stack is [GroupNorm(1)] -> conv3x3 -> ReLU -> maxpool 3/2 -> GroupNorm(1) -> residual
-blocks of two (GroupNorm(1) -> conv3x3 -> ReLU); the first stack's first conv sees the raw
-[0, 1] pixels without a norm. Then LayerNorm -> Linear(256) -> ReLU. Normalised layers
-carry no bias (the norm's affine shift replaces it). AD puts a LayerNorm *before* the last
-Linear(256 -> 1024); EnvGen moves it *after* that layer, so here it is
-Linear -> LayerNorm -> ReLU. Weights use AD's fan-in init (each output unit's weight
-vector scaled to a fixed norm); heads are orthogonal with gain 0.01 (policy) and 0.1
-(value).
+The IMPALA layout is Moon et al. 2023's (Achievement Distillation, `impala_cnn.py`,
+`model/ppo.py`), which EnvGen uses (docs/paper.md, "Agent and training protocol"): each
+stack is [GroupNorm(1)] -> conv3x3 -> ReLU -> maxpool 3/2 -> GroupNorm(1) -> residual
+blocks of two (GroupNorm(1) -> conv3x3 -> ReLU), the first conv seeing raw [0, 1] pixels
+without a norm; then LayerNorm -> Linear(256) -> ReLU. Normalised layers carry no bias.
+EnvGen moves AD's LayerNorm from before the last Linear(256 -> 1024) to after it. Weights
+use AD's fan-in init (each output unit's weight vector scaled to a fixed norm); heads are
+orthogonal with gain 0.01 (policy) and 0.1 (value).
 """
 
 from __future__ import annotations
@@ -94,13 +92,10 @@ class ImpalaEncoder(nn.Module):
 
 def conv_as_gemm(x: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
     """`conv` (no padding, no dilation) over an NHWC input as one im2col and one GEMM:
-    (N, H, W, C) -> (N, OH, OW, out_channels), the same function as `conv` on NCHW.
-
-    Portable CPU numerics turn oneDNN off (`envgen.numerics`); ATen's own convolution
-    then runs one small GEMM per sample and trains the nature network at about half
-    the speed of this batched one (`envgen bench train --numerics portable`). The
-    patches come out in (C, KH, KW) order, the order of the weight's last three axes,
-    and the sum over them is MKL's (COMPATIBLE branch in portable mode)."""
+    (N, H, W, C) -> (N, OH, OW, out_channels), the same function as `conv` on NCHW. With
+    oneDNN off (portable numerics, `envgen.numerics`) ATen's convolution runs one small
+    GEMM per sample, about half this speed. The patches come out in the weight's (C, KH,
+    KW) order, and the sum over them is MKL's (COMPATIBLE branch in portable mode)."""
     kh, kw = conv.kernel_size
     sh, sw = conv.stride
     patches = x.unfold(1, kh, sh).unfold(2, kw, sw)  # (N, OH, OW, C, KH, KW), a view
@@ -112,10 +107,8 @@ def conv_as_gemm(x: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
 
 class NatureEncoder(nn.Module):
     """(N, 3, 64, 64) in [0, 1] -> (N, embed_size): Nature-DQN strided convs 8/4, 4/2, 3/1.
-
-    In a portable-numerics process (`envgen.numerics`) the convs run as `conv_as_gemm`
-    on NHWC activations (`takes_nhwc`); the parameters, their initialisation and the
-    function are the same, the float rounding is not."""
+    With portable numerics the convs run as `conv_as_gemm` on NHWC activations
+    (`takes_nhwc`): the same parameters and function, another float rounding."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -155,11 +148,11 @@ ENCODERS: dict[str, type[nn.Module]] = {"impala": ImpalaEncoder, "nature": Natur
 
 
 class ActorCritic(nn.Module):
-    """Encoder -> Linear -> LayerNorm -> ReLU -> policy logits and normalised value.
+    """Encoder -> Linear -> LayerNorm -> ReLU -> policy logits and normalised value:
+    `forward` maps uint8 observations (N, 64, 64, 3) to log-probabilities (N, num_actions)
+    and the value prediction (N,) in the units of `value_norm`."""
 
-    `forward` takes uint8 observations (N, 64, 64, 3) and returns log-probabilities
-    (N, num_actions) and the value prediction (N,) in the units of `value_norm`.
-    """
+    head_inputs = 1  # the heads read this many hidden_size vectors (AD: latent and memory)
 
     def __init__(self, cfg: ModelConfig, value_norm_decay: float = 0.99):
         super().__init__()
@@ -170,8 +163,8 @@ class ActorCritic(nn.Module):
             nn.LayerNorm(cfg.hidden_size),
             nn.ReLU(),
         )
-        self.policy_head = nn.Linear(cfg.hidden_size, cfg.num_actions)
-        self.value_head = nn.Linear(cfg.hidden_size, 1)
+        self.policy_head = nn.Linear(self.head_inputs * cfg.hidden_size, cfg.num_actions)
+        self.value_head = nn.Linear(self.head_inputs * cfg.hidden_size, 1)
         for head, gain in ((self.policy_head, 0.01), (self.value_head, 0.1)):
             nn.init.orthogonal_(head.weight, gain=gain)
             nn.init.zeros_(head.bias)
@@ -190,10 +183,9 @@ class ActorCritic(nn.Module):
 
 
 def autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager:
-    """bfloat16 autocast on `device` when `enabled`, else nothing: a disabled autocast is
-    not entered at all, so that devices autocast does not know (tests' fake device) run.
-    Its cast cache is off: a CUDA graph (the cohort's policy step) must not keep casts
-    made while it was captured; the numbers are the same either way."""
+    """bfloat16 autocast on `device` when `enabled`, else nothing (so that devices autocast
+    does not know, tests' fake device, run). Its cast cache is off: a CUDA graph (the
+    cohort's policy step) must not keep casts made while captured; the numbers are the same."""
     if not enabled:
         return contextlib.nullcontext()
     return torch.autocast(device.type, torch.bfloat16, cache_enabled=False)

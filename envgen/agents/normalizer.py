@@ -14,37 +14,38 @@ _DEBIAS_MIN = 1e-2  # clamp of the debiasing term before any update (AD's epsilo
 _VAR_MIN = 1e-2  # variance floor (AD's value)
 
 
-def ewma_fold(
-    stats: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-    batch_mean: torch.Tensor,
-    batch_sq_mean: torch.Tensor,
-    decay: float,
-) -> None:
-    """Fold a batch's mean and mean square into (mean_ewma, mean_sq_ewma, debias), in
-    place: the one EWMA update of a run alone's normaliser and a cohort's W of them."""
-    mean_ewma, mean_sq_ewma, debias = stats
-    mean_ewma.mul_(decay).add_(batch_mean * (1 - decay))
-    mean_sq_ewma.mul_(decay).add_(batch_sq_mean * (1 - decay))
-    debias.mul_(decay).add_(1 - decay)
+class EwmaNormalizer(nn.Module):
+    """Running mean/variance with debiased EWMA; statistics are buffers. Scalar for a run
+    alone; with `size` W, a cohort's W normalisers side by side, each seed's batch a row."""
 
+    def __init__(self, decay: float = 0.99, size: int | None = None):
+        super().__init__()
+        self.decay = decay
+        shape = () if size is None else (size,)
+        self.register_buffer("mean_ewma", torch.zeros(shape))
+        self.register_buffer("mean_sq_ewma", torch.zeros(shape))
+        self.register_buffer("debias", torch.zeros(shape))
 
-def ewma_mean_std(
-    stats: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The debiased mean and standard deviation of `ewma_fold`'s statistics."""
-    mean_ewma, mean_sq_ewma, debias = stats
-    debias = debias.clamp(min=_DEBIAS_MIN)
-    mean = mean_ewma / debias
-    var = (mean_sq_ewma / debias - mean**2).clamp(min=_VAR_MIN)
-    return mean, var.sqrt()
+    def stats(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.mean_ewma, self.mean_sq_ewma, self.debias
 
-
-class EwmaScaling:
-    """`normalize` and `denormalize` by a subclass's `mean_std()`: shared by a run alone's
-    normaliser and a cohort's W of them (`envgen.agents.cohort.StackedEwma`)."""
+    def update(self, x: torch.Tensor) -> None:
+        """Fold one batch of raw targets (any shape; stacked: (W, n)) into the statistics."""
+        x, decay = x.detach().to(self.mean_ewma.dtype), self.decay
+        if self.debias.dim():  # stacked: a row per seed
+            mean, sq_mean = x.mean(1), (x**2).mean(1)
+        else:
+            mean, sq_mean = x.mean(), (x**2).mean()
+        self.mean_ewma.mul_(decay).add_(mean * (1 - decay))
+        self.mean_sq_ewma.mul_(decay).add_(sq_mean * (1 - decay))
+        self.debias.mul_(decay).add_(1 - decay)
 
     def mean_std(self) -> tuple[torch.Tensor, torch.Tensor]:
-        raise NotImplementedError
+        """The debiased mean and standard deviation (stacked: (W, 1) each)."""
+        debias = self.debias.clamp(min=_DEBIAS_MIN)
+        mean = self.mean_ewma / debias
+        std = (self.mean_sq_ewma / debias - mean**2).clamp(min=_VAR_MIN).sqrt()
+        return (mean[:, None], std[:, None]) if mean.dim() else (mean, std)
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         mean, std = self.mean_std()
@@ -53,25 +54,3 @@ class EwmaScaling:
     def denormalize(self, x: torch.Tensor) -> torch.Tensor:
         mean, std = self.mean_std()
         return x * std + mean
-
-
-class EwmaNormalizer(EwmaScaling, nn.Module):
-    """Scalar running mean/variance with debiased EWMA; statistics are buffers."""
-
-    def __init__(self, decay: float = 0.99):
-        super().__init__()
-        self.decay = decay
-        self.register_buffer("mean_ewma", torch.zeros(()))
-        self.register_buffer("mean_sq_ewma", torch.zeros(()))
-        self.register_buffer("debias", torch.zeros(()))
-
-    def stats(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return self.mean_ewma, self.mean_sq_ewma, self.debias
-
-    def update(self, x: torch.Tensor) -> None:
-        """Fold one batch of raw targets (any shape) into the running statistics."""
-        x = x.detach().to(self.mean_ewma.dtype)
-        ewma_fold(self.stats(), x.mean(), (x**2).mean(), self.decay)
-
-    def mean_std(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return ewma_mean_std(self.stats())

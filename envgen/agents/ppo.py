@@ -96,9 +96,7 @@ def policy_step(
     return actions, logprobs.gather(1, actions[:, None])[:, 0], model.value_norm.denormalize(value)
 
 
-# ------------------------------------------------------------------------------------
-# 1. Rollout: num_steps vec-env steps with the current policy
-# ------------------------------------------------------------------------------------
+# --- 1. Rollout: num_steps vec-env steps with the current policy ----------------------
 def collect_rollout(
     model: ActorCritic,
     env: VecEnv,
@@ -126,9 +124,7 @@ def collect_rollout(
     return obs, finished
 
 
-# ------------------------------------------------------------------------------------
-# 2. GAE: advantages and value targets (raw units)
-# ------------------------------------------------------------------------------------
+# --- 2. GAE: advantages and value targets (raw units) ---------------------------------
 def gae(
     rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, gamma: float, lam: float
 ) -> torch.Tensor:
@@ -150,9 +146,7 @@ def compute_gae(buf: Rollout, gamma: float, lam: float) -> tuple[torch.Tensor, t
     return advantages, advantages + buf.values[:-1]
 
 
-# ------------------------------------------------------------------------------------
-# 3. Update: epochs x minibatches of clipped-surrogate PPO
-# ------------------------------------------------------------------------------------
+# --- 3. Update: epochs x minibatches of clipped-surrogate PPO -------------------------
 LOSS_STATS = ("policy", "value", "entropy", "kl", "clip")
 
 
@@ -165,12 +159,9 @@ def ppo_loss(
     targets: torch.Tensor,
     cfg: PPOConfig,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One run's loss on one minibatch, and its statistics (`LOSS_STATS` order) detached.
-
-    Policy: clipped surrogate on rollout-normalised advantages. Value: MSE to the targets
-    normalised after folding them into the EWMA (the caller folds them first). Written
-    once for a run alone (`ppo_update`) and each seed of a cohort
-    (`envgen.agents.cohort`)."""
+    """One run's loss on one minibatch, and its statistics (`LOSS_STATS` order) detached:
+    clipped surrogate on rollout-normalised advantages, MSE to the targets normalised
+    after the caller folded them into the EWMA. A run alone's and each cohort seed's."""
     logprobs = logprobs_all.gather(1, actions[:, None])[:, 0]
     log_ratio = logprobs - old_logprobs
     ratio = log_ratio.exp()
@@ -195,11 +186,8 @@ def ppo_update(
     cfg: PPOConfig,
     rng: np.random.Generator,
 ) -> dict[str, float]:
-    """Run the PPO epochs on one rollout; returns mean losses and diagnostics.
-
-    `advantages` and `returns` are `compute_gae(buf, ...)`'s (T, N) outputs, computed once
-    per rollout by the caller: AD also stores the returns for its auxiliary phase.
-    """
+    """Run the PPO epochs on one rollout; mean losses and diagnostics. `advantages` and
+    `returns` are `compute_gae`'s (T, N), computed by the caller (AD keeps the returns)."""
     advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
 
     inputs = buf.policy_inputs()
@@ -234,9 +222,7 @@ def ppo_update(
     return {key: float(np.mean(values)) for key, values in stats.items()}
 
 
-# ------------------------------------------------------------------------------------
-# The trainer's view of PPO (`trainer.Agent`)
-# ------------------------------------------------------------------------------------
+# --- The trainer's view of PPO (`trainer.Agent`) --------------------------------------
 class PPOAgent:
     """PPO's model, optimiser and rollout buffer behind the trainer's agent interface."""
 

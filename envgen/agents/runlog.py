@@ -1,10 +1,10 @@
 """Append-only JSONL logs of a run (episodes, metrics), truncatable to a checkpoint's step.
 
 Crafter episode lines use crafter's `stats.jsonl` schema (`length`, `reward` rounded to
-0.1 as crafter does, `achievement_<name>` counts); Heist lines hold the sub-goal counts
-of `HeistVecEnv` (`return`, `length`, `success`, keys and doors), which
-`envgen.envs.heist.metrics.summarise` reads as they are. Both add `step` (global env
-step at which the episode ended), `phase` and `config_index`.
+0.1 as crafter does, `achievement_<name>` counts); Heist lines hold `HeistVecEnv`'s
+sub-goal counts (`return`, `length`, `success`, keys and doors) for
+`envgen.envs.heist.metrics.summarise`. Both add `step` (global env step at which the
+episode ended), `phase` and `config_index`.
 """
 
 from __future__ import annotations

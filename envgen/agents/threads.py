@@ -1,10 +1,9 @@
 """How many CPU threads torch may use while vec-env workers share the machine.
 
-Measured on the 2-core machine (docs/agent.md, "Threads"): with torch's default of one
-thread per core, its OpenMP workers spin while the env workers step and the trainer
-ran at 65 steps/s; with one thread it ran at 1,000 steps/s (`envgen bench train
---model nature`). The thread count can change float reduction order, so it is part of
-what makes a run reproducible: keep it fixed between a run and its replay.
+With torch's default of one thread per core its OpenMP workers spin while the env workers
+step: on the 2-core machine the trainer ran at 65 steps/s, with one thread at 1,000
+(docs/agent.md, "Threads"). The count can change float reduction order: keep it fixed
+between a run and its replay.
 """
 
 from __future__ import annotations
@@ -26,8 +25,7 @@ def add_threads_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def set_torch_threads(threads: int) -> None:
-    # lazy: torch, 0.73 s more of `import envgen.agents.cli` (`envgen train --help`,
-    # 0.35 s without; measured)
+    # lazy: torch, 0.73 s more of `envgen train --help` (0.35 s without)
     import torch
 
     if threads < 1:

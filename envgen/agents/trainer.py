@@ -1,23 +1,18 @@
 """`Trainer`: an agent (PPO or AD) on a mixture of level configs, resumable, phase by phase.
 
 The game enters only through the vec-env factory and the episode-log functions
-(`envgen.games` holds them per game); Crafter's are the defaults.
+(`envgen.games` holds them per game; Crafter's are the defaults). The EnvGen loop calls
+`train(steps, configs)` or `train_until(step, configs)` once per phase with a new
+mixture; optimiser, normaliser, RNG streams and vec env carry over. Steps are global env
+steps counted in whole rollouts: a call stops at the first rollout boundary at or past
+its target, and targets are absolute, so overshoot never accumulates.
 
-The EnvGen loop calls `train(steps, configs)` (or `train_until(step, configs)`) once per
-phase with a new mixture; optimiser, normaliser, RNG streams and the vec env carry over
-(the mixture switches with `set_mixture`). Steps are global env steps over all envs,
-counted in whole rollouts: a call stops at the first rollout boundary at or past its
-target, and the next call's target is absolute, so overshoot never accumulates.
-
-Resume semantics (docs/agent.md, "Reproducibility and resume"): a checkpoint is written every
-`PPOConfig.checkpoint_every` steps (whole rollouts), at the first rollout boundary
-`checkpoint_seconds` after the last one when that is set (wall-clock jobs that get
-killed: `envgen gpu run`), and on `checkpoint()`. Writing one changes no number. It holds the
-vec env's state too (every env mid-episode, `get_state`), and the env keeps running:
-checkpoints never end an episode. A resumed run rebuilds the env from that state, so a
-run killed and resumed equals an uninterrupted one. Only a mixture switch (a phase
-boundary, part of the method) ends running episodes; they are counted
-(`Counters.episodes_cut`, and `episodes_cut` in the next metrics line).
+Checkpoints (docs/agent.md, "Reproducibility and resume") come every
+`PPOConfig.checkpoint_every` steps, at the first rollout boundary `checkpoint_seconds`
+after the last one when set (wall-clock jobs: `envgen gpu run`), and on `checkpoint()`.
+One changes no number and ends no episode: it holds every env mid-episode, so a run
+killed and resumed equals an uninterrupted one. Only a mixture switch (a phase boundary)
+ends running episodes; they are counted (`episodes_cut` in counters and metrics).
 """
 
 from __future__ import annotations
@@ -36,13 +31,7 @@ import torch
 from tqdm import tqdm
 
 from envgen.agents import ad, ppo
-from envgen.agents.checkpoint import (
-    check_written_with,
-    load_checkpoint,
-    restore_streams,
-    save_checkpoint,
-    seed_state,
-)
+from envgen.agents.checkpoint import load_checkpoint, save_checkpoint
 from envgen.agents.checkpoint_counters import ResumeRefusedError, checked_counters
 from envgen.agents.config import ModelConfig, PPOConfig
 from envgen.agents.runlog import JsonlLog, episode_record
@@ -118,26 +107,46 @@ class RolloutLoop:
     share: whole rollouts until a global step, one metrics line per rollout and run, a
     checkpoint every `checkpoint_rollouts` rollouts or `checkpoint_seconds` of wall clock,
     each run's checkpoint slice (`_slice`) and one resume flow over them (`resume`). Run k
-    is `seeds[k]` in `run_dirs[k]` with its own streams and logs. A subclass says what one
-    rollout is (`_rollout`: each run's line), which slices it resumes (`_slice_step`) and
-    how its learners and envs take them back (`_load_learners`, `_resume_envs`)."""
+    is `seeds[k]` in `run_dirs[k]` with its own streams and logs.
 
-    model_cfg: ModelConfig
-    ppo_cfg: PPOConfig
-    agent_name: str = "ppo"
-    device: torch.device
-    seeds: list[int]
-    run_dirs: list[Path]
-    action_rngs: list[torch.Generator]
-    shuffle_rngs: list[np.random.Generator]
-    counters: Counters
-    checkpoint_seconds: float
-    progress: bool
-    episode_logs: list[JsonlLog]
-    metrics_logs: list[JsonlLog]
-    _checkpointed_at: float
+    A subclass says what a rollout and update of every run is (`_rollout`: each run's
+    metrics line without step, phase and speed), writes checkpoints, closes its envs,
+    gives a slice's step (`_slice_step`: a `ConfigError` if it cannot resume it) and takes
+    the slices back: learners (`_load_learners`), envs' (mixture, state) or None."""
+
+    agent_name = "ppo"
     _checkpoint_names = (LATEST_CHECKPOINT.name,)  # each run's checkpoint files, read
     _config_fix = "use a new --out directory"  # how to resolve a settings mismatch
+    _restart = "start over"  # what a diverged run says to do
+
+    def __init__(
+        self,
+        model_cfg: ModelConfig,
+        ppo_cfg: PPOConfig,
+        seeds: Sequence[int],
+        run_dirs: Sequence[Path | str],
+        device: str | torch.device,
+        episode_record: EpisodeRecord,
+        progress: bool,
+        checkpoint_seconds: float,
+    ):
+        """Each run's random streams (from its seed) and logs (`RunDir`'s), opened last:
+        a subclass builds its learners first, so a refused config leaves no file."""
+        self.model_cfg, self.ppo_cfg, self.seeds = model_cfg, ppo_cfg, list(seeds)
+        self.run_dirs = [Path(d) for d in run_dirs]
+        self.device = torch.device(device)
+        self.episode_record = episode_record
+        self.progress = progress
+        self.checkpoint_seconds = checkpoint_seconds
+        self._checkpointed_at = time.monotonic()
+        self.counters = Counters()
+        self.mixture: tuple[tuple[Any, ...], tuple[float, ...] | None] | None = None
+        self.action_rngs = [torch.Generator(device=self.device) for _ in self.seeds]
+        for rng, seed in zip(self.action_rngs, self.seeds, strict=True):
+            rng.manual_seed(derive_seed(seed, "actions"))
+        self.shuffle_rngs = [np.random.default_rng(derive_seed(s, "minibatches")) for s in seeds]
+        self.episode_logs = [JsonlLog(RunDir(d).episodes) for d in self.run_dirs]
+        self.metrics_logs = [JsonlLog(RunDir(d).metrics) for d in self.run_dirs]
 
     @property
     def global_step(self) -> int:
@@ -164,13 +173,34 @@ class RolloutLoop:
                 self.checkpoint()
         bar.close()
 
-    def _rollout(self, phase: str, until: int) -> list[dict[str, Any]]:
-        """One rollout and update of every run; each run's metrics line (without step,
-        phase and speed)."""
-        raise NotImplementedError
+    def _rollout(self, phase: str, until: int) -> list[dict[str, Any]]: ...
 
     def _postfix(self) -> dict[str, str]:
         return {}
+
+    def _check_finite(self, k: int, losses: Mapping[str, float]) -> None:
+        """A non-finite loss of run `k` spoils its weights: it stops before anything of
+        the rollout is logged."""
+        bad = [(name, value) for name, value in losses.items() if not math.isfinite(value)]
+        if bad:
+            name, value = bad[0]
+            raise EnvGenError(
+                f"{self.run_dirs[k]}: training diverged at step {self.global_step}: loss "
+                f"{name} is {value} (rollout {self.counters.rollouts + 1}); lower ppo.lr "
+                f"({self.ppo_cfg.lr}) or ppo.max_grad_norm and {self._restart}"
+            )
+
+    def _log_episodes(
+        self, k: int, episodes: Sequence[ppo.FinishedEpisode], start_step: int, phase: str
+    ) -> list[dict[str, Any]]:
+        """Log run `k`'s episodes of the rollout that began at `start_step`, each at the
+        global step it ended; their records."""
+        records = []
+        for ep in episodes:
+            step = start_step + (ep.t + 1) * self.ppo_cfg.num_envs
+            records.append(self.episode_record(ep.info, step, phase))
+            self.episode_logs[k].write(records[-1])
+        return records
 
     def _clock_due(self) -> bool:
         return bool(
@@ -181,11 +211,9 @@ class RolloutLoop:
     def _checkpoint_due(self) -> bool:
         return self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0 or self._clock_due()
 
-    def checkpoint(self) -> Any:
-        raise NotImplementedError
+    def checkpoint(self) -> Any: ...
 
-    def close_env(self) -> None:
-        raise NotImplementedError
+    def close_env(self) -> None: ...
 
     def close(self) -> None:
         """Close the envs and every run's logs."""
@@ -199,13 +227,27 @@ class RolloutLoop:
         self.counters.checkpoint_step = self.global_step
         self._checkpointed_at = time.monotonic()
 
+    def _settings(self, k: int) -> dict[str, Any]:
+        """How run `k` trains: its slice records them, and a resume requires them."""
+        model_cfg, ppo_cfg = dataclasses.asdict(self.model_cfg), dataclasses.asdict(self.ppo_cfg)
+        return {"model_cfg": model_cfg, "ppo_cfg": ppo_cfg, "seed": self.seeds[k]}
+
     def _slice(self, k: int, learner: dict[str, Any], env: Any, **tags: Any) -> dict[str, Any]:
-        """Run `k`'s checkpoint (`checkpoint.seed_state`) with its `learner` state and `env`."""
+        """Run `k`'s checkpoint: its settings, `tags` (a cohort's `cohort`, AD's `agent`),
+        counters, the `learner`'s state (model, optimizer, ...), both random streams and
+        its running envs' state `env` (None before any env ran)."""
         if self.agent_name != "ppo":
             tags["agent"] = self.agent_name
-        streams = self.action_rngs[k], self.shuffle_rngs[k]
-        args = self.model_cfg, self.ppo_cfg, self.seeds[k], self.counters, learner, *streams
-        return seed_state(*args, env, **tags)
+        action_rng = self.action_rngs[k]
+        return {
+            **self._settings(k),
+            **tags,
+            "counters": dataclasses.asdict(self.counters),
+            **learner,
+            "action_rng": {"device": action_rng.device.type, "state": action_rng.get_state()},
+            "shuffle_rng": self.shuffle_rngs[k].bit_generator.state,
+            "env": env,
+        }
 
     def _fix(self, path: Path) -> str:
         """What to do about the refused checkpoint slice `path`."""
@@ -213,14 +255,13 @@ class RolloutLoop:
 
     def resume(self) -> bool:
         """Load the latest checkpoint (a cohort: the newest step every seed has a slice
-        of) and cut every log back to its step.
+        of) and cut every log back to its step; without one, empty the logs (a run killed
+        before its first checkpoint restarts at step 0 and logs each episode once).
 
-        Without one the run starts from step 0, so the logs of a run killed before its
-        first checkpoint are emptied: a resumed run logs each episode once. Every slice is
-        checked before anything is loaded or cut: written with other settings, a
-        `ConfigError`; counters that are not the run alone's (`checked_counters`) or not
-        every seed's, or a malformed slice, one `EnvGenError` line naming it.
-        """
+        Every slice is checked before anything is loaded or cut: written with other
+        settings (model or PPO config, seed, agent), a `ConfigError`; counters that are
+        not the run alone's (`checked_counters`) or every seed's, or a malformed slice,
+        one `EnvGenError` line naming it."""
         found = self._checkpoint_slices()
         if found is None:
             for log in (*self.episode_logs, *self.metrics_logs):
@@ -228,15 +269,20 @@ class RolloutLoop:
             return False
         step, slices = found
         for k, (_, state) in enumerate(slices):
-            settings = self.model_cfg, self.ppo_cfg, self.seeds[k], self.agent_name
-            check_written_with(state, self.run_dirs[k], *settings, self._config_fix)
+            ours = {**self._settings(k), "agent": self.agent_name}
+            for key, value in ours.items():
+                if (theirs := state.get(key, "ppo")) != value:  # PPO's slices have no agent
+                    raise ConfigError(
+                        key,
+                        f"checkpoint in {self.run_dirs[k]} was written with {theirs!r}, not "
+                        f"{value!r}; resume with the same settings or {self._config_fix}",
+                    )
         counters = self._agreed_counters(step, slices)  # before anything is loaded or cut
         envs: list[tuple[Any, dict[str, Any]] | None] = []
         try:
             self._load_learners([state for _, state in slices])
             for k, (_, state) in enumerate(slices):
-                streams = self.action_rngs[k], self.shuffle_rngs[k]
-                restore_streams(state, *streams, self.seeds[k], counters.checkpoint_step)
+                self._restore_streams(k, state, counters.checkpoint_step)
                 env = state.get("env")
                 envs.append(None if env is None else (mixture_from_plain(env[0]), env[1]))
         except (KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
@@ -254,13 +300,28 @@ class RolloutLoop:
         self._checkpointed_at = time.monotonic()
         return True
 
+    def _restore_streams(self, k: int, state: dict[str, Any], checkpoint_step: int) -> None:
+        """Restore run `k`'s two random streams (ValueError on a malformed state). The
+        action generator is re-seeded when the checkpoint's is another device's (CPU and
+        CUDA states do not convert) from (seed, the checkpoint's step: wall-clock
+        checkpoints vary their count), so a cross-device resume is reproducible but not
+        the uninterrupted run (docs/agent.md, "Reproducibility and resume")."""
+        saved, action_rng = state["action_rng"], self.action_rngs[k]
+        if not isinstance(saved, dict) or not isinstance(saved.get("state"), torch.Tensor):
+            raise ValueError("action_rng: expected {device, state}")
+        ours, theirs = action_rng.get_state(), saved["state"].cpu()
+        if saved.get("device") == action_rng.device.type and theirs.shape == ours.shape:
+            action_rng.set_state(theirs)
+        else:
+            action_rng.manual_seed(derive_seed(self.seeds[k], "actions", checkpoint_step))
+        self.shuffle_rngs[k].bit_generator.state = state["shuffle_rng"]
+
     def _agreed_counters(
         self, step: int | None, slices: Sequence[tuple[Path, dict[str, Any]]]
     ) -> Counters:
-        """The slices' counters, each held to the run alone's checks (`checked_counters`:
-        whole numbers >= 0, rollouts x rollout size, a logged update at the step), at
-        `step` (a cohort's) when given and the same in every slice; a one-line
-        `EnvGenError` naming the slice otherwise."""
+        """The slices' counters, each held to the run alone's checks (`checked_counters`),
+        at `step` (a cohort's) when given and the same in every slice; else a one-line
+        `EnvGenError` naming the slice."""
         first = None
         for k, (path, state) in enumerate(slices):
             fix, log = self._fix(path), self.metrics_logs[k].path
@@ -294,10 +355,15 @@ class RolloutLoop:
             ) from None
 
     def _checkpoint_slices(self) -> tuple[int | None, list[tuple[Path, dict[str, Any]]]] | None:
-        """The checkpoint to resume from, None when no run has one: the newest step every
-        run has a slice of (None for a run alone's, which carries none) and each run's
-        (file, slice)."""
-        found = [self._slices(d) for d in self.run_dirs]
+        """(the newest step every run has a slice of, None for a run alone, and each run's
+        (file, slice)); None when no run has a checkpoint."""
+        found: list[dict[int | None, tuple[Path, dict[str, Any]]]] = []
+        for run_dir in self.run_dirs:  # each run's step -> (file, slice)
+            found.append({})
+            for name in self._checkpoint_names:
+                if state := load_checkpoint(run_dir / CHECKPOINT_DIR, self.device, name):
+                    path = run_dir / CHECKPOINT_DIR / name
+                    found[-1][self._slice_step(path, state.get("cohort"))] = (path, state)
         if not any(found):
             return None
         common = set.intersection(*(set(f) for f in found))
@@ -311,29 +377,11 @@ class RolloutLoop:
         step = max(common)
         return step, [f[step] for f in found]
 
-    def _slices(self, run_dir: Path) -> dict[int | None, tuple[Path, dict[str, Any]]]:
-        """Step -> (file, slice) of `run_dir`'s checkpoint files (`_checkpoint_names`)."""
-        out = {}
-        for name in self._checkpoint_names:
-            state = load_checkpoint(run_dir / CHECKPOINT_DIR, self.device, name)
-            if state is not None:
-                path = run_dir / CHECKPOINT_DIR / name
-                out[self._slice_step(path, state.get("cohort"))] = (path, state)
-        return out
+    def _slice_step(self, path: Path, cohort: Any) -> int | None: ...
 
-    def _slice_step(self, path: Path, cohort: Any) -> int | None:
-        """The step of the slice `path` with tag `cohort`; a `ConfigError` when this
-        trainer cannot resume it."""
-        raise NotImplementedError
+    def _load_learners(self, states: list[dict[str, Any]]) -> None: ...
 
-    def _load_learners(self, states: list[dict[str, Any]]) -> None:
-        """Load each run's model and optimiser state from its slice."""
-        raise NotImplementedError
-
-    def _resume_envs(self, envs: list[tuple[Any, dict[str, Any]] | None]) -> None:
-        """Keep each run's saved (mixture, env state), None when it had none, for the
-        envs' next opening."""
-        raise NotImplementedError
+    def _resume_envs(self, envs: list[tuple[Any, dict[str, Any]] | None]) -> None: ...
 
 
 class Trainer(RolloutLoop):
@@ -356,35 +404,21 @@ class Trainer(RolloutLoop):
     ):
         if agent not in AGENTS:
             raise ConfigError("agent", f"{agent!r}; allowed: {', '.join(AGENTS)}")
-        self.model_cfg, self.ppo_cfg, self.seed, self.agent_name = model_cfg, ppo_cfg, seed, agent
-        self.run_dir = Path(run_dir)
-        self.seeds, self.run_dirs = [seed], [self.run_dir]
-        self.device = torch.device(device)
-        self.env_factory = env_factory or crafter_vec_env_factory()
-        self.episode_record = episode_record
-        self.summarize = summarize
-        self.progress = progress
-        self.checkpoint_seconds = checkpoint_seconds
-        self._checkpointed_at = time.monotonic()
-
+        self.agent_name, self.seed, self.run_dir = agent, seed, Path(run_dir)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(derive_seed(seed, "model"))
-            self.agent = AGENTS[agent](model_cfg, ppo_cfg, self.device)
+            self.agent = AGENTS[agent](model_cfg, ppo_cfg, torch.device(device))
         self.model = self.agent.model
-        self.action_rng = torch.Generator(device=self.device)
-        self.action_rng.manual_seed(derive_seed(seed, "actions"))
-        self.shuffle_rng = np.random.default_rng(derive_seed(seed, "minibatches"))
-        self.action_rngs, self.shuffle_rngs = [self.action_rng], [self.shuffle_rng]
-        self.counters = Counters()
-
+        args = episode_record, progress, checkpoint_seconds
+        super().__init__(model_cfg, ppo_cfg, [seed], [run_dir], device, *args)
+        self.action_rng, self.shuffle_rng = self.action_rngs[0], self.shuffle_rngs[0]
+        self.episodes, self.metrics = self.episode_logs[0], self.metrics_logs[0]
+        self.env_factory = env_factory or crafter_vec_env_factory()
+        self.summarize = summarize
         self.env: ppo.VecEnv | None = None
         self.obs: np.ndarray | None = None
-        self.mixture: tuple[tuple[Any, ...], tuple[float, ...] | None] | None = None
         self._saved_env: tuple[Any, dict[str, Any]] | None = None  # (mixture, state)
         self._cut = 0  # episodes cut since the last metrics line
-        self.episodes = JsonlLog(RunDir(self.run_dir).episodes)
-        self.metrics = JsonlLog(RunDir(self.run_dir).metrics)
-        self.episode_logs, self.metrics_logs = [self.episodes], [self.metrics]
         self.recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
         self._finished: list[dict[str, Any]] = []
 
@@ -406,12 +440,10 @@ class Trainer(RolloutLoop):
         weights: Sequence[float] | None = None,
         phase: str = "crafter",
     ) -> dict[str, Any]:
-        """Train on the mixture until the global step reaches `step` (rollout granularity).
-
-        Idempotent under resume: a call whose target is already reached returns at once.
-        Returns the summary (the `summarize` given, Crafter's by default) of the episodes
-        it finished, or {"episodes": 0} when none finished.
-        """
+        """Train on the mixture until the global step reaches `step` (rollout granularity;
+        a target already reached returns at once, so a resumed run replays its calls).
+        Returns `summarize` (Crafter's by default) of the episodes it finished, or
+        {"episodes": 0} when none finished."""
         if not configs:
             raise ConfigError("configs", "give at least one environment config to train on")
         mixture = (tuple(configs), tuple(weights) if weights is not None else None)
@@ -424,7 +456,16 @@ class Trainer(RolloutLoop):
         return self.summarize(finished) if finished else {"episodes": 0}
 
     def _rollout(self, phase: str, until: int) -> list[dict[str, Any]]:
-        records, losses = self._rollout_and_update(phase)
+        if self.env is None:
+            self._open_env()
+        start_step = self.global_step
+        self.obs, finished = self.agent.collect(self.env, self.obs, self.action_rng)
+        losses = self.agent.update(self.shuffle_rng)
+        self._check_finite(0, losses)
+        self.counters.global_step += self.ppo_cfg.rollout_size
+        self.counters.rollouts += 1
+        records = self._log_episodes(0, finished, start_step, phase)
+        self.recent.extend(records)
         self._finished += records
         line = {
             "episodes": len(records),
@@ -435,32 +476,8 @@ class Trainer(RolloutLoop):
         return [line]
 
     def _postfix(self) -> dict[str, str]:
-        return {"score": self._running_score()}
-
-    def _rollout_and_update(self, phase: str) -> tuple[list[dict[str, Any]], dict[str, float]]:
-        if self.env is None:
-            self._open_env()
-        start_step = self.global_step
-        self.obs, finished_episodes = self.agent.collect(self.env, self.obs, self.action_rng)
-        losses = self.agent.update(self.shuffle_rng)
-        bad = {k: v for k, v in losses.items() if not math.isfinite(v)}
-        if bad:  # the weights are spoilt from here on: stop before anything is logged
-            name, value = next(iter(bad.items()))
-            raise EnvGenError(
-                f"{self.run_dir}: training diverged at step {self.global_step}: loss "
-                f"{name} is {value} (rollout {self.counters.rollouts + 1}); lower ppo.lr "
-                f"({self.ppo_cfg.lr}) or ppo.max_grad_norm and start over"
-            )
-        self.counters.global_step += self.ppo_cfg.rollout_size
-        self.counters.rollouts += 1
-        records = []
-        for ep in finished_episodes:
-            step = start_step + (ep.t + 1) * self.ppo_cfg.num_envs
-            record = self.episode_record(ep.info, step, phase)
-            self.episodes.write(record)
-            records.append(record)
-        self.recent.extend(records)
-        return records, losses
+        score = f"{self.summarize(list(self.recent))['score']:.2f}%" if self.recent else "-"
+        return {"score": score}
 
     def _open_env(self) -> None:
         """Open the vec env: from the checkpoint's state after a resume, else fresh."""
@@ -488,18 +505,14 @@ class Trainer(RolloutLoop):
         self.obs = self.env.last_obs
         self.agent.episodes_reset()
 
-    def _running_score(self) -> str:
-        return f"{self.summarize(list(self.recent))['score']:.2f}%" if self.recent else "-"
-
     # --- checkpoints ---------------------------------------------------------------
     def checkpoint(self) -> Path:
         """Write a checkpoint, the vec env's running episodes included (module docstring)."""
         self._count_checkpoint()
-        env_state = None
+        saved = self._saved_env  # resumed, not yet stepped: keep what was saved
         if self.env is not None:
-            env_state = (mixture_to_plain(self.mixture), self.env.get_state())
-        elif self._saved_env is not None:  # resumed, not yet stepped: keep what was saved
-            env_state = (mixture_to_plain(self._saved_env[0]), self._saved_env[1])
+            saved = (self.mixture, self.env.get_state())
+        env_state = None if saved is None else (mixture_to_plain(saved[0]), saved[1])
         state = self._slice(0, self.agent.state_dict(), env_state)
         return save_checkpoint(self.run_dir / CHECKPOINT_DIR, state)
 
