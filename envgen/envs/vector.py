@@ -1,21 +1,18 @@
 """`CrafterVecEnv`: many `CrafterEnv`s in worker processes, observations in shared memory.
 
 The paper trains in the N configs in parallel (docs/paper.md, "The method in four steps"):
-`assign_configs` gives each env one config of a weighted mixture, deterministically.
-Env i's seed derives from (seed, i) only, so results do not depend on `num_workers`.
-Envs are split into `num_workers` contiguous blocks. The parent process steps the
-first block itself and `num_workers - 1` worker processes step the others, so on a
-machine with as many cores as workers no process waits idle for another's core.
-Actions, observations, rewards and flags live in shared arrays.
+`assign_configs` gives each env one config of a weighted mixture, deterministically, and
+env i's seed derives from (seed, i) only, so results do not depend on `num_workers`. The
+parent steps the first of `num_workers` contiguous blocks of envs itself and a worker
+process steps each other, so with as many cores as workers no process waits for a core.
 
 A lock step is signalled through shared control words, not the pipe: waking a process
-blocked on a pipe costs tens of microseconds, a large share of the ~300 us a block of
-four envs takes. Each side spins briefly on the word it waits for, then dozes on the
-pipe with a flag up so the other side sends a wake-up (`_Link`). Finished episodes,
-errors and the rare commands (reset, mixture, close) go through the pipe. The spin
-relies on x86's ordered stores (the worker's observations are visible before its
-"done" word); elsewhere every step goes through the pipe (`SHARED_SIGNALS`).
-Measured in docs/crafter.md, "Vector env".
+blocked on a pipe costs tens of microseconds of the ~300 us a block of four envs takes.
+Each side spins briefly on the word it waits for, then dozes on the pipe with a flag up
+so the other side sends a wake-up (`_Link`). Finished episodes, errors and the rare
+commands (reset, mixture, close) go through the pipe. The spin relies on x86's ordered
+stores (the worker's observations are visible before its "done" word); elsewhere every
+step goes through the pipe (`SHARED_SIGNALS`). Measured in docs/crafter.md, "Vector env".
 """
 
 from __future__ import annotations
@@ -88,13 +85,13 @@ class CrafterVecEnv:
             raise ValueError(f"group_size: must divide num_envs={num_envs}, got {group_size}")
         if env_seeds is not None and len(env_seeds) != self.num_envs:
             raise ValueError(f"env_seeds: expected {num_envs} seeds, got {len(env_seeds)}")
-        seed_of = list(env_seeds) if env_seeds is not None else None
+        n = self.num_envs
+        seeds = [env_seed(seed, i) for i in range(n)] if env_seeds is None else list(env_seeds)
         self.config_indices = self._assign(weights)
         workers = default_num_workers(self.num_envs) if num_workers is None else num_workers
         if not 1 <= workers <= self.num_envs:
             raise ValueError(f"num_workers: must be in [1, num_envs={num_envs}], got {workers}")
         self.num_workers = workers
-        n = self.num_envs
         self._obs_raw = mp.RawArray("B", n * int(np.prod(OBS_SHAPE)))
         self._actions_raw = mp.RawArray("q", n)
         self._rewards_raw = mp.RawArray("f", n)
@@ -118,16 +115,13 @@ class CrafterVecEnv:
         self._procs = []
         for k, block in enumerate(self._slices[1:]):
             parent, child = context.Pipe()
-            seeds = [
-                seed_of[i] if seed_of else env_seed(seed, i) for i in range(block.start, block.stop)
-            ]
             proc = context.Process(
                 target=_worker,
                 args=(
                     child,
                     (self._control_raw, k, spin),
                     block,
-                    seeds,
+                    seeds[block],
                     self._shared(),
                     self.configs,
                     self.config_indices,
@@ -141,10 +135,7 @@ class CrafterVecEnv:
             self._procs.append(proc)
         self._local = _Block(
             self._slices[0],
-            [
-                seed_of[i] if seed_of else env_seed(seed, i)
-                for i in range(self._slices[0].start, self._slices[0].stop)
-            ],
+            seeds[self._slices[0]],
             self._shared(),
             self.configs,
             self.config_indices,
@@ -435,12 +426,9 @@ class _Block:
             self._prepare_one()
             return
         cost = self.prepare_ns or self.reset_ns
-        if not cost:
-            return
         now = time.perf_counter_ns()
-        if not any(words[k] - now > cost for words, k in others_busy):
-            return
-        self._prepare_one()
+        if cost and any(words[k] - now > cost for words, k in others_busy):
+            self._prepare_one()
 
     def _prepare_one(self) -> None:
         """Generate the next world of the first env, from the cursor on, lacking one."""
@@ -488,11 +476,7 @@ class _Block:
             for i, saved in data.items():
                 env = snapshot.restore(saved["env"])
                 config_index, ret, length = saved["config_index"], saved["return"], saved["length"]
-                if (
-                    type(config_index) is not int
-                    or type(length) is not int
-                    or type(ret) is not float
-                ):
+                if (type(config_index), type(ret), type(length)) != (int, float, int):
                     raise ValueError("env state: malformed config_index, return or length")
                 self.envs[i] = env
                 self.config_of[i], self.returns[i], self.lengths[i] = config_index, ret, length
@@ -546,7 +530,7 @@ def default_num_workers(num_envs: int) -> int:
 
 def usable_cores() -> int:
     """The cores this process may run on (Linux: its affinity mask), else all of them."""
-    if hasattr(os, "sched_getaffinity"):  # Linux: the cores this process may run on
+    if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
 

@@ -230,6 +230,7 @@ class CrafterEnv:
             noise = world.random.uniform(32, 127, render.NOISE_SHAPE)
         inventory = np.fromiter(player.inventory.values(), np.int64, len(player.inventory))
         atlas = self._atlas
+        tiles = (atlas["materials"], atlas["objects"], atlas["items"], atlas["vignette"])
         render.render(
             self._obs,
             world._mat_map,
@@ -241,10 +242,7 @@ class CrafterEnv:
             player.sleeping,
             noise,
             inventory,
-            atlas["materials"],
-            atlas["objects"],
-            atlas["items"],
-            atlas["vignette"],
+            tiles,
         )
         return self._obs.copy()
 

@@ -82,27 +82,14 @@ NOISE_SHAPE = (LOCAL_GRID[0] * UNIT, LOCAL_GRID[1] * UNIT)
 
 
 @numba.njit(cache=True)
-def render(
-    out,
-    mat_map,
-    obj_map,
-    obj_texture,
-    px,
-    py,
-    daylight,
-    sleeping,
-    noise,
-    inventory,
-    materials,
-    objects,
-    items,
-    vignette,
-):
+def render(out, mat_map, obj_map, obj_texture, px, py, daylight, sleeping, noise, inventory, tiles):
     """Write the observation (SIZE, SIZE, 3) uint8 into `out`, as stock `Env.render`.
 
     `obj_texture[i]` is the texture index of object i in `obj_map`'s numbering (read only
     for objects in view). `noise` (NOISE_SHAPE) is read only when daylight < 0.5.
+    `tiles` is the atlas's (materials, objects, items, vignette).
     """
+    materials, objects, items, vignette = tiles
     grid_w, grid_h = 9, 7
     unit = materials.shape[1]
     n_mat = materials.shape[0]

@@ -67,44 +67,18 @@ class _IntPositions:
         return tuple.__new__(Vec, (0, _sign(dy)))
 
 
-class Player(_IntPositions, stock.Player):
-    pass
+def _on_vec(name: str) -> type:
+    """Stock's object class `name` with `_IntPositions`' geometry, under the same name."""
+    return type(name, (_IntPositions, getattr(stock, name)), {"__module__": __name__})
 
 
-class Cow(_IntPositions, stock.Cow):
-    pass
-
-
-class Zombie(_IntPositions, stock.Zombie):
-    pass
-
-
-class Skeleton(_IntPositions, stock.Skeleton):
-    pass
-
-
-class Arrow(_IntPositions, stock.Arrow):
-    pass
-
-
-class Plant(_IntPositions, stock.Plant):
-    pass
-
-
-class Fence(_IntPositions, stock.Fence):
-    pass
-
-
+Player, Cow, Zombie, Skeleton, Arrow, Plant, Fence = (
+    _on_vec(name) for name in ("Player", "Cow", "Zombie", "Skeleton", "Arrow", "Plant", "Fence")
+)
 # Stock code creates some objects itself (`Player._place` makes `Plant` and `Fence`,
 # `Skeleton._shoot` makes `Arrow`); `World.add` gives them the matching class above.
 _FAST_CLASS = {
-    stock.Player: Player,
-    stock.Cow: Cow,
-    stock.Zombie: Zombie,
-    stock.Skeleton: Skeleton,
-    stock.Arrow: Arrow,
-    stock.Plant: Plant,
-    stock.Fence: Fence,
+    cls.__bases__[1]: cls for cls in (Player, Cow, Zombie, Skeleton, Arrow, Plant, Fence)
 }
 
 

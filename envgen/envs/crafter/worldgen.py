@@ -1,25 +1,20 @@
 """Compiled Crafter world generation: stock `crafter.worldgen`, bit for bit, plus EnvGen's knobs.
 
 Stock generation walks the 64x64 area twice in Python (materials, then creatures),
-calling OpenSimplex noise up to ten times per tile; it costs ~40 ms per reset. Here the
-same walks run in numba. What keeps the worlds identical:
+calling OpenSimplex noise up to ten times per tile (~40 ms per reset); here the same
+walks run in numba. The worlds stay identical because the noise is opensimplex 0.4.5's
+own compiled `_noise3` with the same arguments; the start-area sigmoid uses NumPy's
+`exp` on an array, as stock does (NumPy's SIMD `exp` may differ from libm's in the last
+bit); and `world.random` is handed to compiled code (`mt19937`), consumed in stock's
+order with the same short-circuits of its `and` chains, then handed back.
 
-- noise: opensimplex 0.4.5's own compiled `_noise3`, called with the same arguments;
-- the start-area sigmoid uses NumPy's `exp` on an array (NumPy's SIMD `exp` may differ
-  from libm's in the last bit, and stock calls NumPy's);
-- random draws: `world.random` is handed to compiled code (`mt19937`) and consumed in
-  stock's order, with the same short-circuits (a draw only happens when the conditions
-  before it in the `and` chain hold), then handed back.
-
-EnvGen's settings (docs/paper.md, "Crafter parameters the LLM controls") enter as the
-spawn thresholds of coal, iron, diamond and trees, and as the biome rescale applied to
-the final water and mountain fields (after the start area is subtracted), with the
-start-area threshold and material; see docs/crafter.md.
-
+EnvGen's settings (docs/paper.md, "Crafter parameters the LLM controls"; docs/crafter.md)
+enter as the spawn thresholds of coal, iron, diamond and trees, the biome rescale of the
+final water and mountain fields, and the start-area threshold and material.
 `world_rules="authors"` follows the EnvGen authors' fork (aszala/EnvGen,
-crafter/crafter/worldgen.py) where it differs from stock: coal and iron need only
-`mountain > 0.18` and their draw, not stock's noise tests (so mountains hold several
-times more of both), and skeletons are placed at generation only beyond distance 10.
+crafter/crafter/worldgen.py): coal and iron need only `mountain > 0.18` and their draw,
+not stock's noise tests (so mountains hold several times more of both), and skeletons
+are placed at generation only beyond distance 10.
 """
 
 from __future__ import annotations
@@ -83,25 +78,12 @@ def build(
     px, py = center
     neg_start, water_raw, mountain_raw = _noise_fields(perm, grad, width, height, px, py)
     start = 1 / (1 + np.exp(neg_start))
-    biome, start_threshold, start_material = _BIOMES[config.target_biome]
+    biome = _BIOMES[config.target_biome]
+    thresholds = tuple(config.threshold(name) for name in ("coal", "iron", "diamond", "tree"))
     authors = config.world_rules == "authors"
     key, pos = mt19937.export_state(random)
     materials, tunnels = _materials(
-        perm,
-        grad,
-        start,
-        water_raw,
-        mountain_raw,
-        key,
-        pos,
-        biome,
-        start_threshold,
-        start_material,
-        config.threshold("coal"),
-        config.threshold("iron"),
-        config.threshold("diamond"),
-        config.threshold("tree"),
-        authors,
+        perm, grad, start, water_raw, mountain_raw, key, pos, biome, thresholds, authors
     )
     spawns = _creatures(materials, tunnels, key, pos, px, py, authors)
     return GeneratedWorld(materials, spawns, (key, pos))
@@ -164,26 +146,15 @@ def _noise_fields(perm, grad, width, height, px, py):
 
 @numba.njit(cache=True)
 def _materials(
-    perm,
-    grad,
-    start,
-    water_raw,
-    mountain_raw,
-    key,
-    pos,
-    biome,
-    start_threshold,
-    start_material,
-    coal_threshold,
-    iron_threshold,
-    diamond_threshold,
-    tree_threshold,
-    authors,
+    perm, grad, start, water_raw, mountain_raw, key, pos, biome_rule, thresholds, authors
 ):
     """Stock `_set_material` over the area in stock's order, with EnvGen's settings.
 
+    `biome_rule` is a `_BIOMES` value; `thresholds` are coal's, iron's, diamond's and tree's.
     `authors`: coal and iron by `mountain > 0.18` and the draw alone (the authors' fork).
     """
+    biome, start_threshold, start_material = biome_rule
+    coal_threshold, iron_threshold, diamond_threshold, tree_threshold = thresholds
     width, height = start.shape
     materials = np.zeros((width, height), np.uint8)
     tunnels = np.zeros((width, height), np.bool_)

@@ -34,31 +34,16 @@ WALL_OBJ = 51
 SPACE = 100
 
 # Entity::serialize, field by field (entity.cpp): 31 four-byte values, 124 bytes a record.
-ENTITY_DTYPE = np.dtype(
-    [
-        *[(name, "<f4") for name in ("x", "y", "vx", "vy", "rx", "ry")],
-        *[(name, "<i4") for name in ("type", "image_type", "image_theme", "render_z")],
-        *[(name, "<i4") for name in ("will_erase", "collides_with_entities")],
-        *[(name, "<f4") for name in ("collision_margin", "rotation", "vrot")],
-        *[
-            (name, "<i4")
-            for name in (
-                "is_reflected",
-                "fire_time",
-                "spawn_time",
-                "life_time",
-                "expire_time",
-                "use_abs_coords",
-            )
-        ],
-        ("friction", "<f4"),
-        *[(name, "<i4") for name in ("smart_step", "avoids_collisions", "auto_erase")],
-        *[
-            (name, "<f4")
-            for name in ("alpha", "health", "theta", "grow_rate", "alpha_decay", "climber_spawn_x")
-        ],
-    ]
+_ENTITY_FIELDS = (
+    ("<f4", "x y vx vy rx ry"),
+    ("<i4", "type image_type image_theme render_z will_erase collides_with_entities"),
+    ("<f4", "collision_margin rotation vrot"),
+    ("<i4", "is_reflected fire_time spawn_time life_time expire_time use_abs_coords"),
+    ("<f4", "friction"),
+    ("<i4", "smart_step avoids_collisions auto_erase"),
+    ("<f4", "alpha health theta grow_rate alpha_decay climber_spawn_x"),
 )
+ENTITY_DTYPE = np.dtype([(name, code) for code, names in _ENTITY_FIELDS for name in names.split()])
 
 
 @dataclasses.dataclass
@@ -75,142 +60,77 @@ class RandGen:
 class GameFields:
     """`Game::serialize` (game.cpp), in write order."""
 
-    version: int
-    """Must equal SERIALIZE_VERSION."""
-    game_name: bytes
-    """b"heist"."""
-    paint_vel_info: int
-    """Option: paint velocity info into the frame."""
-    use_generated_assets: int
-    """Option: procedurally generated sprites (must be 0 to save state)."""
-    use_monochrome_assets: int
-    """Option: single-colour sprites."""
-    restrict_themes: int
-    """Option: one visual theme per asset."""
-    use_backgrounds: int
-    """Option: draw background images."""
-    center_agent: int
-    """Option: camera follows the agent."""
-    debug_mode: int
-    """Option: procgen debug mode."""
-    distribution_mode: int
-    """0 easy, 1 hard, 10 memory."""
-    use_sequential_levels: int
-    """Option: advance the level seed on completion instead of resetting."""
-    use_easy_jump: int
-    """Option (coinrun_old only)."""
-    plain_assets: int
-    """Option (coinrun_old only)."""
-    physics_mode: int
-    """Option (coinrun_old only)."""
-    grid_step: int
-    """Nonzero when the agent moves cell by cell."""
-    level_seed_low: int
-    """Next level seed is drawn from [level_seed_low, level_seed_high)."""
-    level_seed_high: int
-    """Exclusive upper bound of the level seed range."""
-    game_type: int
-    """Option: game variant."""
-    game_n: int
-    """Index of this game in its vector env."""
-    level_seed_rand_gen: RandGen
-    """Draws the next level seed."""
-    rand_gen: RandGen
-    """Seeded with the level seed; drives level generation and steps."""
-    reward: float
-    """Reward of the last step."""
-    done: int
-    """The last step ended an episode."""
-    level_complete: int
-    """The last step completed the level (the gem was stolen)."""
-    action: int
-    """Action of the next step; -1 forces a reset."""
-    timeout: int
-    """Episode length limit in steps (1000)."""
-    current_level_seed: int
-    """Seed of the level being played."""
-    prev_level_seed: int
-    """Seed of the level of the previous step."""
-    episodes_remaining: int
-    """Replays of the current seed left before a new seed is drawn."""
-    episode_done: int
-    """Copy of `done` after sequential-level handling."""
-    last_reward_timer: int
-    """Frames left to show the last reward."""
-    last_reward: float
-    """Last nonzero reward."""
-    default_action: int
-    """Action used by forced resets."""
-    fixed_asset_seed: int
-    """Seed of the fixed asset set."""
-    cur_time: int
-    """Steps taken in this episode."""
-    is_waiting_for_step: int
-    """Threading flag; 0 whenever the state can be read."""
+    version: int  # Must equal SERIALIZE_VERSION
+    game_name: bytes  # b"heist"
+    paint_vel_info: int  # Option: paint velocity info into the frame
+    use_generated_assets: int  # Option: procedurally generated sprites (must be 0 to save state)
+    use_monochrome_assets: int  # Option: single-colour sprites
+    restrict_themes: int  # Option: one visual theme per asset
+    use_backgrounds: int  # Option: draw background images
+    center_agent: int  # Option: camera follows the agent
+    debug_mode: int  # Option: procgen debug mode
+    distribution_mode: int  # 0 easy, 1 hard, 10 memory
+    use_sequential_levels: int  # Option: advance the level seed on completion instead of resetting
+    use_easy_jump: int  # Option (coinrun_old only)
+    plain_assets: int  # Option (coinrun_old only)
+    physics_mode: int  # Option (coinrun_old only)
+    grid_step: int  # Nonzero when the agent moves cell by cell
+    level_seed_low: int  # Next level seed is drawn from [level_seed_low, level_seed_high)
+    level_seed_high: int  # Exclusive upper bound of the level seed range
+    game_type: int  # Option: game variant
+    game_n: int  # Index of this game in its vector env
+    level_seed_rand_gen: RandGen  # Draws the next level seed
+    rand_gen: RandGen  # Seeded with the level seed; drives level generation and steps
+    reward: float  # Reward of the last step
+    done: int  # The last step ended an episode
+    level_complete: int  # The last step completed the level (the gem was stolen)
+    action: int  # Action of the next step; -1 forces a reset
+    timeout: int  # Episode length limit in steps (1000)
+    current_level_seed: int  # Seed of the level being played
+    prev_level_seed: int  # Seed of the level of the previous step
+    episodes_remaining: int  # Replays of the current seed left before a new seed is drawn
+    episode_done: int  # Copy of `done` after sequential-level handling
+    last_reward_timer: int  # Frames left to show the last reward
+    last_reward: float  # Last nonzero reward
+    default_action: int  # Action used by forced resets
+    fixed_asset_seed: int  # Seed of the fixed asset set
+    cur_time: int  # Steps taken in this episode
+    is_waiting_for_step: int  # Threading flag; 0 whenever the state can be read
 
 
 @dataclasses.dataclass
 class BasicFields:
     """`BasicAbstractGame::serialize` scalars after the entity list, in write order."""
 
-    use_procgen_background: int
-    """Draw a generated background."""
-    background_index: int
-    """Which background image."""
-    bg_tile_ratio: float
-    """Background tiling ratio."""
-    bg_pct_x: float
-    """Background horizontal offset."""
-    char_dim: float
-    """Sprite size of the agent."""
-    last_move_action: int
-    """Last non-idle move action (0-8)."""
-    move_action: int
-    """Move part of the last action (0-8)."""
-    special_action: int
-    """Special part of the last action (0 = none)."""
-    mixrate: float
-    """Velocity smoothing."""
-    maxspeed: float
-    """Agent speed limit (0.75 in Heist)."""
-    max_jump: float
-    """Jump strength (unused in Heist)."""
-    action_vx: float
-    """Horizontal velocity asked by the last action."""
-    action_vy: float
-    """Vertical velocity asked by the last action."""
-    action_vrot: float
-    """Rotation asked by the last action."""
-    center_x: float
-    """Camera centre x."""
-    center_y: float
-    """Camera centre y."""
-    random_agent_start: int
-    """Agent start drawn at random (0 in Heist: the maze places it)."""
-    has_useful_vel_info: int
-    """Velocity matters for play (0 in Heist)."""
-    step_rand_int: int
-    """Per-step random number."""
-    asset_rand_gen: RandGen
-    """Drives asset choice."""
-    main_width: int
-    """World width in cells."""
-    main_height: int
-    """World height in cells."""
-    out_of_bounds_object: int
-    """Object beyond the world's edge (WALL_OBJ in Heist)."""
-    unit: float
-    """Pixels per cell."""
-    view_dim: float
-    """Cells in view."""
-    x_off: float
-    """Camera x offset in pixels."""
-    y_off: float
-    """Camera y offset in pixels."""
-    visibility: float
-    """Visible radius in cells."""
-    min_visibility: float
-    """Lower bound on the visible radius."""
+    use_procgen_background: int  # Draw a generated background
+    background_index: int  # Which background image
+    bg_tile_ratio: float  # Background tiling ratio
+    bg_pct_x: float  # Background horizontal offset
+    char_dim: float  # Sprite size of the agent
+    last_move_action: int  # Last non-idle move action (0-8)
+    move_action: int  # Move part of the last action (0-8)
+    special_action: int  # Special part of the last action (0 = none)
+    mixrate: float  # Velocity smoothing
+    maxspeed: float  # Agent speed limit (0.75 in Heist)
+    max_jump: float  # Jump strength (unused in Heist)
+    action_vx: float  # Horizontal velocity asked by the last action
+    action_vy: float  # Vertical velocity asked by the last action
+    action_vrot: float  # Rotation asked by the last action
+    center_x: float  # Camera centre x
+    center_y: float  # Camera centre y
+    random_agent_start: int  # Agent start drawn at random (0 in Heist: the maze places it)
+    has_useful_vel_info: int  # Velocity matters for play (0 in Heist)
+    step_rand_int: int  # Per-step random number
+    asset_rand_gen: RandGen  # Drives asset choice
+    main_width: int  # World width in cells
+    main_height: int  # World height in cells
+    out_of_bounds_object: int  # Object beyond the world's edge (WALL_OBJ in Heist)
+    unit: float  # Pixels per cell
+    view_dim: float  # Cells in view
+    x_off: float  # Camera x offset in pixels
+    y_off: float  # Camera y offset in pixels
+    visibility: float  # Visible radius in cells
+    min_visibility: float  # Lower bound on the visible radius
 
 
 @dataclasses.dataclass
