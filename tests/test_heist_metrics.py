@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from envgen.envs.heist import HeistConfig
-from envgen.envs.heist.metrics import HeistMetrics, aggregate, run_episodes, summarise
+from envgen.envs.heist.metrics import HeistMetrics, run_episodes, summarise
 
 
 def _episode(success, keys, keys_total, doors, doors_total, length):
@@ -37,16 +37,6 @@ def test_summarise_by_hand():
     assert math.isnan(none.keys_collected) and none.success == 0.0
     with pytest.raises(ValueError, match="episodes"):
         summarise([])
-
-
-def test_aggregate_by_hand():
-    runs = [
-        HeistMetrics(100, 20.0, 2.0, 50.0, float("nan"), 500.0),
-        HeistMetrics(100, 40.0, 4.0, 70.0, 30.0, 300.0),
-    ]
-    agg = aggregate(runs)
-    assert agg["success"] == (30.0, 10.0) and agg["reward"] == (3.0, 1.0)
-    assert agg["doors_opened"] == (30.0, 0.0)  # the NaN run has no doors to open
 
 
 def test_run_episodes_gives_each_game_its_share():

@@ -44,7 +44,8 @@ def config_to_plain(config: Any) -> dict[str, Any]:
 def config_from_plain(data: Any) -> Any:
     """The config `config_to_plain` gave; ValueError on anything else."""
     if not isinstance(data, dict) or data.get("kind") not in KINDS:
-        raise ValueError(f"expected a level config ({', '.join(KINDS)}), got {_brief(data)}")
+        kinds = ", ".join(KINDS)
+        raise ValueError(f"expected a level config ({kinds}), got {type(data).__name__}")
     cls = KINDS[data["kind"]]()
     fields = {f.name: f for f in dataclasses.fields(cls)}
     values = {k: v for k, v in data.items() if k != "kind"}
@@ -75,7 +76,7 @@ def mixture_from_plain(data: Any) -> Any:
     if data is None:
         return None
     if not isinstance(data, dict) or set(data) != {"configs", "weights"}:
-        raise ValueError(f"expected a mixture, got {_brief(data)}")
+        raise ValueError(f"expected a mixture, got {type(data).__name__}")
     weights = data["weights"]
     if weights is not None and not (
         isinstance(weights, list) and all(isinstance(w, float) for w in weights)
@@ -119,7 +120,3 @@ def _typed(name: str, value: Any, default: Any) -> Any:
             raise ValueError(f"config field {name}: expected a list of strings")
         return list(value)
     raise ValueError(f"config field {name}: unsupported kind {type(default).__name__}")
-
-
-def _brief(value: Any) -> str:
-    return type(value).__name__

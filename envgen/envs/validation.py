@@ -30,6 +30,17 @@ def as_mapping(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
+def one_of(value: Any, allowed: tuple[str, ...], aliases: Mapping[str, str], where: str) -> str:
+    """`value` as one of `allowed`, after key normalisation and the LLM spellings in `aliases`."""
+    if not isinstance(value, str):
+        raise ConfigError(where, f"expected one of {', '.join(allowed)}; got {value!r}")
+    norm = norm_key(value)
+    norm = aliases.get(norm, norm)
+    if norm not in allowed:
+        raise ConfigError(where, f"{value!r} is not allowed; allowed values: {', '.join(allowed)}")
+    return norm
+
+
 def int_clamped(value: Any, lo: int, hi: int, where: str, warnings: list[str]) -> int:
     """Coerce to int (bools, numeric strings, whole floats) and clamp to [lo, hi]."""
     if isinstance(value, bool):
@@ -40,9 +51,7 @@ def int_clamped(value: Any, lo: int, hi: int, where: str, warnings: list[str]) -
         try:
             number = float(value.strip())
         except ValueError:
-            raise ConfigError(
-                where, f"expected an integer in [{lo}, {hi}]; got {value!r}"
-            ) from None
+            number = math.nan  # refused below, as an infinite number is
     else:
         raise ConfigError(where, f"expected an integer in [{lo}, {hi}]; got {type(value).__name__}")
     if not math.isfinite(number):

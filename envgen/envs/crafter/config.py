@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from envgen.envs.validation import as_mapping, int_clamped, join_path, norm_key
+from envgen.envs.validation import as_mapping, int_clamped, join_path, norm_key, one_of
 from envgen.errors import ConfigError
 
 BIOMES = ("natural", "grassland", "mountain", "beaches")
@@ -33,17 +33,11 @@ SPAWN_THRESHOLDS: dict[str, dict[str, float]] = {
     "tree": {"rare": 0.9, "common": 0.8, "very_common": 0.7},
     "diamond": {"rare": 0.994, "common": 0.9, "very_common": 0.85},
 }
-STOCK_RARITY = {"coal": "common", "iron": "common", "tree": "common", "diamond": "rare"}
 
 # Starting inventory the LLM may set, with its inclusive maximum (minimum 0).
 MATERIAL_ITEMS = ("sapling", "wood", "stone", "coal", "iron", "diamond")
-TOOL_ITEMS = (
-    "wood_pickaxe",
-    "stone_pickaxe",
-    "iron_pickaxe",
-    "wood_sword",
-    "stone_sword",
-    "iron_sword",
+TOOL_ITEMS = tuple(
+    f"{m}_{tool}" for tool in ("pickaxe", "sword") for m in ("wood", "stone", "iron")
 )
 INVENTORY_MAX: dict[str, int] = {**{k: 9 for k in MATERIAL_ITEMS}, **{k: 1 for k in TOOL_ITEMS}}
 
@@ -201,8 +195,10 @@ class CrafterConfig:
             where = join_path(path, f"environment_settings.{key}")
             if norm not in ENV_FIELDS:
                 raise ConfigError(where, f"unknown key; allowed keys: {', '.join(ENV_FIELDS)}")
-            default = getattr(cls, norm)  # "default" means stock Crafter's value
-            settings[norm] = _enum(value, ENV_FIELDS[norm], where, default)
+            aliases = _BIOME_ALIASES if norm == "target_biome" else _RARITY_ALIASES
+            # "default" means stock Crafter's value, the field's default
+            aliases = {**aliases, "default": getattr(cls, norm)}
+            settings[norm] = one_of(value, ENV_FIELDS[norm], aliases, where)
 
         inventory: dict[str, int] = {}
         for key, value in inv_fields.items():
@@ -246,14 +242,3 @@ ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "diamond_rarity": RARITIES,
     "tree_rarity": RARITIES,
 }
-
-
-def _enum(value: Any, allowed: tuple[str, ...], where: str, default: str) -> str:
-    if not isinstance(value, str):
-        raise ConfigError(where, f"expected one of {', '.join(allowed)}; got {value!r}")
-    norm = norm_key(value)
-    aliases = _BIOME_ALIASES if allowed is BIOMES else _RARITY_ALIASES
-    norm = default if norm == "default" else aliases.get(norm, norm)
-    if norm not in allowed:
-        raise ConfigError(where, f"{value!r} is not allowed; allowed values: {', '.join(allowed)}")
-    return norm

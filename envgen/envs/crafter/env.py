@@ -172,19 +172,6 @@ class CrafterEnv:
         key = (_world_seed(self._seed, self._episode + 1), self.config)
         return self._next_world is not None and self._next_world[0] == key
 
-    # --- pickling: a checkpoint keeps running episodes (envgen.agents.trainer) ---------
-    def __getstate__(self) -> dict[str, Any]:
-        """Everything but the shared atlas and a world prepared ahead (rebuilt on demand:
-        a world depends only on seed, episode and config)."""
-        state = self.__dict__.copy()
-        state["_atlas"] = None
-        state["_next_world"] = None
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._atlas = render.atlas()
-
     # --- internals ---------------------------------------------------------------
     def _take_next_world(self, world_seed: int) -> worldgen.GeneratedWorld:
         prepared, self._next_world = self._next_world, None

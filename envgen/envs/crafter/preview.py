@@ -40,7 +40,6 @@ def preview_image(config: CrafterConfig, seed: int) -> np.ndarray:
     first_obs, _ = CrafterEnv(config, seed=seed).reset()
     scale = world_map.shape[0] // first_obs.shape[0]
     view = np.repeat(np.repeat(first_obs, scale, axis=0), scale, axis=1)
-    pad = np.zeros((world_map.shape[0], world_map.shape[1] // 32, 3), np.uint8)
-    pad[:] = 255
+    pad = np.full((world_map.shape[0], world_map.shape[1] // 32, 3), 255, np.uint8)
     view = np.pad(view, ((0, world_map.shape[0] - view.shape[0]), (0, 0), (0, 0)))
     return np.concatenate([world_map, pad, view], axis=1)

@@ -13,6 +13,7 @@ both are rebuilt on demand and change nothing (`CrafterEnv.prepare_next_world`).
 from __future__ import annotations
 
 import collections
+import copy
 import math
 from typing import Any
 
@@ -57,7 +58,7 @@ def capture(env: CrafterEnv) -> dict[str, Any]:
     index = {id(obj): k for k, obj in enumerate(world._objects) if obj is not None}
     refs = _Refs(world, index)
     return {
-        **{name: _copy(getattr(env, name)) for name in _PLAIN_ENV},
+        **{name: copy.copy(getattr(env, name)) for name in _PLAIN_ENV},
         "config": config_to_plain(env.config),
         "player": None if env._player is None else refs.encode(env._player),
         "unlocked": sorted(env._unlocked),
@@ -103,31 +104,25 @@ def restore(data: Any) -> CrafterEnv:
         raise ValueError("length, _step or _episode out of range")
     if not abs(env._last_health) < _SMALL or type(env._semantic) is not bool:
         raise ValueError("_last_health or _semantic out of range")
-    unlocked = data["unlocked"]
-    _expect(unlocked, list, "unlocked")
-    env._unlocked = {_str(name, "unlocked") for name in unlocked}
+    unlocked = _expect(data["unlocked"], list, "unlocked")
+    env._unlocked = {_exact(name, str, "unlocked") for name in unlocked}
 
-    saved = data["world"]
-    _expect(saved, dict, "world")
+    saved = _expect(data["world"], dict, "world")
     world = World(AREA, constants.materials, CHUNK)
     world.reset()
-    mat_names = saved["mat_names"]
-    _expect(mat_names, list, "world.mat_names")
     world._mat_names = {}
-    for pair in mat_names:
-        _expect(pair, list, "world.mat_names")
-        key, name = pair
-        _expect(key, int, "world.mat_names")
-        world._mat_names[key] = None if name is None else _str(name, "world.mat_names")
+    for pair in _expect(saved["mat_names"], list, "world.mat_names"):
+        key, name = _expect(pair, list, "world.mat_names")
+        name = None if name is None else _exact(name, str, "world.mat_names")
+        world._mat_names[_expect(key, int, "world.mat_names")] = name
     if sorted(world._mat_names) != list(range(len(world._mat_names))) or world._mat_names.get(0):
         raise ValueError("world.mat_names: ids must run 0, 1, ... with 0 unnamed")
     world._mat_ids = {name: key for key, name in world._mat_names.items()}
     world.random = _random_from(saved["random"])
-    world.daylight = _float(saved["daylight"], "world.daylight")
+    world.daylight = _exact(saved["daylight"], float, "world.daylight")
     world._mat_map = _array(saved["mat_map"], "world.mat_map", np.uint8, AREA)
     world._obj_map = _array(saved["obj_map"], "world.obj_map", np.uint32, AREA)
-    objects_data = saved["objects"]
-    _expect(objects_data, list, "world.objects")
+    objects_data = _expect(saved["objects"], list, "world.objects")
     if not objects_data or objects_data[0] is not None:
         raise ValueError("world.objects: the first entry must be empty")
     objects: list[Any] = [None]
@@ -144,8 +139,7 @@ def restore(data: Any) -> CrafterEnv:
     refs = _Refs(world, {}, objects)
     for k, (obj, item) in enumerate(zip(objects[1:], objects_data[1:], strict=True), 1):
         if obj is not None:
-            attrs = item["attrs"]
-            _expect(attrs, dict, "world.objects.attrs")
+            attrs = _expect(item["attrs"], dict, "world.objects.attrs")
             cls = type(obj)
             if set(attrs) != ATTRIBUTES[cls.__name__]:
                 raise ValueError(
@@ -162,14 +156,11 @@ def restore(data: Any) -> CrafterEnv:
     if int(world._mat_map.max(initial=0)) >= len(world._mat_names):
         raise ValueError("world.mat_map: a material id without a name")
     chunks = collections.defaultdict(OrderedSet)
-    _expect(saved["chunks"], list, "world.chunks")
-    for pair in saved["chunks"]:
-        _expect(pair, list, "world.chunks")
-        key, members = pair
+    for pair in _expect(saved["chunks"], list, "world.chunks"):
+        key, members = _expect(pair, list, "world.chunks")
         _expect(key, list, "world.chunks")
-        _expect(members, list, "world.chunks")
-        chunk = chunks[tuple(_int(v, "world.chunks") for v in key)]
-        for k in members:
+        chunk = chunks[tuple(_exact(v, int, "world.chunks") for v in key)]
+        for k in _expect(members, list, "world.chunks"):
             chunk.add(refs.object(k))
     for key, members in chunks.items():
         if any(world.chunk_key(obj.pos) != key for obj in members):
@@ -268,19 +259,15 @@ class _Refs:
             raise ValueError("attribute: malformed value")
         ((tag, inner),) = value.items()
         if tag == "vec":
-            _expect(inner, list, "vec")
-            x, y = inner
-            return Vec((_int(x, "vec"), _int(y, "vec")))
+            x, y = _expect(inner, list, "vec")
+            return Vec((_exact(x, int, "vec"), _exact(y, int, "vec")))
         if tag in ("tuple", "list"):
-            _expect(inner, list, tag)
-            items = [self.decode(v) for v in inner]
+            items = [self.decode(v) for v in _expect(inner, list, tag)]
             return tuple(items) if tag == "tuple" else items
         if tag == "dict":
-            _expect(inner, list, "dict")
             out = {}
-            for pair in inner:
-                _expect(pair, list, "dict")
-                key, item = pair
+            for pair in _expect(inner, list, "dict"):
+                key, item = _expect(pair, list, "dict")
                 if type(key) not in (str, int):
                     raise ValueError("dict: keys must be strings or integers")
                 out[key] = self.decode(item)
@@ -294,7 +281,7 @@ class _Refs:
         raise ValueError(f"attribute: unknown tag {tag!r}")
 
     def object(self, k: Any) -> Any:
-        _int(k, "object reference")
+        _exact(k, int, "object reference")
         assert self.objects is not None
         if not 0 < k < len(self.objects) or self.objects[k] is None:
             raise ValueError(f"object reference {k} points at no object")
@@ -315,16 +302,12 @@ def _random_from(data: Any) -> np.random.RandomState:
         (
             "MT19937",
             key,
-            _int(data["pos"], "world.random.pos"),
-            _int(data["has_gauss"], "world.random.has_gauss"),
-            _float(data["gauss"], "world.random.gauss"),
+            _exact(data["pos"], int, "world.random.pos"),
+            _exact(data["has_gauss"], int, "world.random.has_gauss"),
+            _exact(data["gauss"], float, "world.random.gauss"),
         )
     )
     return random
-
-
-def _copy(value: Any) -> Any:
-    return value.copy() if isinstance(value, np.ndarray) else value
 
 
 def _array(value: Any, name: str, dtype: Any, shape: tuple[int, ...] | None = None) -> np.ndarray:
@@ -335,24 +318,18 @@ def _array(value: Any, name: str, dtype: Any, shape: tuple[int, ...] | None = No
     return value.copy()
 
 
-def _expect(value: Any, kind: type, name: str) -> None:
+def _expect(value: Any, kind: type, name: str) -> Any:
+    """`value` if it is a `kind` (subclasses too); ValueError otherwise."""
     if not isinstance(value, kind):
         raise ValueError(f"{name}: expected {kind.__name__}, got {type(value).__name__}")
-
-
-def _int(value: Any, name: str) -> int:
-    if type(value) is not int:
-        raise ValueError(f"{name}: expected an integer, got {type(value).__name__}")
     return value
 
 
-def _float(value: Any, name: str) -> float:
-    if type(value) is not float:
-        raise ValueError(f"{name}: expected a number, got {type(value).__name__}")
-    return value
+_KIND_WORDS = {int: "an integer", float: "a number", str: "a string"}
 
 
-def _str(value: Any, name: str) -> str:
-    if type(value) is not str:
-        raise ValueError(f"{name}: expected a string, got {type(value).__name__}")
+def _exact(value: Any, kind: type, name: str) -> Any:
+    """`value` if its type is exactly `kind` (so no bool passes as an int); ValueError otherwise."""
+    if type(value) is not kind:
+        raise ValueError(f"{name}: expected {_KIND_WORDS[kind]}, got {type(value).__name__}")
     return value

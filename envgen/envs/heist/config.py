@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from envgen.envs.validation import as_mapping, int_clamped, join_path, norm_key
+from envgen.envs.validation import as_mapping, int_clamped, join_path, norm_key, one_of
 from envgen.errors import ConfigError
 
 MODES = ("easy", "hard")
@@ -141,7 +141,8 @@ class HeistConfig:
         warnings: list[str] = []
         mode = "easy"
         if "distribution_mode" in fields:
-            mode = _mode(*fields["distribution_mode"])
+            value, where = fields["distribution_mode"]
+            mode = one_of(value, MODES, _MODE_ALIASES, where)
         maze_size = None
         if "maze_size" in fields:
             maze_size = _maze_size(*fields["maze_size"], mode, warnings)
@@ -176,17 +177,6 @@ def _field_name(
         if norm in spellings:
             return name
     raise ConfigError(where, f"unknown key; allowed keys: {', '.join((*also, *section))}")
-
-
-def _mode(value: Any, where: str) -> str:
-    allowed = ", ".join(MODES)
-    if not isinstance(value, str):
-        raise ConfigError(where, f"expected one of {allowed}; got {value!r}")
-    norm = norm_key(value)
-    norm = _MODE_ALIASES.get(norm, norm)
-    if norm not in MODES:
-        raise ConfigError(where, f"{value!r} is not allowed; allowed values: {allowed}")
-    return norm
 
 
 def _is_random(value: Any) -> bool:

@@ -32,7 +32,6 @@ class Engine:
         from procgen import ProcgenGym3Env
 
         self.num = num
-        self.mode = mode
         self.env = ProcgenGym3Env(
             num=num,
             env_name="heist",
@@ -52,9 +51,6 @@ class Engine:
         engine's buffers: valid until the next `act` or `set_state`; copy what you keep."""
         self.env._c_lib.libenv_observe(self.env._c_env)
         return self.env._rew, self.env._ob["rgb"], self.env._first
-
-    def info(self) -> list[dict]:
-        return self.env.get_info()
 
     def get_state(self, index: int) -> bytes:
         size = self.env.call_c_func("get_state", index, self._buf, MAX_STATE_BYTES)

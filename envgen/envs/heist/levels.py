@@ -22,10 +22,6 @@ BANK_SEEDS = 16384  # seeds 0 .. BANK_SEEDS-1 per mode: about 2700 levels per (s
 BANK_DIR = Path(__file__).parent
 
 
-def encode(maze_size: int, colours: int) -> int:
-    return maze_size * 4 + colours
-
-
 def generate(mode: str, seeds: np.ndarray, batch: int = 64) -> Iterator[HeistState]:
     """The freshly generated level of each seed, in order, made by the engine itself."""
     seeds = np.asarray(seeds, dtype=np.int64)
@@ -46,8 +42,8 @@ def generate(mode: str, seeds: np.ndarray, batch: int = 64) -> Iterator[HeistSta
 
 
 def scan(mode: str, seeds: np.ndarray) -> np.ndarray:
-    """uint8 code (see `encode`) of each seed's level."""
-    codes = (encode(edits.maze_size(s), edits.colours(s)) for s in generate(mode, seeds))
+    """uint8 code of each seed's level: maze_size * 4 + colours."""
+    codes = (edits.maze_size(s) * 4 + edits.colours(s) for s in generate(mode, seeds))
     return np.fromiter(codes, dtype=np.uint8, count=len(seeds))
 
 

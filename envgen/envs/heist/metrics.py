@@ -98,20 +98,6 @@ def skill_stats(episodes: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float,
     }
 
 
-def aggregate(runs: Sequence[HeistMetrics]) -> dict[str, tuple[float, float]]:
-    """{metric: (mean, std)} over runs (e.g. seeds), std with ddof=0; NaN runs skipped."""
-    if not runs:
-        raise ValueError("runs: need at least one run")
-    out: dict[str, tuple[float, float]] = {}
-    for field in dataclasses.fields(HeistMetrics):
-        values = np.array([getattr(run, field.name) for run in runs], dtype=np.float64)
-        values = values[~np.isnan(values)]
-        out[field.name] = (
-            (float(values.mean()), float(values.std())) if values.size else (np.nan, np.nan)
-        )
-    return out
-
-
 def run_episodes(
     policy: Policy,
     *,

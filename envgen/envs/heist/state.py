@@ -31,7 +31,6 @@ KEY = 2
 EXIT = 9  # the gem
 KEY_ON_RING = 11  # the held-key icons drawn in the corner
 WALL_OBJ = 51
-SPACE = 100
 
 # Entity::serialize, field by field (entity.cpp): 31 four-byte values, 124 bytes a record.
 _ENTITY_FIELDS = (
