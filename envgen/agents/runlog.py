@@ -3,7 +3,7 @@
 Crafter episode lines use crafter's `stats.jsonl` schema (`length`, `reward` rounded to
 0.1 as crafter does, `achievement_<name>` counts); Heist lines hold the sub-goal counts
 of `HeistVecEnv` (`return`, `length`, `success`, keys and doors), which
-`envgen.envs.heist.metrics.summarise` reads as they are. Both add `step` (global env
+`envgen.envs.heist.metrics.summary` reads as they are. Both add `step` (global env
 step at which the episode ended), `phase` and `config_index`.
 """
 

@@ -220,11 +220,8 @@ class CrafterVecEnv:
         """Restore `get_state`'s snapshot (same num_envs and seed; any num_workers).
 
         ValueError (or KeyError, TypeError) when the snapshot is malformed."""
-        if len(state["config_indices"]) != self.num_envs:
-            raise ValueError(
-                f"state of {len(state['config_indices'])} envs given to a vec env of "
-                f"{self.num_envs}"
-            )
+        if (count := len(state["config_indices"])) != self.num_envs:
+            raise ValueError(f"state of {count} envs given to a vec env of {self.num_envs}")
         obs = state["obs"]
         if not isinstance(obs, np.ndarray) or obs.dtype != np.uint8 or obs.shape != self._obs.shape:
             raise ValueError(f"observations: expected uint8 {self._obs.shape}")
@@ -238,11 +235,7 @@ class CrafterVecEnv:
         if set(merged) != set(range(self.num_envs)):
             raise ValueError(f"env states: expected envs 0..{self.num_envs - 1}")
         self.configs, self.config_indices = configs, indices
-        self._check_open()
-        for link, block in zip(self._links, self._slices[1:], strict=True):
-            link.conn.send(("set_state", {i: merged[i] for i in range(block.start, block.stop)}))
-        local = {i: merged[i] for i in range(self._slices[0].start, self._slices[0].stop)}
-        self._checked([self._run_local("set_state", local)] + [link.recv() for link in self._links])
+        self._call("set_state", merged)  # each block takes its own envs' states
         self._obs[:] = obs
 
     def worker_cpu_seconds(self) -> list[float]:
@@ -404,8 +397,7 @@ class _Block:
 
     def reset_ended(self, i: int) -> None:
         """Auto-reset env i; one that must generate its world is announced as busy time."""
-        generates = self.busy_words and not self.envs[i].next_world_ready
-        if not generates:
+        if not self.busy_words or self.envs[i].next_world_ready:
             self.reset_env(i)
             return
         start = time.perf_counter_ns()
@@ -473,7 +465,8 @@ class _Block:
                 for i in self.indices
             }
         if command == "set_state":
-            for i, saved in data.items():
+            for i in self.indices:
+                saved = data[i]
                 env = snapshot.restore(saved["env"])
                 config_index, ret, length = saved["config_index"], saved["return"], saved["length"]
                 if (type(config_index), type(ret), type(length)) != (int, float, int):

@@ -1,17 +1,13 @@
 """Crafter's 64x64 observation from a precomputed tile atlas, pixel-identical to stock.
 
-Stock `crafter.Env.render` draws 63 tiles and every object through NumPy slices and
-PIL every step (~1 ms). Here the pixels that can occur are computed once by stock's own
-code, then composed in numba:
-
-- material tiles: `crafter.engine.Textures.get(name, unit)` (PIL nearest resize);
-- object tiles: each object texture alpha-blended onto each material tile by stock's
-  `engine._draw_alpha` (an object always sits alone on one in-area tile);
-- inventory cells: stock's `ItemView` drawn once per (slot, amount);
-- lighting: stock's `LocalView._light`/`_sleep` arithmetic, redone per pixel in the same
-  float64 order; PIL's `ImageEnhance.Color` is its RGB->L conversion
-  (`(19595 R + 38470 G + 7471 B + 2**15) >> 16`) and its float32 `Image.blend`.
-  Night noise is drawn by the caller from `world.random` with stock's exact call.
+Stock `crafter.Env.render` draws 63 tiles and every object through NumPy slices and PIL
+every step (~1 ms). Here the pixels that can occur are computed once by stock's own code
+(material tiles by `Textures.get`; each object texture alpha-blended onto each material
+tile by `engine._draw_alpha`, as an object sits alone on its tile; inventory cells by
+`ItemView` per slot and amount), then composed in numba. Lighting redoes stock's
+`LocalView._light`/`_sleep` per pixel in the same float64 order, with PIL's RGB->L
+conversion and float32 `Image.blend` for `ImageEnhance.Color`; the caller draws the
+night noise from `world.random` with stock's exact call.
 """
 
 from __future__ import annotations

@@ -1,18 +1,16 @@
 """Heist-EnvGen: procgen's own batched Heist, with each episode's level chosen and edited.
 
-The engine steps all games in its threads exactly as plain procgen does. Python touches a
-game only when one of its episodes starts (procgen resets a game inside the step that
-ends its episode, game.cpp `Game::step`): it reads the new level's state, applies the
-config's edits (colours removed, keys held), schedules the *next* episode's mode and
-level seed (from the level bank when the config asks for a maze size or colours, else
-procgen's full seed range), and writes the state back. Episodes end when the gem is
-stolen (terminated, reward 10) or at procgen's 1000-step timeout (truncated); as in
-procgen the step that ends an episode returns the next episode's first observation.
+The engine steps all games in its threads as plain procgen does. Python touches a game
+only when an episode starts (inside the step that ends the last, game.cpp `Game::step`):
+it applies the config's edits to the new level's state (colours removed, keys held),
+schedules the next episode's mode and level seed (a level bank seed when the config asks
+for a maze size or colours, else procgen's full range) and writes the state back. An
+episode ends when the gem is stolen (terminated, reward 10) or at procgen's 1000-step
+timeout (truncated), and that step returns the next episode's first observation.
 
-Sub-goals per episode: a stolen gem implies every key picked up and every door opened
-(the colour chain, see `edits`); a timed-out episode's last step is replayed on a
-one-game scratch engine that does not reset, to read the final state exactly (skipped
-when no key or door is within a step's reach: the step cannot change them).
+Sub-goals: a stolen gem implies every key taken and door opened (the colour chain, see
+`edits`); a timed-out episode's last step is replayed on a one-game scratch engine that
+does not reset, to read its final state (skipped when no key or door is within reach).
 """
 
 from __future__ import annotations
@@ -37,13 +35,10 @@ REACH = 2.0  # cells: more than the agent moves in one step (speed 0.75, heist.c
 class HeistVecEnv:
     """`num_envs` Heist games with auto-reset, the API of `CrafterVecEnv`.
 
-    Configs are spread over the games as `CrafterVecEnv` does (`assign_configs`:
-    contiguous blocks sized by `weights`); each episode of game i plays a level of
-    config `config_indices[i]`. reset() -> obs uint8 (N, 64, 64, 3); step(actions int
-    (N,)) -> (obs, reward float32 (N,), terminated bool (N,), truncated bool (N,), infos);
-    at an episode's end infos[i]["episode"] holds return, length, success,
-    keys_collected, keys_total, doors_opened, doors_total, config_index, level_seed and
-    maze_size; other infos are empty dicts.
+    Configs are spread over the games by `assign_configs`, as in `CrafterVecEnv`; game i
+    plays levels of config `config_indices[i]`. At an episode's end infos[i]["episode"]
+    holds return, length, success, keys_collected, keys_total, doors_opened,
+    doors_total, config_index, level_seed and maze_size; other infos are empty dicts.
     """
 
     num_actions = NUM_ACTIONS
@@ -165,10 +160,8 @@ class HeistVecEnv:
 
         ValueError (or KeyError, TypeError) when the snapshot is malformed; each game's
         bytes are parsed (`state.parse`) before the engine sees them."""
-        if len(state["games"]) != self.num_envs:
-            raise ValueError(
-                f"state of {len(state['games'])} games given to a vec env of {self.num_envs}"
-            )
+        if (count := len(state["games"])) != self.num_envs:
+            raise ValueError(f"state of {count} games given to a vec env of {self.num_envs}")
         configs = [config_from_plain(c) for c in state["configs"]]
         indices = list(state["config_indices"])
         if len(indices) != self.num_envs or not all(
