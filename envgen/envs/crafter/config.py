@@ -118,26 +118,13 @@ class CrafterConfig:
     @property
     def world_key(self) -> tuple[str, ...]:
         """The fields that change world generation (not inventory or length)."""
-        return (
-            self.target_biome,
-            self.coal_rarity,
-            self.iron_rarity,
-            self.diamond_rarity,
-            self.tree_rarity,
-            self.world_rules,
-        )
+        return (*(getattr(self, name) for name in ENV_FIELDS), self.world_rules)
 
     # --- (de)serialisation ---------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The authors' JSON layout; `from_dict(to_dict())` round-trips."""
         out: dict[str, Any] = {
-            "environment_settings": {
-                "target_biome": self.target_biome,
-                "coal_rarity": self.coal_rarity,
-                "iron_rarity": self.iron_rarity,
-                "diamond_rarity": self.diamond_rarity,
-                "tree_rarity": self.tree_rarity,
-            },
+            "environment_settings": {name: getattr(self, name) for name in ENV_FIELDS},
             "inventory_settings": dict(self.inventory),
             "length": self.length,
         }

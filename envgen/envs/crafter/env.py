@@ -94,17 +94,18 @@ class CrafterEnv:
         if seed is not None:
             self._seed = int(seed)
             self._episode = 0
+        self.prepare_next_world()  # unless a vector env prepared it ahead
+        (world_seed, _), built = self._next_world
+        self._next_world = None
         self._episode += 1
         self._step = 0
         world = self._world
-        world_seed = _world_seed(self._seed, self._episode)
         world.reset(seed=world_seed)
         world.daylight = _daylight(0)
         self._player = player = Player(world, CENTER)
         self._last_health = player.health
         world.add(player)
         self._unlocked = set()
-        built = self._take_next_world(world_seed)
         for kind, x, y in worldgen.install(world, built).tolist():
             if kind == worldgen.COW:
                 world.add(Cow(world, (x, y)))
@@ -173,12 +174,6 @@ class CrafterEnv:
         return self._next_world is not None and self._next_world[0] == key
 
     # --- internals ---------------------------------------------------------------
-    def _take_next_world(self, world_seed: int) -> worldgen.GeneratedWorld:
-        prepared, self._next_world = self._next_world, None
-        if prepared is not None and prepared[0] == (world_seed, self.config):
-            return prepared[1]
-        return worldgen.build(world_seed, AREA, CENTER, self.config)
-
     def _info(self, dead: bool) -> dict[str, Any]:
         player = self._player
         info = {

@@ -1,17 +1,12 @@
 """`HeistConfig`: what an LLM may set in a Heist level, validated in one place.
 
 The paper does not say which Heist parameters its LLM controlled (docs/paper.md, "What
-the paper does not say"); this project exposes what procgen's Heist generator itself
-varies and what matters for the three skills (find keys, open doors in order, reach
-the gem): the distribution mode, the maze size, the number of key/door colours and the
-keys the agent holds at the start. Ranges are the engine's (openai/procgen
-games/heist.cpp): the maze is 5, 7 or 9 cells wide in easy mode and up to 13 in hard
-mode, and a maze of size m has at most min(3, (m - 5) / 2 + 1) colours. The defaults
-are plain Heist in easy mode; see docs/heist.md for the design and its reasons.
-
-`HeistConfig.from_dict` follows `CrafterConfig.from_dict`'s contract: unknown keys and
-bad enums raise `ConfigError` naming the field path and the allowed values; numbers out
-of range are clamped and recorded in `.warnings`.
+the paper does not say"). This project exposes what procgen's Heist generator varies and
+what matters for the three skills (find keys, open doors in order, reach the gem): the
+distribution mode, maze size, number of key/door colours and keys held at the start, in
+the engine's ranges (openai/procgen games/heist.cpp; `MAX_MAZE`, `max_colours`). The
+defaults are plain easy Heist; docs/heist.md gives the design and its reasons.
+`HeistConfig.from_dict` keeps `CrafterConfig.from_dict`'s contract.
 """
 
 from __future__ import annotations
@@ -179,13 +174,9 @@ def _field_name(
     raise ConfigError(where, f"unknown key; allowed keys: {', '.join((*also, *section))}")
 
 
-def _is_random(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and norm_key(value) in _RANDOM_WORDS)
-
-
 def _optional_int(value: Any, where: str, lo: int, hi: int, warnings: list[str]) -> int | None:
     """None for "random"-like input, else an int clamped to [lo, hi] (clamping recorded)."""
-    if _is_random(value):
+    if value is None or (isinstance(value, str) and norm_key(value) in _RANDOM_WORDS):
         return None
     return int_clamped(value, lo, hi, where, warnings)
 

@@ -1,15 +1,10 @@
 """procgen's batched Heist engine, with per-game state access that reuses one buffer.
 
-`ProcgenGym3Env.callmethod("get_state")` copies every game through a freshly allocated
-1 MiB buffer; Heist-EnvGen touches one game at a time at episode boundaries, so it calls
-procgen's C entry points (`get_state(env, i, buf, n)`, `set_state(env, i, buf, n)`,
-vecgame.cpp) directly. `set_state` re-renders that game's observation into the engine's
-buffers, so `observe` hands out views of gym3's buffers (`CEnv._rew`, `_ob`, `_first`)
-and the caller copies once, after its edits, instead of gym3 copying every frame twice.
-
-procgen is imported when an engine starts, not with this module: the pipeline imports the
-game registry (and Heist's action count) in every job, and a Crafter-only machine need
-not have procgen installed.
+`ProcgenGym3Env.callmethod("get_state")` copies every game through a new 1 MiB buffer;
+Heist-EnvGen touches one game at a time at episode boundaries, so it calls procgen's C
+`get_state`/`set_state` (vecgame.cpp) directly. `set_state` re-renders that game's
+observation, so `observe` hands out views of gym3's buffers and the caller copies once,
+after its edits, instead of gym3 copying every frame twice.
 """
 
 import numpy as np
@@ -27,8 +22,8 @@ class Engine:
     def __init__(self, num: int, mode: str, seed: int, num_threads: int = 4):
         if mode not in MODES:
             raise ValueError(f"distribution mode {mode!r}: allowed values: {', '.join(MODES)}")
-        # lazy: optional dependency (procgen): a Crafter run loads this module through the
-        # game registry and must not load procgen (tests/test_lazy_imports.py)
+        # lazy: optional dependency (procgen): the game registry loads this module in every
+        # job, and a Crafter-only machine need not have procgen (tests/test_lazy_imports.py)
         from procgen import ProcgenGym3Env
 
         self.num = num

@@ -15,6 +15,7 @@ the engine writes.
 """
 
 import dataclasses
+import itertools
 import struct
 from typing import Any
 
@@ -49,10 +50,8 @@ ENTITY_DTYPE = np.dtype([(name, code) for code, names in _ENTITY_FIELDS for name
 class RandGen:
     """A `RandGen` (randgen.cpp): kept verbatim, never interpreted."""
 
-    is_seeded: int
-    """Nonzero once seeded."""
-    mt19937: bytes
-    """`std::mt19937` streamed as text (624 words and a position)."""
+    is_seeded: int  # Nonzero once seeded
+    mt19937: bytes  # `std::mt19937` streamed as text (624 words and a position)
 
 
 @dataclasses.dataclass
@@ -136,22 +135,14 @@ class BasicFields:
 class HeistState:
     """One Heist game, parsed. Edit fields, then `serialise` it for `set_state`."""
 
-    game: GameFields
-    """`Game` fields."""
-    grid_size: int
-    """main_width * main_height."""
-    entities: np.ndarray
-    """Structured array of ENTITY_DTYPE records, in the engine's order."""
-    basic: BasicFields
-    """`BasicAbstractGame` scalars."""
-    grid: np.ndarray
-    """Object ids, int32 array of shape (main_height, main_width); index [y, x]."""
-    num_keys: int
-    """Key/door colours the level was generated with (0-3)."""
-    world_dim: int
-    """Side of the square world in cells (9 easy, 13 hard)."""
-    has_keys: list[bool]
-    """Per colour, whether the agent holds that key."""
+    game: GameFields  # `Game` fields
+    grid_size: int  # main_width * main_height
+    entities: np.ndarray  # Structured array of ENTITY_DTYPE records, in the engine's order
+    basic: BasicFields  # `BasicAbstractGame` scalars
+    grid: np.ndarray  # Object ids, int32 array of shape (main_height, main_width); index [y, x]
+    num_keys: int  # Key/door colours the level was generated with (0-3)
+    world_dim: int  # Side of the square world in cells (9 easy, 13 hard)
+    has_keys: list[bool]  # Per colour, whether the agent holds that key
 
     def of_type(self, entity_type: int) -> np.ndarray:
         """Indices of the entities of one type (e.g. KEY, LOCKED_DOOR)."""
@@ -175,19 +166,13 @@ def _plan(cls: type) -> list[tuple[Any, tuple[str, ...]]]:
     Reads `field.type` as a class, so this module must not use postponed annotations.
     """
     plan: list[tuple[Any, tuple[str, ...]]] = []
-    run: list[str] = []
-    codes = ""
-    for field in dataclasses.fields(cls):
-        if field.type in _FIXED:
-            run.append(field.name)
-            codes += _FIXED[field.type]
-            continue
-        if run:
-            plan.append((struct.Struct("<" + codes), tuple(run)))
-            run, codes = [], ""
-        plan.append((field.type, (field.name,)))
-    if run:
-        plan.append((struct.Struct("<" + codes), tuple(run)))
+    for fixed, run in itertools.groupby(dataclasses.fields(cls), lambda f: f.type in _FIXED):
+        run = list(run)
+        if fixed:
+            codes = "".join(_FIXED[field.type] for field in run)
+            plan.append((struct.Struct("<" + codes), tuple(field.name for field in run)))
+        else:
+            plan += [(field.type, (field.name,)) for field in run]
     return plan
 
 
