@@ -1,7 +1,5 @@
-"""How a vector env spreads a weighted mixture of configs over its envs, and seeds them.
-
-Shared by the Crafter and Heist vector envs; it imports no game.
-"""
+"""How a vector env spreads a weighted mixture of configs over its envs, and seeds them
+(shared by the Crafter and Heist vector envs; it imports no game)."""
 
 from __future__ import annotations
 
@@ -13,10 +11,8 @@ import numpy as np
 def assign_configs(
     n_configs: int, num_envs: int, weights: Sequence[float] | None = None
 ) -> list[int]:
-    """Config index per env: contiguous blocks sized by `weights` (largest remainder).
-
-    8 envs over 4 equal-weight configs -> [0, 0, 1, 1, 2, 2, 3, 3].
-    """
+    """Config index per env: contiguous blocks sized by `weights` (largest remainder);
+    8 envs over 4 equal-weight configs -> [0, 0, 1, 1, 2, 2, 3, 3]."""
     if n_configs < 1 or num_envs < 1:
         raise ValueError(f"need at least one config and one env, got {n_configs}, {num_envs}")
     w = np.ones(n_configs) if weights is None else np.asarray(weights, float)

@@ -9,32 +9,28 @@ here and only their own fields, each of its declared kind.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
-
-def _crafter() -> type:
-    from envgen.envs.crafter.config import CrafterConfig  # lazy: circle (see KINDS)
-
-    return CrafterConfig
+KINDS = ("crafter", "heist")
 
 
-def _heist() -> type:
-    from envgen.envs.heist.config import HeistConfig  # lazy: circle (see KINDS)
+def _config_class(kind: str) -> type:
+    """The config class of a kind, imported when first asked: the packages
+    envgen.envs.crafter and envgen.envs.heist import their env modules, which import this
+    one (a circle at the top), and a Crafter run's env workers need not load Heist's."""
+    if kind == "crafter":
+        from envgen.envs.crafter.config import CrafterConfig  # lazy: see the docstring
+
+        return CrafterConfig
+    from envgen.envs.heist.config import HeistConfig  # lazy: see the docstring
 
     return HeistConfig
-
-
-# kind -> its config class, imported when first asked: the packages envgen.envs.crafter
-# and envgen.envs.heist import their env modules, which import this one (a circle at the
-# top), and a Crafter run's env workers need not load Heist's package.
-KINDS: dict[str, Callable[[], type]] = {"crafter": _crafter, "heist": _heist}
 
 
 def config_to_plain(config: Any) -> dict[str, Any]:
     """{"kind": ..., field: value, ...} of a CrafterConfig or HeistConfig."""
     for kind in KINDS:
-        if type(config) is KINDS[kind]():
+        if type(config) is _config_class(kind):
             fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
             fields = {k: _plain_value(v) for k, v in fields.items()}
             return {"kind": kind, **fields}
@@ -46,7 +42,7 @@ def config_from_plain(data: Any) -> Any:
     if not isinstance(data, dict) or data.get("kind") not in KINDS:
         kinds = ", ".join(KINDS)
         raise ValueError(f"expected a level config ({kinds}), got {type(data).__name__}")
-    cls = KINDS[data["kind"]]()
+    cls = _config_class(data["kind"])
     fields = {f.name: f for f in dataclasses.fields(cls)}
     values = {k: v for k, v in data.items() if k != "kind"}
     if set(values) != set(fields):

@@ -1,8 +1,8 @@
 """Coercions shared by every config's `from_dict`: field paths, key spellings, clamping.
 
-Untrusted input (LLM replies, JSON files) goes through these so that every game's
-config reports errors the same way: a `ConfigError` naming the dotted field path, or
-a clamped value with a warning appended to the caller's list.
+Untrusted input (LLM replies, JSON files) goes through these so that every game's config
+reports errors alike: a `ConfigError` naming the dotted field path, or a clamped value
+with a warning appended to the caller's list.
 """
 
 from __future__ import annotations
@@ -22,12 +22,18 @@ def norm_key(key: Any) -> str:
     return str(key).strip().lower().replace(" ", "_").replace("-", "_")
 
 
-def as_mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
+def json_object(value: Any, where: str) -> Mapping[str, Any]:
+    """`value` if it is a JSON object (a mapping); `ConfigError` otherwise."""
     if not isinstance(value, Mapping):
-        raise ConfigError(where, f"expected a JSON object, got {type(value).__name__}")
+        raise ConfigError(
+            where or "<config>", f"expected a JSON object, got {type(value).__name__}"
+        )
     return value
+
+
+def as_mapping(value: Any, where: str) -> Mapping[str, Any]:
+    """A settings section: `json_object`, with None as an empty one."""
+    return {} if value is None else json_object(value, where)
 
 
 def one_of(value: Any, allowed: tuple[str, ...], aliases: Mapping[str, str], where: str) -> str:

@@ -17,6 +17,8 @@ step goes through the pipe (`SHARED_SIGNALS`). Measured in docs/crafter.md, "Vec
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import multiprocessing as mp
 import os
 import platform
@@ -56,12 +58,9 @@ _REACHED = object()
 
 
 class CrafterVecEnv:
-    """`num_envs` Crafter envs with auto-reset; see the module docstring.
-
-    When env i's episode ends, `step` returns the first observation of its next episode
-    in obs[i] and `infos[i]["episode"] = {"achievements", "return", "length",
-    "config_index"}`; other infos are empty dicts.
-    """
+    """`num_envs` Crafter envs with auto-reset: when env i's episode ends, `step` returns
+    its next episode's first observation in obs[i] and `infos[i]["episode"] =
+    {"achievements", "return", "length", "config_index"}`; other infos are empty dicts."""
 
     def __init__(
         self,
@@ -92,17 +91,18 @@ class CrafterVecEnv:
         if not 1 <= workers <= self.num_envs:
             raise ValueError(f"num_workers: must be in [1, num_envs={num_envs}], got {workers}")
         self.num_workers = workers
-        self._obs_raw = mp.RawArray("B", n * int(np.prod(OBS_SHAPE)))
-        self._actions_raw = mp.RawArray("q", n)
-        self._rewards_raw = mp.RawArray("f", n)
-        self._flags_raw = mp.RawArray("b", 2 * n)
+        # Observations, actions, rewards and (terminated, truncated) flags, in shared memory.
+        shared = (
+            mp.RawArray("B", n * int(np.prod(OBS_SHAPE))),
+            mp.RawArray("q", n),
+            mp.RawArray("f", n),
+            mp.RawArray("b", 2 * n),
+            n,
+        )
         self._control_raw = mp.RawArray("q", _WORDS * max(workers - 1, 1))
-        self._obs = np.frombuffer(self._obs_raw, np.uint8).reshape((n, *OBS_SHAPE))
-        self._actions = np.frombuffer(self._actions_raw, np.int64)
-        self._rewards = np.frombuffer(self._rewards_raw, np.float32)
-        self._flags = np.frombuffer(self._flags_raw, np.int8).reshape(2, n)
         bounds = np.linspace(0, n, workers + 1).astype(int)
         self._slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        blocks = [(b, seeds[b], shared, self.configs, self.config_indices) for b in self._slices]
         control = np.frombuffer(self._control_raw, np.int64).reshape(-1, _WORDS)
         spin = SPIN_SECONDS if usable_cores() >= workers else 0.0
         context = mp.get_context("forkserver")
@@ -113,44 +113,29 @@ class CrafterVecEnv:
             context.set_forkserver_preload(list(PRELOAD))
         self._links: list[_Link] = []
         self._procs = []
-        for k, block in enumerate(self._slices[1:]):
+        for k, block in enumerate(blocks[1:]):
             parent, child = context.Pipe()
+            control_args = (self._control_raw, k, spin)
             proc = context.Process(
-                target=_worker,
-                args=(
-                    child,
-                    (self._control_raw, k, spin),
-                    block,
-                    seeds[block],
-                    self._shared(),
-                    self.configs,
-                    self.config_indices,
-                    prepare_when_idle,
-                ),
-                daemon=True,
+                target=_worker, args=(child, control_args, block, prepare_when_idle), daemon=True
             )
             proc.start()
             child.close()
             self._links.append(_Link(control[k], parent, spin))
             self._procs.append(proc)
-        self._local = _Block(
-            self._slices[0],
-            seeds[self._slices[0]],
-            self._shared(),
-            self.configs,
-            self.config_indices,
-            busy_words=[(link.words, _PARENT_BUSY) for link in self._links],
+        self._local = local = _Block(
+            *blocks[0], busy_words=[(link.words, _PARENT_BUSY) for link in self._links]
         )
-        self._workers_busy = [(link.words, _WORKER_BUSY) for link in self._links]
+        self._obs, self._actions = local.obs, local.actions
+        self._rewards, self._flags = local.rewards, local.flags
+        workers_busy = [(link.words, _WORKER_BUSY) for link in self._links]
+        self._idle = functools.partial(local.use_idle_time, workers_busy)
         self._closed = False
 
     def _assign(self, weights: Sequence[float] | None) -> list[int]:
         """Config index per env: each group of `group_size` envs spans the mixture."""
         group = assign_configs(len(self.configs), self.group_size, weights)
         return group * (self.num_envs // self.group_size)
-
-    def _shared(self) -> tuple[Any, ...]:
-        return (self._obs_raw, self._actions_raw, self._rewards_raw, self._flags_raw, self.num_envs)
 
     def reset(self) -> np.ndarray:
         """Start a new episode in every env; returns obs (num_envs, 64, 64, 3) uint8."""
@@ -194,21 +179,17 @@ class CrafterVecEnv:
     def set_mixture(
         self, configs: Sequence[CrafterConfig], weights: Sequence[float] | None = None
     ) -> int:
-        """Switch to a new config mixture: every env resets into its new config at once.
-
-        Processes are kept; the new first observations are in `last_obs`. Returns the
-        number of running episodes (at least one step played) the switch ended unlogged.
-        """
+        """Switch to a new config mixture: every env resets into its new config at once,
+        in the same processes; the new first observations are in `last_obs`. Returns the
+        number of running episodes (at least one step played) the switch ended unlogged."""
         self.configs = list(configs)
         self.config_indices = self._assign(weights)
         return sum(self._call("mixture", (self.configs, self.config_indices)))
 
     def get_state(self) -> dict[str, Any]:
-        """Every env mid-episode, its running return and length, and the observations:
-        `set_state` on a vec env built with the same arguments continues exactly.
-
-        Plain data only (`envgen.envs.crafter.snapshot`, `envgen.envs.plain`): a
-        checkpoint stores it without pickling any object."""
+        """Every env mid-episode, its running return and length, and the observations, as
+        plain data (`snapshot`, `envgen.envs.plain`) that a checkpoint stores unpickled:
+        `set_state` on a vec env built with the same arguments continues exactly."""
         return {
             "configs": [config_to_plain(c) for c in self.configs],
             "config_indices": list(self.config_indices),
@@ -217,8 +198,7 @@ class CrafterVecEnv:
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore `get_state`'s snapshot (same num_envs and seed; any num_workers).
-
+        """Restore `get_state`'s snapshot (same num_envs and seed; any num_workers);
         ValueError (or KeyError, TypeError) when the snapshot is malformed."""
         if (count := len(state["config_indices"])) != self.num_envs:
             raise ValueError(f"state of {count} envs given to a vec env of {self.num_envs}")
@@ -247,10 +227,8 @@ class CrafterVecEnv:
             return
         self._closed = True
         for link in self._links:
-            try:
+            with contextlib.suppress(OSError):  # a worker already gone: BrokenPipeError
                 link.conn.send(("close", None))
-            except (BrokenPipeError, OSError):
-                pass
         for proc in self._procs:
             proc.join(timeout=5)
             if proc.is_alive():
@@ -290,9 +268,6 @@ class CrafterVecEnv:
             replies.append(reply)
         return self._checked(replies)
 
-    def _idle(self) -> None:
-        self._local.use_idle_time(self._workers_busy)
-
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("CrafterVecEnv is closed")
@@ -313,16 +288,12 @@ class CrafterVecEnv:
 
 
 class _Link:
-    """One worker's control words and pipe end, as either side sees them.
-
-    Words: _COMMAND (steps asked, parent writes), _DONE (steps finished, worker writes),
-    _MESSAGE (the last step's reply is in the pipe), and a dozing flag per side.
-    """
+    """One worker's control words and pipe end, as either side sees them. Words: _COMMAND
+    (steps asked, parent writes), _DONE (steps finished, worker writes), _MESSAGE (the
+    last step's reply is in the pipe), and a dozing flag per side."""
 
     def __init__(self, words: np.ndarray, conn: Any, spin_seconds: float):
-        self.words = words
-        self.conn = conn
-        self.spin_seconds = spin_seconds
+        self.words, self.conn, self.spin_seconds = words, conn, spin_seconds
 
     def wake(self, dozing: int) -> None:
         """Send a wake-up if the other side dozes on the pipe."""
@@ -330,11 +301,9 @@ class _Link:
             self.conn.send(_WAKE)
 
     def wait(self, word: int, target: int, dozing: int, idle: Callable[[], None]) -> Any:
-        """Until words[word] == target (returns _REACHED) or a pipe message comes (returns it).
-
-        Spins for `spin_seconds`, calling `idle` (which may do useful work), then blocks
-        on the pipe with words[dozing] up.
-        """
+        """Until words[word] == target (returns _REACHED) or a pipe message comes (returns
+        it): spins for `spin_seconds`, calling `idle`, then blocks on the pipe with
+        words[dozing] up."""
         words, conn = self.words, self.conn
         deadline = time.perf_counter() + self.spin_seconds
         while time.perf_counter() < deadline:
@@ -408,12 +377,10 @@ class _Block:
 
     def use_idle_time(self, others_busy: list[tuple[np.ndarray, int]]) -> None:
         """While another block generates a world for longer than it takes us, generate the
-        next world of one of our envs: lock-step waits for the slowest block, and world
-        generation is most of a reset (see CrafterEnv.prepare_next_world).
-
-        With `prepare_when_idle` (a worker beside a GPU policy step, which leaves every
-        worker idle between steps) it generates one whenever it is idle. A world depends
-        only on seed, episode and config, so neither changes any number."""
+        next world of one of ours: lock-step waits for the slowest block, and world
+        generation is most of a reset. With `prepare_when_idle` (a worker beside a GPU
+        policy step, idle between steps) generate one whenever idle. A world depends only
+        on seed, episode and config, so neither changes any number."""
         if self.prepare_when_idle:
             self._prepare_one()
             return
@@ -501,11 +468,10 @@ def workers_variable() -> int | None:
     """`$ENVGEN_ENV_WORKERS` as a count, None when unset; any other value is a
     `ConfigError` (the CLIs call this before any work, so a typo is one line).
 
-    The variable sets the worker count of a Crafter run that names none, for a machine
-    whose cores other jobs hold (a test suite on two workers): there a worker process
-    waits for a core at every lock step, and a run that steps every env in its own
-    process is faster (docs/crafter.md, "Vector env"). It changes no number.
-    """
+    It sets the worker count of a Crafter run that names none, for a machine whose cores
+    other jobs hold (a test suite on two workers): there a worker waits for a core at
+    every lock step, and fewer processes are faster (docs/crafter.md, "Vector env"). It
+    changes no number."""
     value = os.environ.get(WORKERS_VARIABLE, "").strip()
     if not value:
         return None
@@ -532,19 +498,16 @@ def _running_mean(mean: float, value: float) -> float:
     return value if not mean else 0.8 * mean + 0.2 * value
 
 
-def _worker(conn, control, block, seeds, shared, configs, config_indices, prepare) -> None:
+def _worker(conn, control, block_args, prepare) -> None:
     """A worker process: run one `_Block` until told to close."""
     # Its parent is the forkserver, which ends when the vector env's process does.
     die_with_parent()
     control_raw, k, spin = control
     link = _Link(np.frombuffer(control_raw, np.int64).reshape(-1, _WORDS)[k], conn, spin)
-    envs = _Block(
-        block, seeds, shared, configs, config_indices, [(link.words, _WORKER_BUSY)], prepare
-    )
-    try:
+    envs = _Block(*block_args, [(link.words, _WORKER_BUSY)], prepare)
+    # EOF or a broken pipe: the parent is gone (killed), nobody to answer, no traceback to print
+    with contextlib.suppress(EOFError, BrokenPipeError, ConnectionResetError):
         _serve(link, envs, conn)
-    except (EOFError, BrokenPipeError, ConnectionResetError):
-        pass  # the parent is gone (killed): nobody to answer, and no traceback to print
     conn.close()
 
 

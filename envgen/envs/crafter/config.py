@@ -1,15 +1,11 @@
 """`CrafterConfig`: what an LLM may set in a Crafter world, validated in one place.
 
 The parameters, their allowed values and the spawn thresholds are the ones of the
-EnvGen authors' prompt and modified Crafter (see docs/paper.md, "Crafter parameters
-the LLM controls"). Every default reproduces stock Crafter: natural biome, coal
-"common" (0.85), iron "common" (0.75), tree "common" (0.8), diamond "rare" (0.994),
-empty inventory, episode length 10000.
-
+EnvGen authors' prompt and modified Crafter (docs/paper.md, "Crafter parameters the LLM
+controls"). Every default reproduces stock Crafter (`SPAWN_THRESHOLDS`, `STOCK_LENGTH`).
 `CrafterConfig.from_dict` is the only way untrusted input (an LLM reply, a JSON file)
-becomes a config: unknown keys and bad enums raise `ConfigError` naming the field
-path and the allowed values; numbers out of range are clamped and recorded in
-`.warnings`.
+becomes a config: unknown keys and bad enums raise `ConfigError` naming the field path
+and the allowed values; numbers out of range are clamped and recorded in `.warnings`.
 """
 
 from __future__ import annotations
@@ -18,15 +14,14 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from envgen.envs.validation import as_mapping, int_clamped, join_path, norm_key, one_of
+from envgen.envs.validation import as_mapping, int_clamped, join_path, json_object, norm_key, one_of
 from envgen.errors import ConfigError
 
 BIOMES = ("natural", "grassland", "mountain", "beaches")
 RARITIES = ("very_common", "common", "rare")
 
-# Spawn thresholds per rarity: a tile becomes the resource when uniform() > threshold.
-# Source: the EnvGen authors' modified worldgen (docs/paper.md, "Crafter parameters"). "common" (and
-# "rare" for diamond) equal stock Crafter's constants.
+# Spawn thresholds per rarity (the authors' modified worldgen): a tile becomes the resource
+# when uniform() > threshold. "common" (and "rare" for diamond) are stock Crafter's.
 SPAWN_THRESHOLDS: dict[str, dict[str, float]] = {
     "coal": {"rare": 0.95, "common": 0.85, "very_common": 0.75},
     "iron": {"rare": 0.85, "common": 0.75, "very_common": 0.65},
@@ -46,10 +41,9 @@ INVENTORY_MAX: dict[str, int] = {**{k: 9 for k in MATERIAL_ITEMS}, **{k: 1 for k
 # wood pickaxe; anything "iron" a stone pickaxe; "diamond" an iron pickaxe.
 IMPLIED_TOOLS = {"stone": "wood_pickaxe", "iron": "stone_pickaxe", "diamond": "iron_pickaxe"}
 
-# How a world is generated and populated (docs/crafter.md, "World rules"):
-# "stock" is crafter's worldgen and balancing; "authors" is the EnvGen authors' fork
-# (aszala/EnvGen crafter/crafter/worldgen.py, env.py), in which every LLM environment of
-# the paper was generated.
+# How a world is generated and populated (docs/crafter.md, "World rules"): crafter's
+# worldgen and balancing, or the EnvGen authors' fork (aszala/EnvGen crafter/crafter/
+# worldgen.py, env.py) in which every LLM environment of the paper was generated.
 WORLD_RULES = ("stock", "authors")
 
 STOCK_LENGTH = 10000  # crafter.Env's default episode length
@@ -100,7 +94,6 @@ class CrafterConfig:
                 "world_rules", f"{self.world_rules!r}; allowed: {', '.join(WORLD_RULES)}"
             )
 
-    # --- derived values, computed in one place -------------------------------------
     def threshold(self, resource: str) -> float:
         """Spawn threshold for coal, iron, tree or diamond under this config."""
         rarity = getattr(self, f"{resource}_rarity")
@@ -120,7 +113,6 @@ class CrafterConfig:
         """The fields that change world generation (not inventory or length)."""
         return (*(getattr(self, name) for name in ENV_FIELDS), self.world_rules)
 
-    # --- (de)serialisation ---------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The authors' JSON layout; `from_dict(to_dict())` round-trips."""
         out: dict[str, Any] = {
@@ -141,17 +133,12 @@ class CrafterConfig:
         path: str = "",
         world_rules: str = "stock",
     ) -> CrafterConfig:
-        """Validate untrusted input into a config (see module docstring).
-
-        Accepts the authors' nested layout or a flat mapping of the same keys.
-        `default_length` applies when the input names no length (LLM environments
-        pass `LLM_ENV_LENGTH`). `path` prefixes field paths in errors and warnings.
-        `world_rules` is the caller's choice, never the input's (an LLM cannot set it).
-        """
-        if not isinstance(data, Mapping):
-            raise ConfigError(
-                path or "<config>", f"expected a JSON object, got {type(data).__name__}"
-            )
+        """Validate untrusted input, the authors' nested layout or a flat mapping of the
+        same keys, into a config (see module docstring). `default_length` applies when the
+        input names no length (LLM environments pass `LLM_ENV_LENGTH`); `path` prefixes
+        field paths in errors and warnings; `world_rules` is the caller's choice, never
+        the input's (an LLM cannot set it)."""
+        data = json_object(data, path)
         warnings: list[str] = []
         env_fields: dict[str, Any] = {}
         inv_fields: dict[str, Any] = {}

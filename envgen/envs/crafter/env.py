@@ -45,12 +45,10 @@ def _daylight(step: int) -> float:
 
 
 class CrafterEnv:
-    """One Crafter world per episode under `config`; gymnasium-style API.
-
-    Episode k (from 1) after `reset(seed=s)` or construction with `seed=s` uses world
-    seed `hash((s, k)) % (2**31 - 1)`, as `crafter.Env(seed=s)`. `length=None` takes
-    `config.length`. `semantic=True` adds stock's semantic map as `info["semantic"]`.
-    """
+    """One Crafter world per episode under `config`; gymnasium-style API. Episode k (from
+    1) after `reset(seed=s)` or construction with `seed=s` uses world seed `hash((s, k)) %
+    (2**31 - 1)`, as `crafter.Env(seed=s)`. `length=None` takes `config.length`.
+    `semantic=True` adds stock's semantic map as `info["semantic"]`."""
 
     num_actions = len(ACTIONS)
     observation_shape = (render.SIZE, render.SIZE, 3)
@@ -155,12 +153,9 @@ class CrafterEnv:
         return obs, reward, dead, truncated, self._info(dead)
 
     def prepare_next_world(self) -> bool:
-        """Generate the next episode's world now, for the next `reset()` to install.
-
-        A world depends only on the seed, the episode number and the config, so this
-        changes nothing but when the work is done: a vector env does it in time it
-        would spend waiting (envgen.envs.vector). Returns False if it was ready already.
-        """
+        """Generate the next episode's world now, for the next `reset()` to install; False
+        if it was ready already. A world depends only on seed, episode and config, so this
+        changes only when the work is done: a vector env does it in time it would wait."""
         if self.next_world_ready:
             return False
         world_seed = _world_seed(self._seed, self._episode + 1)
@@ -173,7 +168,6 @@ class CrafterEnv:
         key = (_world_seed(self._seed, self._episode + 1), self.config)
         return self._next_world is not None and self._next_world[0] == key
 
-    # --- internals ---------------------------------------------------------------
     def _info(self, dead: bool) -> dict[str, Any]:
         player = self._player
         info = {
@@ -229,13 +223,11 @@ class CrafterEnv:
         return self._obs.copy()
 
     def _balance(self) -> None:
-        """Stock `Env._balance_chunk` over every chunk that ever held an object, in order.
-
-        Per chunk, stock's `_balance_object` for zombies, skeletons and cows (the
-        authors' fork: cows first), the same conditions and draws; tile counts come from
-        one compiled pass per material and creature counts from one pass over the chunk
-        (a rule only changes its own kind).
-        """
+        """Stock `Env._balance_chunk` over every chunk that ever held an object, in order:
+        per chunk, stock's `_balance_object` for zombies, skeletons and cows (the authors'
+        fork: cows first), same conditions and draws. Tile counts come from one compiled
+        pass per material, creature counts from one pass per chunk (a rule only changes
+        its own kind)."""
         world, player = self._world, self._player
         random = world.random
         light = world.daylight
@@ -279,20 +271,14 @@ class CrafterEnv:
 class _Balance:
     """One creature's spawn/despawn rule in stock `Env._balance_chunk`."""
 
-    cls: type
-    """Creature class."""
-    material: str
-    """Material it spawns on; its count in the chunk is the rule's `space`."""
-    spawn_dist: int
-    """Minimum distance from the player to spawn."""
-    despawn_dist: int
-    """Minimum distance from the player to despawn."""
-    spawn_prob: float
-    """Chance per balance to spawn when below the minimum."""
-    despawn_prob: float
-    """Chance per balance to despawn when above the maximum."""
+    cls: type  # Creature class
+    material: str  # Material it spawns on; its count in the chunk is the rule's `space`
+    spawn_dist: int  # Minimum distance from the player to spawn
+    despawn_dist: int  # Minimum distance from the player to despawn
+    spawn_prob: float  # Chance per balance to spawn when below the minimum
+    despawn_prob: float  # Chance per balance to despawn when above the maximum
+    # (space, daylight) -> (target minimum, target maximum) creatures in the chunk
     targets: Callable[[int, float], tuple[float, float]]
-    """(space, daylight) -> (target minimum, target maximum) creatures in the chunk."""
 
 
 # Stock's three rules, in stock's order (zombies, skeletons, cows).

@@ -18,22 +18,9 @@ import numba
 import numpy as np
 from crafter import constants, engine
 
-OBJECT_TEXTURES = (
-    "player-left",
-    "player-right",
-    "player-up",
-    "player-down",
-    "player-sleep",
-    "cow",
-    "zombie",
-    "skeleton",
-    "arrow-left",
-    "arrow-right",
-    "arrow-up",
-    "arrow-down",
-    "plant",
-    "plant-ripe",
-    "fence",
+OBJECT_TEXTURES = tuple(
+    "player-left player-right player-up player-down player-sleep cow zombie skeleton "
+    "arrow-left arrow-right arrow-up arrow-down plant plant-ripe fence".split()
 )
 TEXTURE_INDEX = {name: index for index, name in enumerate(OBJECT_TEXTURES)}
 VIEW = (9, 9)  # stock crafter.Env's view, in tiles
@@ -80,11 +67,9 @@ NOISE_SHAPE = (LOCAL_GRID[0] * UNIT, LOCAL_GRID[1] * UNIT)
 @numba.njit(cache=True)
 def render(out, mat_map, obj_map, obj_texture, px, py, daylight, sleeping, noise, inventory, tiles):
     """Write the observation (SIZE, SIZE, 3) uint8 into `out`, as stock `Env.render`.
-
     `obj_texture[i]` is the texture index of object i in `obj_map`'s numbering (read only
-    for objects in view). `noise` (NOISE_SHAPE) is read only when daylight < 0.5.
-    `tiles` is the atlas's (materials, objects, items, vignette).
-    """
+    for objects in view); `noise` (NOISE_SHAPE) is read only when daylight < 0.5; `tiles`
+    is the atlas's (materials, objects, items, vignette)."""
     materials, objects, items, vignette = tiles
     grid_w, grid_h = 9, 7
     unit = materials.shape[1]

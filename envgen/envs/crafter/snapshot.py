@@ -2,11 +2,9 @@
 
 The snapshot holds only ints, floats, strings, lists, dicts and NumPy arrays of numbers,
 so restoring one runs no code from the file (unlike unpickling the env). Game objects
-are stored as their class name (one of `CLASSES`) and attributes; references between
-them (the world, its random generator, a zombie's player) become index references into
-the world's object list. The world prepared ahead and the texture atlas are left out:
-both are rebuilt on demand and change nothing (`CrafterEnv.prepare_next_world`).
-
+are stored as their class name (one of `CLASSES`) and attributes, references between
+them (the world, its random generator, a zombie's player) as indices into the world's
+object list. The world prepared ahead and the texture atlas are rebuilt on demand.
 `restore(capture(env))` continues exactly as `env` would (tests/test_crafter_snapshot.py).
 """
 
@@ -30,23 +28,9 @@ from envgen.envs.plain import config_from_plain, config_to_plain
 CLASSES = {cls.__name__: cls for cls in (Player, Cow, Zombie, Skeleton, Arrow, Plant, Fence)}
 # CrafterEnv attributes stored as they are (ints, bools, arrays); the others are handled
 # one by one below. A new attribute makes `capture` fail until it is listed here.
-_PLAIN_ENV = (
-    "length",
-    "_seed",
-    "_semantic",
-    "_episode",
-    "_step",
-    "_last_health",
-    "_textures",
-    "_obs",
-)
+_ARRAY_DTYPES = {"_textures": np.int64, "_obs": np.uint8}
+_PLAIN_ENV = ("length", "_seed", "_semantic", "_episode", "_step", "_last_health", *_ARRAY_DTYPES)
 _SPECIAL_ENV = ("config", "_world", "_player", "_unlocked", "_next_world", "_atlas")
-_ARRAY_DTYPES = {
-    "_textures": np.int64,
-    "_obs": np.uint8,
-    "_mat_map": np.uint8,
-    "_obj_map": np.uint32,
-}
 
 
 def capture(env: CrafterEnv) -> dict[str, Any]:
@@ -90,11 +74,8 @@ def restore(data: Any) -> CrafterEnv:
     config = config_from_plain(data["config"])
     env = CrafterEnv(config, seed=0)
     for name in _PLAIN_ENV:
-        value = data[name]
-        if name in _ARRAY_DTYPES:
-            value = _array(value, name, _ARRAY_DTYPES[name])
-        else:
-            _expect(value, int, name)
+        dtype = _ARRAY_DTYPES.get(name)
+        value = _expect(data[name], int, name) if dtype is None else _array(data[name], name, dtype)
         setattr(env, name, value)
     if env._obs.shape != CrafterEnv.observation_shape:
         raise ValueError(f"_obs: shape {env._obs.shape}")
@@ -149,9 +130,8 @@ def restore(data: Any) -> CrafterEnv:
                 obj.__dict__[key] = _checked_attr(key, refs.decode(value), world)
             if int(world._obj_map[obj.pos]) != k:
                 raise ValueError(f"world.objects[{k}]: not at its position in world.obj_map")
-    if int(world._obj_map.max(initial=0)) >= len(objects) or np.count_nonzero(
-        world._obj_map
-    ) != sum(obj is not None for obj in objects):
+    obj_map, live = world._obj_map, sum(obj is not None for obj in objects)
+    if int(obj_map.max(initial=0)) >= len(objects) or np.count_nonzero(obj_map) != live:
         raise ValueError("world.obj_map: does not match the object list")
     if int(world._mat_map.max(initial=0)) >= len(world._mat_names):
         raise ValueError("world.mat_map: a material id without a name")
@@ -165,7 +145,7 @@ def restore(data: Any) -> CrafterEnv:
     for key, members in chunks.items():
         if any(world.chunk_key(obj.pos) != key for obj in members):
             raise ValueError(f"world.chunks: an object outside chunk {key}")
-    if sum(len(m) for m in chunks.values()) != sum(obj is not None for obj in objects):
+    if sum(len(m) for m in chunks.values()) != live:
         raise ValueError("world.chunks: does not hold every object once")
     world._chunks = chunks
     env._world = world
@@ -237,10 +217,8 @@ class _Refs:
             return value
         if type(value) is Vec:
             return {"vec": [value[0], value[1]]}
-        if type(value) is tuple:
-            return {"tuple": [self.encode(v) for v in value]}
-        if type(value) is list:
-            return {"list": [self.encode(v) for v in value]}
+        if type(value) in (tuple, list):
+            return {type(value).__name__: [self.encode(v) for v in value]}
         if type(value) is dict:
             return {"dict": [[k, self.encode(v)] for k, v in value.items()]}
         if value is self.world:
@@ -297,16 +275,11 @@ def _random_state(random: np.random.RandomState) -> dict[str, Any]:
 def _random_from(data: Any) -> np.random.RandomState:
     _expect(data, dict, "world.random")
     key = _array(data["key"], "world.random.key", np.uint32, (624,))
+    pos = _exact(data["pos"], int, "world.random.pos")
+    has_gauss = _exact(data["has_gauss"], int, "world.random.has_gauss")
+    gauss = _exact(data["gauss"], float, "world.random.gauss")
     random = np.random.RandomState()
-    random.set_state(
-        (
-            "MT19937",
-            key,
-            _exact(data["pos"], int, "world.random.pos"),
-            _exact(data["has_gauss"], int, "world.random.has_gauss"),
-            _exact(data["gauss"], float, "world.random.gauss"),
-        )
-    )
+    random.set_state(("MT19937", key, pos, has_gauss, gauss))
     return random
 
 

@@ -32,18 +32,11 @@ from envgen.envs.crafter.config import CrafterConfig
 
 # Material ids as `crafter.engine.World` assigns them (0 is "no material").
 MATERIAL_IDS = {name: index + 1 for index, name in enumerate(constants.materials)}
-_WATER = MATERIAL_IDS["water"]
-_GRASS = MATERIAL_IDS["grass"]
-_STONE = MATERIAL_IDS["stone"]
-_PATH = MATERIAL_IDS["path"]
-_SAND = MATERIAL_IDS["sand"]
-_TREE = MATERIAL_IDS["tree"]
-_LAVA = MATERIAL_IDS["lava"]
-_COAL = MATERIAL_IDS["coal"]
-_IRON = MATERIAL_IDS["iron"]
-_DIAMOND = MATERIAL_IDS["diamond"]
+_WATER, _GRASS, _STONE, _PATH, _SAND, _TREE, _LAVA, _COAL, _IRON, _DIAMOND = (
+    MATERIAL_IDS[name] for name in "water grass stone path sand tree lava coal iron diamond".split()
+)
 
-# Creature kinds in the spawn list `generate` returns.
+# Creature kinds in the spawn list `build` returns.
 COW, ZOMBIE, SKELETON = 0, 1, 2
 
 # target_biome -> (code, start-area threshold, start-area material); the authors' values.
@@ -60,12 +53,9 @@ class GeneratedWorld:
     """A generated world, ready to install: it depends on the world seed, the area, the
     centre and the config only, so it can be built ahead of the reset that uses it."""
 
-    materials: np.ndarray
-    """Material ids (uint8, area-shaped), `world._mat_map`'s content."""
-    spawns: np.ndarray
-    """Creatures to add, in stock's order, as int64 rows (kind, x, y)."""
-    random_state: tuple[np.ndarray, np.ndarray]
-    """`world.random`'s MT19937 key and position after generation."""
+    materials: np.ndarray  # Material ids (uint8, area-shaped), `world._mat_map`'s content
+    spawns: np.ndarray  # Creatures to add, in stock's order, as int64 rows (kind, x, y)
+    random_state: tuple[np.ndarray, np.ndarray]  # `world.random`'s MT19937 state after it
 
 
 def build(
@@ -91,9 +81,7 @@ def build(
 
 def install(world, built: GeneratedWorld) -> np.ndarray:
     """Put `built` into `world`, just reset with its seed; returns the creatures to add.
-
-    `world.random` continues from where generation left it, as in stock.
-    """
+    `world.random` continues from where generation left it, as in stock."""
     mt19937.import_state(world.random, *built.random_state)
     world._mat_map[:] = built.materials
     return built.spawns
@@ -104,11 +92,9 @@ _GRADIENT_SLOTS = len(GRADIENTS3) / 3  # a float, as opensimplex computes it
 
 @numba.njit(cache=True)
 def _permutation(seed):
-    """`opensimplex.OpenSimplex(seed)`'s permutation tables (0.4.5 `_init`), compiled.
-
-    int64 products wrap as `ctypes.c_int64` does; the modulo is split so that, unlike
-    a wrapping `seed + 31`, it equals Python's on unbounded integers.
-    """
+    """`opensimplex.OpenSimplex(seed)`'s permutation tables (0.4.5 `_init`), compiled:
+    int64 products wrap as `ctypes.c_int64` does; the modulo is split so that, unlike a
+    wrapping `seed + 31`, it equals Python's on unbounded integers."""
     perm = np.zeros(256, np.int64)
     grad = np.zeros(256, np.int64)
     source = np.arange(256)
@@ -148,11 +134,9 @@ def _noise_fields(perm, grad, width, height, px, py):
 def _materials(
     perm, grad, start, water_raw, mountain_raw, key, pos, biome_rule, thresholds, authors
 ):
-    """Stock `_set_material` over the area in stock's order, with EnvGen's settings.
-
-    `biome_rule` is a `_BIOMES` value; `thresholds` are coal's, iron's, diamond's and tree's.
-    `authors`: coal and iron by `mountain > 0.18` and the draw alone (the authors' fork).
-    """
+    """Stock `_set_material` over the area in stock's order, with EnvGen's settings:
+    `biome_rule` is a `_BIOMES` value, `thresholds` are coal's, iron's, diamond's and
+    tree's, and `authors` takes coal and iron by `mountain > 0.18` and the draw alone."""
     biome, start_threshold, start_material = biome_rule
     coal_threshold, iron_threshold, diamond_threshold, tree_threshold = thresholds
     width, height = start.shape
@@ -211,11 +195,9 @@ def _materials(
 
 @numba.njit(cache=True)
 def _creatures(materials, tunnels, key, pos, px, py, authors):
-    """Stock `_set_object` over the area: the creatures to add, in order.
-
-    `authors`: skeletons only beyond distance 10 (the fork's `max(min_dist, 10)`), tested
-    before the draw as the fork's condition chain does.
-    """
+    """Stock `_set_object` over the area: the creatures to add, in order. `authors`:
+    skeletons only beyond distance 10 (the fork's `max(min_dist, 10)`), tested before the
+    draw as the fork's condition chain does."""
     width, height = materials.shape
     spawns = np.empty((width * height, 3), np.int64)
     count = 0

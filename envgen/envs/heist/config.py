@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from envgen.envs.validation import as_mapping, int_clamped, join_path, norm_key, one_of
+from envgen.envs.validation import as_mapping, int_clamped, join_path, json_object, norm_key, one_of
 from envgen.errors import ConfigError
 
 MODES = ("easy", "hard")
@@ -29,14 +29,8 @@ _RANDOM_WORDS = ("random", "any", "default", "none", "null", "")
 _ENV_KEYS = {
     "distribution_mode": ("distribution_mode", "mode", "difficulty_mode"),
     "maze_size": ("maze_size", "maze_dim", "maze_dimension", "size"),
-    "num_keys": (
-        "num_keys",
-        "keys",
-        "number_of_keys",
-        "key_count",
-        "num_doors",
-        "num_colors",
-        "num_colours",
+    "num_keys": tuple(
+        "num_keys keys number_of_keys key_count num_doors num_colors num_colours".split()
     ),
 }
 _INVENTORY_KEYS = {"keys_held": ("keys_held", "held_keys", "starting_keys", "start_keys")}
@@ -91,7 +85,6 @@ class HeistConfig:
         """True when the level seed must come from the level bank (size or colours asked)."""
         return self.maze_size is not None or self.num_keys is not None
 
-    # --- (de)serialisation ---------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The nested JSON layout; `from_dict(to_dict())` round-trips."""
         out: dict[str, Any] = {
@@ -108,15 +101,9 @@ class HeistConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, path: str = "") -> HeistConfig:
-        """Validate untrusted input into a config (see module docstring).
-
-        Accepts the nested layout of `to_dict` or a flat mapping of the same keys.
-        `path` prefixes field paths in errors and warnings.
-        """
-        if not isinstance(data, Mapping):
-            raise ConfigError(
-                path or "<config>", f"expected a JSON object, got {type(data).__name__}"
-            )
+        """Validate untrusted input, the nested layout of `to_dict` or a flat mapping of the
+        same keys, into a config; `path` prefixes field paths in errors and warnings."""
+        data = json_object(data, path)
         fields: dict[str, tuple[Any, str]] = {}
         purpose = ""
         for key, value in data.items():

@@ -73,7 +73,6 @@ class HeistVecEnv:
         self._timeout = np.zeros(self.num_envs, dtype=np.int64)
         self._maze_size = np.zeros(self.num_envs, dtype=np.int64)
 
-    # --- public API ------------------------------------------------------------------
     def reset(self) -> np.ndarray:
         """Start a new episode in every game; returns obs uint8 (N, 64, 64, 3)."""
         for i in range(self.num_envs):
@@ -99,12 +98,10 @@ class HeistVecEnv:
         if not self._started:
             raise RuntimeError("call reset() before step()")
         actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,) or not np.all(
-            (actions >= 0) & (actions < NUM_ACTIONS)
-        ):
+        n, shape = self.num_envs, actions.shape
+        if shape != (n,) or not np.all((actions >= 0) & (actions < NUM_ACTIONS)):
             raise ValueError(
-                f"actions: expected {self.num_envs} integers in [0, {NUM_ACTIONS}), "
-                f"got shape {actions.shape}"
+                f"actions: expected {n} integers in [0, {NUM_ACTIONS}), got shape {shape}"
             )
         counted = (self._keys_total + self._doors_total) > 0  # else nothing to count at the end
         finals = {
@@ -127,12 +124,10 @@ class HeistVecEnv:
 
     def set_mixture(
         self, configs: Sequence[HeistConfig], weights: Sequence[float] | None = None
-    ) -> None:
-        """Switch to a new config mixture: every game resets into its new config at once.
-
-        The new first observations are in `last_obs`. Returns the number of running
-        episodes (at least one step played) the switch ended unlogged.
-        """
+    ) -> int:
+        """Switch to a new config mixture: every game resets into its new config at once;
+        the new first observations are in `last_obs`. Returns the number of running
+        episodes (at least one step played) the switch ended unlogged."""
         cut = int(np.count_nonzero(self._length > 0)) if self._started else 0
         self._assign(configs, weights)
         self.reset()
@@ -156,10 +151,9 @@ class HeistVecEnv:
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore `get_state`'s snapshot (same num_envs and seed).
-
-        ValueError (or KeyError, TypeError) when the snapshot is malformed; each game's
-        bytes are parsed (`state.parse`) before the engine sees them."""
+        """Restore `get_state`'s snapshot (same num_envs and seed); ValueError (or KeyError,
+        TypeError) when it is malformed. Each game's bytes are parsed before the engine
+        sees them."""
         if (count := len(state["games"])) != self.num_envs:
             raise ValueError(f"state of {count} games given to a vec env of {self.num_envs}")
         configs = [config_from_plain(c) for c in state["configs"]]
@@ -216,7 +210,6 @@ class HeistVecEnv:
         self.config_indices = assign_configs(len(configs), self.num_envs, weights)
         self.configs = configs
 
-    # --- episode boundaries ------------------------------------------------------------
     def _begin(self, i: int) -> None:
         """Edit the level game i has just generated, and schedule its next one."""
         data = self._engine.get_state(i)

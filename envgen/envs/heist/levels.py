@@ -1,12 +1,10 @@
 """The level bank: Heist level seeds characterised by maze size and colours, on disk.
 
 A Heist level is a pure function of (distribution mode, level seed) (game.cpp
-`Game::reset` seeds the level generator with it). procgen has no parameter for maze
-size or key count, so a config asking for them draws from seeds whose generated level
-has them. `scan` finds out by letting the real engine generate each seed; the result
-is one byte per seed (maze_size * 4 + colours), cached beside this module as
-`levels_{mode}.npy` and rebuilt by `build_bank` if missing. Deterministic: the bytes
-depend only on procgen's generator.
+`Game::reset`), and procgen has no parameter for maze size or key count, so a config
+asking for them draws from seeds whose level has them. `scan` lets the real engine
+generate each seed; the bytes (one per seed) depend only on procgen's generator, are
+cached beside this module as `levels_{mode}.npy` and rebuilt by `build_bank` if missing.
 """
 
 from collections.abc import Iterator

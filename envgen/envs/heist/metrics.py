@@ -45,13 +45,11 @@ def summary(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def skill_stats(episodes: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float, float]]:
-    """{skill: (mean %, std %)} over test episodes, std with ddof 0, in the chain's order.
-
-    Per episode: the share of its floor keys picked up (collect_keys), of its doors
-    opened (open_doors), and whether the gem was stolen (steal_gem); episodes without
-    keys or doors do not count for that skill ((0, 0) when none had any). These are the
-    feedback the LLM designer reads for Heist (docs/heist.md).
-    """
+    """{skill: (mean %, std %)} over test episodes, std with ddof 0, in the chain's order:
+    per episode, the share of its floor keys picked up (collect_keys), of its doors opened
+    (open_doors), and whether the gem was stolen (steal_gem); episodes without keys or
+    doors do not count for that skill ((0, 0) when none had any). The LLM designer reads
+    these for Heist (docs/heist.md)."""
     per_episode = {
         "collect_keys": [
             100.0 * ep["keys_collected"] / ep["keys_total"] for ep in episodes if ep["keys_total"]

@@ -3,15 +3,11 @@
 procgen 0.10.7 writes a game as little-endian 4-byte ints and floats, strings and
 vectors prefixed by their length, in this order (openai/procgen, src/): `Game::serialize`
 (game.cpp), then `BasicAbstractGame::serialize` (basic-abstract-game.cpp: the entity list
-as fixed-size `Entity::serialize` records from entity.cpp, more scalars, the grid from
-grid.h), then `HeistGame::serialize` (games/heist.cpp: `num_keys`, `world_dim`,
-`has_keys`), and `vecgame.cpp` appends the 0xCAFECAFE trailer. A random generator
-(randgen.cpp) is an `is_seeded` int plus `std::mt19937`'s textual state.
-
-The dataclasses below *are* the layout: their fields are listed in the C++ write order
-and each field's type picks its encoding (int, float, bytes = length-prefixed string,
-RandGen). `parse(serialise(s)) == s` and `serialise(parse(b)) == b` for every state
-the engine writes.
+as fixed-size `Entity::serialize` records, more scalars, the grid from grid.h), then
+`HeistGame::serialize` (games/heist.cpp), and `vecgame.cpp` appends the 0xCAFECAFE
+trailer. The dataclasses below *are* the layout: fields in the C++ write order, each
+field's type picking its encoding (int, float, bytes = length-prefixed string, RandGen).
+`parse(serialise(s)) == s` and `serialise(parse(b)) == b` for every state the engine writes.
 """
 
 import dataclasses
@@ -161,10 +157,8 @@ _FIXED = {int: "i", float: "f"}
 
 
 def _plan(cls: type) -> list[tuple[Any, tuple[str, ...]]]:
-    """Group a dataclass's fields into runs of fixed-size values (one Struct each).
-
-    Reads `field.type` as a class, so this module must not use postponed annotations.
-    """
+    """Group a dataclass's fields into runs of fixed-size values (one Struct each). Reads
+    `field.type` as a class, so this module must not use postponed annotations."""
     plan: list[tuple[Any, tuple[str, ...]]] = []
     for fixed, run in itertools.groupby(dataclasses.fields(cls), lambda f: f.type in _FIXED):
         run = list(run)
