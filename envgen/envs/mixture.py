@@ -1,11 +1,15 @@
-"""How a vector env spreads a weighted mixture of configs over its envs, and seeds them
-(shared by the Crafter and Heist vector envs; it imports no game)."""
+"""How a vector env spreads a weighted mixture of configs over its envs, seeds them, and
+what its `step` returns (shared by the Crafter and Heist vector envs; imports no game)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
+StepResult = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]
+"""A vector env's `step`: obs, reward float32, terminated bool, truncated bool, infos."""
 
 
 def assign_configs(

@@ -31,7 +31,7 @@ import numpy as np
 from envgen.envs.crafter import snapshot
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.envs.crafter.env import CrafterEnv
-from envgen.envs.mixture import assign_configs, env_seed
+from envgen.envs.mixture import StepResult, assign_configs, env_seed
 from envgen.envs.plain import config_from_plain, config_to_plain
 from envgen.errors import ConfigError
 from envgen.lifetime import die_with_parent
@@ -147,16 +147,12 @@ class CrafterVecEnv:
         """The latest observations (after `reset`, `step` or `set_mixture`)."""
         return self._obs.copy()
 
-    def step(
-        self, actions: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        """Step every env: obs, reward float32, terminated bool, truncated bool, infos."""
+    def step(self, actions: np.ndarray) -> StepResult:
+        """Step every env (`StepResult`)."""
         obs, *rest = self.step_view(actions)
         return (obs.copy(), *rest)  # type: ignore[return-value]
 
-    def step_view(
-        self, actions: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+    def step_view(self, actions: np.ndarray) -> StepResult:
         """`step`, its observations not copied: the shared array itself, which the next
         step overwrites (a cohort copies it once, into the pinned upload buffer)."""
         actions = np.asarray(actions)
@@ -209,9 +205,7 @@ class CrafterVecEnv:
         indices = list(state["config_indices"])
         if not all(type(k) is int and 0 <= k < len(configs) for k in indices):
             raise ValueError("config_indices: expected indices into configs")
-        merged: dict[int, Any] = {}
-        for block in state["blocks"]:
-            merged.update(block)
+        merged = {i: env for block in state["blocks"] for i, env in dict(block).items()}
         if set(merged) != set(range(self.num_envs)):
             raise ValueError(f"env states: expected envs 0..{self.num_envs - 1}")
         self.configs, self.config_indices = configs, indices

@@ -140,11 +140,8 @@ class CrafterEnv:
         obs = self._render()
         reward = (player.health - self._last_health) / 10
         self._last_health = player.health
-        unlocked = {
-            name
-            for name, count in player.achievements.items()
-            if count > 0 and name not in self._unlocked
-        }
+        unlocked = {name for name, count in player.achievements.items() if count > 0}
+        unlocked -= self._unlocked
         if unlocked:
             self._unlocked |= unlocked
             reward += 1.0

@@ -52,15 +52,7 @@ def capture(env: CrafterEnv) -> dict[str, Any]:
             "daylight": float(world.daylight),
             "mat_map": world._mat_map.copy(),
             "obj_map": world._obj_map.copy(),
-            "objects": [
-                None
-                if obj is None
-                else {
-                    "class": type(obj).__name__,
-                    "attrs": {k: refs.encode(v) for k, v in vars(obj).items()},
-                }
-                for obj in world._objects
-            ],
+            "objects": [None if obj is None else refs.encode_object(obj) for obj in world._objects],
             "chunks": [
                 [list(key), [index[id(obj)] for obj in objs]] for key, objs in world._chunks.items()
             ],
@@ -228,6 +220,12 @@ class _Refs:
         if id(value) in self.index:
             return {"ref": self.index[id(value)]}
         raise TypeError(f"no snapshot rule for a {type(value).__name__} attribute")
+
+    def encode_object(self, obj: Any) -> dict[str, Any]:
+        return {
+            "class": type(obj).__name__,
+            "attrs": {k: self.encode(v) for k, v in vars(obj).items()},
+        }
 
     def decode(self, value: Any) -> Any:
         if value is None or type(value) in (bool, int, float, str):

@@ -2,19 +2,17 @@
 
 Stock generation walks the 64x64 area twice in Python (materials, then creatures),
 calling OpenSimplex noise up to ten times per tile (~40 ms per reset); here the same
-walks run in numba. The worlds stay identical because the noise is opensimplex 0.4.5's
-own compiled `_noise3` with the same arguments; the start-area sigmoid uses NumPy's
-`exp` on an array, as stock does (NumPy's SIMD `exp` may differ from libm's in the last
-bit); and `world.random` is handed to compiled code (`mt19937`), consumed in stock's
-order with the same short-circuits of its `and` chains, then handed back.
+walks run in numba. The worlds stay identical: the noise is opensimplex 0.4.5's own
+compiled `_noise3`; the start-area sigmoid uses NumPy's `exp` on an array, as stock does
+(NumPy's SIMD `exp` may differ from libm's in the last bit); `world.random` is consumed
+in compiled code (`mt19937`) in stock's order, with the same short-circuits.
 
 EnvGen's settings (docs/paper.md, "Crafter parameters the LLM controls"; docs/crafter.md)
-enter as the spawn thresholds of coal, iron, diamond and trees, the biome rescale of the
-final water and mountain fields, and the start-area threshold and material.
-`world_rules="authors"` follows the EnvGen authors' fork (aszala/EnvGen,
-crafter/crafter/worldgen.py): coal and iron need only `mountain > 0.18` and their draw,
-not stock's noise tests (so mountains hold several times more of both), and skeletons
-are placed at generation only beyond distance 10.
+are the spawn thresholds of coal, iron, diamond and trees, the biome rescale of the final
+water and mountain fields, and the start-area threshold and material. With
+`world_rules="authors"` (the authors' fork, aszala/EnvGen crafter/crafter/worldgen.py)
+coal and iron need only `mountain > 0.18` and their draw, not stock's noise tests (so
+mountains hold several times more of both), and skeletons are placed only beyond distance 10.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from envgen.envs.heist.config import HeistConfig
 from envgen.envs.heist.engine import FORCE_RESET, NUM_ACTIONS, Engine
 from envgen.envs.heist.levels import LevelBank
 from envgen.envs.heist.state import HeistState, parse, serialise
-from envgen.envs.mixture import assign_configs
+from envgen.envs.mixture import StepResult, assign_configs
 from envgen.envs.plain import config_from_plain, config_to_plain
 
 OBS_SHAPE = (64, 64, 3)
@@ -91,10 +91,8 @@ class HeistVecEnv:
         """The latest observations (after `reset`, `step` or `set_mixture`)."""
         return self._obs.copy()
 
-    def step(
-        self, actions: Any
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        """Step every game: obs, reward float32, terminated bool, truncated bool, infos."""
+    def step(self, actions: Any) -> StepResult:
+        """Step every game (`StepResult`)."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
         actions = np.asarray(actions)
