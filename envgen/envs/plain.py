@@ -1,9 +1,9 @@
 """Level configs as plain data (dicts of str, int, lists): how checkpoints store them.
 
-A checkpoint holds the mixture a run trains on and every running env's config. They are
-stored as plain values, never pickled objects, so reading a checkpoint runs no code
-(envgen.agents.checkpoint). `config_from_plain` accepts only the config classes named
-here and only their own fields, each of its declared kind.
+A checkpoint holds the mixture a run trains on and every running env's config as plain
+values, never pickled objects, so reading one runs no code (envgen.agents.checkpoint).
+`config_from_plain` accepts only the config classes named here, with only their own
+fields, each of its declared kind.
 """
 
 from __future__ import annotations

@@ -175,9 +175,9 @@ class CrafterVecEnv:
     def set_mixture(
         self, configs: Sequence[CrafterConfig], weights: Sequence[float] | None = None
     ) -> int:
-        """Switch to a new config mixture: every env resets into its new config at once,
-        in the same processes; the new first observations are in `last_obs`. Returns the
-        number of running episodes (at least one step played) the switch ended unlogged."""
+        """Switch to a new config mixture: every env resets into its new config at once (same
+        processes, new first observations in `last_obs`). Returns the number of running
+        episodes (at least one step played) the switch ended unlogged."""
         self.configs = list(configs)
         self.config_indices = self._assign(weights)
         return sum(self._call("mixture", (self.configs, self.config_indices)))
@@ -296,8 +296,7 @@ class _Link:
 
     def wait(self, word: int, target: int, dozing: int, idle: Callable[[], None]) -> Any:
         """Until words[word] == target (returns _REACHED) or a pipe message comes (returns
-        it): spins for `spin_seconds`, calling `idle`, then blocks on the pipe with
-        words[dozing] up."""
+        it): spin `spin_seconds`, calling `idle`, then block on the pipe, words[dozing] up."""
         words, conn = self.words, self.conn
         deadline = time.perf_counter() + self.spin_seconds
         while time.perf_counter() < deadline:
@@ -459,13 +458,11 @@ class _Block:
 
 
 def workers_variable() -> int | None:
-    """`$ENVGEN_ENV_WORKERS` as a count, None when unset; any other value is a
-    `ConfigError` (the CLIs call this before any work, so a typo is one line).
-
-    It sets the worker count of a Crafter run that names none, for a machine whose cores
-    other jobs hold (a test suite on two workers): there a worker waits for a core at
-    every lock step, and fewer processes are faster (docs/crafter.md, "Vector env"). It
-    changes no number."""
+    """`$ENVGEN_ENV_WORKERS` as a count, None when unset; any other value is a `ConfigError` (the
+    CLIs call this before any work, so a typo is one line). It sets the worker count of a Crafter
+    run that names none, for a machine whose cores other jobs hold (a test suite on two workers):
+    there a worker waits for a core at every lock step, and fewer processes are faster
+    (docs/crafter.md, "Vector env"). It changes no number."""
     value = os.environ.get(WORKERS_VARIABLE, "").strip()
     if not value:
         return None

@@ -1,10 +1,9 @@
 """Imported once by the forkserver that starts `CrafterVecEnv`'s worker processes.
 
-It loads the vector env's modules and Crafter's compiled functions (numba's on-disk
-cache) into the forkserver (`warm_up`), so every worker forked from it starts with them
-loaded instead of loading them itself, as each evaluation's and curriculum validation
-agent's vector env otherwise would (docs/crafter.md, "Vector env"). The warm-up world is
-thrown away and no engine state is global, so no number changes.
+It loads the vector env's modules and Crafter's compiled functions (numba's on-disk cache)
+into the forkserver (`warm_up`), so that workers forked from it, for every evaluation and
+curriculum validation agent, start with them loaded (docs/crafter.md, "Vector env"). The
+warm-up world is thrown away and no engine state is global, so no number changes.
 """
 
 import sys

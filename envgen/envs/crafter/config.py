@@ -102,11 +102,8 @@ class CrafterConfig:
     @property
     def is_stock(self) -> bool:
         """True when the world, start and length are exactly stock Crafter's."""
-        return (
-            self.world_key == CrafterConfig().world_key
-            and not self.inventory
-            and (self.length == STOCK_LENGTH)
-        )
+        stock_world = self.world_key == CrafterConfig().world_key
+        return stock_world and not self.inventory and self.length == STOCK_LENGTH
 
     @property
     def world_key(self) -> tuple[str, ...]:
@@ -133,11 +130,10 @@ class CrafterConfig:
         path: str = "",
         world_rules: str = "stock",
     ) -> CrafterConfig:
-        """Validate untrusted input, the authors' nested layout or a flat mapping of the
-        same keys, into a config (see module docstring). `default_length` applies when the
-        input names no length (LLM environments pass `LLM_ENV_LENGTH`); `path` prefixes
-        field paths in errors and warnings; `world_rules` is the caller's choice, never
-        the input's (an LLM cannot set it)."""
+        """Validate untrusted input, the authors' nested layout or a flat mapping of the same keys,
+        into a config (see module docstring). `default_length` applies when the input names no
+        length (LLM environments pass `LLM_ENV_LENGTH`); `path` prefixes field paths in errors and
+        warnings; `world_rules` is the caller's choice, never the input's (an LLM cannot set it)."""
         data = json_object(data, path)
         warnings: list[str] = []
         env_fields: dict[str, Any] = {}

@@ -1,10 +1,10 @@
 """`CrafterEnv`: stock Crafter's game with EnvGen's world settings, deterministic and fast.
 
-The episode logic follows `crafter.Env` (reset, step, `_balance_chunk`) step for step,
-on stock's game objects (`world.py`), compiled world generation (`worldgen.py`) and an
-atlas renderer (`render.py`). With the default `CrafterConfig` an episode equals
-`crafter.Env(seed)`'s made deterministic by `determinism.make_deterministic`: same
-world, observations, rewards and achievements (tests/test_crafter_fidelity.py).
+The episode logic follows `crafter.Env` (reset, step, `_balance_chunk`) step for step, on
+stock's game objects (`world.py`), compiled world generation (`worldgen.py`) and an atlas
+renderer (`render.py`). With the default `CrafterConfig` an episode equals a
+`crafter.Env(seed)` made deterministic (`determinism`): same world, observations, rewards
+and achievements (tests/test_crafter_fidelity.py).
 """
 
 from __future__ import annotations
@@ -81,11 +81,6 @@ class CrafterEnv:
         """Use `config` from the next `reset()` on; the episode count (and seeds) go on."""
         self.config = config
         self.length = config.length if length is None else int(length)
-
-    @property
-    def episode(self) -> int:
-        """Episodes started since construction or the last `reset(seed=...)`."""
-        return self._episode
 
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """Start the next episode; `seed` re-seeds and restarts the episode count."""
@@ -220,11 +215,10 @@ class CrafterEnv:
         return self._obs.copy()
 
     def _balance(self) -> None:
-        """Stock `Env._balance_chunk` over every chunk that ever held an object, in order:
-        per chunk, stock's `_balance_object` for zombies, skeletons and cows (the authors'
-        fork: cows first), same conditions and draws. Tile counts come from one compiled
-        pass per material, creature counts from one pass per chunk (a rule only changes
-        its own kind)."""
+        """Stock `Env._balance_chunk` over every chunk that ever held an object, in order: per
+        chunk, stock's `_balance_object` for zombies, skeletons and cows (the authors' fork: cows
+        first), same conditions and draws. Tile counts come from one compiled pass per material,
+        creature counts from one pass per chunk (a rule only changes its own kind)."""
         world, player = self._world, self._player
         random = world.random
         light = world.daylight
@@ -297,10 +291,7 @@ _BALANCE_RULES = (
 _BALANCED = tuple(rule.cls for rule in _BALANCE_RULES)
 # The authors' fork balances cows first, then zombies and skeletons (its env.py), which
 # changes the order of the world's random draws.
-_BALANCE_ORDER = {
-    "stock": _BALANCE_RULES,
-    "authors": (_BALANCE_RULES[2], _BALANCE_RULES[0], _BALANCE_RULES[1]),
-}
+_BALANCE_ORDER = {"stock": _BALANCE_RULES, "authors": (_BALANCE_RULES[2], *_BALANCE_RULES[:2])}
 
 
 @numba.njit(cache=True)

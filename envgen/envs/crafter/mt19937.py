@@ -11,8 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-_N = 624
-_M = 397
+_N, _M = 624, 397  # MT19937's state size and middle offset
 _MATRIX_A = np.uint32(0x9908B0DF)
 _UPPER = np.uint32(0x80000000)
 _LOWER = np.uint32(0x7FFFFFFF)

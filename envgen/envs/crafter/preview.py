@@ -10,9 +10,8 @@ from envgen.envs.crafter.env import CrafterEnv
 
 
 def render_world_map(config: CrafterConfig, seed: int) -> np.ndarray:
-    """The first episode's whole map under `config` and `seed`, in daylight: (64 * 7,
-    64 * 7, 3) uint8, rows = y, columns = x (like observations), drawn with the
-    observation's tiles (materials, creatures and the player)."""
+    """The first episode's whole map under `config` and `seed`, in daylight, in observation
+    tiles: (64 * 7, 64 * 7, 3) uint8, rows = y, columns = x (like observations)."""
     env = CrafterEnv(config, seed=seed)
     env.reset()
     world = env._world

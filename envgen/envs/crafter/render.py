@@ -1,13 +1,12 @@
 """Crafter's 64x64 observation from a precomputed tile atlas, pixel-identical to stock.
 
-Stock `crafter.Env.render` draws 63 tiles and every object through NumPy slices and PIL
-every step (~1 ms). Here the pixels that can occur are computed once by stock's own code
-(material tiles by `Textures.get`; each object texture alpha-blended onto each material
-tile by `engine._draw_alpha`, as an object sits alone on its tile; inventory cells by
-`ItemView` per slot and amount), then composed in numba. Lighting redoes stock's
-`LocalView._light`/`_sleep` per pixel in the same float64 order, with PIL's RGB->L
-conversion and float32 `Image.blend` for `ImageEnhance.Color`; the caller draws the
-night noise from `world.random` with stock's exact call.
+Stock `crafter.Env.render` draws 63 tiles and every object through NumPy slices and PIL every step
+(~1 ms). Here the pixels that can occur are computed once by stock's own code (material tiles by
+`Textures.get`; each object texture alpha-blended onto each material tile by `engine._draw_alpha`,
+as an object sits alone on its tile; inventory cells by `ItemView` per slot and amount), then
+composed in numba. Lighting redoes stock's `LocalView._light`/`_sleep` per pixel in the same float64
+order, with PIL's RGB->L conversion and float32 `Image.blend` for `ImageEnhance.Color`; the caller
+draws the night noise from `world.random` with stock's exact call.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """`HeistConfig`: what an LLM may set in a Heist level, validated in one place.
 
-The paper does not say which Heist parameters its LLM controlled (docs/paper.md, "What
-the paper does not say"). This project exposes what procgen's Heist generator varies and
-what matters for the three skills (find keys, open doors in order, reach the gem): the
-distribution mode, maze size, number of key/door colours and keys held at the start, in
-the engine's ranges (openai/procgen games/heist.cpp; `MAX_MAZE`, `max_colours`). The
-defaults are plain easy Heist; docs/heist.md gives the design and its reasons.
-`HeistConfig.from_dict` keeps `CrafterConfig.from_dict`'s contract.
+The paper does not say which Heist parameters its LLM controlled (docs/paper.md, "What the paper
+does not say"). This project exposes what procgen's Heist generator varies and what matters for the
+three skills (find keys, open doors in order, reach the gem): the distribution mode, maze size,
+number of key/door colours and keys held at the start, in the engine's ranges (openai/procgen
+games/heist.cpp; `MAX_MAZE`, `max_colours`). The defaults are plain easy Heist; docs/heist.md gives
+the design and its reasons. `HeistConfig.from_dict` keeps `CrafterConfig.from_dict`'s contract.
 """
 
 from __future__ import annotations
@@ -63,10 +62,8 @@ class HeistConfig:
         """Reject out-of-range values from code that builds a config directly."""
         if self.distribution_mode not in MODES:
             raise ConfigError("distribution_mode", f"allowed values: {', '.join(MODES)}")
-        top = MAX_MAZE[self.distribution_mode]
-        if self.maze_size is not None and (
-            self.maze_size % 2 == 0 or not MIN_MAZE <= self.maze_size <= top
-        ):
+        size, top = self.maze_size, MAX_MAZE[self.distribution_mode]
+        if size is not None and (size % 2 == 0 or not MIN_MAZE <= size <= top):
             raise ConfigError("maze_size", f"expected an odd size in [{MIN_MAZE}, {top}] or None")
         colours = MAX_COLOURS if self.maze_size is None else max_colours(self.maze_size)
         if self.num_keys is not None and not 0 <= self.num_keys <= colours:

@@ -2,13 +2,11 @@
 
 The engine steps all games in its threads as plain procgen does. Python touches a game
 only when an episode starts (inside the step that ends the last, game.cpp `Game::step`):
-it applies the config's edits to the new level's state (colours removed, keys held),
-schedules the next episode's mode and level seed (a level bank seed when the config asks
-for a maze size or colours, else procgen's full range) and writes the state back. An
-episode ends when the gem is stolen (terminated, reward 10) or at procgen's 1000-step
-timeout (truncated), and that step returns the next episode's first observation.
-
-Sub-goals: a stolen gem implies every key taken and door opened (the colour chain, see
+it edits the new level's state (colours removed, keys held), schedules the next episode's
+mode and level seed (from the level bank when the config asks for a maze size or colours)
+and writes the state back. An episode ends when the gem is stolen (terminated, reward 10)
+or at procgen's 1000-step timeout (truncated); that step returns the next episode's first
+observation. A stolen gem implies every key taken and door opened (the colour chain, see
 `edits`); a timed-out episode's last step is replayed on a one-game scratch engine that
 does not reset, to read its final state (skipped when no key or door is within reach).
 """
@@ -33,13 +31,10 @@ REACH = 2.0  # cells: more than the agent moves in one step (speed 0.75, heist.c
 
 
 class HeistVecEnv:
-    """`num_envs` Heist games with auto-reset, the API of `CrafterVecEnv`.
-
-    Configs are spread over the games by `assign_configs`, as in `CrafterVecEnv`; game i
-    plays levels of config `config_indices[i]`. At an episode's end infos[i]["episode"]
-    holds return, length, success, keys_collected, keys_total, doors_opened,
-    doors_total, config_index, level_seed and maze_size; other infos are empty dicts.
-    """
+    """`num_envs` Heist games with auto-reset and `CrafterVecEnv`'s API and config spread:
+    game i plays levels of config `config_indices[i]`. At an episode's end
+    infos[i]["episode"] holds return, length, success, keys_collected, keys_total,
+    doors_opened, doors_total, config_index, level_seed and maze_size."""
 
     num_actions = NUM_ACTIONS
     observation_shape = OBS_SHAPE
@@ -123,9 +118,8 @@ class HeistVecEnv:
     def set_mixture(
         self, configs: Sequence[HeistConfig], weights: Sequence[float] | None = None
     ) -> int:
-        """Switch to a new config mixture: every game resets into its new config at once;
-        the new first observations are in `last_obs`. Returns the number of running
-        episodes (at least one step played) the switch ended unlogged."""
+        """Switch to a new config mixture, as `CrafterVecEnv.set_mixture` does: every game
+        resets into its new config at once; returns the running episodes it ended unlogged."""
         cut = int(np.count_nonzero(self._length > 0)) if self._started else 0
         self._assign(configs, weights)
         self.reset()
@@ -149,9 +143,8 @@ class HeistVecEnv:
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore `get_state`'s snapshot (same num_envs and seed); ValueError (or KeyError,
-        TypeError) when it is malformed. Each game's bytes are parsed before the engine
-        sees them."""
+        """Restore `get_state`'s snapshot (same num_envs and seed), each game's bytes parsed
+        first; ValueError (or KeyError, TypeError) when it is malformed."""
         if (count := len(state["games"])) != self.num_envs:
             raise ValueError(f"state of {count} games given to a vec env of {self.num_envs}")
         configs = [config_from_plain(c) for c in state["configs"]]
@@ -300,9 +293,8 @@ THREADS = 4  # procgen threads of a training vec env when `num_threads` is None
 
 
 def vec_env_factory(num_threads: int | None = None) -> Callable[..., HeistVecEnv]:
-    """The trainer's factory (`envgen.agents.trainer.EnvFactory`): `HeistVecEnv` stepped
-    by `num_threads` procgen threads (None: THREADS); the thread count never changes
-    results."""
+    """The trainer's factory (`envgen.agents.trainer.EnvFactory`): `HeistVecEnv` stepped by
+    `num_threads` procgen threads (None: THREADS), which never changes results."""
 
     def make(configs, num_envs, seed, weights):
         threads = THREADS if num_threads is None else num_threads

@@ -1,10 +1,9 @@
 """Heist test metrics: success (gem stolen), reward and sub-goal rates, in percent.
 
 The paper scores Heist as the mean success over 100 test episodes for each of 10 seeds
-(docs/paper.md, "Agent and training protocol"; Table 8 gives success % and reward,
-mean and std over seeds). Sub-goal rates are this project's: the percentage of the keys
-lying on the floor at the start that were picked up, and of the doors that were opened,
-pooled over episodes (None when no episode had any).
+(docs/paper.md, "Agent and training protocol"; Table 8: success % and reward, mean and
+std over seeds). Sub-goal rates are this project's: the percentage of the keys on the
+floor at the start that were picked up, and of the doors opened, pooled over episodes.
 """
 
 from __future__ import annotations
@@ -45,11 +44,10 @@ def summary(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def skill_stats(episodes: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float, float]]:
-    """{skill: (mean %, std %)} over test episodes, std with ddof 0, in the chain's order:
-    per episode, the share of its floor keys picked up (collect_keys), of its doors opened
-    (open_doors), and whether the gem was stolen (steal_gem); episodes without keys or
-    doors do not count for that skill ((0, 0) when none had any). The LLM designer reads
-    these for Heist (docs/heist.md)."""
+    """{skill: (mean %, std %)} over test episodes, std with ddof 0, in the chain's order: per
+    episode, the share of its floor keys picked up (collect_keys), of its doors opened (open_doors),
+    and whether the gem was stolen (steal_gem); episodes without keys or doors do not count for that
+    skill ((0, 0) when none had any). The LLM designer reads these for Heist (docs/heist.md)."""
     per_episode = {
         "collect_keys": [
             100.0 * ep["keys_collected"] / ep["keys_total"] for ep in episodes if ep["keys_total"]
