@@ -3,7 +3,7 @@
 Crafter episode lines use crafter's `stats.jsonl` schema (`length`, `reward` rounded to
 0.1 as crafter does, `achievement_<name>` counts); Heist lines hold `HeistVecEnv`'s
 sub-goal counts (`return`, `length`, `success`, keys and doors) for
-`envgen.envs.heist.metrics.summarise`. Both add `step` (global env step at which the
+`envgen.envs.heist.metrics.summary`. Both add `step` (global env step at which the
 episode ended), `phase` and `config_index`.
 """
 

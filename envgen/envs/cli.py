@@ -50,9 +50,8 @@ def _preview(args: argparse.Namespace) -> int:
 
 
 def _prepare_output(path: pathlib.Path, extensions: Collection[str]) -> None:
-    """Refuse an output PIL cannot write, and make its folder, before the world is
-    rendered (seconds): PIL picks the format from the extension and raises a bare
-    ValueError for a directory or an unknown one."""
+    """Refuse an output PIL cannot write, and make its folder, before rendering (seconds):
+    PIL picks the format by extension, with a bare ValueError for a directory or unknown one."""
     if path.is_dir():
         raise ConfigError("-o", f"{path} is a directory; give an image path such as out.png")
     if path.suffix.lower() not in extensions:

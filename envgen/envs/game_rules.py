@@ -1,9 +1,8 @@
 """What the package does differently per game outside the game's own code, as plain facts.
 
-Each entry of the game registry (`envgen.games.GAMES`) points its `rules` at its line
-here, as its `design` points at `envgen.llm.design_spec`: the run config, the report's
-inputs and design quality read them from here, so that they need neither torch nor the
-training code the registry brings.
+The game registry's entries (`envgen.games.GAMES`) point their `rules` here; the run
+config, the report's inputs and design quality read them here, so that they need neither
+torch nor the training code the registry brings.
 """
 
 from __future__ import annotations

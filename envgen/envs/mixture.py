@@ -1,22 +1,22 @@
-"""How a vector env spreads a weighted mixture of configs over its envs, and seeds them.
-
-Shared by the Crafter and Heist vector envs; it imports no game.
-"""
+"""How a vector env spreads a weighted mixture of configs over its envs, seeds them, and
+what its `step` returns (shared by the Crafter and Heist vector envs; imports no game)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
+StepResult = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]
+"""A vector env's `step`: obs, reward float32, terminated bool, truncated bool, infos."""
 
 
 def assign_configs(
     n_configs: int, num_envs: int, weights: Sequence[float] | None = None
 ) -> list[int]:
-    """Config index per env: contiguous blocks sized by `weights` (largest remainder).
-
-    8 envs over 4 equal-weight configs -> [0, 0, 1, 1, 2, 2, 3, 3].
-    """
+    """Config index per env: contiguous blocks sized by `weights` (largest remainder);
+    8 envs over 4 equal-weight configs -> [0, 0, 1, 1, 2, 2, 3, 3]."""
     if n_configs < 1 or num_envs < 1:
         raise ValueError(f"need at least one config and one env, got {n_configs}, {num_envs}")
     w = np.ones(n_configs) if weights is None else np.asarray(weights, float)

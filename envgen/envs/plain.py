@@ -1,40 +1,36 @@
 """Level configs as plain data (dicts of str, int, lists): how checkpoints store them.
 
-A checkpoint holds the mixture a run trains on and every running env's config. They are
-stored as plain values, never pickled objects, so reading a checkpoint runs no code
-(envgen.agents.checkpoint). `config_from_plain` accepts only the config classes named
-here and only their own fields, each of its declared kind.
+A checkpoint holds the mixture a run trains on and every running env's config as plain
+values, never pickled objects, so reading one runs no code (envgen.agents.checkpoint).
+`config_from_plain` accepts only the config classes named here, with only their own
+fields, each of its declared kind.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
-
-def _crafter() -> type:
-    from envgen.envs.crafter.config import CrafterConfig  # lazy: circle (see KINDS)
-
-    return CrafterConfig
+KINDS = ("crafter", "heist")
 
 
-def _heist() -> type:
-    from envgen.envs.heist.config import HeistConfig  # lazy: circle (see KINDS)
+def _config_class(kind: str) -> type:
+    """The config class of a kind, imported when first asked: the packages
+    envgen.envs.crafter and envgen.envs.heist import their env modules, which import this
+    one (a circle at the top), and a Crafter run's env workers need not load Heist's."""
+    if kind == "crafter":
+        from envgen.envs.crafter.config import CrafterConfig  # lazy: see the docstring
+
+        return CrafterConfig
+    from envgen.envs.heist.config import HeistConfig  # lazy: see the docstring
 
     return HeistConfig
-
-
-# kind -> its config class, imported when first asked: the packages envgen.envs.crafter
-# and envgen.envs.heist import their env modules, which import this one (a circle at the
-# top), and a Crafter run's env workers need not load Heist's package.
-KINDS: dict[str, Callable[[], type]] = {"crafter": _crafter, "heist": _heist}
 
 
 def config_to_plain(config: Any) -> dict[str, Any]:
     """{"kind": ..., field: value, ...} of a CrafterConfig or HeistConfig."""
     for kind in KINDS:
-        if type(config) is KINDS[kind]():
+        if type(config) is _config_class(kind):
             fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
             fields = {k: _plain_value(v) for k, v in fields.items()}
             return {"kind": kind, **fields}
@@ -44,8 +40,9 @@ def config_to_plain(config: Any) -> dict[str, Any]:
 def config_from_plain(data: Any) -> Any:
     """The config `config_to_plain` gave; ValueError on anything else."""
     if not isinstance(data, dict) or data.get("kind") not in KINDS:
-        raise ValueError(f"expected a level config ({', '.join(KINDS)}), got {_brief(data)}")
-    cls = KINDS[data["kind"]]()
+        kinds = ", ".join(KINDS)
+        raise ValueError(f"expected a level config ({kinds}), got {type(data).__name__}")
+    cls = _config_class(data["kind"])
     fields = {f.name: f for f in dataclasses.fields(cls)}
     values = {k: v for k, v in data.items() if k != "kind"}
     if set(values) != set(fields):
@@ -75,7 +72,7 @@ def mixture_from_plain(data: Any) -> Any:
     if data is None:
         return None
     if not isinstance(data, dict) or set(data) != {"configs", "weights"}:
-        raise ValueError(f"expected a mixture, got {_brief(data)}")
+        raise ValueError(f"expected a mixture, got {type(data).__name__}")
     weights = data["weights"]
     if weights is not None and not (
         isinstance(weights, list) and all(isinstance(w, float) for w in weights)
@@ -119,7 +116,3 @@ def _typed(name: str, value: Any, default: Any) -> Any:
             raise ValueError(f"config field {name}: expected a list of strings")
         return list(value)
     raise ValueError(f"config field {name}: unsupported kind {type(default).__name__}")
-
-
-def _brief(value: Any) -> str:
-    return type(value).__name__

@@ -1,25 +1,24 @@
 """`CrafterVecEnv`: many `CrafterEnv`s in worker processes, observations in shared memory.
 
 The paper trains in the N configs in parallel (docs/paper.md, "The method in four steps"):
-`assign_configs` gives each env one config of a weighted mixture, deterministically.
-Env i's seed derives from (seed, i) only, so results do not depend on `num_workers`.
-Envs are split into `num_workers` contiguous blocks. The parent process steps the
-first block itself and `num_workers - 1` worker processes step the others, so on a
-machine with as many cores as workers no process waits idle for another's core.
-Actions, observations, rewards and flags live in shared arrays.
+`assign_configs` gives each env one config of a weighted mixture, deterministically, and
+env i's seed derives from (seed, i) only, so results do not depend on `num_workers`. The
+parent steps the first of `num_workers` contiguous blocks of envs itself and a worker
+process steps each other, so with as many cores as workers no process waits for a core.
 
 A lock step is signalled through shared control words, not the pipe: waking a process
-blocked on a pipe costs tens of microseconds, a large share of the ~300 us a block of
-four envs takes. Each side spins briefly on the word it waits for, then dozes on the
-pipe with a flag up so the other side sends a wake-up (`_Link`). Finished episodes,
-errors and the rare commands (reset, mixture, close) go through the pipe. The spin
-relies on x86's ordered stores (the worker's observations are visible before its
-"done" word); elsewhere every step goes through the pipe (`SHARED_SIGNALS`).
-Measured in docs/crafter.md, "Vector env".
+blocked on a pipe costs tens of microseconds of the ~300 us a block of four envs takes.
+Each side spins briefly on the word it waits for, then dozes on the pipe with a flag up
+so the other side sends a wake-up (`_Link`). Finished episodes, errors and the rare
+commands (reset, mixture, close) go through the pipe. The spin relies on x86's ordered
+stores (the worker's observations are visible before its "done" word); elsewhere every
+step goes through the pipe (`SHARED_SIGNALS`). Measured in docs/crafter.md, "Vector env".
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import multiprocessing as mp
 import os
 import platform
@@ -32,7 +31,7 @@ import numpy as np
 from envgen.envs.crafter import snapshot
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.envs.crafter.env import CrafterEnv
-from envgen.envs.mixture import assign_configs, env_seed
+from envgen.envs.mixture import StepResult, assign_configs, env_seed
 from envgen.envs.plain import config_from_plain, config_to_plain
 from envgen.errors import ConfigError
 from envgen.lifetime import die_with_parent
@@ -59,12 +58,9 @@ _REACHED = object()
 
 
 class CrafterVecEnv:
-    """`num_envs` Crafter envs with auto-reset; see the module docstring.
-
-    When env i's episode ends, `step` returns the first observation of its next episode
-    in obs[i] and `infos[i]["episode"] = {"achievements", "return", "length",
-    "config_index"}`; other infos are empty dicts.
-    """
+    """`num_envs` Crafter envs with auto-reset: when env i's episode ends, `step` returns
+    its next episode's first observation in obs[i] and `infos[i]["episode"] =
+    {"achievements", "return", "length", "config_index"}`; other infos are empty dicts."""
 
     def __init__(
         self,
@@ -88,24 +84,25 @@ class CrafterVecEnv:
             raise ValueError(f"group_size: must divide num_envs={num_envs}, got {group_size}")
         if env_seeds is not None and len(env_seeds) != self.num_envs:
             raise ValueError(f"env_seeds: expected {num_envs} seeds, got {len(env_seeds)}")
-        seed_of = list(env_seeds) if env_seeds is not None else None
+        n = self.num_envs
+        seeds = [env_seed(seed, i) for i in range(n)] if env_seeds is None else list(env_seeds)
         self.config_indices = self._assign(weights)
         workers = default_num_workers(self.num_envs) if num_workers is None else num_workers
         if not 1 <= workers <= self.num_envs:
             raise ValueError(f"num_workers: must be in [1, num_envs={num_envs}], got {workers}")
         self.num_workers = workers
-        n = self.num_envs
-        self._obs_raw = mp.RawArray("B", n * int(np.prod(OBS_SHAPE)))
-        self._actions_raw = mp.RawArray("q", n)
-        self._rewards_raw = mp.RawArray("f", n)
-        self._flags_raw = mp.RawArray("b", 2 * n)
+        # Observations, actions, rewards and (terminated, truncated) flags, in shared memory.
+        shared = (
+            mp.RawArray("B", n * int(np.prod(OBS_SHAPE))),
+            mp.RawArray("q", n),
+            mp.RawArray("f", n),
+            mp.RawArray("b", 2 * n),
+            n,
+        )
         self._control_raw = mp.RawArray("q", _WORDS * max(workers - 1, 1))
-        self._obs = np.frombuffer(self._obs_raw, np.uint8).reshape((n, *OBS_SHAPE))
-        self._actions = np.frombuffer(self._actions_raw, np.int64)
-        self._rewards = np.frombuffer(self._rewards_raw, np.float32)
-        self._flags = np.frombuffer(self._flags_raw, np.int8).reshape(2, n)
         bounds = np.linspace(0, n, workers + 1).astype(int)
         self._slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        blocks = [(b, seeds[b], shared, self.configs, self.config_indices) for b in self._slices]
         control = np.frombuffer(self._control_raw, np.int64).reshape(-1, _WORDS)
         spin = SPIN_SECONDS if usable_cores() >= workers else 0.0
         context = mp.get_context("forkserver")
@@ -116,50 +113,29 @@ class CrafterVecEnv:
             context.set_forkserver_preload(list(PRELOAD))
         self._links: list[_Link] = []
         self._procs = []
-        for k, block in enumerate(self._slices[1:]):
+        for k, block in enumerate(blocks[1:]):
             parent, child = context.Pipe()
-            seeds = [
-                seed_of[i] if seed_of else env_seed(seed, i) for i in range(block.start, block.stop)
-            ]
+            control_args = (self._control_raw, k, spin)
             proc = context.Process(
-                target=_worker,
-                args=(
-                    child,
-                    (self._control_raw, k, spin),
-                    block,
-                    seeds,
-                    self._shared(),
-                    self.configs,
-                    self.config_indices,
-                    prepare_when_idle,
-                ),
-                daemon=True,
+                target=_worker, args=(child, control_args, block, prepare_when_idle), daemon=True
             )
             proc.start()
             child.close()
             self._links.append(_Link(control[k], parent, spin))
             self._procs.append(proc)
-        self._local = _Block(
-            self._slices[0],
-            [
-                seed_of[i] if seed_of else env_seed(seed, i)
-                for i in range(self._slices[0].start, self._slices[0].stop)
-            ],
-            self._shared(),
-            self.configs,
-            self.config_indices,
-            busy_words=[(link.words, _PARENT_BUSY) for link in self._links],
+        self._local = local = _Block(
+            *blocks[0], busy_words=[(link.words, _PARENT_BUSY) for link in self._links]
         )
-        self._workers_busy = [(link.words, _WORKER_BUSY) for link in self._links]
+        self._obs, self._actions = local.obs, local.actions
+        self._rewards, self._flags = local.rewards, local.flags
+        workers_busy = [(link.words, _WORKER_BUSY) for link in self._links]
+        self._idle = functools.partial(local.use_idle_time, workers_busy)
         self._closed = False
 
     def _assign(self, weights: Sequence[float] | None) -> list[int]:
         """Config index per env: each group of `group_size` envs spans the mixture."""
         group = assign_configs(len(self.configs), self.group_size, weights)
         return group * (self.num_envs // self.group_size)
-
-    def _shared(self) -> tuple[Any, ...]:
-        return (self._obs_raw, self._actions_raw, self._rewards_raw, self._flags_raw, self.num_envs)
 
     def reset(self) -> np.ndarray:
         """Start a new episode in every env; returns obs (num_envs, 64, 64, 3) uint8."""
@@ -171,16 +147,12 @@ class CrafterVecEnv:
         """The latest observations (after `reset`, `step` or `set_mixture`)."""
         return self._obs.copy()
 
-    def step(
-        self, actions: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        """Step every env: obs, reward float32, terminated bool, truncated bool, infos."""
+    def step(self, actions: np.ndarray) -> StepResult:
+        """Step every env (`StepResult`)."""
         obs, *rest = self.step_view(actions)
         return (obs.copy(), *rest)  # type: ignore[return-value]
 
-    def step_view(
-        self, actions: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+    def step_view(self, actions: np.ndarray) -> StepResult:
         """`step`, its observations not copied: the shared array itself, which the next
         step overwrites (a cohort copies it once, into the pinned upload buffer)."""
         actions = np.asarray(actions)
@@ -203,21 +175,17 @@ class CrafterVecEnv:
     def set_mixture(
         self, configs: Sequence[CrafterConfig], weights: Sequence[float] | None = None
     ) -> int:
-        """Switch to a new config mixture: every env resets into its new config at once.
-
-        Processes are kept; the new first observations are in `last_obs`. Returns the
-        number of running episodes (at least one step played) the switch ended unlogged.
-        """
+        """Switch to a new config mixture: every env resets into its new config at once (same
+        processes, new first observations in `last_obs`). Returns the number of running
+        episodes (at least one step played) the switch ended unlogged."""
         self.configs = list(configs)
         self.config_indices = self._assign(weights)
         return sum(self._call("mixture", (self.configs, self.config_indices)))
 
     def get_state(self) -> dict[str, Any]:
-        """Every env mid-episode, its running return and length, and the observations:
-        `set_state` on a vec env built with the same arguments continues exactly.
-
-        Plain data only (`envgen.envs.crafter.snapshot`, `envgen.envs.plain`): a
-        checkpoint stores it without pickling any object."""
+        """Every env mid-episode, its running return and length, and the observations, as
+        plain data (`snapshot`, `envgen.envs.plain`) that a checkpoint stores unpickled:
+        `set_state` on a vec env built with the same arguments continues exactly."""
         return {
             "configs": [config_to_plain(c) for c in self.configs],
             "config_indices": list(self.config_indices),
@@ -226,14 +194,10 @@ class CrafterVecEnv:
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore `get_state`'s snapshot (same num_envs and seed; any num_workers).
-
+        """Restore `get_state`'s snapshot (same num_envs and seed; any num_workers);
         ValueError (or KeyError, TypeError) when the snapshot is malformed."""
-        if len(state["config_indices"]) != self.num_envs:
-            raise ValueError(
-                f"state of {len(state['config_indices'])} envs given to a vec env of "
-                f"{self.num_envs}"
-            )
+        if (count := len(state["config_indices"])) != self.num_envs:
+            raise ValueError(f"state of {count} envs given to a vec env of {self.num_envs}")
         obs = state["obs"]
         if not isinstance(obs, np.ndarray) or obs.dtype != np.uint8 or obs.shape != self._obs.shape:
             raise ValueError(f"observations: expected uint8 {self._obs.shape}")
@@ -241,17 +205,11 @@ class CrafterVecEnv:
         indices = list(state["config_indices"])
         if not all(type(k) is int and 0 <= k < len(configs) for k in indices):
             raise ValueError("config_indices: expected indices into configs")
-        merged: dict[int, Any] = {}
-        for block in state["blocks"]:
-            merged.update(block)
+        merged = {i: env for block in state["blocks"] for i, env in dict(block).items()}
         if set(merged) != set(range(self.num_envs)):
             raise ValueError(f"env states: expected envs 0..{self.num_envs - 1}")
         self.configs, self.config_indices = configs, indices
-        self._check_open()
-        for link, block in zip(self._links, self._slices[1:], strict=True):
-            link.conn.send(("set_state", {i: merged[i] for i in range(block.start, block.stop)}))
-        local = {i: merged[i] for i in range(self._slices[0].start, self._slices[0].stop)}
-        self._checked([self._run_local("set_state", local)] + [link.recv() for link in self._links])
+        self._call("set_state", merged)  # each block takes its own envs' states
         self._obs[:] = obs
 
     def worker_cpu_seconds(self) -> list[float]:
@@ -263,10 +221,8 @@ class CrafterVecEnv:
             return
         self._closed = True
         for link in self._links:
-            try:
+            with contextlib.suppress(OSError):  # a worker already gone: BrokenPipeError
                 link.conn.send(("close", None))
-            except (BrokenPipeError, OSError):
-                pass
         for proc in self._procs:
             proc.join(timeout=5)
             if proc.is_alive():
@@ -306,9 +262,6 @@ class CrafterVecEnv:
             replies.append(reply)
         return self._checked(replies)
 
-    def _idle(self) -> None:
-        self._local.use_idle_time(self._workers_busy)
-
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("CrafterVecEnv is closed")
@@ -329,16 +282,12 @@ class CrafterVecEnv:
 
 
 class _Link:
-    """One worker's control words and pipe end, as either side sees them.
-
-    Words: _COMMAND (steps asked, parent writes), _DONE (steps finished, worker writes),
-    _MESSAGE (the last step's reply is in the pipe), and a dozing flag per side.
-    """
+    """One worker's control words and pipe end, as either side sees them. Words: _COMMAND
+    (steps asked, parent writes), _DONE (steps finished, worker writes), _MESSAGE (the
+    last step's reply is in the pipe), and a dozing flag per side."""
 
     def __init__(self, words: np.ndarray, conn: Any, spin_seconds: float):
-        self.words = words
-        self.conn = conn
-        self.spin_seconds = spin_seconds
+        self.words, self.conn, self.spin_seconds = words, conn, spin_seconds
 
     def wake(self, dozing: int) -> None:
         """Send a wake-up if the other side dozes on the pipe."""
@@ -346,11 +295,8 @@ class _Link:
             self.conn.send(_WAKE)
 
     def wait(self, word: int, target: int, dozing: int, idle: Callable[[], None]) -> Any:
-        """Until words[word] == target (returns _REACHED) or a pipe message comes (returns it).
-
-        Spins for `spin_seconds`, calling `idle` (which may do useful work), then blocks
-        on the pipe with words[dozing] up.
-        """
+        """Until words[word] == target (returns _REACHED) or a pipe message comes (returns
+        it): spin `spin_seconds`, calling `idle`, then block on the pipe, words[dozing] up."""
         words, conn = self.words, self.conn
         deadline = time.perf_counter() + self.spin_seconds
         while time.perf_counter() < deadline:
@@ -413,8 +359,7 @@ class _Block:
 
     def reset_ended(self, i: int) -> None:
         """Auto-reset env i; one that must generate its world is announced as busy time."""
-        generates = self.busy_words and not self.envs[i].next_world_ready
-        if not generates:
+        if not self.busy_words or self.envs[i].next_world_ready:
             self.reset_env(i)
             return
         start = time.perf_counter_ns()
@@ -425,22 +370,17 @@ class _Block:
 
     def use_idle_time(self, others_busy: list[tuple[np.ndarray, int]]) -> None:
         """While another block generates a world for longer than it takes us, generate the
-        next world of one of our envs: lock-step waits for the slowest block, and world
-        generation is most of a reset (see CrafterEnv.prepare_next_world).
-
-        With `prepare_when_idle` (a worker beside a GPU policy step, which leaves every
-        worker idle between steps) it generates one whenever it is idle. A world depends
-        only on seed, episode and config, so neither changes any number."""
+        next world of one of ours: lock-step waits for the slowest block, and world
+        generation is most of a reset. With `prepare_when_idle` (a worker beside a GPU
+        policy step, idle between steps) generate one whenever idle. A world depends only
+        on seed, episode and config, so neither changes any number."""
         if self.prepare_when_idle:
             self._prepare_one()
             return
         cost = self.prepare_ns or self.reset_ns
-        if not cost:
-            return
         now = time.perf_counter_ns()
-        if not any(words[k] - now > cost for words, k in others_busy):
-            return
-        self._prepare_one()
+        if cost and any(words[k] - now > cost for words, k in others_busy):
+            self._prepare_one()
 
     def _prepare_one(self) -> None:
         """Generate the next world of the first env, from the cursor on, lacking one."""
@@ -485,14 +425,11 @@ class _Block:
                 for i in self.indices
             }
         if command == "set_state":
-            for i, saved in data.items():
+            for i in self.indices:
+                saved = data[i]
                 env = snapshot.restore(saved["env"])
                 config_index, ret, length = saved["config_index"], saved["return"], saved["length"]
-                if (
-                    type(config_index) is not int
-                    or type(length) is not int
-                    or type(ret) is not float
-                ):
+                if (type(config_index), type(ret), type(length)) != (int, float, int):
                     raise ValueError("env state: malformed config_index, return or length")
                 self.envs[i] = env
                 self.config_of[i], self.returns[i], self.lengths[i] = config_index, ret, length
@@ -521,14 +458,11 @@ class _Block:
 
 
 def workers_variable() -> int | None:
-    """`$ENVGEN_ENV_WORKERS` as a count, None when unset; any other value is a
-    `ConfigError` (the CLIs call this before any work, so a typo is one line).
-
-    The variable sets the worker count of a Crafter run that names none, for a machine
-    whose cores other jobs hold (a test suite on two workers): there a worker process
-    waits for a core at every lock step, and a run that steps every env in its own
-    process is faster (docs/crafter.md, "Vector env"). It changes no number.
-    """
+    """`$ENVGEN_ENV_WORKERS` as a count, None when unset; any other value is a `ConfigError` (the
+    CLIs call this before any work, so a typo is one line). It sets the worker count of a Crafter
+    run that names none, for a machine whose cores other jobs hold (a test suite on two workers):
+    there a worker waits for a core at every lock step, and fewer processes are faster
+    (docs/crafter.md, "Vector env"). It changes no number."""
     value = os.environ.get(WORKERS_VARIABLE, "").strip()
     if not value:
         return None
@@ -546,7 +480,7 @@ def default_num_workers(num_envs: int) -> int:
 
 def usable_cores() -> int:
     """The cores this process may run on (Linux: its affinity mask), else all of them."""
-    if hasattr(os, "sched_getaffinity"):  # Linux: the cores this process may run on
+    if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
 
@@ -555,19 +489,16 @@ def _running_mean(mean: float, value: float) -> float:
     return value if not mean else 0.8 * mean + 0.2 * value
 
 
-def _worker(conn, control, block, seeds, shared, configs, config_indices, prepare) -> None:
+def _worker(conn, control, block_args, prepare) -> None:
     """A worker process: run one `_Block` until told to close."""
     # Its parent is the forkserver, which ends when the vector env's process does.
     die_with_parent()
     control_raw, k, spin = control
     link = _Link(np.frombuffer(control_raw, np.int64).reshape(-1, _WORDS)[k], conn, spin)
-    envs = _Block(
-        block, seeds, shared, configs, config_indices, [(link.words, _WORKER_BUSY)], prepare
-    )
-    try:
+    envs = _Block(*block_args, [(link.words, _WORKER_BUSY)], prepare)
+    # EOF or a broken pipe: the parent is gone (killed), nobody to answer, no traceback to print
+    with contextlib.suppress(EOFError, BrokenPipeError, ConnectionResetError):
         _serve(link, envs, conn)
-    except (EOFError, BrokenPipeError, ConnectionResetError):
-        pass  # the parent is gone (killed): nobody to answer, and no traceback to print
     conn.close()
 
 

@@ -1,12 +1,9 @@
 """Imported once by the forkserver that starts `CrafterVecEnv`'s worker processes.
 
-Importing this loads the vector env's modules and Crafter's compiled world generation
-(numba's on-disk cache) into the forkserver (`warm_up`). Every worker is forked from
-that process, so it starts with them loaded instead of importing and loading them
-itself, which every evaluation and every curriculum validation agent otherwise paid
-again, each opening a vector env of its own (docs/crafter.md, "Vector env", for the
-measured start times). The warm-up world is thrown away; workers seed their own envs
-and no engine state is global, so no number changes.
+It loads the vector env's modules and Crafter's compiled functions (numba's on-disk cache)
+into the forkserver (`warm_up`), so that workers forked from it, for every evaluation and
+curriculum validation agent, start with them loaded (docs/crafter.md, "Vector env"). The
+warm-up world is thrown away and no engine state is global, so no number changes.
 """
 
 import sys

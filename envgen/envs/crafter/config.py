@@ -1,15 +1,11 @@
 """`CrafterConfig`: what an LLM may set in a Crafter world, validated in one place.
 
 The parameters, their allowed values and the spawn thresholds are the ones of the
-EnvGen authors' prompt and modified Crafter (see docs/paper.md, "Crafter parameters
-the LLM controls"). Every default reproduces stock Crafter: natural biome, coal
-"common" (0.85), iron "common" (0.75), tree "common" (0.8), diamond "rare" (0.994),
-empty inventory, episode length 10000.
-
+EnvGen authors' prompt and modified Crafter (docs/paper.md, "Crafter parameters the LLM
+controls"). Every default reproduces stock Crafter (`SPAWN_THRESHOLDS`, `STOCK_LENGTH`).
 `CrafterConfig.from_dict` is the only way untrusted input (an LLM reply, a JSON file)
-becomes a config: unknown keys and bad enums raise `ConfigError` naming the field
-path and the allowed values; numbers out of range are clamped and recorded in
-`.warnings`.
+becomes a config: unknown keys and bad enums raise `ConfigError` naming the field path
+and the allowed values; numbers out of range are clamped and recorded in `.warnings`.
 """
 
 from __future__ import annotations
@@ -18,32 +14,25 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from envgen.envs.validation import as_mapping, int_clamped, join_path, norm_key
+from envgen.envs.validation import as_mapping, int_clamped, join_path, json_object, norm_key, one_of
 from envgen.errors import ConfigError
 
 BIOMES = ("natural", "grassland", "mountain", "beaches")
 RARITIES = ("very_common", "common", "rare")
 
-# Spawn thresholds per rarity: a tile becomes the resource when uniform() > threshold.
-# Source: the EnvGen authors' modified worldgen (docs/paper.md, "Crafter parameters"). "common" (and
-# "rare" for diamond) equal stock Crafter's constants.
+# Spawn thresholds per rarity (the authors' modified worldgen): a tile becomes the resource
+# when uniform() > threshold. "common" (and "rare" for diamond) are stock Crafter's.
 SPAWN_THRESHOLDS: dict[str, dict[str, float]] = {
     "coal": {"rare": 0.95, "common": 0.85, "very_common": 0.75},
     "iron": {"rare": 0.85, "common": 0.75, "very_common": 0.65},
     "tree": {"rare": 0.9, "common": 0.8, "very_common": 0.7},
     "diamond": {"rare": 0.994, "common": 0.9, "very_common": 0.85},
 }
-STOCK_RARITY = {"coal": "common", "iron": "common", "tree": "common", "diamond": "rare"}
 
 # Starting inventory the LLM may set, with its inclusive maximum (minimum 0).
 MATERIAL_ITEMS = ("sapling", "wood", "stone", "coal", "iron", "diamond")
-TOOL_ITEMS = (
-    "wood_pickaxe",
-    "stone_pickaxe",
-    "iron_pickaxe",
-    "wood_sword",
-    "stone_sword",
-    "iron_sword",
+TOOL_ITEMS = tuple(
+    f"{m}_{tool}" for tool in ("pickaxe", "sword") for m in ("wood", "stone", "iron")
 )
 INVENTORY_MAX: dict[str, int] = {**{k: 9 for k in MATERIAL_ITEMS}, **{k: 1 for k in TOOL_ITEMS}}
 
@@ -52,10 +41,9 @@ INVENTORY_MAX: dict[str, int] = {**{k: 9 for k in MATERIAL_ITEMS}, **{k: 1 for k
 # wood pickaxe; anything "iron" a stone pickaxe; "diamond" an iron pickaxe.
 IMPLIED_TOOLS = {"stone": "wood_pickaxe", "iron": "stone_pickaxe", "diamond": "iron_pickaxe"}
 
-# How a world is generated and populated (docs/crafter.md, "World rules"):
-# "stock" is crafter's worldgen and balancing; "authors" is the EnvGen authors' fork
-# (aszala/EnvGen crafter/crafter/worldgen.py, env.py), in which every LLM environment of
-# the paper was generated.
+# How a world is generated and populated (docs/crafter.md, "World rules"): crafter's
+# worldgen and balancing, or the EnvGen authors' fork (aszala/EnvGen crafter/crafter/
+# worldgen.py, env.py) in which every LLM environment of the paper was generated.
 WORLD_RULES = ("stock", "authors")
 
 STOCK_LENGTH = 10000  # crafter.Env's default episode length
@@ -106,7 +94,6 @@ class CrafterConfig:
                 "world_rules", f"{self.world_rules!r}; allowed: {', '.join(WORLD_RULES)}"
             )
 
-    # --- derived values, computed in one place -------------------------------------
     def threshold(self, resource: str) -> float:
         """Spawn threshold for coal, iron, tree or diamond under this config."""
         rarity = getattr(self, f"{resource}_rarity")
@@ -115,35 +102,18 @@ class CrafterConfig:
     @property
     def is_stock(self) -> bool:
         """True when the world, start and length are exactly stock Crafter's."""
-        return (
-            self.world_key == CrafterConfig().world_key
-            and not self.inventory
-            and (self.length == STOCK_LENGTH)
-        )
+        stock_world = self.world_key == CrafterConfig().world_key
+        return stock_world and not self.inventory and self.length == STOCK_LENGTH
 
     @property
     def world_key(self) -> tuple[str, ...]:
         """The fields that change world generation (not inventory or length)."""
-        return (
-            self.target_biome,
-            self.coal_rarity,
-            self.iron_rarity,
-            self.diamond_rarity,
-            self.tree_rarity,
-            self.world_rules,
-        )
+        return (*(getattr(self, name) for name in ENV_FIELDS), self.world_rules)
 
-    # --- (de)serialisation ---------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The authors' JSON layout; `from_dict(to_dict())` round-trips."""
         out: dict[str, Any] = {
-            "environment_settings": {
-                "target_biome": self.target_biome,
-                "coal_rarity": self.coal_rarity,
-                "iron_rarity": self.iron_rarity,
-                "diamond_rarity": self.diamond_rarity,
-                "tree_rarity": self.tree_rarity,
-            },
+            "environment_settings": {name: getattr(self, name) for name in ENV_FIELDS},
             "inventory_settings": dict(self.inventory),
             "length": self.length,
         }
@@ -160,17 +130,11 @@ class CrafterConfig:
         path: str = "",
         world_rules: str = "stock",
     ) -> CrafterConfig:
-        """Validate untrusted input into a config (see module docstring).
-
-        Accepts the authors' nested layout or a flat mapping of the same keys.
-        `default_length` applies when the input names no length (LLM environments
-        pass `LLM_ENV_LENGTH`). `path` prefixes field paths in errors and warnings.
-        `world_rules` is the caller's choice, never the input's (an LLM cannot set it).
-        """
-        if not isinstance(data, Mapping):
-            raise ConfigError(
-                path or "<config>", f"expected a JSON object, got {type(data).__name__}"
-            )
+        """Validate untrusted input, the authors' nested layout or a flat mapping of the same keys,
+        into a config (see module docstring). `default_length` applies when the input names no
+        length (LLM environments pass `LLM_ENV_LENGTH`); `path` prefixes field paths in errors and
+        warnings; `world_rules` is the caller's choice, never the input's (an LLM cannot set it)."""
+        data = json_object(data, path)
         warnings: list[str] = []
         env_fields: dict[str, Any] = {}
         inv_fields: dict[str, Any] = {}
@@ -201,8 +165,10 @@ class CrafterConfig:
             where = join_path(path, f"environment_settings.{key}")
             if norm not in ENV_FIELDS:
                 raise ConfigError(where, f"unknown key; allowed keys: {', '.join(ENV_FIELDS)}")
-            default = getattr(cls, norm)  # "default" means stock Crafter's value
-            settings[norm] = _enum(value, ENV_FIELDS[norm], where, default)
+            aliases = _BIOME_ALIASES if norm == "target_biome" else _RARITY_ALIASES
+            # "default" means stock Crafter's value, the field's default
+            aliases = {**aliases, "default": getattr(cls, norm)}
+            settings[norm] = one_of(value, ENV_FIELDS[norm], aliases, where)
 
         inventory: dict[str, int] = {}
         for key, value in inv_fields.items():
@@ -246,14 +212,3 @@ ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "diamond_rarity": RARITIES,
     "tree_rarity": RARITIES,
 }
-
-
-def _enum(value: Any, allowed: tuple[str, ...], where: str, default: str) -> str:
-    if not isinstance(value, str):
-        raise ConfigError(where, f"expected one of {', '.join(allowed)}; got {value!r}")
-    norm = norm_key(value)
-    aliases = _BIOME_ALIASES if allowed is BIOMES else _RARITY_ALIASES
-    norm = default if norm == "default" else aliases.get(norm, norm)
-    if norm not in allowed:
-        raise ConfigError(where, f"{value!r} is not allowed; allowed values: {', '.join(allowed)}")
-    return norm

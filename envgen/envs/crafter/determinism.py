@@ -1,12 +1,10 @@
 """The fix for stock Crafter's run-to-run divergence (danijar/crafter#31, #36).
 
-`crafter.engine.World` keeps the objects of each chunk in a Python `set`. A set of
-objects iterates in an order that follows their memory addresses, and
-`crafter.Env._balance_object` picks the creature to despawn by an index into that
-order, so two `crafter.Env(seed=7919)` in one process drift apart after a few hundred
-steps. Replacing each set by an insertion-ordered set (a dict whose values are unused)
-makes the order a function of the game's history only. `CrafterEnv` uses the same
-ordering; the fidelity tests apply `make_deterministic` to a stock env as reference.
+`crafter.engine.World` keeps each chunk's objects in a `set`, which iterates in memory
+address order, and `crafter.Env._balance_object` picks the creature to despawn by an
+index into that order: two `crafter.Env(seed=7919)` in one process drift apart after a
+few hundred steps. An insertion-ordered set makes the order a function of the game's
+history only. `CrafterEnv` uses it; the fidelity tests patch a stock env as reference.
 """
 
 from __future__ import annotations
@@ -36,10 +34,8 @@ class DeterministicWorld(engine.World):
 
 
 def make_deterministic(env: Any) -> Any:
-    """Patch a stock `crafter.Env` (before its first reset) to use `DeterministicWorld`.
-
-    Returns the same env, for chaining: ``make_deterministic(crafter.Env(seed=s))``.
-    """
+    """Patch a stock `crafter.Env` (before its first reset) to use `DeterministicWorld`;
+    returns the same env, for chaining."""
     world = env._world
     world.__class__ = DeterministicWorld
     world.reset()

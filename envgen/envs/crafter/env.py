@@ -1,10 +1,10 @@
 """`CrafterEnv`: stock Crafter's game with EnvGen's world settings, deterministic and fast.
 
-The episode logic follows `crafter.Env` (reset, step, `_balance_chunk`) step for step,
-on stock's game objects (`world.py`), compiled world generation (`worldgen.py`) and an
-atlas renderer (`render.py`). With the default `CrafterConfig` an episode equals
-`crafter.Env(seed)`'s made deterministic by `determinism.make_deterministic`: same
-world, observations, rewards and achievements (tests/test_crafter_fidelity.py).
+The episode logic follows `crafter.Env` (reset, step, `_balance_chunk`) step for step, on
+stock's game objects (`world.py`), compiled world generation (`worldgen.py`) and an atlas
+renderer (`render.py`). With the default `CrafterConfig` an episode equals a
+`crafter.Env(seed)` made deterministic (`determinism`): same world, observations, rewards
+and achievements (tests/test_crafter_fidelity.py).
 """
 
 from __future__ import annotations
@@ -45,12 +45,10 @@ def _daylight(step: int) -> float:
 
 
 class CrafterEnv:
-    """One Crafter world per episode under `config`; gymnasium-style API.
-
-    Episode k (from 1) after `reset(seed=s)` or construction with `seed=s` uses world
-    seed `hash((s, k)) % (2**31 - 1)`, as `crafter.Env(seed=s)`. `length=None` takes
-    `config.length`. `semantic=True` adds stock's semantic map as `info["semantic"]`.
-    """
+    """One Crafter world per episode under `config`; gymnasium-style API. Episode k (from
+    1) after `reset(seed=s)` or construction with `seed=s` uses world seed `hash((s, k)) %
+    (2**31 - 1)`, as `crafter.Env(seed=s)`. `length=None` takes `config.length`.
+    `semantic=True` adds stock's semantic map as `info["semantic"]`."""
 
     num_actions = len(ACTIONS)
     observation_shape = (render.SIZE, render.SIZE, 3)
@@ -84,27 +82,23 @@ class CrafterEnv:
         self.config = config
         self.length = config.length if length is None else int(length)
 
-    @property
-    def episode(self) -> int:
-        """Episodes started since construction or the last `reset(seed=...)`."""
-        return self._episode
-
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """Start the next episode; `seed` re-seeds and restarts the episode count."""
         if seed is not None:
             self._seed = int(seed)
             self._episode = 0
+        self.prepare_next_world()  # unless a vector env prepared it ahead
+        (world_seed, _), built = self._next_world
+        self._next_world = None
         self._episode += 1
         self._step = 0
         world = self._world
-        world_seed = _world_seed(self._seed, self._episode)
         world.reset(seed=world_seed)
         world.daylight = _daylight(0)
         self._player = player = Player(world, CENTER)
         self._last_health = player.health
         world.add(player)
         self._unlocked = set()
-        built = self._take_next_world(world_seed)
         for kind, x, y in worldgen.install(world, built).tolist():
             if kind == worldgen.COW:
                 world.add(Cow(world, (x, y)))
@@ -141,11 +135,8 @@ class CrafterEnv:
         obs = self._render()
         reward = (player.health - self._last_health) / 10
         self._last_health = player.health
-        unlocked = {
-            name
-            for name, count in player.achievements.items()
-            if count > 0 and name not in self._unlocked
-        }
+        unlocked = {name for name, count in player.achievements.items() if count > 0}
+        unlocked -= self._unlocked
         if unlocked:
             self._unlocked |= unlocked
             reward += 1.0
@@ -154,12 +145,9 @@ class CrafterEnv:
         return obs, reward, dead, truncated, self._info(dead)
 
     def prepare_next_world(self) -> bool:
-        """Generate the next episode's world now, for the next `reset()` to install.
-
-        A world depends only on the seed, the episode number and the config, so this
-        changes nothing but when the work is done: a vector env does it in time it
-        would spend waiting (envgen.envs.vector). Returns False if it was ready already.
-        """
+        """Generate the next episode's world now, for the next `reset()` to install; False
+        if it was ready already. A world depends only on seed, episode and config, so this
+        changes only when the work is done: a vector env does it in time it would wait."""
         if self.next_world_ready:
             return False
         world_seed = _world_seed(self._seed, self._episode + 1)
@@ -171,26 +159,6 @@ class CrafterEnv:
     def next_world_ready(self) -> bool:
         key = (_world_seed(self._seed, self._episode + 1), self.config)
         return self._next_world is not None and self._next_world[0] == key
-
-    # --- pickling: a checkpoint keeps running episodes (envgen.agents.trainer) ---------
-    def __getstate__(self) -> dict[str, Any]:
-        """Everything but the shared atlas and a world prepared ahead (rebuilt on demand:
-        a world depends only on seed, episode and config)."""
-        state = self.__dict__.copy()
-        state["_atlas"] = None
-        state["_next_world"] = None
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._atlas = render.atlas()
-
-    # --- internals ---------------------------------------------------------------
-    def _take_next_world(self, world_seed: int) -> worldgen.GeneratedWorld:
-        prepared, self._next_world = self._next_world, None
-        if prepared is not None and prepared[0] == (world_seed, self.config):
-            return prepared[1]
-        return worldgen.build(world_seed, AREA, CENTER, self.config)
 
     def _info(self, dead: bool) -> dict[str, Any]:
         player = self._player
@@ -230,6 +198,7 @@ class CrafterEnv:
             noise = world.random.uniform(32, 127, render.NOISE_SHAPE)
         inventory = np.fromiter(player.inventory.values(), np.int64, len(player.inventory))
         atlas = self._atlas
+        tiles = (atlas["materials"], atlas["objects"], atlas["items"], atlas["vignette"])
         render.render(
             self._obs,
             world._mat_map,
@@ -241,21 +210,15 @@ class CrafterEnv:
             player.sleeping,
             noise,
             inventory,
-            atlas["materials"],
-            atlas["objects"],
-            atlas["items"],
-            atlas["vignette"],
+            tiles,
         )
         return self._obs.copy()
 
     def _balance(self) -> None:
-        """Stock `Env._balance_chunk` over every chunk that ever held an object, in order.
-
-        Per chunk, stock's `_balance_object` for zombies, skeletons and cows (the
-        authors' fork: cows first), the same conditions and draws; tile counts come from
-        one compiled pass per material and creature counts from one pass over the chunk
-        (a rule only changes its own kind).
-        """
+        """Stock `Env._balance_chunk` over every chunk that ever held an object, in order: per
+        chunk, stock's `_balance_object` for zombies, skeletons and cows (the authors' fork: cows
+        first), same conditions and draws. Tile counts come from one compiled pass per material,
+        creature counts from one pass per chunk (a rule only changes its own kind)."""
         world, player = self._world, self._player
         random = world.random
         light = world.daylight
@@ -299,20 +262,14 @@ class CrafterEnv:
 class _Balance:
     """One creature's spawn/despawn rule in stock `Env._balance_chunk`."""
 
-    cls: type
-    """Creature class."""
-    material: str
-    """Material it spawns on; its count in the chunk is the rule's `space`."""
-    spawn_dist: int
-    """Minimum distance from the player to spawn."""
-    despawn_dist: int
-    """Minimum distance from the player to despawn."""
-    spawn_prob: float
-    """Chance per balance to spawn when below the minimum."""
-    despawn_prob: float
-    """Chance per balance to despawn when above the maximum."""
+    cls: type  # Creature class
+    material: str  # Material it spawns on; its count in the chunk is the rule's `space`
+    spawn_dist: int  # Minimum distance from the player to spawn
+    despawn_dist: int  # Minimum distance from the player to despawn
+    spawn_prob: float  # Chance per balance to spawn when below the minimum
+    despawn_prob: float  # Chance per balance to despawn when above the maximum
+    # (space, daylight) -> (target minimum, target maximum) creatures in the chunk
     targets: Callable[[int, float], tuple[float, float]]
-    """(space, daylight) -> (target minimum, target maximum) creatures in the chunk."""
 
 
 # Stock's three rules, in stock's order (zombies, skeletons, cows).
@@ -334,10 +291,7 @@ _BALANCE_RULES = (
 _BALANCED = tuple(rule.cls for rule in _BALANCE_RULES)
 # The authors' fork balances cows first, then zombies and skeletons (its env.py), which
 # changes the order of the world's random draws.
-_BALANCE_ORDER = {
-    "stock": _BALANCE_RULES,
-    "authors": (_BALANCE_RULES[2], _BALANCE_RULES[0], _BALANCE_RULES[1]),
-}
+_BALANCE_ORDER = {"stock": _BALANCE_RULES, "authors": (_BALANCE_RULES[2], *_BALANCE_RULES[:2])}
 
 
 @numba.njit(cache=True)

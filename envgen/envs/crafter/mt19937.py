@@ -1,10 +1,9 @@
 """NumPy's legacy `RandomState` (MT19937) stream, drawn inside numba-compiled code.
 
-Compiled world generation must consume `world.random` exactly as stock Crafter does.
-`export_state` hands the generator's key and position to compiled code; the draws
-below follow NumPy's `mt19937_next`, `legacy_double` and masked bounded integers;
-`import_state` writes the advanced state back, so Python code continues the same
-stream. The algorithm is Matsumoto and Nishimura's (1998), as NumPy implements it.
+Compiled world generation must consume `world.random` exactly as stock Crafter does:
+`export_state` hands the generator's key and position to compiled code, the draws follow
+NumPy's `mt19937_next` and `legacy_double` (Matsumoto and Nishimura, 1998), and
+`import_state` writes the advanced state back for Python code to continue the stream.
 """
 
 from __future__ import annotations
@@ -12,8 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-_N = 624
-_M = 397
+_N, _M = 624, 397  # MT19937's state size and middle offset
 _MATRIX_A = np.uint32(0x9908B0DF)
 _UPPER = np.uint32(0x80000000)
 _LOWER = np.uint32(0x7FFFFFFF)

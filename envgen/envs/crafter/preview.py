@@ -10,11 +10,8 @@ from envgen.envs.crafter.env import CrafterEnv
 
 
 def render_world_map(config: CrafterConfig, seed: int) -> np.ndarray:
-    """The first episode's whole map under `config` and `seed`, in daylight.
-
-    Returns (64 * 7, 64 * 7, 3) uint8, rows = y, columns = x (like observations),
-    drawn with the observation's tiles: materials, creatures and the player.
-    """
+    """The first episode's whole map under `config` and `seed`, in daylight, in observation
+    tiles: (64 * 7, 64 * 7, 3) uint8, rows = y, columns = x (like observations)."""
     env = CrafterEnv(config, seed=seed)
     env.reset()
     world = env._world
@@ -40,7 +37,6 @@ def preview_image(config: CrafterConfig, seed: int) -> np.ndarray:
     first_obs, _ = CrafterEnv(config, seed=seed).reset()
     scale = world_map.shape[0] // first_obs.shape[0]
     view = np.repeat(np.repeat(first_obs, scale, axis=0), scale, axis=1)
-    pad = np.zeros((world_map.shape[0], world_map.shape[1] // 32, 3), np.uint8)
-    pad[:] = 255
+    pad = np.full((world_map.shape[0], world_map.shape[1] // 32, 3), 255, np.uint8)
     view = np.pad(view, ((0, world_map.shape[0] - view.shape[0]), (0, 0), (0, 0)))
     return np.concatenate([world_map, pad, view], axis=1)

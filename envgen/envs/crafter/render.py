@@ -1,17 +1,12 @@
 """Crafter's 64x64 observation from a precomputed tile atlas, pixel-identical to stock.
 
-Stock `crafter.Env.render` draws 63 tiles and every object through NumPy slices and
-PIL every step (~1 ms). Here the pixels that can occur are computed once by stock's own
-code, then composed in numba:
-
-- material tiles: `crafter.engine.Textures.get(name, unit)` (PIL nearest resize);
-- object tiles: each object texture alpha-blended onto each material tile by stock's
-  `engine._draw_alpha` (an object always sits alone on one in-area tile);
-- inventory cells: stock's `ItemView` drawn once per (slot, amount);
-- lighting: stock's `LocalView._light`/`_sleep` arithmetic, redone per pixel in the same
-  float64 order; PIL's `ImageEnhance.Color` is its RGB->L conversion
-  (`(19595 R + 38470 G + 7471 B + 2**15) >> 16`) and its float32 `Image.blend`.
-  Night noise is drawn by the caller from `world.random` with stock's exact call.
+Stock `crafter.Env.render` draws 63 tiles and every object through NumPy slices and PIL every step
+(~1 ms). Here the pixels that can occur are computed once by stock's own code (material tiles by
+`Textures.get`; each object texture alpha-blended onto each material tile by `engine._draw_alpha`,
+as an object sits alone on its tile; inventory cells by `ItemView` per slot and amount), then
+composed in numba. Lighting redoes stock's `LocalView._light`/`_sleep` per pixel in the same float64
+order, with PIL's RGB->L conversion and float32 `Image.blend` for `ImageEnhance.Color`; the caller
+draws the night noise from `world.random` with stock's exact call.
 """
 
 from __future__ import annotations
@@ -22,22 +17,9 @@ import numba
 import numpy as np
 from crafter import constants, engine
 
-OBJECT_TEXTURES = (
-    "player-left",
-    "player-right",
-    "player-up",
-    "player-down",
-    "player-sleep",
-    "cow",
-    "zombie",
-    "skeleton",
-    "arrow-left",
-    "arrow-right",
-    "arrow-up",
-    "arrow-down",
-    "plant",
-    "plant-ripe",
-    "fence",
+OBJECT_TEXTURES = tuple(
+    "player-left player-right player-up player-down player-sleep cow zombie skeleton "
+    "arrow-left arrow-right arrow-up arrow-down plant plant-ripe fence".split()
 )
 TEXTURE_INDEX = {name: index for index, name in enumerate(OBJECT_TEXTURES)}
 VIEW = (9, 9)  # stock crafter.Env's view, in tiles
@@ -82,27 +64,12 @@ NOISE_SHAPE = (LOCAL_GRID[0] * UNIT, LOCAL_GRID[1] * UNIT)
 
 
 @numba.njit(cache=True)
-def render(
-    out,
-    mat_map,
-    obj_map,
-    obj_texture,
-    px,
-    py,
-    daylight,
-    sleeping,
-    noise,
-    inventory,
-    materials,
-    objects,
-    items,
-    vignette,
-):
+def render(out, mat_map, obj_map, obj_texture, px, py, daylight, sleeping, noise, inventory, tiles):
     """Write the observation (SIZE, SIZE, 3) uint8 into `out`, as stock `Env.render`.
-
     `obj_texture[i]` is the texture index of object i in `obj_map`'s numbering (read only
-    for objects in view). `noise` (NOISE_SHAPE) is read only when daylight < 0.5.
-    """
+    for objects in view); `noise` (NOISE_SHAPE) is read only when daylight < 0.5; `tiles`
+    is the atlas's (materials, objects, items, vignette)."""
+    materials, objects, items, vignette = tiles
     grid_w, grid_h = 9, 7
     unit = materials.shape[1]
     n_mat = materials.shape[0]

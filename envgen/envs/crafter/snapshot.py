@@ -2,17 +2,16 @@
 
 The snapshot holds only ints, floats, strings, lists, dicts and NumPy arrays of numbers,
 so restoring one runs no code from the file (unlike unpickling the env). Game objects
-are stored as their class name (one of `CLASSES`) and attributes; references between
-them (the world, its random generator, a zombie's player) become index references into
-the world's object list. The world prepared ahead and the texture atlas are left out:
-both are rebuilt on demand and change nothing (`CrafterEnv.prepare_next_world`).
-
+are stored as their class name (one of `CLASSES`) and attributes, references between
+them (the world, its random generator, a zombie's player) as indices into the world's
+object list. The world prepared ahead and the texture atlas are rebuilt on demand.
 `restore(capture(env))` continues exactly as `env` would (tests/test_crafter_snapshot.py).
 """
 
 from __future__ import annotations
 
 import collections
+import copy
 import math
 from typing import Any
 
@@ -29,23 +28,9 @@ from envgen.envs.plain import config_from_plain, config_to_plain
 CLASSES = {cls.__name__: cls for cls in (Player, Cow, Zombie, Skeleton, Arrow, Plant, Fence)}
 # CrafterEnv attributes stored as they are (ints, bools, arrays); the others are handled
 # one by one below. A new attribute makes `capture` fail until it is listed here.
-_PLAIN_ENV = (
-    "length",
-    "_seed",
-    "_semantic",
-    "_episode",
-    "_step",
-    "_last_health",
-    "_textures",
-    "_obs",
-)
+_ARRAY_DTYPES = {"_textures": np.int64, "_obs": np.uint8}
+_PLAIN_ENV = ("length", "_seed", "_semantic", "_episode", "_step", "_last_health", *_ARRAY_DTYPES)
 _SPECIAL_ENV = ("config", "_world", "_player", "_unlocked", "_next_world", "_atlas")
-_ARRAY_DTYPES = {
-    "_textures": np.int64,
-    "_obs": np.uint8,
-    "_mat_map": np.uint8,
-    "_obj_map": np.uint32,
-}
 
 
 def capture(env: CrafterEnv) -> dict[str, Any]:
@@ -57,7 +42,7 @@ def capture(env: CrafterEnv) -> dict[str, Any]:
     index = {id(obj): k for k, obj in enumerate(world._objects) if obj is not None}
     refs = _Refs(world, index)
     return {
-        **{name: _copy(getattr(env, name)) for name in _PLAIN_ENV},
+        **{name: copy.copy(getattr(env, name)) for name in _PLAIN_ENV},
         "config": config_to_plain(env.config),
         "player": None if env._player is None else refs.encode(env._player),
         "unlocked": sorted(env._unlocked),
@@ -67,15 +52,7 @@ def capture(env: CrafterEnv) -> dict[str, Any]:
             "daylight": float(world.daylight),
             "mat_map": world._mat_map.copy(),
             "obj_map": world._obj_map.copy(),
-            "objects": [
-                None
-                if obj is None
-                else {
-                    "class": type(obj).__name__,
-                    "attrs": {k: refs.encode(v) for k, v in vars(obj).items()},
-                }
-                for obj in world._objects
-            ],
+            "objects": [None if obj is None else refs.encode_object(obj) for obj in world._objects],
             "chunks": [
                 [list(key), [index[id(obj)] for obj in objs]] for key, objs in world._chunks.items()
             ],
@@ -89,11 +66,8 @@ def restore(data: Any) -> CrafterEnv:
     config = config_from_plain(data["config"])
     env = CrafterEnv(config, seed=0)
     for name in _PLAIN_ENV:
-        value = data[name]
-        if name in _ARRAY_DTYPES:
-            value = _array(value, name, _ARRAY_DTYPES[name])
-        else:
-            _expect(value, int, name)
+        dtype = _ARRAY_DTYPES.get(name)
+        value = _expect(data[name], int, name) if dtype is None else _array(data[name], name, dtype)
         setattr(env, name, value)
     if env._obs.shape != CrafterEnv.observation_shape:
         raise ValueError(f"_obs: shape {env._obs.shape}")
@@ -103,31 +77,25 @@ def restore(data: Any) -> CrafterEnv:
         raise ValueError("length, _step or _episode out of range")
     if not abs(env._last_health) < _SMALL or type(env._semantic) is not bool:
         raise ValueError("_last_health or _semantic out of range")
-    unlocked = data["unlocked"]
-    _expect(unlocked, list, "unlocked")
-    env._unlocked = {_str(name, "unlocked") for name in unlocked}
+    unlocked = _expect(data["unlocked"], list, "unlocked")
+    env._unlocked = {_exact(name, str, "unlocked") for name in unlocked}
 
-    saved = data["world"]
-    _expect(saved, dict, "world")
+    saved = _expect(data["world"], dict, "world")
     world = World(AREA, constants.materials, CHUNK)
     world.reset()
-    mat_names = saved["mat_names"]
-    _expect(mat_names, list, "world.mat_names")
     world._mat_names = {}
-    for pair in mat_names:
-        _expect(pair, list, "world.mat_names")
-        key, name = pair
-        _expect(key, int, "world.mat_names")
-        world._mat_names[key] = None if name is None else _str(name, "world.mat_names")
+    for pair in _expect(saved["mat_names"], list, "world.mat_names"):
+        key, name = _expect(pair, list, "world.mat_names")
+        name = None if name is None else _exact(name, str, "world.mat_names")
+        world._mat_names[_expect(key, int, "world.mat_names")] = name
     if sorted(world._mat_names) != list(range(len(world._mat_names))) or world._mat_names.get(0):
         raise ValueError("world.mat_names: ids must run 0, 1, ... with 0 unnamed")
     world._mat_ids = {name: key for key, name in world._mat_names.items()}
     world.random = _random_from(saved["random"])
-    world.daylight = _float(saved["daylight"], "world.daylight")
+    world.daylight = _exact(saved["daylight"], float, "world.daylight")
     world._mat_map = _array(saved["mat_map"], "world.mat_map", np.uint8, AREA)
     world._obj_map = _array(saved["obj_map"], "world.obj_map", np.uint32, AREA)
-    objects_data = saved["objects"]
-    _expect(objects_data, list, "world.objects")
+    objects_data = _expect(saved["objects"], list, "world.objects")
     if not objects_data or objects_data[0] is not None:
         raise ValueError("world.objects: the first entry must be empty")
     objects: list[Any] = [None]
@@ -144,8 +112,7 @@ def restore(data: Any) -> CrafterEnv:
     refs = _Refs(world, {}, objects)
     for k, (obj, item) in enumerate(zip(objects[1:], objects_data[1:], strict=True), 1):
         if obj is not None:
-            attrs = item["attrs"]
-            _expect(attrs, dict, "world.objects.attrs")
+            attrs = _expect(item["attrs"], dict, "world.objects.attrs")
             cls = type(obj)
             if set(attrs) != ATTRIBUTES[cls.__name__]:
                 raise ValueError(
@@ -155,26 +122,22 @@ def restore(data: Any) -> CrafterEnv:
                 obj.__dict__[key] = _checked_attr(key, refs.decode(value), world)
             if int(world._obj_map[obj.pos]) != k:
                 raise ValueError(f"world.objects[{k}]: not at its position in world.obj_map")
-    if int(world._obj_map.max(initial=0)) >= len(objects) or np.count_nonzero(
-        world._obj_map
-    ) != sum(obj is not None for obj in objects):
+    obj_map, live = world._obj_map, sum(obj is not None for obj in objects)
+    if int(obj_map.max(initial=0)) >= len(objects) or np.count_nonzero(obj_map) != live:
         raise ValueError("world.obj_map: does not match the object list")
     if int(world._mat_map.max(initial=0)) >= len(world._mat_names):
         raise ValueError("world.mat_map: a material id without a name")
     chunks = collections.defaultdict(OrderedSet)
-    _expect(saved["chunks"], list, "world.chunks")
-    for pair in saved["chunks"]:
-        _expect(pair, list, "world.chunks")
-        key, members = pair
+    for pair in _expect(saved["chunks"], list, "world.chunks"):
+        key, members = _expect(pair, list, "world.chunks")
         _expect(key, list, "world.chunks")
-        _expect(members, list, "world.chunks")
-        chunk = chunks[tuple(_int(v, "world.chunks") for v in key)]
-        for k in members:
+        chunk = chunks[tuple(_exact(v, int, "world.chunks") for v in key)]
+        for k in _expect(members, list, "world.chunks"):
             chunk.add(refs.object(k))
     for key, members in chunks.items():
         if any(world.chunk_key(obj.pos) != key for obj in members):
             raise ValueError(f"world.chunks: an object outside chunk {key}")
-    if sum(len(m) for m in chunks.values()) != sum(obj is not None for obj in objects):
+    if sum(len(m) for m in chunks.values()) != live:
         raise ValueError("world.chunks: does not hold every object once")
     world._chunks = chunks
     env._world = world
@@ -246,10 +209,8 @@ class _Refs:
             return value
         if type(value) is Vec:
             return {"vec": [value[0], value[1]]}
-        if type(value) is tuple:
-            return {"tuple": [self.encode(v) for v in value]}
-        if type(value) is list:
-            return {"list": [self.encode(v) for v in value]}
+        if type(value) in (tuple, list):
+            return {type(value).__name__: [self.encode(v) for v in value]}
         if type(value) is dict:
             return {"dict": [[k, self.encode(v)] for k, v in value.items()]}
         if value is self.world:
@@ -260,6 +221,12 @@ class _Refs:
             return {"ref": self.index[id(value)]}
         raise TypeError(f"no snapshot rule for a {type(value).__name__} attribute")
 
+    def encode_object(self, obj: Any) -> dict[str, Any]:
+        return {
+            "class": type(obj).__name__,
+            "attrs": {k: self.encode(v) for k, v in vars(obj).items()},
+        }
+
     def decode(self, value: Any) -> Any:
         if value is None or type(value) in (bool, int, float, str):
             return value
@@ -268,19 +235,15 @@ class _Refs:
             raise ValueError("attribute: malformed value")
         ((tag, inner),) = value.items()
         if tag == "vec":
-            _expect(inner, list, "vec")
-            x, y = inner
-            return Vec((_int(x, "vec"), _int(y, "vec")))
+            x, y = _expect(inner, list, "vec")
+            return Vec((_exact(x, int, "vec"), _exact(y, int, "vec")))
         if tag in ("tuple", "list"):
-            _expect(inner, list, tag)
-            items = [self.decode(v) for v in inner]
+            items = [self.decode(v) for v in _expect(inner, list, tag)]
             return tuple(items) if tag == "tuple" else items
         if tag == "dict":
-            _expect(inner, list, "dict")
             out = {}
-            for pair in inner:
-                _expect(pair, list, "dict")
-                key, item = pair
+            for pair in _expect(inner, list, "dict"):
+                key, item = _expect(pair, list, "dict")
                 if type(key) not in (str, int):
                     raise ValueError("dict: keys must be strings or integers")
                 out[key] = self.decode(item)
@@ -294,7 +257,7 @@ class _Refs:
         raise ValueError(f"attribute: unknown tag {tag!r}")
 
     def object(self, k: Any) -> Any:
-        _int(k, "object reference")
+        _exact(k, int, "object reference")
         assert self.objects is not None
         if not 0 < k < len(self.objects) or self.objects[k] is None:
             raise ValueError(f"object reference {k} points at no object")
@@ -310,21 +273,12 @@ def _random_state(random: np.random.RandomState) -> dict[str, Any]:
 def _random_from(data: Any) -> np.random.RandomState:
     _expect(data, dict, "world.random")
     key = _array(data["key"], "world.random.key", np.uint32, (624,))
+    pos = _exact(data["pos"], int, "world.random.pos")
+    has_gauss = _exact(data["has_gauss"], int, "world.random.has_gauss")
+    gauss = _exact(data["gauss"], float, "world.random.gauss")
     random = np.random.RandomState()
-    random.set_state(
-        (
-            "MT19937",
-            key,
-            _int(data["pos"], "world.random.pos"),
-            _int(data["has_gauss"], "world.random.has_gauss"),
-            _float(data["gauss"], "world.random.gauss"),
-        )
-    )
+    random.set_state(("MT19937", key, pos, has_gauss, gauss))
     return random
-
-
-def _copy(value: Any) -> Any:
-    return value.copy() if isinstance(value, np.ndarray) else value
 
 
 def _array(value: Any, name: str, dtype: Any, shape: tuple[int, ...] | None = None) -> np.ndarray:
@@ -335,24 +289,18 @@ def _array(value: Any, name: str, dtype: Any, shape: tuple[int, ...] | None = No
     return value.copy()
 
 
-def _expect(value: Any, kind: type, name: str) -> None:
+def _expect(value: Any, kind: type, name: str) -> Any:
+    """`value` if it is a `kind` (subclasses too); ValueError otherwise."""
     if not isinstance(value, kind):
         raise ValueError(f"{name}: expected {kind.__name__}, got {type(value).__name__}")
-
-
-def _int(value: Any, name: str) -> int:
-    if type(value) is not int:
-        raise ValueError(f"{name}: expected an integer, got {type(value).__name__}")
     return value
 
 
-def _float(value: Any, name: str) -> float:
-    if type(value) is not float:
-        raise ValueError(f"{name}: expected a number, got {type(value).__name__}")
-    return value
+_KIND_WORDS = {int: "an integer", float: "a number", str: "a string"}
 
 
-def _str(value: Any, name: str) -> str:
-    if type(value) is not str:
-        raise ValueError(f"{name}: expected a string, got {type(value).__name__}")
+def _exact(value: Any, kind: type, name: str) -> Any:
+    """`value` if its type is exactly `kind` (so no bool passes as an int); ValueError otherwise."""
+    if type(value) is not kind:
+        raise ValueError(f"{name}: expected {_KIND_WORDS[kind]}, got {type(value).__name__}")
     return value

@@ -1,25 +1,18 @@
 """Compiled Crafter world generation: stock `crafter.worldgen`, bit for bit, plus EnvGen's knobs.
 
 Stock generation walks the 64x64 area twice in Python (materials, then creatures),
-calling OpenSimplex noise up to ten times per tile; it costs ~40 ms per reset. Here the
-same walks run in numba. What keeps the worlds identical:
+calling OpenSimplex noise up to ten times per tile (~40 ms per reset); here the same
+walks run in numba. The worlds stay identical: the noise is opensimplex 0.4.5's own
+compiled `_noise3`; the start-area sigmoid uses NumPy's `exp` on an array, as stock does
+(NumPy's SIMD `exp` may differ from libm's in the last bit); `world.random` is consumed
+in compiled code (`mt19937`) in stock's order, with the same short-circuits.
 
-- noise: opensimplex 0.4.5's own compiled `_noise3`, called with the same arguments;
-- the start-area sigmoid uses NumPy's `exp` on an array (NumPy's SIMD `exp` may differ
-  from libm's in the last bit, and stock calls NumPy's);
-- random draws: `world.random` is handed to compiled code (`mt19937`) and consumed in
-  stock's order, with the same short-circuits (a draw only happens when the conditions
-  before it in the `and` chain hold), then handed back.
-
-EnvGen's settings (docs/paper.md, "Crafter parameters the LLM controls") enter as the
-spawn thresholds of coal, iron, diamond and trees, and as the biome rescale applied to
-the final water and mountain fields (after the start area is subtracted), with the
-start-area threshold and material; see docs/crafter.md.
-
-`world_rules="authors"` follows the EnvGen authors' fork (aszala/EnvGen,
-crafter/crafter/worldgen.py) where it differs from stock: coal and iron need only
-`mountain > 0.18` and their draw, not stock's noise tests (so mountains hold several
-times more of both), and skeletons are placed at generation only beyond distance 10.
+EnvGen's settings (docs/paper.md, "Crafter parameters the LLM controls"; docs/crafter.md)
+are the spawn thresholds of coal, iron, diamond and trees, the biome rescale of the final
+water and mountain fields, and the start-area threshold and material. With
+`world_rules="authors"` (the authors' fork, aszala/EnvGen crafter/crafter/worldgen.py)
+coal and iron need only `mountain > 0.18` and their draw, not stock's noise tests (so
+mountains hold several times more of both), and skeletons are placed only beyond distance 10.
 """
 
 from __future__ import annotations
@@ -37,18 +30,11 @@ from envgen.envs.crafter.config import CrafterConfig
 
 # Material ids as `crafter.engine.World` assigns them (0 is "no material").
 MATERIAL_IDS = {name: index + 1 for index, name in enumerate(constants.materials)}
-_WATER = MATERIAL_IDS["water"]
-_GRASS = MATERIAL_IDS["grass"]
-_STONE = MATERIAL_IDS["stone"]
-_PATH = MATERIAL_IDS["path"]
-_SAND = MATERIAL_IDS["sand"]
-_TREE = MATERIAL_IDS["tree"]
-_LAVA = MATERIAL_IDS["lava"]
-_COAL = MATERIAL_IDS["coal"]
-_IRON = MATERIAL_IDS["iron"]
-_DIAMOND = MATERIAL_IDS["diamond"]
+_WATER, _GRASS, _STONE, _PATH, _SAND, _TREE, _LAVA, _COAL, _IRON, _DIAMOND = (
+    MATERIAL_IDS[name] for name in "water grass stone path sand tree lava coal iron diamond".split()
+)
 
-# Creature kinds in the spawn list `generate` returns.
+# Creature kinds in the spawn list `build` returns.
 COW, ZOMBIE, SKELETON = 0, 1, 2
 
 # target_biome -> (code, start-area threshold, start-area material); the authors' values.
@@ -65,12 +51,9 @@ class GeneratedWorld:
     """A generated world, ready to install: it depends on the world seed, the area, the
     centre and the config only, so it can be built ahead of the reset that uses it."""
 
-    materials: np.ndarray
-    """Material ids (uint8, area-shaped), `world._mat_map`'s content."""
-    spawns: np.ndarray
-    """Creatures to add, in stock's order, as int64 rows (kind, x, y)."""
-    random_state: tuple[np.ndarray, np.ndarray]
-    """`world.random`'s MT19937 key and position after generation."""
+    materials: np.ndarray  # Material ids (uint8, area-shaped), `world._mat_map`'s content
+    spawns: np.ndarray  # Creatures to add, in stock's order, as int64 rows (kind, x, y)
+    random_state: tuple[np.ndarray, np.ndarray]  # `world.random`'s MT19937 state after it
 
 
 def build(
@@ -83,25 +66,12 @@ def build(
     px, py = center
     neg_start, water_raw, mountain_raw = _noise_fields(perm, grad, width, height, px, py)
     start = 1 / (1 + np.exp(neg_start))
-    biome, start_threshold, start_material = _BIOMES[config.target_biome]
+    biome = _BIOMES[config.target_biome]
+    thresholds = tuple(config.threshold(name) for name in ("coal", "iron", "diamond", "tree"))
     authors = config.world_rules == "authors"
     key, pos = mt19937.export_state(random)
     materials, tunnels = _materials(
-        perm,
-        grad,
-        start,
-        water_raw,
-        mountain_raw,
-        key,
-        pos,
-        biome,
-        start_threshold,
-        start_material,
-        config.threshold("coal"),
-        config.threshold("iron"),
-        config.threshold("diamond"),
-        config.threshold("tree"),
-        authors,
+        perm, grad, start, water_raw, mountain_raw, key, pos, biome, thresholds, authors
     )
     spawns = _creatures(materials, tunnels, key, pos, px, py, authors)
     return GeneratedWorld(materials, spawns, (key, pos))
@@ -109,9 +79,7 @@ def build(
 
 def install(world, built: GeneratedWorld) -> np.ndarray:
     """Put `built` into `world`, just reset with its seed; returns the creatures to add.
-
-    `world.random` continues from where generation left it, as in stock.
-    """
+    `world.random` continues from where generation left it, as in stock."""
     mt19937.import_state(world.random, *built.random_state)
     world._mat_map[:] = built.materials
     return built.spawns
@@ -122,11 +90,9 @@ _GRADIENT_SLOTS = len(GRADIENTS3) / 3  # a float, as opensimplex computes it
 
 @numba.njit(cache=True)
 def _permutation(seed):
-    """`opensimplex.OpenSimplex(seed)`'s permutation tables (0.4.5 `_init`), compiled.
-
-    int64 products wrap as `ctypes.c_int64` does; the modulo is split so that, unlike
-    a wrapping `seed + 31`, it equals Python's on unbounded integers.
-    """
+    """`opensimplex.OpenSimplex(seed)`'s permutation tables (0.4.5 `_init`), compiled:
+    int64 products wrap as `ctypes.c_int64` does; the modulo is split so that, unlike a
+    wrapping `seed + 31`, it equals Python's on unbounded integers."""
     perm = np.zeros(256, np.int64)
     grad = np.zeros(256, np.int64)
     source = np.arange(256)
@@ -164,26 +130,13 @@ def _noise_fields(perm, grad, width, height, px, py):
 
 @numba.njit(cache=True)
 def _materials(
-    perm,
-    grad,
-    start,
-    water_raw,
-    mountain_raw,
-    key,
-    pos,
-    biome,
-    start_threshold,
-    start_material,
-    coal_threshold,
-    iron_threshold,
-    diamond_threshold,
-    tree_threshold,
-    authors,
+    perm, grad, start, water_raw, mountain_raw, key, pos, biome_rule, thresholds, authors
 ):
-    """Stock `_set_material` over the area in stock's order, with EnvGen's settings.
-
-    `authors`: coal and iron by `mountain > 0.18` and the draw alone (the authors' fork).
-    """
+    """Stock `_set_material` over the area in stock's order, with EnvGen's settings:
+    `biome_rule` is a `_BIOMES` value, `thresholds` are coal's, iron's, diamond's and
+    tree's, and `authors` takes coal and iron by `mountain > 0.18` and the draw alone."""
+    biome, start_threshold, start_material = biome_rule
+    coal_threshold, iron_threshold, diamond_threshold, tree_threshold = thresholds
     width, height = start.shape
     materials = np.zeros((width, height), np.uint8)
     tunnels = np.zeros((width, height), np.bool_)
@@ -240,11 +193,9 @@ def _materials(
 
 @numba.njit(cache=True)
 def _creatures(materials, tunnels, key, pos, px, py, authors):
-    """Stock `_set_object` over the area: the creatures to add, in order.
-
-    `authors`: skeletons only beyond distance 10 (the fork's `max(min_dist, 10)`), tested
-    before the draw as the fork's condition chain does.
-    """
+    """Stock `_set_object` over the area: the creatures to add, in order. `authors`:
+    skeletons only beyond distance 10 (the fork's `max(min_dist, 10)`), tested before the
+    draw as the fork's condition chain does."""
     width, height = materials.shape
     spawns = np.empty((width * height, 3), np.int64)
     count = 0

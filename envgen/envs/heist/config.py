@@ -1,17 +1,11 @@
 """`HeistConfig`: what an LLM may set in a Heist level, validated in one place.
 
-The paper does not say which Heist parameters its LLM controlled (docs/paper.md, "What
-the paper does not say"); this project exposes what procgen's Heist generator itself
-varies and what matters for the three skills (find keys, open doors in order, reach
-the gem): the distribution mode, the maze size, the number of key/door colours and the
-keys the agent holds at the start. Ranges are the engine's (openai/procgen
-games/heist.cpp): the maze is 5, 7 or 9 cells wide in easy mode and up to 13 in hard
-mode, and a maze of size m has at most min(3, (m - 5) / 2 + 1) colours. The defaults
-are plain Heist in easy mode; see docs/heist.md for the design and its reasons.
-
-`HeistConfig.from_dict` follows `CrafterConfig.from_dict`'s contract: unknown keys and
-bad enums raise `ConfigError` naming the field path and the allowed values; numbers out
-of range are clamped and recorded in `.warnings`.
+The paper does not say which Heist parameters its LLM controlled (docs/paper.md, "What the paper
+does not say"). This project exposes what procgen's Heist generator varies and what matters for the
+three skills (find keys, open doors in order, reach the gem): the distribution mode, maze size,
+number of key/door colours and keys held at the start, in the engine's ranges (openai/procgen
+games/heist.cpp; `MAX_MAZE`, `max_colours`). The defaults are plain easy Heist; docs/heist.md gives
+the design and its reasons. `HeistConfig.from_dict` keeps `CrafterConfig.from_dict`'s contract.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from envgen.envs.validation import as_mapping, int_clamped, join_path, norm_key
+from envgen.envs.validation import as_mapping, int_clamped, join_path, json_object, norm_key, one_of
 from envgen.errors import ConfigError
 
 MODES = ("easy", "hard")
@@ -34,14 +28,8 @@ _RANDOM_WORDS = ("random", "any", "default", "none", "null", "")
 _ENV_KEYS = {
     "distribution_mode": ("distribution_mode", "mode", "difficulty_mode"),
     "maze_size": ("maze_size", "maze_dim", "maze_dimension", "size"),
-    "num_keys": (
-        "num_keys",
-        "keys",
-        "number_of_keys",
-        "key_count",
-        "num_doors",
-        "num_colors",
-        "num_colours",
+    "num_keys": tuple(
+        "num_keys keys number_of_keys key_count num_doors num_colors num_colours".split()
     ),
 }
 _INVENTORY_KEYS = {"keys_held": ("keys_held", "held_keys", "starting_keys", "start_keys")}
@@ -74,10 +62,8 @@ class HeistConfig:
         """Reject out-of-range values from code that builds a config directly."""
         if self.distribution_mode not in MODES:
             raise ConfigError("distribution_mode", f"allowed values: {', '.join(MODES)}")
-        top = MAX_MAZE[self.distribution_mode]
-        if self.maze_size is not None and (
-            self.maze_size % 2 == 0 or not MIN_MAZE <= self.maze_size <= top
-        ):
+        size, top = self.maze_size, MAX_MAZE[self.distribution_mode]
+        if size is not None and (size % 2 == 0 or not MIN_MAZE <= size <= top):
             raise ConfigError("maze_size", f"expected an odd size in [{MIN_MAZE}, {top}] or None")
         colours = MAX_COLOURS if self.maze_size is None else max_colours(self.maze_size)
         if self.num_keys is not None and not 0 <= self.num_keys <= colours:
@@ -96,7 +82,6 @@ class HeistConfig:
         """True when the level seed must come from the level bank (size or colours asked)."""
         return self.maze_size is not None or self.num_keys is not None
 
-    # --- (de)serialisation ---------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The nested JSON layout; `from_dict(to_dict())` round-trips."""
         out: dict[str, Any] = {
@@ -113,15 +98,9 @@ class HeistConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, path: str = "") -> HeistConfig:
-        """Validate untrusted input into a config (see module docstring).
-
-        Accepts the nested layout of `to_dict` or a flat mapping of the same keys.
-        `path` prefixes field paths in errors and warnings.
-        """
-        if not isinstance(data, Mapping):
-            raise ConfigError(
-                path or "<config>", f"expected a JSON object, got {type(data).__name__}"
-            )
+        """Validate untrusted input, the nested layout of `to_dict` or a flat mapping of the
+        same keys, into a config; `path` prefixes field paths in errors and warnings."""
+        data = json_object(data, path)
         fields: dict[str, tuple[Any, str]] = {}
         purpose = ""
         for key, value in data.items():
@@ -141,7 +120,8 @@ class HeistConfig:
         warnings: list[str] = []
         mode = "easy"
         if "distribution_mode" in fields:
-            mode = _mode(*fields["distribution_mode"])
+            value, where = fields["distribution_mode"]
+            mode = one_of(value, MODES, _MODE_ALIASES, where)
         maze_size = None
         if "maze_size" in fields:
             maze_size = _maze_size(*fields["maze_size"], mode, warnings)
@@ -178,24 +158,9 @@ def _field_name(
     raise ConfigError(where, f"unknown key; allowed keys: {', '.join((*also, *section))}")
 
 
-def _mode(value: Any, where: str) -> str:
-    allowed = ", ".join(MODES)
-    if not isinstance(value, str):
-        raise ConfigError(where, f"expected one of {allowed}; got {value!r}")
-    norm = norm_key(value)
-    norm = _MODE_ALIASES.get(norm, norm)
-    if norm not in MODES:
-        raise ConfigError(where, f"{value!r} is not allowed; allowed values: {allowed}")
-    return norm
-
-
-def _is_random(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and norm_key(value) in _RANDOM_WORDS)
-
-
 def _optional_int(value: Any, where: str, lo: int, hi: int, warnings: list[str]) -> int | None:
     """None for "random"-like input, else an int clamped to [lo, hi] (clamping recorded)."""
-    if _is_random(value):
+    if value is None or (isinstance(value, str) and norm_key(value) in _RANDOM_WORDS):
         return None
     return int_clamped(value, lo, hi, where, warnings)
 

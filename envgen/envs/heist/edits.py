@@ -46,11 +46,9 @@ def key_or_door_within(state: HeistState, reach: float) -> bool:
 
 
 def keep_colours(state: HeistState, keep: int) -> None:
-    """Keep only the last `keep` colours of the chain, renumbered from 0.
-
-    The first colours' keys, doors and ring icons are deleted, and so are colours the
-    generator counted but found no fork for (no door; `num_keys` can exceed the doors).
-    """
+    """Keep only the last `keep` colours of the chain, renumbered from 0: the first
+    colours' keys, doors and ring icons are deleted, and so are colours the generator
+    counted but found no fork for (no door; `num_keys` can exceed the doors)."""
     doors = colours(state)
     drop = doors - keep
     if drop < 0:
@@ -76,10 +74,8 @@ def hold_keys(state: HeistState, count: int) -> None:
 
 
 def schedule_next_level(state: HeistState, mode: str, seeds: tuple[int, int]) -> None:
-    """Make the engine's next reset generate a level of `mode` with a seed in [lo, hi).
-
-    `Game::reset` (game.cpp) draws the next seed from [level_seed_low, level_seed_high)
-    and `HeistGame::choose_world_dim` reads the mode from the options, both in the state.
-    """
+    """Make the engine's next reset generate a level of `mode` with a seed in [lo, hi):
+    `Game::reset` (game.cpp) draws it from [level_seed_low, level_seed_high) and
+    `HeistGame::choose_world_dim` reads the mode from the options, both in the state."""
     state.game.distribution_mode = MODE_IDS[mode]
     state.game.level_seed_low, state.game.level_seed_high = seeds

@@ -1,15 +1,10 @@
 """procgen's batched Heist engine, with per-game state access that reuses one buffer.
 
-`ProcgenGym3Env.callmethod("get_state")` copies every game through a freshly allocated
-1 MiB buffer; Heist-EnvGen touches one game at a time at episode boundaries, so it calls
-procgen's C entry points (`get_state(env, i, buf, n)`, `set_state(env, i, buf, n)`,
-vecgame.cpp) directly. `set_state` re-renders that game's observation into the engine's
-buffers, so `observe` hands out views of gym3's buffers (`CEnv._rew`, `_ob`, `_first`)
-and the caller copies once, after its edits, instead of gym3 copying every frame twice.
-
-procgen is imported when an engine starts, not with this module: the pipeline imports the
-game registry (and Heist's action count) in every job, and a Crafter-only machine need
-not have procgen installed.
+`ProcgenGym3Env.callmethod("get_state")` copies every game through a new 1 MiB buffer;
+Heist-EnvGen touches one game at a time at episode boundaries, so it calls procgen's C
+`get_state`/`set_state` (vecgame.cpp) directly. `set_state` re-renders that game's
+observation, so `observe` hands out views of gym3's buffers and the caller copies once,
+after its edits, instead of gym3 copying every frame twice.
 """
 
 import numpy as np
@@ -27,12 +22,11 @@ class Engine:
     def __init__(self, num: int, mode: str, seed: int, num_threads: int = 4):
         if mode not in MODES:
             raise ValueError(f"distribution mode {mode!r}: allowed values: {', '.join(MODES)}")
-        # lazy: optional dependency (procgen): a Crafter run loads this module through the
-        # game registry and must not load procgen (tests/test_lazy_imports.py)
+        # lazy: optional dependency (procgen): the game registry loads this module in every
+        # job, and a Crafter-only machine need not have procgen (tests/test_lazy_imports.py)
         from procgen import ProcgenGym3Env
 
         self.num = num
-        self.mode = mode
         self.env = ProcgenGym3Env(
             num=num,
             env_name="heist",
@@ -52,9 +46,6 @@ class Engine:
         engine's buffers: valid until the next `act` or `set_state`; copy what you keep."""
         self.env._c_lib.libenv_observe(self.env._c_env)
         return self.env._rew, self.env._ob["rgb"], self.env._first
-
-    def info(self) -> list[dict]:
-        return self.env.get_info()
 
     def get_state(self, index: int) -> bytes:
         size = self.env.call_c_func("get_state", index, self._buf, MAX_STATE_BYTES)

@@ -1,18 +1,14 @@
 """Heist-EnvGen: procgen's own batched Heist, with each episode's level chosen and edited.
 
-The engine steps all games in its threads exactly as plain procgen does. Python touches a
-game only when one of its episodes starts (procgen resets a game inside the step that
-ends its episode, game.cpp `Game::step`): it reads the new level's state, applies the
-config's edits (colours removed, keys held), schedules the *next* episode's mode and
-level seed (from the level bank when the config asks for a maze size or colours, else
-procgen's full seed range), and writes the state back. Episodes end when the gem is
-stolen (terminated, reward 10) or at procgen's 1000-step timeout (truncated); as in
-procgen the step that ends an episode returns the next episode's first observation.
-
-Sub-goals per episode: a stolen gem implies every key picked up and every door opened
-(the colour chain, see `edits`); a timed-out episode's last step is replayed on a
-one-game scratch engine that does not reset, to read the final state exactly (skipped
-when no key or door is within a step's reach: the step cannot change them).
+The engine steps all games in its threads as plain procgen does. Python touches a game
+only when an episode starts (inside the step that ends the last, game.cpp `Game::step`):
+it edits the new level's state (colours removed, keys held), schedules the next episode's
+mode and level seed (from the level bank when the config asks for a maze size or colours)
+and writes the state back. An episode ends when the gem is stolen (terminated, reward 10)
+or at procgen's 1000-step timeout (truncated); that step returns the next episode's first
+observation. A stolen gem implies every key taken and door opened (the colour chain, see
+`edits`); a timed-out episode's last step is replayed on a one-game scratch engine that
+does not reset, to read its final state (skipped when no key or door is within reach).
 """
 
 from __future__ import annotations
@@ -27,7 +23,7 @@ from envgen.envs.heist.config import HeistConfig
 from envgen.envs.heist.engine import FORCE_RESET, NUM_ACTIONS, Engine
 from envgen.envs.heist.levels import LevelBank
 from envgen.envs.heist.state import HeistState, parse, serialise
-from envgen.envs.mixture import assign_configs
+from envgen.envs.mixture import StepResult, assign_configs
 from envgen.envs.plain import config_from_plain, config_to_plain
 
 OBS_SHAPE = (64, 64, 3)
@@ -35,16 +31,10 @@ REACH = 2.0  # cells: more than the agent moves in one step (speed 0.75, heist.c
 
 
 class HeistVecEnv:
-    """`num_envs` Heist games with auto-reset, the API of `CrafterVecEnv`.
-
-    Configs are spread over the games as `CrafterVecEnv` does (`assign_configs`:
-    contiguous blocks sized by `weights`); each episode of game i plays a level of
-    config `config_indices[i]`. reset() -> obs uint8 (N, 64, 64, 3); step(actions int
-    (N,)) -> (obs, reward float32 (N,), terminated bool (N,), truncated bool (N,), infos);
-    at an episode's end infos[i]["episode"] holds return, length, success,
-    keys_collected, keys_total, doors_opened, doors_total, config_index, level_seed and
-    maze_size; other infos are empty dicts.
-    """
+    """`num_envs` Heist games with auto-reset and `CrafterVecEnv`'s API and config spread:
+    game i plays levels of config `config_indices[i]`. At an episode's end
+    infos[i]["episode"] holds return, length, success, keys_collected, keys_total,
+    doors_opened, doors_total, config_index, level_seed and maze_size."""
 
     num_actions = NUM_ACTIONS
     observation_shape = OBS_SHAPE
@@ -78,7 +68,6 @@ class HeistVecEnv:
         self._timeout = np.zeros(self.num_envs, dtype=np.int64)
         self._maze_size = np.zeros(self.num_envs, dtype=np.int64)
 
-    # --- public API ------------------------------------------------------------------
     def reset(self) -> np.ndarray:
         """Start a new episode in every game; returns obs uint8 (N, 64, 64, 3)."""
         for i in range(self.num_envs):
@@ -97,19 +86,15 @@ class HeistVecEnv:
         """The latest observations (after `reset`, `step` or `set_mixture`)."""
         return self._obs.copy()
 
-    def step(
-        self, actions: Any
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        """Step every game: obs, reward float32, terminated bool, truncated bool, infos."""
+    def step(self, actions: Any) -> StepResult:
+        """Step every game (`StepResult`)."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
         actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,) or not np.all(
-            (actions >= 0) & (actions < NUM_ACTIONS)
-        ):
+        n, shape = self.num_envs, actions.shape
+        if shape != (n,) or not np.all((actions >= 0) & (actions < NUM_ACTIONS)):
             raise ValueError(
-                f"actions: expected {self.num_envs} integers in [0, {NUM_ACTIONS}), "
-                f"got shape {actions.shape}"
+                f"actions: expected {n} integers in [0, {NUM_ACTIONS}), got shape {shape}"
             )
         counted = (self._keys_total + self._doors_total) > 0  # else nothing to count at the end
         finals = {
@@ -132,12 +117,9 @@ class HeistVecEnv:
 
     def set_mixture(
         self, configs: Sequence[HeistConfig], weights: Sequence[float] | None = None
-    ) -> None:
-        """Switch to a new config mixture: every game resets into its new config at once.
-
-        The new first observations are in `last_obs`. Returns the number of running
-        episodes (at least one step played) the switch ended unlogged.
-        """
+    ) -> int:
+        """Switch to a new config mixture, as `CrafterVecEnv.set_mixture` does: every game
+        resets into its new config at once; returns the running episodes it ended unlogged."""
         cut = int(np.count_nonzero(self._length > 0)) if self._started else 0
         self._assign(configs, weights)
         self.reset()
@@ -161,14 +143,10 @@ class HeistVecEnv:
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore `get_state`'s snapshot (same num_envs and seed).
-
-        ValueError (or KeyError, TypeError) when the snapshot is malformed; each game's
-        bytes are parsed (`state.parse`) before the engine sees them."""
-        if len(state["games"]) != self.num_envs:
-            raise ValueError(
-                f"state of {len(state['games'])} games given to a vec env of {self.num_envs}"
-            )
+        """Restore `get_state`'s snapshot (same num_envs and seed), each game's bytes parsed
+        first; ValueError (or KeyError, TypeError) when it is malformed."""
+        if (count := len(state["games"])) != self.num_envs:
+            raise ValueError(f"state of {count} games given to a vec env of {self.num_envs}")
         configs = [config_from_plain(c) for c in state["configs"]]
         indices = list(state["config_indices"])
         if len(indices) != self.num_envs or not all(
@@ -223,7 +201,6 @@ class HeistVecEnv:
         self.config_indices = assign_configs(len(configs), self.num_envs, weights)
         self.configs = configs
 
-    # --- episode boundaries ------------------------------------------------------------
     def _begin(self, i: int) -> None:
         """Edit the level game i has just generated, and schedule its next one."""
         data = self._engine.get_state(i)
@@ -316,9 +293,8 @@ THREADS = 4  # procgen threads of a training vec env when `num_threads` is None
 
 
 def vec_env_factory(num_threads: int | None = None) -> Callable[..., HeistVecEnv]:
-    """The trainer's factory (`envgen.agents.trainer.EnvFactory`): `HeistVecEnv` stepped
-    by `num_threads` procgen threads (None: THREADS); the thread count never changes
-    results."""
+    """The trainer's factory (`envgen.agents.trainer.EnvFactory`): `HeistVecEnv` stepped by
+    `num_threads` procgen threads (None: THREADS), which never changes results."""
 
     def make(configs, num_envs, seed, weights):
         threads = THREADS if num_threads is None else num_threads

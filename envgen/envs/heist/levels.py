@@ -1,12 +1,10 @@
 """The level bank: Heist level seeds characterised by maze size and colours, on disk.
 
 A Heist level is a pure function of (distribution mode, level seed) (game.cpp
-`Game::reset` seeds the level generator with it). procgen has no parameter for maze
-size or key count, so a config asking for them draws from seeds whose generated level
-has them. `scan` finds out by letting the real engine generate each seed; the result
-is one byte per seed (maze_size * 4 + colours), cached beside this module as
-`levels_{mode}.npy` and rebuilt by `build_bank` if missing. Deterministic: the bytes
-depend only on procgen's generator.
+`Game::reset`), and procgen has no parameter for maze size or key count, so a config
+asking for them draws from seeds whose level has them. `scan` lets the real engine
+generate each seed; the bytes (one per seed) depend only on procgen's generator, are
+cached beside this module as `levels_{mode}.npy` and rebuilt by `build_bank` if missing.
 """
 
 from collections.abc import Iterator
@@ -20,10 +18,6 @@ from envgen.envs.heist.state import HeistState, parse, serialise
 
 BANK_SEEDS = 16384  # seeds 0 .. BANK_SEEDS-1 per mode: about 2700 levels per (size, colours)
 BANK_DIR = Path(__file__).parent
-
-
-def encode(maze_size: int, colours: int) -> int:
-    return maze_size * 4 + colours
 
 
 def generate(mode: str, seeds: np.ndarray, batch: int = 64) -> Iterator[HeistState]:
@@ -46,8 +40,8 @@ def generate(mode: str, seeds: np.ndarray, batch: int = 64) -> Iterator[HeistSta
 
 
 def scan(mode: str, seeds: np.ndarray) -> np.ndarray:
-    """uint8 code (see `encode`) of each seed's level."""
-    codes = (encode(edits.maze_size(s), edits.colours(s)) for s in generate(mode, seeds))
+    """uint8 code of each seed's level: maze_size * 4 + colours."""
+    codes = (edits.maze_size(s) * 4 + edits.colours(s) for s in generate(mode, seeds))
     return np.fromiter(codes, dtype=np.uint8, count=len(seeds))
 
 

@@ -1,15 +1,13 @@
 """Heist test metrics: success (gem stolen), reward and sub-goal rates, in percent.
 
 The paper scores Heist as the mean success over 100 test episodes for each of 10 seeds
-(docs/paper.md, "Agent and training protocol"; Table 8 gives success % and reward,
-mean and std over seeds). Sub-goal rates are this project's: the percentage of the keys
-lying on the floor at the start that were picked up, and of the doors that were opened,
-pooled over episodes (NaN when no episode had any).
+(docs/paper.md, "Agent and training protocol"; Table 8: success % and reward, mean and
+std over seeds). Sub-goal rates are this project's: the percentage of the keys on the
+floor at the start that were picked up, and of the doors opened, pooled over episodes.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,67 +20,34 @@ TEST_EPISODES = 100  # per seed, the paper's protocol
 Policy = Callable[[np.ndarray], np.ndarray]  # obs uint8 (N, 64, 64, 3) -> actions int (N,)
 
 
-@dataclasses.dataclass(frozen=True)
-class HeistMetrics:
-    """Summary of some finished episodes."""
-
-    episodes: int
-    """Episodes summarised."""
-    success: float
-    """Percent of episodes in which the gem was stolen."""
-    reward: float
-    """Mean episode return (10 per stolen gem)."""
-    keys_collected: float
-    """Percent of the keys on the floor at episode start that were picked up."""
-    doors_opened: float
-    """Percent of the doors standing at episode start that were opened."""
-    length: float
-    """Mean episode length in steps."""
-
-
-def summarise(episodes: Sequence[Mapping[str, Any]]) -> HeistMetrics:
-    """Metrics of episode infos (the `infos[i]["episode"]` dicts of `HeistVecEnv`)."""
+def summary(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The run summary a Heist row reports, from episode infos (`HeistVecEnv`'s
+    `infos[i]["episode"]`): success rate (= "score") and mean reward, sub-goal rates in
+    percent (None when no episode had a key, or door, to take), mean length, episodes."""
     if not episodes:
         raise ValueError("episodes: need at least one finished episode")
 
-    def pooled(done: str, total: str) -> float:
+    def pooled(done: str, total: str) -> float | None:
         available = sum(ep[total] for ep in episodes)
-        return 100.0 * sum(ep[done] for ep in episodes) / available if available else np.nan
+        return 100.0 * sum(ep[done] for ep in episodes) / available if available else None
 
-    return HeistMetrics(
-        episodes=len(episodes),
-        success=100.0 * float(np.mean([ep["success"] for ep in episodes])),
-        reward=float(np.mean([ep["return"] for ep in episodes])),
-        keys_collected=pooled("keys_collected", "keys_total"),
-        doors_opened=pooled("doors_opened", "doors_total"),
-        length=float(np.mean([ep["length"] for ep in episodes])),
-    )
-
-
-def summary(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The run summary a Heist row reports: success rate (= "score"), mean reward and
-    sub-goal rates in percent; a sub-goal rate is None when no episode had a key (or
-    door) to take."""
-    m = summarise(episodes)
+    success = 100.0 * float(np.mean([ep["success"] for ep in episodes]))
     return {
-        "score": m.success,
-        "success_rate": m.success,
-        "reward": m.reward,
-        "keys_collected": None if np.isnan(m.keys_collected) else m.keys_collected,
-        "doors_opened": None if np.isnan(m.doors_opened) else m.doors_opened,
-        "length": m.length,
-        "episodes": m.episodes,
+        "score": success,
+        "success_rate": success,
+        "reward": float(np.mean([ep["return"] for ep in episodes])),
+        "keys_collected": pooled("keys_collected", "keys_total"),
+        "doors_opened": pooled("doors_opened", "doors_total"),
+        "length": float(np.mean([ep["length"] for ep in episodes])),
+        "episodes": len(episodes),
     }
 
 
 def skill_stats(episodes: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float, float]]:
-    """{skill: (mean %, std %)} over test episodes, std with ddof 0, in the chain's order.
-
-    Per episode: the share of its floor keys picked up (collect_keys), of its doors
-    opened (open_doors), and whether the gem was stolen (steal_gem); episodes without
-    keys or doors do not count for that skill ((0, 0) when none had any). These are the
-    feedback the LLM designer reads for Heist (docs/heist.md).
-    """
+    """{skill: (mean %, std %)} over test episodes, std with ddof 0, in the chain's order: per
+    episode, the share of its floor keys picked up (collect_keys), of its doors opened (open_doors),
+    and whether the gem was stolen (steal_gem); episodes without keys or doors do not count for that
+    skill ((0, 0) when none had any). The LLM designer reads these for Heist (docs/heist.md)."""
     per_episode = {
         "collect_keys": [
             100.0 * ep["keys_collected"] / ep["keys_total"] for ep in episodes if ep["keys_total"]
@@ -96,20 +61,6 @@ def skill_stats(episodes: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float,
         skill: (float(np.mean(v)), float(np.std(v))) if v else (0.0, 0.0)
         for skill, v in per_episode.items()
     }
-
-
-def aggregate(runs: Sequence[HeistMetrics]) -> dict[str, tuple[float, float]]:
-    """{metric: (mean, std)} over runs (e.g. seeds), std with ddof=0; NaN runs skipped."""
-    if not runs:
-        raise ValueError("runs: need at least one run")
-    out: dict[str, tuple[float, float]] = {}
-    for field in dataclasses.fields(HeistMetrics):
-        values = np.array([getattr(run, field.name) for run in runs], dtype=np.float64)
-        values = values[~np.isnan(values)]
-        out[field.name] = (
-            (float(values.mean()), float(values.std())) if values.size else (np.nan, np.nan)
-        )
-    return out
 
 
 def run_episodes(

@@ -3,18 +3,15 @@
 procgen 0.10.7 writes a game as little-endian 4-byte ints and floats, strings and
 vectors prefixed by their length, in this order (openai/procgen, src/): `Game::serialize`
 (game.cpp), then `BasicAbstractGame::serialize` (basic-abstract-game.cpp: the entity list
-as fixed-size `Entity::serialize` records from entity.cpp, more scalars, the grid from
-grid.h), then `HeistGame::serialize` (games/heist.cpp: `num_keys`, `world_dim`,
-`has_keys`), and `vecgame.cpp` appends the 0xCAFECAFE trailer. A random generator
-(randgen.cpp) is an `is_seeded` int plus `std::mt19937`'s textual state.
-
-The dataclasses below *are* the layout: their fields are listed in the C++ write order
-and each field's type picks its encoding (int, float, bytes = length-prefixed string,
-RandGen). `parse(serialise(s)) == s` and `serialise(parse(b)) == b` for every state
-the engine writes.
+as fixed-size `Entity::serialize` records, more scalars, the grid from grid.h), then
+`HeistGame::serialize` (games/heist.cpp), and `vecgame.cpp` appends the 0xCAFECAFE
+trailer. The dataclasses below *are* the layout: fields in the C++ write order, each
+field's type picking its encoding (int, float, bytes = length-prefixed string, RandGen).
+`parse(serialise(s)) == s` and `serialise(parse(b)) == b` for every state the engine writes.
 """
 
 import dataclasses
+import itertools
 import struct
 from typing import Any
 
@@ -31,208 +28,117 @@ KEY = 2
 EXIT = 9  # the gem
 KEY_ON_RING = 11  # the held-key icons drawn in the corner
 WALL_OBJ = 51
-SPACE = 100
 
 # Entity::serialize, field by field (entity.cpp): 31 four-byte values, 124 bytes a record.
-ENTITY_DTYPE = np.dtype(
-    [
-        *[(name, "<f4") for name in ("x", "y", "vx", "vy", "rx", "ry")],
-        *[(name, "<i4") for name in ("type", "image_type", "image_theme", "render_z")],
-        *[(name, "<i4") for name in ("will_erase", "collides_with_entities")],
-        *[(name, "<f4") for name in ("collision_margin", "rotation", "vrot")],
-        *[
-            (name, "<i4")
-            for name in (
-                "is_reflected",
-                "fire_time",
-                "spawn_time",
-                "life_time",
-                "expire_time",
-                "use_abs_coords",
-            )
-        ],
-        ("friction", "<f4"),
-        *[(name, "<i4") for name in ("smart_step", "avoids_collisions", "auto_erase")],
-        *[
-            (name, "<f4")
-            for name in ("alpha", "health", "theta", "grow_rate", "alpha_decay", "climber_spawn_x")
-        ],
-    ]
+_ENTITY_FIELDS = (
+    ("<f4", "x y vx vy rx ry"),
+    ("<i4", "type image_type image_theme render_z will_erase collides_with_entities"),
+    ("<f4", "collision_margin rotation vrot"),
+    ("<i4", "is_reflected fire_time spawn_time life_time expire_time use_abs_coords"),
+    ("<f4", "friction"),
+    ("<i4", "smart_step avoids_collisions auto_erase"),
+    ("<f4", "alpha health theta grow_rate alpha_decay climber_spawn_x"),
 )
+ENTITY_DTYPE = np.dtype([(name, code) for code, names in _ENTITY_FIELDS for name in names.split()])
 
 
 @dataclasses.dataclass
 class RandGen:
     """A `RandGen` (randgen.cpp): kept verbatim, never interpreted."""
 
-    is_seeded: int
-    """Nonzero once seeded."""
-    mt19937: bytes
-    """`std::mt19937` streamed as text (624 words and a position)."""
+    is_seeded: int  # Nonzero once seeded
+    mt19937: bytes  # `std::mt19937` streamed as text (624 words and a position)
 
 
 @dataclasses.dataclass
 class GameFields:
     """`Game::serialize` (game.cpp), in write order."""
 
-    version: int
-    """Must equal SERIALIZE_VERSION."""
-    game_name: bytes
-    """b"heist"."""
-    paint_vel_info: int
-    """Option: paint velocity info into the frame."""
-    use_generated_assets: int
-    """Option: procedurally generated sprites (must be 0 to save state)."""
-    use_monochrome_assets: int
-    """Option: single-colour sprites."""
-    restrict_themes: int
-    """Option: one visual theme per asset."""
-    use_backgrounds: int
-    """Option: draw background images."""
-    center_agent: int
-    """Option: camera follows the agent."""
-    debug_mode: int
-    """Option: procgen debug mode."""
-    distribution_mode: int
-    """0 easy, 1 hard, 10 memory."""
-    use_sequential_levels: int
-    """Option: advance the level seed on completion instead of resetting."""
-    use_easy_jump: int
-    """Option (coinrun_old only)."""
-    plain_assets: int
-    """Option (coinrun_old only)."""
-    physics_mode: int
-    """Option (coinrun_old only)."""
-    grid_step: int
-    """Nonzero when the agent moves cell by cell."""
-    level_seed_low: int
-    """Next level seed is drawn from [level_seed_low, level_seed_high)."""
-    level_seed_high: int
-    """Exclusive upper bound of the level seed range."""
-    game_type: int
-    """Option: game variant."""
-    game_n: int
-    """Index of this game in its vector env."""
-    level_seed_rand_gen: RandGen
-    """Draws the next level seed."""
-    rand_gen: RandGen
-    """Seeded with the level seed; drives level generation and steps."""
-    reward: float
-    """Reward of the last step."""
-    done: int
-    """The last step ended an episode."""
-    level_complete: int
-    """The last step completed the level (the gem was stolen)."""
-    action: int
-    """Action of the next step; -1 forces a reset."""
-    timeout: int
-    """Episode length limit in steps (1000)."""
-    current_level_seed: int
-    """Seed of the level being played."""
-    prev_level_seed: int
-    """Seed of the level of the previous step."""
-    episodes_remaining: int
-    """Replays of the current seed left before a new seed is drawn."""
-    episode_done: int
-    """Copy of `done` after sequential-level handling."""
-    last_reward_timer: int
-    """Frames left to show the last reward."""
-    last_reward: float
-    """Last nonzero reward."""
-    default_action: int
-    """Action used by forced resets."""
-    fixed_asset_seed: int
-    """Seed of the fixed asset set."""
-    cur_time: int
-    """Steps taken in this episode."""
-    is_waiting_for_step: int
-    """Threading flag; 0 whenever the state can be read."""
+    version: int  # Must equal SERIALIZE_VERSION
+    game_name: bytes  # b"heist"
+    paint_vel_info: int  # Option: paint velocity info into the frame
+    use_generated_assets: int  # Option: procedurally generated sprites (must be 0 to save state)
+    use_monochrome_assets: int  # Option: single-colour sprites
+    restrict_themes: int  # Option: one visual theme per asset
+    use_backgrounds: int  # Option: draw background images
+    center_agent: int  # Option: camera follows the agent
+    debug_mode: int  # Option: procgen debug mode
+    distribution_mode: int  # 0 easy, 1 hard, 10 memory
+    use_sequential_levels: int  # Option: advance the level seed on completion instead of resetting
+    use_easy_jump: int  # Option (coinrun_old only)
+    plain_assets: int  # Option (coinrun_old only)
+    physics_mode: int  # Option (coinrun_old only)
+    grid_step: int  # Nonzero when the agent moves cell by cell
+    level_seed_low: int  # Next level seed is drawn from [level_seed_low, level_seed_high)
+    level_seed_high: int  # Exclusive upper bound of the level seed range
+    game_type: int  # Option: game variant
+    game_n: int  # Index of this game in its vector env
+    level_seed_rand_gen: RandGen  # Draws the next level seed
+    rand_gen: RandGen  # Seeded with the level seed; drives level generation and steps
+    reward: float  # Reward of the last step
+    done: int  # The last step ended an episode
+    level_complete: int  # The last step completed the level (the gem was stolen)
+    action: int  # Action of the next step; -1 forces a reset
+    timeout: int  # Episode length limit in steps (1000)
+    current_level_seed: int  # Seed of the level being played
+    prev_level_seed: int  # Seed of the level of the previous step
+    episodes_remaining: int  # Replays of the current seed left before a new seed is drawn
+    episode_done: int  # Copy of `done` after sequential-level handling
+    last_reward_timer: int  # Frames left to show the last reward
+    last_reward: float  # Last nonzero reward
+    default_action: int  # Action used by forced resets
+    fixed_asset_seed: int  # Seed of the fixed asset set
+    cur_time: int  # Steps taken in this episode
+    is_waiting_for_step: int  # Threading flag; 0 whenever the state can be read
 
 
 @dataclasses.dataclass
 class BasicFields:
     """`BasicAbstractGame::serialize` scalars after the entity list, in write order."""
 
-    use_procgen_background: int
-    """Draw a generated background."""
-    background_index: int
-    """Which background image."""
-    bg_tile_ratio: float
-    """Background tiling ratio."""
-    bg_pct_x: float
-    """Background horizontal offset."""
-    char_dim: float
-    """Sprite size of the agent."""
-    last_move_action: int
-    """Last non-idle move action (0-8)."""
-    move_action: int
-    """Move part of the last action (0-8)."""
-    special_action: int
-    """Special part of the last action (0 = none)."""
-    mixrate: float
-    """Velocity smoothing."""
-    maxspeed: float
-    """Agent speed limit (0.75 in Heist)."""
-    max_jump: float
-    """Jump strength (unused in Heist)."""
-    action_vx: float
-    """Horizontal velocity asked by the last action."""
-    action_vy: float
-    """Vertical velocity asked by the last action."""
-    action_vrot: float
-    """Rotation asked by the last action."""
-    center_x: float
-    """Camera centre x."""
-    center_y: float
-    """Camera centre y."""
-    random_agent_start: int
-    """Agent start drawn at random (0 in Heist: the maze places it)."""
-    has_useful_vel_info: int
-    """Velocity matters for play (0 in Heist)."""
-    step_rand_int: int
-    """Per-step random number."""
-    asset_rand_gen: RandGen
-    """Drives asset choice."""
-    main_width: int
-    """World width in cells."""
-    main_height: int
-    """World height in cells."""
-    out_of_bounds_object: int
-    """Object beyond the world's edge (WALL_OBJ in Heist)."""
-    unit: float
-    """Pixels per cell."""
-    view_dim: float
-    """Cells in view."""
-    x_off: float
-    """Camera x offset in pixels."""
-    y_off: float
-    """Camera y offset in pixels."""
-    visibility: float
-    """Visible radius in cells."""
-    min_visibility: float
-    """Lower bound on the visible radius."""
+    use_procgen_background: int  # Draw a generated background
+    background_index: int  # Which background image
+    bg_tile_ratio: float  # Background tiling ratio
+    bg_pct_x: float  # Background horizontal offset
+    char_dim: float  # Sprite size of the agent
+    last_move_action: int  # Last non-idle move action (0-8)
+    move_action: int  # Move part of the last action (0-8)
+    special_action: int  # Special part of the last action (0 = none)
+    mixrate: float  # Velocity smoothing
+    maxspeed: float  # Agent speed limit (0.75 in Heist)
+    max_jump: float  # Jump strength (unused in Heist)
+    action_vx: float  # Horizontal velocity asked by the last action
+    action_vy: float  # Vertical velocity asked by the last action
+    action_vrot: float  # Rotation asked by the last action
+    center_x: float  # Camera centre x
+    center_y: float  # Camera centre y
+    random_agent_start: int  # Agent start drawn at random (0 in Heist: the maze places it)
+    has_useful_vel_info: int  # Velocity matters for play (0 in Heist)
+    step_rand_int: int  # Per-step random number
+    asset_rand_gen: RandGen  # Drives asset choice
+    main_width: int  # World width in cells
+    main_height: int  # World height in cells
+    out_of_bounds_object: int  # Object beyond the world's edge (WALL_OBJ in Heist)
+    unit: float  # Pixels per cell
+    view_dim: float  # Cells in view
+    x_off: float  # Camera x offset in pixels
+    y_off: float  # Camera y offset in pixels
+    visibility: float  # Visible radius in cells
+    min_visibility: float  # Lower bound on the visible radius
 
 
 @dataclasses.dataclass
 class HeistState:
     """One Heist game, parsed. Edit fields, then `serialise` it for `set_state`."""
 
-    game: GameFields
-    """`Game` fields."""
-    grid_size: int
-    """main_width * main_height."""
-    entities: np.ndarray
-    """Structured array of ENTITY_DTYPE records, in the engine's order."""
-    basic: BasicFields
-    """`BasicAbstractGame` scalars."""
-    grid: np.ndarray
-    """Object ids, int32 array of shape (main_height, main_width); index [y, x]."""
-    num_keys: int
-    """Key/door colours the level was generated with (0-3)."""
-    world_dim: int
-    """Side of the square world in cells (9 easy, 13 hard)."""
-    has_keys: list[bool]
-    """Per colour, whether the agent holds that key."""
+    game: GameFields  # `Game` fields
+    grid_size: int  # main_width * main_height
+    entities: np.ndarray  # Structured array of ENTITY_DTYPE records, in the engine's order
+    basic: BasicFields  # `BasicAbstractGame` scalars
+    grid: np.ndarray  # Object ids, int32 array of shape (main_height, main_width); index [y, x]
+    num_keys: int  # Key/door colours the level was generated with (0-3)
+    world_dim: int  # Side of the square world in cells (9 easy, 13 hard)
+    has_keys: list[bool]  # Per colour, whether the agent holds that key
 
     def of_type(self, entity_type: int) -> np.ndarray:
         """Indices of the entities of one type (e.g. KEY, LOCKED_DOOR)."""
@@ -251,24 +157,16 @@ _FIXED = {int: "i", float: "f"}
 
 
 def _plan(cls: type) -> list[tuple[Any, tuple[str, ...]]]:
-    """Group a dataclass's fields into runs of fixed-size values (one Struct each).
-
-    Reads `field.type` as a class, so this module must not use postponed annotations.
-    """
+    """Group a dataclass's fields into runs of fixed-size values (one Struct each). Reads
+    `field.type` as a class, so this module must not use postponed annotations."""
     plan: list[tuple[Any, tuple[str, ...]]] = []
-    run: list[str] = []
-    codes = ""
-    for field in dataclasses.fields(cls):
-        if field.type in _FIXED:
-            run.append(field.name)
-            codes += _FIXED[field.type]
-            continue
-        if run:
-            plan.append((struct.Struct("<" + codes), tuple(run)))
-            run, codes = [], ""
-        plan.append((field.type, (field.name,)))
-    if run:
-        plan.append((struct.Struct("<" + codes), tuple(run)))
+    for fixed, run in itertools.groupby(dataclasses.fields(cls), lambda f: f.type in _FIXED):
+        run = list(run)
+        if fixed:
+            codes = "".join(_FIXED[field.type] for field in run)
+            plan.append((struct.Struct("<" + codes), tuple(field.name for field in run)))
+        else:
+            plan += [(field.type, (field.name,)) for field in run]
     return plan
 
 
