@@ -20,7 +20,7 @@ from envgen.envs.heist.config import (
     HeistConfig,
     max_colours,
 )
-from envgen.llm import prompt_parts
+from envgen.llm import prompt_parts, schema
 from envgen.llm.names import NameMap, obfuscated_names
 
 EPISODE_STEPS = 1000  # procgen's Heist timeout; Heist has no episode-length setting
@@ -91,7 +91,7 @@ def environment_schema(names: NameMap) -> dict[str, Any]:
         names.show("num_keys"): {"type": "integer", "enum": list(range(MAX_COLOURS + 1))},
     }
     inv_props = {names.show("keys_held"): {"type": "integer", "enum": list(range(MAX_COLOURS + 1))}}
-    return prompt_parts.environment_schema(env_props, inv_props)
+    return schema.environment_schema(env_props, inv_props)
 
 
 def _task() -> str:
@@ -139,23 +139,13 @@ def _parameters_section(names: NameMap) -> str:
     )
 
 
-def _format_section(n: int, names: NameMap, structured: bool) -> str:
-    return prompt_parts.format_section(
-        n, names, structured, HeistConfig(purpose="which skills this environment trains")
-    )
-
-
 PROMPTS = prompt_parts.GamePrompts(
     task=_task,
     skills=skills,
     parameters=_parameters_section,
     rules=GAME_RULES,
     hard="hard to learn",
-    format_section=_format_section,
+    example=HeistConfig(purpose="which skills this environment trains"),
     measured="tested",
     runs="test runs",
 )
-briefing = PROMPTS.briefing
-initial_prompt = PROMPTS.initial_prompt
-adaptation_prompt = PROMPTS.adaptation_prompt
-results_prompt = PROMPTS.results_prompt
