@@ -2,19 +2,16 @@
 
 Retries with exponential backoff on 408/409/429/5xx and connection errors are the
 SDK's own (`max_retries`, honouring Retry-After up to its 60 s bound); timeouts are per
-request. A 200 reply that is not a well-formed chat completion (not JSON, no choices,
-fields of the wrong type or out of range) is retried as often, then fails. Every failure
-to get a reply is an `LLMTransportError` (401/403 naming the key variable): never a
-reply of the model, so it is never stored and never a row's result. Each
-backend reads its key from its own variable, in the environment or a git-ignored `.env`
-file: OpenAI's from `OPENAI_API_KEY`, any other server's from
-`ENVGEN_COMPATIBLE_API_KEY` (optional), so an OpenAI key is never sent to a third-party
-URL. A key is only ever handed to the SDK: it is not part of any request record, cache
-file or error message (errors are scrubbed of the configured key, whatever its form).
+request. A 200 reply that is not a well-formed chat completion is retried as often,
+then fails. Every failure to get a reply is an `LLMTransportError` (401/403 naming the
+key variable): never a reply of the model, so never stored nor a row's result. OpenAI's
+key is read from `OPENAI_API_KEY`, any other server's from `ENVGEN_COMPATIBLE_API_KEY`
+(optional), in the environment or a git-ignored `.env`, so an OpenAI key is never sent
+to a third-party URL. A key only ever goes to the SDK: never into a request record,
+cache file or error message (errors are scrubbed of the configured key).
 
-`openai`, `httpx` and `dotenv` are imported where a backend is built or a key read, not
-with this module: a run that replays cached replies or designs nothing (a Crafter-only
-row on a GPU machine) needs none of them installed.
+`openai`, `httpx` and `dotenv` are imported where a backend is built or a key read, so
+a run that replays or designs nothing needs none of them installed.
 """
 
 from __future__ import annotations
@@ -29,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envgen.errors import ConfigError, LLMTransportError
+from envgen.llm import local_models
 from envgen.llm.request import ChatRequest, ChatResponse, Usage
 from envgen.llm.schema import DIALECTS
 
@@ -37,8 +35,7 @@ if TYPE_CHECKING:
     import openai
 
 LOCAL_MODEL = "smollm2-135m-instruct"  # the local backend's default (the tests' model)
-# Every model the local server can serve (envgen.llm.local_models holds their files).
-LOCAL_MODELS = ("smollm2-135m-instruct", "qwen2.5-coder-1.5b-instruct")
+LOCAL_MODELS = tuple(local_models.LOCAL_MODELS)  # every model the local server can serve
 KEY_VARIABLE = "OPENAI_API_KEY"
 COMPATIBLE_KEY_VARIABLE = "ENVGEN_COMPATIBLE_API_KEY"
 DEFAULT_BACKEND = "local"
@@ -49,8 +46,7 @@ KEYS_HELP = (
     f"--backend openai reads its key from {KEY_VARIABLE}, --backend compatible from "
     f"{COMPATIBLE_KEY_VARIABLE} (optional), in the environment or .env"
 )
-"""The key variables as every command's --help names them: built from the constants, so
-a help text cannot name a variable the code does not read (issue 66)."""
+"""The key variables as every command's --help names them, from the constants the code reads."""
 NO_KEY = "no-key-needed"  # the SDK insists on some key; this one is not a secret
 _SECRET = re.compile(r"sk-[\w*-]+")
 
@@ -342,12 +338,10 @@ def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
         text = text.replace(secret, "***")
         grams = {secret[i : i + 4] for i in range(len(secret) - 3)} if len(secret) >= 8 else set()
         if grams:
-            text = " ".join("***" if _shares(word, grams) else word for word in text.split(" "))
+            text = " ".join(
+                "***" if any(g in word for g in grams) else word for word in text.split(" ")
+            )
     return _SECRET.sub("sk-***", text)
-
-
-def _shares(word: str, grams: set[str]) -> bool:
-    return any(gram in word for gram in grams)
 
 
 def configured_keys(env_file: Path = Path(".env")) -> tuple[str, ...]:
