@@ -35,7 +35,7 @@ from envgen.llm.accounting import Ledger
 from envgen.llm.budget import Budget
 from envgen.llm.client import BackendConfig, OpenAIChat
 from envgen.llm.entry import check_entry, model_matches
-from envgen.llm.planned_calls import record_command as planned_record_command
+from envgen.llm.planned_calls import record_command
 from envgen.llm.request import (
     ChatRequest,
     ChatResponse,
@@ -142,9 +142,6 @@ class CachedLLM:
         backend: BackendConfig,
         *,
         client_factory: Callable[[BackendConfig], LLMCallable] = OpenAIChat,
-        record_command: Callable[[ChatRequest, BackendConfig], str | None] = (
-            planned_record_command
-        ),
         match: str = "slot",
         budget: Budget | None = None,
     ):
@@ -159,7 +156,6 @@ class CachedLLM:
         self.ledger = Ledger()
         self._client_factory = client_factory
         self._client: LLMCallable | None = None
-        self._record_command = record_command
         self.budget = budget
         """Spending cap checked before every live call (envgen.llm.budget)."""
 
@@ -208,10 +204,7 @@ class CachedLLM:
                     "response": {
                         "text": response.text,
                         "model": response.model,
-                        "usage": {
-                            "prompt_tokens": response.usage.prompt_tokens,
-                            "completion_tokens": response.usage.completion_tokens,
-                        },
+                        "usage": dataclasses.asdict(response.usage),
                         "finish_reason": response.finish_reason,
                         "created": response.created,
                     },
@@ -242,7 +235,7 @@ class CachedLLM:
 
     def _how_to_record(self, request: ChatRequest) -> str:
         backends = self._record_backends()
-        commands = [self._record_command(request, backend) for backend in backends]
+        commands = [record_command(request, backend) for backend in backends]
         if all(commands):
             if self.cache.directory.resolve() != DEFAULT_CACHE_DIR.resolve():
                 commands = [f"{c} --cache-dir {self.cache.directory}" for c in commands]
@@ -350,11 +343,8 @@ def slots_verdict(cache_dir: Path, runs_roots: Iterable[Path]) -> tuple[bool, st
 
 
 def _check_model(response: ChatResponse, model: str, backend: str) -> None:
-    """Refuse a reply written by another model than the one it would be stored under.
-
-    Servers may name a more specific version of the requested model (OpenAI answers
-    "gpt-3.5-turbo" with "gpt-3.5-turbo-0125"), never another model.
-    """
+    """Refuse a reply written by another model than the one it would be stored under
+    (a more specific version is the same model: `model_matches`)."""
     if not model_matches(response.model, model):
         raise CacheIntegrityError(
             f"backend {backend!r} answered with model {response.model!r}, not the requested "
