@@ -76,12 +76,18 @@ class Ledger:
         }
 
 
-def cost_usd(model: str, tally: Tally) -> float | None:
-    """Estimated cost of a tally, or None for a model without a listed price."""
+def usd(model: str, prompt_tokens: float, completion_tokens: float) -> float | None:
+    """USD of these tokens at `model`'s price, or None for a model without a listed price."""
     if model not in PRICES_PER_M_TOKENS:
         return None
     price_in, price_out = PRICES_PER_M_TOKENS[model]
-    return round((tally.prompt_tokens * price_in + tally.completion_tokens * price_out) / 1e6, 6)
+    return (prompt_tokens * price_in + completion_tokens * price_out) / 1e6
+
+
+def cost_usd(model: str, tally: Tally) -> float | None:
+    """Estimated cost of a tally, or None for a model without a listed price."""
+    cost = usd(model, tally.prompt_tokens, tally.completion_tokens)
+    return None if cost is None else round(cost, 6)
 
 
 def write_accounting(ledger: Ledger, path: Path) -> None:

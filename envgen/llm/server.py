@@ -58,17 +58,6 @@ def _known_server(name: str, where: str) -> str:
     return name
 
 
-def check_installed(server: str) -> None:
-    """A one-line `EnvGenError` naming the setup command when llama-cpp-python's server is
-    chosen but not installed (llama.cpp's says so itself: `envgen.llm.llama_server`).
-    Found, not imported: importing llama_cpp loads its library (about a second)."""
-    if server == "llama-cpp-python" and importlib.util.find_spec("llama_cpp") is None:
-        raise EnvGenError(
-            f"the local server llama-cpp-python ({SERVER_VARIABLE}={server}) is not "
-            "installed; run `make setup-llm-source`"
-        )
-
-
 @dataclasses.dataclass(frozen=True)
 class ServerOptions:
     """How the local server runs."""
@@ -132,7 +121,14 @@ class LocalServer:
         return self._process.pid if self._process is not None else None
 
     def __enter__(self) -> LocalServer:
-        check_installed(self.options.server)
+        # llama.cpp's server says itself when it is missing (envgen.llm.llama_server);
+        # llama_cpp is found, not imported (importing loads its library: about a second)
+        server = self.options.server
+        if server == "llama-cpp-python" and importlib.util.find_spec("llama_cpp") is None:
+            raise EnvGenError(
+                f"the local server llama-cpp-python ({SERVER_VARIABLE}={server}) is not "
+                "installed; run `make setup-llm-source`"
+            )
         self._signals.enter_context(signals_exit(self._terminate))
         try:
             if self._log_path is None:
