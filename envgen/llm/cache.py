@@ -75,7 +75,7 @@ class ResponseCache:
         path = self.path(key)
         return _verified(path) if path.is_file() else None
 
-    def store(self, key: str, entry: dict[str, Any]) -> Path:
+    def store(self, key: str, entry: dict[str, Any]) -> None:
         """Write `entry` under `key` unless a different reply is already there."""
         try:
             check_entry(entry)
@@ -92,11 +92,10 @@ class ResponseCache:
                     f"(call {existing.get('label', '?')!r}); not overwriting. Delete the file "
                     "first to replace the recorded reply on purpose."
                 )
-            return self.path(key)
+            return
         write_json_atomic(self.path(key), entry)
         for slot in entry.get("slots", []):
             self.claim_slot(key, entry["request"]["model"], slot)
-        return self.path(key)
 
     def slot_key(self, model: str, slot: str) -> str | None:
         """The key of the file that holds `slot` for `model`, or None."""

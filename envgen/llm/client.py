@@ -39,9 +39,8 @@ LOCAL_MODELS = tuple(local_models.LOCAL_MODELS)  # every model the local server 
 KEY_VARIABLE = "OPENAI_API_KEY"
 COMPATIBLE_KEY_VARIABLE = "ENVGEN_COMPATIBLE_API_KEY"
 DEFAULT_BACKEND = "local"
-"""The `--backend` default of every command that calls a model (`envgen run`, `envgen llm
-record`, the train stage): the bundled model's server, which a fresh clone can run
-offline; any other model is recorded only through a backend named on purpose."""
+"""Every command's `--backend` default: the bundled model's server, which a fresh clone
+can run offline; any other model is recorded only through a backend named on purpose."""
 KEYS_HELP = (
     f"--backend openai reads its key from {KEY_VARIABLE}, --backend compatible from "
     f"{COMPATIBLE_KEY_VARIABLE} (optional), in the environment or .env"
@@ -73,7 +72,7 @@ class BackendConfig:
     """Whether requests fail without the key (OpenAI) or go without one (other servers)."""
     server: str | None = None
     """The local server started for this backend (`envgen.llm.server.SERVERS`), recorded
-    with each reply it writes; None where it is not known (a server given by URL)."""
+    with each reply; None where it is not known (a server given by URL)."""
 
     def record_flags(self) -> str:
         """The `envgen llm record` options that select this backend."""
@@ -116,10 +115,8 @@ BACKENDS: dict[str, BackendConfig] = {
 
 
 def replay_backend(model: str) -> str:
-    """The backend whose preset keys `model`'s recorded replies where none is named and
-    nothing is called (replay): local for the local models, else openai (compatible's
-    preset speaks the same dialect, so its recordings replay alike). The pipeline's
-    `LLMSpec.build` keys replay the same way."""
+    """The backend whose preset keys `model`'s replies in replay, where none is named:
+    local for the local models, else openai (compatible's preset speaks the same dialect)."""
     return "local" if model in LOCAL_MODELS else "openai"
 
 
@@ -271,8 +268,8 @@ class OpenAIChat:
 MALFORMED_WAIT_S = 1.0
 """First wait before asking again after a malformed reply (doubling, at most 8 s)."""
 MAX_INT_FIELD = 10**10
-"""Largest token count or timestamp (Unix seconds: until the year 2286) a reply may hold;
-a 400-digit integer would otherwise be stored and crash every reader."""
+"""Largest token count or timestamp (Unix seconds) a reply may hold: a 400-digit integer
+would otherwise be stored and crash every reader."""
 
 
 def parse_completion(body: str) -> ChatResponse:

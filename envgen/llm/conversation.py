@@ -198,10 +198,9 @@ def call_label(options: PromptOptions, n: int, cycle: int) -> str:
 class EnvironmentDesigner:
     """Holds the conversation; `generate(n)` once, then `adapt(success_stats)` per cycle.
 
-    `messages` logs every message in order (prompts, replies, re-asks): the loop writes
-    a cycle's first new message as its feedback file. What a request sends is built from
-    `_exchanges`, one (prompt, usable reply) pair per adaptation answered so far.
-    """
+    `messages` logs every message in order (prompts, replies, re-asks; the loop writes a
+    cycle's first new one as its feedback file); requests are built from `_exchanges`,
+    one (prompt, usable reply) pair per adaptation answered so far."""
 
     def __init__(self, options: PromptOptions, llm: LLMCallable):
         self.options = options
@@ -212,11 +211,6 @@ class EnvironmentDesigner:
         self._names = self._spec.name_map(options.obfuscate)
         self._n = 0
         self._exchanges: list[tuple[Message, Message]] = []
-
-    @property
-    def cycle(self) -> int:
-        """Number of cycles answered so far."""
-        return len(self.results)
 
     def generate(self, n: int) -> ParsedEnvironments:
         """Cycle 1: `n` environments from the initial prompt."""
@@ -285,7 +279,7 @@ class EnvironmentDesigner:
         """The usable reply to `prompt` after `history` (draw `draw` of it), re-asking an
         unusable one up to `max_reasks` times."""
         opts = self.options
-        label = call_label(opts, self._n, self.cycle + 1)
+        label = call_label(opts, self._n, len(self.results) + 1)
         if draw:
             label += f"{REDRAW_SUFFIX}{draw}"
         schema = reply_schema(self._spec.environment_schema(self._names), self._n, explain)

