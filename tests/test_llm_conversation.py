@@ -105,7 +105,7 @@ def test_conversation_reask_and_adaptation():
     assert "- collect_coal: 12% +/- 5%" in prompt  # whole percent, as the authors round
     assert '"target_biome": "mountain"' in prompt and "which of the information" in prompt
     assert prompt.startswith(crafter_prompts.PROMPTS.briefing(crafter_prompts.name_map(False)))
-    assert adapt.label == "crafter/adapt2/n1/set2" and designer.cycle == 2
+    assert adapt.label == "crafter/adapt2/n1/set2" and len(designer.results) == 2
 
 
 def test_adaptations_follow_the_authors_layout():

@@ -288,9 +288,7 @@ def parse_completion(body: str) -> ChatResponse:
     message = choice.get("message")
     if not isinstance(message, dict):
         raise ValueError("'choices[0].message' is not an object")
-    text = message.get("content")
-    if text is None:
-        text = ""
+    text = "" if message.get("content") is None else message["content"]
     if not isinstance(text, str):
         raise ValueError("'choices[0].message.content' is not a string")
     model = data.get("model")
@@ -302,17 +300,13 @@ def parse_completion(body: str) -> ChatResponse:
     usage = data.get("usage") or {}
     if not isinstance(usage, dict):
         raise ValueError("'usage' is not an object")
-    counts = [
-        _count(usage.get(name, 0), f"usage.{name}")
-        for name in ("prompt_tokens", "completion_tokens")
-    ]
-    created = _count(data.get("created"), "created")
+    counts = (_count(usage.get(k, 0), f"usage.{k}") for k in ("prompt_tokens", "completion_tokens"))
     return ChatResponse(
         text=text,
         model=model,
-        usage=Usage(prompt_tokens=counts[0], completion_tokens=counts[1]),
+        usage=Usage(*counts),
         finish_reason=finish,
-        created=created,
+        created=_count(data.get("created"), "created"),
     )
 
 
