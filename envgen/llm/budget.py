@@ -85,8 +85,7 @@ def call_cost(model: str, record: Mapping[str, Any]) -> float:
 
 
 def run_calls(method: str, n_cycles: int, envs_per_call: int, pool: int) -> list[tuple[int, int]]:
-    """(conversation turn, environments asked for) of each LLM call of one run, in order
-    (re-asks excluded)."""
+    """(conversation turn, environments asked for) of each call of one run, re-asks aside."""
     if method == "envgen":
         return [(turn, envs_per_call) for turn in range(n_cycles)]
     if method == "fixed":

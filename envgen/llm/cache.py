@@ -263,8 +263,7 @@ class CachedLLM:
 
 
 def _run_calls(runs_roots: Iterable[Path]) -> Iterator[tuple[Path, str, dict[str, Any]]]:
-    """(call log path, run id, call) for every call of every sealed run under
-    `runs_roots` (``<root>/<config hash>/seed-<n>/``)."""
+    """(call log path, run id, call) for every call of every sealed run under `runs_roots`."""
     for root in runs_roots:
         for run in RunDir.under(root):
             calls_path = run.llm_calls

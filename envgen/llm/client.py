@@ -162,8 +162,7 @@ def backend_config(
 def api_key(
     env_file: Path = Path(".env"), variable: str = KEY_VARIABLE, required: bool = True
 ) -> str | None:
-    """The key in `variable` from the environment, else from `env_file`; None when it is
-    not set and not `required`."""
+    """The key in `variable` from the environment, else `env_file`; None if unset, not required."""
     key = os.environ.get(variable)
     if not key and env_file.is_file():
         # lazy: optional dependency (dotenv): a Crafter run on a GPU machine without it
@@ -273,8 +272,7 @@ would otherwise be stored and crash every reader."""
 
 
 def parse_completion(body: str) -> ChatResponse:
-    """The reply in a chat completion's JSON body; ValueError naming the first field that
-    is missing, of the wrong type or out of range."""
+    """The reply in a chat completion's JSON body; ValueError naming the first bad field."""
     try:
         data = json.loads(body)
     except ValueError:

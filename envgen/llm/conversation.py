@@ -138,8 +138,7 @@ def auto_context(model: str) -> int:
 
 
 def token_bound(messages: Sequence[Message]) -> int:
-    """An upper bound on the prompt tokens of `messages` (`CHARS_PER_TOKEN`,
-    `MESSAGE_TOKENS`)."""
+    """An upper bound on the prompt tokens of `messages` (`CHARS_PER_TOKEN`)."""
     return sum(-(-len(m.content) // CHARS_PER_TOKEN) + MESSAGE_TOKENS for m in messages)
 
 
@@ -174,12 +173,12 @@ REDRAW_SUFFIX = "/redraw"
 REDRAWS = 3
 """Draws after the first of an initial set whose environments repeat (`redraw_repeats`)."""
 REDRAW_SEED_STRIDE = 1000
-"""Draw k of initial set s is sent with seed s + k * REDRAW_SEED_STRIDE (`redraw_seed`)."""
+"""Draw k of initial set s is sent with seed s + k * REDRAW_SEED_STRIDE: the set's index
+(the paper's sets differ by seed), moved so that no two sets' draws share a seed."""
 
 
 def redraw_seed(initial_set: int, draw: int) -> int:
-    """The seed of draw `draw` (0: the first) of `initial_set`: the set's index (the
-    paper's sets differ by seed), moved by a stride so no two sets' draws share a seed."""
+    """The seed of draw `draw` (0: the first) of `initial_set`."""
     return initial_set + draw * REDRAW_SEED_STRIDE
 
 
@@ -261,8 +260,7 @@ class EnvironmentDesigner:
         return parsed
 
     def _history(self, prompt: str) -> tuple[Message, ...]:
-        """The earlier adaptations as sent before `prompt`: all, the first and the last
-        `history_cycles`, or ("auto") all that fit the context (`fitting_exchanges`)."""
+        """The earlier adaptations sent before `prompt`, as `history_cycles` says."""
         keep, opts = self.options.history_cycles, self.options
         kept = self._exchanges
         if keep == AUTO:
@@ -276,8 +274,7 @@ class EnvironmentDesigner:
     def _ask(
         self, prompt: str, explain: bool, history: tuple[Message, ...], draw: int = 0
     ) -> ParsedEnvironments:
-        """The usable reply to `prompt` after `history` (draw `draw` of it), re-asking an
-        unusable one up to `max_reasks` times."""
+        """The usable reply to `prompt` after `history` (draw `draw`), re-asking as allowed."""
         opts = self.options
         label = call_label(opts, self._n, len(self.results) + 1)
         if draw:

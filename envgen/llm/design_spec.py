@@ -34,8 +34,7 @@ class DesignSpec:
     environment_schema: Callable[[NameMap], dict[str, Any]]
     """JSON schema of one environment in the reply, for structured output."""
     prompts: GamePrompts
-    """The initial request, the first adaptation and the later results messages, in the
-    game's words (envgen.llm.prompt_parts)."""
+    """The game's prompts, in its own words (envgen.llm.prompt_parts)."""
 
 
 def _spec(prompts: ModuleType, config_cls: Any, default_length: int) -> DesignSpec:

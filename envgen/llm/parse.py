@@ -113,8 +113,7 @@ def settings_key(config: Any) -> str:
 
 
 def repeated(configs: Sequence[Any]) -> dict[int, int]:
-    """Each environment that repeats an earlier one, mapped to the first it repeats
-    (0-based indexes); empty when all differ."""
+    """Each environment that repeats an earlier one, mapped to the first (0-based)."""
     first: dict[str, int] = {}
     firsts = [first.setdefault(settings_key(config), i) for i, config in enumerate(configs)]
     return {i: j for i, j in enumerate(firsts) if j != i}

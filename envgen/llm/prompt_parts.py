@@ -68,14 +68,12 @@ class GamePrompts:
     """Words after "code block" in the free-text output format."""
 
     def briefing(self, names: NameMap) -> str:
-        """What every self-contained request states first: the task, the skills, the
-        parameters and the game rules (the initial prompt and the first adaptation)."""
+        """What every self-contained request states first: task, skills, parameters, rules."""
         rules = "Game rules to respect:\n" + "\n".join(f"- {r}" for r in self.rules)
         return "\n\n".join((self.task(), self.parameters(names), rules))
 
     def format_section(self, n: int, names: NameMap, structured: bool) -> str:
-        """How to reply: one JSON object under the schema (`structured`), or `n` "Purpose"
-        lines each with a JSON code block, `example` shown."""
+        """How to reply: one JSON object (`structured`), or `n` "Purpose" lines and blocks."""
         if structured:
             return (
                 'Reply with one JSON object whose "environments" list holds exactly '
@@ -90,8 +88,7 @@ class GamePrompts:
         )
 
     def initial_prompt(self, n: int, names: NameMap, structured: bool) -> str:
-        """Step 1 of the method: the briefing, a request for `n` environments that practise
-        the skills that are `hard` in the original game, and the output format."""
+        """Step 1 of the method: the briefing, a request for `n` environments, the format."""
         return "\n\n".join(
             (
                 self.briefing(names),
@@ -109,8 +106,7 @@ class GamePrompts:
         names: NameMap,
         structured: bool,
     ) -> str:
-        """Step 4 of the method: the previous environments, each skill's success in the
-        original game and a request for `n` new ones in the output format."""
+        """Step 4 of the method: the previous environments, their outcome, `n` new ones."""
         envs = "\n\n".join(render(i, c, names) for i, c in enumerate(previous, start=1))
         return "\n\n".join(
             (

@@ -47,8 +47,7 @@ SERVERS = {
 
 
 def chosen_server() -> str:
-    """The server `ENVGEN_LOCAL_SERVER` names, `DEFAULT_SERVER` when unset or empty; a
-    one-line `ConfigError` for a name not in `SERVERS`."""
+    """The server `ENVGEN_LOCAL_SERVER` names (unset or empty: `DEFAULT_SERVER`)."""
     return _known_server(os.environ.get(SERVER_VARIABLE, "") or DEFAULT_SERVER, SERVER_VARIABLE)
 
 
