@@ -44,13 +44,7 @@ from envgen.llm.request import (
     record_key,
     request_record,
 )
-from envgen.llm.slots import (
-    NO_DRIFT,
-    SlotMismatchError,
-    carries_feedback,
-    compare,
-    slot_id,
-)
+from envgen.llm.slots import NO_DRIFT, SlotMismatchError, carries_feedback, compare, slot_id
 from envgen.store.manifest import read_run_bytes
 from envgen.store.run_dir import RunDir
 

@@ -16,12 +16,7 @@ from typing import Any
 
 from envgen.errors import EnvGenError
 from envgen.llm.cache import ResponseCache
-from envgen.llm.conversation import (
-    PromptOptions,
-    auto_room,
-    context_window,
-    fitting_exchanges,
-)
+from envgen.llm.conversation import PromptOptions, auto_room, context_window, fitting_exchanges
 from envgen.llm.request import Message
 
 ADAPT = re.compile(r"^crafter/adapt(\d+)/(.+?)(?:/reask(\d+))?$")

@@ -83,10 +83,7 @@ def _sizes(mode: str | None = None) -> list[int]:
 def environment_schema(names: NameMap) -> dict[str, Any]:
     """JSON schema of one environment as the LLM writes it (every field required)."""
     env_props = {
-        names.show("distribution_mode"): {
-            "type": "string",
-            "enum": [names.show(m) for m in MODES],
-        },
+        names.show("distribution_mode"): {"type": "string", "enum": [names.show(m) for m in MODES]},
         names.show("maze_size"): {"type": "integer", "enum": _sizes()},
         names.show("num_keys"): {"type": "integer", "enum": list(range(MAX_COLOURS + 1))},
     }

@@ -39,10 +39,7 @@ from envgen.llm.local_models import local_model, model_path
 SERVER_VARIABLE = "ENVGEN_LOCAL_SERVER"
 """The environment variable that chooses the local server (unset: `DEFAULT_SERVER`)."""
 DEFAULT_SERVER = "llama.cpp"
-SERVERS = {
-    "llama.cpp": "envgen.llm.llama_server",
-    "llama-cpp-python": "llama_cpp.server",
-}
+SERVERS = {"llama.cpp": "envgen.llm.llama_server", "llama-cpp-python": "llama_cpp.server"}
 """{server name: the module `python -m` runs for it}; both take the same options."""
 
 
