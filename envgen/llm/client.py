@@ -132,22 +132,14 @@ def backend_config(
     replay, which never connects, so `compatible` needs no server URL there."""
     if name not in BACKENDS:
         raise ConfigError("backend", f"{name!r} unknown; use one of {', '.join(BACKENDS)}")
-    config = BACKENDS[name]
-    changes = {
-        k: v
-        for k, v in (("model", model), ("base_url", base_url), ("structured", structured))
-        if v is not None
-    }
-    config = dataclasses.replace(config, **changes)
+    given = {"model": model, "base_url": base_url, "structured": structured}
+    config = dataclasses.replace(
+        BACKENDS[name], **{k: v for k, v in given.items() if v is not None}
+    )
     if not config.model:
         raise ConfigError("model", f"backend {name!r} needs --model (the server's model name)")
-    if name == "local" and config.model not in LOCAL_MODELS:
-        raise ConfigError(
-            "model",
-            f"the local backend serves only {', '.join(map(repr, LOCAL_MODELS))}, not "
-            f"{config.model!r}; record that model's replies with `--backend compatible "
-            "--base-url URL` (a server that serves it) or `--backend openai` (OpenAI models)",
-        )
+    if name == "local":
+        local_models.local_model(config.model)  # a ConfigError unless the server serves it
     if name == "compatible" and not config.base_url and calls:
         raise ConfigError(
             "base_url",

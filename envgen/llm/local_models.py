@@ -76,8 +76,9 @@ def local_model(alias: str) -> LocalModel:
     if alias not in LOCAL_MODELS:
         raise ConfigError(
             "model",
-            f"the local backend serves {', '.join(map(repr, LOCAL_MODELS))}, not {alias!r}; "
-            "record other models with `--backend compatible --base-url URL` or `--backend openai`",
+            f"the local backend serves only {', '.join(map(repr, LOCAL_MODELS))}, not "
+            f"{alias!r}; record that model's replies with `--backend compatible "
+            "--base-url URL` (a server that serves it) or `--backend openai` (OpenAI models)",
         )
     return LOCAL_MODELS[alias]
 
