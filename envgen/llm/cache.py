@@ -1,19 +1,16 @@
 """Response cache: one JSON file per request, named by the sha256 of the request.
 
-Modes of `CachedLLM`:
-- ``replay`` (the pipeline's default): answer from the cache; a miss raises
-  `CacheMissError` with the command that records it. No client is ever built.
-- ``record``: call the backend and store; a different reply already stored under the
-  same key raises `CacheIntegrityError` (delete the file to re-record on purpose).
-- ``fill``: replay what is cached, call and store what is not.
-- ``live``: call the backend, store nothing.
+Modes of `CachedLLM`: ``replay`` (the pipeline's default) answers from the cache, a miss
+raising `CacheMissError` with the command that records it, and never builds a client;
+``record`` calls the backend and stores, refusing a different reply already stored under
+the same key (`CacheIntegrityError`: delete the file to re-record on purpose); ``fill``
+replays what is cached and records the rest; ``live`` calls and stores nothing.
 
-How replay matches a request (`MATCHES`, docs/llm.md "Replay modes"):
-- ``slot`` (the default): the exactly recorded request first; else the reply recorded
-  for the call's protocol slot (`envgen.llm.slots`) when the two requests differ only in
-  feedback numbers, the drift reported on the response: so replies recorded on one
-  machine replay on another, whose float results differ.
-- ``strict``: the exactly recorded request only (same-machine audits).
+Replay matches a request (`MATCHES`, docs/llm.md "Replay modes") by ``slot`` (the
+default): the exactly recorded request first, else the reply recorded for the call's
+protocol slot (`envgen.llm.slots`) when the two differ only in feedback numbers, the
+drift reported on the response, so that replies recorded on one machine replay on
+another whose floats differ; or ``strict``: the exact request only (same-machine audits).
 
 Every file is checked when read: its request must hash to its name. It lists its slots
 in ``slots`` (a slot belongs to at most one file; only requests that carry feedback get

@@ -1,26 +1,20 @@
 """The LLM environment designer: one conversation per initial environment set.
 
-Cycle 1 asks for N environments (`generate`); every later cycle sends the agent's
+Cycle 1 asks for N environments (`generate`); each later cycle sends the agent's
 per-skill success in the original game and asks for N adapted ones (`adapt`). The
-requests are laid out as the authors' code sends them (aszala/EnvGen,
-environment_generation/update_environments.py), because the request is the protocol:
-
-- the initial call: one user message (task, skills, parameters, rules, format);
-- the first adaptation (cycle 2): one self-contained user message that restates the
-  briefing and shows the initial worlds and their scores (the initial exchange is not
-  sent again);
-- every later adaptation: the earlier adaptations' messages, each followed by its usable
-  reply, then a short results message: 2K-3 messages at cycle K, unless
-  `history_cycles` trims them to a fixed number of exchanges or ("auto") to what fits
-  the model's context (`fitting_exchanges`, counted with `token_bound`).
+requests follow the authors' code (aszala/EnvGen, environment_generation/
+update_environments.py), since the request is the protocol: the initial call is one user
+message; the first adaptation (cycle 2) one self-contained message that restates the
+briefing and shows the initial worlds and their scores; each later one sends the earlier
+adaptations' messages, each followed by its usable reply, then a short results message:
+2K-3 messages at cycle K, unless `history_cycles` trims them.
 
 An unusable reply is re-asked up to `max_reasks` times with the parse error as the next
-user message; each re-ask is a call of its own (counted, cached). With `redraw_repeats`,
-an initial reply whose environments repeat one another is drawn again (the same request,
-alone, another seed, up to `REDRAWS` times) until one has no repeats; else the draw with
-the fewest is used (the earliest of equals). Failed replies, re-asks and unused draws
-stay out of later requests, which carry each cycle's prompt and the reply used, as the
-authors' (whose code has no re-asks) carry each saved reply.
+user message, each re-ask a call of its own (counted, cached). With `redraw_repeats`, an
+initial reply whose environments repeat one another is drawn again (the same request,
+another seed, up to `REDRAWS` times) until one has none; else the draw with the fewest
+is used (the earliest of equals). Failed replies, re-asks and unused draws stay out of
+later requests, as in the authors' code (which has no re-asks).
 """
 
 from __future__ import annotations
