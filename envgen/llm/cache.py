@@ -49,6 +49,7 @@ MODES = ("replay", "record", "fill", "live")
 MATCHES = ("slot", "strict")
 DEFAULT_CACHE_DIR = Path("data/llm_cache")
 FILE_FORMAT = 1
+STORED_REPLY_FIELDS = ("text", "model", "usage", "finish_reason", "created")
 
 
 class ResponseCache:
@@ -181,6 +182,7 @@ class CachedLLM:
         response = self._live()(request)
         _check_model(response, model, self.backend.name)
         if self.mode != "live":
+            reply = dataclasses.asdict(response)
             self.cache.store(
                 key,
                 {
@@ -191,13 +193,7 @@ class CachedLLM:
                     **({"server": self.backend.server} if self.backend.server else {}),
                     **({"slots": [slot]} if slot else {}),
                     "request": record,
-                    "response": {
-                        "text": response.text,
-                        "model": response.model,
-                        "usage": dataclasses.asdict(response.usage),
-                        "finish_reason": response.finish_reason,
-                        "created": response.created,
-                    },
+                    "response": {f: reply[f] for f in STORED_REPLY_FIELDS},
                     "elapsed_s": round(time.monotonic() - started, 3),
                     "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 },
