@@ -262,12 +262,8 @@ def _run_calls(runs_roots: Iterable[Path]) -> Iterator[tuple[Path, str, dict[str
 
 def file_run_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> int:
     """List in `cache` the slots of the feedback-carrying calls of every finished run under
-    `runs_roots` (``<root>/<config hash>/seed-<n>/``); returns how many.
-
-    A call whose cache file is missing is an error (the run's replies are not all here),
-    unless the call was served by slot and its slot is filed: its request was never
-    recorded, the reply recorded for the slot was.
-    """
+    `runs_roots`; returns how many. A call without its cache file is an error unless it
+    was served by slot and its slot is filed (only the slot's reply was recorded)."""
     filed = 0
     for calls_path, run, call in _run_calls(runs_roots):
         slot = slot_id(run, call["label"])
@@ -288,11 +284,8 @@ def file_run_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> int:
 
 def unfiled_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> tuple[int, list[str]]:
     """(feedback calls counted, one line per call whose slot `cache` does not list) over
-    the sealed runs under `runs_roots`.
-
-    Such a call replays only where its feedback numbers repeat bit for bit: on a machine
-    whose floats differ its row reads not_recorded. `envgen llm slots` files them.
-    """
+    the sealed runs under `runs_roots`: such a call replays only where its feedback
+    numbers repeat bit for bit (`envgen llm slots` files them)."""
     counted, missing = 0, []
     for calls_path, run, call in _run_calls(runs_roots):
         entry = cache.load(call["key"])

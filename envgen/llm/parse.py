@@ -57,10 +57,8 @@ class _Candidate:
 def parse_environments(
     text: str, n: int, game: str = "crafter", *, obfuscated: bool = False
 ) -> ParsedEnvironments:
-    """Validated configs for `n` environments from `text`, else `LLMResponseError`.
-
-    `obfuscated` maps the ablation's parameter1/optionA/item1 names back first.
-    """
+    """Validated configs for `n` environments from `text`, else `LLMResponseError`;
+    `obfuscated` maps the ablation's parameter1/optionA/item1 names back first."""
     spec = design_spec(game)
     names = spec.name_map(obfuscated)
     warnings: list[str] = []

@@ -61,11 +61,9 @@ def carries_feedback(messages: Sequence[Mapping[str, str]]) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Drift:
-    """How far the feedback of a replayed call is from the one the recorded reply answered.
-
-    Measured on the newest feedback in the request (earlier turns were reported by their
-    own calls), in success-rate percentage points; both means and stds count.
-    """
+    """How far the newest feedback of a replayed call (earlier turns were reported by
+    their own calls) is from the one the recorded reply answered, in success-rate
+    percentage points; both means and stds count."""
 
     numbers: int
     """Feedback numbers compared (2 per skill)."""
@@ -81,11 +79,8 @@ NO_DRIFT = Drift(0, 0, 0.0, 0.0)
 
 
 def compare(recorded: Mapping[str, Any], request: Mapping[str, Any], slot: str) -> Drift:
-    """The drift between two request records of one slot; raises if they differ otherwise.
-
-    Both are `envgen.llm.request.request_record` mappings. Raises `SlotMismatchError`
-    naming the first field or message line that differs once feedback is masked.
-    """
+    """The drift between two request records (`request_record`) of one slot; a
+    `SlotMismatchError` naming the first field or line that differs once feedback is masked."""
     for field in sorted(set(recorded) | set(request)):
         if field != "messages" and recorded.get(field) != request.get(field):
             raise _mismatch(slot, f"field {field!r}", recorded.get(field), request.get(field))
@@ -130,12 +125,8 @@ def _mismatch(slot: str, where: str, recorded: Any, now: Any) -> SlotMismatchErr
 
 
 def summarize_calls(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A run's replay summary from its LLM call log's entries (see `CallLog`).
-
-    {"calls", "exact", "slot", "live", "feedback_calls", "differing", "max_drift",
-    "mean_drift"}: drift in success-rate points over the calls that carried feedback
-    (exact ones count as zero drift).
-    """
+    """A run's replay summary from its LLM call log's entries (see `CallLog`): drift in
+    success-rate points over the calls that carried feedback (exact ones count as zero)."""
     served = [c.get("served", "exact" if c.get("cached") else "live") for c in calls]
     drifts = [c["drift"] for c in calls if c.get("drift")]
     numbers = sum(d["numbers"] for d in drifts)
