@@ -47,14 +47,10 @@ class Call:
         return 2 * self.cycle - 3 + 2 * self.reask
 
 
-def adaptations(entries: Iterable[dict[str, Any]], reasks: bool = False) -> list[Call]:
-    """The cached Crafter adaptation requests (re-asks only with `reasks`)."""
-    calls = []
-    for entry in entries:
-        found = ADAPT.match(entry["label"])
-        if found and (reasks or found[3] is None):
-            calls.append(Call(int(found[1]), entry, int(found[3] or 0)))
-    return calls
+def adaptations(entries: Iterable[dict[str, Any]]) -> list[Call]:
+    """The cached Crafter adaptation requests, re-asks included."""
+    found = [(ADAPT.match(entry["label"]), entry) for entry in entries]
+    return [Call(int(m[1]), entry, int(m[3] or 0)) for m, entry in found if m]
 
 
 def ancestry(call: Call, calls: Sequence[Call]) -> list[Call] | None:
@@ -104,7 +100,7 @@ def history_problems(
     """One line per cached Crafter adaptation request that does not carry the authors'
     messages (`Call.authors_length`) at a cycle <= `WHOLE_HISTORY_CYCLES`, or (not a
     re-ask, a model of known context) differs from what "auto" sends from its ancestry."""
-    calls = adaptations(entries, reasks=True)
+    calls = adaptations(entries)
     firsts = [c for c in calls if not c.reask]
     problems = []
     for call in sorted(calls, key=lambda c: (c.cycle, c.entry["key"])):
@@ -137,7 +133,7 @@ def history_verdict(cache_dir: Path) -> tuple[bool, str]:
             f"{problems[0]}{more}: record it again with llm_history_cycles: auto "
             '(docs/llm.md, "Context") and drop the old entry'
         )
-    count = len(adaptations(entries, reasks=True))
+    count = len(adaptations(entries))
     return True, (
         f"all {count} cached Crafter adaptation requests carry the authors' 2K-3 messages "
         f"through cycle {WHOLE_HISTORY_CYCLES} and auto's history at every cycle"
