@@ -102,11 +102,11 @@ def server_command(options: ServerOptions, port: int) -> list[str]:
 class LocalServer:
     """Context manager: a running local server; `base_url` is its /v1 endpoint."""
 
-    def __init__(self, options: ServerOptions, *, log_path: Path | None = None):
+    def __init__(self, options: ServerOptions):
         self.options = options
         self.port = options.port or _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._log_path = log_path
+        self._log_path: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log_dir: tempfile.TemporaryDirectory[str] | None = None
         self._signals = contextlib.ExitStack()
@@ -127,9 +127,8 @@ class LocalServer:
             )
         self._signals.enter_context(signals_exit(self._terminate))
         try:
-            if self._log_path is None:
-                self._log_dir = tempfile.TemporaryDirectory(prefix="envgen-llm-server-")
-                self._log_path = Path(self._log_dir.name) / "server.log"
+            self._log_dir = tempfile.TemporaryDirectory(prefix="envgen-llm-server-")
+            self._log_path = Path(self._log_dir.name) / "server.log"
             with open(self._log_path, "wb") as log:
                 self._process = subprocess.Popen(
                     bound_to_parent(server_command(self.options, self.port)),
