@@ -179,7 +179,9 @@ class CachedLLM:
             entries = [entry for _, entry in self.cache.entries()]
             self.budget.check(request.label, record, entries)
         started = time.monotonic()
-        response = self._live()(request)
+        if self._client is None:
+            self._client = self._client_factory(self.backend)
+        response = self._client(request)
         _check_model(response, model, self.backend.name)
         if self.mode != "live":
             reply = dataclasses.asdict(response)
@@ -200,11 +202,6 @@ class CachedLLM:
             )
         drift = dataclasses.asdict(NO_DRIFT) if feedback else None
         return self._count(request, dataclasses.replace(response, served="live", drift=drift))
-
-    def _live(self) -> LLMCallable:
-        if self._client is None:
-            self._client = self._client_factory(self.backend)
-        return self._client
 
     def _count(self, request: ChatRequest, response: ChatResponse) -> ChatResponse:
         self.ledger.add(self.backend.model, response, reask=request.reask)
