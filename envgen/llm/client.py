@@ -1,17 +1,13 @@
 """Backends on the `openai` SDK: OpenAI itself or any OpenAI-compatible server.
 
-Retries with exponential backoff on 408/409/429/5xx and connection errors are the
-SDK's own (`max_retries`, honouring Retry-After up to its 60 s bound); timeouts are per
-request. A 200 reply that is not a well-formed chat completion is retried as often,
-then fails. Every failure to get a reply is an `LLMTransportError` (401/403 naming the
-key variable): never a reply of the model, so never stored nor a row's result. OpenAI's
-key is read from `OPENAI_API_KEY`, any other server's from `ENVGEN_COMPATIBLE_API_KEY`
-(optional), in the environment or a git-ignored `.env`, so an OpenAI key is never sent
-to a third-party URL. A key only ever goes to the SDK: never into a request record,
-cache file or error message (errors are scrubbed of the configured key).
-
-`openai`, `httpx` and `dotenv` are imported where a backend is built or a key read, so
-a run that replays or designs nothing needs none of them installed.
+The SDK retries 408/409/429/5xx and connection errors with backoff (`max_retries`); a
+200 reply that is no well-formed chat completion is retried as often. Every failure to
+get a reply is an `LLMTransportError`, never a reply, so never stored. OpenAI's key is
+read from `OPENAI_API_KEY`, any other server's from `ENVGEN_COMPATIBLE_API_KEY`
+(optional), in the environment or a git-ignored `.env`, so an OpenAI key never goes to
+a third-party URL; keys go only to the SDK, and error texts are scrubbed of them.
+`openai`, `httpx` and `dotenv` are imported only where used: a run that replays needs
+none of them.
 """
 
 from __future__ import annotations

