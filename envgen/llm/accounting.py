@@ -1,8 +1,7 @@
 """LLM calls, tokens, re-asks and cost, tallied per model and written as JSON.
 
-Replayed calls count like live ones (from the recorded usage) and are also counted
-as cache hits, so an experiment's accounting is the same whether it ran live or
-from the cache.
+Replayed calls count like live ones (from the recorded usage), and as cache hits, so
+an experiment's accounting is the same whether it ran live or from the cache.
 """
 
 from __future__ import annotations

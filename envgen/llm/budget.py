@@ -1,11 +1,9 @@
 """A spending cap for recording a priced model's replies, and the estimate shown first.
 
-Recording the paper's GPT-4-Turbo rows costs money, and the pipeline's jobs run in
-several worker processes. The cap therefore lives in the cache itself: what a recording
-session has spent is the priced usage of the entries it stored (`recorded_at` at or
-after the session's start), so every process sees the same total without talking to
-the others. A live call starts only if that total plus the call's worst case stays
-within `max_usd`.
+The pipeline's jobs run in several processes, so the cap lives in the cache itself: a
+recording session has spent the priced usage of the entries stored since it started
+(`recorded_at`), a total every process sees alike. A live call starts only if that total
+plus the call's worst case stays within `max_usd`.
 """
 
 from __future__ import annotations

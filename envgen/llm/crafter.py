@@ -1,9 +1,8 @@
 """Crafter as the LLM designer sees it: prompts and the reply schema.
 
-Written from the facts in docs/paper.md ("The method in four steps", "Crafter
-parameters the LLM controls"). Names and allowed values come from the game
-(`crafter.constants.achievements`) and from `envgen.envs.crafter.config`, never
-retyped; only the explanatory notes below are prose of this project.
+Written from docs/paper.md ("The method in four steps", "Crafter parameters the LLM
+controls"); names and allowed values come from the game and `envgen.envs.crafter.config`,
+never retyped; only the explanatory notes are this project's prose.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """What a response-cache file may hold: every field's type and range, checked before a
 reply is stored and whenever a file is read.
 
-A cache file may come from someone else (the cache is committed and shared): a hostile
-or damaged entry (a 400-digit token count, usage as a list) would pass the request-hash
-check, then crash replay, `envgen llm show` or the accounting. `check_entry` raises
-`ValueError` naming the first bad field (the cache makes it one line naming the file),
-and refuses a backend that cannot have served the entry's model.
+The cache is committed and shared: a hostile or damaged entry (a 400-digit token count,
+usage as a list) would pass the request-hash check, then crash replay, `envgen llm show`
+or the accounting. `check_entry` raises `ValueError` naming the first bad field, and
+refuses a backend that cannot have served the entry's model.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Heist as the LLM designer sees it: prompts and the reply schema.
 
-The paper gives no Heist prompt (docs/paper.md, "What the paper does not say"); this
-one follows the Crafter prompt's four parts (task and skills, parameters with their
-allowed values, game rules, output format). Parameter names, allowed values and
-limits come from `envgen.envs.heist.config`, never retyped; the notes below are prose
-of this project (docs/heist.md, "The LLM prompt").
+The paper gives no Heist prompt (docs/paper.md, "What the paper does not say"); this one
+follows the Crafter prompt's four parts. Names, allowed values and limits come from
+`envgen.envs.heist.config`; the notes are this project's prose (docs/heist.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Parameter names as the LLM sees them: real, or obfuscated for the ablation.
 
-The paper's obfuscated-prompt ablation replaces parameter names with parameter1..5,
-their options with optionA..G and the inventory items with item1..12
-(docs/paper.md, "Baselines and ablations"). A `NameMap` hides real names when
-writing a prompt or schema and reveals them again when reading the reply, so the
-rest of the package only ever sees real names.
+The paper's obfuscated-prompt ablation shows parameter1..5, optionA..G and item1..12
+(docs/paper.md, "Baselines and ablations"). A `NameMap` hides real names in a prompt or
+schema and reveals them in the reply, so the rest of the package sees real names only.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """Turn an LLM reply into validated environment configs, or say exactly why not.
 
-Where JSON is looked for, in order: fenced code blocks (a closing fence must stand
-on its own line, so a "```" inside a string does not end a block); if there are
-none, every top-level {...} or [...] in the text. A list, or an object wrapping a
-list of environments (e.g. under "environments", the structured-output reply),
-contributes each element. Each candidate is validated by the family's
-`from_dict`; the first `n` usable ones are returned with every warning.
+JSON is looked for in fenced code blocks (a closing fence stands on its own line, so a
+"```" inside a string ends none), else in every top-level {...} or [...] of the text. A
+list, or an object wrapping one (the structured reply's "environments"), contributes
+each element. Each candidate is validated by the game's `from_dict`; the first `n`
+usable ones are returned with every warning.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """The parts of a designer prompt that every game words the same way.
 
-envgen/llm/crafter.py and envgen/llm/heist.py write what differs by game (the task,
-skills, parameters and rules); the output format, how a previous environment is shown,
-the adaptation step and the check of the success statistics are here, once. Prompt
-texts are part of the LLM cache's keys (envgen/llm/cache.py): a change of one byte here
-makes every recorded reply miss, which the replay tests catch.
+envgen/llm/crafter.py and heist.py write what differs by game; the output format, how a
+previous environment is shown, the adaptation step and the check of the success
+statistics are here, once. Prompt texts are part of the LLM cache's keys: a change of
+one byte makes every recorded reply miss, which the replay tests catch.
 """
 
 from __future__ import annotations

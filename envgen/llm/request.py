@@ -1,8 +1,8 @@
 """What one chat call sends and gets back, and the cache key of a request.
 
-A `ChatRequest` holds everything that determines the reply except the model, which
-the backend supplies; `request_record` adds the model and the endpoint kind and is
-exactly what the cache hashes and stores. It never holds credentials.
+A `ChatRequest` holds everything that determines the reply but the model, which the
+backend supplies; `request_record` adds it and the endpoint kind, and is exactly what
+the cache hashes and stores. It never holds credentials.
 """
 
 from __future__ import annotations

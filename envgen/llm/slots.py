@@ -1,13 +1,11 @@
 """Protocol slots: where a call sits in an experiment, independent of the machine it ran on.
 
-An adaptation prompt carries the agent's measured success rates, float results that
-differ between CPUs and GPUs, so the exact request answered on the recording machine is
-never sent again elsewhere. A recorded reply is therefore also filed under its *slot*:
-the run's config hash (which holds no execution settings), the seed, and the call's
-label (stage, N, initial set, re-ask). In slot replay a request gets the reply recorded
-for its slot when the two are equal once the feedback numbers are masked; the numbers
-that differ are the *drift*, reported per call, run and table. Any other difference is
-a changed experiment and an error naming the first differing line.
+An adaptation prompt carries the agent's success rates, floats that differ between CPUs
+and GPUs, so a recorded reply is also filed under its *slot*: the run's config hash (no
+execution settings), the seed and the call's label. Slot replay gives a request the reply
+recorded for its slot when the two are equal once the feedback numbers are masked; the
+numbers that differ are the *drift*, reported per call, run and table. Any other
+difference is a changed experiment: an error naming the first differing line.
 """
 
 from __future__ import annotations
