@@ -64,17 +64,14 @@ def obfuscated_names(
     parameters: Iterable[str], options: Iterable[str], items: Iterable[str]
 ) -> NameMap:
     """parameter1.., optionA.., item1.. in the given orders (options de-duplicated)."""
-    shown: dict[str, str] = {}
-    for i, name in enumerate(parameters, start=1):
-        shown[name] = f"parameter{i}"
     unique_options = list(dict.fromkeys(options))
     if len(unique_options) > len(string.ascii_uppercase):
         raise ValueError("at most 26 options can be obfuscated as optionA..optionZ")
-    for letter, name in zip(string.ascii_uppercase, unique_options, strict=False):
-        shown[name] = f"option{letter}"
-    for i, name in enumerate(items, start=1):
-        shown[name] = f"item{i}"
-    return NameMap(shown)
+    return NameMap(
+        {name: f"parameter{i}" for i, name in enumerate(parameters, start=1)}
+        | {name: f"option{string.ascii_uppercase[k]}" for k, name in enumerate(unique_options)}
+        | {name: f"item{i}" for i, name in enumerate(items, start=1)}
+    )
 
 
 def _fold(name: str) -> str:
