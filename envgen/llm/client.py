@@ -12,6 +12,7 @@ none of them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -178,11 +179,7 @@ class OpenAIChat:
         env_file: Path = Path(".env"),
     ):
         self.backend = backend
-        key = (
-            api_key(env_file, backend.key_variable, backend.key_required)
-            if backend.key_variable
-            else None
-        )
+        key = backend.key_variable and api_key(env_file, backend.key_variable, backend.key_required)
         self._secrets = (key,) if key else ()
         import openai  # lazy: optional dependency (openai), as dotenv in api_key
 
@@ -326,10 +323,6 @@ def configured_keys(env_file: Path = Path(".env")) -> tuple[str, ...]:
     from anything written to disk, such as a failed job's reason in runs.json."""
     keys = []
     for variable in (KEY_VARIABLE, COMPATIBLE_KEY_VARIABLE):
-        try:
-            key = api_key(env_file, variable, required=False)
-        except Exception:  # noqa: BLE001 - an unreadable .env scrubs nothing more
-            key = None
-        if key:
-            keys.append(key)
-    return tuple(keys)
+        with contextlib.suppress(Exception):  # an unreadable .env scrubs nothing more
+            keys.append(api_key(env_file, variable, required=False))
+    return tuple(key for key in keys if key)
