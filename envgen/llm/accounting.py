@@ -57,9 +57,10 @@ class Ledger:
 
     def summary(self) -> dict[str, Any]:
         """Totals, per-model counts and cost in USD (None where no price is known)."""
-        models: dict[str, Any] = {}
-        for model, tally in sorted(self.by_model.items()):
-            models[model] = {**dataclasses.asdict(tally), "cost_usd": cost_usd(model, tally)}
+        models = {
+            model: {**dataclasses.asdict(tally), "cost_usd": cost_usd(model, tally)}
+            for model, tally in sorted(self.by_model.items())
+        }
         costs = [m["cost_usd"] for m in models.values()]
         totals = {
             key: sum(getattr(t, key) for t in self.by_model.values())

@@ -73,15 +73,11 @@ class BackendConfig:
 
     def record_flags(self) -> str:
         """The `envgen llm record` options that select this backend."""
-        if self.name == "local":
-            return (
-                "--backend local"
-                + (f" --model {self.model}" if self.model != LOCAL_MODEL else "")
-                + self._structured_flag()
-            )
-        flags = f"--backend {self.name} --model {self.model}"
-        if self.base_url or self.name == "compatible":  # replay's has none: the user's to give
-            flags += f" --base-url {self.base_url or 'URL'}"
+        flags = f"--backend {self.name}"
+        if self.name != "local" or self.model != LOCAL_MODEL:
+            flags += f" --model {self.model}"
+        if self.name != "local" and (self.base_url or self.name == "compatible"):
+            flags += f" --base-url {self.base_url or 'URL'}"  # replay's has none: the user's
         return flags + self._structured_flag()
 
     def _structured_flag(self) -> str:

@@ -68,9 +68,7 @@ def skills() -> tuple[str, ...]:
 
 def name_map(obfuscate: bool) -> NameMap:
     """Real names, or parameter1..3 / optionA.. / item1 as in the Crafter ablation."""
-    if not obfuscate:
-        return NameMap({})
-    return obfuscated_names(ENV_FIELDS, MODES, INVENTORY_FIELDS)
+    return obfuscated_names(ENV_FIELDS, MODES, INVENTORY_FIELDS) if obfuscate else NameMap({})
 
 
 def _sizes(mode: str | None = None) -> list[int]:

@@ -55,9 +55,7 @@ class NameMap:
         return value
 
     def _reveal_name(self, name: Any) -> Any:
-        if not isinstance(name, str):
-            return name
-        return self._real.get(_fold(name), name)
+        return self._real.get(_fold(name), name) if isinstance(name, str) else name
 
 
 def obfuscated_names(
