@@ -45,7 +45,7 @@ class Scripted:
 
 
 def test_initial_prompt_lists_skills_parameters_and_format():
-    prompt = crafter_prompts.initial_prompt(4, crafter_prompts.name_map(False), False)
+    prompt = crafter_prompts.PROMPTS.initial_prompt(4, crafter_prompts.name_map(False), False)
     for skill in crafter.constants.achievements:
         assert f"- {skill}\n" in prompt
     for field, allowed in ENV_FIELDS.items():
@@ -58,7 +58,7 @@ def test_initial_prompt_lists_skills_parameters_and_format():
 
 def test_obfuscated_prompt_and_schema_hide_parameter_names():
     names = crafter_prompts.name_map(True)
-    prompt = crafter_prompts.initial_prompt(4, names, True)
+    prompt = crafter_prompts.PROMPTS.initial_prompt(4, names, True)
     parameters = prompt[prompt.index("Parameters") : prompt.index("Game rules")]
     schema = json.dumps(crafter_prompts.environment_schema(names))
     for real in (*ENV_FIELDS, *BIOMES, *RARITIES, *INVENTORY_MAX):
@@ -104,8 +104,8 @@ def test_conversation_reask_and_adaptation():
     prompt = adapt.messages[-1].content
     assert "- collect_coal: 12% +/- 5%" in prompt  # whole percent, as the authors round
     assert '"target_biome": "mountain"' in prompt and "which of the information" in prompt
-    assert prompt.startswith(crafter_prompts.briefing(crafter_prompts.name_map(False)))
-    assert adapt.label == "crafter/adapt2/n1/set2" and designer.cycle == 2
+    assert prompt.startswith(crafter_prompts.PROMPTS.briefing(crafter_prompts.name_map(False)))
+    assert adapt.label == "crafter/adapt2/n1/set2" and len(designer.results) == 2
 
 
 def test_adaptations_follow_the_authors_layout():
@@ -319,7 +319,7 @@ def test_obfuscated_adaptations_follow_the_authors_layout_and_hide_names():
     adapt4 = sent["crafter/adapt4/n1/obfuscated/set0"]
     assert [m.role for m in adapt4] == ["user", "assistant", "user", "assistant", "user"]
     first = adapt4[0].content
-    assert first.startswith(crafter_prompts.briefing(crafter_prompts.name_map(True)))
+    assert first.startswith(crafter_prompts.PROMPTS.briefing(crafter_prompts.name_map(True)))
     assert '"parameter1": "optionC"' in first and "- collect_coal: 12% +/- 5%" in first
     assert adapt4[-1].content.startswith("The agent trained in the environments of your last")
     for message in adapt4:

@@ -12,7 +12,7 @@ from envgen.llm.cache import DEFAULT_CACHE_DIR, CachedLLM
 from envgen.llm.client import backend_config
 from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
 from envgen.llm.design_spec import design_spec
-from envgen.llm.heist import SKILLS, adaptation_prompt, environment_schema, initial_prompt
+from envgen.llm.heist import PROMPTS, SKILLS, environment_schema
 from envgen.llm.names import NameMap
 from envgen.llm.parse import parse_environments
 from envgen.llm.planned_calls import PLANNED_CALLS
@@ -33,7 +33,7 @@ def env(mode="easy", size=9, keys=2, held=0) -> dict:
 
 
 def test_initial_prompt_lists_skills_parameters_and_allowed_values():
-    text = initial_prompt(4, REAL, structured=False)
+    text = PROMPTS.initial_prompt(4, REAL, structured=False)
     for skill in SKILLS:
         assert f"- {skill}:" in text
     for field in ("distribution_mode", "maze_size", "num_keys", "keys_held"):
@@ -50,7 +50,7 @@ def test_initial_prompt_lists_skills_parameters_and_allowed_values():
 
 def test_obfuscated_prompt_hides_names_and_replies_map_back():
     names = design_spec("heist").name_map(True)
-    text = initial_prompt(4, names, structured=True)
+    text = PROMPTS.initial_prompt(4, names, structured=True)
     for real in ("distribution_mode", "maze_size", "num_keys", "keys_held", "hard mode"):
         assert real not in text
     assert "5, 7, 9, 11, 13 in optionB mode" in text
@@ -127,11 +127,11 @@ def test_broken_replies_say_what_is_wrong():
 def test_adaptation_prompt_reports_skills_and_previous_environments():
     previous = [HeistConfig(maze_size=7, num_keys=2, purpose="two doors")]
     stats = {"collect_keys": (80.0, 5.0), "open_doors": (40.0, 10.0), "steal_gem": (20.0, 4.0)}
-    text = adaptation_prompt(previous, stats, 4, REAL, structured=False)
+    text = PROMPTS.adaptation_prompt(previous, stats, 4, REAL, structured=False)
     assert "- open_doors: 40% +/- 10%" in text
     assert '"maze_size": 7' in text and "Purpose: two doors" in text
     with pytest.raises(ConfigError, match="missing skills steal_gem"):
-        adaptation_prompt(previous, {k: stats[k] for k in list(stats)[:2]}, 4, REAL, False)
+        PROMPTS.adaptation_prompt(previous, {k: stats[k] for k in list(stats)[:2]}, 4, REAL, False)
 
 
 def test_heist_adaptations_follow_the_authors_layout_too():

@@ -18,7 +18,7 @@ from envgen.llm.cache import CachedLLM
 from envgen.llm.client import BACKENDS, OpenAIChat, backend_config
 from envgen.llm.conversation import EnvironmentDesigner, PromptOptions
 from envgen.llm.request import ChatRequest, Message
-from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
+from envgen.llm.server import LocalServer, ServerOptions
 
 pytestmark = [
     pytest.mark.llm,
@@ -31,7 +31,7 @@ pytestmark = [
 
 def test_record_with_local_server_then_replay_offline(tmp_path, monkeypatch):
     options = PromptOptions(structured=BACKENDS["local"].structured, initial_set=1)
-    with LocalServer(ServerOptions(bundled_model_path())) as server:
+    with LocalServer(ServerOptions.for_model()) as server:
         backend = backend_config("local", base_url=server.base_url)
         recorder = CachedLLM("record", tmp_path, backend)
         recorded = EnvironmentDesigner(options, recorder).generate(1)
@@ -146,7 +146,7 @@ def test_the_server_ends_with_the_process_that_started_it(tmp_path, signum, code
 
 
 def test_a_request_after_the_server_died_fails_with_one_line():
-    with LocalServer(ServerOptions(bundled_model_path())) as server:
+    with LocalServer(ServerOptions.for_model()) as server:
         backend = backend_config("local", base_url=server.base_url)
         os.kill(server.pid, signal.SIGKILL)
         server.wait()

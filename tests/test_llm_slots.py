@@ -2,6 +2,7 @@
 a changed experiment is refused, and no reply is stored under another model's name."""
 
 import contextlib
+import dataclasses
 import io
 import json
 import shutil
@@ -105,7 +106,7 @@ def test_feedback_numbers_are_masked_and_nothing_else():
 def test_compare_measures_drift_of_the_newest_feedback():
     old = request_record(adapt_request(feedback(50.0, 0.0)), "m")
     new = request_record(adapt_request(feedback(25.0, 8.3)), "m")
-    assert compare(old, old, "s").to_dict() == {
+    assert dataclasses.asdict(compare(old, old, "s")) == {
         "numbers": 4,
         "differing": 0,
         "max_abs": 0.0,

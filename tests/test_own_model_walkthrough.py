@@ -24,7 +24,9 @@ import yaml
 
 from envgen.cli import main
 from envgen.llm.cache import ResponseCache
-from envgen.llm.server import LocalServer, ServerOptions, bundled_model_path
+from envgen.llm.client import LOCAL_MODEL
+from envgen.llm.local_models import model_path
+from envgen.llm.server import LocalServer, ServerOptions
 
 pytestmark = [
     pytest.mark.slow,
@@ -69,7 +71,7 @@ def test_your_own_model_from_recording_to_offline_replay(tmp_path, monkeypatch):
     common = ["--seed", "0", "--cache-dir", str(cache)]
 
     # Step 2: one command records every reply the run needs, through the server.
-    options = ServerOptions(bundled_model_path(), alias=OWN_MODEL, server="llama.cpp")
+    options = ServerOptions(model_path(LOCAL_MODEL), alias=OWN_MODEL, server="llama.cpp")
     with LocalServer(options) as server:
         base_url = server.base_url
         assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")

@@ -1,8 +1,7 @@
 """LLM calls, tokens, re-asks and cost, tallied per model and written as JSON.
 
-Replayed calls count like live ones (from the recorded usage) and are also counted
-as cache hits, so an experiment's accounting is the same whether it ran live or
-from the cache.
+Replayed calls count like live ones (from the recorded usage), and as cache hits, so
+an experiment's accounting is the same whether it ran live or from the cache.
 """
 
 from __future__ import annotations
@@ -58,9 +57,10 @@ class Ledger:
 
     def summary(self) -> dict[str, Any]:
         """Totals, per-model counts and cost in USD (None where no price is known)."""
-        models: dict[str, Any] = {}
-        for model, tally in sorted(self.by_model.items()):
-            models[model] = {**dataclasses.asdict(tally), "cost_usd": cost_usd(model, tally)}
+        models = {
+            model: {**dataclasses.asdict(tally), "cost_usd": cost_usd(model, tally)}
+            for model, tally in sorted(self.by_model.items())
+        }
         costs = [m["cost_usd"] for m in models.values()]
         totals = {
             key: sum(getattr(t, key) for t in self.by_model.values())
@@ -76,12 +76,18 @@ class Ledger:
         }
 
 
-def cost_usd(model: str, tally: Tally) -> float | None:
-    """Estimated cost of a tally, or None for a model without a listed price."""
+def usd(model: str, prompt_tokens: float, completion_tokens: float) -> float | None:
+    """USD of these tokens at `model`'s price, or None for a model without a listed price."""
     if model not in PRICES_PER_M_TOKENS:
         return None
     price_in, price_out = PRICES_PER_M_TOKENS[model]
-    return round((tally.prompt_tokens * price_in + tally.completion_tokens * price_out) / 1e6, 6)
+    return (prompt_tokens * price_in + completion_tokens * price_out) / 1e6
+
+
+def cost_usd(model: str, tally: Tally) -> float | None:
+    """Estimated cost of a tally, or None for a model without a listed price."""
+    cost = usd(model, tally.prompt_tokens, tally.completion_tokens)
+    return None if cost is None else round(cost, 6)
 
 
 def write_accounting(ledger: Ledger, path: Path) -> None:

@@ -1,11 +1,9 @@
 """A spending cap for recording a priced model's replies, and the estimate shown first.
 
-Recording the paper's GPT-4-Turbo rows costs money, and the pipeline's jobs run in
-several worker processes. The cap therefore lives in the cache itself: what a recording
-session has spent is the priced usage of the entries it stored (`recorded_at` at or
-after the session's start), so every process sees the same total without talking to
-the others. A live call starts only if that total plus the call's worst case stays
-within `max_usd`.
+The pipeline's jobs run in several processes, so the cap lives in the cache itself: a
+recording session has spent the priced usage of the entries stored since it started
+(`recorded_at`), a total every process sees alike. A live call starts only if that total
+plus the call's worst case stays within `max_usd`.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envgen.errors import CacheMissError, ConfigError
-from envgen.llm.accounting import PRICES_PER_M_TOKENS
+from envgen.llm.accounting import PRICES_PER_M_TOKENS, usd
 
 CHARS_PER_TOKEN = 4  # a rough English/JSON average; estimates only, never accounting
 
@@ -54,17 +52,14 @@ class Budget:
 
     def spent(self, entries: Sequence[Mapping[str, Any]]) -> float:
         """USD of this session's stored replies of `model` among cache `entries`."""
-        price_in, price_out = PRICES_PER_M_TOKENS[self.model]
-        total = 0.0
-        for entry in entries:
-            if entry.get("recorded_at", "") < self.since:
-                continue
-            if entry.get("request", {}).get("model") != self.model:
-                continue
-            usage = entry.get("response", {}).get("usage", {})
-            total += usage.get("prompt_tokens", 0) * price_in
-            total += usage.get("completion_tokens", 0) * price_out
-        return total / 1e6
+        usages = [
+            entry.get("response", {}).get("usage", {})
+            for entry in entries
+            if entry.get("recorded_at", "") >= self.since
+            and entry.get("request", {}).get("model") == self.model
+        ]
+        tokens = [sum(u.get(k, 0) for u in usages) for k in ("prompt_tokens", "completion_tokens")]
+        return usd(self.model, *tokens) or 0.0
 
     def check(
         self, label: str, record: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]
@@ -83,14 +78,12 @@ class Budget:
 
 def call_cost(model: str, record: Mapping[str, Any]) -> float:
     """Worst-case USD of one request: its prompt's estimated tokens plus `max_tokens`."""
-    price_in, price_out = PRICES_PER_M_TOKENS[model]
     prompt = len(json.dumps(record.get("messages", []))) / CHARS_PER_TOKEN
-    return (prompt * price_in + int(record.get("max_tokens") or 0) * price_out) / 1e6
+    return usd(model, prompt, int(record.get("max_tokens") or 0)) or 0.0
 
 
 def run_calls(method: str, n_cycles: int, envs_per_call: int, pool: int) -> list[tuple[int, int]]:
-    """(conversation turn, environments asked for) of each LLM call of one run, in order
-    (re-asks excluded)."""
+    """(conversation turn, environments asked for) of each call of one run, re-asks aside."""
     if method == "envgen":
         return [(turn, envs_per_call) for turn in range(n_cycles)]
     if method == "fixed":
@@ -104,12 +97,5 @@ def run_calls(method: str, n_cycles: int, envs_per_call: int, pool: int) -> list
 
 def estimate_usd(model: str, calls: Sequence[tuple[int, int]]) -> float | None:
     """Estimated USD of these (turn, environments) calls; None for a model without a price."""
-    if model not in PRICES_PER_M_TOKENS:
-        return None
-    price_in, price_out = PRICES_PER_M_TOKENS[model]
-    total = sum(
-        (PROMPT_TOKENS + TOKENS_PER_TURN * turn) * price_in
-        + REPLY_TOKENS_PER_ENV * envs * price_out
-        for turn, envs in calls
-    )
-    return total / 1e6
+    prompt = sum(PROMPT_TOKENS + TOKENS_PER_TURN * turn for turn, _ in calls)
+    return usd(model, prompt, sum(REPLY_TOKENS_PER_ENV * envs for _, envs in calls))

@@ -1,26 +1,20 @@
 """Response cache: one JSON file per request, named by the sha256 of the request.
 
-Modes of `CachedLLM`:
-- ``replay`` (the pipeline's default): answer from the cache; a miss raises
-  `CacheMissError` with the command that records it. No client is ever built.
-- ``record``: call the backend and store; a different reply already stored under the
-  same key raises `CacheIntegrityError` (delete the file to re-record on purpose).
-- ``fill``: replay what is cached, call and store what is not (for recording the
-  adaptation calls of a run whose initial calls are already committed).
-- ``live``: call the backend, store nothing.
-Every file is checked when read: its request must hash to its name. A reply written by a
-local server started here names it (``server``: `envgen.llm.server.SERVERS`; not part of
-the key); replies recorded before the field, and through a server given by URL, have
-none.
+Modes of `CachedLLM`: ``replay`` (the pipeline's default) answers from the cache, a miss
+raising `CacheMissError` with the command that records it, and never builds a client;
+``record`` calls the backend and stores, refusing a different reply already stored under
+the same key (`CacheIntegrityError`: delete the file to re-record on purpose); ``fill``
+replays what is cached and records the rest; ``live`` calls and stores nothing.
 
-How replay matches a request (`MATCHES`, docs/llm.md "Replay modes"):
-- ``slot`` (the default): the exactly recorded request first; else the reply recorded
-  for the call's protocol slot (`envgen.llm.slots`) when the two requests differ only in
-  feedback numbers, with the drift reported on the response. This is what makes replies
-  recorded on one machine replay on another, whose float results differ.
-- ``strict``: the exactly recorded request only (same-machine audits).
-A file lists its slots in ``slots``; a slot belongs to at most one file. Only requests
-that carry feedback get slots: the others are machine-independent and replay exactly.
+Replay matches a request (`MATCHES`, docs/llm.md "Replay modes") by ``slot`` (the
+default): the exactly recorded request first, else the reply recorded for the call's
+protocol slot (`envgen.llm.slots`) when the two differ only in feedback numbers, the
+drift reported on the response, so that replies recorded on one machine replay on
+another whose floats differ; or ``strict``: the exact request only (same-machine audits).
+
+Every file is checked when read: its request must hash to its name. It lists its slots
+in ``slots`` (a slot belongs to at most one file; only requests that carry feedback get
+one) and, if a local server started here wrote it, that server (``server``, not keyed).
 """
 
 from __future__ import annotations
@@ -38,7 +32,7 @@ from envgen.llm.accounting import Ledger
 from envgen.llm.budget import Budget
 from envgen.llm.client import BackendConfig, OpenAIChat
 from envgen.llm.entry import check_entry, model_matches
-from envgen.llm.planned_calls import record_command as planned_record_command
+from envgen.llm.planned_calls import record_command
 from envgen.llm.request import (
     ChatRequest,
     ChatResponse,
@@ -47,13 +41,7 @@ from envgen.llm.request import (
     record_key,
     request_record,
 )
-from envgen.llm.slots import (
-    NO_DRIFT,
-    SlotMismatchError,
-    carries_feedback,
-    compare,
-    slot_id,
-)
+from envgen.llm.slots import NO_DRIFT, SlotMismatchError, carries_feedback, compare, slot_id
 from envgen.store.manifest import read_run_bytes
 from envgen.store.run_dir import RunDir
 
@@ -61,6 +49,7 @@ MODES = ("replay", "record", "fill", "live")
 MATCHES = ("slot", "strict")
 DEFAULT_CACHE_DIR = Path("data/llm_cache")
 FILE_FORMAT = 1
+STORED_REPLY_FIELDS = ("text", "model", "usage", "finish_reason", "created")
 
 
 class ResponseCache:
@@ -78,7 +67,7 @@ class ResponseCache:
         path = self.path(key)
         return _verified(path) if path.is_file() else None
 
-    def store(self, key: str, entry: dict[str, Any]) -> Path:
+    def store(self, key: str, entry: dict[str, Any]) -> None:
         """Write `entry` under `key` unless a different reply is already there."""
         try:
             check_entry(entry)
@@ -95,11 +84,10 @@ class ResponseCache:
                     f"(call {existing.get('label', '?')!r}); not overwriting. Delete the file "
                     "first to replace the recorded reply on purpose."
                 )
-            return self.path(key)
+            return
         write_json_atomic(self.path(key), entry)
         for slot in entry.get("slots", []):
             self.claim_slot(key, entry["request"]["model"], slot)
-        return self.path(key)
 
     def slot_key(self, model: str, slot: str) -> str | None:
         """The key of the file that holds `slot` for `model`, or None."""
@@ -145,9 +133,6 @@ class CachedLLM:
         backend: BackendConfig,
         *,
         client_factory: Callable[[BackendConfig], LLMCallable] = OpenAIChat,
-        record_command: Callable[[ChatRequest, BackendConfig], str | None] = (
-            planned_record_command
-        ),
         match: str = "slot",
         budget: Budget | None = None,
     ):
@@ -162,7 +147,6 @@ class CachedLLM:
         self.ledger = Ledger()
         self._client_factory = client_factory
         self._client: LLMCallable | None = None
-        self._record_command = record_command
         self.budget = budget
         """Spending cap checked before every live call (envgen.llm.budget)."""
 
@@ -195,9 +179,12 @@ class CachedLLM:
             entries = [entry for _, entry in self.cache.entries()]
             self.budget.check(request.label, record, entries)
         started = time.monotonic()
-        response = self._live()(request)
+        if self._client is None:
+            self._client = self._client_factory(self.backend)
+        response = self._client(request)
         _check_model(response, model, self.backend.name)
         if self.mode != "live":
+            reply = dataclasses.asdict(response)
             self.cache.store(
                 key,
                 {
@@ -208,27 +195,13 @@ class CachedLLM:
                     **({"server": self.backend.server} if self.backend.server else {}),
                     **({"slots": [slot]} if slot else {}),
                     "request": record,
-                    "response": {
-                        "text": response.text,
-                        "model": response.model,
-                        "usage": {
-                            "prompt_tokens": response.usage.prompt_tokens,
-                            "completion_tokens": response.usage.completion_tokens,
-                        },
-                        "finish_reason": response.finish_reason,
-                        "created": response.created,
-                    },
+                    "response": {f: reply[f] for f in STORED_REPLY_FIELDS},
                     "elapsed_s": round(time.monotonic() - started, 3),
                     "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 },
             )
-        drift = NO_DRIFT.to_dict() if feedback else None
+        drift = dataclasses.asdict(NO_DRIFT) if feedback else None
         return self._count(request, dataclasses.replace(response, served="live", drift=drift))
-
-    def _live(self) -> LLMCallable:
-        if self._client is None:
-            self._client = self._client_factory(self.backend)
-        return self._client
 
     def _count(self, request: ChatRequest, response: ChatResponse) -> ChatResponse:
         self.ledger.add(self.backend.model, response, reask=request.reask)
@@ -245,7 +218,7 @@ class CachedLLM:
 
     def _how_to_record(self, request: ChatRequest) -> str:
         backends = self._record_backends()
-        commands = [self._record_command(request, backend) for backend in backends]
+        commands = [record_command(request, backend) for backend in backends]
         if all(commands):
             if self.cache.directory.resolve() != DEFAULT_CACHE_DIR.resolve():
                 commands = [f"{c} --cache-dir {self.cache.directory}" for c in commands]
@@ -274,8 +247,7 @@ class CachedLLM:
 
 
 def _run_calls(runs_roots: Iterable[Path]) -> Iterator[tuple[Path, str, dict[str, Any]]]:
-    """(call log path, run id, call) for every call of every sealed run under
-    `runs_roots` (``<root>/<config hash>/seed-<n>/``)."""
+    """(call log path, run id, call) for every call of every sealed run under `runs_roots`."""
     for root in runs_roots:
         for run in RunDir.under(root):
             calls_path = run.llm_calls
@@ -287,12 +259,8 @@ def _run_calls(runs_roots: Iterable[Path]) -> Iterator[tuple[Path, str, dict[str
 
 def file_run_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> int:
     """List in `cache` the slots of the feedback-carrying calls of every finished run under
-    `runs_roots` (``<root>/<config hash>/seed-<n>/``); returns how many.
-
-    A call whose cache file is missing is an error (the run's replies are not all here),
-    unless the call was served by slot and its slot is filed: its request was never
-    recorded, the reply recorded for the slot was.
-    """
+    `runs_roots`; returns how many. A call without its cache file is an error unless it
+    was served by slot and its slot is filed (only the slot's reply was recorded)."""
     filed = 0
     for calls_path, run, call in _run_calls(runs_roots):
         slot = slot_id(run, call["label"])
@@ -313,11 +281,8 @@ def file_run_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> int:
 
 def unfiled_slots(cache: ResponseCache, runs_roots: Iterable[Path]) -> tuple[int, list[str]]:
     """(feedback calls counted, one line per call whose slot `cache` does not list) over
-    the sealed runs under `runs_roots`.
-
-    Such a call replays only where its feedback numbers repeat bit for bit: on a machine
-    whose floats differ its row reads not_recorded. `envgen llm slots` files them.
-    """
+    the sealed runs under `runs_roots`: such a call replays only where its feedback
+    numbers repeat bit for bit (`envgen llm slots` files them)."""
     counted, missing = 0, []
     for calls_path, run, call in _run_calls(runs_roots):
         entry = cache.load(call["key"])
@@ -353,11 +318,8 @@ def slots_verdict(cache_dir: Path, runs_roots: Iterable[Path]) -> tuple[bool, st
 
 
 def _check_model(response: ChatResponse, model: str, backend: str) -> None:
-    """Refuse a reply written by another model than the one it would be stored under.
-
-    Servers may name a more specific version of the requested model (OpenAI answers
-    "gpt-3.5-turbo" with "gpt-3.5-turbo-0125"), never another model.
-    """
+    """Refuse a reply written by another model than the one it would be stored under
+    (a more specific version is the same model: `model_matches`)."""
     if not model_matches(response.model, model):
         raise CacheIntegrityError(
             f"backend {backend!r} answered with model {response.model!r}, not the requested "
@@ -401,5 +363,5 @@ def _response(entry: dict[str, Any], served: str, drift: Any) -> ChatResponse:
         created=int(reply.get("created", 0)),
         cached=True,
         served=served,
-        drift=drift.to_dict() if drift is not None else None,
+        drift=dataclasses.asdict(drift) if drift is not None else None,
     )

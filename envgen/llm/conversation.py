@@ -1,29 +1,20 @@
 """The LLM environment designer: one conversation per initial environment set.
 
-Cycle 1 asks for N environments (`generate`); every later cycle sends the agent's
+Cycle 1 asks for N environments (`generate`); each later cycle sends the agent's
 per-skill success in the original game and asks for N adapted ones (`adapt`). The
-requests are laid out as the authors' code sends them (aszala/EnvGen,
-environment_generation/update_environments.py), because the request is the protocol:
+requests follow the authors' code (aszala/EnvGen, environment_generation/
+update_environments.py), since the request is the protocol: the initial call is one user
+message; the first adaptation (cycle 2) one self-contained message that restates the
+briefing and shows the initial worlds and their scores; each later one sends the earlier
+adaptations' messages, each followed by its usable reply, then a short results message:
+2K-3 messages at cycle K, unless `history_cycles` trims them.
 
-- the initial call: one user message (task, skills, parameters, rules, format);
-- the first adaptation (cycle 2): one self-contained user message, which restates the
-  task, skills, parameters and rules and shows the initial worlds and their scores; the
-  initial exchange is not sent again;
-- every later adaptation: the earlier adaptations' messages, each followed by its
-  usable reply as the assistant's message, then a short results message. The adaptation
-  of cycle K sends 2K-3 messages; the whole history is kept unless `history_cycles`
-  trims it: to a fixed number of exchanges, or ("auto") only where the request would
-  not fit the model's context (`fitting_exchanges`, counted with `token_bound`).
-
-A reply that does not yield N usable environments is re-asked up to `max_reasks` times
-with the parse error as the next user message; every re-ask is a call of its own
-(counted, cached). With `redraw_repeats`, an initial reply whose environments repeat one
-another is drawn again: the same request, alone, with another seed, up to `REDRAWS`
-times, stopping at the first draw whose environments all differ; otherwise the draw with
-the most distinct environments is used (the earliest of equals), repeats and all. Failed
-replies, re-ask messages and the draws not used stay out of later cycles' requests: those
-carry each cycle's prompt and the reply that was used, as the authors' (whose code has no
-re-asks) carry each saved reply.
+An unusable reply is re-asked up to `max_reasks` times with the parse error as the next
+user message, each re-ask a call of its own (counted, cached). With `redraw_repeats`, an
+initial reply whose environments repeat one another is drawn again (the same request,
+another seed, up to `REDRAWS` times) until one has none; else the draw with the fewest
+is used (the earliest of equals). Failed replies, re-asks and unused draws stay out of
+later requests, as in the authors' code (which has no re-asks).
 """
 
 from __future__ import annotations
@@ -48,12 +39,10 @@ MAX_REPLY_TOKENS = 4096
 AUTO = "auto"
 """`history_cycles` value: the whole history while the request fits the context."""
 CHARS_PER_TOKEN = 2
-"""The stated bound of `token_bound`: a message takes at most one token per 2 of its
-characters. Measured over the 476 requests data/llm_cache held on 2026-11-28 (each
-server's own prompt_tokens, chat template included): at least 2.49 characters per token
-for SmolLM2-135M and 2.97 for Qwen2.5-Coder-1.5B (docs/llm.md, "Context"). No tokenizer
-is read: a request must be the same on a machine without the model's file, or replay
-would miss."""
+"""`token_bound`'s bound: a message takes at most one token per 2 of its characters
+(the servers' own counts give at least 2.49 for SmolLM2-135M, 2.97 for
+Qwen2.5-Coder-1.5B: docs/llm.md, "Context"). No tokenizer is read: a request must be the
+same on a machine without the model's file, or replay would miss."""
 MESSAGE_TOKENS = 8
 """Template tokens added per message (Qwen's `<|im_start|>role\n ... <|im_end|>\n`: 5)."""
 REASK_TOKENS = 256
@@ -78,18 +67,14 @@ class PromptOptions:
     max_reasks: int = 1
     """Re-asks after an unusable reply before giving up."""
     redraw_repeats: bool = False
-    """Draw an initial reply whose environments repeat one another again (`REDRAWS`,
-    `redraw_seed`). Off: the first usable reply is used as it is (the paper's GPT-4 wrote
-    distinct worlds; a small local model may not: docs/llm.md, "Repeated worlds")."""
+    """Draw an initial reply whose environments repeat one another again (`REDRAWS`);
+    off, the first usable reply is used (docs/llm.md, "Repeated worlds")."""
     history_cycles: int | str = 0
     """0 keeps the whole adaptation history (the authors' code); k > 0 sends the first
-    adaptation's exchange and only the last k later ones, so many cycles fit a small
-    model's context; "auto" (`AUTO`) keeps the whole history while the request, its
-    reply budget and its re-asks' fit `context_tokens`, and beyond drops the oldest
-    exchanges after the first (`fitting_exchanges`)."""
+    adaptation's exchange and only the last k later ones; "auto" (`AUTO`) keeps what fits
+    `context_tokens` with the reply budgets (`fitting_exchanges`)."""
     context_tokens: int | None = None
-    """The model's context window in tokens (`context_window`), which "auto" fits;
-    unused otherwise."""
+    """The model's context window in tokens (`context_window`), which "auto" fits."""
 
     def __post_init__(self) -> None:
         design_spec(self.game)
@@ -133,10 +118,8 @@ def context_window(model: str) -> int | None:
 
 
 def auto_context(model: str) -> int:
-    """The context window `llm_history_cycles: auto` fits for `model` (`context_window`);
-    a `RunSettingError` naming the fix for a model of unknown context (an API model, a
-    researcher's own): no option states another model's window, so such a run takes a
-    number of cycles."""
+    """The context window `llm_history_cycles: auto` fits for `model`; a `RunSettingError`
+    naming the fix for a model of unknown context (an API model, a researcher's own)."""
     context = context_window(model)
     if context is None:
         raise RunSettingError(
@@ -149,8 +132,7 @@ def auto_context(model: str) -> int:
 
 
 def token_bound(messages: Sequence[Message]) -> int:
-    """An upper bound on the prompt tokens of `messages` (`CHARS_PER_TOKEN`,
-    `MESSAGE_TOKENS`)."""
+    """An upper bound on the prompt tokens of `messages` (`CHARS_PER_TOKEN`)."""
     return sum(-(-len(m.content) // CHARS_PER_TOKEN) + MESSAGE_TOKENS for m in messages)
 
 
@@ -183,16 +165,14 @@ REASK_SUFFIX = "/reask"
 REDRAW_SUFFIX = "/redraw"
 """A redraw's label is its call's label, this suffix and the draw's number."""
 REDRAWS = 3
-"""Draws after the first of an initial set whose environments repeat (`redraw_repeats`):
-4 in all, at up to about 9 min each for the 1.5B model on one thread (docs/llm.md)."""
+"""Draws after the first of an initial set whose environments repeat (`redraw_repeats`)."""
 REDRAW_SEED_STRIDE = 1000
-"""Draw k of initial set s is sent with seed s + k * REDRAW_SEED_STRIDE (`redraw_seed`)."""
+"""Draw k of initial set s is sent with seed s + k * REDRAW_SEED_STRIDE: the set's index
+(the paper's sets differ by seed), moved so that no two sets' draws share a seed."""
 
 
 def redraw_seed(initial_set: int, draw: int) -> int:
-    """The seed of draw `draw` (0: the first) of `initial_set`: the set's index, as the
-    paper's sets differ by seed, moved by a stride so that no draw of one set shares the
-    seed of another set's draw while sets stay below the stride."""
+    """The seed of draw `draw` (0: the first) of `initial_set`."""
     return initial_set + draw * REDRAW_SEED_STRIDE
 
 
@@ -211,10 +191,9 @@ def call_label(options: PromptOptions, n: int, cycle: int) -> str:
 class EnvironmentDesigner:
     """Holds the conversation; `generate(n)` once, then `adapt(success_stats)` per cycle.
 
-    `messages` logs every message in order (prompts, replies, re-asks): the loop writes
-    a cycle's first new message as its feedback file. What a request sends is built from
-    `_exchanges`, one (prompt, usable reply) pair per adaptation answered so far.
-    """
+    `messages` logs every message in order (prompts, replies, re-asks; the loop writes a
+    cycle's first new one as its feedback file); requests are built from `_exchanges`,
+    one (prompt, usable reply) pair per adaptation answered so far."""
 
     def __init__(self, options: PromptOptions, llm: LLMCallable):
         self.options = options
@@ -225,11 +204,6 @@ class EnvironmentDesigner:
         self._names = self._spec.name_map(options.obfuscate)
         self._n = 0
         self._exchanges: list[tuple[Message, Message]] = []
-
-    @property
-    def cycle(self) -> int:
-        """Number of cycles answered so far."""
-        return len(self.results)
 
     def generate(self, n: int) -> ParsedEnvironments:
         """Cycle 1: `n` environments from the initial prompt."""
@@ -280,8 +254,7 @@ class EnvironmentDesigner:
         return parsed
 
     def _history(self, prompt: str) -> tuple[Message, ...]:
-        """The earlier adaptations as sent before `prompt`: all, the first and the last
-        `history_cycles`, or ("auto") all that fit the context (`fitting_exchanges`)."""
+        """The earlier adaptations sent before `prompt`, as `history_cycles` says."""
         keep, opts = self.options.history_cycles, self.options
         kept = self._exchanges
         if keep == AUTO:
@@ -295,10 +268,9 @@ class EnvironmentDesigner:
     def _ask(
         self, prompt: str, explain: bool, history: tuple[Message, ...], draw: int = 0
     ) -> ParsedEnvironments:
-        """The usable reply to `prompt` after `history` (draw `draw` of it), re-asking an
-        unusable one up to `max_reasks` times."""
+        """The usable reply to `prompt` after `history` (draw `draw`), re-asking as allowed."""
         opts = self.options
-        label = call_label(opts, self._n, self.cycle + 1)
+        label = call_label(opts, self._n, len(self.results) + 1)
         if draw:
             label += f"{REDRAW_SUFFIX}{draw}"
         schema = reply_schema(self._spec.environment_schema(self._names), self._n, explain)

@@ -1,9 +1,8 @@
 """Crafter as the LLM designer sees it: prompts and the reply schema.
 
-Written from the facts in docs/paper.md ("The method in four steps", "Crafter
-parameters the LLM controls"). Names and allowed values come from the game
-(`crafter.constants.achievements`) and from `envgen.envs.crafter.config`, never
-retyped; only the explanatory notes below are prose of this project.
+Written from docs/paper.md ("The method in four steps", "Crafter parameters the LLM
+controls"); names and allowed values come from the game and `envgen.envs.crafter.config`,
+never retyped; only the explanatory notes are this project's prose.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from envgen.envs.crafter.config import (
     RARITIES,
     CrafterConfig,
 )
-from envgen.llm import prompt_parts
+from envgen.llm import prompt_parts, schema
 from envgen.llm.names import NameMap, obfuscated_names
 
 # What each parameter does, in words; omitted from the obfuscated prompt (it would
@@ -73,7 +72,7 @@ def environment_schema(names: NameMap) -> dict[str, Any]:
         names.show(item): {"type": "integer", "enum": list(range(hi + 1))}
         for item, hi in INVENTORY_MAX.items()
     }
-    return prompt_parts.environment_schema(env_props, inv_props)
+    return schema.environment_schema(env_props, inv_props)
 
 
 def _task() -> str:
@@ -104,28 +103,15 @@ def _parameters_section(names: NameMap) -> str:
     return "\n".join(lines)
 
 
-def _format_section(n: int, names: NameMap, structured: bool) -> str:
-    return prompt_parts.format_section(
-        n,
-        names,
-        structured,
-        CrafterConfig(purpose="which skills this environment trains"),
-        inventory_note=" (every item with its count)",
-        code_block_note=" (list only the items the agent should start with)",
-    )
-
-
 PROMPTS = prompt_parts.GamePrompts(
     task=_task,
     skills=skills,
     parameters=_parameters_section,
     rules=GAME_RULES,
     hard="hard to reach",
-    format_section=_format_section,
+    example=CrafterConfig(purpose="which skills this environment trains"),
     measured="evaluated",
     runs="evaluation runs",
+    inventory_note=" (every item with its count)",
+    code_block_note=" (list only the items the agent should start with)",
 )
-briefing = PROMPTS.briefing
-initial_prompt = PROMPTS.initial_prompt
-adaptation_prompt = PROMPTS.adaptation_prompt
-results_prompt = PROMPTS.results_prompt

@@ -1,18 +1,14 @@
 """What the LLM designer needs to know of a game: one `DesignSpec` per game.
 
-A game brings its config class (with the `from_dict(data, *, default_length, path)`
-contract of `CrafterConfig`), the episode length of LLM-designed worlds, its skills,
-prompts, reply schema and obfuscation names. The specs live here, beside the prompts
-they name; the game registry `envgen.games.GAMES` points its `design` field at them, so
-this package needs nothing above it.
-The prompts follow the authors' conversation (envgen.llm.conversation): an initial
-request, a self-contained first adaptation, then short results messages.
+The specs live here, beside the prompts they name; the game registry `envgen.games.GAMES`
+points its `design` field at them, so this package needs nothing above it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from envgen.envs.crafter.config import LLM_ENV_LENGTH, CrafterConfig
@@ -38,27 +34,24 @@ class DesignSpec:
     environment_schema: Callable[[NameMap], dict[str, Any]]
     """JSON schema of one environment in the reply, for structured output."""
     prompts: GamePrompts
-    """The initial request, the self-contained first adaptation (briefing and body) and
-    the later results messages, in the game's words (envgen.llm.prompt_parts)."""
+    """The game's prompts, in its own words (envgen.llm.prompt_parts)."""
+
+
+def _spec(prompts: ModuleType, config_cls: Any, default_length: int) -> DesignSpec:
+    """A game's spec from its prompts module (envgen/llm/crafter.py, heist.py)."""
+    return DesignSpec(
+        config_cls,
+        default_length,
+        prompts.skills,
+        prompts.name_map,
+        prompts.environment_schema,
+        prompts.PROMPTS,
+    )
 
 
 DESIGN_SPECS: dict[str, DesignSpec] = {
-    "crafter": DesignSpec(
-        config_cls=CrafterConfig,
-        default_length=LLM_ENV_LENGTH,
-        skills=crafter_prompts.skills,
-        name_map=crafter_prompts.name_map,
-        environment_schema=crafter_prompts.environment_schema,
-        prompts=crafter_prompts.PROMPTS,
-    ),
-    "heist": DesignSpec(
-        config_cls=heist_prompts.HeistReplyConfig,
-        default_length=heist_prompts.EPISODE_STEPS,
-        skills=heist_prompts.skills,
-        name_map=heist_prompts.name_map,
-        environment_schema=heist_prompts.environment_schema,
-        prompts=heist_prompts.PROMPTS,
-    ),
+    "crafter": _spec(crafter_prompts, CrafterConfig, LLM_ENV_LENGTH),
+    "heist": _spec(heist_prompts, heist_prompts.HeistReplyConfig, heist_prompts.EPISODE_STEPS),
 }
 
 

@@ -1,13 +1,10 @@
 """What a response-cache file may hold: every field's type and range, checked before a
 reply is stored and whenever a file is read.
 
-A cache file may come from someone else (the cache is committed and shared). Without
-these checks a hostile or damaged entry (a 400-digit token count, text that is not a
-string, usage as a list, `created` as a string) passes the request-hash check, then
-crashes the readers: replay, `envgen llm show`, the accounting. `check_entry` raises
-`ValueError` naming the first bad field; the cache turns it into one line naming the
-file. The backend/model pairing is checked too: a reply recorded through the local
-backend is the bundled model's, whatever model name it is filed under.
+The cache is committed and shared: a hostile or damaged entry (a 400-digit token count,
+usage as a list) would pass the request-hash check, then crash replay, `envgen llm show`
+or the accounting. `check_entry` raises `ValueError` naming the first bad field, and
+refuses a backend that cannot have served the entry's model.
 """
 
 from __future__ import annotations

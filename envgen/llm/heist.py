@@ -1,10 +1,8 @@
 """Heist as the LLM designer sees it: prompts and the reply schema.
 
-The paper gives no Heist prompt (docs/paper.md, "What the paper does not say"); this
-one follows the Crafter prompt's four parts (task and skills, parameters with their
-allowed values, game rules, output format). Parameter names, allowed values and
-limits come from `envgen.envs.heist.config`, never retyped; the notes below are prose
-of this project (docs/heist.md, "The LLM prompt").
+The paper gives no Heist prompt (docs/paper.md, "What the paper does not say"); this one
+follows the Crafter prompt's four parts. Names, allowed values and limits come from
+`envgen.envs.heist.config`; the notes are this project's prose (docs/heist.md).
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from envgen.envs.heist.config import (
     HeistConfig,
     max_colours,
 )
-from envgen.llm import prompt_parts
+from envgen.llm import prompt_parts, schema
 from envgen.llm.names import NameMap, obfuscated_names
 
 EPISODE_STEPS = 1000  # procgen's Heist timeout; Heist has no episode-length setting
@@ -70,9 +68,7 @@ def skills() -> tuple[str, ...]:
 
 def name_map(obfuscate: bool) -> NameMap:
     """Real names, or parameter1..3 / optionA.. / item1 as in the Crafter ablation."""
-    if not obfuscate:
-        return NameMap({})
-    return obfuscated_names(ENV_FIELDS, MODES, INVENTORY_FIELDS)
+    return obfuscated_names(ENV_FIELDS, MODES, INVENTORY_FIELDS) if obfuscate else NameMap({})
 
 
 def _sizes(mode: str | None = None) -> list[int]:
@@ -83,15 +79,12 @@ def _sizes(mode: str | None = None) -> list[int]:
 def environment_schema(names: NameMap) -> dict[str, Any]:
     """JSON schema of one environment as the LLM writes it (every field required)."""
     env_props = {
-        names.show("distribution_mode"): {
-            "type": "string",
-            "enum": [names.show(m) for m in MODES],
-        },
+        names.show("distribution_mode"): {"type": "string", "enum": [names.show(m) for m in MODES]},
         names.show("maze_size"): {"type": "integer", "enum": _sizes()},
         names.show("num_keys"): {"type": "integer", "enum": list(range(MAX_COLOURS + 1))},
     }
     inv_props = {names.show("keys_held"): {"type": "integer", "enum": list(range(MAX_COLOURS + 1))}}
-    return prompt_parts.environment_schema(env_props, inv_props)
+    return schema.environment_schema(env_props, inv_props)
 
 
 def _task() -> str:
@@ -139,23 +132,13 @@ def _parameters_section(names: NameMap) -> str:
     )
 
 
-def _format_section(n: int, names: NameMap, structured: bool) -> str:
-    return prompt_parts.format_section(
-        n, names, structured, HeistConfig(purpose="which skills this environment trains")
-    )
-
-
 PROMPTS = prompt_parts.GamePrompts(
     task=_task,
     skills=skills,
     parameters=_parameters_section,
     rules=GAME_RULES,
     hard="hard to learn",
-    format_section=_format_section,
+    example=HeistConfig(purpose="which skills this environment trains"),
     measured="tested",
     runs="test runs",
 )
-briefing = PROMPTS.briefing
-initial_prompt = PROMPTS.initial_prompt
-adaptation_prompt = PROMPTS.adaptation_prompt
-results_prompt = PROMPTS.results_prompt

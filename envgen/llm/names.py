@@ -1,10 +1,8 @@
 """Parameter names as the LLM sees them: real, or obfuscated for the ablation.
 
-The paper's obfuscated-prompt ablation replaces parameter names with parameter1..5,
-their options with optionA..G and the inventory items with item1..12
-(docs/paper.md, "Baselines and ablations"). A `NameMap` hides real names when
-writing a prompt or schema and reveals them again when reading the reply, so the
-rest of the package only ever sees real names.
+The paper's obfuscated-prompt ablation shows parameter1..5, optionA..G and item1..12
+(docs/paper.md, "Baselines and ablations"). A `NameMap` hides real names in a prompt or
+schema and reveals them in the reply, so the rest of the package sees real names only.
 """
 
 from __future__ import annotations
@@ -57,26 +55,21 @@ class NameMap:
         return value
 
     def _reveal_name(self, name: Any) -> Any:
-        if not isinstance(name, str):
-            return name
-        return self._real.get(_fold(name), name)
+        return self._real.get(_fold(name), name) if isinstance(name, str) else name
 
 
 def obfuscated_names(
     parameters: Iterable[str], options: Iterable[str], items: Iterable[str]
 ) -> NameMap:
     """parameter1.., optionA.., item1.. in the given orders (options de-duplicated)."""
-    shown: dict[str, str] = {}
-    for i, name in enumerate(parameters, start=1):
-        shown[name] = f"parameter{i}"
     unique_options = list(dict.fromkeys(options))
     if len(unique_options) > len(string.ascii_uppercase):
         raise ValueError("at most 26 options can be obfuscated as optionA..optionZ")
-    for letter, name in zip(string.ascii_uppercase, unique_options, strict=False):
-        shown[name] = f"option{letter}"
-    for i, name in enumerate(items, start=1):
-        shown[name] = f"item{i}"
-    return NameMap(shown)
+    return NameMap(
+        {name: f"parameter{i}" for i, name in enumerate(parameters, start=1)}
+        | {name: f"option{string.ascii_uppercase[k]}" for k, name in enumerate(unique_options)}
+        | {name: f"item{i}" for i, name in enumerate(items, start=1)}
+    )
 
 
 def _fold(name: str) -> str:

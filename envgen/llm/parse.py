@@ -1,11 +1,10 @@
 """Turn an LLM reply into validated environment configs, or say exactly why not.
 
-Where JSON is looked for, in order: fenced code blocks (a closing fence must stand
-on its own line, so a "```" inside a string does not end a block); if there are
-none, every top-level {...} or [...] in the text. A list, or an object wrapping a
-list of environments (e.g. under "environments", the structured-output reply),
-contributes each element. Each candidate is validated by the family's
-`from_dict`; the first `n` usable ones are returned with every warning.
+JSON is looked for in fenced code blocks (a closing fence stands on its own line, so a
+"```" inside a string ends none), else in every top-level {...} or [...] of the text. A
+list, or an object wrapping one (the structured reply's "environments"), contributes
+each element. Each candidate is validated by the game's `from_dict`; the first `n`
+usable ones are returned with every warning.
 """
 
 from __future__ import annotations
@@ -57,10 +56,8 @@ class _Candidate:
 def parse_environments(
     text: str, n: int, game: str = "crafter", *, obfuscated: bool = False
 ) -> ParsedEnvironments:
-    """Validated configs for `n` environments from `text`, else `LLMResponseError`.
-
-    `obfuscated` maps the ablation's parameter1/optionA/item1 names back first.
-    """
+    """Validated configs for `n` environments from `text`, else `LLMResponseError`;
+    `obfuscated` maps the ablation's parameter1/optionA/item1 names back first."""
     spec = design_spec(game)
     names = spec.name_map(obfuscated)
     warnings: list[str] = []
@@ -113,17 +110,10 @@ def settings_key(config: Any) -> str:
 
 
 def repeated(configs: Sequence[Any]) -> dict[int, int]:
-    """Each environment that repeats an earlier one, mapped to the first it repeats
-    (0-based indexes); empty when all differ."""
+    """Each environment that repeats an earlier one, mapped to the first (0-based)."""
     first: dict[str, int] = {}
-    out: dict[int, int] = {}
-    for i, config in enumerate(configs):
-        key = settings_key(config)
-        if key in first:
-            out[i] = first[key]
-        else:
-            first[key] = i
-    return out
+    firsts = [first.setdefault(settings_key(config), i) for i, config in enumerate(configs)]
+    return {i: j for i, j in enumerate(firsts) if j != i}
 
 
 def _shortfall(found: int, n: int, failures: list[str], notes: list[str]) -> str:

@@ -1,8 +1,7 @@
 """The initial LLM calls the pipeline makes, by name, so they can be recorded ahead.
 
-Adaptation calls depend on training results and are recorded by running the loop
-in mode "fill"; these initial calls depend on nothing and are committed in
-`data/llm_cache/` for the bundled local model (docs/llm.md, "Recorded calls").
+They depend on nothing and are committed in `data/llm_cache/` for the bundled local
+model (docs/llm.md, "Recorded calls"); adaptation calls are recorded by the loop (fill).
 """
 
 from __future__ import annotations

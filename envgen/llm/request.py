@@ -1,8 +1,8 @@
 """What one chat call sends and gets back, and the cache key of a request.
 
-A `ChatRequest` holds everything that determines the reply except the model, which
-the backend supplies; `request_record` adds the model and the endpoint kind and is
-exactly what the cache hashes and stores. It never holds credentials.
+A `ChatRequest` holds everything that determines the reply but the model, which the
+backend supplies; `request_record` adds it and the endpoint kind, and is exactly what
+the cache hashes and stores. It never holds credentials.
 """
 
 from __future__ import annotations
@@ -18,12 +18,10 @@ ENDPOINT = "chat.completions"
 
 @dataclasses.dataclass(frozen=True)
 class Message:
-    """One conversation turn."""
+    """One conversation turn: its role ("system", "user" or "assistant") and text."""
 
     role: str
-    """"system", "user" or "assistant"."""
     content: str
-    """The turn's text."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,23 +39,21 @@ class ChatRequest:
     response_format: Mapping[str, Any] | None = None
     """Structured-output request sent as is, or None for free text."""
     label: str = ""
-    """Human-readable name of the call (e.g. ``initial/n4/set0``); not part of the key."""
+    """Human-readable name of the call (e.g. ``crafter/initial/n4/set0``)."""
     reask: bool = False
-    """True when this call re-asks after an unusable reply; not part of the key."""
+    """True when this call re-asks after an unusable reply."""
     run: str = ""
-    """The run that makes the call, ``<config hash>/seed-<n>`` (`envgen.llm.slots.run_id`);
-    with `label` it names the call's protocol slot. Not part of the key; empty outside
-    runs (planned calls), whose requests carry no feedback and replay exactly anywhere."""
+    """The run that makes the call, ``<config hash>/seed-<n>`` (`envgen.llm.slots.run_id`),
+    which with `label` names the call's protocol slot; empty outside runs (planned calls,
+    whose requests carry no feedback). `label`, `reask` and `run` are not in the key."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Usage:
-    """Token counts the server reported for one call."""
+    """Token counts the server reported for one call: the request's and the reply's."""
 
     prompt_tokens: int
-    """Tokens in the request's messages."""
     completion_tokens: int
-    """Tokens in the reply."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +76,7 @@ class ChatResponse:
     """How it was obtained: "exact" (the same request was recorded), "slot" (the reply
     recorded for this call's slot, whose feedback numbers differ) or "live"."""
     drift: dict[str, Any] | None = None
-    """For calls that carry feedback: `envgen.llm.slots.Drift.to_dict()` against the
+    """For calls that carry feedback: `envgen.llm.slots.Drift` (as a dict) against the
     recorded request (zero when exact); None otherwise."""
 
 
@@ -101,11 +97,8 @@ def request_record(request: ChatRequest, model: str) -> dict[str, Any]:
     }
 
 
-def canonical_json(obj: Any) -> str:
-    """Sorted keys, no whitespace, UTF-8 kept: the same object always gives the same text."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def record_key(record: Mapping[str, Any]) -> str:
-    """sha256 hex digest of a canonical request record."""
-    return hashlib.sha256(canonical_json(record).encode("utf-8")).hexdigest()
+    """sha256 hex digest of a request record as canonical JSON (sorted keys, no
+    whitespace, UTF-8 kept: the same record always gives the same text)."""
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -13,6 +13,29 @@ from typing import Any
 DIALECTS = ("off", "json_schema", "json_object")
 
 
+def closed_object(properties: dict[str, Any]) -> dict[str, Any]:
+    """An object with exactly `properties`, every one required."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def environment_schema(
+    env_props: dict[str, Any], inventory_props: dict[str, Any]
+) -> dict[str, Any]:
+    """JSON schema of one environment as the LLM writes it (every field required)."""
+    return closed_object(
+        {
+            "purpose": {"type": "string", "maxLength": 200},
+            "environment_settings": closed_object(env_props),
+            "inventory_settings": closed_object(inventory_props),
+        }
+    )
+
+
 def reply_schema(environment: dict[str, Any], n: int, explain: bool) -> dict[str, Any]:
     """An object holding exactly `n` environments, plus a short explanation if asked."""
     properties: dict[str, Any] = {}
@@ -24,12 +47,7 @@ def reply_schema(environment: dict[str, Any], n: int, explain: bool) -> dict[str
         "minItems": n,
         "maxItems": n,
     }
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
+    return closed_object(properties)
 
 
 def response_format(schema: dict[str, Any], dialect: str) -> dict[str, Any] | None:

