@@ -23,7 +23,7 @@ import numpy as np
 
 from envgen.errors import EnvGenError
 from envgen.llm.cache import DEFAULT_CACHE_DIR
-from envgen.loop.world_diversity import diversity, dr_expectation, run_cycles, sfl_choices
+from envgen.report.world_diversity import diversity, dr_expectation, run_cycles, sfl_choices
 from envgen.report.inputs import DONE, TableRecord
 from envgen.report.notes import Notes
 from envgen.report.reproduction import reproduction_sentence
@@ -426,14 +426,14 @@ def _beside_crafter_only(
 
 
 def _trained_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
-    """sfl's D2: the diversity of the worlds each arm trained on (`envgen.loop.world_diversity`,
+    """sfl's D2: the diversity of the worlds each arm trained on (`envgen.report.world_diversity`,
     fixed before the campaign's runs): distinct worlds, each knob's coverage beside domain
     randomization's expectation, and per cycle what SFL's choice did. No score enters
     them, so they are shown while the verdict is withheld."""
     head = ["#### D2, descriptive: the worlds each arm trained on", ""]
     arm = next((r for r in table.rows if r.row == primary.claim.a), None)
     where = f"results/runs/{arm.config_hash}" if arm and arm.config_hash else "<arm a's runs>"
-    command = f"`python -m envgen.loop.world_diversity {where}/seed-*`"
+    command = f"`python -m envgen.report.world_diversity {where}/seed-*`"
     done = [row for row in table.rows if row.runs]
     if not done:
         return [*head, f"No run yet. Per arm: {command}."]
@@ -554,13 +554,13 @@ def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
     enters them, so they are shown while the verdict is withheld)."""
     # lazy: torch, through the EnvGen loop's modules: 1.0 s more for every process that
     # imports the tables, figures or claims stage (measured; tests/test_dvc_deps.py)
-    from envgen.loop.design_quality import measure_groups, run_keys, summarize
+    from envgen.report.design_quality import measure_groups, run_keys, summarize
 
     arm = next((r for r in table.rows if r.row == primary.claim.a), None)
     where = f"results/runs/{arm.config_hash}" if arm and arm.config_hash else "<arm a's runs>"
     head = ["#### D2, descriptive: the designer's worlds", ""]
     command = (
-        "Per reply: `python -m envgen.loop.design_quality --model "
+        "Per reply: `python -m envgen.report.design_quality --model "
         f"qwen2.5-coder-1.5b-instruct --runs {where}`. They read no score."
     )
     runs = [run.run_dir for run in arm.runs] if arm else []

@@ -10,7 +10,7 @@ from envgen.errors import EnvGenError
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import backend_config
 from envgen.llm.request import ChatRequest, ChatResponse, Message, Usage
-from envgen.loop.design_quality import (
+from envgen.report.design_quality import (
     main,
     measure,
     measure_groups,

@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         keys = run_keys(args.runs) if args.runs else None
         groups = measure_groups(args.cache_dir, keys)
     except EnvGenError as exc:
-        print(f"envgen.loop.design_quality: {exc}", file=sys.stderr)
+        print(f"envgen.report.design_quality: {exc}", file=sys.stderr)
         return 1
     if args.out:
         summaries = {

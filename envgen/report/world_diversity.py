@@ -7,7 +7,7 @@ worlds at each value of each environment setting; per inventory item the mean st
 count and the share of worlds starting with any), and how often a cycle's worlds change
 from the previous cycle's. For SFL runs also what its choice did (`sfl_choices`).
 
-    python -m envgen.loop.world_diversity RUN_DIR [RUN_DIR ...]   # one arm's runs, as JSON
+    python -m envgen.report.world_diversity RUN_DIR [RUN_DIR ...]   # one arm's runs, as JSON
 """
 
 from __future__ import annotations
