@@ -30,8 +30,8 @@ from envgen.loop.config import RunConfig
 from envgen.loop.learnability import RolloutOutcome, learnability, top_n
 from envgen.loop.runner import execute_run
 from envgen.loop.world_designers import RandomDesigner, SFLDesigner, SFLSettings, sample_worlds
-from envgen.report.world_diversity import diversity, run_cycles, sfl_choices
 from envgen.pipeline.job_status import results_versions
+from envgen.report.world_diversity import diversity, run_cycles, sfl_choices
 from envgen.scoring import ACHIEVEMENTS
 from envgen.store.run_dir import RunDir
 from tests.test_loop import TINY, TINY_PPO, stable

@@ -1,15 +1,11 @@
 """CLAIMS.md's campaign section: each campaign's own claims, kept apart from the paper's.
 
 A campaign table (`TableRecord.is_campaign`) enters neither the paper's claim families
-nor the profile line of CLAIMS.md; its claims (`envgen.stats.campaign_claims`) are judged by
-their own rule on the runs finished so far, and the section says in its heading and
-first line that it tests something else than the paper. A registered campaign
-(its replication file's `campaign:` section, `envgen.stats.campaign_spec`) shows run
-counts only until every planned run is in; then its registered verdict, in the
-registered words, and the analyses it lists (`ANALYSES`, named in its `analyses:` as its
-registration lists them: confirm pooled with the earlier campaign of the same run
-configs; llm15 beside the earlier Crafter-only runs with the designer's worlds; sfl with
-the worlds each arm trained on and the budget; each with every achievement).
+nor CLAIMS.md's profile line; its claims (`envgen.stats.campaign_claims`) are judged by
+their own rule on the runs finished so far, and the section says first that it tests
+something else than the paper. A registered campaign (`envgen.stats.campaign_spec`)
+shows run counts only until every planned run is in; then its verdict in the registered
+words and the analyses its `analyses:` lists (`ANALYSES`).
 """
 
 from __future__ import annotations
@@ -17,17 +13,18 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
+from statistics import fmean
 from typing import Any
 
 import numpy as np
 
 from envgen.errors import EnvGenError
 from envgen.llm.cache import DEFAULT_CACHE_DIR
-from envgen.report.world_diversity import diversity, dr_expectation, run_cycles, sfl_choices
 from envgen.report.inputs import DONE, TableRecord
-from envgen.report.notes import Notes
+from envgen.report.notes import Notes, number
 from envgen.report.reproduction import reproduction_sentence
 from envgen.report.rliable_campaign import claims_line
+from envgen.report.world_diversity import diversity, dr_expectation, run_cycles, sfl_choices
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign_claims import (
     WITHHELD,
@@ -44,7 +41,6 @@ from envgen.store.provenance import PROVENANCE
 from envgen.store.run_dir import FINAL_METRICS, RunDir, read_json
 
 CAMPAIGN_SECTION = "Campaigns"
-Runs = dict[str, dict[str, list[float]]]  # {metric: {row label: per-run values}}
 
 
 def what(table: TableRecord) -> str:
@@ -125,28 +121,21 @@ def _campaign(
         ),
     ]
     first = by_id.get(spec.pooled_with or "")
-    results: dict[str, list[CampaignResult]] = {}
+    results: list[CampaignResult] = []
     for family in spec.families:
+        runs = {c.metric: _rows(table, c.metric) for c in family.claims}
         family_results = evaluate_campaign(
-            family.claims, _runs(table, family), planned, paper, registered=family.registered
+            family.claims, runs, planned, paper, registered=family.registered
         )
-        results[family.heading] = family_results
+        results += family_results
         lines += ["", *_family_lines(family, family_results, first, registration, paper)]
     lines += ["", claims_line(table, withheld_runs(table))]
     if registration is None:
         return lines
-    primary = next(
-        r for family in results.values() for r in family if r.claim == registration.primary
-    )
+    primary = next(r for r in results if r.claim == registration.primary)
     for analysis, arg in spec.analyses:
         lines += ["", *ANALYSES[analysis](table, primary, Context(first, paper, by_id), arg)]
     return lines
-
-
-def _runs(table: TableRecord, family: Family) -> Runs:
-    done = [r for r in table.rows if r.status == DONE]
-    metrics = {c.metric for c in family.claims}
-    return {m: {r.row: [run.value(m) for run in r.runs] for r in done} for m in metrics}
 
 
 def _family_lines(
@@ -186,15 +175,15 @@ def _references(
     """The registered reference effects (the registration's "Verdicts"): those it names
     from the paper (llm15), or the first campaign's observed difference, the paper's gain
     scaled to our baseline and the paper's own (confirm)."""
-    if registration.paper_references:
+    if registration.paper_references:  # the score: the paper reports both rows
         return [
-            (words, _paper_diff(paper, Claim(words, a, b, r.claim.metric)))
+            (words, paper.effect(Claim(words, a, b, r.claim.metric))[2].diff)
             for words, a, b in registration.paper_references
         ]
     refs = []
     earlier = _rows(first, r.claim.metric) if first is not None else {}
     if earlier.get(r.claim.a) and earlier.get(r.claim.b):
-        diff = _mean(earlier[r.claim.a]) - _mean(earlier[r.claim.b])
+        diff = fmean(earlier[r.claim.a]) - fmean(earlier[r.claim.b])
         refs.append(("the first campaign's observed difference", diff))
     if not math.isnan(r.scaled_diff):
         refs.append(
@@ -203,16 +192,6 @@ def _references(
     if not math.isnan(r.paper_diff):
         refs.append(("the paper's own difference", r.paper_diff))
     return refs
-
-
-def _paper_diff(paper: PaperNumbers, claim: Claim) -> float:
-    diff = paper.effect(claim)[2].diff
-    assert diff is not None, claim  # the score: the paper reports both rows
-    return diff
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
 
 
 def _line(r: CampaignResult, notes: Notes, registered: bool) -> str:
@@ -236,8 +215,8 @@ def _line(r: CampaignResult, notes: Notes, registered: bool) -> str:
     verdict = r.verdict.split(";", 1)[0] if registered else r.verdict
     return (
         f"| {r.claim.name} | {_arm(a, r.planned[0])} | {_arm(b, r.planned[1])} | {diff} "
-        f"| {_num(r.p_adj, '.3g')} | {_num(r.g, '+.2f')} | {notes.cell(context)} "
-        f"| {_num(r.power, '.2f')} | **{notes.cell(verdict)}** |"
+        f"| {number(r.p_adj, '.3g')} | {number(r.g, '+.2f')} | {notes.cell(context)} "
+        f"| {number(r.power, '.2f')} | **{notes.cell(verdict)}** |"
     )
 
 
@@ -263,7 +242,7 @@ def _baseline(
     assert cross.ours_a is not None and cross.ours_b is not None
     assert primary.ours_a is not None and primary.ours_b is not None
     registered = primary.ours_a.mean - primary.ours_b.mean
-    mean = {(name, row): _mean(rows[row]) for name, rows in (("first", earlier), ("ours", ours))
+    mean = {(name, row): fmean(rows[row]) for name, rows in (("first", earlier), ("ours", ours))
             for row in (h1.a, h1.b)}  # fmt: skip
     return [
         *head,
@@ -288,7 +267,7 @@ def _baseline(
         "is specific to this campaign's Crafter-only runs. Against the first campaign's "
         f"Crafter-only runs, domain randomization (this campaign's runs) leads by "
         f"{cross.ours_a.mean - cross.ours_b.mean:+.2f} (one-sided 95% bounds "
-        f"[{low:+.2f}, {high:+.2f}], one-sided Welch p {_num(cross.p_adj, '.3g')}; "
+        f"[{low:+.2f}, {high:+.2f}], one-sided Welch p {number(cross.p_adj, '.3g')}; "
         f"descriptive): {cross.verdict}.",
     ]
 
@@ -335,7 +314,7 @@ def _pooled(
             "-" if a is None or b is None else f"{a.mean - b.mean:+.2f} [{low:+.2f}, {high:+.2f}]"
         )
         lines.append(
-            f"| {name} | {_arm(a)} | {_arm(b)} | {diff} | {_num(r.p_adj, '.3g')} "
+            f"| {name} | {_arm(a)} | {_arm(b)} | {diff} | {number(r.p_adj, '.3g')} "
             f"| {notes.cell(r.verdict)} |"
         )
     family_size = next(
@@ -385,7 +364,7 @@ def _per_achievement(table: TableRecord, primary: CampaignResult, name: str) -> 
         p = welch_test(a, b).p
         lines.append(
             f"| {achievement} | {_arm(sa)} | {_arm(sb)} | {sa.mean - sb.mean:+.2f} "
-            f"| {_num(p, '.3g')} |"
+            f"| {number(p, '.3g')} |"
         )
     return lines
 
@@ -625,7 +604,3 @@ def _arm(s: SampleStats | None, planned: int | None = None) -> str:
         return f"- (0{of})"
     spread = "" if math.isnan(s.std) else f" ± {s.std:.2f}"
     return f"{s.mean:.2f}{spread} ({s.n}{of})"
-
-
-def _num(value: float, fmt: str) -> str:
-    return "-" if math.isnan(value) else format(value, fmt)

@@ -29,7 +29,7 @@ from envgen.report.inputs import (
     profile_of,
     read_accounting,
 )
-from envgen.report.notes import Notes
+from envgen.report.notes import Notes, number
 from envgen.report.select import Arm, arms_by_label
 from envgen.stats.paper import load_reported_llm_cost
 from envgen.stats.paper_claims import (
@@ -94,7 +94,8 @@ def claims_markdown(tables: Sequence[TableRecord]) -> str:
         "that interval against the paper's difference, or, where the paper's own numbers "
         'are a tie, runs an equivalence test (TOST) (docs/stats.md, "Verdict"). '
         "g = Hedges' g; power = our test's power for the paper's difference. "
-        f"Flags (`FLAG`) mark scale artefacts: {_flag_legend()}.",
+        "Flags (`FLAG`) mark scale artefacts: a and b are one configuration, unequal step "
+        "budgets where the paper's are equal, the same runs tested by an earlier claim.",
     ]
     for family, claims in FAMILIES.items():
         lines += ["", *_family(family, claims, arms, tables, paper, profile)]
@@ -102,13 +103,6 @@ def claims_markdown(tables: Sequence[TableRecord]) -> str:
     if campaigns:
         lines += [*campaign_lines(campaigns, paper), ""]
     return "\n".join(lines)
-
-
-def _flag_legend() -> str:
-    return (
-        "a and b are one configuration, unequal step budgets where the paper's are equal, "
-        "the same runs tested by an earlier claim"
-    )
 
 
 def _family(
@@ -199,8 +193,8 @@ def _claim_line(r: ClaimResult, flags: str, notes: Notes) -> str:
     return (
         f"| {r.claim.name} | {_stats(r.ours_a, fmt)} | {_stats(r.ours_b, fmt)} "
         f"| {r.ours_a.mean - r.ours_b.mean:+{fmt}}{ci} | {_paper_diff(r, fmt)} "
-        f"| {_num(r.p_adj, '.3g')} | {_num(r.g, '+.2f')} ({_num(r.paper_g, '+.2f')}) "
-        f"| {_num(r.power, '.2f')} | **{verdict}** | {reason} | {notes.cell(flags)} |"
+        f"| {number(r.p_adj, '.3g')} | {number(r.g, '+.2f')} ({number(r.paper_g, '+.2f')}) "
+        f"| {number(r.power, '.2f')} | **{verdict}** | {reason} | {notes.cell(flags)} |"
     )
 
 
@@ -229,10 +223,6 @@ def _why_missing(label: str, tables: Sequence[TableRecord]) -> str:
 def _stats(s: SampleStats, fmt: str = ".2f") -> str:
     spread = "" if math.isnan(s.std) else f" ± {s.std:{fmt}}"
     return f"{s.mean:{fmt}}{spread} ({s.n})"
-
-
-def _num(value: float, fmt: str) -> str:
-    return "-" if math.isnan(value) else format(value, fmt)
 
 
 # --- LLM accounting ------------------------------------------------------------------------

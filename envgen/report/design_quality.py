@@ -1,8 +1,8 @@
 """How well an LLM designs worlds, measured on its recorded replies.
 
 Three numbers per Crafter reply, the first two per Heist reply (Heist's N_cycle = 1 has
-no adaptation), (docs/llm.md, "Design quality"), computed from the cache files
-alone, so any recorded model can be compared without training:
+no adaptation; docs/llm.md, "Design quality"), from the cache files alone, so any
+recorded model can be compared without training:
 
 - **distinct**: how many of the N worlds differ (environment and inventory settings as
   validated; the purpose line is ignored);
@@ -26,6 +26,7 @@ import dataclasses
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,6 @@ from envgen.llm.slots import FEEDBACK_LINE
 from envgen.loop.world_designers import RECIPES, Recipe
 from envgen.store.run_dir import RunDir, read_json
 
-WEAKEST = 5
 _LABEL = re.compile(
     r"^(?P<game>crafter|heist)/(?P<stage>initial|adapt\d+)/n(?P<n>\d+)(?P<obf>/obfuscated)?/set\d+"
     r"(?P<redraw>/redraw\d+)?(?P<reask>/reask\d+)?$"
@@ -69,7 +69,7 @@ def skill_support(configs: Sequence[CrafterConfig], skills: Sequence[str]) -> fl
     return sum(shares) / len(shares)
 
 
-def weakest(feedback: str, count: int = WEAKEST) -> list[str]:
+def weakest(feedback: str, count: int = 5) -> list[str]:
     """The `count` skills with the lowest mean in the newest feedback lines of `feedback`."""
     rates = [
         (float(m["mean"]), i, m["head"][2:-2])
@@ -88,9 +88,6 @@ class ReplyQuality:
     toward_weakness: float | None  # Crafter adaptations only
     usable: bool = True
     game: str = "crafter"
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def reply_quality(entry: Mapping[str, Any]) -> ReplyQuality | None:
@@ -131,11 +128,6 @@ def _values(config: Any, game: str) -> int:
     data = config.to_dict()
     items = len(INVENTORY_MAX) if GAME_RULES[game].base else len(data["inventory_settings"])
     return len(data["environment_settings"]) + items
-
-
-def measure(cache_dir: Path, model: str, temperature: float | None = None) -> list[ReplyQuality]:
-    """Every Crafter reply of `model` in the cache (at `temperature`, if given), by label."""
-    return select(measure_groups(cache_dir), model, temperature)
 
 
 def select(
@@ -219,10 +211,7 @@ def _distinct_of_n(rows: Sequence[ReplyQuality]) -> dict[str, int]:
     """How many usable replies had k distinct worlds of their n, as {"k of n": replies},
     most distinct first."""
     pairs = sorted(((q.n, q.distinct) for q in rows if q.usable), reverse=True)
-    counts: dict[str, int] = {}
-    for n, k in pairs:
-        counts[f"{k} of {n}"] = counts.get(f"{k} of {n}", 0) + 1
-    return counts
+    return dict(Counter(f"{k} of {n}" for n, k in pairs))
 
 
 def _distinct_by_draw(replies: Sequence[ReplyQuality]) -> dict[str, list[int | None]]:

@@ -1,16 +1,11 @@
 """Per-row summaries: mean, std, IQM and a t-interval of the mean; rliable's bootstrap.
 
 A row's printed interval is Student's t (`envgen.stats.intervals.mean_interval`): its
-coverage holds at the few runs a row has, which the bootstrap's does not (measured
-in docs/stats.md, "Intervals"). `interval_estimates` stays for aggregates over
-tasks (IQM) at many runs, and is never what a table prints.
-
-The bootstrap follows rliable (Agarwal et al., 2021): scores are `{row: array(n_runs x n_tasks)}`,
-aggregates map a runs x tasks matrix to one number, and intervals come from a
-stratified bootstrap that resamples runs independently within each task. The
-bootstrap is scipy's (`scipy.stats.bootstrap`, percentile method, each task column
-an independent sample), which is rliable's stratified bootstrap; envgen does not
-import rliable or arch (docs/stats.md, "Dependencies").
+coverage holds at a row's few runs, the bootstrap's does not (docs/stats.md,
+"Intervals"). `interval_estimates` is for aggregates over tasks (IQM), never printed in
+a table: rliable's stratified bootstrap (Agarwal et al., 2021) over `{row: array(n_runs
+x n_tasks)}`, done by `scipy.stats.bootstrap` (percentile, each task column an
+independent sample; docs/stats.md, "Dependencies").
 """
 
 from __future__ import annotations
