@@ -167,10 +167,7 @@ def _family_lines(
 
 
 def _references(
-    r: CampaignResult,
-    first: TableRecord | None,
-    registration: Registration,
-    paper: PaperNumbers,
+    r: CampaignResult, first: TableRecord | None, registration: Registration, paper: PaperNumbers
 ) -> list[tuple[str, float]]:
     """The registered reference effects (the registration's "Verdicts"): those it names
     from the paper (llm15), or the first campaign's observed difference, the paper's gain
@@ -227,7 +224,7 @@ def _baseline(
     which scored well below the first campaign's for a reason not found (issue 40's audit)."""
     head = [
         "#### The Crafter-only baseline (audit, added 2026-11-26; the registered analysis "
-        "is unchanged)",
+        "is unchanged)"
     ]
     if first is None or primary.withheld:
         return [*head, "", "Given with the primary verdict, beside the first campaign's runs."]
@@ -349,12 +346,7 @@ def _per_achievement(table: TableRecord, primary: CampaignResult, name: str) -> 
     ]
     if primary.withheld:
         return [*head, "", f"**{primary.verdict}** (given with the primary verdict)."]
-    lines = [
-        *head,
-        "",
-        "| Achievement | Ours a | Ours b | Diff | unadjusted p |",
-        "|" + "---|" * 5,
-    ]
+    lines = [*head, "", "| Achievement | Ours a | Ours b | Diff | unadjusted p |", "|" + "---|" * 5]
     for achievement in ACHIEVEMENTS:
         rows = _rows(table, f"success_rate:{achievement}")
         a, b = rows.get(a_row, []), rows.get(b_row, [])

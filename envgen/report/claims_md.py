@@ -22,13 +22,7 @@ from envgen.input_checks import OneLineParser
 from envgen.report import replay
 from envgen.report.campaign_section import CAMPAIGN_SECTION, campaign_lines
 from envgen.report.flags import claim_flags
-from envgen.report.inputs import (
-    DONE,
-    TableRecord,
-    load_tables,
-    profile_of,
-    read_accounting,
-)
+from envgen.report.inputs import DONE, TableRecord, load_tables, profile_of, read_accounting
 from envgen.report.notes import Notes, number
 from envgen.report.select import Arm, arms_by_label
 from envgen.stats.paper import load_reported_llm_cost

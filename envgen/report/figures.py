@@ -377,10 +377,7 @@ ADAPTIVE_ROWS = {ENVGEN: "", "Heuristic designer (baseline): EnvGen schedule": "
 
 
 def write_figures(
-    tables: Sequence[TableRecord],
-    out_dir: Path,
-    plots_dir: Path,
-    curves: Path | None = None,
+    tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path, curves: Path | None = None
 ) -> list[str]:
     """Every figure the runs allow; returns one line per figure (written or why not).
     `curves`: where each table's learning-curve file goes (`write_curve_csvs`); None: none."""

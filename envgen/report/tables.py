@@ -25,20 +25,10 @@ import pandas as pd
 
 from envgen.input_checks import safe_name
 from envgen.report import replay
-from envgen.report.achievements import (
-    achievement_frame,
-    achievement_markdown,
-    comparison_markdown,
-)
+from envgen.report.achievements import achievement_frame, achievement_markdown, comparison_markdown
 from envgen.report.campaign_section import CAMPAIGN_SECTION, withheld_runs
 from envgen.report.flags import row_flags
-from envgen.report.inputs import (
-    DONE,
-    RowRecord,
-    TableRecord,
-    profile_of,
-    report_main,
-)
+from envgen.report.inputs import DONE, RowRecord, TableRecord, profile_of, report_main
 from envgen.stats.campaign_claims import WITHHELD
 from envgen.stats.campaign_spec import words
 from envgen.stats.paper import load_reported

@@ -98,12 +98,7 @@ class Profile:
 
 
 def performance_profile(
-    scores: ArrayLike,
-    taus: ArrayLike,
-    *,
-    name: str,
-    seed: int = SEED,
-    reps: int = PROFILE_REPS,
+    scores: ArrayLike, taus: ArrayLike, *, name: str, seed: int = SEED, reps: int = PROFILE_REPS
 ) -> Profile:
     """One arm's score distribution at `taus` with its stratified-bootstrap band."""
     matrix = _matrix(scores, name)
