@@ -98,11 +98,6 @@ def hedges_g_from_stats(a: SampleStats, b: SampleStats) -> float:
     return diff / pooled * _hedges_correction(df)
 
 
-def hedges_g(a: ArrayLike, b: ArrayLike, names: tuple[str, str] = ("a", "b")) -> float:
-    """Hedges' g on two rows' per-run values, shapes (n_a,) and (n_b,); NaN runs dropped."""
-    return hedges_g_from_stats(SampleStats.of(a, names[0]), SampleStats.of(b, names[1]))
-
-
 def welch_power(
     true_a: SampleStats, true_b: SampleStats, n_a: int, n_b: int, alpha: float
 ) -> float:
@@ -148,26 +143,3 @@ def bonferroni(pvalues: Sequence[float]) -> np.ndarray:
     if testable.any():
         adjusted[testable] = multipletests(p[testable], method="bonferroni")[1]
     return adjusted
-
-
-@dataclasses.dataclass(frozen=True)
-class RowVsPaper:
-    """One of our rows against the paper's reported mean +/- std for the same row."""
-
-    ours: SampleStats
-    """Our runs' moments."""
-    paper: SampleStats
-    """The paper's mean, std and its number of runs."""
-    welch: WelchResult
-    """Welch's test of ours - paper from the summary statistics."""
-
-    @property
-    def diff(self) -> float:
-        """Our mean minus the paper's, in the metric's units (score %, reward)."""
-        return self.ours.mean - self.paper.mean
-
-
-def versus_paper(runs: ArrayLike, paper: SampleStats, name: str = "runs") -> RowVsPaper:
-    """Compare our per-run values, shape (n_runs,), with the paper's reported row."""
-    ours = SampleStats.of(runs, name)
-    return RowVsPaper(ours=ours, paper=paper, welch=welch_from_stats(ours, paper))

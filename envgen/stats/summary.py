@@ -172,13 +172,3 @@ def summarize_row(runs: ArrayLike, *, name: str = "runs", confidence: float = 0.
         ci_high=high,
         confidence=confidence,
     )
-
-
-def summarize_rows(
-    runs: Mapping[str, ArrayLike], *, confidence: float = 0.95
-) -> dict[str, RowSummary]:
-    """`summarize_row` for every row of {row: array(n_runs,)}."""
-    return {
-        name: summarize_row(values, name=name, confidence=confidence)
-        for name, values in runs.items()
-    }
