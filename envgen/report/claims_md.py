@@ -1,9 +1,7 @@
 """results/CLAIMS.md: every claim of the paper with our measurement and its verdict.
 
-Claims come in families (`envgen.stats.paper_claims.FAMILIES`: the tables, Figure 4's
-per-achievement gains, Figure 5's earlier unlocks); each family's claims whose rows
-ran are evaluated together (`evaluate_claims`, Bonferroni, docs/stats.md). A claim
-that cannot be tested says why: a row that did not run, or data the runs lack. Scale
+Each family of claims (`envgen.stats.paper_claims.FAMILIES`) whose rows ran is evaluated
+together (Bonferroni, docs/stats.md); a claim that cannot be tested says why, and scale
 artefacts (`envgen.report.flags`) are flagged on the claim they affect. The LLM's
 measured use (every run's LLM accounting) stands beside the paper's.
 

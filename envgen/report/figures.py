@@ -1,12 +1,10 @@
 """The paper's figures from our runs: one function per figure (inputs, output path).
 
 Each figure function takes plain data and an output path without suffix and writes
-<path>.png and <path>.pdf (matplotlib's object API, whose `Figure` draws with Agg:
-no pyplot, no global figure state). `main` reads runs.json files, picks the
-rows each figure needs (by the paper's labels, `RowRecord.claim_label`) and writes
-every figure it has data for (a campaign's runs.json: its curves and a per-seed score
-plot, never the paper's figures), plus the score-vs-step CSVs for `dvc plots show` (one
-per row) and, with `--curves`, one learning-curve file per table for `dvc plots diff`:
+<path>.png and <path>.pdf (matplotlib's object API: no pyplot, no global state). `main`
+picks the rows each figure needs by the paper's labels and writes every figure it has
+data for (a campaign: its own, never the paper's), the score-vs-step CSVs for `dvc plots
+show` (one per row) and, with `--curves`, one learning-curve file per table:
 
     python -m envgen.report.figures RUNS_JSON... --out paper_figures --plots results/plots \
         --curves results/curves
@@ -89,14 +87,10 @@ def save(fig: Figure, out: Path) -> list[Path]:
     """Write `fig` as <out>.png and <out>.pdf."""
     out.parent.mkdir(parents=True, exist_ok=True)
     paths = [out.with_name(f"{out.name}.{fmt}") for fmt in FORMATS]
-    for path in paths:
-        fig.savefig(path, dpi=120, bbox_inches="tight", metadata=_metadata(path))
+    for path in paths:  # no creation date in the files, so equal inputs give equal bytes
+        metadata = {"CreationDate": None} if path.suffix == ".pdf" else {"Software": None}
+        fig.savefig(path, dpi=120, bbox_inches="tight", metadata=metadata)
     return paths
-
-
-def _metadata(path: Path) -> dict[str, Any]:
-    """No creation date in the files, so equal inputs give equal bytes."""
-    return {"CreationDate": None} if path.suffix == ".pdf" else {"Software": None}
 
 
 # --- Figure 4: per-achievement success rates --------------------------------------------
@@ -435,7 +429,10 @@ def _paper_figures(tables: Sequence[TableRecord], out_dir: Path) -> list[str]:
     note = scale_note(profile_of(tables))
     pair = {"Crafter only": by_label.get(CRAFTER_ONLY, ()), "EnvGen": by_label.get(ENVGEN, ())}
     if all(pair.values()):
-        ours = {label: _mean_rates(runs) for label, runs in pair.items()}
+        ours = {
+            label: {a: float(np.mean([r.success_rates[a] for r in runs])) for a in ACHIEVEMENTS}
+            for label, runs in pair.items()
+        }
         log += _done(
             per_achievement(
                 ours, load_reported_per_achievement(), out_dir / "fig4_per_achievement", note=note
@@ -444,15 +441,15 @@ def _paper_figures(tables: Sequence[TableRecord], out_dir: Path) -> list[str]:
         final_steps = int(read_run_config(pair["EnvGen"][0].run_dir)["final_steps"])
         log += _done(first_unlock(pair, final_steps, out_dir / "fig5_first_unlock", note=note))
     else:
-        missing = [
-            f"{CRAFTER_ONLY!r}" * (not pair["Crafter only"]),
-            f"{ENVGEN!r}" * (not pair["EnvGen"]),
-        ]
-        log.append(
-            f"skipped fig4, fig5: no finished runs of {' and '.join(m for m in missing if m)}"
-        )
+        labels = {"Crafter only": CRAFTER_ONLY, "EnvGen": ENVGEN}
+        missing = " and ".join(repr(labels[key]) for key, runs in pair.items() if not runs)
+        log.append(f"skipped fig4, fig5: no finished runs of {missing}")
     for label, suffix in ADAPTIVE_ROWS.items():
-        adaptive = _first_adaptive_run(by_label.get(label, ()))
+        runs = sorted(by_label.get(label, ()), key=lambda r: (r.initial_set, r.seed))
+        evaluated = (
+            r for r in runs if any(c.evaluation is not None for c in read_cycles(r.run_dir))
+        )
+        adaptive = next(evaluated, None)
         if adaptive is None:
             log.append(f"skipped fig6{suffix}, gallery{suffix}: no {label!r} run with cycles")
             continue
@@ -482,17 +479,6 @@ def _campaign_rliable(table: TableRecord, out: Path) -> list[str]:
     if not arms.arms[SCORE]:
         return [f"skipped {out.name}: no finished runs"]
     return _done(rliable_figure(arms, out))
-
-
-def _mean_rates(runs: Sequence[RunRecord]) -> dict[str, float]:
-    return {a: float(np.mean([r.success_rates[a] for r in runs])) for a in ACHIEVEMENTS}
-
-
-def _first_adaptive_run(runs: Sequence[RunRecord]) -> RunRecord | None:
-    for run in sorted(runs, key=lambda r: (r.initial_set, r.seed)):
-        if any(c.evaluation is not None for c in read_cycles(run.run_dir)):
-            return run
-    return None
 
 
 def _curve(row: RowRecord, width: int) -> pd.DataFrame:

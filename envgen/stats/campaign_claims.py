@@ -124,19 +124,10 @@ def _evaluate(
     test = welch_from_stats(a, b)
     p_one = test.p / 2 if test.t > 0 else 1 - test.p / 2
     low, high = welch_interval(a, b, 1 - 2 * level)  # one-sided 1 - level bounds
-    power = (
-        simulated_welch_power(
-            paper_diff,
-            assumed_population(pa, a).std,
-            assumed_population(pb, b).std,
-            a.n,
-            level,
-            POWER_SIMS,
-            n_b=b.n,
-        )
-        if pa is not None and pb is not None
-        else nan  # Figure 4's rates come without a spread: no population to assume
-    )
+    power = nan  # Figure 4's rates come without a spread: no population to assume
+    if pa is not None and pb is not None:
+        sd_a, sd_b = assumed_population(pa, a).std, assumed_population(pb, b).std
+        power = simulated_welch_power(paper_diff, sd_a, sd_b, a.n, level, POWER_SIMS, n_b=b.n)
     # The paper's relative gain on our baseline: for the score, not for per-achievement
     # rates, whose ratios near 0% mean nothing (Figure 4's iron tools: 0.07% -> 0.67%).
     scaled = b.mean * paper_diff / pb.mean if pb is not None and pb.mean else nan

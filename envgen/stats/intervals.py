@@ -1,11 +1,9 @@
 """Intervals whose coverage holds at the row's n: Student t for a mean, Welch for a difference.
 
-Why not a percentile bootstrap: its nominal 95 % covers the
-true mean of normal runs 51 % of the time at n = 2, 82 % at 5, 89 % at 10 and about
-94 % at 30 and 50 (`simulated_coverage`, docs/stats.md, "Intervals"), so no run count
-up to the paper's 30 makes it trustworthy. The t-interval covers 95 % at every n >= 2.
-The difference interval is the one Welch's test inverts: it excludes 0 exactly when
-the test's p < 1 - confidence, so an interval never says more than the test.
+Not a percentile bootstrap: its nominal 95 % covers the true mean of normal runs 51 % of
+the time at n = 2 and under 95 % up to n = 50 (`simulated_coverage`, docs/stats.md,
+"Intervals"); the t-interval covers 95 % at every n >= 2. The difference interval is the
+one Welch's test inverts, so an interval never says more than the test.
 """
 
 from __future__ import annotations

@@ -259,6 +259,8 @@ def evaluate_claims(
         else:
             word, reason = verdict(profile=profile, ours=(a, b), paper=effect, level=level)
         known = pa is not None and pb is not None
+        if known:
+            pop_a, pop_b = assumed_population(pa, a), assumed_population(pb, b)
         results.append(
             ClaimResult(
                 claim=claim,
@@ -274,13 +276,7 @@ def evaluate_claims(
                 tost_p=math.nan if effect.tie_margin is None else tost_p(a, b, effect.tie_margin),
                 g=hedges_g_from_stats(a, b),
                 paper_g=hedges_g_from_stats(pa, pb) if known else math.nan,
-                power=(
-                    welch_power(
-                        assumed_population(pa, a), assumed_population(pb, b), a.n, b.n, level
-                    )
-                    if known
-                    else math.nan
-                ),
+                power=welch_power(pop_a, pop_b, a.n, b.n, level) if known else math.nan,
                 verdict=word,
                 reason=reason,
             )
