@@ -2,17 +2,16 @@
 
 A row's printed interval is Student's t (`envgen.stats.intervals.mean_interval`): its
 coverage holds at a row's few runs, the bootstrap's does not (docs/stats.md,
-"Intervals"). `interval_estimates` is for aggregates over tasks (IQM), never printed in
-a table: rliable's stratified bootstrap (Agarwal et al., 2021) over `{row: array(n_runs
-x n_tasks)}`, done by `scipy.stats.bootstrap` (percentile, each task column an
-independent sample; docs/stats.md, "Dependencies").
+"Intervals"). The bootstrap (`stratified_bootstrap`) serves rliable's views of
+aggregates over tasks (Agarwal et al., 2021), never a table's interval; it is
+`scipy.stats.bootstrap` (percentile, each task column an independent sample;
+docs/stats.md, "Dependencies").
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,17 +20,7 @@ from numpy.typing import ArrayLike
 
 from envgen.errors import StatsInputError
 from envgen.stats.intervals import mean_interval
-from envgen.stats.runs import SampleStats, clean_runs, clean_score_matrix, moments
-
-Aggregate = Callable[[np.ndarray], np.ndarray]
-"""Maps scores of shape (..., n_runs, n_tasks) to shape (...)."""
-
-DEFAULT_REPS = 10_000
-
-
-def aggregate_mean(scores: np.ndarray) -> np.ndarray:
-    """Mean over runs and tasks, shape (..., n_runs, n_tasks) -> (...) (rliable's mean)."""
-    return np.mean(scores, axis=(-2, -1))
+from envgen.stats.runs import SampleStats, clean_runs, moments
 
 
 def aggregate_iqm(scores: np.ndarray) -> np.ndarray:
@@ -54,38 +43,6 @@ class Interval:
     """Lower bound; NaN with a single run (no spread to resample)."""
     high: float
     """Upper bound; NaN with a single run."""
-
-
-def interval_estimates(
-    scores: Mapping[str, ArrayLike],
-    aggregate: Aggregate,
-    *,
-    seed: int,
-    reps: int = DEFAULT_REPS,
-    confidence: float = 0.95,
-) -> dict[str, Interval]:
-    """Stratified-bootstrap percentile CI of `aggregate` for each row.
-
-    `scores`: {row: array of shape (n_runs,) or (n_runs, n_tasks)}; runs holding a NaN
-    are dropped. Every row is resampled from the same `seed`, so a row's interval does
-    not depend on which other rows are present.
-    """
-    _check_bootstrap_args(seed, reps, confidence)
-    out: dict[str, Interval] = {}
-    for name, raw in scores.items():
-        matrix, _ = clean_score_matrix(raw, name)
-        point = float(aggregate(matrix))
-        if matrix.shape[0] < 2:
-            out[name] = Interval(point=point, low=math.nan, high=math.nan)
-            continue
-        if np.all(matrix == matrix[0]):  # runs tie within every task: resamples = data
-            out[name] = Interval(point=point, low=point, high=point)
-            continue
-        ci = stratified_bootstrap(
-            [matrix], aggregate, seed=seed, reps=reps, confidence=confidence, batch=1000
-        )
-        out[name] = Interval(point=point, low=float(ci.low), high=float(ci.high))
-    return out
 
 
 def stratified_bootstrap(
