@@ -40,13 +40,11 @@ def score_vs_step(
 ) -> pd.DataFrame:
     """Columns step (a bin's right edge), score (%), reward, episodes, then, for a game
     whose summary has them (Crafter), `success_<achievement>` (%); empty bins left out.
-
-    `runs`: each run's episodes (episode log lines with `step`, `phase`); an episode
-    ending at step s falls in the bin (k * bin_steps, (k + 1) * bin_steps] holding s.
-    `summarize`: the game's summary of episodes (`GameSpec.summarize`; Crafter's default).
-    The figure draws step and score, the row CSVs keep `CURVE_COLUMNS`, and the table's
-    curve file (`curve_table`) all of them: one summary per bin, so their numbers agree.
-    """
+    `runs`: each run's episodes (episode log lines with `step`, `phase`); an episode ending
+    at step s falls in the bin (k * bin_steps, (k + 1) * bin_steps] holding s. `summarize`:
+    the game's summary of episodes (`GameSpec.summarize`; Crafter's default). The figure
+    draws step and score, the row CSVs keep `CURVE_COLUMNS`, and the table's curve file
+    (`curve_table`) all of them: one summary per bin, so their numbers agree."""
     by_bin: dict[int, list[Mapping[str, Any]]] = {}
     for run in runs:
         for ep in run:

@@ -105,12 +105,10 @@ def per_achievement(
     ours: Mapping[str, Mapping[str, float]], paper: pd.DataFrame, out: Path, *, note: str
 ) -> list[Path]:
     """Success rate (%) of each achievement, log scale: ours beside the paper's Figure 4.
-
-    `ours`: {"Crafter only": rates, "EnvGen": rates} (a campaign: one entry per row),
-    rates {achievement: % averaged over runs}. `paper`: `load_reported_per_achievement()`
+    `ours`: {"Crafter only": rates, "EnvGen": rates} (a campaign: one entry per row), rates
+    {achievement: % averaged over runs}. `paper`: `load_reported_per_achievement()`
     (approximate values read off the paper's bars). Zero rates have no bar (log scale).
-    `note`: `scale_note(profile)`, or a campaign's own line.
-    """
+    `note`: `scale_note(profile)`, or a campaign's own line."""
     bars = {
         "paper: PPO 1.96M Crafter": paper["ppo_1.96M_crafter"],
         "paper: PPO + EnvGen": paper["ppo_envgen"],
@@ -149,10 +147,8 @@ def first_unlock(
     note: str,
 ) -> list[Path]:
     """Fraction of runs that have unlocked each achievement by step t of the final phase.
-
     `runs`: {label: runs of that row}; `final_steps`: length of the final phase (x axis);
-    `note`: `scale_note(profile)`.
-    """
+    `note`: `scale_note(profile)`."""
     fig = Figure(layout="constrained", figsize=(3 * len(achievements), 3))
     axes = fig.subplots(1, len(achievements), sharey=True, squeeze=False)[0]
     grid = np.linspace(0, final_steps, 200)
@@ -176,10 +172,8 @@ def first_unlock(
 # --- Figure 6: adaptation across cycles ------------------------------------------------
 def adaptation(cycles: Sequence[Cycle], out: Path, title: str, *, note: str) -> list[Path]:
     """Each skill's success per cycle (heatmap) beside what the LLM changed each cycle.
-
-    `cycles`: one run's cycles, each with its evaluation (adaptive EnvGen runs);
-    `note`: `scale_note(profile)`.
-    """
+    `cycles`: one run's cycles, each with its evaluation (adaptive EnvGen runs); `note`:
+    `scale_note(profile)`."""
     evaluated = [c for c in cycles if c.evaluation is not None]
     success = np.array([[c.evaluation["success_mean"][a] for c in evaluated] for a in ACHIEVEMENTS])
     fig = Figure(layout="constrained", figsize=(14, 7))
@@ -200,10 +194,8 @@ def adaptation(cycles: Sequence[Cycle], out: Path, title: str, *, note: str) -> 
 
 def change_lines(cycles: Sequence[Cycle], width: int = 110) -> list[str]:
     """Text lines: cycle 1's environments in full, later ones as changes per environment.
-
-    Settings are flattened (`target_biome`, `coal_rarity`, ..., inventory items; an
-    item not given counts as 0); a change reads `name old->new`.
-    """
+    Settings are flattened (`target_biome`, `coal_rarity`, ..., inventory items; an item not
+    given counts as 0); a change reads `name old->new`."""
     lines: list[str] = []
     previous: list[dict[str, Any]] = []
     for cycle in cycles:

@@ -46,10 +46,8 @@ COLUMNS = (
 
 
 def table_frame(table: TableRecord, reported: pd.DataFrame) -> pd.DataFrame:
-    """One line per row with `COLUMNS`; NaN where a value does not exist.
-
-    `reported`: `envgen.stats.paper.load_reported()`.
-    """
+    """One line per row with `COLUMNS`; NaN where a value does not exist. `reported`:
+    `envgen.stats.paper.load_reported()`."""
     lines = []
     flags = row_flags(table, reported)
     for row in table.rows:
@@ -68,11 +66,9 @@ def table_frame(table: TableRecord, reported: pd.DataFrame) -> pd.DataFrame:
 
 
 def _paper(reported: pd.DataFrame, table: str, row: RowRecord) -> dict[str, object]:
-    """The paper's numbers for `reported_as`, else (table, label), else the label alone.
-
-    Row labels are unique across the paper's tables (data/paper/README.md), so a row
-    that a table of ours borrows from another table is still found.
-    """
+    """The paper's numbers for `reported_as`, else (table, label), else the label alone. Row
+    labels are unique across the paper's tables (data/paper/README.md), so a row that a
+    table of ours borrows from another table is still found."""
     key = row.reported_as or (table, row.row)
     if key in reported.index:
         record = reported.loc[key]

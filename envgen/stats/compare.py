@@ -50,11 +50,9 @@ def welch_df(a: SampleStats, b: SampleStats) -> float:
 
 def welch_from_stats(a: SampleStats, b: SampleStats) -> WelchResult:
     """Welch's test from summary statistics (e.g. ours against the paper's mean +/- std).
-
-    Fewer than 2 runs in a row: untestable (t, df, p all NaN). Both rows with zero
-    variance: equal means give t=0, p=1; different means give t=+/-inf, p=0 (the
-    limit of the test as both variances shrink, and scipy's own value).
-    """
+    Fewer than 2 runs in a row: untestable (t, df, p all NaN). Both rows with zero variance:
+    equal means give t=0, p=1; different means give t=+/-inf, p=0 (the limit of the test as
+    both variances shrink, and scipy's own value)."""
     if a.n < 2 or b.n < 2:
         return WelchResult(t=math.nan, df=math.nan, p=math.nan)
     diff = a.mean - b.mean
@@ -81,12 +79,10 @@ def _hedges_correction(df: int) -> float:
 
 
 def hedges_g_from_stats(a: SampleStats, b: SampleStats) -> float:
-    """Hedges' g of mean(a) - mean(b): Cohen's d over the pooled std, bias-corrected.
-
-    Pooled variance weights each row by n - 1, so a single-run row adds its mean but
-    no spread. NaN when fewer than 2 pooled degrees of freedom (n_a + n_b < 4); with
-    zero pooled variance, 0.0 for equal means and +/-inf otherwise.
-    """
+    """Hedges' g of mean(a) - mean(b): Cohen's d over the pooled std, bias-corrected. Pooled
+    variance weights each row by n - 1, so a single-run row adds its mean but no spread. NaN
+    when fewer than 2 pooled degrees of freedom (n_a + n_b < 4); with zero pooled variance,
+    0.0 for equal means and +/-inf otherwise."""
     df = a.n + b.n - 2
     if df < 2:
         return math.nan
@@ -101,14 +97,12 @@ def hedges_g_from_stats(a: SampleStats, b: SampleStats) -> float:
 def welch_power(
     true_a: SampleStats, true_b: SampleStats, n_a: int, n_b: int, alpha: float
 ) -> float:
-    """Power of a two-sided Welch test at level `alpha` with n_a and n_b runs.
-
-    The populations are taken to have `true_a`'s and `true_b`'s means and stds (for
-    us: the paper's reported rows); their own `n` is ignored. Noncentral t with the
-    Welch-Satterthwaite df of the assumed stds. Defined edge cases: fewer than 2 runs
-    in a row gives 0.0 (the test cannot run); zero assumed spread gives 1.0 for
-    different means; equal means give `alpha` (the false-positive rate).
-    """
+    """Power of a two-sided Welch test at level `alpha` with n_a and n_b runs. The
+    populations are taken to have `true_a`'s and `true_b`'s means and stds (for us: the
+    paper's reported rows); their own `n` is ignored. Noncentral t with the
+    Welch-Satterthwaite df of the assumed stds. Defined edge cases: fewer than 2 runs in a
+    row gives 0.0 (the test cannot run); zero assumed spread gives 1.0 for different means;
+    equal means give `alpha` (the false-positive rate)."""
     if not 0 < alpha < 1:
         raise StatsInputError("alpha", f"must be in (0, 1); got {alpha}")
     if n_a < 2 or n_b < 2:
@@ -128,11 +122,9 @@ def welch_power(
 
 def bonferroni(pvalues: Sequence[float]) -> np.ndarray:
     """Bonferroni-adjusted p-values (min(1, m p)), same order; NaN (untestable) stays NaN.
-
     The family is the testable entries only: an untestable claim is no test made.
     Bonferroni, not Holm: its per-claim level alpha / m has a matching interval, so the
-    interval printed beside a claim and its adjusted p always agree (docs/stats.md).
-    """
+    interval printed beside a claim and its adjusted p always agree (docs/stats.md)."""
     p = np.asarray(pvalues, dtype=float)
     if p.ndim != 1:
         raise StatsInputError("pvalues", f"expected shape (n_tests,); got {p.shape}")

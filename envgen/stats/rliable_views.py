@@ -37,10 +37,8 @@ Statistic = Callable[..., np.ndarray]
 
 def improvement_probability(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """P(X > Y) averaged over tasks, ties counted half (rliable's
-    `probability_of_improvement`: the Mann-Whitney U over n_x n_y, per task).
-
-    `x`: shape (..., n_x, n_tasks); `y`: shape (..., n_y, n_tasks); returns shape (...).
-    """
+    `probability_of_improvement`: the Mann-Whitney U over n_x n_y, per task). `x`: shape
+    (..., n_x, n_tasks); `y`: shape (..., n_y, n_tasks); returns shape (...)."""
     diff = x[..., :, None, :] - y[..., None, :, :]  # (..., n_x, n_y, n_tasks)
     per_pair = (diff > 0) + 0.5 * (diff == 0)
     return per_pair.mean(axis=(-3, -2)).mean(axis=-1)

@@ -24,11 +24,9 @@ from envgen.stats.runs import SampleStats, clean_runs, moments
 
 
 def aggregate_iqm(scores: np.ndarray) -> np.ndarray:
-    """Interquartile mean: 25%-trimmed mean over all runs x tasks (rliable's IQM).
-
-    scipy's `trim_mean` cuts int(0.25 * n) values from each end, so under 4 values it
-    equals the mean; ties are cut by position in sorted order.
-    """
+    """Interquartile mean: 25%-trimmed mean over all runs x tasks (rliable's IQM). scipy's
+    `trim_mean` cuts int(0.25 * n) values from each end, so under 4 values it equals the
+    mean; ties are cut by position in sorted order."""
     flat = scores.reshape(*scores.shape[:-2], -1)
     return scipy.stats.trim_mean(flat, proportiontocut=0.25, axis=-1)
 
