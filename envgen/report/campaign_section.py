@@ -10,11 +10,9 @@ words and the analyses its `analyses:` lists (`ANALYSES`).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from statistics import fmean
-from typing import Any
 
 import numpy as np
 
@@ -134,7 +132,7 @@ def _campaign(
         return lines
     primary = next(r for r in results if r.claim == registration.primary)
     for analysis, arg in spec.analyses:
-        lines += ["", *ANALYSES[analysis](table, primary, Context(first, paper, by_id), arg)]
+        lines += ["", *ANALYSES[analysis](table, primary, first, paper, by_id, arg)]
     return lines
 
 
@@ -291,8 +289,7 @@ def _pooled(
     if primary.withheld:
         return [*head, "", f"**{primary.verdict}** (given with the primary verdict)."]
     h1 = primary.claim  # the registration's H1
-    ours = _rows(table, h1.metric)
-    earlier = _rows(first, h1.metric)
+    ours, earlier = _rows(table, h1.metric), _rows(first, h1.metric)
     pooled = {row: earlier.get(row, []) + ours.get(row, []) for row in (h1.a, h1.b)}
     estimates = [(f"{first.table} alone", earlier), ("pooled", pooled)]
     lines = [
@@ -562,28 +559,19 @@ def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
     ]
 
 
-@dataclasses.dataclass(frozen=True)
-class Context:
-    """What an analysis may read beside its own table."""
-
-    first: TableRecord | None
-    """The table its campaign pools with (`CampaignSpec.pooled_with`), if given."""
-    paper: PaperNumbers
-    by_id: Mapping[str, TableRecord]
-    """Every campaign table given to the report, by table id."""
-
-
-ANALYSES: dict[str, Callable[[TableRecord, CampaignResult, Context, Any], list[str]]] = {
-    "baseline": lambda t, p, c, _: _baseline(t, c.first, p, c.paper),
-    "pooled": lambda t, p, c, _: _pooled(t, c.first, p, c.paper),
-    "per_achievement": lambda t, p, c, heading: _per_achievement(t, p, heading),
-    "beside": lambda t, p, c, arg: _beside_crafter_only(t, p, c.by_id, arg),
-    "trained_worlds": lambda t, p, c, _: _trained_worlds(t, p),
-    "budget": lambda t, p, c, _: _budget(t),
-    "designer_worlds": lambda t, p, c, _: _designer_worlds(t, p),
+ANALYSES: dict[str, Callable[..., list[str]]] = {
+    "baseline": lambda t, p, first, paper, by_id, _: _baseline(t, first, p, paper),
+    "pooled": lambda t, p, first, paper, by_id, _: _pooled(t, first, p, paper),
+    "per_achievement": lambda t, p, first, paper, by_id, heading: _per_achievement(t, p, heading),
+    "beside": lambda t, p, first, paper, by_id, arg: _beside_crafter_only(t, p, by_id, arg),
+    "trained_worlds": lambda t, p, first, paper, by_id, _: _trained_worlds(t, p),
+    "budget": lambda t, p, first, paper, by_id, _: _budget(t),
+    "designer_worlds": lambda t, p, first, paper, by_id, _: _designer_worlds(t, p),
 }
-"""The analyses a registered campaign's `analyses:` may name, shown after its claims
-(their argument: per_achievement its heading, beside its tables and row)."""
+"""The analyses a registered campaign's `analyses:` may name, shown after its claims, as
+f(table, primary result, the table it pools with (`CampaignSpec.pooled_with`) or None,
+the paper's numbers, every campaign table by id, the analysis's argument: per_achievement
+its heading, beside its tables and row)."""
 
 
 def _rows(table: TableRecord, metric: str) -> dict[str, list[float]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -153,10 +154,8 @@ class TableRecord:
 
     def machines(self) -> str:
         """Each machine the done rows' runs trained on, as "label: n runs", most first."""
-        counts: dict[str, int] = {}
-        for row in self.rows:
-            for run in row.runs if row.status == DONE else ():
-                counts[run.machine] = counts.get(run.machine, 0) + 1
+        done = [row for row in self.rows if row.status == DONE]
+        counts = Counter(run.machine for row in done for run in row.runs)
         ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
         return "; ".join(f"{label}: {n} run{'s' if n != 1 else ''}" for label, n in ranked)
 

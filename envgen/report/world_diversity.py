@@ -75,10 +75,9 @@ def changed(cycles: Sequence[Sequence[World]]) -> tuple[int, int]:
 
 
 def diversity(runs: Sequence[Sequence[Sequence[World]]]) -> dict[str, Any]:
-    """D2 over one arm's runs (each a list of cycles of worlds): distinct worlds in all
-    and per run, knob coverage, and the share of worlds changed between cycles, pooled
-    over all the arm's (run, cycle) pairs as registered (None when no run has a second
-    cycle)."""
+    """D2 over one arm's runs (each a list of cycles of worlds): distinct worlds in all and
+    per run, knob coverage, and the share of worlds changed between cycles, pooled over all
+    the arm's (run, cycle) pairs as registered (None when no run has a second cycle)."""
     worlds = [w for run in runs for cycle in run for w in cycle]
     per_run = [len({world_key(w) for cycle in run for w in cycle}) for run in runs]
     counts = [changed(run) for run in runs]

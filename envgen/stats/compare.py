@@ -33,10 +33,6 @@ class WelchResult:
     p: float
     """Two-sided p-value; NaN when a row has fewer than 2 runs (untestable)."""
 
-    @property
-    def testable(self) -> bool:
-        return not math.isnan(self.p)
-
 
 def welch_df(a: SampleStats, b: SampleStats) -> float:
     """Welch-Satterthwaite degrees of freedom; NaN if a row has < 2 runs or both have no spread."""
