@@ -50,11 +50,11 @@ from envgen.report.rliable_campaign import (
     CampaignArms,
     campaign_arms,
 )
-from envgen.report.select import CRAFTER_ONLY, rows_by_label
+from envgen.report.select import arms_by_label
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.intervals import mean_interval
 from envgen.stats.paper import load_reported_per_achievement
-from envgen.stats.paper_claims import ENVGEN
+from envgen.stats.paper_claims import CRAFTER_ONLY, ENVGEN
 from envgen.stats.rliable_views import (
     compare,
     improvement_probability,
@@ -233,10 +233,7 @@ def _flat(env: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- score against steps -----------------------------------------------------------------
 def score_curves(
-    curves: Mapping[str, pd.DataFrame],
-    out: Path,
-    title: str,
-    ylabel: str = "Crafter score (%), original-game episodes",
+    curves: Mapping[str, pd.DataFrame], out: Path, title: str, ylabel: str
 ) -> list[Path]:
     """Score against global step, one line per row (`curves`: {row: step, score})."""
     fig = Figure(layout="constrained", figsize=(8, 4.5))
@@ -384,7 +381,12 @@ def write_figures(
         by_row = write_curve_csvs(table, plots_dir, curves)
         title = f"{table.table}: score against steps ({table.profile} profile)"
         out = out_dir / f"score_vs_step_{table.table}"
-        log += _done(score_curves(by_row, out, title, *_ylabel(table)))
+        ylabel = (  # Heist's curves plot success in training episodes
+            "Heist success (%), training episodes in plain Heist"
+            if table.games == {"heist"}
+            else "Crafter score (%), original-game episodes"
+        )
+        log += _done(score_curves(by_row, out, title, ylabel))
         log += [f"wrote {curves / f'{table.table}.csv'}"] if curves is not None else []
     return log
 
@@ -417,7 +419,7 @@ def write_curve_csvs(
 def _paper_figures(tables: Sequence[TableRecord], out_dir: Path) -> list[str]:
     """Figures 4-6 and the galleries, from the paper's tables (campaigns have their own)."""
     log: list[str] = []
-    by_label = rows_by_label(tables)
+    by_label = {label: arm.runs for label, arm in arms_by_label(tables).items()}
     note = scale_note(profile_of(tables))
     pair = {"Crafter only": by_label.get(CRAFTER_ONLY, ()), "EnvGen": by_label.get(ENVGEN, ())}
     if all(pair.values()):
@@ -478,13 +480,6 @@ def _curve(row: RowRecord, width: int) -> pd.DataFrame:
     (game,) = {r.game for r in row.runs}
     summary = game_spec(game).summarize
     return score_vs_step([read_episodes(r.run_dir) for r in row.runs], width, summarize=summary)
-
-
-def _ylabel(table: TableRecord) -> tuple[str, ...]:
-    """Heist's curves plot success in training episodes; Crafter's the default label."""
-    if table.games == {"heist"}:
-        return ("Heist success (%), training episodes in plain Heist",)
-    return ()
 
 
 def _slug(label: str) -> str:
