@@ -60,16 +60,13 @@ def claims_markdown(tables: Sequence[TableRecord]) -> str:
             f"> Profile `{profile}`: every verdict below is "
             'inconclusive by rule (docs/stats.md, "Verdict"); the numbers show that '
             f"the pipeline runs end to end. For the paper's budgets: `{CLAIM_GRADE_COMMAND}`.",
-            *(
-                [
-                    f'> "{CAMPAIGN_SECTION}", at the end, is not smoke-scale: it tests its own '
-                    "claims (non-LLM designers, a smaller network) at its profile's budgets."
-                ]
-                if campaigns
-                else []
-            ),
-            "",
         ]
+        if campaigns:
+            lines.append(
+                f'> "{CAMPAIGN_SECTION}", at the end, is not smoke-scale: it tests its own '
+                "claims (non-LLM designers, a smaller network) at its profile's budgets."
+            )
+        lines.append("")
     lines += [
         f"Profile `{profile}`; {n_runs} distinct runs over {len(arms)} experiments, one "
         f"configuration each. Reproduce: `{REPRO_COMMAND}` (this profile) or "

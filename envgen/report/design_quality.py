@@ -134,13 +134,8 @@ def select(
     groups: Mapping[tuple[str, float], list[ReplyQuality]], model: str, temperature: float | None
 ) -> list[ReplyQuality]:
     """The replies of `model` (at `temperature`, if given) among `groups`, by label."""
-    chosen = (
-        q
-        for (m, t), rows in groups.items()
-        if m == model and temperature in (None, t)
-        for q in rows
-    )
-    return sorted(chosen, key=lambda q: q.label)
+    keys = [key for key in groups if key[0] == model and temperature in (None, key[1])]
+    return sorted((q for key in keys for q in groups[key]), key=lambda q: q.label)
 
 
 def measure_groups(
