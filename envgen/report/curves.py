@@ -1,12 +1,10 @@
 """Score against environment steps, from runs' episode logs.
 
-Steps are cut into bins of equal width from step 0; each bin's score is the game's
-table number (`GameSpec.summarize`: the Crafter score, or Heist's success rate) of the
-training episodes that ended in it, pooled over the row's runs. Only episodes of the
-original game count (phases `ORIGINAL_GAME_PHASES`): the LLM environments start with
-items (or keys) and differ per cycle, so their scores do not compare with the game's.
-The paper draws no such curve; bins, not a moving window, so that rows given the same
-`bin_steps` are scored at the same steps (docs/report.md).
+Steps are cut into bins of equal width from step 0; each bin's score is the game's table
+number (`GameSpec.summarize`) of the training episodes that ended in it, pooled over the
+row's runs. Only the original game's episodes count (`ORIGINAL_GAME_PHASES`): the LLM
+environments start with items and differ per cycle. The paper draws no such curve; bins,
+not a moving window, so that rows given the same `bin_steps` are scored at the same steps.
 """
 
 from __future__ import annotations

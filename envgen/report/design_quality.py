@@ -1,22 +1,19 @@
 """How well an LLM designs worlds, measured on its recorded replies.
 
-Three numbers per Crafter reply, the first two per Heist reply (Heist's N_cycle = 1 has
-no adaptation; docs/llm.md, "Design quality"), from the cache files alone, so any
-recorded model can be compared without training:
+Three numbers per Crafter reply, the first two per Heist reply (no adaptation at N_cycle
+= 1; docs/llm.md, "Design quality"), from the cache files alone, without training:
 
 - **distinct**: how many of the N worlds differ (environment and inventory settings as
   validated; the purpose line is ignored);
-- **out of range**: how many values the reply wrote outside their allowed range (the
-  clamping warnings of the game's `from_dict`), over all worlds' values;
-- **toward weakness** (adaptations only): the W = 5 weakest skills of the feedback the
-  reply answered (lowest mean success; ties in the game's order), and the share of those
-  skills that each world *supports*, averaged over the worlds, for the new set minus the
-  set the agent had just trained in. Positive: the adaptation moved toward the agent's
-  weaknesses. A world supports skill s when it gives what the heuristic designer's
-  recipe for s gives (`envgen.loop.world_designers.RECIPES`): the recipe's biome if it
-  names one, each of its resources at least as common as the recipe's, and every item
-  the recipe hands over at a count of at least 1. The recipe is a yardstick written for
-  this project, not the paper's: a world can train a skill in ways it does not list.
+- **out of range**: values the reply wrote outside their range (the clamping warnings of
+  the game's `from_dict`), over all worlds' values;
+- **toward weakness** (adaptations only): for the W = 5 weakest skills of the feedback
+  answered (lowest mean success; ties in the game's order), the share each world
+  *supports*, averaged over the worlds, new set minus the set just trained in (positive:
+  toward the agent's weaknesses). A world supports skill s when it gives what the
+  heuristic designer's recipe for s gives (`envgen.loop.world_designers.RECIPES`): its
+  biome if named, each resource at least as common, each item handed over at least 1;
+  a yardstick of this project, not the paper's (a world can train a skill otherwise).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Read what the pipeline's train stages wrote: `runs.json` per table and run directories.
 
-`runs.json` (one per table, written by the pipeline) lists each row of the table with
-its status and, for rows that ran, one record per (seed, initial set) run. A run's
-`run_dir` is `results/runs/<config-hash>/seed-<K>/` as `envgen run` lays it out
-(`envgen.store.run_dir`); a relative `run_dir` is resolved against the working
-directory, which is the repository root under `dvc repro`.
+`runs.json` (one per table) lists each row with its status and, for rows that ran, one
+record per (seed, initial set) run, whose `run_dir` is `results/runs/<config-hash>/seed-<K>/`
+(`envgen.store.run_dir`), relative to the working directory (the repository root under
+`dvc repro`).
 """
 
 from __future__ import annotations
