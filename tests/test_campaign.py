@@ -949,7 +949,7 @@ def test_llm15_d2_measures_the_listed_arm_a_runs_replies_from_the_cache():
     """D2 is re-derived from the committed replies of the runs the table lists, on every
     build (so `make verify`, rebuilding CLAIMS.md, re-derives it too)."""
     from envgen.llm.cache import DEFAULT_CACHE_DIR
-    from envgen.loop.design_quality import measure_groups, run_keys, summarize
+    from envgen.report.design_quality import measure_groups, run_keys, summarize
 
     tables = load_tables(
         [

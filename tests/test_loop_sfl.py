@@ -30,8 +30,8 @@ from envgen.loop.config import RunConfig
 from envgen.loop.learnability import RolloutOutcome, learnability, top_n
 from envgen.loop.runner import execute_run
 from envgen.loop.world_designers import RandomDesigner, SFLDesigner, SFLSettings, sample_worlds
-from envgen.loop.world_diversity import diversity, run_cycles, sfl_choices
 from envgen.pipeline.job_status import results_versions
+from envgen.report.world_diversity import diversity, run_cycles, sfl_choices
 from envgen.scoring import ACHIEVEMENTS
 from envgen.store.run_dir import RunDir
 from tests.test_loop import TINY, TINY_PPO, stable
@@ -353,7 +353,7 @@ def test_claims_md_gives_sfls_d2_and_d4_from_the_runs_files(sfl_run: Path):
     primary = types.SimpleNamespace(claim=H1_SFL)  # D2 reads only the claim's arms
     lines = _trained_worlds(table, primary)
     text = "\n".join(lines)
-    from envgen.loop.world_diversity import diversity, run_cycles, sfl_choices
+    from envgen.report.world_diversity import diversity, run_cycles, sfl_choices
 
     d = diversity([run_cycles(sfl_run)])
     assert f"| {H1_SFL.a} | 1 | {d['distinct']} of {d['worlds']} |" in text

@@ -10,7 +10,7 @@ from envgen.errors import StatsInputError
 from envgen.stats.compare import welch_from_stats
 from envgen.stats.intervals import mean_interval, simulated_coverage, welch_interval
 from envgen.stats.runs import SampleStats
-from envgen.stats.summary import aggregate_mean, interval_estimates
+from envgen.stats.summary import stratified_bootstrap
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -28,7 +28,14 @@ def test_t_interval_covers_95_percent_at_every_n(n):
 
 def test_percentile_bootstrap_undercovers_at_two_runs():
     def boot(sample):
-        ci = interval_estimates({"r": sample}, aggregate_mean, seed=0, reps=200)["r"]
+        ci = stratified_bootstrap(
+            [sample[:, None]],
+            lambda s: np.mean(s, axis=(-2, -1)),
+            seed=0,
+            reps=200,
+            confidence=0.95,
+            batch=1000,
+        )
         return ci.low, ci.high
 
     assert simulated_coverage(boot, 2, sims=300, seed=1) < 0.65  # 51% measured at 2000 sims

@@ -9,15 +9,21 @@ import scipy.stats
 from rliable import metrics
 
 from envgen.errors import StatsInputError
-from envgen.stats.summary import (
-    aggregate_iqm,
-    aggregate_mean,
-    interval_estimates,
-    summarize_row,
-    summarize_rows,
-)
+from envgen.stats.runs import clean_score_matrix
+from envgen.stats.summary import aggregate_iqm, stratified_bootstrap, summarize_row
 
 pytestmark = pytest.mark.filterwarnings("error")
+
+
+def mean(scores):
+    return np.mean(scores, axis=(-2, -1))
+
+
+def bootstrap(scores, statistic=mean, *, seed=0, reps=10_000):
+    """The bootstrap interval of one arm's (n_runs, n_tasks) matrix, as rliable's views ask."""
+    return stratified_bootstrap(
+        [np.asarray(scores, float)], statistic, seed=seed, reps=reps, confidence=0.95, batch=1000
+    )
 
 
 def test_moments_hand_computed():
@@ -33,7 +39,6 @@ def test_iqm_with_ties_and_against_rliable():
     assert summarize_row([9.0, 1.0, 2.0]).iqm == 4.0  # n < 4: the mean
     scores = np.random.default_rng(3).random((10, 5))
     assert aggregate_iqm(scores) == pytest.approx(metrics.aggregate_iqm(scores))
-    assert aggregate_mean(scores) == pytest.approx(metrics.aggregate_mean(scores))
 
 
 def test_single_run_has_nan_spread_not_a_warning():
@@ -55,19 +60,18 @@ def test_nan_runs_dropped_and_counted():
 
 
 def test_bootstrap_seed_is_required_and_explicit():
+    scores = [np.array([[1.0], [2.0]])]
     with pytest.raises(TypeError):
-        interval_estimates({"r": [1.0, 2.0]}, aggregate_mean)  # type: ignore[call-arg]
+        stratified_bootstrap(scores, mean, reps=1000, confidence=0.95, batch=1000)  # type: ignore[call-arg]
     with pytest.raises(StatsInputError, match="seed"):
-        interval_estimates({"r": [1.0, 2.0]}, aggregate_mean, seed=None)  # type: ignore[arg-type]
+        stratified_bootstrap(scores, mean, seed=None, reps=1000, confidence=0.95, batch=1000)  # type: ignore[arg-type]
 
 
-def test_bootstrap_is_deterministic_and_order_independent():
-    rng = np.random.default_rng(1)
-    rows = {"a": rng.normal(30, 1, 10), "b": rng.normal(25, 2, 10)}
-    first = interval_estimates(rows, aggregate_mean, seed=7, reps=1000)
-    again = interval_estimates(dict(reversed(rows.items())), aggregate_mean, seed=7, reps=1000)
-    assert first == again
-    assert interval_estimates(rows, aggregate_mean, seed=8, reps=1000)["a"].low != first["a"].low
+def test_bootstrap_is_deterministic():
+    scores = np.random.default_rng(1).normal(30, 1, (10, 1))
+    first = bootstrap(scores, seed=7, reps=1000)
+    assert tuple(first) == tuple(bootstrap(scores, seed=7, reps=1000))
+    assert bootstrap(scores, seed=8, reps=1000).low != first.low
 
 
 def _numpy_stratified_percentile(scores, reps, seed, confidence=0.95):
@@ -82,10 +86,9 @@ def _numpy_stratified_percentile(scores, reps, seed, confidence=0.95):
 
 def test_stratified_bootstrap_matches_independent_reference():
     scores = np.random.default_rng(2).gamma(2.0, 10.0, size=(12, 4))
-    ours = interval_estimates({"row": scores}, aggregate_mean, seed=0, reps=20_000)["row"]
+    ours = bootstrap(scores, reps=20_000)
     ref = _numpy_stratified_percentile(scores, reps=20_000, seed=99)
     tolerance = 0.03 * (ref[1] - ref[0])  # Monte Carlo noise of two different streams
-    assert ours.point == pytest.approx(scores.mean())
     assert ours.low == pytest.approx(ref[0], abs=tolerance)
     assert ours.high == pytest.approx(ref[1], abs=tolerance)
 
@@ -93,8 +96,8 @@ def test_stratified_bootstrap_matches_independent_reference():
 def test_bootstrap_is_stratified_by_task():
     # Each task constant across runs: resampling within tasks never changes the mean.
     scores = np.array([[0.0, 10.0]] * 5)
-    ci = interval_estimates({"row": scores}, aggregate_mean, seed=0)["row"]
-    assert (ci.point, ci.low, ci.high) == (5.0, 5.0, 5.0)
+    ci = bootstrap(scores)
+    assert (ci.low, ci.high) == (5.0, 5.0)
 
 
 def test_row_interval_is_the_t_interval():
@@ -102,14 +105,13 @@ def test_row_interval_is_the_t_interval():
     s = summarize_row(runs)
     half = scipy.stats.t.ppf(0.975, 29) * runs.std(ddof=1) / math.sqrt(30)
     assert (s.ci_low, s.ci_high) == pytest.approx((runs.mean() - half, runs.mean() + half))
-    assert summarize_rows({"r": runs})["r"] == s
 
 
 def test_bad_shapes_and_arguments_name_the_field():
     with pytest.raises(StatsInputError, match=r"cube: expected scores of shape"):
-        interval_estimates({"cube": np.zeros((2, 2, 2))}, aggregate_mean, seed=0)
+        clean_score_matrix(np.zeros((2, 2, 2)), "cube")
     with pytest.raises(StatsInputError, match="reps"):
-        interval_estimates({"r": [1.0, 2.0]}, aggregate_mean, seed=0, reps=10)
+        bootstrap([[1.0], [2.0]], reps=10)
     with pytest.raises(StatsInputError, match="confidence"):
         summarize_row([1.0, 2.0], confidence=95)
 
@@ -128,10 +130,10 @@ def test_bootstrap_agrees_with_rliable_when_importable():
             reps=20_000,
             random_state=np.random.RandomState(0),
         )
-    ours = interval_estimates({"row": scores}, aggregate_iqm, seed=0, reps=20_000)["row"]
+    ours = bootstrap(scores, aggregate_iqm, reps=20_000)
     low, high = intervals["row"][:, 0]
     tolerance = 0.03 * (high - low)  # Monte Carlo noise of two different streams
-    assert ours.point == pytest.approx(points["row"][0])
+    assert aggregate_iqm(scores) == pytest.approx(points["row"][0])
     assert (ours.low, ours.high) == (
         pytest.approx(low, abs=tolerance),
         pytest.approx(high, abs=tolerance),

@@ -1,11 +1,9 @@
 """A campaign's per-achievement success rates: which skills each designer's worlds moved.
 
 The score (a geometric mean over 22 achievements) can hide a designer that trades
-skills: more furnaces, fewer swords. This table and its figure show each row's mean
-success rate per achievement over its finished runs' final-phase episodes, beside the
-paper's Figure 4 values for context (approximate, read off its log-scale bars; the
-paper's runs used GPT-4-Turbo and its larger network). Descriptive only: the campaign's
-tested claims are in CLAIMS.md, "Campaigns".
+skills: more furnaces, fewer swords. Each row's mean success rate per achievement over
+its runs' final-phase episodes, beside the paper's Figure 4 values for context
+(approximate; GPT-4-Turbo and its larger network). Descriptive only.
 """
 
 from __future__ import annotations

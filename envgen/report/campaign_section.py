@@ -1,33 +1,28 @@
 """CLAIMS.md's campaign section: each campaign's own claims, kept apart from the paper's.
 
 A campaign table (`TableRecord.is_campaign`) enters neither the paper's claim families
-nor the profile line of CLAIMS.md; its claims (`envgen.stats.campaign_claims`) are judged by
-their own rule on the runs finished so far, and the section says in its heading and
-first line that it tests something else than the paper. A registered campaign
-(its replication file's `campaign:` section, `envgen.stats.campaign_spec`) shows run
-counts only until every planned run is in; then its registered verdict, in the
-registered words, and the analyses it lists (`ANALYSES`, named in its `analyses:` as its
-registration lists them: confirm pooled with the earlier campaign of the same run
-configs; llm15 beside the earlier Crafter-only runs with the designer's worlds; sfl with
-the worlds each arm trained on and the budget; each with every achievement).
+nor CLAIMS.md's profile line; its claims (`envgen.stats.campaign_claims`) are judged by
+their own rule on the runs finished so far, and the section says first that it tests
+something else than the paper. A registered campaign (`envgen.stats.campaign_spec`)
+shows run counts only until every planned run is in; then its verdict in the registered
+words and the analyses its `analyses:` lists (`ANALYSES`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from statistics import fmean
 
 import numpy as np
 
 from envgen.errors import EnvGenError
 from envgen.llm.cache import DEFAULT_CACHE_DIR
-from envgen.loop.world_diversity import diversity, dr_expectation, run_cycles, sfl_choices
 from envgen.report.inputs import DONE, TableRecord
-from envgen.report.notes import Notes
+from envgen.report.notes import Notes, number
 from envgen.report.reproduction import reproduction_sentence
 from envgen.report.rliable_campaign import claims_line
+from envgen.report.world_diversity import diversity, dr_expectation, run_cycles, sfl_choices
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.campaign_claims import (
     WITHHELD,
@@ -44,7 +39,6 @@ from envgen.store.provenance import PROVENANCE
 from envgen.store.run_dir import FINAL_METRICS, RunDir, read_json
 
 CAMPAIGN_SECTION = "Campaigns"
-Runs = dict[str, dict[str, list[float]]]  # {metric: {row label: per-run values}}
 
 
 def what(table: TableRecord) -> str:
@@ -125,28 +119,21 @@ def _campaign(
         ),
     ]
     first = by_id.get(spec.pooled_with or "")
-    results: dict[str, list[CampaignResult]] = {}
+    results: list[CampaignResult] = []
     for family in spec.families:
+        runs = {c.metric: _rows(table, c.metric) for c in family.claims}
         family_results = evaluate_campaign(
-            family.claims, _runs(table, family), planned, paper, registered=family.registered
+            family.claims, runs, planned, paper, registered=family.registered
         )
-        results[family.heading] = family_results
+        results += family_results
         lines += ["", *_family_lines(family, family_results, first, registration, paper)]
     lines += ["", claims_line(table, withheld_runs(table))]
     if registration is None:
         return lines
-    primary = next(
-        r for family in results.values() for r in family if r.claim == registration.primary
-    )
+    primary = next(r for r in results if r.claim == registration.primary)
     for analysis, arg in spec.analyses:
-        lines += ["", *ANALYSES[analysis](table, primary, Context(first, paper, by_id), arg)]
+        lines += ["", *ANALYSES[analysis](table, primary, first, paper, by_id, arg)]
     return lines
-
-
-def _runs(table: TableRecord, family: Family) -> Runs:
-    done = [r for r in table.rows if r.status == DONE]
-    metrics = {c.metric for c in family.claims}
-    return {m: {r.row: [run.value(m) for run in r.runs] for r in done} for m in metrics}
 
 
 def _family_lines(
@@ -178,23 +165,20 @@ def _family_lines(
 
 
 def _references(
-    r: CampaignResult,
-    first: TableRecord | None,
-    registration: Registration,
-    paper: PaperNumbers,
+    r: CampaignResult, first: TableRecord | None, registration: Registration, paper: PaperNumbers
 ) -> list[tuple[str, float]]:
     """The registered reference effects (the registration's "Verdicts"): those it names
     from the paper (llm15), or the first campaign's observed difference, the paper's gain
     scaled to our baseline and the paper's own (confirm)."""
-    if registration.paper_references:
+    if registration.paper_references:  # the score: the paper reports both rows
         return [
-            (words, _paper_diff(paper, Claim(words, a, b, r.claim.metric)))
+            (words, paper.effect(Claim(words, a, b, r.claim.metric))[2].diff)
             for words, a, b in registration.paper_references
         ]
     refs = []
     earlier = _rows(first, r.claim.metric) if first is not None else {}
     if earlier.get(r.claim.a) and earlier.get(r.claim.b):
-        diff = _mean(earlier[r.claim.a]) - _mean(earlier[r.claim.b])
+        diff = fmean(earlier[r.claim.a]) - fmean(earlier[r.claim.b])
         refs.append(("the first campaign's observed difference", diff))
     if not math.isnan(r.scaled_diff):
         refs.append(
@@ -203,16 +187,6 @@ def _references(
     if not math.isnan(r.paper_diff):
         refs.append(("the paper's own difference", r.paper_diff))
     return refs
-
-
-def _paper_diff(paper: PaperNumbers, claim: Claim) -> float:
-    diff = paper.effect(claim)[2].diff
-    assert diff is not None, claim  # the score: the paper reports both rows
-    return diff
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
 
 
 def _line(r: CampaignResult, notes: Notes, registered: bool) -> str:
@@ -236,8 +210,8 @@ def _line(r: CampaignResult, notes: Notes, registered: bool) -> str:
     verdict = r.verdict.split(";", 1)[0] if registered else r.verdict
     return (
         f"| {r.claim.name} | {_arm(a, r.planned[0])} | {_arm(b, r.planned[1])} | {diff} "
-        f"| {_num(r.p_adj, '.3g')} | {_num(r.g, '+.2f')} | {notes.cell(context)} "
-        f"| {_num(r.power, '.2f')} | **{notes.cell(verdict)}** |"
+        f"| {number(r.p_adj, '.3g')} | {number(r.g, '+.2f')} | {notes.cell(context)} "
+        f"| {number(r.power, '.2f')} | **{notes.cell(verdict)}** |"
     )
 
 
@@ -248,7 +222,7 @@ def _baseline(
     which scored well below the first campaign's for a reason not found (issue 40's audit)."""
     head = [
         "#### The Crafter-only baseline (audit, added 2026-11-26; the registered analysis "
-        "is unchanged)",
+        "is unchanged)"
     ]
     if first is None or primary.withheld:
         return [*head, "", "Given with the primary verdict, beside the first campaign's runs."]
@@ -263,7 +237,7 @@ def _baseline(
     assert cross.ours_a is not None and cross.ours_b is not None
     assert primary.ours_a is not None and primary.ours_b is not None
     registered = primary.ours_a.mean - primary.ours_b.mean
-    mean = {(name, row): _mean(rows[row]) for name, rows in (("first", earlier), ("ours", ours))
+    mean = {(name, row): fmean(rows[row]) for name, rows in (("first", earlier), ("ours", ours))
             for row in (h1.a, h1.b)}  # fmt: skip
     return [
         *head,
@@ -288,7 +262,7 @@ def _baseline(
         "is specific to this campaign's Crafter-only runs. Against the first campaign's "
         f"Crafter-only runs, domain randomization (this campaign's runs) leads by "
         f"{cross.ours_a.mean - cross.ours_b.mean:+.2f} (one-sided 95% bounds "
-        f"[{low:+.2f}, {high:+.2f}], one-sided Welch p {_num(cross.p_adj, '.3g')}; "
+        f"[{low:+.2f}, {high:+.2f}], one-sided Welch p {number(cross.p_adj, '.3g')}; "
         f"descriptive): {cross.verdict}.",
     ]
 
@@ -315,8 +289,7 @@ def _pooled(
     if primary.withheld:
         return [*head, "", f"**{primary.verdict}** (given with the primary verdict)."]
     h1 = primary.claim  # the registration's H1
-    ours = _rows(table, h1.metric)
-    earlier = _rows(first, h1.metric)
+    ours, earlier = _rows(table, h1.metric), _rows(first, h1.metric)
     pooled = {row: earlier.get(row, []) + ours.get(row, []) for row in (h1.a, h1.b)}
     estimates = [(f"{first.table} alone", earlier), ("pooled", pooled)]
     lines = [
@@ -335,7 +308,7 @@ def _pooled(
             "-" if a is None or b is None else f"{a.mean - b.mean:+.2f} [{low:+.2f}, {high:+.2f}]"
         )
         lines.append(
-            f"| {name} | {_arm(a)} | {_arm(b)} | {diff} | {_num(r.p_adj, '.3g')} "
+            f"| {name} | {_arm(a)} | {_arm(b)} | {diff} | {number(r.p_adj, '.3g')} "
             f"| {notes.cell(r.verdict)} |"
         )
     family_size = next(
@@ -370,12 +343,7 @@ def _per_achievement(table: TableRecord, primary: CampaignResult, name: str) -> 
     ]
     if primary.withheld:
         return [*head, "", f"**{primary.verdict}** (given with the primary verdict)."]
-    lines = [
-        *head,
-        "",
-        "| Achievement | Ours a | Ours b | Diff | unadjusted p |",
-        "|" + "---|" * 5,
-    ]
+    lines = [*head, "", "| Achievement | Ours a | Ours b | Diff | unadjusted p |", "|" + "---|" * 5]
     for achievement in ACHIEVEMENTS:
         rows = _rows(table, f"success_rate:{achievement}")
         a, b = rows.get(a_row, []), rows.get(b_row, [])
@@ -385,7 +353,7 @@ def _per_achievement(table: TableRecord, primary: CampaignResult, name: str) -> 
         p = welch_test(a, b).p
         lines.append(
             f"| {achievement} | {_arm(sa)} | {_arm(sb)} | {sa.mean - sb.mean:+.2f} "
-            f"| {_num(p, '.3g')} |"
+            f"| {number(p, '.3g')} |"
         )
     return lines
 
@@ -426,14 +394,14 @@ def _beside_crafter_only(
 
 
 def _trained_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
-    """sfl's D2: the diversity of the worlds each arm trained on (`envgen.loop.world_diversity`,
+    """sfl's D2: the diversity of the worlds each arm trained on (`envgen.report.world_diversity`,
     fixed before the campaign's runs): distinct worlds, each knob's coverage beside domain
     randomization's expectation, and per cycle what SFL's choice did. No score enters
     them, so they are shown while the verdict is withheld."""
     head = ["#### D2, descriptive: the worlds each arm trained on", ""]
     arm = next((r for r in table.rows if r.row == primary.claim.a), None)
     where = f"results/runs/{arm.config_hash}" if arm and arm.config_hash else "<arm a's runs>"
-    command = f"`python -m envgen.loop.world_diversity {where}/seed-*`"
+    command = f"`python -m envgen.report.world_diversity {where}/seed-*`"
     done = [row for row in table.rows if row.runs]
     if not done:
         return [*head, f"No run yet. Per arm: {command}."]
@@ -554,13 +522,13 @@ def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
     enters them, so they are shown while the verdict is withheld)."""
     # lazy: torch, through the EnvGen loop's modules: 1.0 s more for every process that
     # imports the tables, figures or claims stage (measured; tests/test_dvc_deps.py)
-    from envgen.loop.design_quality import measure_groups, run_keys, summarize
+    from envgen.report.design_quality import measure_groups, run_keys, summarize
 
     arm = next((r for r in table.rows if r.row == primary.claim.a), None)
     where = f"results/runs/{arm.config_hash}" if arm and arm.config_hash else "<arm a's runs>"
     head = ["#### D2, descriptive: the designer's worlds", ""]
     command = (
-        "Per reply: `python -m envgen.loop.design_quality --model "
+        "Per reply: `python -m envgen.report.design_quality --model "
         f"qwen2.5-coder-1.5b-instruct --runs {where}`. They read no score."
     )
     runs = [run.run_dir for run in arm.runs] if arm else []
@@ -591,28 +559,19 @@ def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
     ]
 
 
-@dataclasses.dataclass(frozen=True)
-class Context:
-    """What an analysis may read beside its own table."""
-
-    first: TableRecord | None
-    """The table its campaign pools with (`CampaignSpec.pooled_with`), if given."""
-    paper: PaperNumbers
-    by_id: Mapping[str, TableRecord]
-    """Every campaign table given to the report, by table id."""
-
-
-ANALYSES: dict[str, Callable[[TableRecord, CampaignResult, Context, Any], list[str]]] = {
-    "baseline": lambda t, p, c, _: _baseline(t, c.first, p, c.paper),
-    "pooled": lambda t, p, c, _: _pooled(t, c.first, p, c.paper),
-    "per_achievement": lambda t, p, c, heading: _per_achievement(t, p, heading),
-    "beside": lambda t, p, c, arg: _beside_crafter_only(t, p, c.by_id, arg),
-    "trained_worlds": lambda t, p, c, _: _trained_worlds(t, p),
-    "budget": lambda t, p, c, _: _budget(t),
-    "designer_worlds": lambda t, p, c, _: _designer_worlds(t, p),
+ANALYSES: dict[str, Callable[..., list[str]]] = {
+    "baseline": lambda t, p, first, paper, by_id, _: _baseline(t, first, p, paper),
+    "pooled": lambda t, p, first, paper, by_id, _: _pooled(t, first, p, paper),
+    "per_achievement": lambda t, p, first, paper, by_id, heading: _per_achievement(t, p, heading),
+    "beside": lambda t, p, first, paper, by_id, arg: _beside_crafter_only(t, p, by_id, arg),
+    "trained_worlds": lambda t, p, first, paper, by_id, _: _trained_worlds(t, p),
+    "budget": lambda t, p, first, paper, by_id, _: _budget(t),
+    "designer_worlds": lambda t, p, first, paper, by_id, _: _designer_worlds(t, p),
 }
-"""The analyses a registered campaign's `analyses:` may name, shown after its claims
-(their argument: per_achievement its heading, beside its tables and row)."""
+"""The analyses a registered campaign's `analyses:` may name, shown after its claims, as
+f(table, primary result, the table it pools with (`CampaignSpec.pooled_with`) or None,
+the paper's numbers, every campaign table by id, the analysis's argument: per_achievement
+its heading, beside its tables and row)."""
 
 
 def _rows(table: TableRecord, metric: str) -> dict[str, list[float]]:
@@ -625,7 +584,3 @@ def _arm(s: SampleStats | None, planned: int | None = None) -> str:
         return f"- (0{of})"
     spread = "" if math.isnan(s.std) else f" ± {s.std:.2f}"
     return f"{s.mean:.2f}{spread} ({s.n}{of})"
-
-
-def _num(value: float, fmt: str) -> str:
-    return "-" if math.isnan(value) else format(value, fmt)

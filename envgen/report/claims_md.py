@@ -1,9 +1,7 @@
 """results/CLAIMS.md: every claim of the paper with our measurement and its verdict.
 
-Claims come in families (`envgen.stats.paper_claims.FAMILIES`: the tables, Figure 4's
-per-achievement gains, Figure 5's earlier unlocks); each family's claims whose rows
-ran are evaluated together (`evaluate_claims`, Bonferroni, docs/stats.md). A claim
-that cannot be tested says why: a row that did not run, or data the runs lack. Scale
+Each family of claims (`envgen.stats.paper_claims.FAMILIES`) whose rows ran is evaluated
+together (Bonferroni, docs/stats.md); a claim that cannot be tested says why, and scale
 artefacts (`envgen.report.flags`) are flagged on the claim they affect. The LLM's
 measured use (every run's LLM accounting) stands beside the paper's.
 
@@ -22,14 +20,8 @@ from envgen.input_checks import OneLineParser
 from envgen.report import replay
 from envgen.report.campaign_section import CAMPAIGN_SECTION, campaign_lines
 from envgen.report.flags import claim_flags
-from envgen.report.inputs import (
-    DONE,
-    TableRecord,
-    load_tables,
-    profile_of,
-    read_accounting,
-)
-from envgen.report.notes import Notes
+from envgen.report.inputs import DONE, TableRecord, load_tables, profile_of, read_accounting
+from envgen.report.notes import Notes, number
 from envgen.report.select import Arm, arms_by_label
 from envgen.stats.paper import load_reported_llm_cost
 from envgen.stats.paper_claims import (
@@ -68,16 +60,13 @@ def claims_markdown(tables: Sequence[TableRecord]) -> str:
             f"> Profile `{profile}`: every verdict below is "
             'inconclusive by rule (docs/stats.md, "Verdict"); the numbers show that '
             f"the pipeline runs end to end. For the paper's budgets: `{CLAIM_GRADE_COMMAND}`.",
-            *(
-                [
-                    f'> "{CAMPAIGN_SECTION}", at the end, is not smoke-scale: it tests its own '
-                    "claims (non-LLM designers, a smaller network) at its profile's budgets."
-                ]
-                if campaigns
-                else []
-            ),
-            "",
         ]
+        if campaigns:
+            lines.append(
+                f'> "{CAMPAIGN_SECTION}", at the end, is not smoke-scale: it tests its own '
+                "claims (non-LLM designers, a smaller network) at its profile's budgets."
+            )
+        lines.append("")
     lines += [
         f"Profile `{profile}`; {n_runs} distinct runs over {len(arms)} experiments, one "
         f"configuration each. Reproduce: `{REPRO_COMMAND}` (this profile) or "
@@ -94,7 +83,8 @@ def claims_markdown(tables: Sequence[TableRecord]) -> str:
         "that interval against the paper's difference, or, where the paper's own numbers "
         'are a tie, runs an equivalence test (TOST) (docs/stats.md, "Verdict"). '
         "g = Hedges' g; power = our test's power for the paper's difference. "
-        f"Flags (`FLAG`) mark scale artefacts: {_flag_legend()}.",
+        "Flags (`FLAG`) mark scale artefacts: a and b are one configuration, unequal step "
+        "budgets where the paper's are equal, the same runs tested by an earlier claim.",
     ]
     for family, claims in FAMILIES.items():
         lines += ["", *_family(family, claims, arms, tables, paper, profile)]
@@ -102,13 +92,6 @@ def claims_markdown(tables: Sequence[TableRecord]) -> str:
     if campaigns:
         lines += [*campaign_lines(campaigns, paper), ""]
     return "\n".join(lines)
-
-
-def _flag_legend() -> str:
-    return (
-        "a and b are one configuration, unequal step budgets where the paper's are equal, "
-        "the same runs tested by an earlier claim"
-    )
 
 
 def _family(
@@ -199,8 +182,8 @@ def _claim_line(r: ClaimResult, flags: str, notes: Notes) -> str:
     return (
         f"| {r.claim.name} | {_stats(r.ours_a, fmt)} | {_stats(r.ours_b, fmt)} "
         f"| {r.ours_a.mean - r.ours_b.mean:+{fmt}}{ci} | {_paper_diff(r, fmt)} "
-        f"| {_num(r.p_adj, '.3g')} | {_num(r.g, '+.2f')} ({_num(r.paper_g, '+.2f')}) "
-        f"| {_num(r.power, '.2f')} | **{verdict}** | {reason} | {notes.cell(flags)} |"
+        f"| {number(r.p_adj, '.3g')} | {number(r.g, '+.2f')} ({number(r.paper_g, '+.2f')}) "
+        f"| {number(r.power, '.2f')} | **{verdict}** | {reason} | {notes.cell(flags)} |"
     )
 
 
@@ -229,10 +212,6 @@ def _why_missing(label: str, tables: Sequence[TableRecord]) -> str:
 def _stats(s: SampleStats, fmt: str = ".2f") -> str:
     spread = "" if math.isnan(s.std) else f" ± {s.std:{fmt}}"
     return f"{s.mean:{fmt}}{spread} ({s.n})"
-
-
-def _num(value: float, fmt: str) -> str:
-    return "-" if math.isnan(value) else format(value, fmt)
 
 
 # --- LLM accounting ------------------------------------------------------------------------

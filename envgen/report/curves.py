@@ -1,12 +1,10 @@
 """Score against environment steps, from runs' episode logs.
 
-Steps are cut into bins of equal width from step 0; each bin's score is the game's
-table number (`GameSpec.summarize`: the Crafter score, or Heist's success rate) of the
-training episodes that ended in it, pooled over the row's runs. Only episodes of the
-original game count (phases `ORIGINAL_GAME_PHASES`): the LLM environments start with
-items (or keys) and differ per cycle, so their scores do not compare with the game's.
-The paper draws no such curve; bins, not a moving window, so that rows given the same
-`bin_steps` are scored at the same steps (docs/report.md).
+Steps are cut into bins of equal width from step 0; each bin's score is the game's table
+number (`GameSpec.summarize`) of the training episodes that ended in it, pooled over the
+row's runs. Only the original game's episodes count (`ORIGINAL_GAME_PHASES`): the LLM
+environments start with items and differ per cycle. The paper draws no such curve; bins,
+not a moving window, so that rows given the same `bin_steps` are scored at the same steps.
 """
 
 from __future__ import annotations
@@ -40,13 +38,11 @@ def score_vs_step(
 ) -> pd.DataFrame:
     """Columns step (a bin's right edge), score (%), reward, episodes, then, for a game
     whose summary has them (Crafter), `success_<achievement>` (%); empty bins left out.
-
-    `runs`: each run's episodes (episode log lines with `step`, `phase`); an episode
-    ending at step s falls in the bin (k * bin_steps, (k + 1) * bin_steps] holding s.
-    `summarize`: the game's summary of episodes (`GameSpec.summarize`; Crafter's default).
-    The figure draws step and score, the row CSVs keep `CURVE_COLUMNS`, and the table's
-    curve file (`curve_table`) all of them: one summary per bin, so their numbers agree.
-    """
+    `runs`: each run's episodes (episode log lines with `step`, `phase`); an episode ending
+    at step s falls in the bin (k * bin_steps, (k + 1) * bin_steps] holding s. `summarize`:
+    the game's summary of episodes (`GameSpec.summarize`; Crafter's default). The figure
+    draws step and score, the row CSVs keep `CURVE_COLUMNS`, and the table's curve file
+    (`curve_table`) all of them: one summary per bin, so their numbers agree."""
     by_bin: dict[int, list[Mapping[str, Any]]] = {}
     for run in runs:
         for ep in run:

@@ -1,12 +1,11 @@
 """dvc.yaml's campaign lists, written from the campaigns' declarations.
 
 DVC reads no replication file, so what it needs of each campaign in the pipeline
-(`CampaignSpec.report`) is written into dvc.yaml between the lines `# campaigns
-(generated ...)` and `# end campaigns`: the `campaigns` var ({name: profile}, which the
-collect stage's `foreach` runs, on that profile's params) with `campaign_runs`, each report
-stage's runs.json deps, and the four figures a campaign gets (`FIGURES`) as
-image plots. `python -m envgen.report.dvc_campaigns` rewrites them; a test
-checks that dvc.yaml is what it would write (tests/test_dvc_conveniences.py).
+(`CampaignSpec.report`) is written into dvc.yaml between `# campaigns (generated ...)`
+and `# end campaigns`: the `campaigns` var ({name: profile}, the collect stage's
+`foreach`) with `campaign_runs`, each report stage's runs.json deps, and each campaign's
+figures (`FIGURES`) as image plots. `python -m envgen.report.dvc_campaigns` rewrites
+them; tests/test_dvc_conveniences.py checks dvc.yaml is what it would write.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The paper's figures from our runs: one function per figure (inputs, output path).
 
 Each figure function takes plain data and an output path without suffix and writes
-<path>.png and <path>.pdf (matplotlib's object API, whose `Figure` draws with Agg:
-no pyplot, no global figure state). `main` reads runs.json files, picks the
-rows each figure needs (by the paper's labels, `RowRecord.claim_label`) and writes
-every figure it has data for (a campaign's runs.json: its curves and a per-seed score
-plot, never the paper's figures), plus the score-vs-step CSVs for `dvc plots show` (one
-per row) and, with `--curves`, one learning-curve file per table for `dvc plots diff`:
+<path>.png and <path>.pdf (matplotlib's object API: no pyplot, no global state). `main`
+picks the rows each figure needs by the paper's labels and writes every figure it has
+data for (a campaign: its own, never the paper's), the score-vs-step CSVs for `dvc plots
+show` (one per row) and, with `--curves`, one learning-curve file per table:
 
     python -m envgen.report.figures RUNS_JSON... --out paper_figures --plots results/plots \
         --curves results/curves
@@ -52,11 +50,11 @@ from envgen.report.rliable_campaign import (
     CampaignArms,
     campaign_arms,
 )
-from envgen.report.select import CRAFTER_ONLY, rows_by_label
+from envgen.report.select import arms_by_label
 from envgen.scoring import ACHIEVEMENTS
 from envgen.stats.intervals import mean_interval
 from envgen.stats.paper import load_reported_per_achievement
-from envgen.stats.paper_claims import ENVGEN
+from envgen.stats.paper_claims import CRAFTER_ONLY, ENVGEN
 from envgen.stats.rliable_views import (
     compare,
     improvement_probability,
@@ -89,14 +87,10 @@ def save(fig: Figure, out: Path) -> list[Path]:
     """Write `fig` as <out>.png and <out>.pdf."""
     out.parent.mkdir(parents=True, exist_ok=True)
     paths = [out.with_name(f"{out.name}.{fmt}") for fmt in FORMATS]
-    for path in paths:
-        fig.savefig(path, dpi=120, bbox_inches="tight", metadata=_metadata(path))
+    for path in paths:  # no creation date in the files, so equal inputs give equal bytes
+        metadata = {"CreationDate": None} if path.suffix == ".pdf" else {"Software": None}
+        fig.savefig(path, dpi=120, bbox_inches="tight", metadata=metadata)
     return paths
-
-
-def _metadata(path: Path) -> dict[str, Any]:
-    """No creation date in the files, so equal inputs give equal bytes."""
-    return {"CreationDate": None} if path.suffix == ".pdf" else {"Software": None}
 
 
 # --- Figure 4: per-achievement success rates --------------------------------------------
@@ -111,12 +105,10 @@ def per_achievement(
     ours: Mapping[str, Mapping[str, float]], paper: pd.DataFrame, out: Path, *, note: str
 ) -> list[Path]:
     """Success rate (%) of each achievement, log scale: ours beside the paper's Figure 4.
-
-    `ours`: {"Crafter only": rates, "EnvGen": rates} (a campaign: one entry per row),
-    rates {achievement: % averaged over runs}. `paper`: `load_reported_per_achievement()`
+    `ours`: {"Crafter only": rates, "EnvGen": rates} (a campaign: one entry per row), rates
+    {achievement: % averaged over runs}. `paper`: `load_reported_per_achievement()`
     (approximate values read off the paper's bars). Zero rates have no bar (log scale).
-    `note`: `scale_note(profile)`, or a campaign's own line.
-    """
+    `note`: `scale_note(profile)`, or a campaign's own line."""
     bars = {
         "paper: PPO 1.96M Crafter": paper["ppo_1.96M_crafter"],
         "paper: PPO + EnvGen": paper["ppo_envgen"],
@@ -155,10 +147,8 @@ def first_unlock(
     note: str,
 ) -> list[Path]:
     """Fraction of runs that have unlocked each achievement by step t of the final phase.
-
     `runs`: {label: runs of that row}; `final_steps`: length of the final phase (x axis);
-    `note`: `scale_note(profile)`.
-    """
+    `note`: `scale_note(profile)`."""
     fig = Figure(layout="constrained", figsize=(3 * len(achievements), 3))
     axes = fig.subplots(1, len(achievements), sharey=True, squeeze=False)[0]
     grid = np.linspace(0, final_steps, 200)
@@ -182,10 +172,8 @@ def first_unlock(
 # --- Figure 6: adaptation across cycles ------------------------------------------------
 def adaptation(cycles: Sequence[Cycle], out: Path, title: str, *, note: str) -> list[Path]:
     """Each skill's success per cycle (heatmap) beside what the LLM changed each cycle.
-
-    `cycles`: one run's cycles, each with its evaluation (adaptive EnvGen runs);
-    `note`: `scale_note(profile)`.
-    """
+    `cycles`: one run's cycles, each with its evaluation (adaptive EnvGen runs); `note`:
+    `scale_note(profile)`."""
     evaluated = [c for c in cycles if c.evaluation is not None]
     success = np.array([[c.evaluation["success_mean"][a] for c in evaluated] for a in ACHIEVEMENTS])
     fig = Figure(layout="constrained", figsize=(14, 7))
@@ -206,10 +194,8 @@ def adaptation(cycles: Sequence[Cycle], out: Path, title: str, *, note: str) -> 
 
 def change_lines(cycles: Sequence[Cycle], width: int = 110) -> list[str]:
     """Text lines: cycle 1's environments in full, later ones as changes per environment.
-
-    Settings are flattened (`target_biome`, `coal_rarity`, ..., inventory items; an
-    item not given counts as 0); a change reads `name old->new`.
-    """
+    Settings are flattened (`target_biome`, `coal_rarity`, ..., inventory items; an item not
+    given counts as 0); a change reads `name old->new`."""
     lines: list[str] = []
     previous: list[dict[str, Any]] = []
     for cycle in cycles:
@@ -247,10 +233,7 @@ def _flat(env: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- score against steps -----------------------------------------------------------------
 def score_curves(
-    curves: Mapping[str, pd.DataFrame],
-    out: Path,
-    title: str,
-    ylabel: str = "Crafter score (%), original-game episodes",
+    curves: Mapping[str, pd.DataFrame], out: Path, title: str, ylabel: str
 ) -> list[Path]:
     """Score against global step, one line per row (`curves`: {row: step, score})."""
     fig = Figure(layout="constrained", figsize=(8, 4.5))
@@ -377,10 +360,7 @@ ADAPTIVE_ROWS = {ENVGEN: "", "Heuristic designer (baseline): EnvGen schedule": "
 
 
 def write_figures(
-    tables: Sequence[TableRecord],
-    out_dir: Path,
-    plots_dir: Path,
-    curves: Path | None = None,
+    tables: Sequence[TableRecord], out_dir: Path, plots_dir: Path, curves: Path | None = None
 ) -> list[str]:
     """Every figure the runs allow; returns one line per figure (written or why not).
     `curves`: where each table's learning-curve file goes (`write_curve_csvs`); None: none."""
@@ -401,7 +381,12 @@ def write_figures(
         by_row = write_curve_csvs(table, plots_dir, curves)
         title = f"{table.table}: score against steps ({table.profile} profile)"
         out = out_dir / f"score_vs_step_{table.table}"
-        log += _done(score_curves(by_row, out, title, *_ylabel(table)))
+        ylabel = (  # Heist's curves plot success in training episodes
+            "Heist success (%), training episodes in plain Heist"
+            if table.games == {"heist"}
+            else "Crafter score (%), original-game episodes"
+        )
+        log += _done(score_curves(by_row, out, title, ylabel))
         log += [f"wrote {curves / f'{table.table}.csv'}"] if curves is not None else []
     return log
 
@@ -434,11 +419,14 @@ def write_curve_csvs(
 def _paper_figures(tables: Sequence[TableRecord], out_dir: Path) -> list[str]:
     """Figures 4-6 and the galleries, from the paper's tables (campaigns have their own)."""
     log: list[str] = []
-    by_label = rows_by_label(tables)
+    by_label = {label: arm.runs for label, arm in arms_by_label(tables).items()}
     note = scale_note(profile_of(tables))
     pair = {"Crafter only": by_label.get(CRAFTER_ONLY, ()), "EnvGen": by_label.get(ENVGEN, ())}
     if all(pair.values()):
-        ours = {label: _mean_rates(runs) for label, runs in pair.items()}
+        ours = {
+            label: {a: float(np.mean([r.success_rates[a] for r in runs])) for a in ACHIEVEMENTS}
+            for label, runs in pair.items()
+        }
         log += _done(
             per_achievement(
                 ours, load_reported_per_achievement(), out_dir / "fig4_per_achievement", note=note
@@ -447,15 +435,15 @@ def _paper_figures(tables: Sequence[TableRecord], out_dir: Path) -> list[str]:
         final_steps = int(read_run_config(pair["EnvGen"][0].run_dir)["final_steps"])
         log += _done(first_unlock(pair, final_steps, out_dir / "fig5_first_unlock", note=note))
     else:
-        missing = [
-            f"{CRAFTER_ONLY!r}" * (not pair["Crafter only"]),
-            f"{ENVGEN!r}" * (not pair["EnvGen"]),
-        ]
-        log.append(
-            f"skipped fig4, fig5: no finished runs of {' and '.join(m for m in missing if m)}"
-        )
+        labels = {"Crafter only": CRAFTER_ONLY, "EnvGen": ENVGEN}
+        missing = " and ".join(repr(labels[key]) for key, runs in pair.items() if not runs)
+        log.append(f"skipped fig4, fig5: no finished runs of {missing}")
     for label, suffix in ADAPTIVE_ROWS.items():
-        adaptive = _first_adaptive_run(by_label.get(label, ()))
+        runs = sorted(by_label.get(label, ()), key=lambda r: (r.initial_set, r.seed))
+        evaluated = (
+            r for r in runs if any(c.evaluation is not None for c in read_cycles(r.run_dir))
+        )
+        adaptive = next(evaluated, None)
         if adaptive is None:
             log.append(f"skipped fig6{suffix}, gallery{suffix}: no {label!r} run with cycles")
             continue
@@ -487,29 +475,11 @@ def _campaign_rliable(table: TableRecord, out: Path) -> list[str]:
     return _done(rliable_figure(arms, out))
 
 
-def _mean_rates(runs: Sequence[RunRecord]) -> dict[str, float]:
-    return {a: float(np.mean([r.success_rates[a] for r in runs])) for a in ACHIEVEMENTS}
-
-
-def _first_adaptive_run(runs: Sequence[RunRecord]) -> RunRecord | None:
-    for run in sorted(runs, key=lambda r: (r.initial_set, r.seed)):
-        if any(c.evaluation is not None for c in read_cycles(run.run_dir)):
-            return run
-    return None
-
-
 def _curve(row: RowRecord, width: int) -> pd.DataFrame:
     """The row's curve, each run's training episodes summarised by its game's summary."""
     (game,) = {r.game for r in row.runs}
     summary = game_spec(game).summarize
     return score_vs_step([read_episodes(r.run_dir) for r in row.runs], width, summarize=summary)
-
-
-def _ylabel(table: TableRecord) -> tuple[str, ...]:
-    """Heist's curves plot success in training episodes; Crafter's the default label."""
-    if table.games == {"heist"}:
-        return ("Heist success (%), training episodes in plain Heist",)
-    return ()
 
 
 def _slug(label: str) -> str:

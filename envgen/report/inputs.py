@@ -1,10 +1,9 @@
 """Read what the pipeline's train stages wrote: `runs.json` per table and run directories.
 
-`runs.json` (one per table, written by the pipeline) lists each row of the table with
-its status and, for rows that ran, one record per (seed, initial set) run. A run's
-`run_dir` is `results/runs/<config-hash>/seed-<K>/` as `envgen run` lays it out
-(`envgen.store.run_dir`); a relative `run_dir` is resolved against the working
-directory, which is the repository root under `dvc repro`.
+`runs.json` (one per table) lists each row with its status and, for rows that ran, one
+record per (seed, initial set) run, whose `run_dir` is `results/runs/<config-hash>/seed-<K>/`
+(`envgen.store.run_dir`), relative to the working directory (the repository root under
+`dvc repro`).
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -153,10 +153,8 @@ class TableRecord:
 
     def machines(self) -> str:
         """Each machine the done rows' runs trained on, as "label: n runs", most first."""
-        counts: dict[str, int] = {}
-        for row in self.rows:
-            for run in row.runs if row.status == DONE else ():
-                counts[run.machine] = counts.get(run.machine, 0) + 1
+        done = [row for row in self.rows if row.status == DONE]
+        counts = Counter(run.machine for row in done for run in row.runs)
         ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
         return "; ".join(f"{label}: {n} run{'s' if n != 1 else ''}" for label, n in ranked)
 

@@ -7,6 +7,8 @@ whole text becomes a numbered note right under the table.
 
 from __future__ import annotations
 
+import math
+
 MAX_CELL = 160
 """The longest table cell CLAIMS.md writes (tests/test_report_claims.py checks it)."""
 HEAD_CHARS = 60
@@ -28,7 +30,10 @@ class Notes:
         """`text` itself when short, else its head and a note number (the text as the note)."""
         if len(text) <= MAX_CELL:
             return text
-        head = text.split(":", 1)[0] if ":" in text[:HEAD_CHARS] else _words(text, HEAD_CHARS)
+        if ":" in text[:HEAD_CHARS]:
+            head = text.split(":", 1)[0]
+        else:  # its leading whole words, then an ellipsis
+            head = text[:HEAD_CHARS].rsplit(" ", 1)[0] + " ..."
         return f"{head} (note {self.add(text)})"
 
     def lines(self) -> list[str]:
@@ -38,7 +43,6 @@ class Notes:
         return ["", *(f"{i}. {text}" for i, text in enumerate(self.texts, 1))]
 
 
-def _words(text: str, limit: int) -> str:
-    """The leading whole words of `text` within `limit` characters, then an ellipsis."""
-    cut = text[:limit].rsplit(" ", 1)[0]
-    return f"{cut} ..."
+def number(value: float, fmt: str) -> str:
+    """A table cell for `value`: "-" for NaN (not testable), else `value` in `fmt`."""
+    return "-" if math.isnan(value) else format(value, fmt)

@@ -29,7 +29,8 @@ def reproduction_sentence(campaign: str, directory: Path = REPRODUCE_DIR) -> str
     try:
         data = json_input.read(path)
         runs = data["runs"]
-        parts = [_row(row, group) for row, group in _by_row(runs).items()]
+        rows = dict.fromkeys(r["row"] for r in runs)  # in the file's order
+        parts = [_row(row, [r for r in runs if r["row"] == row]) for row in rows]
         updates = max(r["updates"] for r in runs)
         portable = sum(bool(r.get("portable")) for r in runs)  # absent: checked as native
         numerics = (
@@ -37,11 +38,8 @@ def reproduction_sentence(campaign: str, directory: Path = REPRODUCE_DIR) -> str
             if not portable
             else f"{portable} of them in portable CPU numerics (any x86-64 CPU with AVX2)"
         )
-        span = (
-            "all updates"
-            if runs and all(r.get("full") for r in runs)
-            else (f"the first {updates} updates")
-        )
+        full = runs and all(r.get("full") for r in runs)
+        span = "all updates" if full else f"the first {updates} updates"
         head = (
             f"Reproduction (`envgen rerun --check`, {path.as_posix()}): {span} of "
             f"{len(runs)} sampled runs retrained on {data['checked_on']}, {numerics}"
@@ -49,13 +47,6 @@ def reproduction_sentence(campaign: str, directory: Path = REPRODUCE_DIR) -> str
     except (json_input.JSONInputError, KeyError, TypeError, ValueError) as exc:
         return f"Reproduction: {path.as_posix()} unreadable ({exc}); run the check again."
     return f"{head}. " + ". ".join(parts) + "."
-
-
-def _by_row(runs: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    rows: dict[str, list[Mapping[str, Any]]] = {}
-    for run in runs:
-        rows.setdefault(run["row"], []).append(run)
-    return rows
 
 
 def _row(row: str, runs: Sequence[Mapping[str, Any]]) -> str:

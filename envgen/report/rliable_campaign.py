@@ -1,12 +1,10 @@
 """rliable's views of one campaign (`envgen.stats.rliable_views`): its arms, the pairs it
 compares, and the descriptive line CLAIMS.md prints under its claims.
 
-Any campaign table joins: its arms are its finished rows, each a runs x tasks matrix of
-the score (one task) and of the 22 achievements' success rates (22 tasks, %); its pairs
-are the (a, b) of its claims (`envgen.stats.campaign_spec.families`), or every pair
-of its rows when it has none yet. A registered campaign shows them only with its verdict
-(`withheld_runs`), as its tables and figures. The figure is
-`envgen.report.figures.rliable_figure`.
+Its arms are its finished rows, each a runs x tasks matrix of the score (one task) and
+of the achievements' success rates (%); its pairs are the (a, b) of its claims, or every
+pair of rows when it has none. A registered campaign shows them only with its verdict.
+The figure is `envgen.report.figures.rliable_figure`.
 """
 
 from __future__ import annotations

@@ -14,9 +14,6 @@ from collections.abc import Sequence
 
 from envgen.errors import ReportInputError
 from envgen.report.inputs import DONE, RunRecord, TableRecord
-from envgen.stats.paper_claims import CRAFTER_ONLY
-
-__all__ = ["CRAFTER_ONLY", "Arm", "arms_by_label", "rows_by_label"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,8 +58,3 @@ def arms_by_label(tables: Sequence[TableRecord]) -> dict[str, Arm]:
         label: Arm(label, config, tuple(rows), tuple(runs.values()), designers[label])
         for label, (config, rows, runs) in found.items()
     }
-
-
-def rows_by_label(tables: Sequence[TableRecord]) -> dict[str, tuple[RunRecord, ...]]:
-    """{paper label: runs of done rows with that label}, each run directory once."""
-    return {label: arm.runs for label, arm in arms_by_label(tables).items()}

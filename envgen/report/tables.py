@@ -1,13 +1,10 @@
 """Results tables: our rows beside the paper's, as CSV and Markdown, plus a metrics JSON.
 
 One table per runs.json. A row shows our mean, std, 95% t-interval of the mean and
-number of runs (envgen.stats, docs/stats.md) next to the paper's mean +/- std
-(data/paper/reported_results.csv). Scale artefacts (rows that are one configuration,
-unequal step budgets) are flagged in the row's note (`envgen.report.flags`).
-Rows that did not run say why and how to fix it;
-reported-only rows show the paper's numbers alone. "Score" is the game's table number:
-the Crafter score, or for Heist (Table 8) the test success rate, which the Markdown
-header then names.
+number of runs (docs/stats.md) next to the paper's mean +/- std, and in its note the
+scale artefacts (`envgen.report.flags`); a row that did not run says why and how to fix
+it, a reported-only row shows the paper's numbers alone. "Score" is the game's table
+number: the Crafter score, or Heist's test success rate, which the header then names.
 
     python -m envgen.report.tables RUNS_JSON... --out results/tables \
         --metrics results/metrics.json
@@ -25,20 +22,10 @@ import pandas as pd
 
 from envgen.input_checks import safe_name
 from envgen.report import replay
-from envgen.report.achievements import (
-    achievement_frame,
-    achievement_markdown,
-    comparison_markdown,
-)
+from envgen.report.achievements import achievement_frame, achievement_markdown, comparison_markdown
 from envgen.report.campaign_section import CAMPAIGN_SECTION, withheld_runs
 from envgen.report.flags import row_flags
-from envgen.report.inputs import (
-    DONE,
-    RowRecord,
-    TableRecord,
-    profile_of,
-    report_main,
-)
+from envgen.report.inputs import DONE, RowRecord, TableRecord, profile_of, report_main
 from envgen.stats.campaign_claims import WITHHELD
 from envgen.stats.campaign_spec import words
 from envgen.stats.paper import load_reported
@@ -59,10 +46,8 @@ COLUMNS = (
 
 
 def table_frame(table: TableRecord, reported: pd.DataFrame) -> pd.DataFrame:
-    """One line per row with `COLUMNS`; NaN where a value does not exist.
-
-    `reported`: `envgen.stats.paper.load_reported()`.
-    """
+    """One line per row with `COLUMNS`; NaN where a value does not exist. `reported`:
+    `envgen.stats.paper.load_reported()`."""
     lines = []
     flags = row_flags(table, reported)
     for row in table.rows:
@@ -72,11 +57,8 @@ def table_frame(table: TableRecord, reported: pd.DataFrame) -> pd.DataFrame:
             for metric in METRICS:
                 values = [getattr(run, metric) for run in row.runs]
                 summary = summarize_row(values, name=f"{table.table}/{row.row}")
-                line[f"{metric}_mean"], line[f"{metric}_std"] = summary.mean, summary.std
-                line[f"{metric}_ci_low"], line[f"{metric}_ci_high"] = (
-                    summary.ci_low,
-                    summary.ci_high,
-                )
+                for stat in ("mean", "std", "ci_low", "ci_high"):
+                    line[f"{metric}_{stat}"] = getattr(summary, stat)
         line.update(_paper(reported, table.table, row))
         line["note"] = "; ".join(filter(None, [_note(row), *flags.get(row.row, [])]))
         lines.append(line)
@@ -84,11 +66,9 @@ def table_frame(table: TableRecord, reported: pd.DataFrame) -> pd.DataFrame:
 
 
 def _paper(reported: pd.DataFrame, table: str, row: RowRecord) -> dict[str, object]:
-    """The paper's numbers for `reported_as`, else (table, label), else the label alone.
-
-    Row labels are unique across the paper's tables (data/paper/README.md), so a row
-    that a table of ours borrows from another table is still found.
-    """
+    """The paper's numbers for `reported_as`, else (table, label), else the label alone. Row
+    labels are unique across the paper's tables (data/paper/README.md), so a row that a
+    table of ours borrows from another table is still found."""
     key = row.reported_as or (table, row.row)
     if key in reported.index:
         record = reported.loc[key]
@@ -106,11 +86,7 @@ def _paper(reported: pd.DataFrame, table: str, row: RowRecord) -> dict[str, obje
 
 def _note(row: RowRecord) -> str:
     if row.status == DONE:
-        paper = (
-            f"paper's number: {row.reported_as[0]} / {row.reported_as[1]}"
-            if row.reported_as
-            else ""
-        )
+        paper = f"paper's number: {' / '.join(row.reported_as)}" if row.reported_as else ""
         return "; ".join(filter(None, [paper, row.reason]))  # e.g. a campaign in progress
     words = row.status.replace("_", " ")
     return f"{words}: {row.reason}" if row.reason else words
@@ -147,22 +123,17 @@ def to_markdown(table: TableRecord, frame: pd.DataFrame) -> str:
     )
     lines = [f"**{caption(table)}**", "", header, "|" + "---|" * 8]
     for r in frame.itertuples(index=False):
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    r.row,
-                    _pm(r.score_mean, r.score_std),
-                    _ci(r.score_ci_low, r.score_ci_high),
-                    str(r.n_runs) if r.status == DONE else "-",
-                    _pm(r.reward_mean, r.reward_std),
-                    _pm(r.paper_score_mean, r.paper_score_std),
-                    _pm(r.paper_reward_mean, r.paper_reward_std),
-                    r.note.replace("|", "\\|"),
-                ]
-            )
-            + " |"
-        )
+        cells = [
+            r.row,
+            _pm(r.score_mean, r.score_std),
+            _ci(r.score_ci_low, r.score_ci_high),
+            str(r.n_runs) if r.status == DONE else "-",
+            _pm(r.reward_mean, r.reward_std),
+            _pm(r.paper_score_mean, r.paper_score_std),
+            _pm(r.paper_reward_mean, r.paper_reward_std),
+            r.note.replace("|", "\\|"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     if table.n_runs:
         lines += ["", f"Trained on ({PROVENANCE}): {table.machines()}."]
     lines += replay.row_lines(table)
@@ -239,16 +210,10 @@ def write_tables(tables: Sequence[TableRecord], out_dir: Path, metrics_path: Pat
         md.write_text(markdown, encoding="utf-8")
         written += [csv, md]
     metrics_path.parent.mkdir(parents=True, exist_ok=True)
-    metrics_path.write_text(
-        json.dumps(metrics(frames, _paper_profile(tables)), indent=2, sort_keys=True) + "\n"
-    )
+    # the paper's tables' profile (a campaign's own is in its caption)
+    profile = profile_of([t for t in tables if not t.is_campaign] or tables)
+    metrics_path.write_text(json.dumps(metrics(frames, profile), indent=2, sort_keys=True) + "\n")
     return [*written, metrics_path]
-
-
-def _paper_profile(tables: Sequence[TableRecord]) -> str:
-    """The profile of the paper's tables (a campaign's own profile is in its caption)."""
-    paper = [t for t in tables if not t.is_campaign]
-    return profile_of(paper or tables)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

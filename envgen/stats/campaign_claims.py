@@ -1,23 +1,15 @@
 """The campaigns' own claims: does arm a of a campaign beat its arm b?
 
-A campaign (`envgen campaign`, e.g. replication/campaign_cpu.yaml) tests what its
-machines can: EnvGen's schedule with a non-LLM designer or an open local LLM vs
-Crafter-only or domain randomization, with the `nature` network. That is not the paper's
-claim (GPT-4-Turbo designer, the paper's network), so these claims do not compare our
-difference with the paper's; they ask plainly whether a beats b (docs/stats.md,
-"Campaign claims"): a one-sided Welch test of a > b at alpha / m, m = the claims of its
-family (Bonferroni, fixed so a verdict does not move when another claim becomes
-testable). A claim with no difference detected says what the data rule out: effects at
-or above the one-sided upper bound, and whether the paper's difference (and its relative
-gain scaled to our baseline) is among them, for a claim that names a paper pair. The
-power beside it is a planning figure, from simulating the test itself.
-
-A campaign's claims come in families (`Family`), each Bonferroni-corrected on its own,
-as the paper's are. A family is planned before the campaign's runs, added after some
-were seen (`Family.post_hoc` says when and why), or registered (`Family.registered`,
-with its document and verdict words in `Registration`; its verdict withheld until every
-planned run is in). Each campaign declares its own in its replication file
-(`envgen.stats.campaign_spec`)."""
+A campaign (`envgen campaign`) tests what its machines can train (a non-LLM or open local
+designer, the `nature` network), not the paper's claim, so its claims do not compare our
+difference with the paper's; they ask whether a beats b (docs/stats.md, "Campaign
+claims"): a one-sided Welch test of a > b at alpha / m, m = the claims of its family
+(fixed, so a verdict does not move when another claim becomes testable). No difference
+detected says what the data rule out: effects at or above the one-sided upper bound, and
+whether the paper's difference (and its gain scaled to our baseline) is among them. The
+power beside it is a planning figure, from simulating the test itself. Families
+(`envgen.stats.campaign_spec.Family`) are planned, post hoc or registered (verdict
+withheld until every planned run is in)."""
 
 from __future__ import annotations
 
@@ -132,19 +124,10 @@ def _evaluate(
     test = welch_from_stats(a, b)
     p_one = test.p / 2 if test.t > 0 else 1 - test.p / 2
     low, high = welch_interval(a, b, 1 - 2 * level)  # one-sided 1 - level bounds
-    power = (
-        simulated_welch_power(
-            paper_diff,
-            assumed_population(pa, a).std,
-            assumed_population(pb, b).std,
-            a.n,
-            level,
-            POWER_SIMS,
-            n_b=b.n,
-        )
-        if pa is not None and pb is not None
-        else nan  # Figure 4's rates come without a spread: no population to assume
-    )
+    power = nan  # Figure 4's rates come without a spread: no population to assume
+    if pa is not None and pb is not None:
+        sd_a, sd_b = assumed_population(pa, a).std, assumed_population(pb, b).std
+        power = simulated_welch_power(paper_diff, sd_a, sd_b, a.n, level, POWER_SIMS, n_b=b.n)
     # The paper's relative gain on our baseline: for the score, not for per-achievement
     # rates, whose ratios near 0% mean nothing (Figure 4's iron tools: 0.07% -> 0.67%).
     scaled = b.mean * paper_diff / pb.mean if pb is not None and pb.mean else nan

@@ -1,15 +1,11 @@
 """What a campaign declares: the `campaign:` section of its replication file.
 
-`replication/campaign_<name>.yaml` lists a campaign's rows, as every replication file
-does, and under `campaign:` its profile, seeds, registration, claims, verdict words and
-report analyses. The registry (`envgen.campaign.registry`), CLAIMS.md's section
-(`envgen.report`), the evidence checks and dvc.yaml's campaign lists all read it here:
-adding a campaign is that file and, if registered, its registration (docs/pipeline.md,
-"Add a campaign"). The words live here, not in a block of the registration: the
-registrations written before this format are frozen above their "Deviations"
-(`envgen.evidence.history`), and one place for every campaign beats two. `envgen
-verify` checks that each declared phrase is written in the registration
-(`missing_words`), so the two cannot drift apart.
+`replication/campaign_<name>.yaml` lists a campaign's rows and, under `campaign:`, its
+profile, seeds, registration, claims, verdict words and report analyses; the registry,
+CLAIMS.md's section, the evidence checks and dvc.yaml's campaign lists all read it here
+(docs/pipeline.md, "Add a campaign"). The verdict words live here, not in the
+registrations (those are frozen above their "Deviations"); `envgen verify` checks that
+each declared phrase is written in the registration (`missing_words`).
 """
 
 from __future__ import annotations

@@ -33,10 +33,6 @@ class WelchResult:
     p: float
     """Two-sided p-value; NaN when a row has fewer than 2 runs (untestable)."""
 
-    @property
-    def testable(self) -> bool:
-        return not math.isnan(self.p)
-
 
 def welch_df(a: SampleStats, b: SampleStats) -> float:
     """Welch-Satterthwaite degrees of freedom; NaN if a row has < 2 runs or both have no spread."""
@@ -50,11 +46,9 @@ def welch_df(a: SampleStats, b: SampleStats) -> float:
 
 def welch_from_stats(a: SampleStats, b: SampleStats) -> WelchResult:
     """Welch's test from summary statistics (e.g. ours against the paper's mean +/- std).
-
-    Fewer than 2 runs in a row: untestable (t, df, p all NaN). Both rows with zero
-    variance: equal means give t=0, p=1; different means give t=+/-inf, p=0 (the
-    limit of the test as both variances shrink, and scipy's own value).
-    """
+    Fewer than 2 runs in a row: untestable (t, df, p all NaN). Both rows with zero variance:
+    equal means give t=0, p=1; different means give t=+/-inf, p=0 (the limit of the test as
+    both variances shrink, and scipy's own value)."""
     if a.n < 2 or b.n < 2:
         return WelchResult(t=math.nan, df=math.nan, p=math.nan)
     diff = a.mean - b.mean
@@ -81,12 +75,10 @@ def _hedges_correction(df: int) -> float:
 
 
 def hedges_g_from_stats(a: SampleStats, b: SampleStats) -> float:
-    """Hedges' g of mean(a) - mean(b): Cohen's d over the pooled std, bias-corrected.
-
-    Pooled variance weights each row by n - 1, so a single-run row adds its mean but
-    no spread. NaN when fewer than 2 pooled degrees of freedom (n_a + n_b < 4); with
-    zero pooled variance, 0.0 for equal means and +/-inf otherwise.
-    """
+    """Hedges' g of mean(a) - mean(b): Cohen's d over the pooled std, bias-corrected. Pooled
+    variance weights each row by n - 1, so a single-run row adds its mean but no spread. NaN
+    when fewer than 2 pooled degrees of freedom (n_a + n_b < 4); with zero pooled variance,
+    0.0 for equal means and +/-inf otherwise."""
     df = a.n + b.n - 2
     if df < 2:
         return math.nan
@@ -98,22 +90,15 @@ def hedges_g_from_stats(a: SampleStats, b: SampleStats) -> float:
     return diff / pooled * _hedges_correction(df)
 
 
-def hedges_g(a: ArrayLike, b: ArrayLike, names: tuple[str, str] = ("a", "b")) -> float:
-    """Hedges' g on two rows' per-run values, shapes (n_a,) and (n_b,); NaN runs dropped."""
-    return hedges_g_from_stats(SampleStats.of(a, names[0]), SampleStats.of(b, names[1]))
-
-
 def welch_power(
     true_a: SampleStats, true_b: SampleStats, n_a: int, n_b: int, alpha: float
 ) -> float:
-    """Power of a two-sided Welch test at level `alpha` with n_a and n_b runs.
-
-    The populations are taken to have `true_a`'s and `true_b`'s means and stds (for
-    us: the paper's reported rows); their own `n` is ignored. Noncentral t with the
-    Welch-Satterthwaite df of the assumed stds. Defined edge cases: fewer than 2 runs
-    in a row gives 0.0 (the test cannot run); zero assumed spread gives 1.0 for
-    different means; equal means give `alpha` (the false-positive rate).
-    """
+    """Power of a two-sided Welch test at level `alpha` with n_a and n_b runs. The
+    populations are taken to have `true_a`'s and `true_b`'s means and stds (for us: the
+    paper's reported rows); their own `n` is ignored. Noncentral t with the
+    Welch-Satterthwaite df of the assumed stds. Defined edge cases: fewer than 2 runs in a
+    row gives 0.0 (the test cannot run); zero assumed spread gives 1.0 for different means;
+    equal means give `alpha` (the false-positive rate)."""
     if not 0 < alpha < 1:
         raise StatsInputError("alpha", f"must be in (0, 1); got {alpha}")
     if n_a < 2 or n_b < 2:
@@ -133,11 +118,9 @@ def welch_power(
 
 def bonferroni(pvalues: Sequence[float]) -> np.ndarray:
     """Bonferroni-adjusted p-values (min(1, m p)), same order; NaN (untestable) stays NaN.
-
     The family is the testable entries only: an untestable claim is no test made.
     Bonferroni, not Holm: its per-claim level alpha / m has a matching interval, so the
-    interval printed beside a claim and its adjusted p always agree (docs/stats.md).
-    """
+    interval printed beside a claim and its adjusted p always agree (docs/stats.md)."""
     p = np.asarray(pvalues, dtype=float)
     if p.ndim != 1:
         raise StatsInputError("pvalues", f"expected shape (n_tests,); got {p.shape}")
@@ -148,26 +131,3 @@ def bonferroni(pvalues: Sequence[float]) -> np.ndarray:
     if testable.any():
         adjusted[testable] = multipletests(p[testable], method="bonferroni")[1]
     return adjusted
-
-
-@dataclasses.dataclass(frozen=True)
-class RowVsPaper:
-    """One of our rows against the paper's reported mean +/- std for the same row."""
-
-    ours: SampleStats
-    """Our runs' moments."""
-    paper: SampleStats
-    """The paper's mean, std and its number of runs."""
-    welch: WelchResult
-    """Welch's test of ours - paper from the summary statistics."""
-
-    @property
-    def diff(self) -> float:
-        """Our mean minus the paper's, in the metric's units (score %, reward)."""
-        return self.ours.mean - self.paper.mean
-
-
-def versus_paper(runs: ArrayLike, paper: SampleStats, name: str = "runs") -> RowVsPaper:
-    """Compare our per-run values, shape (n_runs,), with the paper's reported row."""
-    ours = SampleStats.of(runs, name)
-    return RowVsPaper(ours=ours, paper=paper, welch=welch_from_stats(ours, paper))

@@ -1,11 +1,9 @@
 """Intervals whose coverage holds at the row's n: Student t for a mean, Welch for a difference.
 
-Why not a percentile bootstrap: its nominal 95 % covers the
-true mean of normal runs 51 % of the time at n = 2, 82 % at 5, 89 % at 10 and about
-94 % at 30 and 50 (`simulated_coverage`, docs/stats.md, "Intervals"), so no run count
-up to the paper's 30 makes it trustworthy. The t-interval covers 95 % at every n >= 2.
-The difference interval is the one Welch's test inverts: it excludes 0 exactly when
-the test's p < 1 - confidence, so an interval never says more than the test.
+Not a percentile bootstrap: its nominal 95 % covers the true mean of normal runs 51 % of
+the time at n = 2 and under 95 % up to n = 50 (`simulated_coverage`, docs/stats.md,
+"Intervals"); the t-interval covers 95 % at every n >= 2. The difference interval is the
+one Welch's test inverts, so an interval never says more than the test.
 """
 
 from __future__ import annotations
@@ -29,10 +27,8 @@ def _check(confidence: float) -> None:
 
 
 def mean_interval(s: SampleStats, confidence: float = 0.95) -> Interval:
-    """Student-t interval of the mean: mean +/- t(n-1) * std / sqrt(n).
-
-    NaN bounds for a single run (no spread); the point itself when all runs tie.
-    """
+    """Student-t interval of the mean: mean +/- t(n-1) * std / sqrt(n). NaN bounds for a
+    single run (no spread); the point itself when all runs tie."""
     _check(confidence)
     if s.n < 2:
         return math.nan, math.nan
@@ -41,10 +37,9 @@ def mean_interval(s: SampleStats, confidence: float = 0.95) -> Interval:
 
 
 def welch_interval(a: SampleStats, b: SampleStats, confidence: float = 0.95) -> Interval:
-    """Welch interval of mean(a) - mean(b): diff +/- t(df) * se, the inverse of Welch's test.
-
-    NaN when a row has < 2 runs; the difference itself when both rows have no spread.
-    """
+    """Welch interval of mean(a) - mean(b): diff +/- t(df) * se, the inverse of Welch's
+    test. NaN when a row has < 2 runs; the difference itself when both rows have no
+    spread."""
     _check(confidence)
     diff = a.mean - b.mean
     if a.n < 2 or b.n < 2:
@@ -59,11 +54,9 @@ def welch_interval(a: SampleStats, b: SampleStats, confidence: float = 0.95) -> 
 def simulated_coverage(
     interval: Callable[[np.ndarray], Interval], n: int, *, sims: int, seed: int
 ) -> float:
-    """Fraction of `sims` standard-normal samples of `n` runs whose interval holds the mean 0.
-
-    `interval`: per-run values, shape (n,) -> (low, high). Used to measure an interval
-    method's real coverage at the run counts our tables print.
-    """
+    """Fraction of `sims` standard-normal samples of `n` runs whose interval holds the mean
+    0. `interval`: per-run values, shape (n,) -> (low, high). Used to measure an interval
+    method's real coverage at the run counts our tables print."""
     rng = np.random.default_rng(seed)
     samples = rng.normal(0.0, 1.0, size=(sims, n))
     hits = 0

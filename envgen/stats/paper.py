@@ -50,10 +50,8 @@ AUTHORS_AGENTS = ("4M", "9M")  # PPO (~4M parameters) and AD (~9M), Table 1
 
 def load_reported(path: Path = REPORTED_CSV) -> pd.DataFrame:
     """Every reported mean +/- std, indexed by (table, row), plus a derived `n_runs` column.
-
     Raises `StatsInputError` naming the column when the file's columns differ from
-    `REPORTED_DTYPES`, a (table, row) key repeats, or a std is negative.
-    """
+    `REPORTED_DTYPES`, a (table, row) key repeats, or a std is negative."""
     frame = _read_csv(path, REPORTED_DTYPES)
     for metric in METRICS:
         std = frame[f"{metric}_std"]
@@ -66,9 +64,7 @@ def load_reported(path: Path = REPORTED_CSV) -> pd.DataFrame:
 
 def paper_runs(table: str, agent_params: str, llm_calls: str) -> int | None:
     """Runs behind one reported row (see module comment); None for external baselines.
-
-    Arguments are the row's CSV text, "" where blank.
-    """
+    Arguments are the row's CSV text, "" where blank."""
     if table == "table8":
         return RUNS_WITHOUT_LLM_ENVS
     if agent_params not in AUTHORS_AGENTS:

@@ -233,16 +233,13 @@ def evaluate_claims(
     designers: Mapping[str, str | None] | None = None,
     alpha: float = ALPHA,
 ) -> list[ClaimResult]:
-    """Verdicts for one family of `claims`, Bonferroni-corrected together.
-
-    `runs`: {metric: {row label: per-run values, shape (n_runs,)}}; NaN runs are
-    dropped. `configs`: {row label: config hash}; a claim whose two rows are one
-    config compares a run set with itself and is left out of the family, inconclusive.
-    `designers`: {row label: "llm:<model>" | baseline | None}; a claim whose rows were
-    designed by another than the paper's LLM (`paper_designer`) is inconclusive, with
-    that reason, whatever the profile.
-    Every claim's rows must be in `runs` (select claims first).
-    """
+    """Verdicts for one family of `claims`, Bonferroni-corrected together. `runs`: {metric:
+    {row label: per-run values, shape (n_runs,)}}; NaN runs are dropped. `configs`: {row
+    label: config hash}; a claim whose two rows are one config compares a run set with
+    itself and is left out of the family, inconclusive. `designers`: {row label:
+    "llm:<model>" | baseline | None}; a claim whose rows were designed by another than the
+    paper's LLM (`paper_designer`) is inconclusive, with that reason, whatever the profile.
+    Every claim's rows must be in `runs` (select claims first)."""
     ours = [(_ours(runs, c.a, c), _ours(runs, c.b, c)) for c in claims]
     same = [_one_config(configs, c) for c in claims]
     tests = [welch_from_stats(a, b) for a, b in ours]
@@ -259,6 +256,8 @@ def evaluate_claims(
         else:
             word, reason = verdict(profile=profile, ours=(a, b), paper=effect, level=level)
         known = pa is not None and pb is not None
+        if known:
+            pop_a, pop_b = assumed_population(pa, a), assumed_population(pb, b)
         results.append(
             ClaimResult(
                 claim=claim,
@@ -274,13 +273,7 @@ def evaluate_claims(
                 tost_p=math.nan if effect.tie_margin is None else tost_p(a, b, effect.tie_margin),
                 g=hedges_g_from_stats(a, b),
                 paper_g=hedges_g_from_stats(pa, pb) if known else math.nan,
-                power=(
-                    welch_power(
-                        assumed_population(pa, a), assumed_population(pb, b), a.n, b.n, level
-                    )
-                    if known
-                    else math.nan
-                ),
+                power=welch_power(pop_a, pop_b, a.n, b.n, level) if known else math.nan,
                 verdict=word,
                 reason=reason,
             )
@@ -327,10 +320,8 @@ def _one_config(configs: Mapping[str, str | None] | None, claim: Claim) -> str |
 
 def assumed_population(paper: SampleStats, ours: SampleStats) -> SampleStats:
     """The population a power calculation assumes: the paper's mean, the larger spread.
-
-    Taking our std when it exceeds the paper's keeps noisier runs from being credited
-    with power they did not have (docs/stats.md, "Per claim", **Power**).
-    """
+    Taking our std when it exceeds the paper's keeps noisier runs from being credited with
+    power they did not have (docs/stats.md, "Per claim", **Power**)."""
     std = paper.std if ours.n < 2 else max(paper.std, ours.std)
     return dataclasses.replace(paper, std=std)
 

@@ -31,13 +31,10 @@ def simulated_welch_power(
     n_b: int | None = None,
 ) -> float:
     """Share of `sims` simulated campaigns in which the one-sided Welch test of a > b
-    rejects at level `alpha`.
-
-    Arm a draws `n` runs from Normal(diff, sd_a), arm b `n_b` (default `n`) from
-    Normal(0, sd_b); each campaign's test uses its own sample stds and Welch df. A
-    campaign whose both samples have no spread rejects when its difference is positive.
-    Fixed `seed`: the same arguments give the same figure.
-    """
+    rejects at level `alpha`. Arm a draws `n` runs from Normal(diff, sd_a), arm b `n_b`
+    (default `n`) from Normal(0, sd_b); each campaign's test uses its own sample stds and
+    Welch df. A campaign whose both samples have no spread rejects when its difference is
+    positive. Fixed `seed`: the same arguments give the same figure."""
     n_b = n if n_b is None else n_b
     if n < 2 or n_b < 2:
         raise StatsInputError("n", f"Welch's test needs at least 2 runs per arm; got {n}, {n_b}")

@@ -1,19 +1,13 @@
 """rliable's views of a comparison of arms (Agarwal et al., NeurIPS 2021): IQM, P(a > b),
 performance profiles, each with a stratified-bootstrap percentile interval.
 
-Inputs are rliable's: one arm is a matrix of shape (n_runs, n_tasks) (a task is one
-column: the Crafter score, or one achievement's success rate); a run holding a NaN is
-dropped (`clean_score_matrix`). The stratified bootstrap resamples each arm's runs with
-replacement independently within each task column, and each arm independently of the
-other (rliable's `StratifiedBootstrap` and `StratifiedIndependentBootstrap`); the
-interval is the percentile interval (rliable's default method).
-
-Why by hand: rliable 1.2.0's bootstraps draw their indices from numpy's global random
-state and ignore their `random_state` argument, so a fixed `random_state` does not
-repeat an interval (docs/stats.md, "rliable's views"). Here every interval is
-`scipy.stats.bootstrap` from `numpy.random.default_rng(seed)`, the engine of
-`envgen.stats.summary.interval_estimates`; rliable's own `metrics` functions are the
-reference for the point estimates in the tests.
+One arm is a matrix of shape (n_runs, n_tasks) (a task: the Crafter score, or one
+achievement's success rate); a run holding a NaN is dropped. The bootstrap resamples
+each arm's runs within each task column, arms independently (rliable's
+`StratifiedIndependentBootstrap`), percentile intervals. Not rliable's own: its 1.2.0
+bootstraps ignore `random_state`, so an interval does not repeat (docs/stats.md,
+"rliable's views"); here each is `stratified_bootstrap` from a fixed seed, and rliable's
+`metrics` functions are the tests' reference for the point estimates.
 """
 
 from __future__ import annotations
@@ -43,10 +37,8 @@ Statistic = Callable[..., np.ndarray]
 
 def improvement_probability(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """P(X > Y) averaged over tasks, ties counted half (rliable's
-    `probability_of_improvement`: the Mann-Whitney U over n_x n_y, per task).
-
-    `x`: shape (..., n_x, n_tasks); `y`: shape (..., n_y, n_tasks); returns shape (...).
-    """
+    `probability_of_improvement`: the Mann-Whitney U over n_x n_y, per task). `x`: shape
+    (..., n_x, n_tasks); `y`: shape (..., n_y, n_tasks); returns shape (...)."""
     diff = x[..., :, None, :] - y[..., None, :, :]  # (..., n_x, n_y, n_tasks)
     per_pair = (diff > 0) + 0.5 * (diff == 0)
     return per_pair.mean(axis=(-3, -2)).mean(axis=-1)
@@ -104,12 +96,7 @@ class Profile:
 
 
 def performance_profile(
-    scores: ArrayLike,
-    taus: ArrayLike,
-    *,
-    name: str,
-    seed: int = SEED,
-    reps: int = PROFILE_REPS,
+    scores: ArrayLike, taus: ArrayLike, *, name: str, seed: int = SEED, reps: int = PROFILE_REPS
 ) -> Profile:
     """One arm's score distribution at `taus` with its stratified-bootstrap band."""
     matrix = _matrix(scores, name)

@@ -17,12 +17,10 @@ from envgen.errors import StatsInputError
 
 
 def clean_runs(runs: ArrayLike, name: str) -> tuple[np.ndarray, int]:
-    """Per-run values of one row as a float array, NaN runs dropped.
-
-    `runs`: shape (n_runs,). Returns (values of shape (n_finite,), number of NaNs dropped).
-    Raises `StatsInputError` naming `name` for a wrong shape, an infinite value or
-    no finite run at all.
-    """
+    """Per-run values of one row as a float array, NaN runs dropped. `runs`: shape
+    (n_runs,). Returns (values of shape (n_finite,), number of NaNs dropped). Raises
+    `StatsInputError` naming `name` for a wrong shape, an infinite value or no finite run at
+    all."""
     values = np.asarray(runs, dtype=float)
     if values.ndim != 1:
         raise StatsInputError(
@@ -34,10 +32,8 @@ def clean_runs(runs: ArrayLike, name: str) -> tuple[np.ndarray, int]:
 
 def clean_score_matrix(scores: ArrayLike, name: str) -> tuple[np.ndarray, int]:
     """A runs x tasks score matrix (rliable layout) with runs holding any NaN dropped.
-
     `scores`: shape (n_runs,) (one task) or (n_runs, n_tasks). Returns (matrix of shape
-    (n_finite_runs, n_tasks), number of runs dropped).
-    """
+    (n_finite_runs, n_tasks), number of runs dropped)."""
     values = np.asarray(scores, dtype=float)
     if values.ndim == 1:
         values = values[:, None]
@@ -59,12 +55,10 @@ def _finite_rows(values: np.ndarray, name: str) -> np.ndarray:
 
 
 def moments(values: np.ndarray) -> tuple[float, float]:
-    """Mean and sample std (ddof=1) of finite values, shape (n,).
-
-    When all values tie, the mean is that value and the std exactly 0.0 (no float
-    round-off residue that would make two tied rows differ). The std of a single value
-    is NaN: its spread cannot be estimated.
-    """
+    """Mean and sample std (ddof=1) of finite values, shape (n,). When all values tie, the
+    mean is that value and the std exactly 0.0 (no float round-off residue that would make
+    two tied rows differ). The std of a single value is NaN: its spread cannot be
+    estimated."""
     if np.all(values == values[0]):
         return float(values[0]), (0.0 if values.size > 1 else math.nan)
     return float(np.mean(values)), float(np.std(values, ddof=1))

@@ -1,23 +1,17 @@
 """Per-row summaries: mean, std, IQM and a t-interval of the mean; rliable's bootstrap.
 
 A row's printed interval is Student's t (`envgen.stats.intervals.mean_interval`): its
-coverage holds at the few runs a row has, which the bootstrap's does not (measured
-in docs/stats.md, "Intervals"). `interval_estimates` stays for aggregates over
-tasks (IQM) at many runs, and is never what a table prints.
-
-The bootstrap follows rliable (Agarwal et al., 2021): scores are `{row: array(n_runs x n_tasks)}`,
-aggregates map a runs x tasks matrix to one number, and intervals come from a
-stratified bootstrap that resamples runs independently within each task. The
-bootstrap is scipy's (`scipy.stats.bootstrap`, percentile method, each task column
-an independent sample), which is rliable's stratified bootstrap; envgen does not
-import rliable or arch (docs/stats.md, "Dependencies").
+coverage holds at a row's few runs, the bootstrap's does not (docs/stats.md,
+"Intervals"). The bootstrap (`stratified_bootstrap`) serves rliable's views of
+aggregates over tasks (Agarwal et al., 2021), never a table's interval; it is
+`scipy.stats.bootstrap` (percentile, each task column an independent sample;
+docs/stats.md, "Dependencies").
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,25 +20,13 @@ from numpy.typing import ArrayLike
 
 from envgen.errors import StatsInputError
 from envgen.stats.intervals import mean_interval
-from envgen.stats.runs import SampleStats, clean_runs, clean_score_matrix, moments
-
-Aggregate = Callable[[np.ndarray], np.ndarray]
-"""Maps scores of shape (..., n_runs, n_tasks) to shape (...)."""
-
-DEFAULT_REPS = 10_000
-
-
-def aggregate_mean(scores: np.ndarray) -> np.ndarray:
-    """Mean over runs and tasks, shape (..., n_runs, n_tasks) -> (...) (rliable's mean)."""
-    return np.mean(scores, axis=(-2, -1))
+from envgen.stats.runs import SampleStats, clean_runs, moments
 
 
 def aggregate_iqm(scores: np.ndarray) -> np.ndarray:
-    """Interquartile mean: 25%-trimmed mean over all runs x tasks (rliable's IQM).
-
-    scipy's `trim_mean` cuts int(0.25 * n) values from each end, so under 4 values it
-    equals the mean; ties are cut by position in sorted order.
-    """
+    """Interquartile mean: 25%-trimmed mean over all runs x tasks (rliable's IQM). scipy's
+    `trim_mean` cuts int(0.25 * n) values from each end, so under 4 values it equals the
+    mean; ties are cut by position in sorted order."""
     flat = scores.reshape(*scores.shape[:-2], -1)
     return scipy.stats.trim_mean(flat, proportiontocut=0.25, axis=-1)
 
@@ -59,38 +41,6 @@ class Interval:
     """Lower bound; NaN with a single run (no spread to resample)."""
     high: float
     """Upper bound; NaN with a single run."""
-
-
-def interval_estimates(
-    scores: Mapping[str, ArrayLike],
-    aggregate: Aggregate,
-    *,
-    seed: int,
-    reps: int = DEFAULT_REPS,
-    confidence: float = 0.95,
-) -> dict[str, Interval]:
-    """Stratified-bootstrap percentile CI of `aggregate` for each row.
-
-    `scores`: {row: array of shape (n_runs,) or (n_runs, n_tasks)}; runs holding a NaN
-    are dropped. Every row is resampled from the same `seed`, so a row's interval does
-    not depend on which other rows are present.
-    """
-    _check_bootstrap_args(seed, reps, confidence)
-    out: dict[str, Interval] = {}
-    for name, raw in scores.items():
-        matrix, _ = clean_score_matrix(raw, name)
-        point = float(aggregate(matrix))
-        if matrix.shape[0] < 2:
-            out[name] = Interval(point=point, low=math.nan, high=math.nan)
-            continue
-        if np.all(matrix == matrix[0]):  # runs tie within every task: resamples = data
-            out[name] = Interval(point=point, low=point, high=point)
-            continue
-        ci = stratified_bootstrap(
-            [matrix], aggregate, seed=seed, reps=reps, confidence=confidence, batch=1000
-        )
-        out[name] = Interval(point=point, low=float(ci.low), high=float(ci.high))
-    return out
 
 
 def stratified_bootstrap(
@@ -177,13 +127,3 @@ def summarize_row(runs: ArrayLike, *, name: str = "runs", confidence: float = 0.
         ci_high=high,
         confidence=confidence,
     )
-
-
-def summarize_rows(
-    runs: Mapping[str, ArrayLike], *, confidence: float = 0.95
-) -> dict[str, RowSummary]:
-    """`summarize_row` for every row of {row: array(n_runs,)}."""
-    return {
-        name: summarize_row(values, name=name, confidence=confidence)
-        for name, values in runs.items()
-    }

@@ -44,11 +44,9 @@ class PaperEffect:
 
 def tie_margin(a: SampleStats, b: SampleStats, alpha: float = ALPHA) -> float | None:
     """The paper's a - b is a tie when its own Welch test gives p >= alpha; then the margin.
-
-    The margin is the largest |a - b| the paper's numbers are compatible with (the far
-    bound of its 1 - alpha Welch interval): we reproduce the tie when our runs rule out
-    any larger difference. None when the paper's numbers separate the rows.
-    """
+    The margin is the largest |a - b| the paper's numbers are compatible with (the far bound
+    of its 1 - alpha Welch interval): we reproduce the tie when our runs rule out any larger
+    difference. None when the paper's numbers separate the rows."""
     if welch_from_stats(a, b).p < alpha:
         return None
     low, high = welch_interval(a, b, 1 - alpha)
@@ -72,9 +70,8 @@ def tost_p(a: SampleStats, b: SampleStats, margin: float) -> float:
 def verdict(
     *, profile: str, ours: tuple[SampleStats, SampleStats], paper: PaperEffect, level: float
 ) -> tuple[str, str]:
-    """(verdict, reason); the first line of the rule that applies decides.
-
-    `level`: the per-claim level, alpha / (testable claims in the family) (Bonferroni).
+    """(verdict, reason); the first line of the rule that applies decides. `level`: the
+    per-claim level, alpha / (testable claims in the family) (Bonferroni).
     1. profile not claim-grade -> inconclusive; 2. a row with < 2 runs -> inconclusive;
     3. a tie: TOST p < level -> reproduced, interval outside +/- margin -> not a tie,
     else inconclusive; 4. interval below 0 -> opposite; 5. interval below the paper's

@@ -1,13 +1,12 @@
 """How diverse the worlds are that runs trained on (docs/campaign_sfl.md, D2).
 
-Read from each run's cycles' worlds (`CycleDir.environments`), fixed before the campaign's
-runs: distinct worlds (a world is its environment and inventory settings, as
-`envgen.llm.parse.settings_key` compares them), the coverage of each knob (the share of
-worlds at each value of each environment setting; per inventory item the mean starting
-count and the share of worlds starting with any), and how often a cycle's worlds change
-from the previous cycle's. For SFL runs also what its choice did (`sfl_choices`).
+From each run's cycles' worlds (`CycleDir.environments`), measures fixed before the
+campaign's runs: distinct worlds (a world is its environment and inventory settings),
+each knob's coverage (the share of worlds at each value of each environment setting; per
+inventory item the mean starting count and the share starting with any), and how often a
+cycle's worlds change from the previous cycle's; for SFL runs what its choice did.
 
-    python -m envgen.loop.world_diversity RUN_DIR [RUN_DIR ...]   # one arm's runs, as JSON
+    python -m envgen.report.world_diversity RUN_DIR [RUN_DIR ...]   # one arm's runs, as JSON
 """
 
 from __future__ import annotations
@@ -75,10 +74,9 @@ def changed(cycles: Sequence[Sequence[World]]) -> tuple[int, int]:
 
 
 def diversity(runs: Sequence[Sequence[Sequence[World]]]) -> dict[str, Any]:
-    """D2 over one arm's runs (each a list of cycles of worlds): distinct worlds in all
-    and per run, knob coverage, and the share of worlds changed between cycles, pooled
-    over all the arm's (run, cycle) pairs as registered (None when no run has a second
-    cycle)."""
+    """D2 over one arm's runs (each a list of cycles of worlds): distinct worlds in all and
+    per run, knob coverage, and the share of worlds changed between cycles, pooled over all
+    the arm's (run, cycle) pairs as registered (None when no run has a second cycle)."""
     worlds = [w for run in runs for cycle in run for w in cycle]
     per_run = [len({world_key(w) for cycle in run for w in cycle}) for run in runs]
     counts = [changed(run) for run in runs]

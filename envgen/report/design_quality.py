@@ -1,22 +1,19 @@
 """How well an LLM designs worlds, measured on its recorded replies.
 
-Three numbers per Crafter reply, the first two per Heist reply (Heist's N_cycle = 1 has
-no adaptation), (docs/llm.md, "Design quality"), computed from the cache files
-alone, so any recorded model can be compared without training:
+Three numbers per Crafter reply, the first two per Heist reply (no adaptation at N_cycle
+= 1; docs/llm.md, "Design quality"), from the cache files alone, without training:
 
 - **distinct**: how many of the N worlds differ (environment and inventory settings as
   validated; the purpose line is ignored);
-- **out of range**: how many values the reply wrote outside their allowed range (the
-  clamping warnings of the game's `from_dict`), over all worlds' values;
-- **toward weakness** (adaptations only): the W = 5 weakest skills of the feedback the
-  reply answered (lowest mean success; ties in the game's order), and the share of those
-  skills that each world *supports*, averaged over the worlds, for the new set minus the
-  set the agent had just trained in. Positive: the adaptation moved toward the agent's
-  weaknesses. A world supports skill s when it gives what the heuristic designer's
-  recipe for s gives (`envgen.loop.world_designers.RECIPES`): the recipe's biome if it
-  names one, each of its resources at least as common as the recipe's, and every item
-  the recipe hands over at a count of at least 1. The recipe is a yardstick written for
-  this project, not the paper's: a world can train a skill in ways it does not list.
+- **out of range**: values the reply wrote outside their range (the clamping warnings of
+  the game's `from_dict`), over all worlds' values;
+- **toward weakness** (adaptations only): for the W = 5 weakest skills of the feedback
+  answered (lowest mean success; ties in the game's order), the share each world
+  *supports*, averaged over the worlds, new set minus the set just trained in (positive:
+  toward the agent's weaknesses). A world supports skill s when it gives what the
+  heuristic designer's recipe for s gives (`envgen.loop.world_designers.RECIPES`): its
+  biome if named, each resource at least as common, each item handed over at least 1;
+  a yardstick of this project, not the paper's (a world can train a skill otherwise).
 """
 
 from __future__ import annotations
@@ -26,6 +23,7 @@ import dataclasses
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,7 +39,6 @@ from envgen.llm.slots import FEEDBACK_LINE
 from envgen.loop.world_designers import RECIPES, Recipe
 from envgen.store.run_dir import RunDir, read_json
 
-WEAKEST = 5
 _LABEL = re.compile(
     r"^(?P<game>crafter|heist)/(?P<stage>initial|adapt\d+)/n(?P<n>\d+)(?P<obf>/obfuscated)?/set\d+"
     r"(?P<redraw>/redraw\d+)?(?P<reask>/reask\d+)?$"
@@ -69,7 +66,7 @@ def skill_support(configs: Sequence[CrafterConfig], skills: Sequence[str]) -> fl
     return sum(shares) / len(shares)
 
 
-def weakest(feedback: str, count: int = WEAKEST) -> list[str]:
+def weakest(feedback: str, count: int = 5) -> list[str]:
     """The `count` skills with the lowest mean in the newest feedback lines of `feedback`."""
     rates = [
         (float(m["mean"]), i, m["head"][2:-2])
@@ -88,9 +85,6 @@ class ReplyQuality:
     toward_weakness: float | None  # Crafter adaptations only
     usable: bool = True
     game: str = "crafter"
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def reply_quality(entry: Mapping[str, Any]) -> ReplyQuality | None:
@@ -133,22 +127,12 @@ def _values(config: Any, game: str) -> int:
     return len(data["environment_settings"]) + items
 
 
-def measure(cache_dir: Path, model: str, temperature: float | None = None) -> list[ReplyQuality]:
-    """Every Crafter reply of `model` in the cache (at `temperature`, if given), by label."""
-    return select(measure_groups(cache_dir), model, temperature)
-
-
 def select(
     groups: Mapping[tuple[str, float], list[ReplyQuality]], model: str, temperature: float | None
 ) -> list[ReplyQuality]:
     """The replies of `model` (at `temperature`, if given) among `groups`, by label."""
-    chosen = (
-        q
-        for (m, t), rows in groups.items()
-        if m == model and temperature in (None, t)
-        for q in rows
-    )
-    return sorted(chosen, key=lambda q: q.label)
+    keys = [key for key in groups if key[0] == model and temperature in (None, key[1])]
+    return sorted((q for key in keys for q in groups[key]), key=lambda q: q.label)
 
 
 def measure_groups(
@@ -219,10 +203,7 @@ def _distinct_of_n(rows: Sequence[ReplyQuality]) -> dict[str, int]:
     """How many usable replies had k distinct worlds of their n, as {"k of n": replies},
     most distinct first."""
     pairs = sorted(((q.n, q.distinct) for q in rows if q.usable), reverse=True)
-    counts: dict[str, int] = {}
-    for n, k in pairs:
-        counts[f"{k} of {n}"] = counts.get(f"{k} of {n}", 0) + 1
-    return counts
+    return dict(Counter(f"{k} of {n}" for n, k in pairs))
 
 
 def _distinct_by_draw(replies: Sequence[ReplyQuality]) -> dict[str, list[int | None]]:
@@ -277,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         keys = run_keys(args.runs) if args.runs else None
         groups = measure_groups(args.cache_dir, keys)
     except EnvGenError as exc:
-        print(f"envgen.loop.design_quality: {exc}", file=sys.stderr)
+        print(f"envgen.report.design_quality: {exc}", file=sys.stderr)
         return 1
     if args.out:
         summaries = {

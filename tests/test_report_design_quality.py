@@ -10,17 +10,17 @@ from envgen.errors import EnvGenError
 from envgen.llm.cache import CachedLLM
 from envgen.llm.client import backend_config
 from envgen.llm.request import ChatRequest, ChatResponse, Message, Usage
-from envgen.loop.design_quality import (
+from envgen.loop.world_designers import RECIPES
+from envgen.report.design_quality import (
     main,
-    measure,
     measure_groups,
     reply_quality,
     run_keys,
+    select,
     summarize,
     supports,
     weakest,
 )
-from envgen.loop.world_designers import RECIPES
 from envgen.scoring import ACHIEVEMENTS
 
 
@@ -93,10 +93,11 @@ def test_replies_are_measured_per_model_and_temperature(tmp_path):
     record(tmp_path, "m", 0.0, WOOD, WOOD)
     record(tmp_path, "m", 0.7, WOOD, IRON)
     record(tmp_path, "other", 0.7, IRON, IRON)
-    assert sorted(q.distinct for q in measure(tmp_path, "m")) == [1, 2]
-    assert [q.distinct for q in measure(tmp_path, "m", 0.7)] == [2]
-    assert [q.distinct for q in measure(tmp_path, "m", 0.0)] == [1]
-    assert measure(tmp_path, "m", 1.0) == []
+    groups = measure_groups(tmp_path)
+    assert sorted(q.distinct for q in select(groups, "m", None)) == [1, 2]
+    assert [q.distinct for q in select(groups, "m", 0.7)] == [2]
+    assert [q.distinct for q in select(groups, "m", 0.0)] == [1]
+    assert select(groups, "m", 1.0) == []
     # --runs: only the calls a run made (its llm_calls.json names their keys).
     keys = sorted(p.stem for p in tmp_path.glob("*.json"))
     run = tmp_path / "runs" / "abc" / "seed-0"
