@@ -3,13 +3,9 @@
 `RunConfig.game` names an entry; `execute_run` builds the network, the PPO settings,
 the trainer's vec env and episode logs, and the evaluations from it; the LLM designer
 reads its prompts, reply schema and skills from `design`. Crafter is Tables 1-7 of the
-paper, Heist Table 8 (docs/paper.md, "Results"). Each game's own code lives beside its
-engine (envgen/envs/crafter, envgen/envs/heist) and its prompts in envgen/llm.
-
-Heist's PPO defaults are CleanRL's `ppo_procgen.py` (vwxyzjn/cleanrl), the common PPO
-reference on procgen: gamma 0.999, GAE lambda 0.95, lr 5e-4, 64 envs x 256 steps, 8
-minibatches, 3 epochs, clip 0.2, entropy 0.01, value 0.5, grad norm 0.5 (docs/heist.md,
-"PPO for Heist", lists what differs from CleanRL's loop).
+paper, Heist Table 8. Each game's own code lives beside its engine (envgen/envs/crafter,
+envgen/envs/heist) and its prompts in envgen/llm. Heist's PPO defaults are CleanRL's
+`ppo_procgen.py` (docs/heist.md, "PPO for Heist", lists them and what differs).
 """
 
 from __future__ import annotations
@@ -42,10 +38,9 @@ Evaluate = Callable[["ActorCritic", int, int, str, int | None, Any, int], dict[s
 HEIST_CHECKPOINT_EVERY = 1_048_576  # 64 rollouts of 64 x 256; see docs/heist.md
 
 
-# The training and evaluation functions load torch, which reading profiles, plans and
-# finished runs (`envgen campaign status`, the results tables) never needs
-# (tests/test_lazy_imports.py): each is imported when first called. Module-level
-# functions, not closures, so a `GameSpec` still pickles and compares by value.
+# Training and evaluation load torch, which reading profiles, plans and finished runs
+# never needs (tests/test_lazy_imports.py): each is imported when first called, from
+# module-level functions (not closures) so that a `GameSpec` pickles and compares by value.
 
 
 def _crafter_vec_env_factory(workers: int | None) -> EnvFactory:
@@ -108,21 +103,6 @@ class GameSpec:
         )
 
 
-HEIST_PPO = {
-    "gamma": 0.999,
-    "gae_lambda": 0.95,
-    "num_envs": 64,
-    "num_steps": 256,
-    "epochs": 3,
-    "minibatches": 8,
-    "clip": 0.2,
-    "ent_coef": 0.01,
-    "vf_coef": 0.5,
-    "lr": 5e-4,
-    "max_grad_norm": 0.5,
-    "checkpoint_every": HEIST_CHECKPOINT_EVERY,
-}
-
 GAMES: dict[str, GameSpec] = {
     "crafter": GameSpec(
         name="crafter",
@@ -140,7 +120,22 @@ GAMES: dict[str, GameSpec] = {
         name="heist",
         original=HeistConfig(),
         num_actions=HEIST_ACTIONS,
-        ppo_defaults=PPOOverrides(HEIST_PPO),
+        ppo_defaults=PPOOverrides(
+            {
+                "gamma": 0.999,
+                "gae_lambda": 0.95,
+                "num_envs": 64,
+                "num_steps": 256,
+                "epochs": 3,
+                "minibatches": 8,
+                "clip": 0.2,
+                "ent_coef": 0.01,
+                "vf_coef": 0.5,
+                "lr": 5e-4,
+                "max_grad_norm": 0.5,
+                "checkpoint_every": HEIST_CHECKPOINT_EVERY,
+            }
+        ),
         vec_env_factory=heist_vec_env_factory,
         episode_record=heist_episode_record,
         summarize=heist_metrics.summary,

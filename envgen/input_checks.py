@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from envgen.errors import ConfigError
+from envgen.files import too_large
 from envgen.yaml_input import MAX_BYTES as MAX_YAML_BYTES
-from envgen.yaml_input import YAMLInputError, loads_mapping, too_large
+from envgen.yaml_input import YAMLInputError, loads_mapping
 
 
 # --- files -------------------------------------------------------------------------------
@@ -36,7 +37,7 @@ def read_yaml_mapping(path: Path | str, what: str) -> dict[str, Any]:
     """
     path = Path(path)
     if path.is_file() and path.stat().st_size > MAX_YAML_BYTES:  # before reading it
-        raise ConfigError("", too_large(path.stat().st_size), file=path)
+        raise ConfigError("", too_large(path.stat().st_size, MAX_YAML_BYTES, "YAML"), file=path)
     text = read_text(path, what)
     try:
         return loads_mapping(text, path, what)

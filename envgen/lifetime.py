@@ -1,22 +1,15 @@
 """Worker processes that end with their parent: no orphan trains on after a kill.
 
-A parent killed by a signal (`kill PID`, `kill -9`, an out-of-memory kill) runs no
-clean-up, so its workers would go on training and writing into the run store (an
-orphaned worker once re-sealed a run after it had been restored from git). Linux ends
-them for us: `PR_SET_PDEATHSIG` asks the kernel to signal a process when the thread that
-created it ends. Each worker calls `die_with_parent` first thing, giving the pid it
-expects as its parent: if that parent is already gone (it died between the fork and the
-call), the worker ends at once. Elsewhere (macOS) nothing is set and the function says so.
+A parent killed by a signal (`kill -9`, an out-of-memory kill) runs no clean-up, so its
+workers would go on training and writing into the run store. On Linux,
+`die_with_parent` (called first thing in a worker) has the kernel signal the process
+when its parent ends, and ends it at once when the parent is already gone.
+`bound_to_parent` does the same for a program that is not Python (the local LLM
+server): a tiny launcher sets the request, which survives `exec`, then execs it.
 
-A program that is not Python (the local LLM server, once exec'd) cannot call it, so
-`bound_to_parent` wraps its command line in a tiny launcher that sets the same request
-and then execs the program: the request survives `exec`, the pid stays the same.
-
-A SIGTERM by default ends Python without running `finally` blocks or context managers
-(a server's `stop`, a temporary directory's removal), and a SIGINT sent to the parent
-alone leaves a process pool's `with` waiting for its jobs. `signals_exit` turns both
-into an orderly exit while a resource is held: it ends this process's multiprocessing
-children, runs the given clean-up and raises `SystemExit(143)` or `KeyboardInterrupt`.
+SIGTERM ends Python without running `finally` blocks, and a SIGINT sent to the parent
+alone leaves a process pool's `with` waiting for its jobs: `signals_exit` turns both
+into an orderly exit while a resource is held.
 """
 
 from __future__ import annotations
@@ -34,11 +27,9 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def die_with_parent(parent: int | None = None, signum: int = signal.SIGKILL) -> bool:
-    """Have the kernel send `signum` to this process when its parent ends; whether it could.
-
-    `parent`: the pid this process was started by; when the process's parent is no
-    longer that one, the parent has already ended and this process ends now.
-    """
+    """Have the kernel send `signum` to this process when its parent ends; whether it could
+    (Linux only). `parent`, the pid that started this process: if it is no longer the
+    parent, the parent has already ended and this process ends now."""
     if not sys.platform.startswith("linux"):
         return False
     libc = ctypes.CDLL(None, use_errno=True)
@@ -75,13 +66,9 @@ def signals_exit(cleanup: Callable[[], None]) -> Iterator[None]:
     """While inside: SIGTERM or SIGINT ends this process's multiprocessing children,
     calls `cleanup` and raises `SystemExit(128 + SIGTERM)` or `KeyboardInterrupt` in the
     main thread, so `finally` blocks and context managers run without waiting for the
-    children's work (a process pool's `with` waits for its running jobs).
-
-    Only for a signal with Python's default handling and in the main thread (a handler
-    can only be set there): a handler already set (a campaign's `end_group_on_signal`)
-    is left as it is. The defaults come back on leaving. A forked child that inherited a
-    handler gets the default action instead.
-    """
+    children's work. Only in the main thread and for a signal with Python's default
+    handling (a campaign's `end_group_on_signal` is left as it is); the defaults come
+    back on leaving. A forked child that inherited the handler gets the default action."""
     owner = os.getpid()
     defaults = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
     main = threading.current_thread() is threading.main_thread()

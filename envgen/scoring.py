@@ -64,15 +64,10 @@ def final_phase_summary(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]
     if not final:
         return None
     start = min(ep["step"] - ep["length"] for ep in final)
-    first_unlock = {
-        a: min((ep["step"] - start for ep in final if ep[f"achievement_{a}"] > 0), default=None)
-        for a in ACHIEVEMENTS
-    }
     summary = summarize(final)
-    return {
-        "score": summary["score"],
-        "reward": summary["reward"],
-        "episodes": summary["episodes"],
-        "success_rates": summary["success_rates"],
-        "first_unlock_step": first_unlock,
+    del summary["length"]
+    summary["first_unlock_step"] = {
+        a: min((ep["step"] - start for ep in final if ep[key] > 0), default=None)
+        for a, key in zip(ACHIEVEMENTS, ACHIEVEMENT_KEYS, strict=True)
     }
+    return summary

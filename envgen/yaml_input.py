@@ -1,15 +1,12 @@
 """Reading YAML that someone else may have written: bounded in size and nesting.
 
-The YAML twin of `envgen.json_input`. A run's config can come from another machine
-(an archive, a clone) and params.yaml from another person. `yaml.safe_load` of
-`x: [[[...]]]` 100,000 deep raises `RecursionError` (a traceback, and in `gpu import`
-the end of every other run of the archive); a file of gigabytes fills the memory; a
-run config of `- a` made the code that expected a mapping fail with AttributeError.
-`loads` refuses a file over `MAX_BYTES` before reading it and one nesting deeper than
-`MAX_DEPTH` while walking PyYAML's event stream (iterative: no recursion, and it stops
-at the first level too deep), before anything builds the value; `loads_mapping` also
-requires a mapping at the top. Each refusal is one `YAMLInputError` line naming the
-file.
+The YAML twin of `envgen.json_input`: a run config can come from another machine, and
+params.yaml from another person. `yaml.safe_load` of `x: [[[...]]]` 100,000 deep raises
+`RecursionError`, and a file of gigabytes fills the memory. `loads` refuses a file over
+`MAX_BYTES` before reading it, and one nesting deeper than `MAX_DEPTH` while walking
+PyYAML's event stream (iteratively, stopping at the first level too deep), before
+anything builds the value; `loads_mapping` also requires a mapping at the top. Each
+refusal is one `YAMLInputError` line naming the file.
 """
 
 from __future__ import annotations
@@ -20,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from envgen.errors import EnvGenError
-from envgen.files import read_bounded
+from envgen.errors import InputError
+from envgen.files import read_bounded, too_large
 
 MAX_BYTES = 16 * 2**20
 """Largest YAML file read: 16 MiB (dvc.yaml, the largest the project has, is under
@@ -33,14 +30,8 @@ MAX_DEPTH = 32
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # for the depth walk: fast
 
 
-class YAMLInputError(EnvGenError):
-    """A YAML file that is too large, too deep, not YAML or not the kind of value asked
-    for; `detail` says which without the file's name, for callers that put it in their
-    own words (`envgen.input_checks.read_yaml_mapping`)."""
-
-    def __init__(self, where: object, detail: str):
-        self.detail = detail
-        super().__init__(f"{where}: {detail}")
+class YAMLInputError(InputError):
+    """A YAML file that is too large, too deep, not YAML or not the kind of value asked for."""
 
 
 def nesting_depth(text: str | bytes, stop_above: int | None = None) -> int:
@@ -78,7 +69,7 @@ def loads(
     """The value of YAML text `data` read from `where` (named in the errors)."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     if len(raw) > max_bytes:
-        raise YAMLInputError(where, too_large(len(raw), max_bytes))
+        raise YAMLInputError(where, too_large(len(raw), max_bytes, "YAML"))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -91,7 +82,7 @@ def loads(
                 f"sequences and mappings nest {depth} deep or more, more than {max_depth}; "
                 "it is not a file this project wrote",
             )
-        return yaml.safe_load(text)  # the pure-Python loader, as before: the same values
+        return yaml.safe_load(text)  # the pure-Python loader, whose values configs were read with
     except yaml.YAMLError as exc:
         raise YAMLInputError(where, _syntax_error(exc, max_depth)) from None
     except RecursionError:  # not reached within MAX_DEPTH; kept as a last line of defence
@@ -114,7 +105,7 @@ def loads_mapping(data: bytes | str, where: object, what: str, **caps: int) -> d
 
 def read(path: Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
     """The YAML value of the file `path` (its size checked before it is read)."""
-    data = read_bounded(path, max_bytes, YAMLInputError, too_large)
+    data = read_bounded(path, max_bytes, YAMLInputError, "YAML")
     return loads(data, path, max_bytes, max_depth)
 
 
@@ -128,11 +119,3 @@ def _syntax_error(exc: yaml.YAMLError, max_depth: int) -> str:
             "this project wrote"
         )
     return f"YAML syntax error{where}: {problem}; fix that line"
-
-
-def too_large(size: int, max_bytes: int = MAX_BYTES) -> str:
-    """The refusal of a file of `size` bytes."""
-    return (
-        f"{size:,} bytes, more than the {max_bytes:,} a YAML file of this project may hold; "
-        "it is not one this project wrote"
-    )
