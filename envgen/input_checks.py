@@ -1,9 +1,8 @@
 """Input checks shared by every entry point: YAML files, typed fields, CLI numbers.
 
-A user's mistake (a quoted number, a YAML typo, a path to a directory) must end in one
-line that names the file, the field and the fix, before any work starts and before
-anything is written: YAML and `dataclasses` accept any value for any field, so without
-these checks `n_cycles: 2.5` trains and `obfuscated: "false"` means true.
+A user's mistake (a quoted number, a YAML typo, a path to a directory) ends in one line
+naming the file, the field and the fix, before any work starts: YAML and `dataclasses`
+accept any value for any field (`n_cycles: 2.5` would train, `obfuscated: "false"` be true).
 """
 
 from __future__ import annotations
@@ -29,12 +28,8 @@ from envgen.yaml_input import YAMLInputError, loads_mapping
 
 # --- files -------------------------------------------------------------------------------
 def read_yaml_mapping(path: Path | str, what: str) -> dict[str, Any]:
-    """The mapping in the YAML file `path` (`what` it should hold, for the messages).
-
-    Missing files, directories, syntax errors, empty files, non-mappings and files too
-    large or nested too deep (`envgen.yaml_input`) each raise a `ConfigError` naming the
-    file.
-    """
+    """The mapping in the YAML file `path` (`what` it should hold, for the messages); any
+    file that is not one (`envgen.yaml_input`) is a `ConfigError` naming it."""
     path = Path(path)
     if path.is_file() and path.stat().st_size > MAX_YAML_BYTES:  # before reading it
         raise ConfigError("", too_large(path.stat().st_size, MAX_YAML_BYTES, "YAML"), file=path)
@@ -66,9 +61,9 @@ def existing_dir(path: Path, what: str) -> Path:
 
 
 def not_a_file(path: Path, what: str) -> Path:
-    """`path` unless a file stands where a directory is wanted (a `ConfigError` naming it,
-    instead of reading it as an empty directory). A missing or read-only directory is
-    the caller's to judge: a replayed cache may be read-only, a filled one made."""
+    """`path` unless a file stands where a directory is wanted (a `ConfigError` naming it).
+    A missing or read-only directory is the caller's to judge (a replayed cache may be
+    read-only, a filled one made)."""
     if path.exists() and not path.is_dir():
         raise ConfigError("", f"is a file; give the directory of {what}", file=path)
     return path
@@ -79,35 +74,31 @@ def writable_dir(path: Path, what: str) -> Path:
     `ConfigError` naming the file that stands in the way, or the folder that is not
     writable: either is otherwise a traceback once the work has started."""
     for place in (path, *path.parents):
-        if place.exists() or place.is_symlink():
-            if place.is_dir():
-                if not os.access(place, os.W_OK | os.X_OK):  # read-only: a PermissionError later
-                    where = "is not writable" if place == path else f"{place} is not writable"
-                    raise ConfigError(
-                        "",
-                        f"{where}; make it writable or give another directory for {what}",
-                        file=path,
-                    )
-                return path
-            where = "is a file" if place == path else f"{place} is a file"
-            raise ConfigError("", f"{where}; give a directory for {what}", file=path)
+        if not (place.exists() or place.is_symlink()):
+            continue
+        where = "" if place == path else f"{place} "
+        if not place.is_dir():
+            raise ConfigError("", f"{where}is a file; give a directory for {what}", file=path)
+        if not os.access(place, os.W_OK | os.X_OK):  # read-only: a PermissionError later
+            fix = f"make it writable or give another directory for {what}"
+            raise ConfigError("", f"{where}is not writable; {fix}", file=path)
+        return path
     return path
 
 
 # --- typed fields ------------------------------------------------------------------------
 def check_types(cls: type, data: Mapping[str, Any], prefix: str = "") -> None:
     """Raise a `ConfigError` for the first value of `data` whose type does not match the
-    annotation of the dataclass field of that name (`prefix` + name in the message).
-
-    Keys that are not fields are left to the caller, which names the allowed ones.
-    """
+    annotation of the dataclass field of that name (`prefix` + name in the message), or
+    is not finite. Keys that are not fields are left to the caller."""
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     for name, value in data.items():
-        if name in names and not _matches(value, hints[name]):
+        if name not in names:
+            continue
+        if not _matches(value, hints[name]):
             raise ConfigError(f"{prefix}{name}", f"{value!r} is not {describe(hints[name])}")
-        if name in names:
-            finite(value, f"{prefix}{name}")
+        finite(value, f"{prefix}{name}")
 
 
 def check_fields(
@@ -115,7 +106,7 @@ def check_fields(
 ) -> None:
     """`check_types`, after a `ConfigError` for the first key of `data` that is no field of
     `cls` (nor one of the space-separated `skip` fields, which the caller sets), naming the
-    nearest field: every typed config reads its mapping this one way."""
+    nearest field."""
     names = {f.name for f in dataclasses.fields(cls)} - set(skip.split())
     unknown = sorted(set(data) - names, key=str)
     if unknown:
@@ -135,9 +126,8 @@ def check_temperature(value: float, where: str) -> None:
 
 
 def finite(value: Any, where: str) -> None:
-    """A `ConfigError` when a number (or a number in a list) is NaN or infinite: YAML's
-    `.nan` and `.inf` are floats, and every comparison with NaN is false, so range checks
-    alone let it through."""
+    """A `ConfigError` when a number (or a number in a list) is NaN or infinite (YAML's
+    `.nan`, `.inf`): every comparison with NaN is false, so range checks let it through."""
     items = value if isinstance(value, list | tuple) else [value]
     for item in items:
         if isinstance(item, float) and not math.isfinite(item):
@@ -158,9 +148,8 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def safe_name(value: Any, where: str) -> str:
-    """`value` if it is a name that can be a file name as is: 1-64 letters, digits, `-`
-    or `_`; a `ConfigError` otherwise (a table id such as `../../x` would write outside
-    the output directory)."""
+    """`value` if it can be a file name as is (1-64 letters, digits, `-` or `_`), else a
+    `ConfigError`: a table id such as `../../x` would write outside the output directory."""
     if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value):
         raise ConfigError(
             where, f"{value!r} is not a name: use 1-64 letters, digits, - or _ (e.g. table1)"
@@ -298,9 +287,8 @@ def whole_number(minimum: int) -> typing.Callable[[str], int]:
 
 
 def number_in(low: float, high: float) -> typing.Callable[[str], float]:
-    """An argparse `type` accepting finite numbers in (`low`, `high`]: `float` parses
-    "nan" and "inf", and every comparison with NaN is false, so a range check alone
-    lets NaN through."""
+    """An argparse `type` accepting finite numbers in (`low`, `high`] (`float` parses "nan",
+    which passes every range check)."""
 
     def parse(text: str) -> float:
         try:
@@ -323,12 +311,11 @@ positive_number = number_in(0, math.inf)
 
 
 def torch_device(text: str) -> str:
-    """An argparse `type` accepting a torch device this machine has (cpu, cuda, cuda:1).
-    argparse applies it to the default too, so "cpu" is answered without importing torch:
-    a command refused for another argument then exits in a fraction of a second."""
+    """An argparse `type` accepting a torch device this machine has (cpu, cuda, cuda:1);
+    "cpu", every command's default, is answered without importing torch."""
     if text == "cpu":
         return text
-    import torch  # lazy: torch; every `envgen` command loads this module (see above)
+    import torch  # lazy: torch; every `envgen` command loads this module
 
     try:
         device = torch.device(text)
