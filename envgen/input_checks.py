@@ -164,17 +164,14 @@ its episode log alone would pass tens of GB (one line per episode)."""
 MAX_MEMORY_BYTES = 64 * 2**30
 """Most memory a run's rollout may need by `rollout_memory_bytes` (the paper's 8 x 512
 rollout: about 50 MB; Heist's 64 x 256: about 0.2 GB)."""
-STEP_BYTES = 64 * 64 * 3 + 32
-"""Rollout memory per transition: the 64x64 RGB observation and the float scalars."""
-ENV_BYTES = 2**20
-"""Memory per running env (its world, objects and observation buffers), rounded up."""
 MAX_COUNT = 10**6
 """Most episodes, evaluations or other repetitions one setting may ask for."""
 
 
 def rollout_memory_bytes(num_envs: int, num_steps: int) -> int:
-    """Estimated memory of one rollout: its transitions and its running envs."""
-    return num_envs * num_steps * STEP_BYTES + num_envs * ENV_BYTES
+    """Estimated memory of one rollout: per transition the 64x64 RGB observation and the
+    float scalars, per running env 1 MiB (its world, objects and buffers, rounded up)."""
+    return num_envs * num_steps * (64 * 64 * 3 + 32) + num_envs * 2**20
 
 
 def at_most(value: int | float, limit: int | float, where: str, why: str) -> None:

@@ -40,18 +40,16 @@ def nesting_depth(data: bytes) -> int:
     return deepest
 
 
-def loads(
-    data: bytes | str, where: object, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
-) -> Any:
+def loads(data: bytes | str, where: object, max_bytes: int = MAX_BYTES) -> Any:
     """The value of JSON text `data` read from `where` (named in the errors)."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     if len(raw) > max_bytes:
         raise JSONInputError(where, too_large(len(raw), max_bytes, "JSON"))
     depth = nesting_depth(raw)
-    if depth > max_depth:
+    if depth > MAX_DEPTH:
         raise JSONInputError(
             where,
-            f"arrays and objects nest {depth} deep, more than {max_depth}; it is not a file "
+            f"arrays and objects nest {depth} deep, more than {MAX_DEPTH}; it is not a file "
             "this package wrote",
         )
     try:
@@ -60,7 +58,7 @@ def loads(
         raise JSONInputError(where, f"not JSON ({str(exc)[:200]})") from None
 
 
-def read(path: Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+def read(path: Path, max_bytes: int = MAX_BYTES) -> Any:
     """The JSON value of the file `path` (its size checked before it is read)."""
     data = read_bounded(path, max_bytes, JSONInputError, "JSON")
-    return loads(data, path, max_bytes, max_depth)
+    return loads(data, path, max_bytes)

@@ -26,17 +26,17 @@ from collections.abc import Callable, Iterator, Sequence
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def die_with_parent(parent: int | None = None, signum: int = signal.SIGKILL) -> bool:
-    """Have the kernel send `signum` to this process when its parent ends; whether it could
-    (Linux only). `parent`, the pid that started this process: if it is no longer the
+def die_with_parent(parent: int | None = None) -> bool:
+    """Have the kernel kill this process when its parent ends; whether it could (Linux
+    only). `parent`, the pid that started this process: if it is no longer the
     parent, the parent has already ended and this process ends now."""
     if not sys.platform.startswith("linux"):
         return False
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) != 0:
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         return False
     if parent is not None and os.getppid() != parent:
-        os.kill(os.getpid(), signum)
+        os.kill(os.getpid(), signal.SIGKILL)
     return True
 
 
@@ -54,11 +54,11 @@ os.execvp(command[0], command)
 """
 
 
-def bound_to_parent(command: Sequence[str], signum: int = signal.SIGKILL) -> list[str]:
-    """`command` started so that the kernel sends it `signum` when the thread that starts
-    it (with `subprocess.Popen`) ends: a killed parent leaves no orphan. On Linux only;
+def bound_to_parent(command: Sequence[str]) -> list[str]:
+    """`command` started so that the kernel kills it when the thread that starts it (with
+    `subprocess.Popen`) ends: a killed parent leaves no orphan. On Linux only;
     elsewhere the launcher just execs `command`."""
-    return [sys.executable, "-c", _LAUNCHER, str(os.getpid()), str(int(signum)), *command]
+    return [sys.executable, "-c", _LAUNCHER, str(os.getpid()), str(int(signal.SIGKILL)), *command]
 
 
 @contextlib.contextmanager

@@ -111,12 +111,9 @@ ENTRY_MODULES = ("envgen.cli", "envgen.pipeline.train")
 
 
 def reexec(mode: str) -> None:
-    """Restart this command-line process in `mode`'s environment when it is not in it
-    (same interpreter, same arguments); returns only when nothing needs changing.
-
-    For entry points (`envgen run`): the variables act only when the libraries load, so
-    a process that has imported them cannot switch in place. Anywhere else (a test
-    calling a command's `main`) a mismatch is a `NumericsError`, never a restart."""
+    """Restart this command-line process (`envgen run`) in `mode`'s environment, same
+    interpreter and arguments, unless it is in it already: the variables act only as the
+    libraries load. Anywhere else (a test calling `main`) a mismatch is a `NumericsError`."""
     bad = mismatches(mode)
     if not bad:
         return
@@ -180,10 +177,7 @@ def _mkl_branch() -> str | None:
             os.close(saved)
         capture.seek(0)
         text = capture.read().decode(errors="replace")
-    for word in text.split():
-        if word.startswith("CNR:"):
-            return word[4:]
-    return None
+    return next((word[4:] for word in text.split() if word.startswith("CNR:")), None)
 
 
 def state() -> dict[str, Any]:
@@ -209,18 +203,16 @@ def state() -> dict[str, Any]:
 
 
 def verify(mode: str) -> dict[str, Any]:
-    """Check that this process computes in `mode` and return its `state()` (recorded in
-    provenance). Portable: every setting must have taken (the variables were in the
-    environment before the libraries loaded, `apply_torch` ran); a `NumericsError`
-    names the first that did not and the fix. Native: the process must not carry the
-    portable settings."""
+    """This process's `state()` (recorded in provenance), checked to compute in `mode`:
+    for portable every setting must have taken, for native none may be set; else a
+    `NumericsError` naming the first that did not and the fix."""
     bad = mismatches(mode)
     if bad:
-        how = (
-            "start the process through `envgen run`, a pipeline stage or a campaign, or "
-            "with envgen.numerics.environment(mode)"
+        raise NumericsError(
+            f"this process is not set up for {mode} CPU numerics: {bad[0]}; start the process "
+            "through `envgen run`, a pipeline stage or a campaign, or with "
+            "envgen.numerics.environment(mode)"
         )
-        raise NumericsError(f"this process is not set up for {mode} CPU numerics: {bad[0]}; {how}")
     found = state()
     if mode == NATIVE:
         return found

@@ -63,9 +63,7 @@ def nesting_depth(text: str | bytes, stop_above: int | None = None) -> int:
     return open_nodes[0][1]
 
 
-def loads(
-    data: bytes | str, where: object, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
-) -> Any:
+def loads(data: bytes | str, where: object, max_bytes: int = MAX_BYTES) -> Any:
     """The value of YAML text `data` read from `where` (named in the errors)."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     if len(raw) > max_bytes:
@@ -75,23 +73,23 @@ def loads(
     except UnicodeDecodeError as exc:
         raise YAMLInputError(where, f"not UTF-8 text (byte {exc.start}); not YAML") from None
     try:
-        depth = nesting_depth(text, stop_above=max_depth)
-        if depth > max_depth:
+        depth = nesting_depth(text, stop_above=MAX_DEPTH)
+        if depth > MAX_DEPTH:
             raise YAMLInputError(
                 where,
-                f"sequences and mappings nest {depth} deep or more, more than {max_depth}; "
+                f"sequences and mappings nest {depth} deep or more, more than {MAX_DEPTH}; "
                 "it is not a file this project wrote",
             )
         return yaml.safe_load(text)  # the pure-Python loader, whose values configs were read with
     except yaml.YAMLError as exc:
-        raise YAMLInputError(where, _syntax_error(exc, max_depth)) from None
+        raise YAMLInputError(where, _syntax_error(exc)) from None
     except RecursionError:  # not reached within MAX_DEPTH; kept as a last line of defence
         raise YAMLInputError(where, "nested too deep to read; not a file of this project") from None
 
 
-def loads_mapping(data: bytes | str, where: object, what: str, **caps: int) -> dict[str, Any]:
+def loads_mapping(data: bytes | str, where: object, what: str) -> dict[str, Any]:
     """`loads`, with a mapping at the top (`what` the file should hold, for the messages)."""
-    value = loads(data, where, **caps)
+    value = loads(data, where)
     if value is None:
         raise YAMLInputError(where, f"is empty; it must hold {what}")
     if not isinstance(value, Mapping):
@@ -103,19 +101,19 @@ def loads_mapping(data: bytes | str, where: object, what: str, **caps: int) -> d
     return dict(value)
 
 
-def read(path: Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+def read(path: Path, max_bytes: int = MAX_BYTES) -> Any:
     """The YAML value of the file `path` (its size checked before it is read)."""
     data = read_bounded(path, max_bytes, YAMLInputError, "YAML")
-    return loads(data, path, max_bytes, max_depth)
+    return loads(data, path, max_bytes)
 
 
-def _syntax_error(exc: yaml.YAMLError, max_depth: int) -> str:
+def _syntax_error(exc: yaml.YAMLError) -> str:
     mark = getattr(exc, "problem_mark", None)
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     if "nesting depth" in problem:  # libyaml's own cap (1,000) met while scanning ahead
         return (
-            f"sequences and mappings nest deeper than {max_depth}{where}; it is not a file "
+            f"sequences and mappings nest deeper than {MAX_DEPTH}{where}; it is not a file "
             "this project wrote"
         )
     return f"YAML syntax error{where}: {problem}; fix that line"
