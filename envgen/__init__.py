@@ -1,10 +1,9 @@
 """EnvGen replication: LLM-designed training environments for Crafter and Heist.
 
-Importing the package imports gym first, without its notice: crafter and procgen import
-gym 0.26, which prints a four-line "Gym has been unmaintained" notice to stderr (a print:
-warning filters cannot stop it) in every process, vec-env workers included. Neither uses
-gym beyond its spaces and base class, and the versions are pinned, so the notice says
-nothing a user can act on; anything else gym prints passes through.
+Importing the package imports gym first, dropping the four-line "Gym has been unmaintained"
+notice that gym 0.26 prints to stderr (a print: warning filters cannot stop it) in every
+process that imports crafter or procgen; with these pinned versions it says nothing a user
+can act on. Anything else gym prints passes through.
 """
 
 import contextlib

@@ -1,10 +1,9 @@
 """Atomic JSON files, so that readers never see a half-written cache entry, run file or
 report; and one bounded read, for the JSON and YAML readers that refuse oversized files.
 
-The temporary file is hidden (`.<name>.<random>.tmp`, skipped by .gitignore and
-.dvcignore), so a killed writer's leftover changes neither `git status` nor `dvc status`;
-`remove_stale_temporaries` clears them. Files get the mode any new file gets (0666 less
-the umask), not `mkstemp`'s 0600.
+The temporary file is hidden (`.<name>.<random>.tmp`, ignored by git and dvc) and
+`remove_stale_temporaries` clears those a killed writer left. Files get the mode any new
+file gets (0666 less the umask), not `mkstemp`'s 0600.
 """
 
 from __future__ import annotations
@@ -32,7 +31,9 @@ def write_json_atomic(path: Path, data: Any) -> None:
     except OSError as exc:
         raise FileWriteError(path, exc) from None
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
+        umask = os.umask(0o022)  # read by setting and restoring it
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=2, ensure_ascii=False, sort_keys=True)
             f.write("\n")
@@ -70,12 +71,11 @@ def read_bounded(
     path = Path(path)
     try:
         size = path.stat().st_size
-        data = b"" if size > max_bytes else path.read_bytes()
+        if size <= max_bytes:
+            return path.read_bytes()
     except OSError as exc:
         raise refuse(path, f"cannot be read ({exc.strerror or exc})") from None
-    if size > max_bytes:
-        raise refuse(path, too_large(size, max_bytes, kind))
-    return data
+    raise refuse(path, too_large(size, max_bytes, kind))
 
 
 def too_large(size: int, max_bytes: int, kind: str) -> str:
@@ -84,10 +84,3 @@ def too_large(size: int, max_bytes: int, kind: str) -> str:
         f"{size:,} bytes, more than the {max_bytes:,} a {kind} file of this project may hold; "
         "it is not one this project wrote"
     )
-
-
-def _umask() -> int:
-    """The process's umask (read by setting and restoring it)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask

@@ -1,11 +1,10 @@
 """The one game registry: game name -> what training, scoring and the LLM designer need.
 
-`RunConfig.game` names an entry; `execute_run` builds the network, the PPO settings,
-the trainer's vec env and episode logs, and the evaluations from it; the LLM designer
-reads its prompts, reply schema and skills from `design`. Crafter is Tables 1-7 of the
-paper, Heist Table 8. Each game's own code lives beside its engine (envgen/envs/crafter,
-envgen/envs/heist) and its prompts in envgen/llm. Heist's PPO defaults are CleanRL's
-`ppo_procgen.py` (docs/heist.md, "PPO for Heist", lists them and what differs).
+`RunConfig.game` names an entry; a run builds its network, PPO settings, vec env,
+episode logs and evaluations from it, the LLM designer its prompts, reply schema and
+skills (`design`). Each game's own code lives beside its engine (envgen/envs) and its
+prompts in envgen/llm. Heist's PPO defaults are CleanRL's `ppo_procgen.py` (docs/heist.md,
+"PPO for Heist", lists them and what differs).
 """
 
 from __future__ import annotations
@@ -41,8 +40,6 @@ HEIST_CHECKPOINT_EVERY = 1_048_576  # 64 rollouts of 64 x 256; see docs/heist.md
 # Training and evaluation load torch, which reading profiles, plans and finished runs
 # never needs (tests/test_lazy_imports.py): each is imported when first called, from
 # module-level functions (not closures) so that a `GameSpec` pickles and compares by value.
-
-
 def _crafter_vec_env_factory(workers: int | None) -> EnvFactory:
     from envgen.agents.trainer import crafter_vec_env_factory  # lazy: torch (see above)
 

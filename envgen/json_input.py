@@ -1,10 +1,9 @@
 """Reading JSON that someone else may have written: bounded in size and nesting.
 
-Every JSON file the package reads (a run's files, a runs.json, a cache entry, an
-archive's list) can come from another machine or person. `json.loads` of 200 KB of
-`[[[...]]]` raises `RecursionError`, and code that walks the result recurses as deep; a
-file of gigabytes fills the memory. `loads` refuses both before parsing, in one line
-naming the file.
+Any JSON file the package reads can come from another machine or person. `json.loads` of
+200 KB of `[[[...]]]` raises `RecursionError` (and code that walks the result recurses as
+deep), a file of gigabytes fills the memory: `loads` refuses both before parsing, in one
+line naming the file.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Worker processes that end with their parent: no orphan trains on after a kill.
 
-A parent killed by a signal (`kill -9`, an out-of-memory kill) runs no clean-up, so its
-workers would go on training and writing into the run store. On Linux,
-`die_with_parent` (called first thing in a worker) has the kernel signal the process
-when its parent ends, and ends it at once when the parent is already gone.
-`bound_to_parent` does the same for a program that is not Python (the local LLM
-server): a tiny launcher sets the request, which survives `exec`, then execs it.
-
-SIGTERM ends Python without running `finally` blocks, and a SIGINT sent to the parent
-alone leaves a process pool's `with` waiting for its jobs: `signals_exit` turns both
-into an orderly exit while a resource is held.
+A parent killed by a signal runs no clean-up. On Linux `die_with_parent`, called first in
+a worker, has the kernel kill the worker when its parent ends (at once if it already has);
+`bound_to_parent` does the same for a program that is not Python (the local LLM server)
+through a tiny launcher, whose request survives `exec`. `signals_exit` turns SIGTERM
+(which skips `finally` blocks) and SIGINT (which leaves a process pool's `with` waiting
+for its jobs) into an orderly exit while a resource is held.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
 """CPU numerics modes: which code paths compute a CPU run's floats, and so on which
 machines the run retrains bit for bit (docs/agent.md, "Portable numerics", has the table).
-
-- `native`: every library takes the fastest path for the host (ATen's widest vector unit,
-  oneDNN, MKL's GEMM for the host, NumPy's AVX-512 `exp`): a run repeats only on its own
-  CPU class.
-- `portable`: every float comes from a path the software alone fixes, on any x86-64 CPU
-  with AVX2: ATen pinned to AVX2 and one torch thread; oneDNN and NNPACK off; MKL's
-  COMPATIBLE branch (the one Intel pins on every x86 CPU: on AMD the others fall back to
-  per-host dispatch), one thread; NumPy's dispatch above AVX2 off; numba compiled for
-  one named CPU.
+`native` lets every library take the host's fastest path: a run repeats only on its own
+CPU class. `portable` takes every float from a path the software alone fixes, on any
+x86-64 CPU with AVX2 (`PORTABLE_ENVIRONMENT`, `apply_torch`).
 
 The variables act when each library loads, so a process gets its mode from its
 environment before it imports numpy or torch; its children inherit it. `environment`
 builds that environment, `reexec` restarts a command-line process into it, and `verify`
-checks in the computing process that every setting took (naming the first that did not);
-its record goes into the run's provenance. This module imports nothing heavy.
+checks in the computing process that every setting took; its record goes into the run's
+provenance. This module imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -42,7 +36,7 @@ NUMPY_ABOVE_AVX2 = (
 PORTABLE_ENVIRONMENT: dict[str, str] = {
     MODE_VARIABLE: PORTABLE,
     "ATEN_CPU_CAPABILITY": "avx2",
-    "MKL_CBWR": "COMPATIBLE",
+    "MKL_CBWR": "COMPATIBLE",  # the one branch Intel pins on every x86 CPU, AMD included
     "MKL_DYNAMIC": "FALSE",
     "MKL_NUM_THREADS": "1",
     "OMP_DYNAMIC": "FALSE",

@@ -33,10 +33,8 @@ def crafter_score(success_rates: Sequence[float] | np.ndarray) -> float:
 
 
 def success_rates(episodes: Iterable[Mapping[str, Any]]) -> dict[str, float]:
-    """Percent of episodes in which each achievement was unlocked at least once.
-
-    Returns {achievement name: percent} in crafter's order; raises on zero episodes.
-    """
+    """{achievement: percent of episodes in which it was unlocked at least once}, in
+    crafter's order; a ValueError for zero episodes."""
     unlocked = np.array([[ep[key] > 0 for key in ACHIEVEMENT_KEYS] for ep in episodes], bool)
     if len(unlocked) == 0:
         raise ValueError("episodes: need at least one finished episode to compute success rates")

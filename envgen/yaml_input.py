@@ -1,12 +1,10 @@
 """Reading YAML that someone else may have written: bounded in size and nesting.
 
-The YAML twin of `envgen.json_input`: a run config can come from another machine, and
-params.yaml from another person. `yaml.safe_load` of `x: [[[...]]]` 100,000 deep raises
-`RecursionError`, and a file of gigabytes fills the memory. `loads` refuses a file over
-`MAX_BYTES` before reading it, and one nesting deeper than `MAX_DEPTH` while walking
-PyYAML's event stream (iteratively, stopping at the first level too deep), before
-anything builds the value; `loads_mapping` also requires a mapping at the top. Each
-refusal is one `YAMLInputError` line naming the file.
+The YAML twin of `envgen.json_input`. `loads` refuses a file over `MAX_BYTES` before
+reading it, and one nesting deeper than `MAX_DEPTH` (whose `yaml.safe_load` would raise
+`RecursionError`) while walking PyYAML's event stream, iteratively, before anything builds
+the value; `loads_mapping` also requires a mapping at the top. Each refusal is one
+`YAMLInputError` line naming the file.
 """
 
 from __future__ import annotations
