@@ -42,8 +42,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         prog="envgen", description="EnvGen replication: LLM-designed training environments."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    words = sys.argv[1:] if argv is None else argv
-    given = words[0] if words else None  # `envgen -h ...` needs no command's parser
+    given = next(iter(sys.argv[1:] if argv is None else argv), None)  # "-h" first: none loads
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         if name != given:
             sub.add_parser(name, help=help_text)

@@ -45,9 +45,8 @@ class ConfigError(EnvGenError, ValueError):
 
 
 class RunSettingError(ConfigError):
-    """A run's setting that no attempt of the run can follow, found as the run starts
-    (`llm_history_cycles: auto` for a model whose context is unknown): the executor
-    records it as `config_error` and does not retry it, as it retries other errors."""
+    """A run's setting no attempt can follow (`llm_history_cycles: auto` for a model of
+    unknown context): the executor records `config_error` and does not retry it."""
 
 
 class LLMResponseError(EnvGenError):
@@ -55,9 +54,8 @@ class LLMResponseError(EnvGenError):
 
 
 class LLMTransportError(EnvGenError):
-    """No usable answer came from the LLM server (unreachable, refused, rate-limited past
-    the retries, a malformed reply): never recorded as a reply; the job fails and is
-    retried by the executor."""
+    """No usable answer came from the LLM server (unreachable, refused, rate-limited, a
+    malformed reply): never recorded as a reply; the job fails and the executor retries it."""
 
 
 class CacheMissError(EnvGenError):

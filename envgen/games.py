@@ -29,9 +29,8 @@ if TYPE_CHECKING:
     from envgen.agents.networks import ActorCritic
     from envgen.agents.trainer import EnvFactory, EpisodeRecord, Summarize
 
-# (model, seed, episodes per run, device, workers, original config, runs) ->
-# {"feedback": {skill: [mean %, std %]}, "success_mean": {skill: %}, ...}: the agent in
-# the original game without updates; `feedback` is the authors' statistic over the runs.
+# (model, seed, episodes per run, device, workers, original config, runs) -> the agent in the
+# original game without updates: {"feedback": {skill: [mean %, std %]}, "success_mean": ...}.
 Evaluate = Callable[["ActorCritic", int, int, str, int | None, Any, int], dict[str, Any]]
 
 HEIST_CHECKPOINT_EVERY = 1_048_576  # 64 rollouts of 64 x 256; see docs/heist.md

@@ -61,18 +61,16 @@ def existing_dir(path: Path, what: str) -> Path:
 
 
 def not_a_file(path: Path, what: str) -> Path:
-    """`path` unless a file stands where a directory is wanted (a `ConfigError` naming it).
-    A missing or read-only directory is the caller's to judge (a replayed cache may be
-    read-only, a filled one made)."""
+    """`path` unless a file stands where a directory is wanted (a `ConfigError` naming it);
+    a missing or read-only one is the caller's to judge (a replayed cache may be read-only)."""
     if path.exists() and not path.is_dir():
         raise ConfigError("", f"is a file; give the directory of {what}", file=path)
     return path
 
 
 def writable_dir(path: Path, what: str) -> Path:
-    """`path` if it is a directory or can be made one (`mkdir(parents=True)`), else a
-    `ConfigError` naming the file that stands in the way, or the folder that is not
-    writable: either is otherwise a traceback once the work has started."""
+    """`path` if it is a directory or can be made one, else a `ConfigError` naming the file
+    in the way or the folder that is not writable (a traceback once the work has started)."""
     for place in (path, *path.parents):
         if not (place.exists() or place.is_symlink()):
             continue
@@ -104,9 +102,8 @@ def check_types(cls: type, data: Mapping[str, Any], prefix: str = "") -> None:
 def check_fields(
     cls: type, data: Mapping[str, Any], prefix: str = "", skip: str = "", what: str = "key"
 ) -> None:
-    """`check_types`, after a `ConfigError` for the first key of `data` that is no field of
-    `cls` (nor one of the space-separated `skip` fields, which the caller sets), naming the
-    nearest field."""
+    """`check_types`, after a `ConfigError` naming the nearest field for the first key of
+    `data` that is no field of `cls` (nor one of the space-separated `skip` fields)."""
     names = {f.name for f in dataclasses.fields(cls)} - set(skip.split())
     unknown = sorted(set(data) - names, key=str)
     if unknown:
@@ -247,9 +244,8 @@ def comma_list(
     distinct: bool = False,
     allowed: typing.Callable[[Any], bool] = lambda _: True,
 ) -> typing.Callable[[str], tuple[Any, ...]]:
-    """An argparse `type` for a comma-separated list ("1,2,4" -> (1, 2, 4)): each part
-    read by `item` and `allowed`, at least `least` of them, `distinct` if asked; any
-    mistake is one line, "'TEXT': `usage`"."""
+    """An argparse `type` for a comma-separated list ("1,2,4" -> (1, 2, 4)) of at least
+    `least` parts, each read by `item` and `allowed`; any mistake is "'TEXT': `usage`"."""
 
     def parse(text: str) -> tuple[Any, ...]:
         try:
@@ -322,13 +318,11 @@ def torch_device(text: str) -> str:
         ) from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise argparse.ArgumentTypeError(f"{text!r}, but torch finds no GPU; use cpu")
-    if device.type == "cuda" and device.index is not None:
-        count = torch.cuda.device_count()
-        if device.index >= count:
-            raise argparse.ArgumentTypeError(
-                f"{text!r}, but this machine has {count} GPU(s): cuda:0"
-                + (f" to cuda:{count - 1}" if count > 1 else "")
-            )
+    if device.type == "cuda" and (device.index or 0) >= (count := torch.cuda.device_count()):
+        last = f" to cuda:{count - 1}" if count > 1 else ""
+        raise argparse.ArgumentTypeError(
+            f"{text!r}, but this machine has {count} GPU(s): cuda:0{last}"
+        )
     if device.type not in ("cpu", "cuda", "mps"):
         raise argparse.ArgumentTypeError(f"{text!r}: use cpu or cuda")
     return text

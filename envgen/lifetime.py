@@ -59,12 +59,11 @@ def bound_to_parent(command: Sequence[str]) -> list[str]:
 
 @contextlib.contextmanager
 def signals_exit(cleanup: Callable[[], None]) -> Iterator[None]:
-    """While inside: SIGTERM or SIGINT ends this process's multiprocessing children,
-    calls `cleanup` and raises `SystemExit(128 + SIGTERM)` or `KeyboardInterrupt` in the
-    main thread, so `finally` blocks and context managers run without waiting for the
-    children's work. Only in the main thread and for a signal with Python's default
-    handling (a campaign's `end_group_on_signal` is left as it is); the defaults come
-    back on leaving. A forked child that inherited the handler gets the default action."""
+    """While inside: SIGTERM or SIGINT ends this process's multiprocessing children, calls
+    `cleanup` and raises `SystemExit(128 + SIGTERM)` or `KeyboardInterrupt`, so that
+    `finally` blocks run without waiting for the children. Only in the main thread and for
+    a signal with Python's default handling (a campaign's own handler is left as it is);
+    the defaults come back on leaving; a forked child gets the default action."""
     owner = os.getpid()
     defaults = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
     main = threading.current_thread() is threading.main_thread()

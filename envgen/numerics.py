@@ -27,8 +27,7 @@ MODES = (NATIVE, PORTABLE)
 MODE_VARIABLE = "ENVGEN_CPU_NUMERICS"
 """The mode a process was started in (unset: native)."""
 
-# NumPy 1.26's dispatch targets above AVX2 (`numpy.core._multiarray_umath.__cpu_dispatch__`)
-# and later ones; naming a feature the host lacks is allowed.
+# NumPy 1.26's dispatch targets above AVX2 and later ones (naming one the host lacks is allowed)
 NUMPY_ABOVE_AVX2 = (
     "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"
 ).split()
