@@ -177,20 +177,24 @@ def at_most(value: int | float, limit: int | float, where: str, why: str) -> Non
         raise ConfigError(where, f"{value:,} is more than {limit:,} ({why})")
 
 
+_SCALARS: dict[type, tuple[type | tuple[type, ...], str]] = {
+    bool: (bool, "true or false (unquoted)"),
+    int: (int, "a whole number (unquoted, no decimals, e.g. 4)"),
+    float: ((int, float), "a number (unquoted, e.g. 0.5)"),
+    str: (str, "a string"),
+}
+"""Scalar annotation -> the YAML values it takes (a bool is no number) and how they look."""
+
+
 def _matches(value: Any, hint: Any) -> bool:
     """Whether a YAML-loaded `value` is acceptable for a field annotated `hint`."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if hint is Any:
         return True
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
+    if hint in _SCALARS:
+        takes = _SCALARS[hint][0]
+        return isinstance(value, takes) and (hint is bool or not isinstance(value, bool))
     if hint is type(None):
         return value is None
     if origin in (typing.Union, types.UnionType):
@@ -209,14 +213,8 @@ def describe(hint: Any) -> str:
     """What a value of type `hint` looks like in YAML, for error messages."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
-    if hint is bool:
-        return "true or false (unquoted)"
-    if hint is int:
-        return "a whole number (unquoted, no decimals, e.g. 4)"
-    if hint is float:
-        return "a number (unquoted, e.g. 0.5)"
-    if hint is str:
-        return "a string"
+    if hint in _SCALARS:
+        return _SCALARS[hint][1]
     if origin in (typing.Union, types.UnionType):
         return " or ".join("null" if a is type(None) else describe(a) for a in args)
     if origin is tuple:
