@@ -83,19 +83,14 @@ class GameSpec:
     """What the rest of the package does differently for it (`envgen.envs.game_rules`)."""
 
     def ppo_config(self, overrides: PPOOverrides | Mapping[str, Any] = ()) -> PPOConfig:
-        """Table 9's `PPOConfig` with this game's defaults, then `overrides` (a run's or
-        a profile's `ppo`), applied."""
+        """Table 9's `PPOConfig` with this game's defaults, then a run's `ppo` `overrides`."""
         return PPOOverrides(overrides).apply(self.ppo_defaults)
 
-    def model_config(
-        self, preset: str, *, bf16_autocast: bool = False, channels_last: bool = False
-    ) -> ModelConfig:
-        """The named network preset with this game's action count and the GPU options."""
+    def model_config(self, preset: str, **gpu_options: bool) -> ModelConfig:
+        """The named network preset with this game's action count and the GPU options
+        (`bf16_autocast`, `channels_last`: `RunConfig.gpu_options`; unset: off)."""
         return dataclasses.replace(
-            model_preset(preset),
-            num_actions=self.num_actions,
-            bf16_autocast=bf16_autocast,
-            channels_last=channels_last,
+            model_preset(preset), num_actions=self.num_actions, **gpu_options
         )
 
 

@@ -23,9 +23,8 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def die_with_parent(parent: int | None = None) -> bool:
-    """Have the kernel kill this process when its parent ends; whether it could (Linux
-    only). `parent`, the pid that started this process: if it is no longer the
-    parent, the parent has already ended and this process ends now."""
+    """Have the kernel kill this process when its parent ends (Linux only; whether it could),
+    and kill it now if `parent`, the pid that started it, is no longer its parent."""
     if not sys.platform.startswith("linux"):
         return False
     libc = ctypes.CDLL(None, use_errno=True)
@@ -52,8 +51,7 @@ os.execvp(command[0], command)
 
 def bound_to_parent(command: Sequence[str]) -> list[str]:
     """`command` started so that the kernel kills it when the thread that starts it (with
-    `subprocess.Popen`) ends: a killed parent leaves no orphan. On Linux only;
-    elsewhere the launcher just execs `command`."""
+    `subprocess.Popen`) ends; elsewhere than on Linux the launcher just execs it."""
     return [sys.executable, "-c", _LAUNCHER, str(os.getpid()), str(int(signal.SIGKILL)), *command]
 
 

@@ -54,10 +54,9 @@ def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def final_phase_summary(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """What a Crafter run reports about its scored phase, from its episode log: score,
-    reward, episodes and success rates over the `final` phase, and each achievement's
-    first unlock in steps from that phase's start (None if never). None when no episode
-    finished in the phase. Used by the run itself and by `envgen verify`."""
+    """A Crafter run's report of its scored `final` phase (the run's and `envgen verify`'s):
+    `summarize` less the length, and each achievement's first unlock in steps from the
+    phase's start (None if never); None when no episode finished in the phase."""
     final = [ep for ep in episodes if ep["phase"] == "final"]
     if not final:
         return None
