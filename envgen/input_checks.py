@@ -111,6 +111,55 @@ def check_fields(
     check_types(cls, data, prefix)
 
 
+_SCALARS: dict[type, tuple[type | tuple[type, ...], str]] = {
+    bool: (bool, "true or false (unquoted)"),
+    int: (int, "a whole number (unquoted, no decimals, e.g. 4)"),
+    float: ((int, float), "a number (unquoted, e.g. 0.5)"),
+    str: (str, "a string"),
+}
+"""Scalar annotation -> the YAML values it takes (a bool is no number) and how they look."""
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    """Whether a YAML-loaded `value` is acceptable for a field annotated `hint`."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if hint is Any:
+        return True
+    if hint in _SCALARS:
+        takes = _SCALARS[hint][0]
+        return isinstance(value, takes) and (hint is bool or not isinstance(value, bool))
+    if hint is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, arg) for arg in args)
+    if origin is tuple:
+        if args and typing.get_origin(args[0]) is tuple:  # (name, value) pairs: a mapping
+            return value is None or isinstance(value, Mapping | tuple)
+        if not isinstance(value, list | tuple):
+            return False
+        element = args[0] if args else Any
+        return all(_matches(item, element) for item in value)
+    return True  # a type these configs do not use: left to the dataclass
+
+
+def describe(hint: Any) -> str:
+    """What a value of type `hint` looks like in YAML, for error messages."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if hint in _SCALARS:
+        return _SCALARS[hint][1]
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join("null" if a is type(None) else describe(a) for a in args)
+    if origin is tuple:
+        if args and typing.get_origin(args[0]) is tuple:
+            return "a mapping of name: value (e.g. {num_envs: 8})"
+        if args and args[0] is int:
+            return "a list of whole numbers (e.g. [0, 1])"
+        return "a list"
+    return str(hint)
+
+
 MAX_TEMPERATURE = 2.0  # the OpenAI API's bound, which llama.cpp's server shares
 
 
@@ -125,8 +174,7 @@ def check_temperature(value: float, where: str) -> None:
 def finite(value: Any, where: str) -> None:
     """A `ConfigError` when a number (or a number in a list) is NaN or infinite (YAML's
     `.nan`, `.inf`): every comparison with NaN is false, so range checks let it through."""
-    items = value if isinstance(value, list | tuple) else [value]
-    for item in items:
+    for item in value if isinstance(value, list | tuple) else [value]:
         if isinstance(item, float) and not math.isfinite(item):
             raise ConfigError(where, f"{item!r} is not a finite number; give a plain number")
 
@@ -175,55 +223,6 @@ def at_most(value: int | float, limit: int | float, where: str, why: str) -> Non
     """A `ConfigError` at `where` when `value` exceeds `limit`; `why` says what it costs."""
     if value > limit:
         raise ConfigError(where, f"{value:,} is more than {limit:,} ({why})")
-
-
-_SCALARS: dict[type, tuple[type | tuple[type, ...], str]] = {
-    bool: (bool, "true or false (unquoted)"),
-    int: (int, "a whole number (unquoted, no decimals, e.g. 4)"),
-    float: ((int, float), "a number (unquoted, e.g. 0.5)"),
-    str: (str, "a string"),
-}
-"""Scalar annotation -> the YAML values it takes (a bool is no number) and how they look."""
-
-
-def _matches(value: Any, hint: Any) -> bool:
-    """Whether a YAML-loaded `value` is acceptable for a field annotated `hint`."""
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if hint is Any:
-        return True
-    if hint in _SCALARS:
-        takes = _SCALARS[hint][0]
-        return isinstance(value, takes) and (hint is bool or not isinstance(value, bool))
-    if hint is type(None):
-        return value is None
-    if origin in (typing.Union, types.UnionType):
-        return any(_matches(value, arg) for arg in args)
-    if origin is tuple:
-        if args and typing.get_origin(args[0]) is tuple:  # (name, value) pairs: a mapping
-            return value is None or isinstance(value, Mapping | tuple)
-        if not isinstance(value, list | tuple):
-            return False
-        element = args[0] if args else Any
-        return all(_matches(item, element) for item in value)
-    return True  # a type these configs do not use: left to the dataclass
-
-
-def describe(hint: Any) -> str:
-    """What a value of type `hint` looks like in YAML, for error messages."""
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if hint in _SCALARS:
-        return _SCALARS[hint][1]
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join("null" if a is type(None) else describe(a) for a in args)
-    if origin is tuple:
-        if args and typing.get_origin(args[0]) is tuple:
-            return "a mapping of name: value (e.g. {num_envs: 8})"
-        if args and args[0] is int:
-            return "a list of whole numbers (e.g. [0, 1])"
-        return "a list"
-    return str(hint)
 
 
 # --- command lines -----------------------------------------------------------------------
