@@ -54,10 +54,9 @@ def read_text(path: Path, what: str) -> str:
 
 def existing_dir(path: Path, what: str) -> Path:
     """`path` if it is a directory, else a `ConfigError` naming it."""
-    if not path.is_dir():
-        problem = "is a file" if path.exists() else "no such directory"
-        raise ConfigError("", f"{problem}; give the directory of {what}", file=path)
-    return path
+    if not path.exists():
+        raise ConfigError("", f"no such directory; give the directory of {what}", file=path)
+    return not_a_file(path, what)
 
 
 def not_a_file(path: Path, what: str) -> Path:
