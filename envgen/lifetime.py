@@ -22,17 +22,13 @@ from collections.abc import Callable, Iterator, Sequence
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def die_with_parent(parent: int | None = None) -> bool:
-    """Have the kernel kill this process when its parent ends (Linux only; whether it could),
-    and kill it now if `parent`, the pid that started it, is no longer its parent."""
-    if not sys.platform.startswith("linux"):
-        return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        return False
-    if parent is not None and os.getppid() != parent:
-        os.kill(os.getpid(), signal.SIGKILL)
-    return True
+def die_with_parent(parent: int | None = None) -> None:
+    """Have the kernel kill this process when its parent ends (Linux only), and kill it
+    now if `parent`, the pid that started it, is no longer its parent."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if parent is not None and os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 # argv: parent pid, signal number, the command; the same request as `die_with_parent`,
