@@ -1,11 +1,9 @@
 """The `envgen` command: each subpackage registers its own subcommands.
 
-A subcommand module exposes ``register(subparsers)``; it adds its parser and sets
-``func`` to a callable taking the parsed namespace and returning an exit code. Only the
-module of the command given is imported to build the parser, the others are listed by
-their one-line help below: `envgen --help` and `envgen verify --help` answer in well
-under a second (importing every module, torch and scipy included, took several), and
-a dependency missing for one command breaks only that command, in one line.
+A subcommand module exposes ``register(subparsers)``, which adds its parser and sets
+``func`` (parsed namespace -> exit code). Only the module of the command given is
+imported, the others are listed by their help line: `envgen --help` answers in well
+under a second, and a dependency missing for one command breaks only that command.
 """
 
 from __future__ import annotations
@@ -41,25 +39,15 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser for `argv` (default: sys.argv): the command it names is registered by
     its module, every other one only listed; no command given: all listed, none loaded."""
     parser = OneLineParser(
-        prog="envgen",
-        description=(
-            "EnvGen replication. Environments (envs), benchmarks (bench), PPO training "
-            "(train), the LLM environment designer (llm), full EnvGen runs (run), long "
-            "campaigns (campaign), re-deriving the committed numbers (verify), retraining a "
-            "committed run's first steps to compare them (rerun) and an offline GPU "
-            "machine (gpu)."
-        ),
+        prog="envgen", description="EnvGen replication: LLM-designed training environments."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    words = sys.argv[1:] if argv is None else argv
-    given = words[0] if words else None  # `envgen -h ...` needs no command's parser
+    given = next(iter(sys.argv[1:] if argv is None else argv), None)  # "-h" first: none loads
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         if name != given:
             sub.add_parser(name, help=help_text)
             continue
         try:
-            # By name: `import envgen.cli` takes 0.14 s, importing all nine command
-            # modules 2.1 s (best of 3, measured), so only the command given loads.
             module = importlib.import_module(module_name)
         except ImportError as exc:
             if (exc.name or "envgen").split(".")[0] == "envgen":

@@ -11,8 +11,7 @@ class EnvGenError(Exception):
 
 class FileWriteError(EnvGenError, OSError):
     """A file could not be written (a full disk, a read-only folder): one line naming the
-    path and the fix instead of an OSError traceback. Still an `OSError`, with its
-    `errno`, so a handler of the original error catches it as before."""
+    path and the fix; still an `OSError` with its `errno`, for handlers of the original."""
 
     def __init__(self, path: object, exc: OSError):
         super().__init__(exc.errno, exc.strerror)
@@ -30,10 +29,8 @@ class FileWriteError(EnvGenError, OSError):
 
 
 class ConfigError(EnvGenError, ValueError):
-    """A configuration field is unknown or holds a value that cannot be coerced.
-
-    `path` is the dotted field path (e.g. ``environment_settings.coal_rarity``).
-    """
+    """A configuration field (`path`, dotted: ``environment_settings.coal_rarity``) is
+    unknown or holds a value that cannot be coerced."""
 
     def __init__(self, path: str, message: str, *, file: object = None):
         self.path = path
@@ -48,9 +45,8 @@ class ConfigError(EnvGenError, ValueError):
 
 
 class RunSettingError(ConfigError):
-    """A run's setting that no attempt of the run can follow, found as the run starts
-    (`llm_history_cycles: auto` for a model whose context is unknown): the executor
-    records it as `config_error` and does not retry it, as it retries other errors."""
+    """A run's setting no attempt can follow (`llm_history_cycles: auto` for a model of
+    unknown context): the executor records `config_error` and does not retry it."""
 
 
 class LLMResponseError(EnvGenError):
@@ -58,10 +54,8 @@ class LLMResponseError(EnvGenError):
 
 
 class LLMTransportError(EnvGenError):
-    """No usable answer came from the LLM server: unreachable, refused (401/403: the key),
-    rate-limited past the retries, another HTTP error, or a malformed 200 reply. Never a
-    reply of the model: it is not recorded and never becomes a row's result; the job fails
-    (and is retried by the executor)."""
+    """No usable answer came from the LLM server (unreachable, refused, rate-limited, a
+    malformed reply): never recorded as a reply; the job fails and the executor retries it."""
 
 
 class CacheMissError(EnvGenError):
@@ -72,23 +66,19 @@ class CacheIntegrityError(EnvGenError):
     """A cache file's request does not hash to its name, or a record would overwrite."""
 
 
-class StatsInputError(EnvGenError, ValueError):
-    """Run arrays or reported numbers given to `envgen.stats` are malformed.
+class InputError(EnvGenError):
+    """Bad input at `where` (a file, a row, a claim), said as "where: detail"; `detail`
+    alone is kept for callers that put it in their own words."""
 
-    `field` names the row, claim or column at fault.
-    """
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        super().__init__(f"{field}: {message}")
+    def __init__(self, where: object, detail: str):
+        self.detail = detail
+        super().__init__(f"{where}: {detail}")
 
 
-class ReportInputError(EnvGenError, ValueError):
-    """A results file read by `envgen.report` (runs.json, a run directory) is malformed.
+class StatsInputError(InputError, ValueError):
+    """Run arrays or reported numbers given to `envgen.stats` (at a row, claim or column)
+    are malformed."""
 
-    `path` names the file and field at fault.
-    """
 
-    def __init__(self, path: str, message: str):
-        self.path = path
-        super().__init__(f"{path}: {message}")
+class ReportInputError(InputError, ValueError):
+    """A results file read by `envgen.report` (runs.json, a run directory) is malformed."""

@@ -1,10 +1,9 @@
-"""Atomic JSON files: readers never see a half-written cache entry, run file or report.
-And one bounded read, for the JSON and YAML readers that refuse oversized files.
+"""Atomic JSON files, so that readers never see a half-written cache entry, run file or
+report; and one bounded read, for the JSON and YAML readers that refuse oversized files.
 
-The temporary file is hidden (`.<name>.<random>.tmp`), which .gitignore and .dvcignore
-skip: a writer killed mid-write leaves one that changes neither `git status` nor `dvc
-status`, and `remove_stale_temporaries` clears such leftovers. Files get the mode any
-new file gets (0666 less the umask: 0644 usually), not `mkstemp`'s 0600.
+The temporary file is hidden (`.<name>.<random>.tmp`, ignored by git and dvc) and
+`remove_stale_temporaries` clears those a killed writer left. Files get the mode any new
+file gets (0666 less the umask), not `mkstemp`'s 0600.
 """
 
 from __future__ import annotations
@@ -32,7 +31,9 @@ def write_json_atomic(path: Path, data: Any) -> None:
     except OSError as exc:
         raise FileWriteError(path, exc) from None
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
+        umask = os.umask(0o022)  # read by setting and restoring it
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=2, ensure_ascii=False, sort_keys=True)
             f.write("\n")
@@ -46,14 +47,14 @@ def write_json_atomic(path: Path, data: Any) -> None:
         raise
 
 
-def remove_stale_temporaries(directory: Path, max_age_s: float = STALE_AFTER_S) -> int:
-    """Remove `write_json_atomic`'s temporary files in `directory` older than `max_age_s`
-    (left by killed writers); returns how many."""
+def remove_stale_temporaries(directory: Path) -> int:
+    """Remove `write_json_atomic`'s temporary files in `directory` older than
+    `STALE_AFTER_S` (left by killed writers); returns how many."""
     removed = 0
     now = time.time()
     for path in Path(directory).glob(".*.tmp"):
         try:
-            if now - path.stat().st_mtime > max_age_s:
+            if now - path.stat().st_mtime > STALE_AFTER_S:
                 path.unlink()
                 removed += 1
         except FileNotFoundError:  # another writer finished or cleaned it
@@ -62,27 +63,24 @@ def remove_stale_temporaries(directory: Path, max_age_s: float = STALE_AFTER_S) 
 
 
 def read_bounded(
-    path: Path,
-    max_bytes: int,
-    refuse: Callable[[Path, str], Exception],
-    too_large: Callable[[int, int], str],
+    path: Path, max_bytes: int, refuse: Callable[[Path, str], Exception], kind: str
 ) -> bytes:
-    """The bytes of `path`, its size checked before it is read (a file of gigabytes must
-    not fill the memory). An unreadable or oversized file raises `refuse(path, detail)`,
-    with `too_large(size, max_bytes)` as the detail of the second."""
+    """The bytes of the `kind` (JSON, YAML) file `path`, its size checked before it is
+    read (a file of gigabytes must not fill the memory); an unreadable or oversized file
+    raises `refuse(path, detail)`."""
     path = Path(path)
     try:
         size = path.stat().st_size
-        data = b"" if size > max_bytes else path.read_bytes()
+        if size <= max_bytes:
+            return path.read_bytes()
     except OSError as exc:
         raise refuse(path, f"cannot be read ({exc.strerror or exc})") from None
-    if size > max_bytes:
-        raise refuse(path, too_large(size, max_bytes))
-    return data
+    raise refuse(path, too_large(size, max_bytes, kind))
 
 
-def _umask() -> int:
-    """The process's umask (read by setting and restoring it)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+def too_large(size: int, max_bytes: int, kind: str) -> str:
+    """The refusal of a `kind` (JSON, YAML) file of `size` bytes, over `max_bytes`."""
+    return (
+        f"{size:,} bytes, more than the {max_bytes:,} a {kind} file of this project may hold; "
+        "it is not one this project wrote"
+    )

@@ -1,15 +1,10 @@
 """The one game registry: game name -> what training, scoring and the LLM designer need.
 
-`RunConfig.game` names an entry; `execute_run` builds the network, the PPO settings,
-the trainer's vec env and episode logs, and the evaluations from it; the LLM designer
-reads its prompts, reply schema and skills from `design`. Crafter is Tables 1-7 of the
-paper, Heist Table 8 (docs/paper.md, "Results"). Each game's own code lives beside its
-engine (envgen/envs/crafter, envgen/envs/heist) and its prompts in envgen/llm.
-
-Heist's PPO defaults are CleanRL's `ppo_procgen.py` (vwxyzjn/cleanrl), the common PPO
-reference on procgen: gamma 0.999, GAE lambda 0.95, lr 5e-4, 64 envs x 256 steps, 8
-minibatches, 3 epochs, clip 0.2, entropy 0.01, value 0.5, grad norm 0.5 (docs/heist.md,
-"PPO for Heist", lists what differs from CleanRL's loop).
+`RunConfig.game` names an entry; a run builds its network, PPO settings, vec env,
+episode logs and evaluations from it, the LLM designer its prompts, reply schema and
+skills (`design`). Each game's own code lives beside its engine (envgen/envs) and its
+prompts in envgen/llm. Heist's PPO defaults are CleanRL's `ppo_procgen.py` (docs/heist.md,
+"PPO for Heist", lists them and what differs).
 """
 
 from __future__ import annotations
@@ -34,20 +29,16 @@ if TYPE_CHECKING:
     from envgen.agents.networks import ActorCritic
     from envgen.agents.trainer import EnvFactory, EpisodeRecord, Summarize
 
-# (model, seed, episodes per run, device, workers, original config, runs) ->
-# {"feedback": {skill: [mean %, std %]}, "success_mean": {skill: %}, ...}: the agent in
-# the original game without updates; `feedback` is the authors' statistic over the runs.
+# (model, seed, episodes per run, device, workers, original config, runs) -> the agent in the
+# original game without updates: {"feedback": {skill: [mean %, std %]}, "success_mean": ...}.
 Evaluate = Callable[["ActorCritic", int, int, str, int | None, Any, int], dict[str, Any]]
 
 HEIST_CHECKPOINT_EVERY = 1_048_576  # 64 rollouts of 64 x 256; see docs/heist.md
 
 
-# The training and evaluation functions load torch, which reading profiles, plans and
-# finished runs (`envgen campaign status`, the results tables) never needs
-# (tests/test_lazy_imports.py): each is imported when first called. Module-level
-# functions, not closures, so a `GameSpec` still pickles and compares by value.
-
-
+# Training and evaluation load torch, which reading profiles, plans and finished runs
+# never needs (tests/test_lazy_imports.py): each is imported when first called, from
+# module-level functions (not closures) so that a `GameSpec` pickles and compares by value.
 def _crafter_vec_env_factory(workers: int | None) -> EnvFactory:
     from envgen.agents.trainer import crafter_vec_env_factory  # lazy: torch (see above)
 
@@ -92,36 +83,16 @@ class GameSpec:
     """What the rest of the package does differently for it (`envgen.envs.game_rules`)."""
 
     def ppo_config(self, overrides: PPOOverrides | Mapping[str, Any] = ()) -> PPOConfig:
-        """Table 9's `PPOConfig` with this game's defaults, then `overrides` (a run's or
-        a profile's `ppo`), applied."""
+        """Table 9's `PPOConfig` with this game's defaults, then a run's `ppo` `overrides`."""
         return PPOOverrides(overrides).apply(self.ppo_defaults)
 
-    def model_config(
-        self, preset: str, *, bf16_autocast: bool = False, channels_last: bool = False
-    ) -> ModelConfig:
-        """The named network preset with this game's action count and the GPU options."""
+    def model_config(self, preset: str, **gpu_options: bool) -> ModelConfig:
+        """The named network preset with this game's action count and the GPU options
+        (`bf16_autocast`, `channels_last`: `RunConfig.gpu_options`; unset: off)."""
         return dataclasses.replace(
-            model_preset(preset),
-            num_actions=self.num_actions,
-            bf16_autocast=bf16_autocast,
-            channels_last=channels_last,
+            model_preset(preset), num_actions=self.num_actions, **gpu_options
         )
 
-
-HEIST_PPO = {
-    "gamma": 0.999,
-    "gae_lambda": 0.95,
-    "num_envs": 64,
-    "num_steps": 256,
-    "epochs": 3,
-    "minibatches": 8,
-    "clip": 0.2,
-    "ent_coef": 0.01,
-    "vf_coef": 0.5,
-    "lr": 5e-4,
-    "max_grad_norm": 0.5,
-    "checkpoint_every": HEIST_CHECKPOINT_EVERY,
-}
 
 GAMES: dict[str, GameSpec] = {
     "crafter": GameSpec(
@@ -140,7 +111,22 @@ GAMES: dict[str, GameSpec] = {
         name="heist",
         original=HeistConfig(),
         num_actions=HEIST_ACTIONS,
-        ppo_defaults=PPOOverrides(HEIST_PPO),
+        ppo_defaults=PPOOverrides(
+            {
+                "gamma": 0.999,
+                "gae_lambda": 0.95,
+                "num_envs": 64,
+                "num_steps": 256,
+                "epochs": 3,
+                "minibatches": 8,
+                "clip": 0.2,
+                "ent_coef": 0.01,
+                "vf_coef": 0.5,
+                "lr": 5e-4,
+                "max_grad_norm": 0.5,
+                "checkpoint_every": HEIST_CHECKPOINT_EVERY,
+            }
+        ),
         vec_env_factory=heist_vec_env_factory,
         episode_record=heist_episode_record,
         summarize=heist_metrics.summary,

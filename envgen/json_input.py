@@ -1,11 +1,9 @@
 """Reading JSON that someone else may have written: bounded in size and nesting.
 
-Every JSON file the package reads (a run's manifest, provenance, final metrics and call
-log, a runs.json, a cache entry, an archive's list) can come from another machine or
-another person. `json.loads` of 200 KB of `[[[...]]]` raises `RecursionError` (a
-traceback, not a message), and code that walks the result recurses as deep; a file of
-gigabytes fills the memory. `loads` refuses both before parsing, in one line naming the
-file, as `EnvGenError`.
+Any JSON file the package reads can come from another machine or person. `json.loads` of
+200 KB of `[[[...]]]` raises `RecursionError` (and code that walks the result recurses as
+deep), a file of gigabytes fills the memory: `loads` refuses both before parsing, in one
+line naming the file.
 """
 
 from __future__ import annotations
@@ -15,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from envgen.errors import EnvGenError
-from envgen.files import read_bounded
+from envgen.errors import InputError
+from envgen.files import read_bounded, too_large
 
 MAX_BYTES = 64 * 2**20
 """Largest JSON file read: 64 MiB (a runs.json of the paper profile is under 1 MiB, a
@@ -28,13 +26,8 @@ _STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _BRACKETS = re.compile(rb"[\[\]{}]")
 
 
-class JSONInputError(EnvGenError):
-    """A JSON file that is too large, too deep, or not JSON; `detail` says which without
-    the file's name, for callers that put it in their own words."""
-
-    def __init__(self, where: object, detail: str):
-        self.detail = detail
-        super().__init__(f"{where}: {detail}")
+class JSONInputError(InputError):
+    """A JSON file that is too large, too deep, or not JSON."""
 
 
 def nesting_depth(data: bytes) -> int:
@@ -46,18 +39,16 @@ def nesting_depth(data: bytes) -> int:
     return deepest
 
 
-def loads(
-    data: bytes | str, where: object, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
-) -> Any:
+def loads(data: bytes | str, where: object, max_bytes: int = MAX_BYTES) -> Any:
     """The value of JSON text `data` read from `where` (named in the errors)."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     if len(raw) > max_bytes:
-        raise JSONInputError(where, _too_large(len(raw), max_bytes))
+        raise JSONInputError(where, too_large(len(raw), max_bytes, "JSON"))
     depth = nesting_depth(raw)
-    if depth > max_depth:
+    if depth > MAX_DEPTH:
         raise JSONInputError(
             where,
-            f"arrays and objects nest {depth} deep, more than {max_depth}; it is not a file "
+            f"arrays and objects nest {depth} deep, more than {MAX_DEPTH}; it is not a file "
             "this package wrote",
         )
     try:
@@ -66,14 +57,7 @@ def loads(
         raise JSONInputError(where, f"not JSON ({str(exc)[:200]})") from None
 
 
-def read(path: Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+def read(path: Path, max_bytes: int = MAX_BYTES) -> Any:
     """The JSON value of the file `path` (its size checked before it is read)."""
-    data = read_bounded(path, max_bytes, JSONInputError, _too_large)
-    return loads(data, path, max_bytes, max_depth)
-
-
-def _too_large(size: int, max_bytes: int) -> str:
-    return (
-        f"{size:,} bytes, more than the {max_bytes:,} a JSON file of this package may hold; "
-        "it is not one this package wrote"
-    )
+    data = read_bounded(path, max_bytes, JSONInputError, "JSON")
+    return loads(data, path, max_bytes)

@@ -1,22 +1,11 @@
 """Worker processes that end with their parent: no orphan trains on after a kill.
 
-A parent killed by a signal (`kill PID`, `kill -9`, an out-of-memory kill) runs no
-clean-up, so its workers would go on training and writing into the run store (an
-orphaned worker once re-sealed a run after it had been restored from git). Linux ends
-them for us: `PR_SET_PDEATHSIG` asks the kernel to signal a process when the thread that
-created it ends. Each worker calls `die_with_parent` first thing, giving the pid it
-expects as its parent: if that parent is already gone (it died between the fork and the
-call), the worker ends at once. Elsewhere (macOS) nothing is set and the function says so.
-
-A program that is not Python (the local LLM server, once exec'd) cannot call it, so
-`bound_to_parent` wraps its command line in a tiny launcher that sets the same request
-and then execs the program: the request survives `exec`, the pid stays the same.
-
-A SIGTERM by default ends Python without running `finally` blocks or context managers
-(a server's `stop`, a temporary directory's removal), and a SIGINT sent to the parent
-alone leaves a process pool's `with` waiting for its jobs. `signals_exit` turns both
-into an orderly exit while a resource is held: it ends this process's multiprocessing
-children, runs the given clean-up and raises `SystemExit(143)` or `KeyboardInterrupt`.
+A parent killed by a signal runs no clean-up. On Linux `die_with_parent`, called first in
+a worker, has the kernel kill the worker when its parent ends (at once if it already has);
+`bound_to_parent` does the same for a program that is not Python (the local LLM server)
+through a tiny launcher, whose request survives `exec`. `signals_exit` turns SIGTERM
+(which skips `finally` blocks) and SIGINT (which leaves a process pool's `with` waiting
+for its jobs) into an orderly exit while a resource is held.
 """
 
 from __future__ import annotations
@@ -33,20 +22,13 @@ from collections.abc import Callable, Iterator, Sequence
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def die_with_parent(parent: int | None = None, signum: int = signal.SIGKILL) -> bool:
-    """Have the kernel send `signum` to this process when its parent ends; whether it could.
-
-    `parent`: the pid this process was started by; when the process's parent is no
-    longer that one, the parent has already ended and this process ends now.
-    """
-    if not sys.platform.startswith("linux"):
-        return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) != 0:
-        return False
-    if parent is not None and os.getppid() != parent:
-        os.kill(os.getpid(), signum)
-    return True
+def die_with_parent(parent: int | None = None) -> None:
+    """Have the kernel kill this process when its parent ends (Linux only), and kill it
+    now if `parent`, the pid that started it, is no longer its parent."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if parent is not None and os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 # argv: parent pid, signal number, the command; the same request as `die_with_parent`,
@@ -63,25 +45,19 @@ os.execvp(command[0], command)
 """
 
 
-def bound_to_parent(command: Sequence[str], signum: int = signal.SIGKILL) -> list[str]:
-    """`command` started so that the kernel sends it `signum` when the thread that starts
-    it (with `subprocess.Popen`) ends: a killed parent leaves no orphan. On Linux only;
-    elsewhere the launcher just execs `command`."""
-    return [sys.executable, "-c", _LAUNCHER, str(os.getpid()), str(int(signum)), *command]
+def bound_to_parent(command: Sequence[str]) -> list[str]:
+    """`command` started so that the kernel kills it when the thread that starts it (with
+    `subprocess.Popen`) ends; elsewhere than on Linux the launcher just execs it."""
+    return [sys.executable, "-c", _LAUNCHER, str(os.getpid()), str(int(signal.SIGKILL)), *command]
 
 
 @contextlib.contextmanager
 def signals_exit(cleanup: Callable[[], None]) -> Iterator[None]:
-    """While inside: SIGTERM or SIGINT ends this process's multiprocessing children,
-    calls `cleanup` and raises `SystemExit(128 + SIGTERM)` or `KeyboardInterrupt` in the
-    main thread, so `finally` blocks and context managers run without waiting for the
-    children's work (a process pool's `with` waits for its running jobs).
-
-    Only for a signal with Python's default handling and in the main thread (a handler
-    can only be set there): a handler already set (a campaign's `end_group_on_signal`)
-    is left as it is. The defaults come back on leaving. A forked child that inherited a
-    handler gets the default action instead.
-    """
+    """While inside: SIGTERM or SIGINT ends this process's multiprocessing children, calls
+    `cleanup` and raises `SystemExit(128 + SIGTERM)` or `KeyboardInterrupt`, so that
+    `finally` blocks run without waiting for the children. Only in the main thread and for
+    a signal with Python's default handling (a campaign's own handler is left as it is);
+    the defaults come back on leaving; a forked child gets the default action."""
     owner = os.getpid()
     defaults = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
     main = threading.current_thread() is threading.main_thread()

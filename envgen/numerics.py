@@ -1,35 +1,14 @@
 """CPU numerics modes: which code paths compute a CPU run's floats, and so on which
-machines the run retrains bit for bit (docs/agent.md, "Portable numerics").
+machines the run retrains bit for bit (docs/agent.md, "Portable numerics", has the table).
+`native` lets every library take the host's fastest path: a run repeats only on its own
+CPU class. `portable` takes every float from a path the software alone fixes, on any
+x86-64 CPU with AVX2 (`PORTABLE_ENVIRONMENT`, `apply_torch`).
 
-- `native`: every library takes the fastest path for the host: ATen's kernels for its
-  widest vector unit (AVX-512 where present), oneDNN's convolutions (JIT code and
-  blocking chosen from the host's ISA and cache sizes), MKL's GEMM for the host's
-  vendor and ISA, NumPy's AVX-512 `exp`. A run repeats only on its own CPU class.
-- `portable`: every float comes from a path fixed by the software alone, on any x86-64
-  CPU with AVX2 (Intel or AMD):
-  - ATen's kernels pinned to AVX2 (`ATEN_CPU_CAPABILITY`); one torch thread, so that
-    reductions split the same way everywhere;
-  - oneDNN and NNPACK off: their kernel and blocking choices follow the host and no
-    cross-CPU guarantee is documented; convolutions go through ATen (and the nature
-    network's own im2col + GEMM, `envgen.agents.networks`);
-  - MKL in its COMPATIBLE branch (`MKL_CBWR`): Intel documents branch-pinned results on
-    every x86 CPU for COMPATIBLE only; AVX2 and the other branches fall back to
-    per-host dispatch on non-Intel CPUs (checked here: on AMD, `MKL_VERBOSE` reports
-    "CNR:AUTO" for `MKL_CBWR=AVX2`, "CNR:COMPATIBLE" for COMPATIBLE); one MKL thread,
-    no dynamic threading;
-  - NumPy's dispatch above AVX2 off (`NPY_DISABLE_CPU_FEATURES`): its AVX-512 `exp`,
-    which world generation calls, rounds differently from the scalar one;
-  - numba compiles for one named CPU (`NUMBA_CPU_NAME=haswell`: AVX2 and FMA) instead of
-    the host; without fastmath LLVM keeps the source's order of float operations.
-
-The variables are read when each library loads, so a process gets its mode from its
-environment before it imports numpy or torch; children (spawned pool workers, the
-vec-env forkserver and its workers, Ray workers) inherit it. `environment` builds that
-environment, `reexec` restarts a command-line process into it, and `verify` checks,
-in the process that computes, that every setting took effect (a failure names the one
-that did not); its record goes into the run's provenance.
-
-This module imports nothing heavy: callers decide the mode before torch loads.
+The variables act when each library loads, so a process gets its mode from its
+environment before it imports numpy or torch; its children inherit it. `environment`
+builds that environment, `reexec` restarts a command-line process into it, and `verify`
+checks in the computing process that every setting took; its record goes into the run's
+provenance. This module imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -48,41 +27,28 @@ MODES = (NATIVE, PORTABLE)
 MODE_VARIABLE = "ENVGEN_CPU_NUMERICS"
 """The mode a process was started in (unset: native)."""
 
-# NumPy 1.26's dispatch targets above AVX2 (`numpy.core._multiarray_umath.__cpu_dispatch__`),
-# and the later ones a newer NumPy may add; naming a feature the host lacks is allowed.
+# NumPy 1.26's dispatch targets above AVX2 and later ones (naming one the host lacks is allowed)
 NUMPY_ABOVE_AVX2 = (
-    "AVX512F",
-    "AVX512CD",
-    "AVX512_KNL",
-    "AVX512_KNM",
-    "AVX512_SKX",
-    "AVX512_CLX",
-    "AVX512_CNL",
-    "AVX512_ICL",
-    "AVX512_SPR",
-)
-NUMBA_CPU = "haswell"  # LLVM's name for AVX2 + FMA + BMI2, the portable baseline
+    "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"
+).split()
 
 PORTABLE_ENVIRONMENT: dict[str, str] = {
     MODE_VARIABLE: PORTABLE,
     "ATEN_CPU_CAPABILITY": "avx2",
-    "MKL_CBWR": "COMPATIBLE",
+    "MKL_CBWR": "COMPATIBLE",  # the one branch Intel pins on every x86 CPU, AMD included
     "MKL_DYNAMIC": "FALSE",
     "MKL_NUM_THREADS": "1",
     "OMP_DYNAMIC": "FALSE",
     "OMP_NUM_THREADS": "1",
     "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN is off; should anything still reach it
     "NPY_DISABLE_CPU_FEATURES": " ".join(NUMPY_ABOVE_AVX2),
-    "NUMBA_CPU_NAME": NUMBA_CPU,
+    "NUMBA_CPU_NAME": "haswell",  # LLVM's name for AVX2 + FMA + BMI2, the portable baseline
     "NUMBA_CPU_FEATURES": "",  # with NUMBA_CPU_NAME set, the named CPU's own features
 }
 """What a portable process needs in its environment before numpy, numba or torch load."""
 
-# The variables portable mode sets that a native process must not carry (a native run
-# in a process set up for portable numbers would compute portable ones).
+# Portable variables a native process must not carry (it would compute portable numbers).
 _NATIVE_MUST_NOT_SET = (MODE_VARIABLE, "MKL_CBWR", "NPY_DISABLE_CPU_FEATURES", "NUMBA_CPU_NAME")
-
-MKL_BRANCH = "COMPATIBLE"
 
 
 class NumericsError(EnvGenError):
@@ -96,9 +62,9 @@ def check_mode(mode: object, field: str = "cpu_numerics") -> str:
     return str(mode)
 
 
-def current(environ: Mapping[str, str] | None = None) -> str:
+def current() -> str:
     """The mode this process was started in, from its environment."""
-    value = (os.environ if environ is None else environ).get(MODE_VARIABLE, NATIVE) or NATIVE
+    value = os.environ.get(MODE_VARIABLE) or NATIVE
     if value not in MODES:
         raise NumericsError(f"${MODE_VARIABLE}={value!r}: one of {', '.join(MODES)}")
     return value
@@ -137,23 +103,16 @@ ENTRY_MODULES = ("envgen.cli", "envgen.pipeline.train")
 """The command-line entry points that may restart themselves (`reexec`)."""
 
 
-def _entry_process() -> bool:
-    main = sys.modules.get("__main__")
-    name = getattr(getattr(main, "__spec__", None), "name", None)
-    return name in ENTRY_MODULES or os.path.basename(sys.argv[0] or "") == "envgen"
-
-
 def reexec(mode: str) -> None:
-    """Restart this command-line process in `mode`'s environment when it is not in it
-    (same interpreter, same arguments); returns only when nothing needs changing.
-
-    For entry points (`envgen run`): the variables act only when the libraries load, so
-    a process that has imported them cannot switch in place. Anywhere else (a test
-    calling a command's `main`) a mismatch is a `NumericsError`, never a restart."""
+    """Restart this command-line process (`envgen run`) in `mode`'s environment, same
+    interpreter and arguments, unless it is in it already: the variables act only as the
+    libraries load. Anywhere else (a test calling `main`) a mismatch is a `NumericsError`."""
     bad = mismatches(mode)
     if not bad:
         return
-    if not _entry_process():
+    main = getattr(sys.modules.get("__main__"), "__spec__", None)
+    entry = getattr(main, "name", None) in ENTRY_MODULES
+    if not entry and os.path.basename(sys.argv[0]) != "envgen":
         raise NumericsError(
             f"this process is not set up for {mode} CPU numerics ({bad[0]}) and is not a "
             "command-line entry point that could restart itself"
@@ -211,10 +170,7 @@ def _mkl_branch() -> str | None:
             os.close(saved)
         capture.seek(0)
         text = capture.read().decode(errors="replace")
-    for word in text.split():
-        if word.startswith("CNR:"):
-            return word[4:]
-    return None
+    return next((word[4:] for word in text.split() if word.startswith("CNR:")), None)
 
 
 def state() -> dict[str, Any]:
@@ -240,18 +196,16 @@ def state() -> dict[str, Any]:
 
 
 def verify(mode: str) -> dict[str, Any]:
-    """Check that this process computes in `mode` and return its `state()` (recorded in
-    provenance). Portable: every setting must have taken (the variables were in the
-    environment before the libraries loaded, `apply_torch` ran); a `NumericsError`
-    names the first that did not and the fix. Native: the process must not carry the
-    portable settings."""
+    """This process's `state()` (recorded in provenance), checked to compute in `mode`:
+    for portable every setting must have taken, for native none may be set; else a
+    `NumericsError` naming the first that did not and the fix."""
     bad = mismatches(mode)
     if bad:
-        how = (
-            "start the process through `envgen run`, a pipeline stage or a campaign, or "
-            "with envgen.numerics.environment(mode)"
+        raise NumericsError(
+            f"this process is not set up for {mode} CPU numerics: {bad[0]}; start the process "
+            "through `envgen run`, a pipeline stage or a campaign, or with "
+            "envgen.numerics.environment(mode)"
         )
-        raise NumericsError(f"this process is not set up for {mode} CPU numerics: {bad[0]}; {how}")
     found = state()
     if mode == NATIVE:
         return found
@@ -260,9 +214,9 @@ def verify(mode: str) -> dict[str, Any]:
         "torch_threads": 1,
         "onednn": False,
         "nnpack": False,
-        "mkl_branch": MKL_BRANCH,
+        "mkl_branch": PORTABLE_ENVIRONMENT["MKL_CBWR"],
         "numpy_above_avx2": [],
-        "numba_cpu": NUMBA_CPU,
+        "numba_cpu": PORTABLE_ENVIRONMENT["NUMBA_CPU_NAME"],
         "numba_features": "",
     }
     for key, want in expected.items():

@@ -33,10 +33,8 @@ def crafter_score(success_rates: Sequence[float] | np.ndarray) -> float:
 
 
 def success_rates(episodes: Iterable[Mapping[str, Any]]) -> dict[str, float]:
-    """Percent of episodes in which each achievement was unlocked at least once.
-
-    Returns {achievement name: percent} in crafter's order; raises on zero episodes.
-    """
+    """{achievement: percent of episodes in which it was unlocked at least once}, in
+    crafter's order; a ValueError for zero episodes."""
     unlocked = np.array([[ep[key] > 0 for key in ACHIEVEMENT_KEYS] for ep in episodes], bool)
     if len(unlocked) == 0:
         raise ValueError("episodes: need at least one finished episode to compute success rates")
@@ -56,23 +54,17 @@ def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def final_phase_summary(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """What a Crafter run reports about its scored phase, from its episode log: score,
-    reward, episodes and success rates over the `final` phase, and each achievement's
-    first unlock in steps from that phase's start (None if never). None when no episode
-    finished in the phase. Used by the run itself and by `envgen verify`."""
+    """A Crafter run's report of its scored `final` phase (the run's and `envgen verify`'s):
+    `summarize` less the length, and each achievement's first unlock in steps from the
+    phase's start (None if never); None when no episode finished in the phase."""
     final = [ep for ep in episodes if ep["phase"] == "final"]
     if not final:
         return None
     start = min(ep["step"] - ep["length"] for ep in final)
-    first_unlock = {
-        a: min((ep["step"] - start for ep in final if ep[f"achievement_{a}"] > 0), default=None)
-        for a in ACHIEVEMENTS
-    }
     summary = summarize(final)
-    return {
-        "score": summary["score"],
-        "reward": summary["reward"],
-        "episodes": summary["episodes"],
-        "success_rates": summary["success_rates"],
-        "first_unlock_step": first_unlock,
+    del summary["length"]
+    summary["first_unlock_step"] = {
+        a: min((ep["step"] - start for ep in final if ep[key] > 0), default=None)
+        for a, key in zip(ACHIEVEMENTS, ACHIEVEMENT_KEYS, strict=True)
     }
+    return summary

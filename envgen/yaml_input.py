@@ -1,15 +1,10 @@
 """Reading YAML that someone else may have written: bounded in size and nesting.
 
-The YAML twin of `envgen.json_input`. A run's config can come from another machine
-(an archive, a clone) and params.yaml from another person. `yaml.safe_load` of
-`x: [[[...]]]` 100,000 deep raises `RecursionError` (a traceback, and in `gpu import`
-the end of every other run of the archive); a file of gigabytes fills the memory; a
-run config of `- a` made the code that expected a mapping fail with AttributeError.
-`loads` refuses a file over `MAX_BYTES` before reading it and one nesting deeper than
-`MAX_DEPTH` while walking PyYAML's event stream (iterative: no recursion, and it stops
-at the first level too deep), before anything builds the value; `loads_mapping` also
-requires a mapping at the top. Each refusal is one `YAMLInputError` line naming the
-file.
+The YAML twin of `envgen.json_input`. `loads` refuses a file over `MAX_BYTES` before
+reading it, and one nesting deeper than `MAX_DEPTH` (whose `yaml.safe_load` would raise
+`RecursionError`) while walking PyYAML's event stream, iteratively, before anything builds
+the value; `loads_mapping` also requires a mapping at the top. Each refusal is one
+`YAMLInputError` line naming the file.
 """
 
 from __future__ import annotations
@@ -20,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from envgen.errors import EnvGenError
-from envgen.files import read_bounded
+from envgen.errors import InputError
+from envgen.files import read_bounded, too_large
 
 MAX_BYTES = 16 * 2**20
 """Largest YAML file read: 16 MiB (dvc.yaml, the largest the project has, is under
@@ -33,14 +28,8 @@ MAX_DEPTH = 32
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # for the depth walk: fast
 
 
-class YAMLInputError(EnvGenError):
-    """A YAML file that is too large, too deep, not YAML or not the kind of value asked
-    for; `detail` says which without the file's name, for callers that put it in their
-    own words (`envgen.input_checks.read_yaml_mapping`)."""
-
-    def __init__(self, where: object, detail: str):
-        self.detail = detail
-        super().__init__(f"{where}: {detail}")
+class YAMLInputError(InputError):
+    """A YAML file that is too large, too deep, not YAML or not the kind of value asked for."""
 
 
 def nesting_depth(text: str | bytes, stop_above: int | None = None) -> int:
@@ -72,35 +61,33 @@ def nesting_depth(text: str | bytes, stop_above: int | None = None) -> int:
     return open_nodes[0][1]
 
 
-def loads(
-    data: bytes | str, where: object, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
-) -> Any:
+def loads(data: bytes | str, where: object, max_bytes: int = MAX_BYTES) -> Any:
     """The value of YAML text `data` read from `where` (named in the errors)."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     if len(raw) > max_bytes:
-        raise YAMLInputError(where, too_large(len(raw), max_bytes))
+        raise YAMLInputError(where, too_large(len(raw), max_bytes, "YAML"))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise YAMLInputError(where, f"not UTF-8 text (byte {exc.start}); not YAML") from None
     try:
-        depth = nesting_depth(text, stop_above=max_depth)
-        if depth > max_depth:
+        depth = nesting_depth(text, stop_above=MAX_DEPTH)
+        if depth > MAX_DEPTH:
             raise YAMLInputError(
                 where,
-                f"sequences and mappings nest {depth} deep or more, more than {max_depth}; "
+                f"sequences and mappings nest {depth} deep or more, more than {MAX_DEPTH}; "
                 "it is not a file this project wrote",
             )
-        return yaml.safe_load(text)  # the pure-Python loader, as before: the same values
+        return yaml.safe_load(text)  # the pure-Python loader, whose values configs were read with
     except yaml.YAMLError as exc:
-        raise YAMLInputError(where, _syntax_error(exc, max_depth)) from None
+        raise YAMLInputError(where, _syntax_error(exc)) from None
     except RecursionError:  # not reached within MAX_DEPTH; kept as a last line of defence
         raise YAMLInputError(where, "nested too deep to read; not a file of this project") from None
 
 
-def loads_mapping(data: bytes | str, where: object, what: str, **caps: int) -> dict[str, Any]:
+def loads_mapping(data: bytes | str, where: object, what: str) -> dict[str, Any]:
     """`loads`, with a mapping at the top (`what` the file should hold, for the messages)."""
-    value = loads(data, where, **caps)
+    value = loads(data, where)
     if value is None:
         raise YAMLInputError(where, f"is empty; it must hold {what}")
     if not isinstance(value, Mapping):
@@ -112,27 +99,19 @@ def loads_mapping(data: bytes | str, where: object, what: str, **caps: int) -> d
     return dict(value)
 
 
-def read(path: Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+def read(path: Path, max_bytes: int = MAX_BYTES) -> Any:
     """The YAML value of the file `path` (its size checked before it is read)."""
-    data = read_bounded(path, max_bytes, YAMLInputError, too_large)
-    return loads(data, path, max_bytes, max_depth)
+    data = read_bounded(path, max_bytes, YAMLInputError, "YAML")
+    return loads(data, path, max_bytes)
 
 
-def _syntax_error(exc: yaml.YAMLError, max_depth: int) -> str:
+def _syntax_error(exc: yaml.YAMLError) -> str:
     mark = getattr(exc, "problem_mark", None)
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     if "nesting depth" in problem:  # libyaml's own cap (1,000) met while scanning ahead
         return (
-            f"sequences and mappings nest deeper than {max_depth}{where}; it is not a file "
+            f"sequences and mappings nest deeper than {MAX_DEPTH}{where}; it is not a file "
             "this project wrote"
         )
     return f"YAML syntax error{where}: {problem}; fix that line"
-
-
-def too_large(size: int, max_bytes: int = MAX_BYTES) -> str:
-    """The refusal of a file of `size` bytes."""
-    return (
-        f"{size:,} bytes, more than the {max_bytes:,} a YAML file of this project may hold; "
-        "it is not one this project wrote"
-    )

@@ -9,8 +9,8 @@ output as much as any other); every envgen file in it must lie under one of the 
 deps. Exempt: stages that
 are `always_changed` (they run on every `dvc repro`), package `__init__.py` files with no
 statement but a docstring, and the modules that cannot change an output: the two every
-process imports (`envgen/__init__.py`: the version and a quiet gym import;
-`gym_notice.py`) and `lifetime.py` (workers end with their parent).
+process imports (`envgen/__init__.py`: the version and a quiet gym import) and
+`lifetime.py` (workers end with their parent).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 STAGES = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
-NO_OUTPUT_EFFECT = {"envgen/__init__.py", "envgen/gym_notice.py", "envgen/lifetime.py"}
+NO_OUTPUT_EFFECT = {"envgen/__init__.py", "envgen/lifetime.py"}
 CLOSURE = (
     "import importlib, json, sys; importlib.import_module(sys.argv[1]); "
     "print(json.dumps(sorted(m.__file__ for n, m in list(sys.modules.items()) "

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "envgen"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "gym_notice", "results_version", "lifetime"),  # no envgen import
+    ("errors", "results_version", "lifetime"),  # no envgen import
     ("files",),  # atomic files; a failed write is an `errors.FileWriteError`
     ("json_input", "yaml_input", "numerics"),  # bounded reading; the CPU numerics mode
     ("input_checks",),
