@@ -1,13 +1,10 @@
 """Commit one run directory to git, and nothing else.
 
-A long campaign commits each run as it finishes, so a killed session or another
-machine loses at most the runs in flight. `git commit -- <dir>` commits only that
-path even when the user has other work staged; `checkpoints/` is git-ignored and also
-unstaged here, so a finished run's checkpoint is never committed. A handoff
-(`envgen campaign handoff`) commits an unfinished run with its latest checkpoint, so
-that the next session or machine resumes it instead of starting over. A busy index
-(`.git/index.lock`, e.g. the user's own git command) is retried a few times; any other
-failure is reported and left to the caller, which goes on training.
+A campaign commits each run as it finishes, so a killed session or another machine loses
+at most the runs in flight. `git commit -- <dir>` commits only that path even with other
+work staged; a finished run's checkpoints are never committed, a handed-off unfinished
+run's latest one is (`commit_partial`). A busy index (`.git/index.lock`) is retried a few
+times; any other failure is reported to the caller, which goes on training.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """`envgen campaign handoff NAME`: hand the runs in flight to the next session or machine.
 
-A campaign commits each run when it finishes; a run stopped before that resumes only
-where its checkpoint is, and checkpoints are git-ignored. On a machine slower than a
-session is long (the `confirm` campaign's 1.96M-step runs take over 2 h each, two at a
-time, on one 2-core machine; docs/measurements.md, "Reruns"), every session would end
-with its runs in flight lost. A handoff keeps them: it waits for each running run's next
-checkpoint (at most `--wait-s`), stops the campaign, and commits each unfinished run
-with its latest checkpoint (`gitcommit.commit_partial`, about 5.5 MB per Crafter run
-with the nature network) and the LLM replies it has recorded so far. On any up-to-date
-checkout `envgen campaign start NAME` then resumes them from those checkpoints, replaying
-those replies, to the same result as an uninterrupted run on one machine (docs/agent.md,
-"Reproducibility and resume"). When a handed-off run finishes, its checkpoint leaves git
-with the run's commit, but stays in the history: hand off runs that are well under way,
-not ones a few minutes old.
+A run stopped before it finishes resumes only from its checkpoint, and checkpoints are
+git-ignored: on a machine slower than a session is long (the `confirm` campaign's runs
+take over 2 h each; docs/measurements.md, "Reruns"), every session would lose its runs in
+flight. A handoff waits for each running run's next checkpoint (at most `--wait-s`),
+stops the campaign, and commits each unfinished run with its latest checkpoint (about
+5.5 MB per Crafter run) and the LLM replies recorded so far. `envgen campaign start NAME`
+on any up-to-date checkout then resumes them to the same result as an uninterrupted run
+(docs/agent.md, "Reproducibility and resume"). The checkpoint leaves git when the run
+finishes but stays in the history: hand off runs well under way.
 """
 
 from __future__ import annotations

@@ -65,20 +65,6 @@ def pending_jobs(plan: TablePlan, runs_root: Path, versions: Mapping[str, int]) 
     ]
 
 
-def row_of(plan: TablePlan) -> dict[tuple[str, int], str]:
-    """{job key: the first row label that runs it}."""
-    rows: dict[tuple[str, int], str] = {}
-    for row, job in row_jobs(plan):
-        rows.setdefault(job.key, row)
-    return rows
-
-
-def commit_message(campaign: str, row: str, seed: int, run_dir: Path) -> str:
-    """ "campaign <name>: <row> seed <K>: score <X>%" from the run's final metrics."""
-    final = json.loads(RunDir(run_dir).final_metrics.read_text(encoding="utf-8"))
-    return f"campaign {campaign}: {row} seed {seed}: score {float(final['score']):.2f}%"
-
-
 def reply_files(run_dir: Path, repo: Path = Path(".")) -> list[Path]:
     """The cache files (relative to `repo`) that hold the replies of the run's LLM calls
     (its LLM call log): committed with the run, so it replays without the model. A call
@@ -100,17 +86,18 @@ def reply_files(run_dir: Path, repo: Path = Path(".")) -> list[Path]:
 def commit_hook(
     campaign: str, plan: TablePlan, log: Log, repo: Path = Path(".")
 ) -> Callable[[JobResult], bool]:
-    """A per-result callback that commits each finished run; a failed commit is logged.
-
-    It returns whether the result was a finished run now committed (or already so)."""
-    rows = row_of(plan)
+    """A per-result callback that commits each finished run, "campaign <name>: <row> seed
+    <K>: score <X>%"; a failed commit is logged. It returns whether the result was a
+    finished run now committed (or already so)."""
+    rows = {job.key: row for row, job in reversed(row_jobs(plan))}  # the first row of each
 
     def on_result(result: JobResult) -> bool:
         if result.status != DONE:
             return False
         run_dir = Path(result.run_dir)  # relative to `repo` (the working directory)
-        row = rows.get(result.key, "?")
-        message = commit_message(campaign, row, result.key[1], repo / run_dir)
+        final = json.loads(RunDir(repo / run_dir).final_metrics.read_text(encoding="utf-8"))
+        row, seed, score = rows.get(result.key, "?"), result.key[1], float(final["score"])
+        message = f"campaign {campaign}: {row} seed {seed}: score {score:.2f}%"
         error = commit_run(run_dir, message, repo, replies=reply_files(repo / run_dir, repo))
         log(f"[campaign] commit failed for {run_dir}: {error}" if error else f"[{message}]")
         return not error

@@ -117,26 +117,20 @@ class RunConfig:
     """Sampling temperature of the designer's calls (paper: 0), seeded by the initial set:
     a local model at 0 would write one reply for all 3 sets (docs/llm.md, "Temperature")."""
     llm_redraw_repeats: bool = False
-    """Redraw, with another seed, an initial reply whose worlds repeat one another
-    (`PromptOptions.redraw_repeats`; docs/llm.md, "Repeated worlds"). Not in the paper."""
+    """Redraw an initial reply whose worlds repeat (`PromptOptions.redraw_repeats`)."""
     designer: str = "llm"
-    """Who writes the environments: llm (the method) or a baseline: random (domain
-    randomization), heuristic, sfl or plr (`envgen.loop.world_designers.DESIGNERS`)."""
+    """Who writes the environments: llm (the method) or a baseline (`DESIGNERS`)."""
     heuristic_first_set: str = "initial_set"
-    """The heuristic designer's first set: "initial_set" (the tech tree spread shifted by
-    `initial_set`, every seed alike) or "seed_mod_3" (one of three by (seed + initial_set)
-    mod 3, as the paper's 3 sets x 10 seeds; docs/loop.md, "Designers")."""
+    """The heuristic designer's first set: by "initial_set" alone, or one of three by
+    "seed_mod_3" (docs/loop.md, "Designers")."""
     sfl_candidates: int = 16
-    """SFL: worlds drawn by domain randomization each cycle; the `envs_per_call` most
-    learnable are trained on (docs/loop.md, "SFL"). sfl_* fields: designer sfl only."""
+    """SFL: worlds drawn each cycle, of which it keeps the most learnable (docs/loop.md)."""
     sfl_rollout_envs: int = 2
     """SFL: envs that roll the current policy out on each candidate."""
     sfl_rollout_steps: int = 1024
-    """SFL: steps each rollout env plays (1024, a designed world's episode length: every
-    env finishes an episode)."""
+    """SFL: steps each rollout env plays (a designed world's episode length, 1024)."""
     plr_candidates: int = 16
-    """PLR-robust: worlds its rollouts score each cycle, the last cycle's replayed ones
-    included (docs/loop.md, "PLR-robust"). plr_* fields: designer plr only."""
+    """PLR-robust: worlds it scores each cycle, replayed ones included (docs/loop.md)."""
     plr_rollout_envs: int = 2
     """PLR-robust: envs that roll the current policy out on each world it scores."""
     plr_rollout_steps: int = 1024
@@ -152,25 +146,20 @@ class RunConfig:
     obfuscated: bool = False
     """Replace parameter names by parameter1.., optionA.., item1.. (ablation)."""
     llm_history_cycles: int | str = 0
-    """0: the whole history (the authors' code); k > 0: the first and last k adaptations;
-    "auto": the whole history while it fits the local model's context
+    """Adaptations sent: 0 all, k the first and last k, "auto" all that fit the context
     (`PromptOptions.history_cycles`)."""
     initial_set: int = 0
     """Which initial LLM environment set (paper averages 3 sets x 10 seeds)."""
     curriculum_pool: int = 16
-    """Easy-to-hard / adversarial: environments generated per ranking (paper: 16); the
-    agent trains on `envs_per_call` of them per cycle (paper: 4 for 0.24M steps)."""
+    """Easy-to-hard / adversarial: environments generated per ranking (paper: 16)."""
     validation_steps: int = 20_000
     """Easy-to-hard / adversarial: env steps of each validation agent (paper: unstated)."""
     eval_episodes: int = 12
-    """Evaluation seeds in the original game per evaluation run after each cycle
-    (paper: 12); for Heist also the test episodes of the final agent (paper: 100)."""
+    """Episodes per evaluation run after each cycle (paper: 12); Heist: test episodes."""
     feedback_evals: int = 3
-    """Evaluation runs behind the feedback's "mean% +/- std%" of per-run rates rounded to
-    whole percents (the authors' `--num_evals`, 3; docs/loop.md, "Feedback")."""
+    """Evaluation runs behind the feedback's "mean% +/- std%" (docs/loop.md, "Feedback")."""
     llm_world_rules: str = "authors"
-    """Crafter: world rules of designed environments: "authors" (their fork, which the
-    paper's GPT-4 wrote for) or "stock" (docs/crafter.md, "World rules")."""
+    """Crafter: world rules of designed environments: "authors" (their fork) or "stock"."""
     original_world: str = "stock"
     """Crafter: world rules of the original game: "stock", or "authors" (their fork)."""
     model: str = "nature"
@@ -178,23 +167,19 @@ class RunConfig:
     agent: str = "ppo"
     """The RL agent: ppo | ad (Achievement Distillation, Table 1's AD rows; docs/agent.md)."""
     ppo: PPOOverrides = PPOOverrides()
-    """PPO overrides of the game's defaults (`envgen.games`); a mapping becomes
-    `PPOOverrides`."""
+    """PPO overrides of the game's defaults (`envgen.games`)."""
     bf16_autocast: bool = False
     """Forward passes under bfloat16 autocast (`ModelConfig.bf16_autocast`)."""
     channels_last: bool = False
     """Convolutions in NHWC layout (`ModelConfig.channels_last`)."""
     cohort: int = 1
-    """Seeds trained together as one batched model (`envgen.agents.cohort`; original_only
-    PPO in Crafter); a seed's numbers depend on the cohort's size."""
+    """Seeds trained together as one batched model (`envgen.agents.cohort`)."""
     cohort_groups: int = 1
-    """A pipelined cohort (`envgen.agents.cohort_trainer`): this many groups of cohort /
-    cohort_groups seeds, one collecting while another updates."""
+    """Groups a cohort is pipelined in (`envgen.agents.cohort_trainer`)."""
     cohort_kernels: str = "eager"
     """How a cohort runs its PPO update (`envgen.agents.config.COHORT_KERNELS`)."""
     cpu_numerics: str = "native"
-    """CPU float code paths (`envgen.numerics`): "native" (fastest; retrains bit for bit on
-    its own CPU class) or "portable" (bit for bit on any x86-64 CPU with AVX2)."""
+    """CPU float code paths, "native" or "portable" (`envgen.numerics`)."""
 
     @property
     def cohort_eligible(self) -> bool:
@@ -336,8 +321,7 @@ class RunConfig:
 
     @property
     def trained_steps(self) -> int:
-        """Env steps the trainer takes (its global step at the end, before rounding up to
-        whole rollouts): `total_steps` less SFL's rollouts."""
+        """Env steps the trainer takes (before rounding up to whole rollouts)."""
         return self.total_steps - self.curation_steps
 
     @property
@@ -352,21 +336,18 @@ class RunConfig:
 
     @property
     def llm_adapts(self) -> bool:
-        """Whether an LLM adapts this run's worlds to its feedback (EnvGen with the LLM
-        designer and more than one cycle): its adaptation conversation is what the
-        "-llm" results version covers (`envgen.results_version.version_key`)."""
+        """Whether an LLM adapts this run's worlds to its feedback: what the "-llm" results
+        version covers (`envgen.results_version.version_key`)."""
         return self.uses_llm and self.method == "envgen" and self.n_cycles > 1
 
     @property
-    def envgen_phase_steps(self) -> int:
-        """Steps before the final phase (LLM envs + original game, all cycles)."""
-        return self.n_cycles * (self.llm_env_steps + self.orig_env_steps)
-
-    @property
     def total_steps(self) -> int:
+        """Env steps of the run: the EnvGen protocol's (cycles, then the final phase), or
+        an original_only run's own `original_only_steps`."""
+        envgen = self.n_cycles * (self.llm_env_steps + self.orig_env_steps) + self.final_steps
         if self.method == "original_only":
-            return self.original_only_steps or self.envgen_phase_steps + self.final_steps
-        return self.envgen_phase_steps + self.final_steps
+            return self.original_only_steps or envgen
+        return envgen
 
     # --- identity ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
