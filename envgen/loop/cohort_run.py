@@ -1,13 +1,11 @@
 """Execute the runs of one config, one seed each, as a cohort (`envgen.agents.cohort`).
 
-The method is `original_only` (every phase in the original game, one mixture from start
-to end: `RunConfig.cohort_eligible`), so the cohort walks `runner.run_original_only`'s
-schedule: pretraining, then the scored final phase. Each seed ends as a run alone ends:
-its final metrics (the same fields, `runner.crafter_final_metrics`), its
-provenance (with the cohort's size, the seed's slot and its neighbours, and the number
-of groups of a pipelined cohort), sealed. The run store, verify, rerun and the report
-therefore see ordinary runs; the cohort's size and grouping are in each run's config
-(`RunConfig.cohort`, `RunConfig.cohort_groups`), hence in its hash.
+The method is `original_only` (`RunConfig.cohort_eligible`), so the cohort walks
+`runner.run_original_only`'s schedule. Each seed ends as a run alone ends: its final
+metrics (`runner.crafter_final_metrics`), its provenance (with the cohort's size, the
+seed's slot and its neighbours, and the groups and kernels when not the defaults),
+sealed; the cohort's size and grouping are in each run's config, hence its hash. The
+run store, verify, rerun and the report therefore see ordinary runs.
 """
 
 from __future__ import annotations

@@ -99,9 +99,6 @@ class Run:
         """Designed environments as they are played (`llm_world_rules`)."""
         return [with_world_rules(c, self.config.llm_world_rules) for c in configs]
 
-    def train_until(self, step: int, configs: Sequence[Any], phase: str) -> None:
-        self.trainer.train_until(step, list(configs), phase=phase)
-
     def evaluate(self, index: int, config: CrafterConfig | None = None) -> dict:
         """Crafter evaluation without updates (curricula); seeds from (run seed, index)."""
         return evaluate_policy(

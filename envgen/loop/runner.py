@@ -50,8 +50,8 @@ from envgen.store.run_dir import RunDir, read_json
 def run_original_only(run: Run) -> None:
     """All steps in the original game; the last `final_steps` are scored."""
     total, original = run.config.total_steps, run.original
-    run.train_until(max(total - run.config.final_steps, 0), [original], "pretrain")
-    run.train_until(total, [original], "final")
+    run.trainer.train_until(max(total - run.config.final_steps, 0), [original], phase="pretrain")
+    run.trainer.train_until(total, [original], phase="final")
 
 
 def run_envgen(run: Run) -> None:
@@ -65,12 +65,12 @@ def run_envgen(run: Run) -> None:
             configs = ask_designer(run, cycle, stats)
         # SFL's or PLR's rollouts (asking the designer) count in the cycle's budget
         step += cfg.llm_env_steps - cfg.curation_steps_per_cycle
-        run.train_until(step, configs, f"llm{cycle}")
+        run.trainer.train_until(step, configs, phase=f"llm{cycle}")
         step += cfg.orig_env_steps
-        run.train_until(step, [run.original], f"orig{cycle}")
+        run.trainer.train_until(step, [run.original], phase=f"orig{cycle}")
         if adaptive:
             stats = cycle_evaluation(run, cycle)
-    run.train_until(step + cfg.final_steps, [run.original], "final")
+    run.trainer.train_until(step + cfg.final_steps, [run.original], phase="final")
 
 
 def ask_designer(run: Run, cycle: int, stats: Stats | None) -> list[Any]:
