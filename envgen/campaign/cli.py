@@ -1,15 +1,9 @@
 """`envgen campaign start|status|stop|handoff|collect|run NAME`: a campaign across machines.
 
-    envgen campaign start cpu      # train the missing runs in the background, commit each
-    envgen campaign status cpu     # (row, seed): done/running/partial/stale/damaged/missing; ETA
-    envgen campaign collect cpu    # results/campaign_cpu/runs.json from the run store
-    envgen campaign stop cpu       # stop it; the run in flight resumes on the next start
-    envgen campaign handoff cpu    # stop at the next checkpoints, commit unfinished runs too
-
-`start` launches `python -m envgen.campaign.cli run NAME` in its own session, one process
-per campaign at a time (`envgen.campaign.process`); each finished run is committed at
-once, so any checkout continues with `start` and trains only the missing seeds.
-`collect` trains nothing (docs/pipeline.md, "CPU campaign").
+Each action's help says what it does. `start` launches `python -m envgen.campaign.cli run
+NAME` in its own session, one process per campaign (`envgen.campaign.process`); each
+finished run is committed at once, so any checkout continues with `start` and trains only
+the missing seeds (docs/pipeline.md, "CPU campaign").
 """
 
 from __future__ import annotations
@@ -100,11 +94,6 @@ _OUT_NAMES = {"out": "runs.json", "metrics": "metrics.json", "plots": "scores.js
 _DEFAULTS = {"params": Path("params.yaml"), "runs_root": Path("results/runs")}
 
 
-def repository_root(c: Campaign, here: Path) -> Path | None:
-    """The nearest of `here` and its parents that holds `c`'s replication file."""
-    return next((d for d in (here, *here.parents) if (d / c.table).is_file()), None)
-
-
 def at_repository_root(c: Campaign, args: argparse.Namespace) -> None:
     """Work from the repository's root, wherever the command was typed: the lock, log,
     replication file, params.yaml and run store are paths from the root (a `start` typed
@@ -113,7 +102,7 @@ def at_repository_root(c: Campaign, args: argparse.Namespace) -> None:
     above, the command runs where it is and reports what is missing there.
     """
     here = Path.cwd()
-    root = repository_root(c, here)
+    root = next((d for d in (here, *here.parents) if (d / c.table).is_file()), None)
     moved = root is not None and root != here
     for name, default in (*_DEFAULTS.items(), *((n, None) for n in _OUT_NAMES)):
         given = getattr(args, name, None)

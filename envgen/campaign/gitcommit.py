@@ -29,7 +29,8 @@ def is_committed(run_dir: Path, repo: Path = Path(".")) -> bool:
     tracked = _git(repo, "ls-files", "--error-unmatch", "--", str(RunDir(run_dir).final_metrics))
     if tracked.returncode != 0:
         return False
-    changes = _git(repo, "status", "--porcelain", "--", str(run_dir), _no_checkpoints(run_dir))
+    no_checkpoints = f":(exclude){run_dir}/{CHECKPOINT_DIR}"  # git-ignored; never committed
+    changes = _git(repo, "status", "--porcelain", "--", str(run_dir), no_checkpoints)
     return changes.stdout.strip() == ""
 
 
@@ -109,11 +110,6 @@ def _commit(
             return " ".join(error.split())[:300] or "git failed without a message"
         time.sleep(wait_s)
     return "unreachable"
-
-
-def _no_checkpoints(run_dir: Path) -> str:
-    """A pathspec leaving out the run's checkpoints (git-ignored too; never committed)."""
-    return f":(exclude){run_dir}/{CHECKPOINT_DIR}"
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -54,9 +54,7 @@ def wait_for_checkpoints(running: list[JobState], wait_s: float, log: Log) -> No
         f"{len(running)} run(s) in flight"
     )
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if all(_mtime(d) > t for d, t in before.items()):
-            break
+    while time.monotonic() < deadline and not all(_mtime(d) > t for d, t in before.items()):
         time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
     for run_dir, t in before.items():
         fresh = _mtime(run_dir) > t
@@ -64,10 +62,9 @@ def wait_for_checkpoints(running: list[JobState], wait_s: float, log: Log) -> No
 
 
 def commit_partial_runs(name: str, states: list[JobState], log: Log, repo: Path) -> int:
-    """Commit every partial run of `states` with its checkpoint and the cache files of
-    the LLM replies it has recorded so far; returns how many. An
-    unfinished run that is damaged (an unreadable checkpoint or log: it would not resume)
-    is named, not committed."""
+    """Commit every partial run of `states` with its checkpoint and the cache files of the
+    LLM replies it has recorded so far; returns how many. A damaged unfinished run (it
+    would not resume) is named, not committed."""
     for s in distinct(states, DAMAGED):
         if not is_sealed(repo / s.run_dir):
             log(f"[handoff] {s.run_dir}: not handed off: {s.problem}")

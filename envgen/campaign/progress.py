@@ -29,7 +29,8 @@ from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed, verify_run
 from envgen.store.provenance import last_session_step, read_provenance, recorded_version, summary
 from envgen.store.run_dir import RunDir, read_json
 
-FINISHED, RUNNING, PARTIAL, STALE, MISSING = "done", "running", "partial", "stale", "missing"
+FINISHED, RUNNING, STALE, MISSING = "done", "running", "stale", "missing"
+PARTIAL = "partial"  # a checkpoint, no live process: it resumes
 DAMAGED = "damaged"  # a run file holds what no run writes; `JobState.problem` says which
 FAILED_RUN = "failed"  # its last attempt failed, nothing written since (`failures`)
 NOT_STARTED = "not_started"  # runs.json status of a campaign row with no finished seed
@@ -51,14 +52,12 @@ class JobState:
     run_dir: Path
     """`<runs_root>/<hash>/seed-<K>`."""
     state: str
-    """done | running | partial (checkpoint, no live process) | failed (its last attempt,
-    nothing written since) | stale | damaged | missing."""
+    """done | running | partial | failed | stale | damaged | missing (the constants above)."""
     steps: int
-    """Env steps done: a finished run's global_steps, a running run's last logged step,
-    a partial run's checkpoint step (where it resumes: steps logged after it are redone)."""
+    """Env steps done: a finished run's global_steps, a running one's last logged step, a
+    partial one's checkpoint step (where it resumes)."""
     total_steps: int
-    """Env steps the run trains in all (`RunConfig.trained_steps`: an SFL run's rollouts
-    are not training steps)."""
+    """Env steps the run trains in all (`RunConfig.trained_steps`)."""
     speed: float | None
     """Measured env steps/s: a finished run's steps in its last session over its `wall_s`
     (which counts from the resume); a running one's over its last `SPEED_WINDOW` rollouts."""

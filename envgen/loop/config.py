@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.agents.config import PPOOverrides, check_groups, check_kernels
+from envgen.agents.config import AGENTS, PPOOverrides, check_groups, check_kernels
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.envs.game_rules import GAME_RULES
 from envgen.errors import ConfigError
@@ -32,11 +32,11 @@ from envgen.numerics import NATIVE, check_mode
 
 # How the heuristic designer picks its first set (`RunConfig.heuristic_first_set`).
 HEURISTIC_FIRST_SETS = ("initial_set", "seed_mod_3")
-AGENTS = ("ppo", "ad")  # envgen.agents.config.AGENTS (the trainer's registry)
 
 METHODS = ("envgen", "fixed", "original_only", "easy_to_hard", "adversarial")
 CURRICULA = ("easy_to_hard", "adversarial")  # rank worlds by Crafter score: `GameSpec.base`
 MAX_CYCLES = 10_000
+POSITIVE = ("n_cycles", "envs_per_call", "eval_episodes", "feedback_evals", "validation_steps")
 MAX_COHORT = 64
 # Fields of a fixed set of values, and the set.
 CHOICES: dict[str, Any] = {
@@ -234,13 +234,7 @@ class RunConfig:
                 f"{self.method!r} ranks environments by the Crafter score and runs on "
                 f"crafter only; for {self.game} use envgen, fixed or original_only",
             )
-        for name in (
-            "n_cycles",
-            "envs_per_call",
-            "eval_episodes",
-            "feedback_evals",
-            "validation_steps",
-        ):
+        for name in POSITIVE:
             if getattr(self, name) < 1:
                 raise ConfigError(name, "must be >= 1")
         for name in ("llm_env_steps", "orig_env_steps", "final_steps", "original_only_steps"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from envgen.agents.evaluate import evaluate_policy
 from envgen.agents.runlog import read_jsonl
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Trainer, crafter_vec_env_factory
@@ -94,13 +95,22 @@ def rank_by_validation_agents(run: Run, pool: list[CrafterConfig]) -> list[int]:
 
 
 def hardest_for_agent(run: Run, pool: list[CrafterConfig], cycle: int) -> list[int]:
-    """The `envs_per_call` pool indices where the current agent scores lowest."""
+    """The `envs_per_call` pool indices where the current agent scores lowest, evaluated
+    without updates, seeds from (run seed, cycle, index)."""
     path = run.paths.cycle(cycle).adversarial_test
     if path.is_file():
         scores = read_json(path)
     else:
         scores = [
-            run.evaluate(1000 * cycle + i, config=env)["score_mean"] for i, env in enumerate(pool)
+            evaluate_policy(
+                run.trainer.model,
+                derive_seed(run.seed, "evaluation", 1000 * cycle + i),
+                num_seeds=run.config.eval_episodes,
+                device=run.options.device,
+                env_factory=crafter_vec_env_factory(run.options.num_workers),
+                config=env,
+            )["score_mean"]
+            for i, env in enumerate(pool)
         ]
         write_json_atomic(path, scores)
     return sorted(range(len(pool)), key=lambda i: scores[i])[: run.config.envs_per_call]

@@ -154,10 +154,6 @@ class LevelBuffer:
             slots.append(slot)
         return slots
 
-    def fill(self) -> float:
-        """Share of the capacity holding levels (replay waits for the minimum fill)."""
-        return self.size / self.capacity
-
     def state(self) -> dict[str, Any]:
         """Scores (None for -inf), stamps, size and clock: what a cycle records."""
         return {

@@ -138,11 +138,9 @@ def curation_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> Rollou
 
 
 def cycle_evaluation(run: Run, cycle: int) -> dict[str, tuple[int, int]]:
-    """Evaluate in the original game after a cycle (once; a resumed run reads the file).
-
-    Returns the feedback: per skill, the authors' rounded mean and std over
-    `feedback_evals` evaluation runs of `eval_episodes` episodes (envgen.agents.evaluate).
-    """
+    """Evaluate in the original game after a cycle (once; a resumed run reads the file);
+    returns the feedback: per skill, the authors' rounded mean and std over the
+    `feedback_evals` evaluation runs (`envgen.agents.evaluate`)."""
     path = run.paths.cycle(cycle).evaluation
     if path.is_file():
         result = read_json(path)
@@ -229,10 +227,9 @@ def execute_run(
         call_log = CallLog(llm, run_id(config.config_hash(), seed))
     if config.uses_designer:
         structured = llm.backend.structured if llm is not None else "off"
-        prompt_options = designer_options(config, structured)
         designer = make_designer(
             config.designer,
-            prompt_options,
+            designer_options(config, structured),
             seed,
             config.designer_settings,
             llm=call_log,
@@ -314,12 +311,9 @@ def crafter_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
 
 
 def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
-    """The final agent tested on plain Heist: success rate (= score), reward, sub-goals.
-
-    The paper's Heist score is the success over 100 test episodes per seed (docs/paper.md,
-    "Agent and training protocol"); here `eval_episodes` per run, levels and action noise
-    from the run seed. The test episodes are kept in `RunDir.test_episodes`.
-    """
+    """The final agent tested on plain Heist: success rate (= score), reward, sub-goals,
+    over `eval_episodes` test episodes (the paper: 100) seeded by the run seed, kept in
+    `RunDir.test_episodes` (docs/paper.md, "Agent and training protocol")."""
     records = play_test_episodes(
         run.trainer.model,
         derive_seed(run.seed, "test"),

@@ -238,8 +238,9 @@ FIRST_SET_ORDERS: tuple[tuple[int, ...], ...] = (
 class _RuleDesigner:
     """The shared part of the non-LLM designers: conversation record, validation, results."""
 
-    def __init__(self, options: PromptOptions):
+    def __init__(self, options: PromptOptions, seed: int):
         self.options = options
+        self.seed = seed
         self.messages: list[Message] = []
         self.results: list[ParsedEnvironments] = []
         self._spec = design_spec(options.game)
@@ -272,10 +273,6 @@ class _RuleDesigner:
 
 class RandomDesigner(_RuleDesigner):
     """Domain randomization over the LLM prompt's parameter space (module docstring)."""
-
-    def __init__(self, options: PromptOptions, seed: int):
-        super().__init__(options)
-        self.seed = seed
 
     def write(self, n: int, stats: Stats | None) -> list[World]:
         return sample_worlds(self.seed, self.options.initial_set, len(self.results) + 1, n)
@@ -321,8 +318,7 @@ class _CuratingDesigner(_RuleDesigner):
     of the current policy, which scores worlds."""
 
     def __init__(self, options: PromptOptions, seed: int, *, rollout: Rollout):
-        super().__init__(options)
-        self.seed = seed
+        super().__init__(options, seed)
         self.rollout = rollout
 
     def play(self, pool: list[World]) -> RolloutOutcome:
@@ -434,7 +430,8 @@ class PLRDesigner(_CuratingDesigner):
             self.buffer.insert(world, score)
             for world, score in zip(fresh, scores[len(rescored) :], strict=True)
         )
-        replay = self.buffer.size > 0 and self.buffer.fill() >= self.settings.plr_min_fill
+        fill = self.buffer.size / self.buffer.capacity
+        replay = self.buffer.size > 0 and fill >= self.settings.plr_min_fill
         if replay:
             rng = np.random.default_rng(
                 derive_seed(self.seed, f"plr-replay/set{self.options.initial_set}", cycle)
@@ -479,7 +476,7 @@ class HeuristicDesigner(_RuleDesigner):
         seed: int = 0,
         settings: HeuristicSettings = HeuristicSettings(),
     ):
-        super().__init__(options)
+        super().__init__(options, seed)
         self.first_set: int | None = None
         if settings.heuristic_first_set == "seed_mod_3":
             self.first_set = (seed + options.initial_set) % len(FIRST_SET_ORDERS)
