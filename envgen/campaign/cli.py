@@ -144,11 +144,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """`envgen campaign ...` (envgen.cli)."""
-    parser = subparsers.add_parser(
-        "campaign",
-        description=__doc__.split("\n\n")[0],
-    )
-    add_commands(parser)
+    add_commands(subparsers.add_parser("campaign", description=__doc__.split("\n\n")[0]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

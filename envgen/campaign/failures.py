@@ -59,12 +59,11 @@ def read_failures(path: Path) -> dict[str, Failure]:
     try:
         data = json_input.read(path) if path.is_file() else {}
     except EnvGenError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
+        data = {}
+    entries = data.items() if isinstance(data, dict) else ()
     return {
         key: Failure(float(entry["at"]), entry["reason"])
-        for key, entry in data.items()
+        for key, entry in entries
         if isinstance(entry, dict)
         and isinstance(entry.get("at"), (int, float))
         and isinstance(entry.get("reason"), str)

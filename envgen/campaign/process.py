@@ -183,9 +183,7 @@ def end_group_on_signal() -> None:
 def group_members(pgid: int) -> list[int]:
     """Live (non-zombie) processes of process group `pgid`, from /proc."""
     members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in Path("/proc").glob("[0-9]*"):  # the processes' folders
         try:
             stat = (entry / "stat").read_text()
         except OSError:
@@ -220,11 +218,9 @@ def _signal(pid: int, signum: int) -> None:
 def _wait(pid: int, wait_s: float) -> bool:
     """Whether `pid` and its group ended within `wait_s`."""
     deadline = time.monotonic() + wait_s
-    while _left(pid):
-        if time.monotonic() > deadline:
-            return False
+    while _left(pid) and time.monotonic() <= deadline:
         time.sleep(0.2)
-    return True
+    return not _left(pid)
 
 
 def stop(c: Campaign, wait_s: float = 15.0) -> int:

@@ -187,18 +187,11 @@ def main(args: argparse.Namespace) -> int:
             workers_variable()  # a bad $ENVGEN_ENV_WORKERS is one line, before any work
         options = RunOptions(args.device, args.workers, args.progress, args.resume)
         backend = _backend(args, config.llm_model)
-        # a server is started only when calls may go out (never in replay)
-        serving = (
-            running_backend(backend)
-            if args.llm_mode != "replay"
-            else contextlib.nullcontext(backend)
-        )
-        with serving as backend:
-            llm = (
-                CachedLLM(args.llm_mode, args.cache_dir, backend, match=args.replay)
-                if config.uses_llm
-                else None
-            )
+        calls = args.llm_mode != "replay"  # a server starts only when calls may go out
+        with running_backend(backend) if calls else contextlib.nullcontext(backend) as backend:
+            llm = None
+            if config.uses_llm:
+                llm = CachedLLM(args.llm_mode, args.cache_dir, backend, match=args.replay)
             root = execute_run(config, args.seed, args.runs_root, llm, options)
         metrics = read_json(RunDir(root).final_metrics)
     except CacheMissError as exc:

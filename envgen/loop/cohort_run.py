@@ -10,7 +10,6 @@ run store, verify, rerun and the report therefore see ordinary runs.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,21 +21,10 @@ from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.games import game_spec
 from envgen.loop.config import RunConfig, check_scored_phase
-from envgen.loop.run_state import RunOptions, with_world_rules
+from envgen.loop.run_state import Run, RunOptions, with_world_rules
 from envgen.loop.runner import crafter_final_metrics
 from envgen.store.lifecycle import finish_run, start_session
 from envgen.store.run_dir import RunDir, read_json
-
-
-@dataclasses.dataclass(frozen=True)
-class _SeedView:
-    """What `crafter_final_metrics` reads of a run (`run_state.Run`), for one seed."""
-
-    config: RunConfig
-    seed: int
-    paths: RunDir
-    trainer: Any
-    llm: None = None
 
 
 def execute_cohort(
@@ -113,7 +101,8 @@ def execute_cohort(
         trainer.close_env()
         wall = time.monotonic() - started
         for seed, p in zip(seeds, paths, strict=True):
-            metrics = crafter_final_metrics(_SeedView(config, seed, p, trainer), wall)  # type: ignore[arg-type]
+            run = Run(config, seed, p, trainer, options, None, None, game)  # type: ignore[arg-type]
+            metrics = crafter_final_metrics(run, wall)
             write_json_atomic(p.final_metrics, metrics)
             finish_run(p.root, trainer.global_step)
     finally:

@@ -443,13 +443,9 @@ class PLRDesigner(_CuratingDesigner):
             chosen = inserted[:n]
             written = fresh[:n]
             self._trained = tuple(slot for slot in chosen if slot >= 0)
-        self.replays.append(
-            Replay(rescored, inserted, replay, chosen, self.buffer.state(), outcome)
-        )
-        return [
-            {**world, "purpose": plr_purpose(self.replays[-1], i)}
-            for i, world in enumerate(written)
-        ]
+        record = Replay(rescored, inserted, replay, chosen, self.buffer.state(), outcome)
+        self.replays.append(record)
+        return [{**world, "purpose": plr_purpose(record, i)} for i, world in enumerate(written)]
 
 
 def plr_purpose(replay: Replay, i: int) -> str:
