@@ -1,14 +1,13 @@
 """`envgen campaign handoff NAME`: hand the runs in flight to the next session or machine.
 
-A run stopped before it finishes resumes only from its checkpoint, and checkpoints are
-git-ignored: on a machine slower than a session is long (the `confirm` campaign's runs
-take over 2 h each; docs/measurements.md, "Reruns"), every session would lose its runs in
-flight. A handoff waits for each running run's next checkpoint (at most `--wait-s`),
-stops the campaign, and commits each unfinished run with its latest checkpoint (about
-5.5 MB per Crafter run) and the LLM replies recorded so far. `envgen campaign start NAME`
-on any up-to-date checkout then resumes them to the same result as an uninterrupted run
-(docs/agent.md, "Reproducibility and resume"). The checkpoint leaves git when the run
-finishes but stays in the history: hand off runs well under way.
+Checkpoints are git-ignored, so on a machine slower than a session is long (the
+`confirm` campaign's runs take over 2 h each; docs/measurements.md, "Reruns") every
+session would lose its runs in flight. A handoff waits for each running run's next
+checkpoint (at most `--wait-s`), stops the campaign, and commits each unfinished run
+with its latest checkpoint (about 5.5 MB for Crafter) and the LLM replies so far; `start`
+on any up-to-date checkout resumes them to the same result (docs/agent.md,
+"Reproducibility and resume"). The checkpoint stays in git history: hand off runs well
+under way.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """Where the runs a campaign reuses trained: one line per row for `start` and `status`.
 
-A campaign reuses its finished (and partial) runs on whatever machine runs `start`, but
-under native CPU numerics a run repeats bit for bit only on its own CPU class
-(`envgen.numerics`): arms trained on different classes compare the machines too, and a
-portable and a native run of one config differ. Each row's line gives the runs it
-reuses, how many are committed, their CPU classes (CPU model and torch's CPU capability,
-from the provenance's sessions) and numerics (the config's `cpu_numerics`), then a
-warning when they mix. Reads files only: no torch (tests/test_lazy_imports.py).
+Under native CPU numerics a run repeats bit for bit only on its own CPU class
+(`envgen.numerics`), so reused arms trained on different classes compare the machines
+too, and a portable and a native run of one config differ. Each row's line gives the
+runs it reuses, how many are committed, their CPU classes (CPU model and torch's CPU
+capability, per provenance session) and numerics, then a warning when they mix. Reads
+files only: no torch (tests/test_lazy_imports.py).
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """One campaign process at a time, and a stop that ends all of it.
 
-The campaign process holds an exclusive `flock` on the campaign's lock file as long as
-it lives (the kernel drops it however the process ends). `start` takes the lock before it
-plans anything and hands the same open file to the process it launches (`--lock-fd`), so
-a second `start` is refused while the first lives. The pid file only names the holder and
-its worker count; a pid file with no lock behind it is stale.
-
-The process leads its own process group, which its workers stay in: `stop` signals the
-group and waits for every member to end. A foreground campaign ends its group on Ctrl-C
-or SIGTERM (`end_group_on_signal`), and its workers end when it dies (`envgen.lifetime`).
+The campaign process holds an exclusive `flock` on the campaign's lock file while it
+lives. `start` takes it before planning and hands the open file to the process it
+launches (`--lock-fd`), so a second `start` is refused meanwhile; the pid file only names
+the holder and its worker count. The process leads its own group, where its workers stay:
+`stop` signals the group and waits for every member to end. A foreground campaign ends
+its group on Ctrl-C or SIGTERM, and its workers end when it dies (`envgen.lifetime`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """Execute one run: EnvGen, its Fixed variant, the original-game baseline, or a curriculum.
 
-The schedule follows docs/paper.md ("The method in four steps"): per cycle, the designer
-writes (cycle 1) or adapts N environments, the agent trains T_LLM-Env steps in them and
-T_Orig-Env steps in the original game, and is evaluated there without updates; the
-per-skill mean and std go back to the designer. Then T_final steps in the original game,
-which score Crafter; Heist is scored by testing the final agent. Everything
-game-specific comes from the game's entry in `envgen.games`.
-
-Every phase ends at an absolute global step, so a resumed run (trainer checkpoint, the
-per-cycle files written so far, LLM replies replayed from the cache) walks the same
-schedule and skips what is done. The run is sealed after its final metrics
-(`envgen.store`).
+Per cycle (docs/paper.md, "The method in four steps") the designer writes or adapts N
+environments, the agent trains T_LLM-Env steps in them and T_Orig-Env in the original
+game, and is evaluated there without updates; the per-skill feedback goes back to the
+designer. Then T_final steps in the original game score Crafter; Heist tests the final
+agent. Every phase ends at an absolute global step, so a resumed run (checkpoint,
+per-cycle files, cached replies) walks the same schedule and skips what is done. Game
+specifics come from `envgen.games`; the run is sealed after its final metrics.
 """
 
 from __future__ import annotations

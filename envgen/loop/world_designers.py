@@ -2,23 +2,16 @@
 
 Every designer has the LLM designer's surface (`generate(n)` once, `adapt(stats)` per
 cycle, `results`, `messages`), so EnvGen, Fixed and the curricula run any of them. The
-baselines ask whether the LLM's world knowledge matters, or any varied (`random`),
-feedback-driven (`heuristic`) or learned-curriculum (`sfl`, `plr`) worlds would do:
+baselines ask whether the LLM's world knowledge matters:
 
-- `random`, domain randomization: N worlds uniform over the parameter space the LLM
-  prompt offers, seeded by the run seed, initial set and cycle (`sample_worlds`).
-- `heuristic`: reads the LLM's per-skill feedback and writes, for each of the weakest
-  skills, the recipe of `RECIPES` that makes it easy to practise.
-- `sfl`, Sampling For Learnability: plays more of `random`'s worlds with the current
-  policy and writes the N most learnable (`envgen.loop.learnability`).
-- `plr`, PLR-robust: a buffer of worlds scored by the policy's positive value loss,
-  replayed by rank and staleness (`envgen.loop.level_buffer`).
+- `random`, domain randomization over the parameter space the LLM prompt offers;
+- `heuristic`: for each of the weakest skills in the feedback, a recipe to practise it;
+- `sfl`, Sampling For Learnability: the most learnable of `random`'s worlds for the policy;
+- `plr`, PLR-robust: a buffer of worlds replayed by their positive value loss.
 
-`DESIGNERS`, at the end, registers each by name (`RunConfig.designer`) with its settings
-and what it takes from the loop; everything else reads a designer from its entry. Their
-replies go through `parse_environments`, the LLM's own validation, and the adaptation
-prompt an LLM would have read is kept in `messages`. `random` and `heuristic` are exact
-on every machine; `sfl`'s and `plr`'s choices follow the policy's rollouts.
+`DESIGNERS` registers each by name (`RunConfig.designer`) with its settings and what it
+takes from the loop. Replies go through `parse_environments`, the LLM's own validation;
+`random` and `heuristic` are exact on every machine, `sfl` and `plr` follow the policy.
 """
 
 from __future__ import annotations
