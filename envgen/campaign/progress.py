@@ -175,7 +175,7 @@ def checkpoint_step(run_dir: Path) -> int:
     # lazy: torch (0.86 s), which a status of runs without a checkpoint never loads
     import torch
 
-    from envgen.agents.checkpoint import load_checkpoint
+    from envgen.agents.checkpoint import load_checkpoint  # lazy: with torch, above
 
     state = load_checkpoint(run_dir / LATEST_CHECKPOINT.parent, torch.device("cpu"))
     if state is None:
