@@ -84,7 +84,7 @@ def run_logged(
         designers.append(RecordingDesigner(make_designer(*args, **kwargs), log))
         return designers[-1]
 
-    def evaluation(run: Any, cycle: int, cycle_dir: Any) -> dict[str, tuple[int, int]]:
+    def evaluation(run: Any, cycle: int) -> dict[str, tuple[int, int]]:
         log.events.append(("evaluate", cycle, run.trainer.global_step))
         # Distinct per cycle, so each adapt call shows which evaluation it was given.
         return {s: (cycle, i) for i, s in enumerate(game_spec("crafter").design.skills())}

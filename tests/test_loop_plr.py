@@ -20,7 +20,7 @@ from envgen.loop.config import RunConfig
 from envgen.loop.learnability import RolloutOutcome
 from envgen.loop.level_buffer import (
     LevelBuffer,
-    positive_value_loss,
+    episode_time_averages,
     replay_weights,
     score_weights,
     staleness_weights,
@@ -68,6 +68,13 @@ def test_inserts_fill_then_replace_the_least_weighted_as_jaxued_does():
     np.testing.assert_allclose(buffer.scores, case["final_scores"], rtol=1e-6)
     assert buffer.timestamps.tolist() == case["timestamps"]
     assert buffer.episode_count == case["episode_count"]
+
+
+def positive_value_loss(advantages, dones) -> np.ndarray:
+    """jaxued's score per env: the mean over its finished episodes of each episode's
+    time-averaged max(advantage, 0); -inf for an env that finished none."""
+    sums, counts = episode_time_averages(np.maximum(np.asarray(advantages, float), 0.0), dones)
+    return np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf)
 
 
 def test_positive_value_loss_is_jaxueds():

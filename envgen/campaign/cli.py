@@ -1,18 +1,9 @@
 """`envgen campaign start|status|stop|handoff|collect|run NAME`: a campaign across machines.
 
-    envgen campaign start cpu      # train the missing runs in the background, commit each
-    envgen campaign status cpu     # (row, seed): done/running/partial/stale/damaged/missing; ETA
-    envgen campaign collect cpu    # results/campaign_cpu/runs.json from the run store
-    envgen campaign stop cpu       # stop it; the run in flight resumes on the next start
-    envgen campaign handoff cpu    # stop at the next checkpoints, commit unfinished runs too
-
-A campaign is one replication file with a `campaign:` section (`envgen.campaign.registry`).
-`start` launches `python -m envgen.campaign.cli run NAME` in its own session (log, pid
-and lock file under `.envgen/campaigns/`, git-ignored); one process per campaign runs at
-a time (`envgen.campaign.process`). Each finished run is committed at once
-(`envgen.campaign.gitcommit`), so any checkout, on any machine, continues with `start`
-and trains only the missing seeds. `collect` trains nothing (the DVC stage
-`campaign_cpu`; docs/pipeline.md, "CPU campaign").
+Each action's help says what it does. `start` launches `python -m envgen.campaign.cli run
+NAME` in its own session, one process per campaign (`envgen.campaign.process`); each
+finished run is committed at once, so any checkout continues with `start` and trains only
+the missing seeds (docs/pipeline.md, "CPU campaign").
 """
 
 from __future__ import annotations
@@ -103,23 +94,15 @@ _OUT_NAMES = {"out": "runs.json", "metrics": "metrics.json", "plots": "scores.js
 _DEFAULTS = {"params": Path("params.yaml"), "runs_root": Path("results/runs")}
 
 
-def repository_root(c: Campaign, here: Path) -> Path | None:
-    """The nearest of `here` and its parents that holds `c`'s replication file."""
-    return next((d for d in (here, *here.parents) if (d / c.table).is_file()), None)
-
-
 def at_repository_root(c: Campaign, args: argparse.Namespace) -> None:
-    """Work from the repository's root, wherever the command was typed.
-
-    The lock, pid file and log (`.envgen/campaigns/`), the replication file, params.yaml
-    and the run store are paths from the root: a `start` typed in a subdirectory would
-    otherwise take a lock of its own beside a live campaign's and then fail on a missing
-    file instead of saying "already running". Paths given on the command line stay
-    relative to where they were typed. With no root above (a scratch directory), the
-    command runs where it is and reports what is missing there.
+    """Work from the repository's root, wherever the command was typed: the lock, log,
+    replication file, params.yaml and run store are paths from the root (a `start` typed
+    in a subdirectory would otherwise take a lock of its own beside a live campaign's).
+    Paths given on the command line stay relative to where they were typed. With no root
+    above, the command runs where it is and reports what is missing there.
     """
     here = Path.cwd()
-    root = repository_root(c, here)
+    root = next((d for d in (here, *here.parents) if (d / c.table).is_file()), None)
     moved = root is not None and root != here
     for name, default in (*_DEFAULTS.items(), *((n, None) for n in _OUT_NAMES)):
         given = getattr(args, name, None)
@@ -133,8 +116,7 @@ def at_repository_root(c: Campaign, args: argparse.Namespace) -> None:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    """Run the action. Its module is imported here, not at the top: those modules load
-    the planner and the Crafter engine (about 0.7 s), which `--help` and `stop` need not."""
+    """Run the action."""
     c = campaign(args.name)
     action = args.campaign_command
     at_repository_root(c, args)
@@ -142,24 +124,18 @@ def dispatch(args: argparse.Namespace) -> int:
         return stop(c)
     if action != "collect":  # collect wants an existing store (status.collect)
         writable_dir(args.runs_root, "the run store (--runs-root)")
-    if action in ("start", "run"):
-        # lazy: scipy through the pipeline (0.25 s); `envgen campaign --help` must not load it
-        from envgen.campaign import run
+    # lazy: the planner, scipy and the Crafter engine (about 0.7 s), which `--help` and
+    # `stop` need not (tests/test_lazy_imports.py)
+    from envgen.campaign import handoff, run, status
 
-        if action == "start":
-            return run.start(c, args.params, args.runs_root, args.workers, not args.no_commit)
+    if action == "start":
+        return run.start(c, args.params, args.runs_root, args.workers, not args.no_commit)
+    if action == "run":
         return run.run(
             c, args.params, args.runs_root, args.workers, not args.no_commit, args.lock_fd
         )
     if action == "handoff":
-        # lazy: scipy through the pipeline (0.25 s); `envgen campaign --help` must not load it
-        from envgen.campaign.handoff import handoff
-
-        return handoff(c, args.params, args.runs_root, args.wait_s)
-    # lazy: scipy through the pipeline (0.25 s, -X importtime); `envgen campaign status
-    # --help` must not load it (tests/test_lazy_imports.py)
-    from envgen.campaign import status
-
+        return handoff.handoff(c, args.params, args.runs_root, args.wait_s)
     if action == "status":
         return status.status(c, args.params, args.runs_root)
     outs = [getattr(args, n) or c.out_dir / _OUT_NAMES[n] for n in _OUT_NAMES]
@@ -168,11 +144,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """`envgen campaign ...` (envgen.cli)."""
-    parser = subparsers.add_parser(
-        "campaign",
-        description=__doc__.split("\n\n")[0],
-    )
-    add_commands(parser)
+    add_commands(subparsers.add_parser("campaign", description=__doc__.split("\n\n")[0]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

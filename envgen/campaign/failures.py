@@ -1,11 +1,10 @@
 """The runs a campaign process gave up on, kept for `envgen campaign status`.
 
-A run whose resume was refused (its checkpoint's counters, say) fails at once while the
-campaign process lives on with the other runs; its files had been written within the
-last 15 minutes, so `status` showed it as "running 31%". The process records each failed
-attempt here (`STATE_DIR/<name>.failed.json`: run -> time, reason) and drops the record
-when the run finishes; `status` shows a recorded failure while nothing in the run was
-written after it (a retry that trains writes its logs, and is running again).
+A run that fails at once (a refused resume, say) while the campaign lives on has files
+written within the last minutes, so `status` would show it running. The process records
+each failed attempt in `STATE_DIR/<name>.failed.json` (run -> time, reason) and drops the
+record when the run finishes; `status` shows a failure while nothing in the run was
+written after it (a retry that trains writes its logs).
 """
 
 from __future__ import annotations
@@ -60,12 +59,11 @@ def read_failures(path: Path) -> dict[str, Failure]:
     try:
         data = json_input.read(path) if path.is_file() else {}
     except EnvGenError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
+        data = {}
+    entries = data.items() if isinstance(data, dict) else ()
     return {
         key: Failure(float(entry["at"]), entry["reason"])
-        for key, entry in data.items()
+        for key, entry in entries
         if isinstance(entry, dict)
         and isinstance(entry.get("at"), (int, float))
         and isinstance(entry.get("reason"), str)
@@ -78,10 +76,8 @@ def record(path: Path, result: JobResult, now: float | None = None) -> None:
         return
     failures = read_failures(path)
     key = run_key(result.run_dir)
-    if result.status == DONE and key not in failures:
-        return
-    if result.status == DONE:
-        failures.pop(key)
-    else:
+    if result.status != DONE:
         failures[key] = Failure(time.time() if now is None else now, result.reason)
+    elif failures.pop(key, None) is None:
+        return
     write_json_atomic(path, {k: dataclasses.asdict(f) for k, f in sorted(failures.items())})

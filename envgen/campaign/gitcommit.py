@@ -1,13 +1,10 @@
 """Commit one run directory to git, and nothing else.
 
-A long campaign commits each run as it finishes, so a killed session or another
-machine loses at most the runs in flight. `git commit -- <dir>` commits only that
-path even when the user has other work staged; `checkpoints/` is git-ignored and also
-unstaged here, so a finished run's checkpoint is never committed. A handoff
-(`envgen campaign handoff`) commits an unfinished run with its latest checkpoint, so
-that the next session or machine resumes it instead of starting over. A busy index
-(`.git/index.lock`, e.g. the user's own git command) is retried a few times; any other
-failure is reported and left to the caller, which goes on training.
+A campaign commits each run as it finishes, so a killed session or another machine loses
+at most the runs in flight. `git commit -- <dir>` commits only that path even with other
+work staged; a finished run's checkpoints are never committed, a handed-off unfinished
+run's latest one is (`commit_partial`). A busy index (`.git/index.lock`) is retried a few
+times; any other failure is reported to the caller, which goes on training.
 """
 
 from __future__ import annotations
@@ -17,10 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from envgen.store.manifest import (  # torch-free: tests/test_lazy_imports.py
-    CHECKPOINT_DIR,
-    LATEST_CHECKPOINT,
-)
+from envgen.store.manifest import CHECKPOINT_DIR, LATEST_CHECKPOINT  # torch-free
 from envgen.store.run_dir import RunDir
 
 LOCK_RETRIES = 5
@@ -32,7 +26,8 @@ def is_committed(run_dir: Path, repo: Path = Path(".")) -> bool:
     tracked = _git(repo, "ls-files", "--error-unmatch", "--", str(RunDir(run_dir).final_metrics))
     if tracked.returncode != 0:
         return False
-    changes = _git(repo, "status", "--porcelain", "--", str(run_dir), _no_checkpoints(run_dir))
+    no_checkpoints = f":(exclude){run_dir}/{CHECKPOINT_DIR}"  # git-ignored; never committed
+    changes = _git(repo, "status", "--porcelain", "--", str(run_dir), no_checkpoints)
     return changes.stdout.strip() == ""
 
 
@@ -53,18 +48,15 @@ def commit_run(
     copy, so only its removal keeps it out. A finished run is never resumed.
     """
 
-    def stage() -> subprocess.CompletedProcess[str]:
-        # Not `add -- dir :(exclude)dir/checkpoints`: git refuses a pathspec that names an
-        # ignored path, and checkpoints/ is ignored in this repository. `add -- dir`
-        # skips ignored files; the reset unstages checkpoints where nothing ignores them.
-        added = _git(repo, "add", "--", str(run_dir), *map(str, replies))
-        if added.returncode == 0:
-            _git(repo, "reset", "-q", "--", f"{run_dir}/{CHECKPOINT_DIR}")
-            if _git(repo, "ls-files", "--", f"{run_dir}/{CHECKPOINT_DIR}").stdout.strip():
-                added = _git(repo, "rm", "-r", "-q", "-f", "--", f"{run_dir}/{CHECKPOINT_DIR}")
-        return added
+    def leave_checkpoints_out() -> subprocess.CompletedProcess[str] | None:
+        # `add -- dir` skipped them where git ignores them; the reset unstages them
+        # elsewhere (`add -- dir :(exclude)dir/checkpoints` is refused where it is ignored)
+        _git(repo, "reset", "-q", "--", f"{run_dir}/{CHECKPOINT_DIR}")
+        if _git(repo, "ls-files", "--", f"{run_dir}/{CHECKPOINT_DIR}").stdout.strip():
+            return _git(repo, "rm", "-r", "-q", "-f", "--", f"{run_dir}/{CHECKPOINT_DIR}")
+        return None
 
-    return _commit(repo, [run_dir, *replies], message, stage, wait_s)
+    return _commit(repo, [run_dir, *replies], message, leave_checkpoints_out, wait_s)
 
 
 def commit_partial(
@@ -79,26 +71,26 @@ def commit_partial(
     served from, so that its resume replays them instead of asking a model again;
     returns "" or why it failed."""
 
-    def stage() -> subprocess.CompletedProcess[str]:
-        added = _git(repo, "add", "--", str(run_dir), *map(str, replies))
-        if added.returncode == 0:
-            added = _git(repo, "add", "-f", "--", f"{run_dir}/{LATEST_CHECKPOINT}")
-        return added
+    def add_checkpoint() -> subprocess.CompletedProcess[str]:
+        return _git(repo, "add", "-f", "--", f"{run_dir}/{LATEST_CHECKPOINT}")
 
-    return _commit(repo, [run_dir, *replies], message, stage, wait_s)
+    return _commit(repo, [run_dir, *replies], message, add_checkpoint, wait_s)
 
 
 def _commit(
     repo: Path,
     paths: Sequence[Path],
     message: str,
-    stage: Callable[[], subprocess.CompletedProcess[str]],
+    then: Callable[[], subprocess.CompletedProcess[str] | None],
     wait_s: float,
 ) -> str:
-    """Stage with `stage`, then commit `paths` alone; a busy index is retried."""
+    """Stage `paths`, then `then` (its result, if any, is the staging's), then commit
+    `paths` alone; a busy index is retried."""
     names = [str(p) for p in paths]
     for attempt in range(LOCK_RETRIES + 1):
-        added = stage()
+        added = _git(repo, "add", "--", *names)
+        if added.returncode == 0:
+            added = then() or added
         if added.returncode == 0:
             if _git(repo, "diff", "--cached", "--quiet", "--", *names).returncode == 0:
                 return ""  # nothing new in these paths
@@ -112,11 +104,6 @@ def _commit(
             return " ".join(error.split())[:300] or "git failed without a message"
         time.sleep(wait_s)
     return "unreachable"
-
-
-def _no_checkpoints(run_dir: Path) -> str:
-    """A pathspec leaving out the run's checkpoints (git-ignored too; never committed)."""
-    return f":(exclude){run_dir}/{CHECKPOINT_DIR}"
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:

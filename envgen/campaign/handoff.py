@@ -1,18 +1,13 @@
 """`envgen campaign handoff NAME`: hand the runs in flight to the next session or machine.
 
-A campaign commits each run when it finishes; a run stopped before that resumes only
-where its checkpoint is, and checkpoints are git-ignored. On a machine slower than a
-session is long (the `confirm` campaign's 1.96M-step runs take over 2 h each, two at a
-time, on one 2-core machine; docs/measurements.md, "Reruns"), every session would end
-with its runs in flight lost. A handoff keeps them: it waits for each running run's next
+Checkpoints are git-ignored, so on a machine slower than a session is long (the
+`confirm` campaign's runs take over 2 h each; docs/measurements.md, "Reruns") every
+session would lose its runs in flight. A handoff waits for each running run's next
 checkpoint (at most `--wait-s`), stops the campaign, and commits each unfinished run
-with its latest checkpoint (`gitcommit.commit_partial`, about 5.5 MB per Crafter run
-with the nature network) and the LLM replies it has recorded so far. On any up-to-date
-checkout `envgen campaign start NAME` then resumes them from those checkpoints, replaying
-those replies, to the same result as an uninterrupted run on one machine (docs/agent.md,
-"Reproducibility and resume"). When a handed-off run finishes, its checkpoint leaves git
-with the run's commit, but stays in the history: hand off runs that are well under way,
-not ones a few minutes old.
+with its latest checkpoint (about 5.5 MB for Crafter) and the LLM replies so far; `start`
+on any up-to-date checkout resumes them to the same result (docs/agent.md,
+"Reproducibility and resume"). The checkpoint stays in git history: hand off runs well
+under way.
 """
 
 from __future__ import annotations
@@ -58,9 +53,7 @@ def wait_for_checkpoints(running: list[JobState], wait_s: float, log: Log) -> No
         f"{len(running)} run(s) in flight"
     )
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if all(_mtime(d) > t for d, t in before.items()):
-            break
+    while time.monotonic() < deadline and not all(_mtime(d) > t for d, t in before.items()):
         time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
     for run_dir, t in before.items():
         fresh = _mtime(run_dir) > t
@@ -68,10 +61,9 @@ def wait_for_checkpoints(running: list[JobState], wait_s: float, log: Log) -> No
 
 
 def commit_partial_runs(name: str, states: list[JobState], log: Log, repo: Path) -> int:
-    """Commit every partial run of `states` with its checkpoint and the cache files of
-    the LLM replies it has recorded so far; returns how many. An
-    unfinished run that is damaged (an unreadable checkpoint or log: it would not resume)
-    is named, not committed."""
+    """Commit every partial run of `states` with its checkpoint and the cache files of the
+    LLM replies it has recorded so far; returns how many. A damaged unfinished run (it
+    would not resume) is named, not committed."""
     for s in distinct(states, DAMAGED):
         if not is_sealed(repo / s.run_dir):
             log(f"[handoff] {s.run_dir}: not handed off: {s.problem}")

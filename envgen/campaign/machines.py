@@ -1,14 +1,10 @@
 """Where the runs a campaign reuses trained: one line per row for `start` and `status`.
 
-A campaign continues on whatever machine runs `start`: the runs already finished (and
-the partial ones it resumes) are reused as they are, and nothing else in the output
-says on which machines they trained. Under native CPU numerics a run repeats bit for
-bit only on its own CPU class (`envgen.numerics`), so arms trained on different classes
-compare the machines as well as the arms, and a portable run and a native one of the
-same config are different runs. Each row's line says how many runs it reuses, how many
-of them are committed, and their CPU classes (CPU model and torch's CPU capability, from
-each session of the run's provenance) and numerics (its config's `cpu_numerics`,
-absent: native); a warning line follows when the reused runs mix classes or numerics. Reads
+Under native CPU numerics a run repeats bit for bit only on its own CPU class
+(`envgen.numerics`), so reused arms trained on different classes compare the machines
+too, and a portable and a native run of one config differ. Each row's line gives the
+runs it reuses, how many are committed, their CPU classes (CPU model and torch's CPU
+capability, per provenance session) and numerics, then a warning when they mix. Reads
 files only: no torch (tests/test_lazy_imports.py).
 """
 

@@ -1,17 +1,11 @@
 """One campaign process at a time, and a stop that ends all of it.
 
-The campaign process holds an exclusive `flock` on the campaign's lock file for as long
-as it lives; the kernel drops it when the process ends, however it ends. `start` takes
-the lock before it plans anything and hands it to the process it launches (the same
-open file, `--lock-fd`), so two `start`s at once cannot both run: the second is refused
-while the first lives. The pid file only says which process holds the lock and how
-many runs it trains at once; a pid file with no lock behind it is stale.
-
-The process leads its own process group (`start` launches it in a new session) and
-every worker it starts stays in that group: `stop` signals the group and waits for
-every member to end. A campaign run in the foreground ends its group on Ctrl-C or
-SIGTERM (`end_group_on_signal`); its workers also end when it dies of anything else
-(`envgen.lifetime`).
+The campaign process holds an exclusive `flock` on the campaign's lock file while it
+lives. `start` takes it before planning and hands the open file to the process it
+launches (`--lock-fd`), so a second `start` is refused meanwhile; the pid file only names
+the holder and its worker count. The process leads its own group, where its workers stay:
+`stop` signals the group and waits for every member to end. A foreground campaign ends
+its group on Ctrl-C or SIGTERM, and its workers end when it dies (`envgen.lifetime`).
 """
 
 from __future__ import annotations
@@ -147,9 +141,9 @@ def live_process(c: Campaign) -> Process | None:
 
 # --- launch, signals, stop ---------------------------------------------------------------
 def launch(c: Campaign, command: Sequence[str], lock_fd: int, workers: int) -> int:
-    """Start `command` detached (a new session: its own process group), handing it
-    `lock_fd`, with the campaign's own variables (`Campaign.environment`) over this
-    process's; record it in the pid file; returns its pid. The caller closes `lock_fd`."""
+    """Start `command` detached (its own session and process group) with `lock_fd` and
+    the campaign's variables (`Campaign.environment`); record it in the pid file; returns
+    its pid. The caller closes `lock_fd`."""
     with c.log.open("a", encoding="utf-8") as log:
         process = subprocess.Popen(
             [*command, "--lock-fd", str(lock_fd)],
@@ -165,12 +159,9 @@ def launch(c: Campaign, command: Sequence[str], lock_fd: int, workers: int) -> i
 
 
 def end_group_on_signal() -> None:
-    """On Ctrl-C (SIGINT) or SIGTERM, end this process's workers, then exit.
-
-    A process that leads its group (a started campaign; a command a shell runs as a
-    job) signals the whole group, grandchildren included; one that does not (run from a
-    script) terminates its own worker processes and leaves the caller's group alone.
-    """
+    """On Ctrl-C (SIGINT) or SIGTERM, end this process's workers, then exit: a process
+    that leads its group signals the whole group, grandchildren included; one that does
+    not (run from a script) ends its own workers and leaves the caller's group alone."""
 
     def handler(signum: int, _frame: object) -> None:
         for s in (signal.SIGINT, signal.SIGTERM):
@@ -189,9 +180,7 @@ def end_group_on_signal() -> None:
 def group_members(pgid: int) -> list[int]:
     """Live (non-zombie) processes of process group `pgid`, from /proc."""
     members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in Path("/proc").glob("[0-9]*"):  # the processes' folders
         try:
             stat = (entry / "stat").read_text()
         except OSError:
@@ -216,11 +205,8 @@ def _left(pid: int) -> bool:
 
 
 def _signal(pid: int, signum: int) -> None:
-    """Signal the group `pid` leads (a started campaign: its workers too) and `pid`.
-
-    A campaign run in the foreground from a script leads no group: it ends its own
-    workers on SIGTERM (`end_group_on_signal`). No other group has `pid` as its id (a
-    pid is not reused while a group uses it)."""
+    """Signal the group `pid` leads (a started campaign: its workers too) and `pid` (one
+    run from a script leads no group; it ends its own workers, `end_group_on_signal`)."""
     for send in (os.killpg, os.kill):
         with contextlib.suppress(ProcessLookupError):
             send(pid, signum)
@@ -229,21 +215,16 @@ def _signal(pid: int, signum: int) -> None:
 def _wait(pid: int, wait_s: float) -> bool:
     """Whether `pid` and its group ended within `wait_s`."""
     deadline = time.monotonic() + wait_s
-    while _left(pid):
-        if time.monotonic() > deadline:
-            return False
+    while _left(pid) and time.monotonic() <= deadline:
         time.sleep(0.2)
-    return True
+    return not _left(pid)
 
 
 def stop(c: Campaign, wait_s: float = 15.0) -> int:
     """SIGTERM the campaign's process group (its workers too) and wait until every member
-    has ended; a member still there after `wait_s` gets SIGKILL.
-
-    The pid file's second line is the worker count, so `kill -- -$(cat pidfile)` would
-    also signal pid 1: this reads the pid alone. The run in flight keeps its last
-    checkpoint and resumes from it on the next `start`.
-    """
+    has ended; one still there after `wait_s` gets SIGKILL. The run in flight resumes
+    from its last checkpoint on the next `start`. (The pid file's second line is the
+    worker count, so `kill -- -$(cat pidfile)` would signal pid 1 too.)"""
     running = live_process(c)
     if running is None:
         print(f"campaign {c.name}: not running")

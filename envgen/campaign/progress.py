@@ -1,12 +1,10 @@
 """A campaign's runs as the run store shows them: state per (row, seed), ETA, runs.json.
 
-Nothing here trains. A run counts as finished exactly as `envgen.pipeline.jobs` decides
-it: sealed (its manifest written) and its results version equal to the current
-tree's (a finished run of other code is `stale` and will be redone); a finished run
-whose files no longer match its manifest, or whose logs do not decompress, is `damaged`
-and names the file. A campaign in
-progress collects into a runs.json whose rows list the seeds finished so far, each row
-saying how many of its planned seeds that is; a row with none is `not_started`.
+Nothing here trains. A run is finished as `envgen.pipeline.jobs` decides: sealed, of the
+current results version (else `stale`: it will be redone); a finished run whose files no
+longer match its manifest is `damaged`, naming the file. A campaign in progress collects
+into a runs.json whose rows list the seeds finished so far, each saying how many of its
+planned seeds that is; a row with none is `not_started`.
 """
 
 from __future__ import annotations
@@ -28,15 +26,11 @@ from envgen.pipeline.plan import TRAIN, Job, RandomJob, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.pipeline.results import metrics_and_scores, table_results
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed, verify_run
-from envgen.store.provenance import (
-    last_session_step,
-    read_provenance,
-    recorded_version,
-    summary,
-)
+from envgen.store.provenance import last_session_step, read_provenance, recorded_version, summary
 from envgen.store.run_dir import RunDir, read_json
 
-FINISHED, RUNNING, PARTIAL, STALE, MISSING = "done", "running", "partial", "stale", "missing"
+FINISHED, RUNNING, STALE, MISSING = "done", "running", "stale", "missing"
+PARTIAL = "partial"  # a checkpoint, no live process: it resumes
 DAMAGED = "damaged"  # a run file holds what no run writes; `JobState.problem` says which
 FAILED_RUN = "failed"  # its last attempt failed, nothing written since (`failures`)
 NOT_STARTED = "not_started"  # runs.json status of a campaign row with no finished seed
@@ -58,17 +52,15 @@ class JobState:
     run_dir: Path
     """`<runs_root>/<hash>/seed-<K>`."""
     state: str
-    """done | running | partial (checkpoint, no live process) | failed (its last attempt,
-    nothing written since) | stale | damaged | missing."""
+    """done | running | partial | failed | stale | damaged | missing (the constants above)."""
     steps: int
-    """Env steps done: a finished run's global_steps, a running run's last logged step,
-    a partial run's checkpoint step (where it resumes: steps logged after it are redone)."""
+    """Env steps done: a finished run's global_steps, a running one's last logged step, a
+    partial one's checkpoint step (where it resumes)."""
     total_steps: int
-    """Env steps the run trains in all (`RunConfig.trained_steps`: an SFL run's rollouts
-    are not training steps)."""
+    """Env steps the run trains in all (`RunConfig.trained_steps`)."""
     speed: float | None
-    """Measured env steps/s: a finished run's steps in its last session over that session's
-    `wall_s` (a resumed run's wall_s counts from its resume); else the last `time/sps`."""
+    """Measured env steps/s: a finished run's steps in its last session over its `wall_s`
+    (which counts from the resume); a running one's over its last `SPEED_WINDOW` rollouts."""
     score: float | None = None
     """A finished run's score (%)."""
     committed: bool | None = None
@@ -116,40 +108,32 @@ def job_states(
     failures: Mapping[str, Failure] | None = None,
 ) -> list[JobState]:
     """The state of every (row, seed); `alive`: a campaign process is running now;
-    `failures`: the campaign process's failed attempts (`envgen.campaign.failures`)."""
+    `failures`: the campaign process's failed attempts (`envgen.campaign.failures`). A run
+    directory that cannot be read is `DAMAGED`, saying why: one line of the status, not a
+    traceback that hides every other run."""
     now = time.time() if now is None else now
-    return [
-        _checked_state(
-            row, job, runs_root, version_of(job, versions), alive, committed, now, failures or {}
-        )
-        for row, job in row_jobs(plan)
-    ]
-
-
-def _checked_state(row: str, job: AnyJob, runs_root: Path, *args: Any) -> JobState:
-    """`_state`, or a `DAMAGED` state saying why: one bad run directory is one line of
-    the status, not a traceback that hides every other run."""
-    try:
-        return _state(row, job, runs_root, *args)
-    except EnvGenError as exc:
+    states = []
+    for row, job in row_jobs(plan):
         total = job.config.trained_steps if isinstance(job, Job) else 0
-        run_dir = job_dir(job, runs_root)
-        return JobState(row, job, run_dir, DAMAGED, 0, total, None, problem=str(exc))
+        base = JobState(row, job, job_dir(job, runs_root), MISSING, 0, total, None)
+        try:
+            version = version_of(job, versions)
+            states.append(_state(base, version, alive, committed, now, failures or {}))
+        except EnvGenError as exc:
+            states.append(dataclasses.replace(base, state=DAMAGED, problem=str(exc)))
+    return states
 
 
 def _state(
-    row: str,
-    job: AnyJob,
-    runs_root: Path,
+    base: JobState,
     version: int,
     alive: bool,
     committed: Callable[[Path], bool] | None,
     now: float,
     failures: Mapping[str, Failure],
 ) -> JobState:
-    run_dir = job_dir(job, runs_root)
-    total = job.config.trained_steps if isinstance(job, Job) else 0
-    base = JobState(row, job, run_dir, MISSING, 0, total, None)
+    """The state of `base`'s run (`base`: as if missing)."""
+    run_dir = base.run_dir
     if not run_dir.is_dir():
         return base
     line, start = _provenance(run_dir)
@@ -176,8 +160,7 @@ def _state(
     failure = failures.get(run_key(run_dir))
     if failure is not None and failure.at >= _last_write_anywhere(run_dir):
         return dataclasses.replace(base, state=FAILED_RUN, steps=steps, problem=failure.reason)
-    recent = now - _last_write(run_dir) < RUNNING_WINDOW_S
-    if alive and recent:
+    if alive and now - _last_write(run_dir) < RUNNING_WINDOW_S:
         state = RUNNING
     elif (run_dir / LATEST_CHECKPOINT).is_file():
         state, steps = PARTIAL, checkpoint_step(run_dir)
@@ -189,8 +172,7 @@ def _state(
 def checkpoint_step(run_dir: Path) -> int:
     """The env step the run's checkpoint resumes from; an `EnvGenError` naming the file
     when it cannot be read (the run would not resume either)."""
-    # lazy: torch (0.86 s) and the checkpoint reader, only to read a checkpoint:
-    # `envgen campaign status` of runs without one never loads them
+    # lazy: torch (0.86 s), which a status of runs without a checkpoint never loads
     import torch
 
     from envgen.agents.checkpoint import load_checkpoint  # lazy: with torch, above
@@ -272,14 +254,10 @@ def _last_write(run_dir: Path) -> float:
 def eta_s(states: Sequence[JobState], workers: int) -> tuple[float | None, float | None]:
     """(seconds left, env steps/s per run used), from the measured speed and `workers`.
 
-    Speed: the mean over running runs of their last SPEED_WINDOW rollouts' speed (this
-    machine, now; one rollout's `time/sps` follows whatever else the machine did in
-    those seconds), else of
-    finished runs' global_steps / wall_s: a campaign continues on other machines, and
-    finished runs may have been trained on one several times faster or slower (the
-    `confirm` campaign's updates ran 3-7x slower on one 2-core machine than on another;
-    docs/measurements.md, "Reruns"). Remaining work is spread over `workers` runs at
-    once, and no sooner than the longest remaining run alone.
+    Speed: the mean over running runs (this machine, now), else over finished runs,
+    which may have trained on a machine several times faster or slower (docs/
+    measurements.md, "Reruns"). The work left is spread over `workers` runs at once, and
+    ends no sooner than the longest remaining run alone.
     """
     distinct = {s.job.key: s for s in states}.values()
     left = [s.total_steps - s.steps for s in distinct if s.state != FINISHED]

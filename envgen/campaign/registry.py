@@ -1,9 +1,8 @@
 """Which campaigns exist, and what one session of a campaign is asked to do.
 
-A campaign is one replication file with a `campaign:` section
-(`envgen.stats.campaign_spec`: its profile, seeds, claims), collected into its own
-`results/campaign_<name>/`. Its state on this machine (log, pid file, lock) lives under
-`STATE_DIR`, which is git-ignored.
+A campaign is one replication file with a `campaign:` section (`envgen.stats.
+campaign_spec`), collected into its own `results/campaign_<name>/`; its log, pid file
+and lock on this machine live under the git-ignored `STATE_DIR`.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from envgen.campaign import process
 from envgen.campaign.failures import failures_file, record
 from envgen.campaign.gitcommit import commit_run, is_committed
 from envgen.campaign.machines import reuse_lines, row_reuse
-from envgen.campaign.progress import is_finished, row_jobs, version_of
+from envgen.campaign.progress import AnyJob, is_finished, row_jobs, version_of
 from envgen.campaign.registry import PROCESS_MARK, Campaign, RunRequest
 from envgen.envs.vector import usable_cores
 from envgen.llm.cache import DEFAULT_CACHE_DIR
@@ -39,11 +39,10 @@ from envgen.pipeline.job_status import (
 )
 from envgen.pipeline.jobs import Settings
 from envgen.pipeline.params_stage import check_device, load_settings
-from envgen.pipeline.plan import Job, RandomJob, TablePlan, plan_file
+from envgen.pipeline.plan import Job, TablePlan, plan_file
 from envgen.pipeline.recording import llm_spec
 from envgen.store.run_dir import RunDir
 
-AnyJob = Job | RandomJob
 Log = Callable[[str], Any]
 
 
@@ -63,20 +62,6 @@ def pending_jobs(plan: TablePlan, runs_root: Path, versions: Mapping[str, int]) 
         for job in seed_order(plan)
         if not is_finished(job_dir(job, runs_root), version_of(job, versions))
     ]
-
-
-def row_of(plan: TablePlan) -> dict[tuple[str, int], str]:
-    """{job key: the first row label that runs it}."""
-    rows: dict[tuple[str, int], str] = {}
-    for row, job in row_jobs(plan):
-        rows.setdefault(job.key, row)
-    return rows
-
-
-def commit_message(campaign: str, row: str, seed: int, run_dir: Path) -> str:
-    """ "campaign <name>: <row> seed <K>: score <X>%" from the run's final metrics."""
-    final = json.loads(RunDir(run_dir).final_metrics.read_text(encoding="utf-8"))
-    return f"campaign {campaign}: {row} seed {seed}: score {float(final['score']):.2f}%"
 
 
 def reply_files(run_dir: Path, repo: Path = Path(".")) -> list[Path]:
@@ -100,17 +85,18 @@ def reply_files(run_dir: Path, repo: Path = Path(".")) -> list[Path]:
 def commit_hook(
     campaign: str, plan: TablePlan, log: Log, repo: Path = Path(".")
 ) -> Callable[[JobResult], bool]:
-    """A per-result callback that commits each finished run; a failed commit is logged.
-
-    It returns whether the result was a finished run now committed (or already so)."""
-    rows = row_of(plan)
+    """A per-result callback that commits each finished run, "campaign <name>: <row> seed
+    <K>: score <X>%"; a failed commit is logged. It returns whether the result was a
+    finished run now committed (or already so)."""
+    rows = {job.key: row for row, job in reversed(row_jobs(plan))}  # the first row of each
 
     def on_result(result: JobResult) -> bool:
         if result.status != DONE:
             return False
         run_dir = Path(result.run_dir)  # relative to `repo` (the working directory)
-        row = rows.get(result.key, "?")
-        message = commit_message(campaign, row, result.key[1], repo / run_dir)
+        final = json.loads(RunDir(repo / run_dir).final_metrics.read_text(encoding="utf-8"))
+        row, seed, score = rows.get(result.key, "?"), result.key[1], float(final["score"])
+        message = f"campaign {campaign}: {row} seed {seed}: score {score:.2f}%"
         error = commit_run(run_dir, message, repo, replies=reply_files(repo / run_dir, repo))
         log(f"[campaign] commit failed for {run_dir}: {error}" if error else f"[{message}]")
         return not error
@@ -136,30 +122,17 @@ def failure_hook(
     return on_result
 
 
-def commit_finished(
-    campaign: str,
-    plan: TablePlan,
-    runs_root: Path,
-    versions: Mapping[str, int],
-    log: Log,
-    repo: Path = Path("."),
-) -> int:
-    """Commit finished runs a previous session left uncommitted; returns how many."""
-    hook = commit_hook(campaign, plan, log, repo)
-    count = 0
-    for job in seed_order(plan):
-        run_dir = job_dir(job, runs_root)
-        if is_finished(run_dir, version_of(job, versions)) and not is_committed(run_dir, repo):
-            count += hook(JobResult(job.key, DONE, str(run_dir)))
-    return count
-
-
 def run_campaign(request: RunRequest, log: Log = print) -> int:
     """Train the pending jobs; 0 when all finished, 2 when some still failed."""
     plan, profile, executor = load_campaign(request)
     codes = results_versions()
-    if request.commit:
-        count = commit_finished(request.campaign, plan, request.runs_root, codes, log)
+    committing = commit_hook(request.campaign, plan, log) if request.commit else None
+    if committing is not None:  # the finished runs a previous session left uncommitted
+        count = 0
+        for job in seed_order(plan):
+            run_dir = job_dir(job, request.runs_root)
+            if is_finished(run_dir, version_of(job, codes)) and not is_committed(run_dir):
+                count += committing(JobResult(job.key, DONE, str(run_dir)))
         if count:
             log(f"[campaign] committed {count} finished run(s) left uncommitted")
     jobs = pending_jobs(plan, request.runs_root, codes)
@@ -167,9 +140,7 @@ def run_campaign(request: RunRequest, log: Log = print) -> int:
     if not jobs:
         return 0
     check_device(profile, executor)
-    hook = failure_hook(
-        request.campaign, log, commit_hook(request.campaign, plan, log) if request.commit else None
-    )
+    hook = failure_hook(request.campaign, log, committing)
     mode = "fill" if request.local_model else "replay"
     model = {"local_model": request.local_model} if request.local_model else {}
     with llm_spec(mode, DEFAULT_CACHE_DIR, **model) as llm:

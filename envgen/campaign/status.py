@@ -107,9 +107,8 @@ def status_text(
     lines += ["", "per row:"]
     for row in dict.fromkeys(s.row for s in states):
         counts = Counter(s.state for s in states if s.row == row)
-        total = sum(counts.values())
         parts = ", ".join(f"{counts[k]} {k}" for k in STATES if counts[k])
-        lines.append(f"  {row}: {parts} (of {total})")
+        lines.append(f"  {row}: {parts} (of {counts.total()})")
     lines += ["", eta_line(campaign.name, states, workers, alive)]
     registration = campaign.registration
     if registration:

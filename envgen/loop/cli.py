@@ -44,14 +44,11 @@ from envgen.store.run_dir import RunDir, read_json
 DESCRIPTION = """\
 Run one row of a table for one seed: EnvGen (generate -> train in the LLM environments
 -> train in Crafter -> evaluate -> adapt, N_cycle times, then the final Crafter steps),
-or a baseline (fixed, original_only, easy_to_hard, adversarial), as CONFIG.yaml says
-(fields: envgen.loop.config.RunConfig; replication/*.yaml lists every table's rows).
+or a baseline, as CONFIG.yaml says (fields: envgen.loop.config.RunConfig).
 
-Outputs go to RUNS_ROOT/<config-hash>/seed-K/ (each file: docs/pipeline.md, "Run
-store"): the run's config, provenance, cycles, logs, LLM calls, checkpoints and final
-metrics. A finished run is then sealed: its logs are gzipped and its manifest, written
-last, lists every file with its sha256; the manifest marks a finished run, which is
-never redone. A killed one continues with --resume.
+Outputs go to RUNS_ROOT/<config-hash>/seed-K/ (docs/pipeline.md, "Run store"). A
+finished run is sealed (logs gzipped, a manifest of every file's sha256 written last)
+and never redone; a killed one continues with --resume.
 
 LLM replies come from the response cache (docs/llm.md), by --llm-mode:
   replay (default)  serve recorded replies; a miss stops the run before training with
@@ -145,13 +142,10 @@ def _fill_advice(args: argparse.Namespace) -> str:
     )
     if getattr(args, "structured", None):
         command += f" --structured {args.structured}"
+    advice = "To record every missing reply of this run, first and adaptation calls, in one "
     if model in LOCAL_MODELS:
-        return (
-            "To record every missing reply of this run, first and adaptation calls, in one "
-            f"command through the local model:\n  {command} --backend local"
-        )
-    return (
-        "To record every missing reply of this run, first and adaptation calls, in one "
+        return advice + f"command through the local model:\n  {command} --backend local"
+    return advice + (
         f"command, of {model!r} (needs the model's server; the local "
         f"backend serves only {', '.join(map(repr, LOCAL_MODELS))}):\n  "
         f"[{COMPATIBLE_KEY_VARIABLE}=...] {command} --backend compatible --base-url URL\n"
@@ -193,27 +187,16 @@ def main(args: argparse.Namespace) -> int:
             workers_variable()  # a bad $ENVGEN_ENV_WORKERS is one line, before any work
         options = RunOptions(args.device, args.workers, args.progress, args.resume)
         backend = _backend(args, config.llm_model)
-        # a server is started only when calls may go out (never in replay)
-        serving = (
-            running_backend(backend)
-            if args.llm_mode != "replay"
-            else contextlib.nullcontext(backend)
-        )
-        with serving as backend:
-            llm = (
-                CachedLLM(args.llm_mode, args.cache_dir, backend, match=args.replay)
-                if config.uses_llm
-                else None
-            )
+        calls = args.llm_mode != "replay"  # a server starts only when calls may go out
+        with running_backend(backend) if calls else contextlib.nullcontext(backend) as backend:
+            llm = None
+            if config.uses_llm:
+                llm = CachedLLM(args.llm_mode, args.cache_dir, backend, match=args.replay)
             root = execute_run(config, args.seed, args.runs_root, llm, options)
+        metrics = read_json(RunDir(root).final_metrics)
     except CacheMissError as exc:
         print(f"envgen run: {exc}\n{_fill_advice(args)}")
         return 1
-    except EnvGenError as exc:
-        print(f"envgen run: {exc}")
-        return 1
-    try:
-        metrics = read_json(RunDir(root).final_metrics)
     except EnvGenError as exc:
         print(f"envgen run: {exc}")
         return 1

@@ -1,18 +1,15 @@
 """Execute the runs of one config, one seed each, as a cohort (`envgen.agents.cohort`).
 
-The method is `original_only` (every phase in the original game, one mixture from start
-to end: `RunConfig.cohort_eligible`), so the cohort walks `runner.run_original_only`'s
-schedule: pretraining, then the scored final phase. Each seed ends as a run alone ends:
-its final metrics (the same fields, `runner.crafter_final_metrics`), its
-provenance (with the cohort's size, the seed's slot and its neighbours, and the number
-of groups of a pipelined cohort), sealed. The run store, verify, rerun and the report
-therefore see ordinary runs; the cohort's size and grouping are in each run's config
-(`RunConfig.cohort`, `RunConfig.cohort_groups`), hence in its hash.
+The method is `original_only` (`RunConfig.cohort_eligible`), so the cohort walks
+`runner.run_original_only`'s schedule. Each seed ends as a run alone ends: its final
+metrics (`runner.crafter_final_metrics`), its provenance (with the cohort's size, the
+seed's slot and its neighbours, and the groups and kernels when not the defaults),
+sealed; the cohort's size and grouping are in each run's config, hence its hash. The
+run store, verify, rerun and the report therefore see ordinary runs.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,21 +21,10 @@ from envgen.errors import ConfigError, EnvGenError
 from envgen.files import write_json_atomic
 from envgen.games import game_spec
 from envgen.loop.config import RunConfig, check_scored_phase
-from envgen.loop.run_state import RunOptions, with_world_rules
+from envgen.loop.run_state import Run, RunOptions, with_world_rules
 from envgen.loop.runner import crafter_final_metrics
 from envgen.store.lifecycle import finish_run, start_session
 from envgen.store.run_dir import RunDir, read_json
-
-
-@dataclasses.dataclass(frozen=True)
-class _SeedView:
-    """What `crafter_final_metrics` reads of a run (`run_state.Run`), for one seed."""
-
-    config: RunConfig
-    seed: int
-    paths: RunDir
-    trainer: Any
-    llm: None = None
 
 
 def execute_cohort(
@@ -115,7 +101,8 @@ def execute_cohort(
         trainer.close_env()
         wall = time.monotonic() - started
         for seed, p in zip(seeds, paths, strict=True):
-            metrics = crafter_final_metrics(_SeedView(config, seed, p, trainer), wall)  # type: ignore[arg-type]
+            run = Run(config, seed, p, trainer, options, None, None, game)  # type: ignore[arg-type]
+            metrics = crafter_final_metrics(run, wall)
             write_json_atomic(p.final_metrics, metrics)
             finish_run(p.root, trainer.global_step)
     finally:

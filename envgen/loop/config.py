@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.agents.config import PPOOverrides, check_groups, check_kernels
+from envgen.agents.config import AGENTS, PPOOverrides, check_groups, check_kernels
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.envs.game_rules import GAME_RULES
 from envgen.errors import ConfigError
@@ -32,12 +32,37 @@ from envgen.numerics import NATIVE, check_mode
 
 # How the heuristic designer picks its first set (`RunConfig.heuristic_first_set`).
 HEURISTIC_FIRST_SETS = ("initial_set", "seed_mod_3")
-AGENTS = ("ppo", "ad")  # envgen.agents.config.AGENTS (the trainer's registry)
 
 METHODS = ("envgen", "fixed", "original_only", "easy_to_hard", "adversarial")
 CURRICULA = ("easy_to_hard", "adversarial")  # rank worlds by Crafter score: `GameSpec.base`
 MAX_CYCLES = 10_000
+POSITIVE = ("n_cycles", "envs_per_call", "eval_episodes", "feedback_evals", "validation_steps")
 MAX_COHORT = 64
+# Fields of a fixed set of values, and the set.
+CHOICES: dict[str, Any] = {
+    "game": GAME_RULES,
+    "method": METHODS,
+    "agent": AGENTS,
+    "designer": DESIGNERS,
+    "heuristic_first_set": HEURISTIC_FIRST_SETS,
+    "llm_world_rules": WORLD_RULES,
+    "original_world": WORLD_RULES,
+}
+# Fields left out of `RunConfig.to_dict`, hence of the hash, at these values: a config
+# written before the field existed keeps its hash (its run directory and LLM slots).
+HASH_DEFAULTS: dict[str, Any] = {
+    "designer": "llm",
+    "heuristic_first_set": "initial_set",
+    "agent": "ppo",
+    "bf16_autocast": False,
+    "channels_last": False,
+    "llm_temperature": 0.0,
+    "llm_redraw_repeats": False,
+    "cohort": 1,
+    "cohort_groups": 1,
+    "cohort_kernels": "eager",
+    "cpu_numerics": NATIVE,
+}
 MIN_SCORED_STEPS_PER_ENV = 100
 """Fewest steps each env must play in Crafter's scored phase. The score averages the
 episodes that phase finishes, and a near-random agent's episodes are the shortest: 28
@@ -62,14 +87,12 @@ def check_scored_phase(
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
-    """A training run's protocol.
+    """A training run's protocol. Every field that changes the numbers is part of the
+    run's identity (`config_hash`).
 
-    The defaults follow the paper's PPO + EnvGen schedule (Table 1: 4 cycles of 0.12M
-    steps in LLM environments and 0.12M in Crafter, then 1M; 4 environments per call)
-    but are not its row: the network is `nature` (the paper's is `paper`, the
-    4M-parameter IMPALA ResNet) and the LLM the bundled smollm2-135m-instruct (the
-    paper's is gpt-4-1106-preview). The pipeline's profiles (params.yaml) set both per
-    table; the `paper` profile sets the paper's.
+    The defaults follow the paper's PPO + EnvGen schedule (Table 1) but not its network
+    (`paper`, the IMPALA ResNet) or LLM (gpt-4-1106-preview); the pipeline's profiles
+    (params.yaml) set both per table.
     """
 
     method: str = "envgen"
@@ -91,37 +114,23 @@ class RunConfig:
     llm_model: str = "smollm2-135m-instruct"
     """Model id the LLM cache is keyed by (paper: gpt-4-1106-preview)."""
     llm_temperature: float = 0.0
-    """Sampling temperature of the designer's calls (paper: 0), sent with the initial
-    set as the seed. A local model at 0 is deterministic, so its 3 initial sets would be
-    one reply; above 0 each set is its own seeded sample (docs/llm.md, "Temperature").
-    Left out of the hash at 0."""
+    """Sampling temperature of the designer's calls (paper: 0), seeded by the initial set:
+    a local model at 0 would write one reply for all 3 sets (docs/llm.md, "Temperature")."""
     llm_redraw_repeats: bool = False
-    """Draw an initial reply whose worlds repeat one another again, with another seed
-    (`PromptOptions.redraw_repeats`; docs/llm.md, "Repeated worlds"). Not in the paper,
-    whose GPT-4 wrote distinct worlds; left out of the hash when off."""
+    """Redraw an initial reply whose worlds repeat (`PromptOptions.redraw_repeats`)."""
     designer: str = "llm"
-    """Who writes the environments: llm (the method) | random (domain randomization) |
-    heuristic (rule-based, adaptive) | sfl (Sampling For Learnability over random's worlds)
-    | plr (PLR-robust over random's worlds); the last four are baselines
-    (registered in `envgen.loop.world_designers.DESIGNERS`)."""
+    """Who writes the environments: llm (the method) or a baseline (`DESIGNERS`)."""
     heuristic_first_set: str = "initial_set"
-    """The heuristic designer's first set (no feedback yet): "initial_set", the tech tree
-    spread shifted by `initial_set`, the same for every seed; or "seed_mod_3", one of three
-    different first sets by (seed + initial_set) mod 3, as the paper's 3 initial sets x
-    10 seeds (docs/loop.md, "Designers"). Left out of the hash at its default."""
+    """The heuristic designer's first set: by "initial_set" alone, or one of three by
+    "seed_mod_3" (docs/loop.md, "Designers")."""
     sfl_candidates: int = 16
-    """SFL: candidate worlds drawn by domain randomization's sampler each cycle; the
-    `envs_per_call` most learnable are trained on (docs/loop.md, "SFL"). The sfl_* fields
-    are left out of the hash unless designer: sfl."""
+    """SFL: worlds drawn each cycle, of which it keeps the most learnable (docs/loop.md)."""
     sfl_rollout_envs: int = 2
     """SFL: envs that roll the current policy out on each candidate."""
     sfl_rollout_steps: int = 1024
-    """SFL: steps each rollout env plays (1024, a designed world's episode length, so
-    that every env finishes at least one episode)."""
+    """SFL: steps each rollout env plays (a designed world's episode length, 1024)."""
     plr_candidates: int = 16
-    """PLR-robust: worlds its rollouts score each cycle, the last cycle's replayed ones
-    included (docs/loop.md, "PLR-robust"). The plr_* fields are left out of the hash
-    unless designer: plr."""
+    """PLR-robust: worlds it scores each cycle, replayed ones included (docs/loop.md)."""
     plr_rollout_envs: int = 2
     """PLR-robust: envs that roll the current policy out on each world it scores."""
     plr_rollout_steps: int = 1024
@@ -133,67 +142,44 @@ class RunConfig:
     plr_staleness: float = 0.3
     """PLR-robust: rho, the staleness share of the replay weights (jaxued's maze default)."""
     plr_min_fill: float = 0.5
-    """PLR-robust: share of the buffer that must hold worlds before it replays (jaxued's
-    maze default)."""
+    """PLR-robust: share of the buffer filled before it replays (jaxued's maze default)."""
     obfuscated: bool = False
     """Replace parameter names by parameter1.., optionA.., item1.. (ablation)."""
     llm_history_cycles: int | str = 0
-    """0 sends the whole history (the authors' code); k > 0 the first and last k adaptations only
-    (for many cycles on a small-context model); "auto" the whole history while it fits the
-    local model's context, trimmed only beyond (see PromptOptions.history_cycles)."""
+    """Adaptations sent: 0 all, k the first and last k, "auto" all that fit the context
+    (`PromptOptions.history_cycles`)."""
     initial_set: int = 0
     """Which initial LLM environment set (paper averages 3 sets x 10 seeds)."""
     curriculum_pool: int = 16
-    """Easy-to-hard / adversarial: environments generated per ranking (paper: 16); the
-    agent trains on `envs_per_call` of them per cycle (paper: 4 for 0.24M steps)."""
+    """Easy-to-hard / adversarial: environments generated per ranking (paper: 16)."""
     validation_steps: int = 20_000
     """Easy-to-hard / adversarial: env steps of each validation agent (paper: unstated)."""
     eval_episodes: int = 12
-    """Evaluation seeds in the original game per evaluation run after each cycle
-    (paper: 12); for Heist also the test episodes of the final agent (paper: 100)."""
+    """Episodes per evaluation run after each cycle (paper: 12); Heist: test episodes."""
     feedback_evals: int = 3
-    """Evaluation runs behind the feedback's "mean% +/- std%": each run's per-skill rate is
-    rounded to a whole percent, then mean and std over runs (the authors'
-    update_environments.py, `--num_evals` default 3; docs/loop.md, "Feedback")."""
+    """Evaluation runs behind the feedback's "mean% +/- std%" (docs/loop.md, "Feedback")."""
     llm_world_rules: str = "authors"
-    """Crafter: world rules of designed environments: "authors" (their fork, in which the
-    paper's GPT-4 settings were generated) or "stock" (docs/crafter.md, "World rules")."""
+    """Crafter: world rules of designed environments: "authors" (their fork) or "stock"."""
     original_world: str = "stock"
-    """Crafter: world rules of the original game the agent trains and is scored in:
-    "stock" Crafter, or "authors" (their fork at default settings)."""
+    """Crafter: world rules of the original game: "stock", or "authors" (their fork)."""
     model: str = "nature"
     """Policy network by registry name (paper: the 4M-parameter IMPALA ResNet)."""
     agent: str = "ppo"
     """The RL agent: ppo | ad (Achievement Distillation, Table 1's AD rows; docs/agent.md)."""
     ppo: PPOOverrides = PPOOverrides()
-    """PPO overrides of the game's defaults (Crafter: Table 9; Heist: CleanRL's
-    ppo_procgen, `envgen.games`); a mapping given here becomes `PPOOverrides`."""
+    """PPO overrides of the game's defaults (`envgen.games`)."""
     bf16_autocast: bool = False
-    """Forward passes under bfloat16 autocast (`ModelConfig.bf16_autocast`); changes the
-    numbers, hence part of the run's identity."""
+    """Forward passes under bfloat16 autocast (`ModelConfig.bf16_autocast`)."""
     channels_last: bool = False
-    """Convolutions in NHWC layout (`ModelConfig.channels_last`); other kernels, other
-    float rounding, hence part of the run's identity."""
-
+    """Convolutions in NHWC layout (`ModelConfig.channels_last`)."""
     cohort: int = 1
-    """Seeds trained together as one batched model (`envgen.agents.cohort`; original_only
-    PPO in Crafter). A seed's numbers depend on the cohort's size, hence part of the
-    run's identity; 1 (a run alone) is left out of the hash."""
+    """Seeds trained together as one batched model (`envgen.agents.cohort`)."""
     cohort_groups: int = 1
-    """A pipelined cohort (`envgen.agents.cohort_trainer`): its seeds split into this many
-    groups of cohort / cohort_groups, one collecting while another updates. A seed's
-    numbers are those of its group's size, hence part of the run's identity; 1 (not
-    pipelined) is left out of the hash."""
+    """Groups a cohort is pipelined in (`envgen.agents.cohort_trainer`)."""
     cohort_kernels: str = "eager"
-    """How a cohort runs its PPO update (`envgen.agents.config.COHORT_KERNELS`: eager,
-    graph or compile). Each mode rounds differently, hence part of the run's identity;
-    "eager" is left out of the hash."""
+    """How a cohort runs its PPO update (`envgen.agents.config.COHORT_KERNELS`)."""
     cpu_numerics: str = "native"
-    """Which code paths compute the run's floats on the CPU (`envgen.numerics`): "native"
-    (the host's fastest; the run retrains bit for bit on its own CPU class) or "portable"
-    (fixed by the software; it retrains bit for bit on any x86-64 CPU with AVX2). Each
-    rounds differently, hence part of the run's identity; "native" is left out of the
-    hash."""
+    """CPU float code paths, "native" or "portable" (`envgen.numerics`)."""
 
     @property
     def cohort_eligible(self) -> bool:
@@ -213,12 +199,9 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ppo", PPOOverrides(self.ppo))  # names and types checked
-        if self.game not in GAME_RULES:
-            raise ConfigError("game", f"{self.game!r}; allowed: {', '.join(GAME_RULES)}")
-        if self.method not in METHODS:
-            raise ConfigError("method", f"{self.method!r}; allowed: {', '.join(METHODS)}")
-        if self.agent not in AGENTS:
-            raise ConfigError("agent", f"{self.agent!r}; allowed: {', '.join(AGENTS)}")
+        for name, allowed in CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ConfigError(name, f"{getattr(self, name)!r}; allowed: {', '.join(allowed)}")
         if type(self.cohort) is not int or not 1 <= self.cohort <= MAX_COHORT:
             raise ConfigError("cohort", f"{self.cohort!r}: a whole number in 1..{MAX_COHORT}")
         if self.cohort_groups != 1:
@@ -235,17 +218,10 @@ class RunConfig:
                 "cohorts train PPO runs of the original Crafter game (method original_only, "
                 "agent ppo, channels_last off); set cohort 1 for this run",
             )
-        if self.designer not in DESIGNERS:
-            raise ConfigError("designer", f"{self.designer!r}; allowed: {', '.join(DESIGNERS)}")
         if not DESIGNERS[self.designer].llm and (not GAME_RULES[self.game].base or self.obfuscated):
             raise ConfigError(
                 "designer",
                 f"{self.designer!r} writes plain-named Crafter worlds only; use designer: llm",
-            )
-        if self.heuristic_first_set not in HEURISTIC_FIRST_SETS:
-            raise ConfigError(
-                "heuristic_first_set",
-                f"{self.heuristic_first_set!r}; allowed: {', '.join(HEURISTIC_FIRST_SETS)}",
             )
         for designer, kind in DESIGNERS.items():
             for name in kind.fields if self.designer != designer else ():
@@ -258,18 +234,7 @@ class RunConfig:
                 f"{self.method!r} ranks environments by the Crafter score and runs on "
                 f"crafter only; for {self.game} use envgen, fixed or original_only",
             )
-        for name in ("llm_world_rules", "original_world"):
-            if getattr(self, name) not in WORLD_RULES:
-                raise ConfigError(
-                    name, f"{getattr(self, name)!r}; allowed: {', '.join(WORLD_RULES)}"
-                )
-        for name in (
-            "n_cycles",
-            "envs_per_call",
-            "eval_episodes",
-            "feedback_evals",
-            "validation_steps",
-        ):
+        for name in POSITIVE:
             if getattr(self, name) < 1:
                 raise ConfigError(name, "must be >= 1")
         for name in ("llm_env_steps", "orig_env_steps", "final_steps", "original_only_steps"):
@@ -326,8 +291,7 @@ class RunConfig:
     # --- derived values --------------------------------------------------------------
     @property
     def designer_settings(self) -> Any:
-        """The designer's settings dataclass from its fields (`DESIGNERS`), or
-        None for a designer without settings."""
+        """The designer's settings dataclass from its fields (`DESIGNERS`), or None."""
         settings = DESIGNERS[self.designer].settings
         if settings is None:
             return None
@@ -340,10 +304,9 @@ class RunConfig:
 
     @property
     def curation_steps_per_cycle(self) -> int:
-        """Env steps of SFL's or PLR's rollouts each cycle (0 for other designers). They
-        count in the run's budget: they come out of the cycle's `llm_env_steps`."""
-        budget = self.rollouts
-        return 0 if budget is None else budget.env_steps
+        """Env steps of SFL's or PLR's rollouts each cycle (0 for other designers); they
+        come out of the cycle's `llm_env_steps`."""
+        return 0 if self.rollouts is None else self.rollouts.env_steps
 
     @property
     def curation_steps(self) -> int:
@@ -352,8 +315,7 @@ class RunConfig:
 
     @property
     def trained_steps(self) -> int:
-        """Env steps the trainer takes (its global step at the end, before rounding up to
-        whole rollouts): `total_steps` less SFL's rollouts."""
+        """Env steps the trainer takes (before rounding up to whole rollouts)."""
         return self.total_steps - self.curation_steps
 
     @property
@@ -368,53 +330,32 @@ class RunConfig:
 
     @property
     def llm_adapts(self) -> bool:
-        """Whether an LLM adapts this run's worlds to its feedback (EnvGen with the LLM
-        designer and more than one cycle): its adaptation conversation is what the
-        "-llm" results version covers (`envgen.results_version.version_key`)."""
+        """Whether an LLM adapts this run's worlds to its feedback: what the "-llm" results
+        version covers (`envgen.results_version.version_key`)."""
         return self.uses_llm and self.method == "envgen" and self.n_cycles > 1
 
     @property
-    def envgen_phase_steps(self) -> int:
-        """Steps before the final phase (LLM envs + original game, all cycles)."""
-        return self.n_cycles * (self.llm_env_steps + self.orig_env_steps)
-
-    @property
     def total_steps(self) -> int:
+        """Env steps of the run: the EnvGen protocol's (cycles, then the final phase), or
+        an original_only run's own `original_only_steps`."""
+        envgen = self.n_cycles * (self.llm_env_steps + self.orig_env_steps) + self.final_steps
         if self.method == "original_only":
-            return self.original_only_steps or self.envgen_phase_steps + self.final_steps
-        return self.envgen_phase_steps + self.final_steps
+            return self.original_only_steps or envgen
+        return envgen
 
     # --- identity ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Every field; `designer` only when not the LLM, `agent` only when not PPO and
-        `heuristic_first_set` only when not "initial_set", the sfl_* (plr_*) fields only for
-        designer sfl (plr), the GPU options only when on and
-        `llm_temperature` only when above 0, `llm_redraw_repeats` only when on,
-        `cpu_numerics` only when portable,
-        so that configs written before these existed keep their hash (their run
+        """Every field but those at their `HASH_DEFAULTS` value and other designers'
+        fields, so that configs written before these existed keep their hash (their run
         directories and LLM slots)."""
         out = dataclasses.asdict(self)
         out["ppo"] = self.ppo.to_dict()
-        if out["designer"] == "llm":
-            del out["designer"]
-        if out["heuristic_first_set"] == "initial_set":
-            del out["heuristic_first_set"]
+        for name, default in HASH_DEFAULTS.items():
+            if out[name] == default:
+                del out[name]
         for designer, kind in DESIGNERS.items():
             for name in kind.fields if self.designer != designer else ():
                 out.pop(name, None)
-        if out["agent"] == "ppo":
-            del out["agent"]
-        for name in ("bf16_autocast", "channels_last", "llm_temperature", "llm_redraw_repeats"):
-            if not out[name]:
-                del out[name]
-        if out["cohort"] == 1:
-            del out["cohort"]
-        if out["cohort_groups"] == 1:
-            del out["cohort_groups"]
-        if out["cohort_kernels"] == "eager":
-            del out["cohort_kernels"]
-        if out["cpu_numerics"] == NATIVE:
-            del out["cpu_numerics"]
         return out
 
     def config_hash(self) -> str:
@@ -438,5 +379,4 @@ class RunConfig:
             raise exc.in_file(path) from None
 
     def replace(self, **changes: Any) -> RunConfig:
-        merged = {**self.to_dict(), **changes}
-        return RunConfig.from_dict(merged)
+        return RunConfig.from_dict({**self.to_dict(), **changes})

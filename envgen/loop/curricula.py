@@ -1,21 +1,20 @@
 """The curriculum baselines of Table 2 (docs/paper.md, "Baselines and ablations").
 
-- Easy-to-hard: the LLM writes 16 environments; a fresh validation agent trains in
-  each; environments are sorted by its Crafter score (easiest first) and the agent
-  trains on the 4 easiest, then the next 4, one group per cycle.
-- Adversarial: the same start, but the 4 hardest; every later cycle the LLM writes a
-  new set of 16 (a new conversation, the next initial-set index), the current agent
-  is tested on each without updates, and it trains on the 4 hardest.
+- Easy-to-hard: the LLM writes 16 environments, each is ranked by a fresh validation
+  agent's Crafter score, and the agent trains on the 4 easiest, then the next 4, one
+  group per cycle.
+- Adversarial: the same start, but the 4 hardest; every later cycle the LLM writes 16
+  new ones (the next initial set), and the agent trains on the 4 it scores lowest in.
 
-Each cycle is the paper's 0.24M block; the project splits it as EnvGen does
-(T_LLM-Env in the selected environments, then T_Orig-Env in Crafter), so both
-methods see the same amount of the original game (docs/loop.md).
+Each cycle, the paper's 0.24M block, is split as EnvGen's (T_LLM-Env, then T_Orig-Env
+in Crafter), so both methods see as much of the original game (docs/loop.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from envgen.agents.evaluate import evaluate_policy
 from envgen.agents.runlog import read_jsonl
 from envgen.agents.seeding import derive_seed
 from envgen.agents.trainer import Trainer, crafter_vec_env_factory
@@ -46,10 +45,10 @@ def run_curriculum(run: Run) -> None:
             {"configs": [c.to_dict() for c in selected], "pool_indices": chosen},
         )
         step += cfg.llm_env_steps
-        run.train_until(step, selected, f"llm{cycle}")
+        run.trainer.train_until(step, selected, phase=f"llm{cycle}")
         step += cfg.orig_env_steps
-        run.train_until(step, [run.original], f"orig{cycle}")
-    run.train_until(step + cfg.final_steps, [run.original], "final")
+        run.trainer.train_until(step, [run.original], phase=f"orig{cycle}")
+    run.trainer.train_until(step + cfg.final_steps, [run.original], phase="final")
 
 
 def generate_pool(run: Run, set_offset: int) -> list[CrafterConfig]:
@@ -67,12 +66,9 @@ def generate_pool(run: Run, set_offset: int) -> list[CrafterConfig]:
 
 
 def rank_by_validation_agents(run: Run, pool: list[CrafterConfig]) -> list[int]:
-    """Pool indices sorted by a fresh validation agent's Crafter score, highest first.
-
-    Each agent trains `validation_steps` in one environment and is scored over the
-    episodes it finished; scores are kept in the run's validation file as they come, so a
-    resumed run trains only the agents it has not scored yet.
-    """
+    """Pool indices sorted by a fresh validation agent's Crafter score, highest first:
+    each trains `validation_steps` in one environment. Scores are saved as they come, so
+    a resumed run trains only the agents not scored yet."""
     path = run.paths.validation
     scores: dict[str, float] = read_json(path) if path.is_file() else {}
     for i, env in enumerate(pool):
@@ -99,13 +95,22 @@ def rank_by_validation_agents(run: Run, pool: list[CrafterConfig]) -> list[int]:
 
 
 def hardest_for_agent(run: Run, pool: list[CrafterConfig], cycle: int) -> list[int]:
-    """The `envs_per_call` pool indices where the current agent scores lowest."""
+    """The `envs_per_call` pool indices where the current agent scores lowest, evaluated
+    without updates, seeds from (run seed, cycle, index)."""
     path = run.paths.cycle(cycle).adversarial_test
     if path.is_file():
         scores = read_json(path)
     else:
         scores = [
-            run.evaluate(1000 * cycle + i, config=env)["score_mean"] for i, env in enumerate(pool)
+            evaluate_policy(
+                run.trainer.model,
+                derive_seed(run.seed, "evaluation", 1000 * cycle + i),
+                num_seeds=run.config.eval_episodes,
+                device=run.options.device,
+                env_factory=crafter_vec_env_factory(run.options.num_workers),
+                config=env,
+            )["score_mean"]
+            for i, env in enumerate(pool)
         ]
         write_json_atomic(path, scores)
     return sorted(range(len(pool)), key=lambda i: scores[i])[: run.config.envs_per_call]

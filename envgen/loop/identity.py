@@ -1,9 +1,7 @@
 """A run's identity, the part that needs configs: its config hashes to its folder's name.
 
-The rest of the check (links refused, final metrics and provenance against the folder)
-is the store's (`envgen.store.identity`). `check_identity` is called wherever a run is
-read as a result or brought in: the pipeline's jobs and runs.json entries (tables,
-campaign collect), `envgen gpu import`, `envgen verify` and `envgen rerun`.
+The rest of the check is the store's (`envgen.store.identity`); `check_identity` runs
+wherever a run is read as a result or brought in.
 """
 
 from __future__ import annotations

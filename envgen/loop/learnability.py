@@ -1,17 +1,11 @@
 """Sampling For Learnability (SFL; Rutherford et al., NeurIPS 2024): score candidate
 worlds by how learnable they are for the current policy, and keep the most learnable.
 
-SFL rolls the current policy out on each of many randomly sampled levels, measures each
-level's success rate p and keeps the levels of highest p (1 - p): those the agent solves
-sometimes, neither always nor never (docs/loop.md, "SFL"). Crafter has 22 achievements
-instead of one goal, so a world's learnability is the sum over achievements of
-p_i (1 - p_i), p_i the share of its rollout episodes that unlocked achievement i.
-
-Pure functions over arrays (`learnability`, `top_n`), torch-free so that what reads
-worlds (the report, design quality) does not load the agent; the rollout that measures
-p_i is `envgen.loop.level_rollout`, the designer that uses them is `envgen.loop.
-world_designers.SFLDesigner`, and the runner's `curation_rollouts` keeps each cycle's
-rollouts on disk.
+SFL keeps the levels of highest p (1 - p), p the policy's success rate: those it solves
+sometimes (docs/loop.md, "SFL"). Crafter has 22 achievements instead of one goal, so a
+world's learnability is the sum over achievements of p_i (1 - p_i). Torch-free, so that
+what reads worlds does not load the agent; the rollout that measures p_i is
+`envgen.loop.level_rollout`.
 """
 
 from __future__ import annotations
@@ -36,18 +30,10 @@ class RolloutOutcome:
     """Env steps the rollouts took, all of them (counted in the run's budget)."""
     value_loss: tuple[float | None, ...] | None = None
     """(M,): PLR's score, the positive value loss over each candidate's finished episodes
-    (`envgen.loop.level_buffer.positive_value_loss`), None where none finished; measured
-    for the `plr` designer only (SFL's records keep their three fields)."""
+    (`level_rollout.value_loss_by_config`), None where none finished; `plr` only."""
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "rates": self.rates,
-            "episodes": self.episodes,
-            "env_steps": self.env_steps,
-        }
-        if self.value_loss is not None:
-            out["value_loss"] = self.value_loss
-        return out
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RolloutOutcome:

@@ -7,16 +7,14 @@ A buffer of at most K scored levels. Replay draws a level with probability
            + rho x staleness_i / sum_j staleness_j,
 
 ranks over the filled slots, highest score first; staleness is how many draws and inserts
-ago the level was last drawn or inserted (uniform over the filled slots while every level
-is fresh). A new level replaces the slot of least replay weight when the buffer is full,
-and only if it scores higher than that slot's level. The score is the positive value
-loss: per finished episode, the time-average of the positive GAE advantages, averaged
-over the episodes.
+ago the level was last drawn or inserted (uniform while every level is fresh). A new
+level replaces the slot of least replay weight when the buffer is full, if it scores
+higher. The score is the positive value loss: per finished episode, the time-average of
+the positive GAE advantages, averaged over the episodes (`episode_time_averages`).
 
-These semantics are DramaCow/jaxued's `LevelSampler` (rank prioritization; read, not
-copied), checked against values its own code computed once on fixed arrays
-(tests/data/jaxued_plr/golden.json, written by make_golden.py beside it; jax is not a
-dependency). Pure numpy, so what reads worlds never loads the agent.
+These are jaxued's `LevelSampler` semantics (read, not copied), checked against values
+its code computed (tests/data/jaxued_plr/). Pure numpy: what reads worlds never loads
+the agent.
 """
 
 from __future__ import annotations
@@ -80,13 +78,6 @@ def episode_time_averages(metric: ArrayLike, dones: ArrayLike) -> tuple[np.ndarr
         running[d[t]] = 0.0
         steps[d[t]] = 0.0
     return sums, counts
-
-
-def positive_value_loss(advantages: ArrayLike, dones: ArrayLike) -> np.ndarray:
-    """PLR's score per env (E,): the mean over its finished episodes of each episode's
-    time-averaged max(advantage, 0); -inf for an env that finished none (never inserted)."""
-    sums, counts = episode_time_averages(np.maximum(np.asarray(advantages, float), 0.0), dones)
-    return np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf)
 
 
 @dataclasses.dataclass
@@ -162,10 +153,6 @@ class LevelBuffer:
             self.timestamps[slot] = self.episode_count
             slots.append(slot)
         return slots
-
-    def fill(self) -> float:
-        """Share of the capacity holding levels (replay waits for the minimum fill)."""
-        return self.size / self.capacity
 
     def state(self) -> dict[str, Any]:
         """Scores (None for -inf), stamps, size and clock: what a cycle records."""

@@ -32,16 +32,12 @@ def rollout_success(
 ) -> RolloutOutcome:
     """Play `steps` steps in each of `envs_per_config` envs per config, without updates.
 
-    One vector env of M x E envs (E contiguous envs per config, seeded by `seed`, actions
-    from `action_seed`), auto-reset in the same config, as SFL's fixed-length rollouts on
-    each level: the cost is exactly M x E x `steps` env steps. Success shares are over the
-    episodes that finished; each env's last, unfinished episode is dropped (SFL does the
-    same), so an env finishes at least one episode when `steps` >= the world's length.
-
-    `gae_params` (gamma, lambda), PLR only: also the positive value loss of each config,
-    pooled over its envs' finished episodes, from GAE advantages of the raw rewards and
-    the value head as the trainer computes them. The bootstrap value after the last step
-    is left at 0: it reaches only the unfinished episodes, which are dropped.
+    One vector env of M x E envs (E contiguous per config, seeded by `seed`, actions from
+    `action_seed`), auto-reset in the same config: exactly M x E x `steps` env steps.
+    Success shares are over the finished episodes; each env's last, unfinished one is
+    dropped, as in SFL. `gae_params` (gamma, lambda), PLR only: also each config's
+    positive value loss (`value_loss_by_config`); the bootstrap value after the last step
+    is left at 0, since it reaches only the dropped episodes.
     """
     m = len(configs)
     env = env_factory(list(configs), m * envs_per_config, seed, None)

@@ -10,9 +10,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from envgen.agents.evaluate import evaluate_policy
-from envgen.agents.seeding import derive_seed
-from envgen.agents.trainer import Trainer, crafter_vec_env_factory
+from envgen.agents.trainer import Trainer
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.files import write_json_atomic
 from envgen.games import GameSpec
@@ -98,20 +96,6 @@ class Run:
     def designed(self, configs: Sequence[Any]) -> list[Any]:
         """Designed environments as they are played (`llm_world_rules`)."""
         return [with_world_rules(c, self.config.llm_world_rules) for c in configs]
-
-    def train_until(self, step: int, configs: Sequence[Any], phase: str) -> None:
-        self.trainer.train_until(step, list(configs), phase=phase)
-
-    def evaluate(self, index: int, config: CrafterConfig | None = None) -> dict:
-        """Crafter evaluation without updates (curricula); seeds from (run seed, index)."""
-        return evaluate_policy(
-            self.trainer.model,
-            derive_seed(self.seed, "evaluation", index),
-            num_seeds=self.config.eval_episodes,
-            device=self.options.device,
-            env_factory=crafter_vec_env_factory(self.options.num_workers),
-            config=config or self.original,
-        )
 
     def save_llm_calls(self) -> None:
         """The LLM call log and accounting; a non-LLM designer's are empty/zero."""

@@ -1,20 +1,12 @@
 """Execute one run: EnvGen, its Fixed variant, the original-game baseline, or a curriculum.
 
-The schedule follows docs/paper.md ("The method in four steps"): per cycle, the LLM
-writes (cycle 1) or adapts (later cycles) N environments, the agent trains
-T_LLM-Env steps in them (envs spread over the N configs) and T_Orig-Env steps in the
-original game, and is evaluated there without updates (`feedback_evals` evaluation
-runs of `eval_episodes` episodes; the paper: 12 seeds); the per-skill mean and std over
-the runs go back to the LLM. Then T_final steps in the original game. Crafter is
-scored over the episodes of that final phase; Heist by testing the final agent on
-plain Heist (100 episodes per seed in the paper, `eval_episodes` here). Everything
-game-specific comes from the game's entry in `envgen.games`.
-
-Every phase ends at an absolute global step, so a resumed run (trainer checkpoint +
-the per-cycle files written so far + LLM replies replayed from the cache) walks the
-same schedule and skips what is done. The final metrics are written when training
-ends, then the run is sealed (`envgen.store`: provenance closed, logs gzipped, manifest
-written last).
+Per cycle (docs/paper.md, "The method in four steps") the designer writes or adapts N
+environments, the agent trains T_LLM-Env steps in them and T_Orig-Env in the original
+game, and is evaluated there without updates; the per-skill feedback goes back to the
+designer. Then T_final steps in the original game score Crafter; Heist tests the final
+agent. Every phase ends at an absolute global step, so a resumed run (checkpoint,
+per-cycle files, cached replies) walks the same schedule and skips what is done. Game
+specifics come from `envgen.games`; the run is sealed after its final metrics.
 """
 
 from __future__ import annotations
@@ -43,19 +35,19 @@ from envgen.loop.curricula import run_curriculum
 from envgen.loop.learnability import RolloutOutcome
 from envgen.loop.level_rollout import rollout_success
 from envgen.loop.run_state import CallLog, Run, RunOptions
-from envgen.loop.world_designers import DESIGNERS, make_designer
+from envgen.loop.world_designers import DESIGNERS, Stats, make_designer
 from envgen.results_version import version_key
 from envgen.scoring import final_phase_summary
 from envgen.store.lifecycle import finish_run, start_session
-from envgen.store.run_dir import CycleDir, RunDir, read_json
+from envgen.store.run_dir import RunDir, read_json
 
 
 # --- the methods -----------------------------------------------------------------------
 def run_original_only(run: Run) -> None:
     """All steps in the original game; the last `final_steps` are scored."""
     total, original = run.config.total_steps, run.original
-    run.train_until(max(total - run.config.final_steps, 0), [original], "pretrain")
-    run.train_until(total, [original], "final")
+    run.trainer.train_until(max(total - run.config.final_steps, 0), [original], phase="pretrain")
+    run.trainer.train_until(total, [original], phase="final")
 
 
 def run_envgen(run: Run) -> None:
@@ -63,24 +55,21 @@ def run_envgen(run: Run) -> None:
     cfg, step = run.config, 0
     adaptive = cfg.method == "envgen"
     configs: list[Any] = []
-    stats: dict[str, tuple[float, float]] | None = None
+    stats: Stats | None = None
     for cycle in range(1, cfg.n_cycles + 1):
-        cycle_dir = run.paths.cycle(cycle)
         if cycle == 1 or adaptive:
             configs = ask_designer(run, cycle, stats)
-        # SFL's or PLR's rollouts (asking the designer) took env steps: they count in the
-        # budget, so this cycle trains that many fewer steps in its worlds (docs/loop.md,
-        # "SFL").
+        # SFL's or PLR's rollouts (asking the designer) count in the cycle's budget
         step += cfg.llm_env_steps - cfg.curation_steps_per_cycle
-        run.train_until(step, configs, f"llm{cycle}")
+        run.trainer.train_until(step, configs, phase=f"llm{cycle}")
         step += cfg.orig_env_steps
-        run.train_until(step, [run.original], f"orig{cycle}")
+        run.trainer.train_until(step, [run.original], phase=f"orig{cycle}")
         if adaptive:
-            stats = cycle_evaluation(run, cycle, cycle_dir)
-    run.train_until(step + cfg.final_steps, [run.original], "final")
+            stats = cycle_evaluation(run, cycle)
+    run.trainer.train_until(step + cfg.final_steps, [run.original], phase="final")
 
 
-def ask_designer(run: Run, cycle: int, stats: dict[str, tuple[float, float]] | None) -> list[Any]:
+def ask_designer(run: Run, cycle: int, stats: Stats | None) -> list[Any]:
     """Cycle 1 generates, later cycles adapt; writes the environments and feedback."""
     assert run.designer is not None
     cycle_dir = run.paths.cycle(cycle)
@@ -108,14 +97,10 @@ def ask_designer(run: Run, cycle: int, stats: dict[str, tuple[float, float]] | N
 
 
 def curation_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> RolloutOutcome:
-    """The current policy rolled out on a curating designer's (SFL's, PLR's) candidates
-    of `cycle` (once: a resumed run reads the cycle's rollout file (`CycleDir.rollouts`),
-    since its policy has moved on since).
-
-    The designer's `RolloutBudget` says how many envs per candidate play how many steps
-    each in the world as it is played (`llm_world_rules`), envs and actions seeded by
-    (run seed, cycle); `envgen.loop.level_rollout.rollout_success`, which also measures
-    the positive value loss when the budget asks for it (PLR).
+    """The current policy rolled out (`level_rollout.rollout_success`) on a curating
+    designer's candidates of `cycle`, as the config's `RolloutBudget` says, in the worlds
+    as played, seeded by (run seed, cycle). Once: a resumed run, whose policy has moved
+    on, reads the cycle's rollout file (`CycleDir.rollouts`).
     """
     cfg, kind, budget = run.config, run.config.designer, run.config.rollouts
     assert budget is not None
@@ -148,13 +133,11 @@ def curation_rollouts(run: Run, cycle: int, candidates: Sequence[Any]) -> Rollou
     return outcome
 
 
-def cycle_evaluation(run: Run, cycle: int, cycle_dir: CycleDir) -> dict[str, tuple[int, int]]:
-    """Evaluate in the original game after a cycle (once; a resumed run reads the file).
-
-    Returns the feedback: per skill, the authors' rounded mean and std over
-    `feedback_evals` evaluation runs of `eval_episodes` episodes (envgen.agents.evaluate).
-    """
-    path = cycle_dir.evaluation
+def cycle_evaluation(run: Run, cycle: int) -> dict[str, tuple[int, int]]:
+    """Evaluate in the original game after a cycle (once; a resumed run reads the file);
+    returns the feedback: per skill, the authors' rounded mean and std over the
+    `feedback_evals` evaluation runs (`envgen.agents.evaluate`)."""
+    path = run.paths.cycle(cycle).evaluation
     if path.is_file():
         result = read_json(path)
     else:
@@ -184,10 +167,9 @@ METHODS: dict[str, Callable[[Run], None]] = {
 
 # --- one run, end to end -------------------------------------------------------------------
 def designer_options(config: RunConfig, structured: str) -> PromptOptions:
-    """How this run's designer asks: the LLM settings of `config`, and the backend's
-    structured-output dialect. A run whose LLM never adapts (fixed worlds, one cycle)
-    sends no history, so its history setting is not applied: "auto" needs the model's
-    context, which an API model's run of Table 5 does not state."""
+    """How this run's designer asks: `config`'s LLM settings and the backend's
+    structured-output dialect. A run whose LLM never adapts sends no history, so its
+    history setting is not applied ("auto" needs a context an API model does not state)."""
     history = config.llm_history_cycles if config.llm_adapts else 0
     return PromptOptions(
         game=config.game,
@@ -210,9 +192,9 @@ def execute_run(
 ) -> Path:
     """Run (or resume, or skip if finished) one (config, seed); returns its directory.
 
-    `llm` is required when the method uses the LLM; its backend's model must be the
-    config's `llm_model`. The first LLM reply is obtained before anything is written,
-    so a run that cannot get it leaves no directory behind.
+    `llm` (whose model must be the config's `llm_model`) is required when the designer is
+    the LLM; its first reply comes before anything is written, so a run that cannot get
+    it leaves no directory behind.
     """
     options = options or RunOptions()
     paths = RunDir.of(runs_root, config.config_hash(), seed)
@@ -241,10 +223,9 @@ def execute_run(
         call_log = CallLog(llm, run_id(config.config_hash(), seed))
     if config.uses_designer:
         structured = llm.backend.structured if llm is not None else "off"
-        prompt_options = designer_options(config, structured)
         designer = make_designer(
             config.designer,
-            prompt_options,
+            designer_options(config, structured),
             seed,
             config.designer_settings,
             llm=call_log,
@@ -292,6 +273,28 @@ def execute_run(
     return paths.root
 
 
+def final_metrics(run: Run, wall_s: float, scored: dict[str, Any]) -> dict[str, Any]:
+    """The run's final metrics: the game's `scored` fields among those every game writes
+    (SFL's and PLR's rollout steps, and the run's env steps in all, only for them)."""
+    curation = run.config.curation_steps
+    return {
+        "config_hash": run.config.config_hash(),
+        "seed": run.seed,
+        "method": run.config.method,
+        **scored,
+        "global_steps": run.trainer.global_step,
+        **(
+            {"curation_steps": curation, "env_steps": run.trainer.global_step + curation}
+            if curation
+            else {}
+        ),
+        "episodes_cut": run.trainer.counters.episodes_cut,
+        "llm_calls": len(run.llm.calls) if run.llm else 0,
+        "llm_replay": summarize_calls(run.llm.calls) if run.llm else None,
+        "wall_s": round(wall_s, 1),
+    }
+
+
 def crafter_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
     """Score and reward over the final phase's episodes, first unlocks, LLM accounting."""
     scored = final_phase_summary(read_jsonl(run.paths.episodes))
@@ -300,67 +303,25 @@ def crafter_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
             f"{run.paths.root}: no episode finished in the scored phase; "
             "raise final_steps (episodes last ~100-10000 steps)"
         )
-    return {
-        "config_hash": run.config.config_hash(),
-        "seed": run.seed,
-        "method": run.config.method,
-        **scored,
-        "global_steps": run.trainer.global_step,
-        **curation_steps(run),
-        "episodes_cut": run.trainer.counters.episodes_cut,
-        "llm_calls": len(run.llm.calls) if run.llm else 0,
-        "llm_replay": summarize_calls(run.llm.calls) if run.llm else None,
-        "wall_s": round(wall_s, 1),
-    }
-
-
-def curation_steps(run: Run) -> dict[str, int]:
-    """SFL, PLR: their rollouts' env steps and the run's env steps in all (training +
-    rollouts); nothing for other designers, whose final metrics keep their fields."""
-    if run.config.curation_steps == 0:
-        return {}
-    curation = run.config.curation_steps
-    return {"curation_steps": curation, "env_steps": run.trainer.global_step + curation}
+    return final_metrics(run, wall_s, scored)
 
 
 def heist_final_metrics(run: Run, wall_s: float) -> dict[str, Any]:
-    """The final agent tested on plain Heist: success rate (= score), reward, sub-goals.
-
-    The paper's Heist score is the success over 100 test episodes per seed (docs/paper.md,
-    "Agent and training protocol"); here `eval_episodes` per run, levels and action noise
-    from the run seed. The test episodes are kept in `RunDir.test_episodes`.
-    """
+    """The final agent tested on plain Heist: success rate (= score), reward, sub-goals,
+    over `eval_episodes` test episodes (the paper: 100) seeded by the run seed, kept in
+    `RunDir.test_episodes` (docs/paper.md, "Agent and training protocol")."""
     records = play_test_episodes(
         run.trainer.model,
         derive_seed(run.seed, "test"),
         run.config.eval_episodes,
         run.options.device,
     )
-    log_path = run.paths.test_episodes
-    log_path.unlink(missing_ok=True)
-    log = JsonlLog(log_path)
+    run.paths.test_episodes.unlink(missing_ok=True)
+    log = JsonlLog(run.paths.test_episodes)
     for record in records:
         log.write(record)
     log.close()
-    test = heist_summary(records)
-    return {
-        "config_hash": run.config.config_hash(),
-        "seed": run.seed,
-        "method": run.config.method,
-        "game": run.config.game,
-        "score": test["score"],
-        "success_rate": test["success_rate"],
-        "reward": test["reward"],
-        "keys_collected": test["keys_collected"],
-        "doors_opened": test["doors_opened"],
-        "length": test["length"],
-        "episodes": test["episodes"],
-        "global_steps": run.trainer.global_step,
-        "episodes_cut": run.trainer.counters.episodes_cut,
-        "llm_calls": len(run.llm.calls) if run.llm else 0,
-        "llm_replay": summarize_calls(run.llm.calls) if run.llm else None,
-        "wall_s": round(wall_s, 1),
-    }
+    return final_metrics(run, wall_s, {"game": run.config.game, **heist_summary(records)})
 
 
 # Explicit registry: RunConfig.game -> its final metrics (`RunDir.final_metrics`).

@@ -1,38 +1,17 @@
-"""Who writes the environments: the LLM, or one of three non-LLM baselines (docs/loop.md).
+"""Who writes the environments: the LLM, or a non-LLM baseline (docs/loop.md, "Designers").
 
 Every designer has the LLM designer's surface (`generate(n)` once, `adapt(stats)` per
-cycle, `results`, `messages`), so the EnvGen loop, Fixed and the curricula run any of
-them unchanged. The baselines answer the question a reviewer asks first: does the
-LLM's world knowledge matter, or would any varied (`random`), feedback-driven
-(`heuristic`) or learned-curriculum (`sfl`, `plr`) environments do?
+cycle, `results`, `messages`), so EnvGen, Fixed and the curricula run any of them. The
+baselines ask whether the LLM's world knowledge matters:
 
-- `random` (domain randomization, the standard baseline of environment design: PAIRED,
-  PLR, ACCEL): each call samples N configurations uniformly from exactly the parameter
-  space the LLM prompt offers (every environment setting over its allowed values, every
-  inventory item over 0..its maximum), seeded by the run seed, initial set and cycle.
-- `heuristic` (adaptive, rule-based): reads the same per-skill feedback the LLM reads,
-  targets the weakest skills and writes, for each, the recipe of `RECIPES` that makes it
-  easy to practise. Its first call, before any feedback, spreads over the tech tree: by
-  default shifted by the initial set (every seed the same first set), or, opted into,
-  one of three first sets by seed (`FIRST_SET_ORDERS`), as the paper's 3 sets x 10 seeds.
-- `sfl` (Sampling For Learnability, `SFLDesigner`): each call draws more worlds with
-  `random`'s sampler, has the current policy play them and writes the N most learnable
-  (`envgen.loop.learnability`); it is built with the loop's rollout of the policy.
-- `plr` (PLR-robust, `PLRDesigner`): keeps a buffer of worlds scored by the policy's
-  positive value loss, scores new worlds from `random`'s sampler without training on
-  them, and writes N worlds replayed from the buffer by rank and staleness
-  (`envgen.loop.level_buffer`); built with the rollout as `sfl`.
+- `random`, domain randomization over the parameter space the LLM prompt offers;
+- `heuristic`: for each of the weakest skills in the feedback, a recipe to practise it;
+- `sfl`, Sampling For Learnability: the most learnable of `random`'s worlds for the policy;
+- `plr`, PLR-robust: a buffer of worlds replayed by their positive value loss.
 
-`DESIGNERS`, at the end, registers each by name (`RunConfig.designer`) with its settings
-and what it takes from the loop; the config, the runner, the curricula and the ranking
-bench read everything about a designer from its entry, so adding one is its class (in
-its own module) and one entry there.
-
-Their replies are JSON text that goes through `parse_environments`, the LLM's own
-validation; the adaptation prompt an LLM would have read is kept in `messages` (the
-run's feedback.txt). They make no LLM call and need no cache; `random` and `heuristic`
-are exact on every machine, while `sfl`'s and `plr`'s choices follow the policy's
-rollouts.
+`DESIGNERS` registers each by name (`RunConfig.designer`) with its settings and what it
+takes from the loop. Replies go through `parse_environments`, the LLM's own validation;
+`random` and `heuristic` are exact on every machine, `sfl` and `plr` follow the policy.
 """
 
 from __future__ import annotations
@@ -55,6 +34,9 @@ from envgen.llm.request import LLMCallable, Message
 from envgen.loop.learnability import RolloutOutcome, learnability, top_n
 from envgen.loop.level_buffer import LevelBuffer
 
+Stats = Mapping[str, tuple[float, float]]  # per skill: mean and std success (%), the feedback
+World = dict[str, Any]  # one environment as a reply writes it
+
 
 class Designer(Protocol):
     """What the loop needs of a designer."""
@@ -65,11 +47,11 @@ class Designer(Protocol):
 
     def generate(self, n: int) -> ParsedEnvironments: ...
 
-    def adapt(self, success_stats: Mapping[str, tuple[float, float]]) -> ParsedEnvironments: ...
+    def adapt(self, success_stats: Stats) -> ParsedEnvironments: ...
 
     def cycle_record(self) -> dict[str, Any]:
-        """What the last call decided besides its worlds, for the cycle's environments.json
-        (SFL's scores and choice, PLR's buffer); {} for designers that keep nothing."""
+        """What the last call decided besides its worlds (SFL's scores, PLR's buffer), for
+        the cycle's environments.json."""
         ...
 
 
@@ -110,16 +92,20 @@ class RolloutBudget:
 
 
 class CurationSettings:
-    """A curating designer's `RunConfig` fields: its first three are candidates, rollout
-    envs and rollout steps (`budget`), named after the designer (`sfl_candidates`)."""
+    """A curating designer's `RunConfig` fields (a dataclass): its first three are
+    candidates, rollout envs and rollout steps, named after it (`sfl_candidates`)."""
 
     replays: ClassVar[int] = 0
     """Worlds played again per world written (PLR: the last cycle's): candidates must be
     at least (1 + replays) x envs_per_call."""
+    value_loss: ClassVar[bool] = False
+    """Its rollouts also measure each world's positive value loss (PLR)."""
 
     @property
     def budget(self) -> RolloutBudget:
-        raise NotImplementedError
+        fields = dataclasses.fields(self)  # type: ignore[arg-type]
+        candidates, envs, steps = (getattr(self, f.name) for f in fields[:3])
+        return RolloutBudget(candidates, envs, steps, self.value_loss)
 
     def check(self) -> None:
         """A `ConfigError` for a setting out of range beyond the budget's (none here)."""
@@ -132,12 +118,6 @@ class SFLSettings(CurationSettings):
     sfl_candidates: int
     sfl_rollout_envs: int
     sfl_rollout_steps: int
-
-    @property
-    def budget(self) -> RolloutBudget:
-        return RolloutBudget(
-            self.sfl_candidates, self.sfl_rollout_envs, self.sfl_rollout_steps, False
-        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,12 +132,7 @@ class PLRSettings(CurationSettings):
     plr_staleness: float
     plr_min_fill: float
     replays: ClassVar[int] = 1
-
-    @property
-    def budget(self) -> RolloutBudget:
-        return RolloutBudget(
-            self.plr_candidates, self.plr_rollout_envs, self.plr_rollout_steps, True
-        )
+    value_loss: ClassVar[bool] = True
 
     def check(self) -> None:
         if self.plr_capacity < 1:
@@ -241,15 +216,11 @@ RECIPES: tuple[Recipe, ...] = (
         {"stone_sword": 1, "wood_pickaxe": 1},
     ),
 )
-RECIPE_OF: dict[str, Recipe] = {s: r for r in RECIPES for s in r.skills}
 
-# Three orders of RECIPES (indices) whose even spread is the heuristic's first set k under
-# `heuristic_first_set: seed_mod_3` (`first_recipes`). Order 0 is the tech tree and order
-# 1 the tech tree shifted by one, so sets 0 and 1 are the default's first sets of initial
-# sets 0 and 1; order 2 puts the tool ladder (wood, stone, iron, diamond) at the even
-# steps. With 4 environments: set 0 wood / drink-cow-sleep / coal-furnace / diamond, set 1
-# sapling / stone / iron / combat, set 2 wood / stone / iron / diamond: pairwise different,
-# each spanning the tech tree, together every recipe (docs/loop.md, "Designers").
+# Orders of RECIPES whose even spread is first set k of `heuristic_first_set: seed_mod_3`:
+# the tech tree, shifted by one (the default's sets of initial sets 0 and 1), and the tool
+# ladder at the even steps. With 4 worlds the sets differ pairwise, each spans the tech
+# tree, and together they hold every recipe (docs/loop.md, "Designers").
 FIRST_SET_ORDERS: tuple[tuple[int, ...], ...] = (
     (0, 1, 2, 3, 4, 5, 6, 7),
     (1, 2, 3, 4, 5, 6, 7, 0),
@@ -260,8 +231,9 @@ FIRST_SET_ORDERS: tuple[tuple[int, ...], ...] = (
 class _RuleDesigner:
     """The shared part of the non-LLM designers: conversation record, validation, results."""
 
-    def __init__(self, options: PromptOptions):
+    def __init__(self, options: PromptOptions, seed: int):
         self.options = options
+        self.seed = seed
         self.messages: list[Message] = []
         self.results: list[ParsedEnvironments] = []
         self._spec = design_spec(options.game)
@@ -275,18 +247,16 @@ class _RuleDesigner:
         prompt = self._spec.prompts.initial_prompt(n, self._spec.name_map(False), True)
         return self._answer(prompt, self.write(n, None))
 
-    def adapt(self, success_stats: Mapping[str, tuple[float, float]]) -> ParsedEnvironments:
+    def adapt(self, success_stats: Stats) -> ParsedEnvironments:
         prompt = self._spec.prompts.adaptation_prompt(
             self.results[-1].configs, success_stats, self._n, self._spec.name_map(False), True
         )
         return self._answer(prompt, self.write(self._n, success_stats))
 
-    def write(
-        self, n: int, stats: Mapping[str, tuple[float, float]] | None
-    ) -> list[dict[str, Any]]:
+    def write(self, n: int, stats: Stats | None) -> list[World]:
         raise NotImplementedError
 
-    def _answer(self, prompt: str, environments: list[dict[str, Any]]) -> ParsedEnvironments:
+    def _answer(self, prompt: str, environments: list[World]) -> ParsedEnvironments:
         reply = json.dumps({"environments": environments}, indent=1)
         self.messages += [Message("user", prompt), Message("assistant", reply)]
         parsed = parse_environments(reply, self._n, self.options.game)
@@ -297,17 +267,11 @@ class _RuleDesigner:
 class RandomDesigner(_RuleDesigner):
     """Domain randomization over the LLM prompt's parameter space (module docstring)."""
 
-    def __init__(self, options: PromptOptions, seed: int):
-        super().__init__(options)
-        self.seed = seed
-
-    def write(
-        self, n: int, stats: Mapping[str, tuple[float, float]] | None
-    ) -> list[dict[str, Any]]:
+    def write(self, n: int, stats: Stats | None) -> list[World]:
         return sample_worlds(self.seed, self.options.initial_set, len(self.results) + 1, n)
 
 
-def sample_worlds(seed: int, initial_set: int, cycle: int, n: int) -> list[dict[str, Any]]:
+def sample_worlds(seed: int, initial_set: int, cycle: int, n: int) -> list[World]:
     """Domain randomization's `n` worlds of `cycle`: each setting uniform over its allowed
     values, each item over 0..its maximum, from a seed derived from (seed, initial set,
     cycle). The first k of n are the k a call for k draws (one stream, in order)."""
@@ -347,11 +311,10 @@ class _CuratingDesigner(_RuleDesigner):
     of the current policy, which scores worlds."""
 
     def __init__(self, options: PromptOptions, seed: int, *, rollout: Rollout):
-        super().__init__(options)
-        self.seed = seed
+        super().__init__(options, seed)
         self.rollout = rollout
 
-    def play(self, pool: list[dict[str, Any]]) -> RolloutOutcome:
+    def play(self, pool: list[World]) -> RolloutOutcome:
         """The policy's rollout on `pool` (worlds as written), as the loop would play
         them: validated by `parse_environments`, in this call's cycle."""
         reply = json.dumps({"environments": pool})
@@ -362,11 +325,9 @@ class _CuratingDesigner(_RuleDesigner):
 class SFLDesigner(_CuratingDesigner):
     """Sampling For Learnability over domain randomization's worlds (docs/loop.md, "SFL").
 
-    Each call (every cycle) draws `candidates` worlds with `sample_worlds` (so its first
-    N are the N domain randomization trains on at the same seed and cycle), has
-    `rollout` measure the current policy's per-achievement success on each, and writes
-    the N of highest learnability. The feedback it is given is not read: the rollouts
-    are its feedback.
+    Each cycle it draws `candidates` worlds with `sample_worlds` (the first N are those
+    domain randomization trains on), has `rollout` measure the policy's per-achievement
+    success on each, and writes the N most learnable. The rollouts are its feedback.
     """
 
     def __init__(
@@ -380,9 +341,7 @@ class SFLDesigner(_CuratingDesigner):
         curation = self.curations[-1]
         return {"sfl": {"scores": curation.scores, "chosen": curation.chosen}}
 
-    def write(
-        self, n: int, stats: Mapping[str, tuple[float, float]] | None
-    ) -> list[dict[str, Any]]:
+    def write(self, n: int, stats: Stats | None) -> list[World]:
         cycle = len(self.results) + 1
         pool = sample_worlds(self.seed, self.options.initial_set, cycle, self.candidates)
         outcome = self.play(pool)
@@ -404,16 +363,13 @@ class Replay:
     """One PLR cycle: what was scored, what the buffer kept, and what is trained on."""
 
     rescored: tuple[int, ...]
-    """Buffer slots of the previous cycle's worlds, played again for fresh scores (first
-    among the candidates)."""
+    """Buffer slots of the last cycle's worlds, played again first for fresh scores."""
     inserted: tuple[int, ...]
     """Per new candidate, the slot it went to, or -1 if the buffer did not keep it."""
     replay: bool
-    """Whether the buffer had reached its minimum fill, so the cycle replays from it;
-    otherwise it trains on domain randomization's first N new worlds."""
+    """Whether the buffer reached its minimum fill (else: the first N new worlds)."""
     chosen: tuple[int, ...]
-    """(N,): buffer slots of the worlds trained on; -1 for a new world (no replay) the
-    buffer did not keep."""
+    """(N,): buffer slots of the worlds trained on; -1 for a new world it did not keep."""
     buffer: dict[str, Any]
     """`LevelBuffer.state()` after the cycle's draws."""
     outcome: RolloutOutcome
@@ -429,13 +385,11 @@ class Replay:
 class PLRDesigner(_CuratingDesigner):
     """PLR-robust over domain randomization's worlds (docs/loop.md, "PLR-robust").
 
-    Each call (every cycle) plays again the distinct buffer worlds the previous cycle
-    trained on and as many new worlds from `sample_worlds` as make `plr_candidates`
-    in all (all new in cycle 1), without training; updates those scores and offers the
-    new worlds to the buffer (`LevelBuffer.insert`). Once it holds `plr_min_fill` of its
-    capacity, the N worlds are drawn from it by `LevelBuffer.sample`, with replacement;
-    before that they are the first N new worlds. So, as in robust PLR, no world is
-    trained on before its score is known, and a replayed world's score is refreshed.
+    Each cycle it plays, without training, the distinct buffer worlds the last cycle
+    trained on and new worlds from `sample_worlds` up to `plr_candidates`; rescores the
+    former and offers the latter to the buffer. Once the buffer holds `plr_min_fill` of
+    its capacity, the N worlds are drawn from it (`LevelBuffer.sample`); before, they are
+    the first N new ones. So no world is trained on before its score is known.
     """
 
     def __init__(
@@ -447,26 +401,15 @@ class PLRDesigner(_CuratingDesigner):
             settings.plr_capacity, settings.plr_temperature, settings.plr_staleness
         )
         self.replays: list[Replay] = []
-        self._trained: list[int] = []  # buffer slots of the last cycle's worlds
+        self._trained: tuple[int, ...] = ()  # buffer slots of the last cycle's worlds
 
     def cycle_record(self) -> dict[str, Any]:
-        replay = self.replays[-1]
-        return {
-            "plr": {
-                "rescored": replay.rescored,
-                "scores": replay.scores,
-                "inserted": replay.inserted,
-                "replay": replay.replay,
-                "chosen": replay.chosen,
-                "buffer": replay.buffer,
-            }
-        }
+        fields = ("rescored", "scores", "inserted", "replay", "chosen", "buffer")
+        return {"plr": {name: getattr(self.replays[-1], name) for name in fields}}
 
-    def write(
-        self, n: int, stats: Mapping[str, tuple[float, float]] | None
-    ) -> list[dict[str, Any]]:
+    def write(self, n: int, stats: Stats | None) -> list[World]:
         cycle = len(self.results) + 1
-        rescored = list(dict.fromkeys(self._trained))
+        rescored = tuple(dict.fromkeys(self._trained))
         fresh = sample_worlds(
             self.seed, self.options.initial_set, cycle, self.settings.plr_candidates - len(rescored)
         )
@@ -476,36 +419,26 @@ class PLRDesigner(_CuratingDesigner):
         scores = [-np.inf if v is None else v for v in outcome.value_loss]
         for slot, score in zip(rescored, scores[: len(rescored)], strict=True):
             self.buffer.update(slot, score)
-        inserted = [
+        inserted = tuple(
             self.buffer.insert(world, score)
             for world, score in zip(fresh, scores[len(rescored) :], strict=True)
-        ]
-        replay = self.buffer.size > 0 and self.buffer.fill() >= self.settings.plr_min_fill
+        )
+        fill = self.buffer.size / self.buffer.capacity
+        replay = self.buffer.size > 0 and fill >= self.settings.plr_min_fill
         if replay:
             rng = np.random.default_rng(
                 derive_seed(self.seed, f"plr-replay/set{self.options.initial_set}", cycle)
             )
-            chosen = self.buffer.sample(rng, n)
+            chosen = tuple(self.buffer.sample(rng, n))
             written = [self.buffer.levels[slot] for slot in chosen]
             self._trained = chosen
         else:
             chosen = inserted[:n]
             written = fresh[:n]
-            self._trained = [slot for slot in chosen if slot >= 0]
-        self.replays.append(
-            Replay(
-                tuple(rescored),
-                tuple(inserted),
-                replay,
-                tuple(chosen),
-                self.buffer.state(),
-                outcome,
-            )
-        )
-        return [
-            {**world, "purpose": plr_purpose(self.replays[-1], i)}
-            for i, world in enumerate(written)
-        ]
+            self._trained = tuple(slot for slot in chosen if slot >= 0)
+        record = Replay(rescored, inserted, replay, chosen, self.buffer.state(), outcome)
+        self.replays.append(record)
+        return [{**world, "purpose": plr_purpose(record, i)} for i, world in enumerate(written)]
 
 
 def plr_purpose(replay: Replay, i: int) -> str:
@@ -532,14 +465,12 @@ class HeuristicDesigner(_RuleDesigner):
         seed: int = 0,
         settings: HeuristicSettings = HeuristicSettings(),
     ):
-        super().__init__(options)
+        super().__init__(options, seed)
         self.first_set: int | None = None
         if settings.heuristic_first_set == "seed_mod_3":
             self.first_set = (seed + options.initial_set) % len(FIRST_SET_ORDERS)
 
-    def write(
-        self, n: int, stats: Mapping[str, tuple[float, float]] | None
-    ) -> list[dict[str, Any]]:
+    def write(self, n: int, stats: Stats | None) -> list[World]:
         if stats is None and self.first_set is not None:
             recipes = first_recipes(n, self.first_set)
         else:
@@ -554,9 +485,7 @@ class HeuristicDesigner(_RuleDesigner):
         ]
 
 
-def weakest_recipes(
-    stats: Mapping[str, tuple[float, float]] | None, n: int, offset: int = 0
-) -> list[Recipe]:
+def weakest_recipes(stats: Stats | None, n: int, offset: int = 0) -> list[Recipe]:
     """The recipes of the `n` weakest skill groups.
 
     A group's strength is its skills' mean success; the weakest comes first, ties in
