@@ -209,6 +209,29 @@ def retrain(command: list[str], run_dir: Path, seconds: float, updates: int | No
 
 
 # --- comparing --------------------------------------------------------------------------
+def retrain_in(
+    work: Path,
+    run: Committed,
+    args: argparse.Namespace,
+    updates: int | None,
+    what: str = "the retrained run",
+) -> tuple[Path, bool, float]:
+    """Retrain `run` in `work` (its config written there) for `args.seconds` or `updates`;
+    (the retrained run's directory, finished, elapsed seconds). A failed retrain is one
+    `EnvGenError` line with the last line of its output."""
+    config = work / "config.yaml"
+    config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
+    here = work / "runs" / RunDir(run.run_dir).run_id
+    command = rerun_command(run, config, work / "runs", args)
+    finished, elapsed, code = retrain(command, here, args.seconds, updates, work / "rerun.log")
+    if code not in (None, 0):
+        tail = (work / "rerun.log").read_text(encoding="utf-8", errors="replace").strip()
+        raise EnvGenError(
+            f"{what} failed (exit {code}): {tail.splitlines()[-1] if tail else 'no output'}"
+        )
+    return here, finished, elapsed
+
+
 def run_log(run_dir: Path, name: str) -> list[dict[str, Any]]:
     """A run's log: sealed (checked against its manifest) when it finished, else as far
     as it was written (a last line torn by a stop or a kill dropped)."""
@@ -312,35 +335,23 @@ def setting_differences(
 
 def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
     """Retrain `run_dir` for `--seconds` or `--updates` and print the comparison."""
-
     run = committed_run(run_dir)
     with contextlib.ExitStack() as stack:
         work = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         work.mkdir(parents=True, exist_ok=True)
-        config = work / "config.yaml"
-        config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
-        runs_root = work / "runs"
-        here = runs_root / RunDir(run_dir).run_id
+        here = work / "runs" / RunDir(run_dir).run_id
         if here.exists():
             raise EnvGenError(f"{here} exists: give --keep an empty directory")
-        command = rerun_command(run, config, runs_root, args)
+        deterministic = run.deterministic if args.deterministic is None else args.deterministic
         limit = f"{args.seconds:g} s" + (f" or {args.updates} updates" if args.updates else "")
         print(
             f"envgen rerun {run_dir}: seed {run.seed} on {args.device or run.device}, "
             f"{args.torch_threads or run.torch_threads} torch thread(s)"
-            + (", deterministic kernels" if "--deterministic" in command else "")
+            + (", deterministic kernels" if deterministic else "")
             + f", up to {limit}",
             flush=True,
         )
-        finished, elapsed, code = retrain(
-            command, here, args.seconds, args.updates, work / "rerun.log"
-        )
-        if code not in (None, 0):
-            tail = (work / "rerun.log").read_text(encoding="utf-8", errors="replace")
-            raise EnvGenError(
-                f"the retrained run failed (exit {code}): "
-                f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}"
-            )
+        _, finished, elapsed = retrain_in(work, run, args, args.updates)
         print(f"retrained {elapsed:.0f} s ({'to the end' if finished else 'stopped'})")
         kernels = ((read_provenance(here) or {}).get("sessions") or [{}])[0].get("kernels")
         comparisons = [
@@ -378,13 +389,9 @@ def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
     if same:
         print("identical over every record compared: this machine repeats the committed run")
         return 0
-    print("DIFFERS: " + verdict(portable, explains, first_line(lines)))
+    first = next((x for x in lines if "difference" in x or "differing" in x), lines[0])
+    print("DIFFERS: " + verdict(portable, explains, first))
     return 1
-
-
-def first_line(lines: list[str]) -> str:
-    """The first comparison line that names a difference."""
-    return next((line for line in lines if "difference" in line or "differing" in line), lines[0])
 
 
 def verdict(portable: bool, explains: bool, difference: str) -> str:

@@ -28,11 +28,8 @@ import argparse
 import dataclasses
 import random
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from envgen.agents.device import torch_device
 from envgen.errors import ConfigError, EnvGenError
@@ -43,7 +40,7 @@ from envgen.llm.cache import DEFAULT_CACHE_DIR
 from envgen.numerics import PORTABLE
 from envgen.report.inputs import load_table
 from envgen.store.provenance import machine
-from envgen.store.run_diff import behaviour, compare_logs, differing_keys
+from envgen.store.run_diff import compare_logs
 from envgen.store.run_dir import EPISODES_LOG, METRICS_LOG, RunDir
 
 
@@ -139,28 +136,6 @@ def _seed(run_dir: Path) -> int:
     return -1 if seed is None else seed
 
 
-# --- comparing ------------------------------------------------------------------------------
-def first_update_differing(
-    committed: Sequence[dict], here: Sequence[dict]
-) -> tuple[int, str | None, Any, Any]:
-    """(updates identical from the first on, first differing metric, its committed and
-    here values) over the updates `here` logged; throughput fields (`time/`) aside."""
-
-    for i, (a, b) in enumerate(zip(committed, here, strict=False)):
-        a, b = behaviour(a), behaviour(b)
-        if a != b:
-            key = differing_keys(a, b)[0]
-            return i, key, a.get(key), b.get(key)
-    return min(len(committed), len(here)), None, None, None
-
-
-def first_episode_differing(committed: Sequence[dict], here: Sequence[dict]) -> int | None:
-    """1-based index of the first episode that differs over those both logged."""
-
-    comparison = compare_logs(EPISODES_LOG, committed, here)
-    return None if comparison.identical else comparison.index + 1
-
-
 def cpu_label(session: dict[str, Any] | None) -> str:
     """A provenance session's CPU ("AMD EPYC, AVX512"), or why it is unknown."""
     if session is None:
@@ -179,25 +154,13 @@ def this_cpu(device: str = "cpu") -> str:
 # --- one run --------------------------------------------------------------------------------
 def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
     """Retrain `run_dir`'s first `args.updates` updates in a temporary directory and
-    compare them with its committed logs."""
+    compare them with its committed logs (throughput fields aside)."""
     run = rerun.committed_run(run_dir)
+    updates = None if args.full else args.updates
     with tempfile.TemporaryDirectory(prefix="envgen-rerun-check-") as tmp:
-        work = Path(tmp)
-        config = work / "config.yaml"
-        config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
-        here = work / "runs" / RunDir(run_dir).run_id
-        command = rerun.rerun_command(run, config, work / "runs", args)
-        updates = None if args.full else args.updates
-        finished, elapsed, code = rerun.retrain(
-            command, here, args.seconds, updates, work / "rerun.log"
-        )
-        if code not in (None, 0):
-            tail = (work / "rerun.log").read_text(encoding="utf-8", errors="replace").strip()
-            raise EnvGenError(
-                f"{run_dir}: the retrained run failed (exit {code}): "
-                f"{tail.splitlines()[-1] if tail else 'no output'}"
-            )
-        if args.full and not finished and code is None:
+        what = f"{run_dir}: the retrained run"
+        here, finished, elapsed = rerun.retrain_in(Path(tmp), run, args, updates, what)
+        if args.full and not finished:
             raise EnvGenError(
                 f"{run_dir}: --full: the retrain did not reach the run's end in "
                 f"{args.seconds:g} s; give more --seconds"
@@ -209,19 +172,19 @@ def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
                 "--seconds"
             )
         episodes_here = rerun.run_log(here, EPISODES_LOG)
-    committed = rerun.run_log(run_dir, METRICS_LOG)
-    through, metric, theirs, ours = first_update_differing(committed, retrained)
-    committed_episodes = rerun.run_log(run_dir, EPISODES_LOG)
+    metrics = compare_logs(METRICS_LOG, rerun.run_log(run_dir, METRICS_LOG), retrained)
+    episodes = compare_logs(EPISODES_LOG, rerun.run_log(run_dir, EPISODES_LOG), episodes_here)
+    metric, theirs, ours = (metrics.keys[0], *metrics.values[0]) if metrics.keys else [None] * 3
     return RunCheck(
         run_dir=run_dir.as_posix(),
         row=row,
         updates=len(retrained),
-        identical_through=through,
+        identical_through=metrics.compared if metrics.identical else metrics.index,
         metric=metric,
         committed=theirs,
         here=ours,
-        episodes=min(len(episodes_here), len(committed_episodes)),
-        first_episode_differing=first_episode_differing(committed_episodes, episodes_here),
+        episodes=episodes.compared,
+        first_episode_differing=None if episodes.identical else episodes.index + 1,
         trained_on=cpu_label(run.session),
         checked_on=this_cpu(args.device or run.device),
         seconds=round(elapsed, 1),
