@@ -1,21 +1,18 @@
 """Committed evidence against the commit that added it: runs append-only, registrations
 frozen above their "Deviations".
 
-verify's other checks show that a run's files agree with each other (its manifest, its
-re-derived final metrics); a forger who edits a run's logs, re-derives its metrics and
-reseals it passes them all. What such an edit cannot keep is git's record: a sealed
-run's manifest (the sha256 of every file of the run) is written once, when the run
-finishes, and committed with it. So:
+A forger who edits a run's logs, re-derives its metrics and reseals it passes verify's
+other checks; what such an edit cannot keep is git's record of the manifest (the sha256
+of every file of the run), written once when the run finished and committed with it:
 
-- **runs**: every committed manifest under results/ must still be the bytes of the
-  commit that first added it, unless each later commit that changed it is a recorded
-  change (results/run_changes.yaml: the commit, why, the runs it changed); an
-  uncommitted edit is named too. Together with "each run's files match its manifest",
-  a run's every byte is tied to the commit that added it.
+- **runs**: every committed manifest under results/ must still be its first commit's
+  bytes, unless each later commit that changed it is a recorded change
+  (results/run_changes.yaml: the commit, why, the runs it changed); an uncommitted edit
+  is named too.
 - **registrations**: a campaign's registration (docs/campaign_*.md) fixes hypotheses,
-  test and verdict words before its runs; the text above its "## Deviations" heading
-  must be the text of its first commit, unless the Deviations section names (by its
-  abbreviated hash) each later commit that changed it.
+  test and verdict words before its runs; its text above "## Deviations" must be its
+  first commit's, unless the Deviations name (by abbreviated hash) each later commit
+  that changed it.
 
 Both read git's history: a checkout without it (a shallow clone, an exported tree)
 cannot be checked, and says so as a failure ("history needed").
@@ -26,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -88,7 +86,7 @@ def recorded_changes(repo: Path, path: Path = RUN_CHANGES) -> list[RunChange]:
         if not isinstance(entry, dict) or set(entry) != {"commit", "why", "paths"}:
             raise ConfigError(where, "needs exactly commit, why and paths", file=file)
         commit, why, paths = entry["commit"], entry["why"], entry["paths"]
-        if not isinstance(commit, str) or len(commit) < 7 or not _is_hex(commit):
+        if not isinstance(commit, str) or not re.fullmatch("[0-9a-fA-F]{7,}", commit):
             raise ConfigError(f"{where}.commit", "a hash of at least 7 hex digits", file=file)
         if not isinstance(why, str) or not why.strip():
             raise ConfigError(f"{where}.why", "say why the runs changed", file=file)
@@ -98,10 +96,6 @@ def recorded_changes(repo: Path, path: Path = RUN_CHANGES) -> list[RunChange]:
             )
         out.append(RunChange(commit, why, tuple(paths)))
     return out
-
-
-def _is_hex(text: str) -> bool:
-    return all(c in "0123456789abcdef" for c in text.lower())
 
 
 # --- runs ---------------------------------------------------------------------------------

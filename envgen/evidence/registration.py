@@ -1,17 +1,14 @@
 """A registered campaign's order in git: its registration before every one of its runs.
 
-A registration (docs/campaign_*.md) fixes the test before the data exist; the report
-says so ("Registered in ... before any of its runs"). That sentence is a fact about the
-repository's history, so it is re-derived from the history, never taken from the
-report: the commit that added the registration must be an ancestor of, and not the same
-as, the first commit of every run directory the campaign's runs.json lists. Ancestry,
-not dates: a commit's date is whatever its author's clock said.
+A registration (docs/campaign_*.md) fixes the test before the data exist, and the report
+says so. That is a fact about the repository's history, so it is re-derived from there:
+the commit that added the registration must be an ancestor of, and not the same as, the
+first commit of every run directory the campaign's runs.json lists. Ancestry, not
+dates: a commit's date is whatever its author's clock said.
 
-A checkout without the history (a shallow clone, an exported tree) cannot show the
-order; the answer then says so (`Order.unknown`) instead of passing or failing. A
-shallow clone is one command away from the history (`HISTORY_NEEDED`), so `envgen
-verify` fails there until it is fetched (`Order.shallow`): a clone made with
-`--depth 1` must not pass a check it never made.
+Without the history (an exported tree) the answer says why (`Order.unknown`) instead of
+passing or failing; a shallow clone is one fetch from it (`HISTORY_NEEDED`), so `envgen
+verify` fails there (`Order.shallow`) rather than pass a check it never made.
 """
 
 from __future__ import annotations

@@ -5,20 +5,17 @@
     envgen rerun --check --campaign campaign_cpu --updates 3      # 4 runs per row, 3 updates
 
 A run is a function of its config, its seed and the machine: on the machine class that
-trained it, retraining it repeats its logs bit for bit; on another CPU or software stack
-the floats differ in their last digits from the first PPO update on and the runs then
-diverge (README, "Reproducibility"). This command tells which holds for one committed
-run: it trains the run again from step 0 (`envgen run` with the run's config, seed,
-device, GPU kernel settings, torch threads and env workers as its provenance records
-them, LLM replies replayed from the cache) into a temporary directory, stops it after
-`--seconds` or `--updates`, and compares every record both have written: the metrics
-log (timing fields aside), the episode log and the cycle files. It prints how much was
-identical, the first difference with both values, and where the machine or software of
-the two differ. Exit 0: identical over what was compared; 1: a difference (printed on
-stdout) or a mistake (one line on stderr, as every envgen command).
-
-The committed run is only read, through its manifest (a damaged file is named).
-The command's parser lives in `envgen.evidence.rerun_check`, which also runs `--check`.
+trained it, retraining repeats its logs bit for bit; on another CPU or software stack the
+floats differ in their last digits from the first PPO update on and the runs diverge
+(README, "Reproducibility"). This command tells which holds for one committed run: it
+trains it again from step 0 (`envgen run` with the config, seed, device, GPU kernel
+settings, torch threads and env workers its provenance records, LLM replies replayed
+from the cache) into a temporary directory, stops after `--seconds` or `--updates`, and
+compares every record both wrote (metrics log without timing, episode log, cycle
+files): how much was identical, the first difference with both values, and where the
+two machines or software differ. Exit 0: identical over what was compared; 1: a
+difference (on stdout) or a mistake (one line on stderr). The committed run is only
+read, through its manifest. `envgen.evidence.rerun_check` holds the parser and `--check`.
 """
 
 from __future__ import annotations

@@ -5,21 +5,17 @@
 
 For each run (named, or `--sample` K drawn per row of each campaign's runs.json with the
 explicit `--sample-seed`), one at a time: retrain its first `--updates` PPO updates here
-from the run's own config, seed, device and kernel settings (`envgen.evidence.rerun`, with one
-torch thread unless `--torch-threads` says otherwise), then compare the retrained
-metrics log update by update (losses, counts; throughput aside) and episode log
-episode by episode with the committed logs. One line per run: "bit-identical through
-update U" or "first differs at update U, metric M (committed X, here Y), episode E",
-with this machine's CPU beside the one the run's provenance records. `--json` writes the
-same as a list of `RunCheck` mappings. Exit 0 when every run checked is identical.
-
-This module registers the `envgen rerun` command (both forms; one run is `envgen.evidence.rerun`),
-above `envgen.evidence.rerun` so that neither imports the other in a circle.
+as `envgen.evidence.rerun` does, then compare the metrics log update by update
+(throughput aside) and the episode log episode by episode with the committed logs. One
+line per run: "bit-identical through update U" or "first differs at update U, metric M
+(committed X, here Y), episode E", with this machine's CPU beside the run's. `--json`
+writes the same as `RunCheck` mappings. Exit 0 when every run checked is identical.
+This module registers `envgen rerun` (both forms), above `envgen.evidence.rerun`, so
+that neither imports the other.
 
 Why only a few updates: floats that differ anywhere differ in the first update (a
 different CPU's vector units, another BLAS path); runs that agree there agree on what
-follows unless the code is nondeterministic, which the full rerun (`envgen rerun`
-without `--check`) tests.
+follows unless the code is nondeterministic, which the full rerun tests.
 """
 
 from __future__ import annotations

@@ -1,19 +1,17 @@
 """`envgen verify`: a row labelled `not_recorded` or `llm_unusable` carries the reason the
 LLM's records give, not one typed in.
 
-Such a row has no finished run whose logs verify could re-derive: what it rests on is the
-response cache. So its reason is re-derived from there:
+Such a row has no finished run to re-derive from; it rests on the response cache, so its
+reason is re-derived from there:
 
-- `not_recorded`: the reason is a cache miss (`CachedLLM`'s message) for the row's own
-  model, in the row's own slot where it names one; the request key it names has no
-  reply in the cache (were there one, the row would replay and be done).
-- `llm_unusable`: the reason names the call that gave up; the cache holds a reply of the
-  row's model to that call (or one of its re-asks) that, parsed again, fails with the
-  words of the reason.
+- `not_recorded`: a cache miss (`CachedLLM`'s message) for the row's own model, in the
+  row's own slot where it names one, whose request key has no reply in the cache (with
+  one, the row would replay).
+- `llm_unusable`: the call that gave up, to which the cache holds a reply of the row's
+  model (or a re-ask's) that, parsed again, fails with the reason's words.
 
 A row relabelled from one to the other, or given a reason of its own, fails naming the
-row. (A miss's key is not recomputed: that needs the run's prompt, which for a call
-after training needs the training.)
+row. A miss's key is not recomputed: that needs the run's prompt, so its training.
 """
 
 from __future__ import annotations

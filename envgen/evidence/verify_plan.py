@@ -1,17 +1,13 @@
 """`envgen verify`, step 3a: each runs.json against its plan, not the other way round.
 
-A runs.json says which runs make each row; trusting it, a table's PPO row could point at
-PPO + EnvGen's folders and every number would still re-derive. So the rows are derived
-here from what the pipeline ran: the replication file and the profile (params.yaml's
-`profile`, or a campaign's own profile and seeds, `envgen.campaign.registry.campaigns`)
-give each row's config hashes x seeds, and each row of runs.json must list exactly the
-planned runs that are finished in the store (sealed, of the code's results version), in
-the plan's order, each at its planned folder; a row "done" must have all of them (a
-campaign row, all its `planned_runs`). What each listed run's numbers are is checked
-after this (`envgen.evidence.verify`), from the run's own logs.
-
-Which replication file a runs.json comes from follows dvc.yaml's train stage:
-results/<table>/runs.json is replication/<table>.yaml, unless a campaign writes there.
+Trusting a runs.json's rows, a table's PPO row could point at PPO + EnvGen's folders and
+every number would still re-derive. So the rows are derived from what the pipeline ran:
+the replication file and profile (params.yaml's, or a campaign's own,
+`envgen.campaign.registry.campaigns`) give each row's config hashes x seeds, and each row
+must list exactly the planned runs finished in the store (sealed, of the code's results
+version), in the plan's order, each at its planned folder; a row "done" must have all of
+them (a campaign row, all its `planned_runs`). results/<table>/runs.json comes from
+replication/<table>.yaml (dvc.yaml's train stage), unless a campaign writes there.
 """
 
 from __future__ import annotations

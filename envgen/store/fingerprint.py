@@ -1,13 +1,10 @@
 """A fingerprint of the code a run's result depends on: provenance, not currency.
 
-Every run records it in `provenance.json` (`envgen.store.provenance`), so a reader can
-tell which bytes of code produced a run. Whether a finished run is current is decided by
-its results version (`envgen.results_version`), not by this hash: editing a comment
-changes the fingerprint and no result. It covers the training path: `envgen/agents`,
-`envgen/loop`, `envgen/llm`, the Crafter side of `envgen/envs`, `envgen/games.py` and
-`envgen/scoring.py`; a Heist run's fingerprint also covers the Heist engine
-(`envgen/envs/heist`), which cannot change a Crafter run's numbers, so editing it does
-not invalidate Crafter results. Command-line front ends (``cli.py``) are left out.
+Every run records it in `provenance.json`, so a reader can tell which code produced it;
+whether a run is current is its results version's call (`envgen.results_version`):
+editing a comment changes the fingerprint and no result. It covers the training path
+(`COVERED`), minus command-line front ends; a game's own engine (`GAME_DIRS`: Heist's)
+only in that game's runs, as it cannot change another game's numbers.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
-"""A run's identity: its folder (`<config-hash>/seed-<K>`, where a table looks it up)
-names the run its own files describe: its config (checked by `envgen.loop.identity`,
-which knows configs), its final metrics (hash, seed, method, game) and its provenance
-(game). A random-policy run (`random-<N>ep/seed-<K>`) has no config; its final metrics
-say method "random", seed K and N episodes.
+"""A run's identity: its folder (`<config-hash>/seed-<K>`, where a table looks it up) names
+the run its files describe: its config (checked by `envgen.loop.identity`, which knows
+configs), its final metrics (hash, seed, method, game) and its provenance (game). A
+random-policy run (`random-<N>ep/seed-<K>`) has no config; its final metrics say method
+"random", seed K and N episodes.
 
-Why: a manifest vouches for a run's bytes, not for where the run lies. A run copied into
-another run's folder (the domain-randomization seed-19 run in the Crafter-only seed-19
-folder) passes every manifest check and counts in both arms of a comparison. Symbolic
-links are refused for the same reason: one run would appear in two places, or a file
-outside the store inside it.
+Why: a manifest vouches for a run's bytes, not for where it lies; a run copied into
+another run's folder passes every manifest check and counts in both arms of a
+comparison. Symbolic links are refused for the same reason.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """Where, when and with what a run was produced: `provenance.json` in its directory.
 
-A run is trained in one or more sessions: the first starts at step 0, every later one
-resumes from a checkpoint (after a kill, `envgen campaign stop`, a move to another
-machine). Each session records the machine (CPU model, the vector ISA torch's CPU kernels
-use, GPU model and driver), the software (Python, torch, numpy, crafter, procgen, the lock
-file's hash), thread counts, the GPU kernel settings (`--deterministic`, TF32), the
-git commit and whether the tree had uncommitted changes, its start and end times and
-steps, and the host's load average at both ends. A session with no end was killed;
-the next one's `step` says where training resumed.
+A run trains in one or more sessions: the first starts at step 0, each later one
+resumes from a checkpoint. Each records the machine (CPU, torch's CPU vector ISA, GPU
+and driver), the software (Python, packages, the lock file's hash), thread counts, GPU
+kernel settings, the git commit and whether the tree was dirty, its start and end times
+and steps, and the host's load at both ends; a session with no end was killed.
 
-The file also holds the run's results version (`envgen.results_version`): what decides
-whether a finished run is current. The file fingerprint of the code
-(`envgen.store.fingerprint`) is provenance only: each session records the one it ran
-(a resumed run can run on changed code), and `code_fingerprint` beside the version is
-the last session's (runs begun before sessions recorded theirs keep only that one).
+The file also holds the run's results version, which decides whether it is current.
+The code fingerprint (`envgen.store.fingerprint`) is provenance only: each session
+records its own, and the top-level `code_fingerprint` is the last session's. torch is
+imported lazily: `envgen campaign status` reads provenance without it (0.86 s).
 """
 
 from __future__ import annotations
@@ -65,8 +61,7 @@ def _gpu(device: str) -> dict[str, Any] | None:
     """The GPU the run trains on (None on CPU): model, memory, CUDA and driver versions."""
     if not device.startswith("cuda"):
         return None
-    # lazy: torch (0.86 s, -X importtime); `envgen campaign status` reads provenance without it
-    import torch
+    import torch  # lazy (module docstring)
 
     index = torch.device(device).index or 0
     props = torch.cuda.get_device_properties(index)
@@ -93,8 +88,7 @@ def _gpu(device: str) -> dict[str, Any] | None:
 
 def machine(device: str = "cpu") -> dict[str, Any]:
     """The machine: host, CPU model and core count, torch's CPU vector ISA, the GPU."""
-    # lazy: torch (0.86 s, -X importtime); `envgen campaign status` reads provenance without it
-    import torch
+    import torch  # lazy (module docstring)
 
     return {
         "host": platform.node(),
@@ -156,8 +150,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ENVGEN_ENV_WORKERS")
 
 
 def threads(env_workers: int | None = None) -> dict[str, Any]:
-    # lazy: torch (0.86 s, -X importtime); `envgen campaign status` reads provenance without it
-    import torch
+    import torch  # lazy (module docstring)
 
     return {
         "torch_intra_op": torch.get_num_threads(),
@@ -184,12 +177,10 @@ def read_provenance(run_dir: Path) -> dict[str, Any] | None:
 def recorded_version(run_dir: Path) -> int | None:
     """The results version a run was produced under (None: unknown, so not current).
 
-    Unknown means an unsealed run without a provenance.json, or without a version in it:
-    one made before versions existed, or one in progress. Anything else that is not a
-    whole number raises instead, naming the file: a sealed run without its provenance,
-    a provenance.json that cannot be read or differs from its run's manifest, a version
-    of another type (`"1"`). Damage must stop whoever asked (the pipeline would otherwise
-    judge the run stale and delete it), never pass for another version.
+    Unknown is an unsealed run without a version (made before versions, or in progress).
+    Damage raises, naming the file: a sealed run without one, an unreadable or edited
+    provenance.json, a version of another type (`"1"`); it must stop whoever asked (the
+    pipeline would judge the run stale and delete it), never pass for another version.
     """
     run_dir = Path(run_dir)
     path = run_dir / PROVENANCE
@@ -218,8 +209,7 @@ def is_current(run_dir: Path, key: str) -> bool:
 def kernel_settings() -> dict[str, Any]:
     """The GPU kernel settings `envgen.agents.device.set_deterministic` controls, read from
     torch as they are now: the kernels `envgen rerun` repeats."""
-    # lazy: torch (0.86 s, -X importtime); `envgen campaign status` reads provenance without it
-    import torch
+    import torch  # lazy (module docstring)
 
     return {
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
@@ -345,12 +335,10 @@ def last_session_step(data: dict[str, Any] | None, path: object = PROVENANCE) ->
 
 
 def _check_sessions(path: object, sessions: Any) -> None:
-    """An `EnvGenError` naming the field when `sessions` does not have the shape that
-    `summary` and the campaign's speed read: a list of mappings whose `machine` and `git`
-    are mappings, whose `step` is a whole number >= 0 and whose `load_start` is a list of
-    numbers (each may be absent). Only `summary` checks: a backfilled run's sessions hold
-    "unknown" strings, and `read_provenance` must not refuse a run whose results version
-    is still readable."""
+    """An `EnvGenError` naming the field unless `sessions` is a list of mappings whose
+    `machine` and `git` are mappings, `step` a whole number >= 0 and `load_start` a list
+    of numbers (each may be absent): what `summary` and the campaign's speed read. Only
+    they check: `read_provenance` must not refuse a run whose version is readable."""
     if not isinstance(sessions, list):
         raise EnvGenError(f"{path}: sessions is {sessions!r}, not a list of sessions")
     for i, session in enumerate(sessions):
@@ -364,9 +352,8 @@ def _check_sessions(path: object, sessions: Any) -> None:
         if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
             raise EnvGenError(f"{where}.step is {step!r}, not a whole number >= 0")
         load = session.get("load_start")
-        if load is not None and not (isinstance(load, list) and all(map(_is_number, load))):
+        numbers = isinstance(load, list) and all(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in load
+        )
+        if load is not None and not numbers:
             raise EnvGenError(f"{where}.load_start is {load!r}, not a list of numbers")
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -1,13 +1,10 @@
 """A run's directory, named in one place: ``<runs_root>/<config-hash>/seed-<K>/``.
 
-`RunDir` is the only place a run file's name is spelled: it is built from a runs root,
-a config hash and a seed (`RunDir.of`), parsed back from a path (`seed`, `config_hash`),
-and names each file a run writes as a property. `final_metrics.json` is written when
-training ends; the run is finished once it is sealed (logs gzipped, provenance closed,
-the manifest written last: `envgen.store.manifest`). Everything in an unsealed directory
-belongs to a run in progress (resumable) or to one that stopped with an error; nothing
-reads it as a result. A random-policy run lies in ``random-<N>ep/seed-<K>/`` and has no
-run.yaml.
+`RunDir` is the only place a run file's name is spelled: built from a runs root, a
+config hash and a seed (`RunDir.of`), parsed back from a path (`seed`, `config_hash`),
+each file a property. A run is finished once sealed (`envgen.store.manifest`); an
+unsealed directory is a run in progress or one that failed, never read as a result. A
+random-policy run lies in ``random-<N>ep/seed-<K>/`` and has no run.yaml.
 """
 
 from __future__ import annotations
@@ -25,7 +22,6 @@ from envgen.errors import EnvGenError
 from envgen.json_input import JSONInputError
 from envgen.store.manifest import (
     CHECKPOINT_DIR,
-    LATEST_CHECKPOINT,
     MANIFEST,
     RunStoreError,
     is_sealed,
@@ -134,7 +130,6 @@ class RunDir:
     provenance = _file(PROVENANCE, "Machine, software and sessions (envgen.store.provenance).")
     manifest = _file(MANIFEST, "Written last when sealed (envgen.store.manifest).")
     checkpoints = _file(CHECKPOINT_DIR, "What a run in progress resumes from; never a result.")
-    latest_checkpoint = _file(LATEST_CHECKPOINT.as_posix(), "The checkpoint resumed from.")
     cycles_root = _file("cycles", "The cycles' folders.")
     summary = _file("summary.json", "`envgen train`'s score over its last steps.")
 
