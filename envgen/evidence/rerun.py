@@ -73,7 +73,6 @@ class Committed:
 def committed_run(run_dir: Path) -> Committed:
     """Read a run directory's config, seed and first session; one `EnvGenError` if it is
     not a run directory or its config no longer hashes to its recorded hash."""
-
     run = RunDir(run_dir)
     path = run.config
     if not path.is_file():
@@ -232,7 +231,6 @@ def retrain_in(
 def run_log(run_dir: Path, name: str) -> list[dict[str, Any]]:
     """A run's log: sealed (checked against its manifest) when it finished, else as far
     as it was written (a last line torn by a stop or a kill dropped)."""
-
     plain = run_dir / name
     if plain.is_file():
         return read_jsonl_written(plain)
@@ -242,7 +240,6 @@ def run_log(run_dir: Path, name: str) -> list[dict[str, Any]]:
 def _cycle_files(committed: Path, here: Path) -> Iterator[tuple[str, Any, Any]]:
     """(name, committed content, here content) of each cycle file both runs hold; a
     cycle's feedback only once the rerun wrote the worlds that follow it."""
-
     for path in sorted(RunDir(here).cycles_root.glob("*/*")):
         rel = path.relative_to(here).as_posix()
         theirs = committed / rel
@@ -309,7 +306,6 @@ def setting_differences(
     `kernels` are the retrained run's GPU kernel settings (its provenance); they are
     compared where both runs recorded them, and change floats only on a GPU. For a
     `portable` run (`envgen.numerics`) the machine changes no float: only software can."""
-
     if session is None:
         return ["the committed run's machine and software are unknown (backfilled)"], True
     on_gpu = device.startswith("cuda")

@@ -112,7 +112,6 @@ class RunCheck:
 # --- which runs -----------------------------------------------------------------------------
 def campaign_runs(campaign: str, results: Path = Path("results")) -> dict[str, list[Path]]:
     """{row: its finished runs' directories} of `results/<campaign>/runs.json`."""
-
     table = load_table(results / campaign / "runs.json")
     return {row.row: [Path(run.run_dir) for run in row.runs] for row in table.rows}
 
@@ -143,7 +142,6 @@ def cpu_label(session: dict[str, Any] | None) -> str:
 
 
 def this_cpu(device: str = "cpu") -> str:
-
     return cpu_label({"machine": machine(device)})
 
 
@@ -252,7 +250,6 @@ def main(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """The `envgen rerun` command (envgen.cli's registry)."""
-
     parser = subparsers.add_parser(
         "rerun",
         description=rerun.__doc__,

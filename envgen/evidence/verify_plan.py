@@ -22,8 +22,7 @@ from envgen.errors import EnvGenError
 from envgen.pipeline.job_status import job_dir, job_game, job_version_key
 from envgen.pipeline.params_stage import load_settings
 from envgen.pipeline.plan import plan_file
-from envgen.results_version import RESULTS_VERSION
-from envgen.store import is_sealed, recorded_version
+from envgen.store import is_current, is_sealed
 from envgen.store.run_dir import RunDir
 
 PARAMS = Path("params.yaml")
@@ -42,7 +41,6 @@ class Planned:
 
 def planned(runs_json: Path, params: Path = PARAMS, runs_root: Path = Path("results/runs")):
     """The plan behind `runs_json` (module docstring); a `ConfigError` names what is wrong."""
-
     for campaign in campaigns().values():
         if campaign.out_dir == runs_json.parent:
             plan, profile, _ = load_campaign(campaign.request(params, runs_root, commit=False))
@@ -54,12 +52,6 @@ def planned(runs_json: Path, params: Path = PARAMS, runs_root: Path = Path("resu
     )
 
 
-def finished(run_dir: Path, key: str) -> bool:
-    """Sealed and of the code's results version (a damaged provenance raises)."""
-
-    return is_sealed(run_dir) and recorded_version(run_dir) == RESULTS_VERSION[key]
-
-
 def plan_differences(
     path: Path, table: dict[str, Any], runs_root: Path, lagging_ok: bool = False
 ) -> str | None:
@@ -67,7 +59,6 @@ def plan_differences(
     None. A run the plan lists that is finished but stale is named too. `lagging_ok` (a
     registered campaign in progress, which shows run counts only): runs finished since
     runs.json was collected may be missing from it; every run it lists is still checked."""
-
     try:
         want = planned(path, runs_root=runs_root)
     except EnvGenError as exc:
@@ -89,14 +80,15 @@ def plan_differences(
                 f"{where}: config_hash {row.get('config_hash')!r}, game {row.get('game')!r}; "
                 f"{want.source} gives {spec.config_hash!r}, {spec.game!r}"
             )
-        expected = []
-        for job in spec.jobs:
-            run_dir = job_dir(job, runs_root)
-            try:
-                if finished(run_dir, job_version_key(job)):
-                    expected.append(job)
-            except EnvGenError as exc:
-                return f"{where}: {exc}"
+        try:  # finished: sealed and of the code's results version (damage raises)
+            expected = [
+                job
+                for job in spec.jobs
+                if is_sealed(job_dir(job, runs_root))
+                and is_current(job_dir(job, runs_root), job_version_key(job))
+            ]
+        except EnvGenError as exc:
+            return f"{where}: {exc}"
         listed = row.get("runs") or []
         keys = [(e.get("config_hash"), e.get("seed")) for e in listed]
         wanted = [job.key for job in expected]
