@@ -1,21 +1,24 @@
-"""Committed evidence against the commit that added it: runs append-only, registrations
-frozen above their "Deviations".
+"""Committed evidence in git's history: registrations before their runs, runs
+append-only, registrations frozen above their "Deviations".
 
 A forger who edits a run's logs, re-derives its metrics and reseals it passes verify's
-other checks; what such an edit cannot keep is git's record of the manifest (the sha256
-of every file of the run), written once when the run finished and committed with it:
+other checks; what such an edit cannot keep is git's record. So:
 
-- **runs**: every committed manifest under results/ must still be its first commit's
-  bytes, unless each later commit that changed it is a recorded change
-  (results/run_changes.yaml: the commit, why, the runs it changed); an uncommitted edit
-  is named too.
-- **registrations**: a campaign's registration (docs/campaign_*.md) fixes hypotheses,
-  test and verdict words before its runs; its text above "## Deviations" must be its
-  first commit's, unless the Deviations name (by abbreviated hash) each later commit
-  that changed it.
+- **order**: a registration (docs/campaign_*.md) fixes the test before the data exist,
+  and the report says so; the commit that added it must be an ancestor of, and not the
+  same as, the first commit of every run directory its campaign's runs.json lists
+  (ancestry, not dates: a commit's date is whatever its author's clock said).
+- **runs**: every committed manifest under results/ (the sha256 of every file of its
+  run) must still be its first commit's bytes, unless each later commit that changed it
+  is a recorded change (results/run_changes.yaml: the commit, why, the runs it
+  changed); an uncommitted edit is named too.
+- **registrations**: a registration's text above "## Deviations" (hypotheses, test,
+  verdict words) must be its first commit's, unless the Deviations name (by abbreviated
+  hash) each later commit that changed it.
 
-Both read git's history: a checkout without it (a shallow clone, an exported tree)
-cannot be checked, and says so as a failure ("history needed").
+A checkout without the history cannot be checked. A shallow clone is one fetch from it
+(`HISTORY_NEEDED`), so it fails these checks rather than pass ones it never made; for an
+exported tree the order says why it is unknown (`Order.unknown`) instead.
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from envgen.errors import ConfigError, EnvGenError
-from envgen.evidence.registration import HISTORY_NEEDED, git
 from envgen.input_checks import read_yaml_mapping
 from envgen.store.manifest import MANIFEST
 
+HISTORY_NEEDED = "history needed: git fetch --unshallow"
+"""What a shallow clone needs before `envgen verify` can check its history."""
 RUN_CHANGES = Path("results/run_changes.yaml")
 MANIFESTS = f":(glob)results/**/{MANIFEST}"
 AUDIT_RECORDS = ":(glob)results/audit/**/*.json"
@@ -50,6 +54,13 @@ class RunChange:
     why: str
     paths: tuple[str, ...]
     """The run directories and files it changed (repository-relative)."""
+
+
+def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    """`git -C repo ARGS`, its output captured as text."""
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -96,6 +107,59 @@ def recorded_changes(repo: Path, path: Path = RUN_CHANGES) -> list[RunChange]:
             )
         out.append(RunChange(commit, why, tuple(paths)))
     return out
+
+
+# --- order -------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Order:
+    """What the history shows: `problem` (the first run not preceded), or `unknown` (why
+    the history cannot tell), or neither (every run comes after its registration)."""
+
+    registration: str
+    """The registration's first commit, abbreviated ("" when unknown)."""
+    runs: int
+    """Run directories checked."""
+    problem: str | None = None
+    unknown: str | None = None
+    shallow: bool = False
+    """A shallow clone: the history that would tell is a fetch away (`HISTORY_NEEDED`)."""
+
+
+def first_commit(repo: Path, path: str) -> str | None:
+    """The oldest commit that touched `path` (a file or folder), or None if none did."""
+    done = git(repo, "log", "--reverse", "--format=%H", "--", path)
+    lines = done.stdout.split() if done.returncode == 0 else []
+    return lines[0] if lines else None
+
+
+def registration_order(repo: Path, document: str, run_dirs: Sequence[str]) -> Order:
+    """Whether `document` (repo-relative) was committed before each of `run_dirs`."""
+    inside = git(repo, "rev-parse", "--is-shallow-repository")
+    if inside.returncode != 0:
+        return Order("", 0, unknown="not a git checkout: the order of commits is not here")
+    if inside.stdout.strip() == "true":
+        return Order(
+            "",
+            0,
+            unknown="a shallow clone: `git fetch --unshallow` brings the history to check",
+            shallow=True,
+        )
+    registered = first_commit(repo, document)
+    if registered is None:
+        return Order("", 0, problem=f"{document} is in no commit")
+    for count, run_dir in enumerate(run_dirs):
+        first = first_commit(repo, run_dir)
+        if first is None:
+            return Order(registered[:7], count, problem=f"{run_dir} is in no commit; commit it")
+        before = git(repo, "merge-base", "--is-ancestor", registered, first).returncode == 0
+        if first == registered or not before:
+            return Order(
+                registered[:7],
+                count,
+                problem=f"{run_dir} was first committed in {first[:7]}, which does not come "
+                f"after {document}'s first commit {registered[:7]}",
+            )
+    return Order(registered[:7], len(run_dirs))
 
 
 # --- runs ---------------------------------------------------------------------------------

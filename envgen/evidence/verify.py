@@ -22,7 +22,7 @@ Trains nothing and calls no LLM. It checks, in order:
    number that looks like a result named with its file and line (`docfigures`,
    `doc_templates`, `doc_numbers`);
 6. per registered campaign, its registration committed before every run its runs.json
-   lists (`registration`; without git's history the line says "not checked" and why; a
+   lists (`history`; without git's history the line says "not checked" and why; a
    shallow clone then exits 1 with "history needed: git fetch --unshallow");
 7. committed evidence as its commit added it (`history`): every committed run's
    manifest as the commit that first added the run wrote it, and every registration's

@@ -46,6 +46,15 @@ def _load() -> list[float] | None:
         return None
 
 
+def _output(*command: str, timeout: float = 20) -> str | None:
+    """The stripped standard output of `command`, or None when it cannot run or fails."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip()
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
@@ -64,24 +73,14 @@ def _gpu(device: str) -> dict[str, Any] | None:
 
     index = torch.device(device).index or 0
     props = torch.cuda.get_device_properties(index)
-    driver = UNKNOWN
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-        driver = out.stdout.strip().splitlines()[index]
-    except (OSError, subprocess.SubprocessError, IndexError):
-        pass
+    query = ("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+    drivers = (_output(*query, timeout=10) or "").splitlines()
     return {
         "name": props.name,
         "memory_gib": round(props.total_memory / 2**30, 1),
         "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version(),
-        "driver": driver,
+        "driver": drivers[index] if index < len(drivers) else UNKNOWN,
     }
 
 
@@ -121,24 +120,12 @@ def software() -> dict[str, Any]:
 
 def git_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
     """The commit the code was at and whether tracked files had uncommitted changes."""
-
-    def git(*args: str) -> str | None:
-        try:
-            out = subprocess.run(
-                ["git", "-C", str(repo), *args],
-                capture_output=True,
-                text=True,
-                timeout=20,
-                check=True,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return out.stdout.strip()
-
-    commit = git("rev-parse", "HEAD")
+    commit = _output("git", "-C", str(repo), "rev-parse", "HEAD")
     if commit is None:
         return {"commit": UNKNOWN, "dirty": None}
-    status = git("status", "--porcelain", "--untracked-files=no", "--", "envgen")
+    status = _output(
+        "git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no", "--", "envgen"
+    )
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 
