@@ -22,9 +22,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from envgen import json_input, numerics
+from envgen import json_input
 from envgen.errors import EnvGenError
-from envgen.files import write_json_atomic
 from envgen.results_version import RESULTS_VERSION
 from envgen.store.manifest import is_sealed, read_run_bytes
 
@@ -39,7 +38,7 @@ def now_utc() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
-def _load() -> list[float] | None:
+def load_average() -> list[float] | None:
     try:
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:
@@ -205,61 +204,6 @@ def kernel_settings() -> dict[str, Any]:
         "tf32_cudnn": torch.backends.cudnn.allow_tf32,
         "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
     }
-
-
-def begin_session(
-    run_dir: Path,
-    game: str,
-    step: int,
-    device: str = "cpu",
-    env_workers: int | None = None,
-    fingerprint: str | None = None,
-    cohort: dict[str, Any] | None = None,
-    key: str | None = None,
-) -> None:
-    """Record a training session starting (step 0) or resuming (step > 0); `key`: the
-    run's results-version key (`version_key`), its game by default."""
-    key = key or game
-    run_dir = Path(run_dir)
-    path = run_dir / PROVENANCE
-    data = read_provenance(run_dir)
-    if data is None:
-        data = {"game": game, "results_version": RESULTS_VERSION[key], "sessions": []}
-    elif data.get("results_version") != RESULTS_VERSION[key]:
-        # Resuming would label a run that other code trained in part with the old version.
-        raise EnvGenError(
-            f"{run_dir}: started under results version {data.get('results_version')}, the "
-            f"code's is {RESULTS_VERSION[key]}; remove the directory to start over"
-        )
-    if fingerprint is not None:
-        data["code_fingerprint"] = fingerprint
-    data["sessions"].append(
-        {
-            "event": "start" if step == 0 else "resume",
-            "step": step,
-            "started": now_utc(),
-            "load_start": _load(),
-            "machine": machine(device),
-            "software": software(),
-            "threads": threads(env_workers),
-            "kernels": kernel_settings(),
-            "numerics": numerics.state(),
-            **({"cohort": cohort} if cohort else {}),
-            **({"code_fingerprint": fingerprint} if fingerprint is not None else {}),
-            "git": git_state(),
-        }
-    )
-    write_json_atomic(path, data)
-
-
-def end_session(run_dir: Path, step: int) -> None:
-    """Record the last session's end (the run finished at `step`)."""
-    path = Path(run_dir) / PROVENANCE
-    data = read_provenance(run_dir)
-    if data is None or not data.get("sessions"):
-        raise EnvGenError(f"{path}: no session to end; the run was started without provenance")
-    data["sessions"][-1].update(ended=now_utc(), end_step=step, load_end=_load())
-    write_json_atomic(path, data)
 
 
 def machine_label(data: dict[str, Any] | None) -> str:
