@@ -33,8 +33,8 @@ from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import load_table, runs_json_files
 from envgen.results_version import RESULTS_VERSION, version_key
 from envgen.stats.campaign_spec import missing_words, words
-from envgen.store import MANIFEST, is_sealed, read_run_bytes, recorded_version, verify_run
-from envgen.store.identity import refuse_links
+from envgen.store import MANIFEST, is_sealed, recorded_version, verify_run
+from envgen.store.identity import read_mapping, refuse_links
 from envgen.store.manifest import CHECKPOINT_DIR
 from envgen.store.run_dir import RunDir
 
@@ -118,21 +118,6 @@ def check_cache(cache_dir: Path = CACHE_DIR) -> Check:
 
 
 # --- 2. the run store ------------------------------------------------------------------------
-def _final_metrics(run_dir: Path) -> dict[str, Any]:
-    """A run's final metrics as a mapping: a sealed run's manifest vouches only for
-    its bytes, not that they hold a JSON object."""
-    path = RunDir(run_dir).final_metrics
-    try:
-        final = json_input.loads(read_run_bytes(path), path)
-    except json_input.JSONInputError as exc:
-        raise EnvGenError(f"{exc}; restore it from git") from None
-    if not isinstance(final, dict):
-        raise EnvGenError(
-            f"{path}: holds a {type(final).__name__}, not a mapping of metrics; restore it from git"
-        )
-    return final
-
-
 def listed_run_dirs(runs_files: Sequence[Path]) -> list[Path]:
     """Every run directory a runs.json entry names (the runs the committed numbers use)."""
     found: set[Path] = set()
@@ -189,7 +174,7 @@ def check_run_store(
     for run_dir in runs:
         files += verify_run(run_dir)
         check_identity(run_dir)
-        final = _final_metrics(run_dir)
+        final = read_mapping(RunDir(run_dir).final_metrics)
         derived = rederived(run_dir, final)
         _raise_first([accounting_difference(run_dir, cache_dir)])
         recorded = {k: final.get(k) for k in derived}
@@ -209,7 +194,7 @@ def check_run_store(
 
 def _refuse_stale(run_dir: Path) -> None:
     """An `EnvGenError` when a run runs.json uses is not of the code's results version."""
-    game = _final_metrics(run_dir).get("game", "crafter")
+    game = read_mapping(RunDir(run_dir).final_metrics).get("game", "crafter")
     config = run_config(run_dir)  # a random-policy run has none: no LLM adapts its worlds
     key = version_key(game, config is not None and config.llm_adapts)
     version = recorded_version(run_dir)

@@ -27,7 +27,6 @@ from pathlib import Path
 
 from scipy import stats as scipy_stats
 
-from envgen import json_input
 from envgen.errors import EnvGenError
 from envgen.evidence import doc_numbers, doc_templates
 from envgen.evidence.doc_templates import Problem
@@ -38,7 +37,8 @@ from envgen.stats.campaign_spec import CampaignClaim, families, primary
 from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import PaperNumbers
 from envgen.stats.runs import SampleStats
-from envgen.store import read_provenance, read_run_bytes
+from envgen.store import read_provenance
+from envgen.store.identity import read_mapping
 from envgen.store.run_dir import RunDir
 
 FIRST, CONFIRM, LLM15 = "campaign_cpu", "campaign_confirm", "campaign_llm15"
@@ -146,11 +146,8 @@ def _run_figures(runs_root: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for alias, folder in RUNS.items():
         path = RunDir(runs_root / folder).final_metrics
-        try:
-            final = json_input.loads(read_run_bytes(path), path)
-        except (OSError, json_input.JSONInputError) as exc:
-            raise EnvGenError(f"{exc}; restore it from git") from None
-        if not isinstance(final, dict) or not isinstance(final.get("success_rates"), dict):
+        final = read_mapping(path)
+        if not isinstance(final.get("success_rates"), dict):
             raise EnvGenError(f"{path}: no score and success rates; restore it from git")
         out[f"{alias}.score"] = f"{final['score']:.2f}"
         for name, rate in final["success_rates"].items():

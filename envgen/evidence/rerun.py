@@ -43,7 +43,7 @@ from envgen.loop.identity import check_identity
 from envgen.numerics import PORTABLE
 from envgen.store import is_sealed, read_provenance, read_run_bytes, run_file_exists
 from envgen.store.identity import refuse_links
-from envgen.store.provenance import machine, software
+from envgen.store.provenance import PACKAGES, machine, software
 from envgen.store.run_diff import compare_logs, first_difference
 from envgen.store.run_dir import EPISODES_LOG, METRICS_LOG, NOT_CONFIG, CycleDir, RunDir
 
@@ -171,14 +171,12 @@ def _records_written(path: Path) -> int:
 
 def _stop(process: subprocess.Popen) -> None:
     """End the run and its env workers (its own process group)."""
-    for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
-        try:
-            process.wait(wait_s)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(5.0)
             return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def retrain(command: list[str], run_dir: Path, seconds: float, updates: int | None, log: Path):
@@ -276,21 +274,11 @@ def describe(comparison: Any) -> str:
     )
 
 
-# Fields whose difference can change a run's floats; the rest (kernel, core count) is
-# listed but does not explain a difference.
+# Fields whose difference can change a run's floats (every package but the LLM client and
+# DVC); the rest (kernel, core count) is listed but does not explain a difference.
 ARITHMETIC = {
     "machine": ("cpu", "torch_cpu_capability", "device", "gpu"),
-    "software": (
-        "python",
-        "libc",
-        "torch",
-        "numpy",
-        "numba",
-        "opensimplex",
-        "crafter",
-        "procgen-mirror",
-        "lock_sha256",
-    ),
+    "software": ("python", "libc", "lock_sha256", *set(PACKAGES) - {"openai", "dvc"}),
 }
 
 

@@ -51,7 +51,7 @@ def check_folder(run_dir: Path, config_of: Callable[[RunDir], Any]) -> None:
     seed, folder = run.seed, run.config_hash
     if seed is None:
         raise RunIdentityError(f"{run.root}: not a run folder (seed-<K> under its config hash)")
-    final = _mapping(run.final_metrics)
+    final = read_mapping(run.final_metrics)
     if run.config.exists():
         config = config_of(run)
         expected = {"config_hash": folder, "seed": seed, "method": config.method}
@@ -81,7 +81,9 @@ def check_folder(run_dir: Path, config_of: Callable[[RunDir], Any]) -> None:
         )
 
 
-def _mapping(path: Path) -> dict[str, Any]:
+def read_mapping(path: Path) -> dict[str, Any]:
+    """The JSON mapping in a run file, checked against its manifest when sealed (which
+    vouches only for bytes); a `RunIdentityError` line naming it otherwise."""
     try:
         data = json_input.loads(read_run_bytes(path), path)
     except json_input.JSONInputError as exc:
