@@ -17,10 +17,10 @@ from envgen import numerics
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.results_version import RESULTS_VERSION
-from envgen.store.fingerprint import code_fingerprint
 from envgen.store.manifest import is_sealed, seal_run
 from envgen.store.provenance import (
     PROVENANCE,
+    code_fingerprint,
     git_state,
     kernel_settings,
     load_average,

@@ -7,8 +7,10 @@ kernel settings, the git commit and whether the tree was dirty, its start and en
 and steps, and the host's load at both ends; a session with no end was killed.
 
 The file also holds the run's results version, which decides whether it is current.
-The code fingerprint (`envgen.store.fingerprint`) is provenance only: each session
-records its own, and the top-level `code_fingerprint` is the last session's.
+The code fingerprint (`code_fingerprint`) is provenance, not currency: editing a comment
+changes it and no result. It covers the training path (`COVERED`) minus command-line
+front ends, and a game's own engine (`GAME_DIRS`: Heist's) only in that game's runs.
+Each session records its own; the top-level `code_fingerprint` is the last session's.
 """
 
 from __future__ import annotations
@@ -31,7 +33,36 @@ PROVENANCE = "provenance.json"
 UNKNOWN = "unknown"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCK_FILE = REPO_ROOT / "requirements.lock"
+PACKAGE_ROOT = REPO_ROOT / "envgen"
+COVERED = ("agents", "loop", "llm", "envs", "games.py", "scoring.py")
+GAME_DIRS = {"heist": "envs/heist"}  # a game's own engine: in its runs' fingerprint only
+EXCLUDED_NAMES = ("cli.py", "preview.py")
 PACKAGES = ("torch", "numpy", "numba", "opensimplex", "crafter", "procgen-mirror", "openai", "dvc")
+
+
+def covered_files(game: str = "crafter", root: Path = PACKAGE_ROOT) -> list[Path]:
+    """The .py files `game`'s fingerprint hashes, sorted by their path relative to `root`."""
+    excluded = tuple(d + "/" for g, d in GAME_DIRS.items() if g != game)
+    paths = [root / entry for entry in COVERED]
+    files = [f for p in paths for f in ([p] if p.is_file() else p.rglob("*.py"))]
+    return sorted(
+        (
+            f
+            for f in files
+            if f.name not in EXCLUDED_NAMES
+            and not f.relative_to(root).as_posix().startswith(excluded)
+        ),
+        key=lambda f: f.relative_to(root).as_posix(),
+    )
+
+
+def code_fingerprint(game: str = "crafter", root: Path = PACKAGE_ROOT) -> str:
+    """16 hex digits of sha256 over (relative path, content) of every file `game` covers."""
+    digest = hashlib.sha256()
+    for path in covered_files(game, root):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def now_utc() -> str:
