@@ -21,8 +21,7 @@ from envgen.errors import EnvGenError
 from envgen.evidence import doc_numbers, doc_templates, docfigures, history
 from envgen.evidence.derive import accounting_difference, rederived, run_config
 from envgen.evidence.history import HISTORY_NEEDED, registration_order
-from envgen.evidence.row_labels import label_problem
-from envgen.evidence.verify_plan import plan_differences
+from envgen.evidence.verify_plan import label_problem, plan_differences
 from envgen.games import game_spec
 from envgen.llm.cache import ResponseCache, slots_verdict
 from envgen.llm.chains import history_verdict

@@ -12,7 +12,7 @@ Trains nothing and calls no LLM. It checks, in order:
    llm_accounting.json counts re-derived from its logs (`envgen.evidence.derive`);
 3. per table (dvc.yaml's runs.json list): its rows against the pipeline's plan
    (`verify_plan`), a not_recorded or llm_unusable row's reason against the LLM cache
-   (`row_labels`), every run entry against its run's final metrics, metrics.json and
+   (there too), every run entry against its run's final metrics, metrics.json and
    scores.json against runs.json, and the report's results/tables/<table>.md/.csv,
    results/plots/<table>/ CSVs and results/curves/<table>.csv rebuilt in a temporary
    directory and compared byte for byte; a table that fails does so on its own line;
