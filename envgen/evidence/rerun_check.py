@@ -122,13 +122,8 @@ def sample_runs(rows: dict[str, list[Path]], k: int, seed: int) -> list[tuple[st
     picked = []
     for row, runs in rows.items():
         chosen = rng.sample(runs, min(k, len(runs)))
-        picked += [(row, run) for run in sorted(chosen, key=lambda p: _seed(p))]
+        picked += [(row, run) for run in sorted(chosen, key=lambda p: RunDir(p).seed or 0)]
     return picked
-
-
-def _seed(run_dir: Path) -> int:
-    seed = RunDir(run_dir).seed
-    return -1 if seed is None else seed
 
 
 def cpu_label(session: dict[str, Any] | None) -> str:
