@@ -40,28 +40,21 @@ EXCLUDED_NAMES = ("cli.py", "preview.py")
 PACKAGES = ("torch", "numpy", "numba", "opensimplex", "crafter", "procgen-mirror", "openai", "dvc")
 
 
-def covered_files(game: str = "crafter", root: Path = PACKAGE_ROOT) -> list[Path]:
-    """The .py files `game`'s fingerprint hashes, sorted by their path relative to `root`."""
+def code_fingerprint(game: str = "crafter", root: Path = PACKAGE_ROOT) -> str:
+    """16 hex digits of sha256 over (relative path, content) of every .py file `game`'s
+    fingerprint covers, in the order of their paths relative to `root`."""
     excluded = tuple(d + "/" for g, d in GAME_DIRS.items() if g != game)
     paths = [root / entry for entry in COVERED]
-    files = [f for p in paths for f in ([p] if p.is_file() else p.rglob("*.py"))]
-    return sorted(
-        (
-            f
-            for f in files
-            if f.name not in EXCLUDED_NAMES
-            and not f.relative_to(root).as_posix().startswith(excluded)
-        ),
-        key=lambda f: f.relative_to(root).as_posix(),
-    )
-
-
-def code_fingerprint(game: str = "crafter", root: Path = PACKAGE_ROOT) -> str:
-    """16 hex digits of sha256 over (relative path, content) of every file `game` covers."""
+    files = {
+        f.relative_to(root).as_posix(): f
+        for p in paths
+        for f in ([p] if p.is_file() else p.rglob("*.py"))
+    }
     digest = hashlib.sha256()
-    for path in covered_files(game, root):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+    for rel in sorted(files):
+        if files[rel].name not in EXCLUDED_NAMES and not rel.startswith(excluded):
+            digest.update(rel.encode() + b"\0")
+            digest.update(files[rel].read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
