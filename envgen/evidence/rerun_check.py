@@ -42,10 +42,9 @@ from envgen.store.run_dir import EPISODES_LOG, METRICS_LOG, RunDir
 
 @dataclasses.dataclass(frozen=True)
 class RunCheck:
-    """The outcome of retraining one committed run's first updates here."""
+    """The outcome of retraining one committed run's (`run_dir`) first updates here."""
 
     run_dir: str
-    """The committed run."""
     row: str
     """Its campaign row ("" for a run named on the command line)."""
     updates: int
@@ -55,9 +54,8 @@ class RunCheck:
     metric: str | None
     """The first differing metric of the first differing update (None: identical)."""
     committed: Any
-    """Its committed value."""
     here: Any
-    """Its value retrained here."""
+    """The metric's committed value and its value retrained here."""
     episodes: int
     """Episodes compared (those the retrained run finished)."""
     first_episode_differing: int | None
@@ -67,7 +65,6 @@ class RunCheck:
     checked_on: str
     """This machine's CPU."""
     seconds: float
-    """Wall-clock time of the retrain."""
     portable: bool = False
     """Trained in portable CPU numerics (`envgen.numerics`): a difference on any x86-64
     CPU with AVX2 is a failure, not the machine's."""

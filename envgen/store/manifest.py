@@ -201,16 +201,6 @@ def run_file_exists(path: Path) -> bool:
     )
 
 
-def _check_whole_log(path: Path, data: bytes, entry: dict[str, Any]) -> None:
-    """A sealed log decompresses whole to the records its manifest counts: a manifest
-    rewritten over a truncated .gz vouches for bytes no reader can use."""
-    records = count_records(_gunzip(path, data, ", though its manifest lists these bytes"))
-    if "records" in entry and records != entry["records"]:
-        raise RunStoreError(
-            f"{path}: {records} records, its manifest says {entry['records']}; {RESTORE}"
-        )
-
-
 def verify_run(run_dir: Path) -> int:
     """Check every file of a sealed run against its manifest; returns the files checked.
 
@@ -226,10 +216,14 @@ def verify_run(run_dir: Path) -> int:
     for rel in sorted(listed):
         if rel not in present:
             raise RunStoreError(f"{run_dir / rel}: listed in the manifest but missing")
-        data = present[rel].read_bytes()
-        _check(present[rel], data, listed[rel])
-        if rel.endswith(GZ_SUFFIX):
-            _check_whole_log(present[rel], data, listed[rel])
+        path, data, entry = present[rel], present[rel].read_bytes(), listed[rel]
+        _check(path, data, entry)
+        if rel.endswith(GZ_SUFFIX):  # whole: a manifest rewritten over a cut .gz lists it
+            records = count_records(_gunzip(path, data, ", though its manifest lists these bytes"))
+            if "records" in entry and records != entry["records"]:
+                raise RunStoreError(
+                    f"{path}: {records} records, its manifest says {entry['records']}; {RESTORE}"
+                )
     extra = sorted(set(present) - set(listed))
     if extra:
         raise RunStoreError(f"{run_dir / extra[0]}: not in its run's manifest")
