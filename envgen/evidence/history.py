@@ -324,11 +324,6 @@ def above_deviations(text: str) -> str:
     return head
 
 
-def deviations(text: str) -> str:
-    _, _, tail = text.partition("\n" + DEVIATIONS)
-    return tail
-
-
 def _first_difference(a: str, b: str) -> str:
     for i, (x, y) in enumerate(zip(a.splitlines(), b.splitlines(), strict=False), start=1):
         if x != y:
@@ -346,7 +341,7 @@ def registration_changes(document: str, repo: Path = Path(".")) -> str | None:
     if not path.is_file():
         return f"{document} is missing from the checkout"
     now = path.read_text(encoding="utf-8")
-    disclosed = deviations(now)
+    disclosed = now.partition("\n" + DEVIATIONS)[2]  # the Deviations section
     previous = above_deviations(_git(repo, "show", f"{commits[0]}:{document}"))
     for commit in commits[1:]:
         text = above_deviations(_git(repo, "show", f"{commit}:{document}"))

@@ -2,33 +2,21 @@
 
     envgen verify            # one line per check; exit 1 on any difference (or history needed)
 
-Trains nothing and calls no LLM. It checks, in order:
-1. the LLM response cache (every file's key and fields, as `envgen llm verify`), and
-   every feedback call of a sealed run filed under its protocol slot;
-2. the run store: every run a runs.json uses is sealed and of the code's results
-   version; every sealed run, in results/runs or anywhere in the tree (as
-   results/audit's), is the run its folder names (`envgen.loop.identity`), matches its
-   manifest, and has every reported number of its final_metrics.json and its
-   llm_accounting.json counts re-derived from its logs (`envgen.evidence.derive`);
-3. per table (dvc.yaml's runs.json list): its rows against the pipeline's plan
-   (`verify_plan`), a not_recorded or llm_unusable row's reason against the LLM cache
-   (there too), every run entry against its run's final metrics, metrics.json and
-   scores.json against runs.json, and the report's results/tables/<table>.md/.csv,
-   results/plots/<table>/ CSVs and results/curves/<table>.csv rebuilt in a temporary
-   directory and compared byte for byte; a table that fails does so on its own line;
+Trains nothing and calls no LLM. It checks, in order (docs/pipeline.md, "Verify"):
+1. the LLM response cache, and every feedback call of a sealed run under its slot;
+2. the run store: every run a runs.json uses is sealed and current; every sealed run in
+   the tree is the run its folder names, matches its manifest, and has its final metrics
+   and LLM accounting re-derived from its logs (`envgen.evidence.derive`);
+3. per table: runs.json against its plan and a not_recorded or llm_unusable row against
+   the LLM cache (`verify_plan`); its run entries, metrics.json, scores.json, report
+   table, plot CSVs and curves rebuilt in a temporary directory and compared byte for
+   byte (a table that fails does so on its own line);
 4. results/metrics.json and results/CLAIMS.md rebuilt the same way;
-5. the result figures README.md, docs/ and results/**/README.md quote: each passage of
-   docs/templates/ filled from the runs and compared at every copy, and any other
-   number that looks like a result named with its file and line (`docfigures`,
-   `doc_templates`, `doc_numbers`);
-6. per registered campaign, its registration committed before every run its runs.json
-   lists (`history`; without git's history the line says "not checked" and why; a
-   shallow clone then exits 1 with "history needed: git fetch --unshallow");
-7. committed evidence as its commit added it (`history`): every committed run's
-   manifest as the commit that first added the run wrote it, and every registration's
-   text above its "Deviations" as its first commit's, unless each change is recorded
-   (results/run_changes.yaml; the Deviations); a shallow clone fails these with
-   "history needed: git fetch --unshallow".
+5. the result figures README.md, docs/ and results/**/README.md quote (`docfigures`);
+6. each registered campaign's registration committed before every run it lists, and
+7. committed evidence as the commit that added it wrote it (`history`); without git's
+   history these say so, and a shallow clone exits 1: "history needed: git fetch
+   --unshallow".
 The figures' images are not compared (their bytes depend on the matplotlib build);
 their data are the plot CSVs and tables above.
 """
