@@ -235,13 +235,8 @@ def _runs_json_differences(path: Path, withheld: bool) -> str | None:
         if label:
             return f"{path}: row {row['row']!r}: {label}"
         for entry in row["runs"]:
-            derived = run_entry(
-                Path(entry["run_dir"]),
-                entry["seed"],
-                entry["initial_set"],
-                entry["config_hash"],
-                entry["game"],
-            )
+            fields = (entry[k] for k in ("seed", "initial_set", "config_hash", "game"))
+            derived = run_entry(Path(entry["run_dir"]), *fields)
             if not _same(entry, derived):
                 key = _first_key_differing(entry, derived)
                 return f"{path}: row {row['row']!r} seed {entry['seed']}: {key}"

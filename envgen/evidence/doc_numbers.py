@@ -111,9 +111,8 @@ def hits(text: str) -> list[Hit]:
     )
     out: list[Hit] = []
     for hit in found:
-        if out and hit.start < out[-1].end:
-            continue
-        out.append(hit)
+        if not out or hit.start >= out[-1].end:
+            out.append(hit)
     return out
 
 

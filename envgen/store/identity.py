@@ -11,7 +11,6 @@ comparison. Symbolic links are refused for the same reason.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,13 +31,11 @@ def refuse_links(run_dir: Path) -> None:
                 f"{path}: a symbolic link, not a run folder (a run must lie where its name "
                 f"says, once); replace it with the run itself"
             )
-    for root, dirs, files in os.walk(run_dir):
-        for name in sorted(dirs + files):
-            path = Path(root, name)
-            if path.is_symlink():
-                raise RunIdentityError(
-                    f"{path}: a symbolic link inside a run folder; a run holds its own files"
-                )
+    for path in sorted(run_dir.rglob("*")):  # rglob does not descend into a linked folder
+        if path.is_symlink():
+            raise RunIdentityError(
+                f"{path}: a symbolic link inside a run folder; a run holds its own files"
+            )
 
 
 def check_folder(run_dir: Path, config_of: Callable[[RunDir], Any]) -> None:

@@ -180,12 +180,9 @@ def read_json(path: Path) -> Any:
     """A run file's JSON, checked against the run's manifest when the run is sealed; a
     damaged one is an `EnvGenError` naming it and the fix."""
     try:
-        return json_input.loads(read_run_bytes(path), path)
-    except RunStoreError:
-        raise
-    except (OSError, JSONInputError) as exc:
-        detail = exc.detail if isinstance(exc, JSONInputError) else exc
+        return json_input.loads(read_run_bytes(path), path)  # a run file: never an OSError
+    except JSONInputError as exc:
         raise EnvGenError(
-            f"{path}: unreadable ({detail}); the run directory is damaged: remove "
+            f"{path}: unreadable ({exc.detail}); the run directory is damaged: remove "
             f"{path.parent} (or the run directory) and run it again with --resume"
         ) from None
