@@ -243,9 +243,7 @@ def main(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """The `envgen rerun` command (envgen.cli's registry)."""
     parser = subparsers.add_parser(
-        "rerun",
-        description=rerun.__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "rerun", description=rerun.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
         "run_dir",
@@ -303,9 +301,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "no effect on the CPU)",
     )
     parser.add_argument(
-        "--torch-threads",
-        type=whole_number(1),
-        help="torch CPU threads (default: the run's)",
+        "--torch-threads", type=whole_number(1), help="torch CPU threads (default: the run's)"
     )
     parser.add_argument(
         "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="LLM replies to replay"

@@ -17,19 +17,9 @@ from envgen import numerics
 from envgen.errors import EnvGenError
 from envgen.files import write_json_atomic
 from envgen.results_version import RESULTS_VERSION
+from envgen.store import provenance
 from envgen.store.manifest import is_sealed, seal_run
-from envgen.store.provenance import (
-    PROVENANCE,
-    code_fingerprint,
-    git_state,
-    kernel_settings,
-    load_average,
-    machine,
-    now_utc,
-    read_provenance,
-    software,
-    threads,
-)
+from envgen.store.provenance import PROVENANCE, load_average, now_utc, read_provenance
 
 
 def start_session(
@@ -45,9 +35,9 @@ def start_session(
     """Record in provenance.json a session of `game` training in `run_dir` from global step
     `step`; `cohort`: the run's cohort ({"size", "slot", "seeds"}) when it trains in one;
     `key`: its results-version key (`envgen.results_version.version_key`; default the
-    game); `fingerprint`: the code's (default `code_fingerprint(game)`)."""
+    game); `fingerprint`: the code's (default `provenance.code_fingerprint(game)`)."""
     key = key or game
-    fingerprint = fingerprint or code_fingerprint(game)
+    fingerprint = fingerprint or provenance.code_fingerprint(game)
     run_dir = Path(run_dir)
     data = read_provenance(run_dir)
     if data is None:
@@ -65,14 +55,14 @@ def start_session(
             "step": step,
             "started": now_utc(),
             "load_start": load_average(),
-            "machine": machine(device),
-            "software": software(),
-            "threads": threads(env_workers),
-            "kernels": kernel_settings(),
+            "machine": provenance.machine(device),
+            "software": provenance.software(),
+            "threads": provenance.threads(env_workers),
+            "kernels": provenance.kernel_settings(),
             "numerics": numerics.state(),
             **({"cohort": cohort} if cohort else {}),
             "code_fingerprint": fingerprint,
-            "git": git_state(),
+            "git": provenance.git_state(),
         }
     )
     write_json_atomic(run_dir / PROVENANCE, data)

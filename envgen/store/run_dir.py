@@ -20,13 +20,7 @@ import yaml
 from envgen import json_input, yaml_input
 from envgen.errors import EnvGenError
 from envgen.json_input import JSONInputError
-from envgen.store.manifest import (
-    CHECKPOINT_DIR,
-    MANIFEST,
-    RunStoreError,
-    is_sealed,
-    read_run_bytes,
-)
+from envgen.store.manifest import CHECKPOINT_DIR, MANIFEST, RunStoreError, is_sealed, read_run_bytes
 from envgen.store.provenance import PROVENANCE
 
 SEED_DIR = re.compile(r"seed-(0|[1-9][0-9]{0,8})")
