@@ -1,19 +1,17 @@
 """Result figures quoted in README.md, docs/ and results' Markdown: derived from the runs.
 
-Prose that quotes a result is filled from templates (`envgen.evidence.doc_templates`:
-docs/templates/*.md, each figure a `{name}`); this module computes every figure they
-name, at the precision the passage prints, from the runs.json files CLAIMS.md is built
-from (and for the audit's resume and load figures those runs' provenance.json; for
-`RUNS`, one run's final_metrics.json).
+Prose that quotes a result is filled from docs/templates/ (`doc_templates`); this module
+computes every figure they name, at the precision printed, from the runs.json files
+CLAIMS.md is built from (the audit's, also from those runs' provenance.json; `RUNS`',
+from one run's final_metrics.json).
 
     python -m envgen.evidence.docfigures            # check; exit 1 naming file, figure, value
     python -m envgen.evidence.docfigures --write    # regenerate each passage from the runs
 
-The check names, one line each: a copy that differs from its template filled from the
-runs (each wrong figure with what the runs give), a passage its doc lacks, a `GUARDED`
-headline figure outside every passage, and any other result-looking number outside
-every passage not listed as not a result (`envgen.evidence.doc_numbers`). `envgen
-verify` runs it as its "docs figures" line.
+The check names, one line each: a copy that differs from its filled template (each wrong
+figure with what the runs give), a passage its doc lacks, a `GUARDED` headline figure
+outside every passage, and any other result-looking number outside every passage not
+listed as not a result (`doc_numbers`). `envgen verify` runs it as "docs figures".
 """
 
 from __future__ import annotations

@@ -1,24 +1,18 @@
-"""Committed evidence in git's history: registrations before their runs, runs
-append-only, registrations frozen above their "Deviations".
+"""Committed evidence in git's history, which a forger who edits a run's logs, re-derives
+its metrics and reseals it cannot keep (docs/pipeline.md, "Verify"):
 
-A forger who edits a run's logs, re-derives its metrics and reseals it passes verify's
-other checks; what such an edit cannot keep is git's record. So:
+- **order**: a registration (docs/campaign_*.md) was first committed in an ancestor of,
+  not the same as, the first commit of every run its campaign's runs.json lists
+  (ancestry, not dates: a commit's date is whatever its author's clock said);
+- **runs**: every committed manifest under results/ (the sha256 of each file of its
+  run) and audit record is its first commit's bytes, unless results/run_changes.yaml
+  records each later change; an uncommitted edit is named too;
+- **registrations**: a registration's text above "## Deviations" is its first commit's,
+  unless the Deviations name (by abbreviated hash) each commit that changed it.
 
-- **order**: a registration (docs/campaign_*.md) fixes the test before the data exist,
-  and the report says so; the commit that added it must be an ancestor of, and not the
-  same as, the first commit of every run directory its campaign's runs.json lists
-  (ancestry, not dates: a commit's date is whatever its author's clock said).
-- **runs**: every committed manifest under results/ (the sha256 of every file of its
-  run) must still be its first commit's bytes, unless each later commit that changed it
-  is a recorded change (results/run_changes.yaml: the commit, why, the runs it
-  changed); an uncommitted edit is named too.
-- **registrations**: a registration's text above "## Deviations" (hypotheses, test,
-  verdict words) must be its first commit's, unless the Deviations name (by abbreviated
-  hash) each later commit that changed it.
-
-A checkout without the history cannot be checked. A shallow clone is one fetch from it
-(`HISTORY_NEEDED`), so it fails these checks rather than pass ones it never made; for an
-exported tree the order says why it is unknown (`Order.unknown`) instead.
+Without the history these cannot be checked: a shallow clone fails them
+(`HISTORY_NEEDED`: it is one fetch away); for an exported tree the order says why it is
+unknown (`Order.unknown`).
 """
 
 from __future__ import annotations

@@ -3,19 +3,14 @@
     envgen rerun --check --campaign campaign_cpu --sample 4 --updates 3
     envgen rerun --check results/runs/ca3d42bc0a83/seed-5 --updates 3
 
-For each run (named, or `--sample` K drawn per row of each campaign's runs.json with the
-explicit `--sample-seed`), one at a time: retrain its first `--updates` PPO updates here
-as `envgen.evidence.rerun` does, then compare the metrics log update by update
-(throughput aside) and the episode log episode by episode with the committed logs. One
-line per run: "bit-identical through update U" or "first differs at update U, metric M
-(committed X, here Y), episode E", with this machine's CPU beside the run's. `--json`
-writes the same as `RunCheck` mappings. Exit 0 when every run checked is identical.
-This module registers `envgen rerun` (both forms), above `envgen.evidence.rerun`, so
-that neither imports the other.
-
-Why only a few updates: floats that differ anywhere differ in the first update (a
-different CPU's vector units, another BLAS path); runs that agree there agree on what
-follows unless the code is nondeterministic, which the full rerun tests.
+Each run named, or `--sample` K per row of each campaign's runs.json (`--sample-seed`),
+is retrained for its first `--updates` updates as `envgen.evidence.rerun` does, and its
+metrics and episode logs compared with the committed ones: one line per run,
+"bit-identical through update U" or "first differs at update U, metric M (committed X,
+here Y), episode E", with both CPUs; `--json` writes `RunCheck` mappings. Exit 0 when
+every run is identical. Only a few updates: floats that differ anywhere differ in the
+first update (another CPU's vector units, another BLAS path). This module registers
+`envgen rerun` (both forms), above `envgen.evidence.rerun`, so neither imports the other.
 """
 
 from __future__ import annotations

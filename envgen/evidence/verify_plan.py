@@ -1,22 +1,17 @@
 """`envgen verify`, step 3a: each runs.json row against what it rests on, not the other
-way round.
+way round (docs/pipeline.md, "Verify").
 
-- **its plan**: trusting a runs.json's rows, a table's PPO row could point at PPO +
-  EnvGen's folders and every number would still re-derive. So the rows are derived from
-  what the pipeline ran: the replication file and profile (params.yaml's, or a
-  campaign's own, `envgen.campaign.registry.campaigns`) give each row's config hashes x
-  seeds, and each row must list exactly the planned runs finished in the store (sealed,
-  of the code's results version), in the plan's order, each at its planned folder; a row
-  "done" must have all of them (a campaign row, all its `planned_runs`).
-  results/<table>/runs.json comes from replication/<table>.yaml (dvc.yaml's train
-  stage), unless a campaign writes there.
-- **its label**: a row labelled `not_recorded` or `llm_unusable` has no finished run; its
-  reason is re-derived from the response cache. `not_recorded`: a cache miss
-  (`CachedLLM`'s message) for the row's own model, in the row's own slot where it names
-  one, whose request key has no reply in the cache (with one, the row would replay).
-  `llm_unusable`: the call that gave up, to which the cache holds a reply of the row's
-  model (or a re-ask's) that, parsed again, fails with the reason's words. A miss's key
-  is not recomputed: that needs the run's prompt, so its training.
+- **its plan**: a row could point at another row's folders and every number would still
+  re-derive, so the rows come from what the pipeline ran: the replication file and
+  profile (params.yaml's, or a campaign's own) give each row's config hashes x seeds,
+  and a row lists exactly those runs finished in the store (sealed, current), in order,
+  at their planned folders; a row "done" has all of them (a campaign's, its
+  `planned_runs`). results/<table>/runs.json is replication/<table>.yaml's (dvc.yaml's
+  train stage) unless a campaign writes there.
+- **its label**: a `not_recorded` or `llm_unusable` row has no run; its reason must be
+  a cache miss of the row's own model and slot whose key the cache still lacks, or a
+  cached reply of its model to the named call (or a re-ask) that, parsed again, fails
+  with the reason's words. A miss's key is not recomputed: that needs the training.
 """
 
 from __future__ import annotations
