@@ -4,18 +4,17 @@
     envgen rerun results/runs/ca3d42bc0a83/seed-5 --updates 20    # the first 20 updates
     envgen rerun --check --campaign campaign_cpu --updates 3      # 4 runs per row, 3 updates
 
-A run is a function of its config, its seed and the machine: on the machine class that
-trained it, retraining repeats its logs bit for bit; on another CPU or software stack the
-floats differ in their last digits from the first PPO update on and the runs diverge
+On the machine class that trained it, a run retrains bit for bit; on another CPU or
+software stack the floats differ from the first PPO update on and the runs diverge
 (README, "Reproducibility"). This command tells which holds for one committed run: it
-trains it again from step 0 (`envgen run` with the config, seed, device, GPU kernel
-settings, torch threads and env workers its provenance records, LLM replies replayed
-from the cache) into a temporary directory, stops after `--seconds` or `--updates`, and
-compares every record both wrote (metrics log without timing, episode log, cycle
-files): how much was identical, the first difference with both values, and where the
-two machines or software differ. Exit 0: identical over what was compared; 1: a
-difference (on stdout) or a mistake (one line on stderr). The committed run is only
-read, through its manifest. `envgen.evidence.rerun_check` holds the parser and `--check`.
+trains it again from step 0 as its provenance records (config, seed, device, GPU kernel
+settings, torch threads, env workers; LLM replies replayed from the cache) into a
+temporary directory, stops after `--seconds` or `--updates`, and compares every record
+both wrote (logs without timing, cycle files): how much was identical, the first
+difference with both values, and where the machines or software differ. Exit 0:
+identical over what was compared; 1: a difference (stdout) or a mistake (one line on
+stderr). The committed run is only read, through its manifest. The parser and `--check`
+are `envgen.evidence.rerun_check`'s; docs/pipeline.md, "Rerun a committed run".
 """
 
 from __future__ import annotations
