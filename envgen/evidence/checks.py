@@ -329,7 +329,6 @@ def verify(
 
     runs_files = runs_files or runs_json_files()
     add(check_cache())
-
     add(Check("LLM slots", *slots_verdict(CACHE_DIR, [RUNS_ROOT])))
     add(Check("LLM history", *history_verdict(CACHE_DIR)))
     try:
@@ -393,7 +392,7 @@ def check_registrations_frozen(repo: Path = Path(".")) -> str:
     registered = [c for c in campaigns().values() if c.registration]
     documents = sorted({c.registration for c in registered})
     _raise_first([history.history_missing(repo)])
-    problems = history.frozen_registrations(documents, repo)
+    problems = [p for d in documents if (p := history.registration_changes(d, repo))]
     for c in (c for c in registered if (repo / c.registration).is_file()):
         text = history.above_deviations((repo / c.registration).read_text(encoding="utf-8"))
         phrase = missing_words(c, text)

@@ -114,10 +114,6 @@ class Problem:
         return f"{where}: {self.what}"
 
 
-def _words(text: str) -> str:
-    return " ".join(text.split())
-
-
 def line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
@@ -162,7 +158,8 @@ def check(
                 continue
             covered.setdefault(path, []).append(copy.span())
             edits.setdefault(path, []).append((*copy.span(), filled))
-            wrong = [(i, n) for i, n in enumerate(names) if _words(copy[f"f{i}"]) != values[n]]
+            read = [" ".join(copy[f"f{i}"].split()) for i in range(len(names))]  # spaces as one
+            wrong = [(i, n) for i, n in enumerate(names) if read[i] != values[n]]
             for i, name in wrong:
                 where = (source or {}).get(name.rsplit(".", 1)[0], "")
                 problems.append(

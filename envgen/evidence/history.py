@@ -22,7 +22,7 @@ import hashlib
 import json
 import re
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -351,8 +351,3 @@ def registration_changes(document: str, repo: Path = Path(".")) -> str | None:
             f"({_first_difference(previous, above_deviations(now))})"
         )
     return None
-
-
-def frozen_registrations(documents: Iterable[str], repo: Path = Path(".")) -> list[str]:
-    """The problem of each registration whose text above Deviations changed undisclosed."""
-    return [p for p in (registration_changes(d, repo) for d in documents) if p is not None]
