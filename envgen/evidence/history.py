@@ -132,12 +132,8 @@ def registration_order(repo: Path, document: str, run_dirs: Sequence[str]) -> Or
     if inside.returncode != 0:
         return Order("", 0, unknown="not a git checkout: the order of commits is not here")
     if inside.stdout.strip() == "true":
-        return Order(
-            "",
-            0,
-            unknown="a shallow clone: `git fetch --unshallow` brings the history to check",
-            shallow=True,
-        )
+        why = "a shallow clone: `git fetch --unshallow` brings the history to check"
+        return Order("", 0, unknown=why, shallow=True)
     registered = first_commit(repo, document)
     if registered is None:
         return Order("", 0, problem=f"{document} is in no commit")
@@ -147,12 +143,11 @@ def registration_order(repo: Path, document: str, run_dirs: Sequence[str]) -> Or
             return Order(registered[:7], count, problem=f"{run_dir} is in no commit; commit it")
         before = git(repo, "merge-base", "--is-ancestor", registered, first).returncode == 0
         if first == registered or not before:
-            return Order(
-                registered[:7],
-                count,
-                problem=f"{run_dir} was first committed in {first[:7]}, which does not come "
-                f"after {document}'s first commit {registered[:7]}",
+            problem = (
+                f"{run_dir} was first committed in {first[:7]}, which does not come after "
+                f"{document}'s first commit {registered[:7]}"
             )
+            return Order(registered[:7], count, problem=problem)
     return Order(registered[:7], len(run_dirs))
 
 
