@@ -186,24 +186,20 @@ def unchecked(
             if by:
                 used.update(by)
                 continue
-            problems.append(
-                Problem(
-                    rel,
-                    line_of(text, hit.start),
-                    f"{' '.join(hit.number.split())!r} looks like a result ({hit.form}) "
-                    "that no check covers: quote it in a passage of docs/templates/, or, "
-                    "if it is not a result of our runs, list it in docs/not_results.yaml "
-                    "with the reason",
-                )
+            what = (
+                f"{' '.join(hit.number.split())!r} looks like a result ({hit.form}) "
+                "that no check covers: quote it in a passage of docs/templates/, or, "
+                "if it is not a result of our runs, list it in docs/not_results.yaml "
+                "with the reason"
             )
-    for i, entry in enumerate(allowed):
-        if i not in used:
-            problems.append(
-                Problem(
-                    entry.path,
-                    None,
-                    f"not_results entry {entry.text[:60]!r} excuses no result-looking "
-                    "number there any more: remove it from docs/not_results.yaml",
-                )
-            )
-    return problems
+            problems.append(Problem(rel, line_of(text, hit.start), what))
+    return problems + [
+        Problem(
+            entry.path,
+            None,
+            f"not_results entry {entry.text[:60]!r} excuses no result-looking "
+            "number there any more: remove it from docs/not_results.yaml",
+        )
+        for i, entry in enumerate(allowed)
+        if i not in used
+    ]

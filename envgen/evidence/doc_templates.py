@@ -162,13 +162,8 @@ def check(
             wrong = [(i, n) for i, n in enumerate(names) if read[i] != values[n]]
             for i, name in wrong:
                 where = (source or {}).get(name.rsplit(".", 1)[0], "")
-                problems.append(
-                    Problem(
-                        path,
-                        line_of(text, copy.start(f"f{i}")),
-                        f"{name}{where} reads {copy[f'f{i}']!r}, the runs give {values[name]!r}",
-                    )
-                )
+                what = f"{name}{where} reads {copy[f'f{i}']!r}, the runs give {values[name]!r}"
+                problems.append(Problem(path, line_of(text, copy.start(f"f{i}")), what))
             if not wrong:
                 what = f"differs from its template ({passage.template}) in line breaks or spaces"
                 problems.append(Problem(path, line_of(text, copy.start()), what))
@@ -194,12 +189,9 @@ def copies_outside(
         for m in re.finditer(rf"(?<![\d.]){_DECIMAL.pattern}(?![\d])", text):
             name = tokens.get(m.group())
             if name and not any(a <= m.start() < b for a, b in spans):
-                problems.append(
-                    Problem(
-                        rel,
-                        line_of(text, m.start()),
-                        f"{m.group()} ({name}) is a copy no check covers: quote it in a "
-                        f"passage of {TEMPLATES}/ or point at results/CLAIMS.md",
-                    )
+                what = (
+                    f"{m.group()} ({name}) is a copy no check covers: quote it in a "
+                    f"passage of {TEMPLATES}/ or point at results/CLAIMS.md"
                 )
+                problems.append(Problem(rel, line_of(text, m.start()), what))
     return problems

@@ -198,14 +198,8 @@ def check_runs(args: argparse.Namespace) -> int:
     span = "to their end" if args.full else "through their first updates"
     print(f"{same} of {len(checks)} run(s) bit-identical {span} here")
     if args.json:
-        write_json_atomic(
-            args.json,
-            {
-                "command": command_line(args),
-                "checked_on": this_cpu(args.device or "cpu"),
-                "runs": [c.to_dict() for c in checks],
-            },
-        )
+        record = {"command": command_line(args), "checked_on": this_cpu(args.device or "cpu")}
+        write_json_atomic(args.json, {**record, "runs": [c.to_dict() for c in checks]})
     return 0 if same == len(checks) else 1
 
 
