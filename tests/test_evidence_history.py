@@ -77,7 +77,7 @@ def test_a_recorded_change_passes_and_must_name_the_run(repo):
     record = repo / history.RUN_CHANGES
     record.write_text(
         "changes:\n"
-        f"  - commit: {changed[:8]}\n"
+        f"  - commit: '{changed[:8]}'\n"  # quoted: an all-digit prefix is YAML's int
         "    why: the test's migration\n"
         "    paths: [results/runs/b6762fdd799b/seed-4]\n"
     )

@@ -1,11 +1,11 @@
-"""A registration's order in git (`envgen.evidence.registration`, `envgen verify`'s check 6)."""
+"""A registration's order in git (`envgen.evidence.history`, `envgen verify`'s check 6)."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from envgen.evidence.registration import registration_order
+from envgen.evidence.history import registration_order
 
 DOC = "docs/campaign_x.md"
 

@@ -21,7 +21,7 @@ from envgen.store import (
     start_session,
     verify_run,
 )
-from envgen.store.provenance import begin_session, summary
+from envgen.store.provenance import summary
 from envgen.store.run_dir import read_json
 
 EPISODES = [{"step": 10 * i, "phase": "final", "length": 10, "reward": 1.0} for i in range(1, 31)]
@@ -116,8 +116,8 @@ def test_a_run_resumed_on_changed_code_keeps_each_sessions_fingerprint(tmp_path)
     overwritten by the resume's (it was, before sessions recorded their own)."""
     run_dir = tmp_path / "r" / "seed-0"
     run_dir.mkdir(parents=True)
-    begin_session(run_dir, "crafter", 0, fingerprint="a" * 16)
-    begin_session(run_dir, "crafter", 4096, fingerprint="b" * 16)
+    start_session(run_dir, "crafter", 0, fingerprint="a" * 16)
+    start_session(run_dir, "crafter", 4096, fingerprint="b" * 16)
     data = read_provenance(run_dir)
     assert [s["code_fingerprint"] for s in data["sessions"]] == ["a" * 16, "b" * 16]
     assert data["code_fingerprint"] == "b" * 16

@@ -1,5 +1,5 @@
 """`envgen verify` re-derives a not_recorded or llm_unusable row's label and reason from
-the LLM response cache (`envgen.evidence.row_labels`): a not_recorded row relabelled
+the LLM response cache (`envgen.evidence.verify_plan`): a not_recorded row relabelled
 `llm_unusable` with an invented reason passed."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from envgen.evidence.checks import CACHE_DIR, _runs_json_differences
-from envgen.evidence.row_labels import label_problem
+from envgen.evidence.verify_plan import label_problem
 from envgen.llm.cache import ResponseCache
 
 ROW = "update every 0.012M (40 cycles)"  # table3's not_recorded row

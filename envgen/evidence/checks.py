@@ -6,26 +6,25 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import io
 import math
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
-from envgen import json_input, yaml_input
+from envgen import json_input
 from envgen.campaign.registry import campaigns
-from envgen.errors import ConfigError, EnvGenError
+from envgen.errors import EnvGenError
 from envgen.evidence import doc_numbers, doc_templates, docfigures, history
-from envgen.evidence.derive import accounting_difference, rederived
-from envgen.evidence.registration import HISTORY_NEEDED, registration_order
-from envgen.evidence.row_labels import label_problem
-from envgen.evidence.verify_plan import plan_differences
+from envgen.evidence.derive import accounting_difference, rederived, run_config
+from envgen.evidence.history import HISTORY_NEEDED, registration_order
+from envgen.evidence.verify_plan import label_problem, plan_differences
 from envgen.games import game_spec
 from envgen.llm.cache import ResponseCache, slots_verdict
 from envgen.llm.chains import history_verdict
-from envgen.loop.config import RunConfig
 from envgen.loop.identity import check_identity
 from envgen.pipeline.results import metrics_and_scores, row_replay, run_entry
 from envgen.report import claims_md, figures, tables
@@ -33,15 +32,15 @@ from envgen.report.campaign_section import withheld_runs
 from envgen.report.inputs import load_table, runs_json_files
 from envgen.results_version import RESULTS_VERSION, version_key
 from envgen.stats.campaign_spec import missing_words, words
-from envgen.store import MANIFEST, is_sealed, read_run_bytes, recorded_version, verify_run
-from envgen.store.identity import refuse_links
+from envgen.store import MANIFEST, is_sealed, recorded_version, verify_run
+from envgen.store.identity import read_mapping, refuse_links
 from envgen.store.manifest import CHECKPOINT_DIR
-from envgen.store.run_dir import NOT_CONFIG, RunDir
-from envgen.yaml_input import loads_mapping
+from envgen.store.run_dir import RunDir
 
 RUNS_ROOT = Path("results/runs")
 CACHE_DIR = Path("data/llm_cache")
 TOLERANCE = 1e-9  # re-derived floats: same code, same inputs, so equal up to float printing
+P = ParamSpec("P")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +59,31 @@ class Check:
     def line(self) -> str:
         word = "matches" if self.ok else "DIFFERS"
         return f"{self.name}: {word if self.checked else 'not checked'} ({self.detail})"
+
+
+def _check(name: str) -> Callable[[Callable[P, str]], Callable[P, Check]]:
+    """A check's body made the check: the detail it returns matches, the `EnvGenError`
+    it raises differs."""
+
+    def decorate(body: Callable[P, str]) -> Callable[P, Check]:
+        @functools.wraps(body)
+        def check(*args: P.args, **kwargs: P.kwargs) -> Check:
+            try:
+                return Check(name, True, body(*args, **kwargs))
+            except EnvGenError as exc:
+                return Check(name, False, str(exc))
+
+        return check
+
+    return decorate
+
+
+def _raise_first(problems: Sequence[object | None], hint: str = "") -> None:
+    """An `EnvGenError` of the first problem (None is none) and how many more there are."""
+    found = [p for p in problems if p]
+    if found:
+        more = f" (and {len(found) - 1} more{hint})" if len(found) > 1 else ""
+        raise EnvGenError(f"{found[0]}{more}")
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -83,7 +107,6 @@ def _first_key_differing(a: dict[str, Any], b: dict[str, Any]) -> str:
 
 # --- 1. the LLM cache ---------------------------------------------------------------------
 def check_cache(cache_dir: Path = CACHE_DIR) -> Check:
-
     count = 0
     try:
         for _ in ResponseCache(cache_dir).entries():
@@ -94,29 +117,6 @@ def check_cache(cache_dir: Path = CACHE_DIR) -> Check:
 
 
 # --- 2. the run store ------------------------------------------------------------------------
-def rederived_final_metrics(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
-    """The numbers of a run's final metrics (`final`) that its logs determine, from
-    the logs (`envgen.evidence.derive`)."""
-
-    return rederived(run_dir, final)
-
-
-def _final_metrics(run_dir: Path) -> dict[str, Any]:
-    """A run's final metrics as a mapping: a sealed run's manifest vouches only for
-    its bytes, not that they hold a JSON object."""
-
-    path = RunDir(run_dir).final_metrics
-    try:
-        final = json_input.loads(read_run_bytes(path), path)
-    except json_input.JSONInputError as exc:
-        raise EnvGenError(f"{exc}; restore it from git") from None
-    if not isinstance(final, dict):
-        raise EnvGenError(
-            f"{path}: holds a {type(final).__name__}, not a mapping of metrics; restore it from git"
-        )
-    return final
-
-
 def listed_run_dirs(runs_files: Sequence[Path]) -> list[Path]:
     """Every run directory a runs.json entry names (the runs the committed numbers use)."""
     found: set[Path] = set()
@@ -130,7 +130,6 @@ def sealed_runs(tree: Path) -> list[Path]:
     """Every sealed run (a folder holding its manifest) anywhere under `tree`, sorted;
     hidden folders (.git, .venv, .dvc) and checkpoints are not searched, nor a run's
     own subfolders."""
-
     found: list[Path] = []
     for folder, dirs, files in os.walk(tree):
         if MANIFEST in files:
@@ -141,114 +140,71 @@ def sealed_runs(tree: Path) -> list[Path]:
     return sorted(found)
 
 
+@_check("run store")
 def check_run_store(
     runs_root: Path = RUNS_ROOT,
     listed: Sequence[Path] = (),
     cache_dir: Path = CACHE_DIR,
     tree: Path | None = None,
-) -> Check:
+) -> str:
     """Every sealed run against its folder's name, its manifest and its logs, and every
     run in `listed` sealed and current: a run without its manifest could not be checked,
     so its logs could change a table; a stale one is not what the code would report.
     The sealed runs are `runs_root`'s, and with `tree` every sealed run under it (a run
     committed elsewhere, as results/audit's, is quoted by docs as the store's are)."""
-
     unsealed = [p for p in listed if not is_sealed(p)]
     if unsealed:
-        return Check(
-            "run store",
-            False,
+        raise EnvGenError(
             f"{unsealed[0]}: no {MANIFEST}, so its files cannot be checked, yet runs.json uses "
-            f"it ({len(unsealed)} such run(s)): restore it from git (git checkout -- PATH)",
+            f"it ({len(unsealed)} such run(s)): restore it from git (git checkout -- PATH)"
         )
-    try:
-        for run_dir in sorted({*runs_root.glob("*/seed-*"), *listed}):
-            refuse_links(run_dir)
-        for run_dir in listed:
-            stale = _stale(run_dir)
-            if stale:
-                return Check("run store", False, stale)
-    except EnvGenError as exc:
-        return Check("run store", False, str(exc))
+    for run_dir in sorted({*runs_root.glob("*/seed-*"), *listed}):
+        refuse_links(run_dir)
+    for run_dir in listed:
+        _refuse_stale(run_dir)
     runs = sorted(
         {p for p in runs_root.glob("*/seed-*") if is_sealed(p)}
         | set(sealed_runs(tree) if tree is not None else ())
     )
     elsewhere = [p for p in runs if not p.is_relative_to(runs_root)]
-    try:
-        for run_dir in elsewhere:
-            refuse_links(run_dir)
-    except EnvGenError as exc:
-        return Check("run store", False, str(exc))
+    for run_dir in elsewhere:
+        refuse_links(run_dir)
     files = 0
     for run_dir in runs:
-        try:
-            files += verify_run(run_dir)
-            check_identity(run_dir)
-            final = _final_metrics(run_dir)
-            derived = rederived_final_metrics(run_dir, final)
-            accounting = accounting_difference(run_dir, cache_dir)
-        except EnvGenError as exc:
-            return Check("run store", False, str(exc))
-        if accounting:
-            return Check("run store", False, accounting)
+        files += verify_run(run_dir)
+        check_identity(run_dir)
+        final = read_mapping(RunDir(run_dir).final_metrics)
+        derived = rederived(run_dir, final)
+        _raise_first([accounting_difference(run_dir, cache_dir)])
         recorded = {k: final.get(k) for k in derived}
         if not _same(recorded, derived):
             key = _first_key_differing(recorded, derived)
-            return Check(
-                "run store",
-                False,
+            raise EnvGenError(
                 f"{RunDir(run_dir).final_metrics}: {key} is {recorded.get(key)!r}, its logs give "
-                f"{derived.get(key)!r}",
+                f"{derived.get(key)!r}"
             )
-        over = over_budget(run_dir, final)  # logs and metrics agree: is the run its size?
-        if over:
-            return Check("run store", False, over)
+        _raise_first([over_budget(run_dir, final)])  # logs agree: is the run its size?
     outside = f" ({len(elsewhere)} outside {runs_root})" if elsewhere else ""
-    return Check(
-        "run store",
-        True,
+    return (
         f"{len(runs)} sealed runs{outside}, each in its own folder, {files} files against "
-        "their manifests; final metrics and LLM accounting re-derived from the logs",
+        "their manifests; final metrics and LLM accounting re-derived from the logs"
     )
 
 
-def _stale(run_dir: Path) -> str | None:
-    """Why a run runs.json uses is not of the code's results version, or None."""
-
-    game = _final_metrics(run_dir).get("game", "crafter")
-    key = version_key(game, _llm_adapts(run_dir))
+def _refuse_stale(run_dir: Path) -> None:
+    """An `EnvGenError` when a run runs.json uses is not of the code's results version."""
+    game = read_mapping(RunDir(run_dir).final_metrics).get("game", "crafter")
+    config = run_config(run_dir)  # a random-policy run has none: no LLM adapts its worlds
+    key = version_key(game, config is not None and config.llm_adapts)
     version = recorded_version(run_dir)
     if key not in RESULTS_VERSION or version != RESULTS_VERSION[key]:
-        return (
+        raise EnvGenError(
             f"{run_dir}: results version {version!r}, the code's for {key!r} is "
             f"{RESULTS_VERSION.get(key)!r}: the run is stale, yet runs.json uses it"
         )
-    return None
-
-
-def _llm_adapts(run_dir: Path) -> bool:
-    """Whether the run's own config has an LLM adapt its worlds; a
-    random-policy run has no config."""
-
-    path = RunDir(run_dir).config
-    if not path.is_file():
-        return False
-    data = loads_mapping(read_run_bytes(path), path, "a run config")  # bounded: one line
-    try:
-        config = RunConfig.from_dict({k: v for k, v in data.items() if k not in NOT_CONFIG})
-    except ConfigError as exc:
-        raise EnvGenError(f"{path}: not a run config of this code ({exc})") from None
-    return config.llm_adapts
 
 
 # --- 3, 4. tables, CLAIMS.md ---------------------------------------------------------------
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    with contextlib.redirect_stdout(io.StringIO()):
-        yield
-
-
 def _diff_files(ours: Path, committed: Path) -> str | None:
     """Where two text files first differ ("path line N"), or None when equal."""
     if not committed.is_file():
@@ -267,7 +223,6 @@ def _diff_files(ours: Path, committed: Path) -> str | None:
 def _runs_json_differences(path: Path, withheld: bool) -> str | None:
     """What in `path` (a runs.json) and its metrics.json and scores.json is not what the
     runs give; `withheld`: a registered campaign in progress (run counts only)."""
-
     table = json_input.read(path)
     if not isinstance(table, dict):
         return f"{path}: not a mapping"
@@ -280,13 +235,8 @@ def _runs_json_differences(path: Path, withheld: bool) -> str | None:
         if label:
             return f"{path}: row {row['row']!r}: {label}"
         for entry in row["runs"]:
-            derived = run_entry(
-                Path(entry["run_dir"]),
-                entry["seed"],
-                entry["initial_set"],
-                entry["config_hash"],
-                entry["game"],
-            )
+            fields = (entry[k] for k in ("seed", "initial_set", "config_hash", "game"))
+            derived = run_entry(Path(entry["run_dir"]), *fields)
             if not _same(entry, derived):
                 key = _first_key_differing(entry, derived)
                 return f"{path}: row {row['row']!r} seed {entry['seed']}: {key}"
@@ -303,7 +253,7 @@ def _runs_json_differences(path: Path, withheld: bool) -> str | None:
 def _report_stage(main: Callable[[list[str]], int], argv: list[str]) -> str:
     """Run a report stage quietly; its one-line error ("" when it succeeded)."""
     err = io.StringIO()
-    with _quiet(), contextlib.redirect_stderr(err):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         code = main(argv)
     return "" if code == 0 else (err.getvalue().strip().splitlines() or ["failed"])[-1]
 
@@ -312,7 +262,6 @@ def check_tables(runs_files: Sequence[Path], work: Path) -> list[Check]:
     """One line per runs.json, then the summary metrics and CLAIMS.md: a table whose runs
     or files fail names that failure on its own line, and every other table is still
     checked."""
-
     args = [str(p) for p in runs_files]
     tables_error = _report_stage(
         tables.main, [*args, "--out", str(work / "tables"), "--metrics", str(work / "m.json")]
@@ -358,15 +307,13 @@ def _table_problem(path: Path, work: Path) -> str | None:
         produced += [(work / "plots" / name / n, committed_plots / n) for n in sorted(names)]
         curves = f"{name}.csv"  # the table's learning curves (results/curves)
         produced.append((work / "curves" / curves, Path("results/curves") / curves))
+    produced += [  # a table's other files, e.g. campaign_cpu_achievements.csv
+        (p, Path("results/tables") / p.name)
+        for p in sorted((work / "tables").glob(f"{name}_*"))
+        if p.is_file()
+    ]
     for ours, committed in produced:
         problem = problem or _diff_files(ours, committed)
-    extra = sorted(
-        p.name for p in (work / "tables").glob(f"{name}_*") if p.is_file()
-    )  # e.g. campaign_cpu_achievements.csv
-    for extra_name in extra:
-        problem = problem or _diff_files(
-            work / "tables" / extra_name, Path("results/tables") / extra_name
-        )
     return problem
 
 
@@ -382,7 +329,6 @@ def verify(
 
     runs_files = runs_files or runs_json_files()
     add(check_cache())
-
     add(Check("LLM slots", *slots_verdict(CACHE_DIR, [RUNS_ROOT])))
     add(Check("LLM history", *history_verdict(CACHE_DIR)))
     try:
@@ -407,11 +353,9 @@ def over_budget(run_dir: Path, final: dict[str, Any]) -> str | None:
     """Why a run's env steps exceed what its config allows, or None: its phases' steps
     (`RunConfig.total_steps`), each phase rounded up to whole rollouts. SFL's and PLR's
     `env_steps` count their curation rollouts, which the budget includes."""
-    path = RunDir(run_dir).config
-    if not path.is_file():
+    config = run_config(run_dir)
+    if config is None:
         return None  # a random-policy run: counted in episodes
-    data = yaml_input.loads(read_run_bytes(path), path)
-    config = RunConfig.from_dict({k: v for k, v in data.items() if k not in NOT_CONFIG})
     rollout = game_spec(config.game).ppo_config(config.ppo).rollout_size
     phases = 2 * config.n_cycles + 1 if config.method != "original_only" else 1
     allowed = config.total_steps + phases * rollout
@@ -425,64 +369,45 @@ def over_budget(run_dir: Path, final: dict[str, Any]) -> str | None:
 
 
 # --- 7. committed evidence against the commit that added it ---------------------------------
-def check_runs_unchanged(repo: Path = Path(".")) -> Check:
+@_check("evidence as committed")
+def check_runs_unchanged(repo: Path = Path(".")) -> str:
     """Every committed run's manifest and audit record is its first commit's bytes, and
     every cached LLM reply its first commit's record, but for recorded changes
     (`envgen.evidence.history`)."""
-    name = "evidence as committed"
-    missing = history.history_missing(repo)
-    if missing:
-        return Check(name, False, missing)
-    try:
-        problems, checked, uncommitted = history.run_changes(repo)
-        reply_problems, replies = history.cache_changes(repo)
-    except EnvGenError as exc:
-        return Check(name, False, str(exc))
-    problems += reply_problems
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        return Check(name, False, problems[0] + more)
-    return Check(
-        name,
-        True,
+    _raise_first([history.history_missing(repo)])
+    problems, checked, uncommitted = history.run_changes(repo)
+    reply_problems, replies = history.cache_changes(repo)
+    _raise_first(problems + reply_problems)
+    return (
         f"{checked} committed run manifests and audit records are the bytes their first "
         f"commit added and {replies} cached replies its record, or a recorded change's "
-        f"({history.RUN_CHANGES})" + (f"; {uncommitted} not committed yet" if uncommitted else ""),
+        f"({history.RUN_CHANGES})" + (f"; {uncommitted} not committed yet" if uncommitted else "")
     )
 
 
-def check_registrations_frozen(repo: Path = Path(".")) -> Check:
+@_check("registrations frozen")
+def check_registrations_frozen(repo: Path = Path(".")) -> str:
     """Each campaign registration's text above its Deviations is its first commit's, but
     for changes its Deviations name, and holds the verdict words its campaign declares."""
-    name = "registrations frozen"
     registered = [c for c in campaigns().values() if c.registration]
     documents = sorted({c.registration for c in registered})
-    missing = history.history_missing(repo)
-    if missing:
-        return Check(name, False, missing)
-    try:
-        problems = history.frozen_registrations(documents, repo)
-    except EnvGenError as exc:
-        return Check(name, False, str(exc))
+    _raise_first([history.history_missing(repo)])
+    problems = [p for d in documents if (p := history.registration_changes(d, repo))]
     for c in (c for c in registered if (repo / c.registration).is_file()):
         text = history.above_deviations((repo / c.registration).read_text(encoding="utf-8"))
         phrase = missing_words(c, text)
         if phrase is not None:
             problems.append(f"{c.table}: its verdict words {phrase!r} are not in {c.registration}")
-    if problems:
-        return Check(name, False, problems[0])
-    return Check(
-        name,
-        True,
+    _raise_first(problems[:1])
+    return (
         f"{len(documents)} registrations: the text above Deviations is their first commit's, "
-        "or each change is named in their Deviations",
+        "or each change is named in their Deviations"
     )
 
 
 # --- 6. registrations before runs ----------------------------------------------------------
 def check_registrations(runs_files: Sequence[Path], repo: Path = Path(".")) -> list[Check]:
     """Each registered campaign's registration committed before every run it lists."""
-
     checks = []
     for path in runs_files:
         registration = words(path.parent.name)
@@ -499,37 +424,24 @@ def check_registrations(runs_files: Sequence[Path], repo: Path = Path(".")) -> l
         if order.unknown:
             needed = HISTORY_NEEDED if order.shallow else None
             checks.append(Check(name, True, order.unknown, checked=False, needed=needed))
-        elif order.problem:
-            checks.append(Check(name, False, order.problem))
-        else:
-            checks.append(
-                Check(
-                    name,
-                    True,
-                    f"{registration.document} ({order.registration}) is an ancestor of the "
-                    f"first commit of each of its {order.runs} runs",
-                )
-            )
+            continue
+        detail = order.problem or (
+            f"{registration.document} ({order.registration}) is an ancestor of the "
+            f"first commit of each of its {order.runs} runs"
+        )
+        checks.append(Check(name, order.problem is None, detail))
     return checks
 
 
-def check_doc_figures(runs_files: Sequence[Path], root: Path = Path(".")) -> Check:
+@_check("docs figures")
+def check_doc_figures(runs_files: Sequence[Path], root: Path = Path(".")) -> str:
     """The figures README.md, docs/ and results/**/README.md quote, against the runs
     (`envgen.evidence.docfigures`): the first problem, and how many there are."""
-
-    try:
-        problems = docfigures.run(runs_files, root)
-        passages, excuses = doc_templates.load(root), doc_numbers.not_results(root)
-    except EnvGenError as exc:
-        return Check("docs figures", False, str(exc))
-    if problems:
-        more = f" (and {len(problems) - 1} more: python -m envgen.evidence.docfigures)"
-        return Check("docs figures", False, str(problems[0]) + (more if len(problems) > 1 else ""))
-
-    return Check(
-        "docs figures",
-        True,
+    problems = docfigures.run(runs_files, root)
+    passages, excuses = doc_templates.load(root), doc_numbers.not_results(root)
+    _raise_first(problems, ": python -m envgen.evidence.docfigures")
+    return (
         f"{len(passages)} passages of {doc_templates.TEMPLATES}/ match the runs at every copy; "
         f"every other result-looking number is excused by one of {len(excuses)} entries of "
-        f"{doc_numbers.NOT_RESULTS}",
+        f"{doc_numbers.NOT_RESULTS}"
     )

@@ -1,16 +1,13 @@
 """Every number a run reports, derived again from its raw logs (`envgen verify`).
 
-A manifest vouches for a file's bytes, and whoever edits a number can rewrite the
-manifest too; what cannot be forged that way is agreement with the logs. So every field
-of the final metrics that a table, plot CSV or CLAIMS.md shows is derived here from the
-logs it summarises (file names: `envgen.store.run_dir.RunDir`): the score, reward,
-episode count, success rates and first unlocks (Crafter: the final phase of the episode
-log; Heist: the test episodes, with their sub-goal rates), `global_steps` (the last PPO
-update in the metrics log; a random-policy run's last episode), SFL's and PLR's
-`curation_steps` (the env steps of each cycle's rollout file) and `env_steps` (the two
-together), `llm_calls` and `llm_replay` (the LLM call log: how each reply was served and
-the feedback drift), and the LLM accounting's counts (and its tokens, from the cache
-entries that served each call, where the cache holds them all).
+Whoever edits a number can rewrite the manifest too; agreement with the logs cannot be
+forged that way. So every final-metrics field a table, plot CSV or CLAIMS.md shows is
+derived here from the logs it summarises: score, reward, episodes, success rates and
+first unlocks (Crafter: the episode log's final phase; Heist: the test episodes and
+sub-goal rates), `global_steps` (the metrics log's last update; a random-policy run's
+last episode), SFL's and PLR's `curation_steps` (each cycle's rollout file) and
+`env_steps` (both together), `llm_calls` and `llm_replay` (the LLM call log), and the LLM
+accounting's counts (and tokens, from the serving cache entries where all are there).
 """
 
 from __future__ import annotations
@@ -21,15 +18,15 @@ from typing import Any
 from envgen import json_input
 from envgen.agents.runlog import read_jsonl
 from envgen.envs.heist.metrics import summary as heist_summary
-from envgen.errors import EnvGenError
+from envgen.errors import ConfigError, EnvGenError
 from envgen.games import GAMES
 from envgen.llm.slots import summarize_calls
 from envgen.loop.config import RunConfig
 from envgen.scoring import final_phase_summary, summarize
 from envgen.store.manifest import read_run_bytes, run_file_exists
 from envgen.store.run_dir import NOT_CONFIG, RunDir
+from envgen.yaml_input import loads_mapping
 
-ACCOUNTING_COUNTS = ("calls", "reasks", "cache_hits")
 ACCOUNTING_TOKENS = ("prompt_tokens", "completion_tokens")
 
 
@@ -37,13 +34,17 @@ def _json(path: Path) -> Any:
     return json_input.loads(read_run_bytes(path), path)
 
 
-def _uses_llm(run_dir: Path) -> bool:
-
-    run = RunDir(run_dir)
-    if not run.config.is_file():
-        return False
-    config = {k: v for k, v in run.read_config().items() if k not in NOT_CONFIG}
-    return RunConfig.from_dict(config).uses_llm
+def run_config(run_dir: Path) -> RunConfig | None:
+    """The run's config from its run.yaml (None for a random-policy run, which has none);
+    one `EnvGenError` line when it is no config of this code."""
+    path = RunDir(run_dir).config
+    if not path.is_file():
+        return None
+    data = loads_mapping(read_run_bytes(path), path, "a run config")  # bounded: one line
+    try:
+        return RunConfig.from_dict({k: v for k, v in data.items() if k not in NOT_CONFIG})
+    except ConfigError as exc:
+        raise EnvGenError(f"{path}: not a run config of this code ({exc})") from None
 
 
 def _calls(run_dir: Path) -> list[dict[str, Any]]:
@@ -59,7 +60,6 @@ def _calls(run_dir: Path) -> list[dict[str, Any]]:
 def rederived(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
     """The fields of `final` (a run's final metrics) that its logs determine, as
     the logs give them."""
-
     run = RunDir(Path(run_dir))
     random = final.get("method") == "random"
     game = GAMES.get(final.get("game", "crafter"))  # Crafter's final metrics name no game
@@ -86,7 +86,8 @@ def rederived(run_dir: Path, final: dict[str, Any]) -> dict[str, Any]:
     calls = _calls(run.root)
     derived["llm_calls"] = len(calls)
     if not random:
-        derived["llm_replay"] = summarize_calls(calls) if _uses_llm(run.root) else None
+        config = run_config(run.root)
+        derived["llm_replay"] = summarize_calls(calls) if config and config.uses_llm else None
     return derived
 
 

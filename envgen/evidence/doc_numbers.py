@@ -1,23 +1,18 @@
 """Numbers in the docs that look like results: each one checked, or listed as not a result.
 
-A result figure typed into README.md, docs/ (any depth) or a results/**/README.md holds
-only while a check ties it to the runs: a passage generated from a template of
-docs/templates/ (`envgen.evidence.doc_templates`), checked at every occurrence. Any other
+A result figure in README.md, docs/ or a results/**/README.md holds only while a check
+ties it to the runs: a passage filled from docs/templates/ (`doc_templates`). Any other
 number in a result's form (`FORMS`) is named by `make verify` with its file and line,
 unless docs/not_results.yaml (`NOT_RESULTS`) lists the text around it with the reason it
-is not one of our results (the paper's own numbers, a measurement printed beside its
-command, a worked example, a threshold). An entry that no longer excuses anything is
-named too, so the list cannot outgrow the docs.
+is not one of our results (the paper's numbers, a measurement beside its command, an
+example, a threshold; a table's header row excuses its table); an entry that excuses
+nothing is named too, so the list cannot outgrow the docs.
 
-The forms were chosen from what a result looks like in these docs: a mean ± std, a
-signed difference or bound, "N points", a p-value, an interval, a number right after
-"score", "X vs Y" with decimals, a percentage with decimals, a decimal that opens a
-table cell (a table of settings or speeds is excused whole by its header row in
-docs/not_results.yaml). Not results by form:
-unsigned integers outside a p-value (steps, seeds, counts, years, a grid's points),
-dates and versions (digits joined by dots or dashes to more digits), hashes, and a
-number fused to a unit ("0.96M", "1.5B", "3x") or followed by one of time, size or rate
-("12.3 s", "1.2 GiB").
+The forms are what a result looks like in these docs: a mean ± std, a signed difference
+or bound, "N points", a p-value, an interval, a number after "score", "X vs Y" with
+decimals, a percentage with decimals, a decimal opening a table cell. Not results by
+form: unsigned integers outside a p-value (steps, seeds, counts, years), dates and
+versions, hashes, and a number fused to or followed by a unit ("0.96M", "3x", "12.3 s").
 """
 
 from __future__ import annotations
@@ -29,6 +24,7 @@ from pathlib import Path
 
 from envgen import yaml_input
 from envgen.errors import EnvGenError
+from envgen.evidence.doc_templates import Problem, line_of
 
 _DEC = r"\d+\.\d+(?:e[-+−]?\d+)?"
 _NUM = r"\d+(?:\.\d+)?(?:e[-+−]?\d+)?"
@@ -39,30 +35,26 @@ _UNIT = (
 )  # a number not continued by more digits, and not followed by a unit
 
 # (form, pattern): each match is one result-looking number.
-FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("a ± pair", re.compile(rf"{_BEFORE}{_NUM}\s*%?\s*(?:±|\+/-)\s*{_NUM}")),
-    ("a signed difference", re.compile(rf"(?<![\w.)\]/])[+−-]{_DEC}{_UNIT}")),
-    ("a number of points", re.compile(rf"{_BEFORE}(?:[+−-]{_NUM}|{_DEC})\s+points?\b")),
-    (
-        "a p-value",
-        re.compile(
-            rf"\bp(?:-value)?(?:\s*[=<>≤≥]\s*|\s+of the mean difference\s+|\s+){_NUM}(?!\w|\.\d)"
+FORMS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (form, re.compile(pattern))
+    for form, pattern in (
+        ("a ± pair", rf"{_BEFORE}{_NUM}\s*%?\s*(?:±|\+/-)\s*{_NUM}"),
+        ("a signed difference", rf"(?<![\w.)\]/])[+−-]{_DEC}{_UNIT}"),
+        ("a number of points", rf"{_BEFORE}(?:[+−-]{_NUM}|{_DEC})\s+points?\b"),
+        (
+            "a p-value",
+            rf"\bp(?:-value)?(?:\s*[=<>≤≥]\s*|\s+of the mean difference\s+|\s+)"
+            rf"{_NUM}(?!\w|\.\d)",
         ),
-    ),
-    ("a bound", re.compile(rf"\b(?:bounds?|interval|U|L)\s*(?:=\s*)?\[?\s*[+−-]?{_DEC}")),
-    ("a score", re.compile(rf"\bscor(?:e|es|ed|ing)\s+(?:of\s+|=\s*)?{_DEC}{_UNIT}")),
-    (
-        "a comparison",
-        re.compile(rf"{_BEFORE}{_DEC}\s*%?\s+(?:vs\.?|versus|against|over|to)\s+{_DEC}"),
-    ),
-    ("a percentage", re.compile(rf"{_BEFORE}{_DEC}\s?%")),
-    (
-        "a number of points",
-        re.compile(rf"{_BEFORE}[+−-]?{_NUM}\s*(?:pts?\b|percentage points?\b|pp\b)"),
-    ),
-    ("a p-value", re.compile(rf"\bp\s*[≈~]\s*{_NUM}")),
-    ("a score", re.compile(rf"\bscore\s*:\s*{_DEC}")),
-    ("a table cell", re.compile(rf"(?:(?<=\|)|(?<=\| ))(?:\*\*)?[+−-]?{_DEC}{_UNIT}")),
+        ("a bound", rf"\b(?:bounds?|interval|U|L)\s*(?:=\s*)?\[?\s*[+−-]?{_DEC}"),
+        ("a score", rf"\bscor(?:e|es|ed|ing)\s+(?:of\s+|=\s*)?{_DEC}{_UNIT}"),
+        ("a comparison", rf"{_BEFORE}{_DEC}\s*%?\s+(?:vs\.?|versus|against|over|to)\s+{_DEC}"),
+        ("a percentage", rf"{_BEFORE}{_DEC}\s?%"),
+        ("a number of points", rf"{_BEFORE}[+−-]?{_NUM}\s*(?:pts?\b|percentage points?\b|pp\b)"),
+        ("a p-value", rf"\bp\s*[≈~]\s*{_NUM}"),
+        ("a score", rf"\bscore\s*:\s*{_DEC}"),
+        ("a table cell", rf"(?:(?<=\|)|(?<=\| ))(?:\*\*)?[+−-]?{_DEC}{_UNIT}"),
+    )
 )
 
 
@@ -91,15 +83,13 @@ def not_results(root: Path = Path(".")) -> tuple[NotResult, ...]:
     entries = data.get("not_results") if isinstance(data, dict) else None
     fields = [f.name for f in dataclasses.fields(NotResult)]
     if not isinstance(entries, list) or not all(
-        isinstance(e, dict) and sorted(e) == sorted(fields) and all(map(_is_str, e.values()))
+        isinstance(e, dict)
+        and sorted(e) == sorted(fields)
+        and all(isinstance(v, str) for v in e.values())
         for e in entries
     ):
         raise EnvGenError(f"{path}: `not_results:` must list entries of {', '.join(fields)} (text)")
     return tuple(NotResult(**e) for e in entries)
-
-
-def _is_str(value: object) -> bool:
-    return isinstance(value, str)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,9 +111,8 @@ def hits(text: str) -> list[Hit]:
     )
     out: list[Hit] = []
     for hit in found:
-        if out and hit.start < out[-1].end:
-            continue
-        out.append(hit)
+        if not out or hit.start >= out[-1].end:
+            out.append(hit)
     return out
 
 
@@ -169,25 +158,16 @@ def _spans(pattern: str, text: str) -> Iterator[tuple[int, int]]:
         yield start, end
 
 
-@dataclasses.dataclass(frozen=True)
-class Unchecked:
-    """A result-looking number no check covers, or an allow-list entry that covers none."""
-
-    path: str
-    line: int | None
-    what: str
-
-
 def unchecked(
     root: Path,
     covered: Mapping[str, Sequence[tuple[int, int]]],
     allowed: Sequence[NotResult] | None = None,
-) -> list[Unchecked]:
+) -> list[Problem]:
     """Every result-looking number in the docs outside `covered` (spans of generated
     passages, by path) and outside `allowed` (default: `not_results(root)`); then every
     `allowed` entry that excuses no number."""
     allowed = not_results(root) if allowed is None else allowed
-    problems: list[Unchecked] = []
+    problems: list[Problem] = []
     used: set[int] = set()
     for file in doc_files(root):
         rel = file.relative_to(root).as_posix()
@@ -206,24 +186,15 @@ def unchecked(
             if by:
                 used.update(by)
                 continue
-            problems.append(
-                Unchecked(
-                    rel,
-                    text.count("\n", 0, hit.start) + 1,
-                    f"{' '.join(hit.number.split())!r} looks like a result ({hit.form}) "
-                    "that no check covers: quote it in a passage of docs/templates/, or, "
-                    "if it is not a result of our runs, list it in docs/not_results.yaml "
-                    "with the reason",
-                )
+            what = (
+                f"{' '.join(hit.number.split())!r} looks like a result ({hit.form}) "
+                "that no check covers: quote it in a passage of docs/templates/, or, "
+                "if it is not a result of our runs, list it in docs/not_results.yaml "
+                "with the reason"
             )
-    for i, entry in enumerate(allowed):
-        if i not in used:
-            problems.append(
-                Unchecked(
-                    entry.path,
-                    None,
-                    f"not_results entry {entry.text[:60]!r} excuses no result-looking "
-                    "number there any more: remove it from docs/not_results.yaml",
-                )
-            )
-    return problems
+            problems.append(Problem(rel, line_of(text, hit.start), what))
+    fix = "excuses no result-looking number there any more: remove it from docs/not_results.yaml"
+    unused = [entry for i, entry in enumerate(allowed) if i not in used]
+    return problems + [
+        Problem(e.path, None, f"not_results entry {e.text[:60]!r} {fix}") for e in unused
+    ]

@@ -1,18 +1,15 @@
 """The docs' result passages as templates: docs/templates/*.md, filled from the runs.
 
-A sentence that quotes a result (a campaign's mean, difference, bound or p-value, one
-run's score) would drift from the runs if typed by hand, and as a Python string it
-could not be reworded without editing code. So each such passage is data: a template
-file per doc, its first line `# Passages of PATH` naming the doc, each passage between
-two `~~~` lines with its exact words and line breaks and every figure a `{name}`
-(`envgen.evidence.docfigures` derives the figures). Text outside the fences is free
-comment.
+A sentence quoting a result would drift from the runs if typed by hand, and as a Python
+string it could not be reworded without editing code. So each such passage is data: one
+template file per doc, its first line `# Passages of PATH` naming the doc, each passage
+between two `~~~` lines with its exact words and line breaks, every figure a `{name}`
+(`envgen.evidence.docfigures` derives them). Text outside the fences is free comment.
 
 `check` finds every copy of every passage in its doc (words fixed, figures any short
 text, whitespace flexible) and compares it byte for byte with the passage filled from
-the runs; `write` puts the filled passage in place of each copy that differs. A
-passage the doc lacks (its words changed on one side only) is named, as is a guarded
-headline figure copied outside every passage.
+the runs; `write` puts the filled passage in place of each copy that differs. A passage
+the doc lacks is named, as is a guarded headline figure copied outside every passage.
 """
 
 from __future__ import annotations
@@ -117,11 +114,7 @@ class Problem:
         return f"{where}: {self.what}"
 
 
-def _words(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _line_of(text: str, offset: int) -> int:
+def line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
@@ -165,19 +158,15 @@ def check(
                 continue
             covered.setdefault(path, []).append(copy.span())
             edits.setdefault(path, []).append((*copy.span(), filled))
-            wrong = [(i, n) for i, n in enumerate(names) if _words(copy[f"f{i}"]) != values[n]]
+            read = [" ".join(copy[f"f{i}"].split()) for i in range(len(names))]  # spaces as one
+            wrong = [(i, n) for i, n in enumerate(names) if read[i] != values[n]]
             for i, name in wrong:
                 where = (source or {}).get(name.rsplit(".", 1)[0], "")
-                problems.append(
-                    Problem(
-                        path,
-                        _line_of(text, copy.start(f"f{i}")),
-                        f"{name}{where} reads {copy[f'f{i}']!r}, the runs give {values[name]!r}",
-                    )
-                )
+                what = f"{name}{where} reads {copy[f'f{i}']!r}, the runs give {values[name]!r}"
+                problems.append(Problem(path, line_of(text, copy.start(f"f{i}")), what))
             if not wrong:
                 what = f"differs from its template ({passage.template}) in line breaks or spaces"
-                problems.append(Problem(path, _line_of(text, copy.start()), what))
+                problems.append(Problem(path, line_of(text, copy.start()), what))
     for path, changes in edits.items() if write else ():
         text = texts[path] or ""
         for start, end, value in sorted(changes, reverse=True):
@@ -200,12 +189,9 @@ def copies_outside(
         for m in re.finditer(rf"(?<![\d.]){_DECIMAL.pattern}(?![\d])", text):
             name = tokens.get(m.group())
             if name and not any(a <= m.start() < b for a, b in spans):
-                problems.append(
-                    Problem(
-                        rel,
-                        _line_of(text, m.start()),
-                        f"{m.group()} ({name}) is a copy no check covers: quote it in a "
-                        f"passage of {TEMPLATES}/ or point at results/CLAIMS.md",
-                    )
+                what = (
+                    f"{m.group()} ({name}) is a copy no check covers: quote it in a "
+                    f"passage of {TEMPLATES}/ or point at results/CLAIMS.md"
                 )
+                problems.append(Problem(rel, line_of(text, m.start()), what))
     return problems

@@ -1,29 +1,23 @@
 """Result figures quoted in README.md, docs/ and results' Markdown: derived from the runs.
 
-CLAIMS.md is written from the runs; prose elsewhere that quotes a result is generated
-from templates (`envgen.evidence.doc_templates`: docs/templates/*.md, each figure a
-`{name}`), and this module computes every figure they name from the same runs.json
-files CLAIMS.md is built from (and, for the audit's resume and load figures, the same
-runs' provenance.json; for `RUNS`, one run's final_metrics.json), printed at the
-precision the passage prints.
+Prose that quotes a result is filled from docs/templates/ (`doc_templates`); this module
+computes every figure they name, at the precision printed, from the runs.json files
+CLAIMS.md is built from (the audit's, also from those runs' provenance.json; `RUNS`',
+from one run's final_metrics.json).
 
     python -m envgen.evidence.docfigures            # check; exit 1 naming file, figure, value
     python -m envgen.evidence.docfigures --write    # regenerate each passage from the runs
 
-A check fails, with one line each, when a passage's copy differs from its template
-filled from the runs (each wrong figure named with what the runs give, a figure of one
-run with its run); when a doc lacks a passage of its template; when a guarded figure
-(`GUARDED`: the campaigns' headline numbers) appears outside every passage; and when
-any other number that looks like a result lies outside every passage and is not listed
-as not a result (`envgen.evidence.doc_numbers`). `envgen verify` runs the check as its
-"docs figures" line.
+The check names, one line each: a copy that differs from its filled template (each wrong
+figure with what the runs give), a passage its doc lacks, a `GUARDED` headline figure
+outside every passage, and any other result-looking number outside every passage not
+listed as not a result (`doc_numbers`). `envgen verify` runs it as "docs figures".
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -31,7 +25,6 @@ from pathlib import Path
 
 from scipy import stats as scipy_stats
 
-from envgen import json_input
 from envgen.errors import EnvGenError
 from envgen.evidence import doc_numbers, doc_templates
 from envgen.evidence.doc_templates import Problem
@@ -42,11 +35,13 @@ from envgen.stats.campaign_spec import CampaignClaim, families, primary
 from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import PaperNumbers
 from envgen.stats.runs import SampleStats
-from envgen.store import read_run_bytes
+from envgen.store import read_provenance
+from envgen.store.identity import read_mapping
 from envgen.store.run_dir import RunDir
 
 FIRST, CONFIRM, LLM15 = "campaign_cpu", "campaign_confirm", "campaign_llm15"
 SFL = "campaign_sfl"
+Rows = dict[str, dict[str, list[float]]]  # {row: {metric: per-run values}}
 
 # {alias: (table, row)}: rows whose figures a passage quotes, as row.<alias> (mean ± std
 # of the score over its runs) and status.<alias> (its status in runs.json).
@@ -70,45 +65,15 @@ RUNS: dict[str, str] = {
 }
 
 # Figures whose numbers must not appear in README.md or docs/*.md outside every passage
-# of the templates (a hand copy nobody checks).
-GUARDED = (
-    "confirm.dr_mean",
-    "confirm.co_mean",
-    "confirm.diff",
-    "confirm.lower",
-    "first.dr_mean",
-    "first.co_mean",
-    "first.diff",
-    "cross.diff",
-    "llm15.diff",
-    "llm15.a_mean",
-    "llm15.b_mean",
-    "sfl.a_mean",
-    "sfl.b_mean",
-)  # sfl.diff (0.97) and the upper bounds collide with unrelated numbers in the docs
+# of the templates (a hand copy nobody checks); sfl.diff (0.97) and the upper bounds
+# collide with unrelated numbers in the docs.
+GUARDED = tuple(
+    "confirm.dr_mean confirm.co_mean confirm.diff confirm.lower first.dr_mean first.co_mean "
+    "first.diff cross.diff llm15.diff llm15.a_mean llm15.b_mean sfl.a_mean sfl.b_mean".split()
+)
 
 
 # --- the figures ------------------------------------------------------------------------
-def _h1_figures(
-    name: str,
-    rows: Mapping[str, Mapping[str, list[float]]],
-    claim: CampaignClaim,
-    paper: PaperNumbers,
-) -> dict[str, str]:
-    """A registered campaign's H1 as its README passage prints it: each arm's mean ± std,
-    the difference and the one-sided upper bound, keyed `{name}.a` and so on."""
-    r = _result({row: rows[row]["score"] for row in (claim.a, claim.b)}, paper, claim)
-    assert r.ours_a is not None and r.ours_b is not None
-    return {
-        f"{name}.a": f"{r.ours_a.mean:.2f} ± {r.ours_a.std:.2f}",
-        f"{name}.b": f"{r.ours_b.mean:.2f} ± {r.ours_b.std:.2f}",
-        f"{name}.a_mean": f"{r.ours_a.mean:.2f}",
-        f"{name}.b_mean": f"{r.ours_b.mean:.2f}",
-        f"{name}.diff": f"{_diff(r):+.2f}",
-        f"{name}.upper": f"{r.bounds[1]:+.2f}",
-    }
-
-
 def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[str, str]:
     """Every figure the templates may name, formatted as the docs print it, from the campaign
     tables (their runs.json) and, for resumes and load, their runs' provenance.json
@@ -127,28 +92,25 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
             out[f"row.{alias}"] = f"{s.mean:.2f} ± {s.std:.2f}"
     out |= _run_figures(runs_root)
     paper = PaperNumbers.load()
-    for name, table_id in (("llm15", LLM15), ("sfl", SFL)):
+    for name, table_id in (("llm15", LLM15), ("sfl", SFL)):  # a campaign's H1: a vs b
         if table_id in by_id and withheld_runs(by_id[table_id]) is None:
-            out |= _h1_figures(name, _rows(by_id[table_id]), primary(table_id), paper)
+            r = _h1(primary(table_id), paper, _rows(by_id[table_id]))
+            out |= _pair(name, r, "a", "b") | {f"{name}.upper": f"{r.bounds[1]:+.2f}"}
     if FIRST not in by_id or CONFIRM not in by_id:
         return out
     if withheld_runs(by_id[CONFIRM]) is not None:  # figures wait as the verdict does
         return out
     first, confirm = (_rows(by_id[t]) for t in (FIRST, CONFIRM))
     H1 = primary(CONFIRM)  # the confirm campaign's registered H1
-
-    def score(rows: Mapping[str, Mapping[str, list[float]]], row: str) -> list[float]:
-        return rows[row]["score"]
-
-    h1 = _result({H1.a: score(confirm, H1.a), H1.b: score(confirm, H1.b)}, paper, H1)
+    h1 = _h1(H1, paper, confirm)
     out |= _pair("confirm", h1)
     out["confirm.lower"] = f"{h1.bounds[0]:+.2f}"
     out["confirm.p"] = f"{h1.p_adj:.3g}"
-    out["confirm.co_min"] = f"{min(score(confirm, H1.b)):.2f}"
-    out["confirm.co_max"] = f"{max(score(confirm, H1.b)):.2f}"
+    out["confirm.co_min"] = f"{min(confirm[H1.b]['score']):.2f}"
+    out["confirm.co_max"] = f"{max(confirm[H1.b]['score']):.2f}"
 
     # The first campaign's DR vs Crafter-only, within its family of 4 score claims.
-    first_dr = _result({H1.a: score(first, H1.a), H1.b: score(first, H1.b)}, paper, H1)
+    first_dr = _h1(H1, paper, first)
     out |= _pair("first", first_dr)
     assert first_dr.ours_a is not None and first_dr.ours_b is not None
     sd_a, sd_b = first_dr.ours_a.std, first_dr.ours_b.std
@@ -169,7 +131,7 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
         s = SampleStats.of(first[row][furnace], row)
         out[f"first.{key}"] = f"{s.mean:.1f} ± {s.std:.1f}%"
 
-    cross = _result({H1.a: score(confirm, H1.a), H1.b: score(first, H1.b)}, paper, H1)
+    cross = _h1(H1, paper, confirm, first)
     out["cross.diff"] = f"{_diff(cross):+.2f}"
     out["cross.bounds"] = f"[{cross.bounds[0]:+.2f}, {cross.bounds[1]:+.2f}]"
 
@@ -179,15 +141,11 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
 
 def _run_figures(runs_root: Path) -> dict[str, str]:
     """`RUNS`' figures: each run's score and success rates (%), two decimals."""
-
     out: dict[str, str] = {}
     for alias, folder in RUNS.items():
         path = RunDir(runs_root / folder).final_metrics
-        try:
-            final = json_input.loads(read_run_bytes(path), path)
-        except (OSError, json_input.JSONInputError) as exc:
-            raise EnvGenError(f"{exc}; restore it from git") from None
-        if not isinstance(final, dict) or not isinstance(final.get("success_rates"), dict):
+        final = read_mapping(path)
+        if not isinstance(final.get("success_rates"), dict):
             raise EnvGenError(f"{path}: no score and success rates; restore it from git")
         out[f"{alias}.score"] = f"{final['score']:.2f}"
         for name, rate in final["success_rates"].items():
@@ -195,9 +153,9 @@ def _run_figures(runs_root: Path) -> dict[str, str]:
     return out
 
 
-def _rows(table: TableRecord) -> dict[str, dict[str, list[float]]]:
+def _rows(table: TableRecord) -> Rows:
     """{row: {metric: per-run values}} for the done rows: score and every success rate."""
-    out: dict[str, dict[str, list[float]]] = {}
+    out: Rows = {}
     for row in table.rows:
         if row.status != DONE:
             continue
@@ -213,15 +171,18 @@ def _done(table: TableRecord, label: str) -> tuple:
     return next((r.runs for r in table.rows if r.row == label and r.status == DONE), ())
 
 
-def _result(
-    values: Mapping[str, list[float]], paper: PaperNumbers, claim: CampaignClaim
+def _h1(
+    claim: CampaignClaim, paper: PaperNumbers, a_rows: Rows, b_rows: Rows | None = None
 ) -> CampaignResult:
+    """`claim` on the scores of its row a in `a_rows` and its row b in `b_rows` (default:
+    the same rows)."""
+    b_rows = a_rows if b_rows is None else b_rows
+    values = {claim.a: a_rows[claim.a]["score"], claim.b: b_rows[claim.b]["score"]}
     return evaluate_campaign((claim,), {claim.metric: values}, {}, paper)[0]
 
 
 def _family(table: TableRecord, paper: PaperNumbers) -> dict[str, CampaignResult]:
     """The first campaign's family of score claims, by claim name."""
-
     claims = families(FIRST)[0].claims
     rows = _rows(table)
     runs = {"score": {row: m["score"] for row, m in rows.items()}}
@@ -234,22 +195,22 @@ def _diff(r: CampaignResult) -> float:
     return r.ours_a.mean - r.ours_b.mean
 
 
-def _pair(prefix: str, r: CampaignResult) -> dict[str, str]:
-    a, b = r.ours_a, r.ours_b
-    assert a is not None and b is not None
+def _pair(prefix: str, r: CampaignResult, a: str = "dr", b: str = "co") -> dict[str, str]:
+    """Both arms' mean ± std and means, and the difference, as `{prefix}.{a}` and so on."""
+    arm_a, arm_b = r.ours_a, r.ours_b
+    assert arm_a is not None and arm_b is not None
     return {
-        f"{prefix}.dr": f"{a.mean:.2f} ± {a.std:.2f}",
-        f"{prefix}.co": f"{b.mean:.2f} ± {b.std:.2f}",
-        f"{prefix}.dr_mean": f"{a.mean:.2f}",
-        f"{prefix}.co_mean": f"{b.mean:.2f}",
+        f"{prefix}.{a}": f"{arm_a.mean:.2f} ± {arm_a.std:.2f}",
+        f"{prefix}.{b}": f"{arm_b.mean:.2f} ± {arm_b.std:.2f}",
+        f"{prefix}.{a}_mean": f"{arm_a.mean:.2f}",
+        f"{prefix}.{b}_mean": f"{arm_b.mean:.2f}",
         f"{prefix}.diff": f"{_diff(r):+.2f}",
     }
 
 
 def _audit(first: TableRecord, confirm: TableRecord, runs_root: Path) -> dict[str, str]:
-    """Issue 40's audit of the confirm campaign's Crafter-only runs: by CPU vector unit,
-    by resumes, against machine load, against the first campaign's runs."""
-
+    """The audit of the confirm campaign's Crafter-only runs: by CPU vector unit, by
+    resumes, against machine load, against the first campaign's runs."""
     crafter_only = primary(CONFIRM).b
     (ours,) = [r for r in confirm.rows if r.row == crafter_only]
     (earlier,) = [r for r in first.rows if r.row == crafter_only]
@@ -284,15 +245,9 @@ def _audit(first: TableRecord, confirm: TableRecord, runs_root: Path) -> dict[st
 
 
 def _sessions(run_dir: Path) -> list[dict]:
-
-    path = RunDir(run_dir).provenance
-    try:
-        data = json.loads(read_run_bytes(path))
-    except (OSError, ValueError, EnvGenError) as exc:
-        raise EnvGenError(f"{path}: unreadable ({exc}); restore it from git") from None
-    sessions = data.get("sessions") if isinstance(data, dict) else None
+    sessions = (read_provenance(run_dir) or {}).get("sessions")
     if not isinstance(sessions, list) or not sessions:
-        raise EnvGenError(f"{path}: no sessions; restore it from git")
+        raise EnvGenError(f"{RunDir(run_dir).provenance}: no sessions; restore it from git")
     return sessions
 
 
@@ -327,13 +282,12 @@ def check(
     problems, covered = doc_templates.check(passages, values, root, write, source)
     guarded = {name: values[name] for name in GUARDED if name in values}
     problems += doc_templates.copies_outside(guarded, doc_numbers.doc_files(root), root, covered)
-    problems += [Problem(u.path, u.line, u.what) for u in doc_numbers.unchecked(root, covered)]
+    problems += doc_numbers.unchecked(root, covered)
     return problems, len(passages)
 
 
 def run(runs_files: Sequence[Path], root: Path = Path("."), write: bool = False) -> list[Problem]:
     """Load the runs.json files and check (or write) the docs' figures."""
-
     values = figures(load_tables(list(runs_files)), root)
     if not values:
         return [Problem("runs.json", None, "no finished campaign_cpu and campaign_confirm")]

@@ -1,24 +1,18 @@
-"""Committed evidence against the commit that added it: runs append-only, registrations
-frozen above their "Deviations".
+"""Committed evidence in git's history, which a forger who edits a run's logs, re-derives
+its metrics and reseals it cannot keep (docs/pipeline.md, "Verify"):
 
-verify's other checks show that a run's files agree with each other (its manifest, its
-re-derived final metrics); a forger who edits a run's logs, re-derives its metrics and
-reseals it passes them all. What such an edit cannot keep is git's record: a sealed
-run's manifest (the sha256 of every file of the run) is written once, when the run
-finishes, and committed with it. So:
+- **order**: a registration (docs/campaign_*.md) was first committed in an ancestor of,
+  not the same as, the first commit of every run its campaign's runs.json lists
+  (ancestry, not dates: a commit's date is whatever its author's clock said);
+- **runs**: every committed manifest under results/ (the sha256 of each file of its
+  run) and audit record is its first commit's bytes, unless results/run_changes.yaml
+  records each later change; an uncommitted edit is named too;
+- **registrations**: a registration's text above "## Deviations" is its first commit's,
+  unless the Deviations name (by abbreviated hash) each commit that changed it.
 
-- **runs**: every committed manifest under results/ must still be the bytes of the
-  commit that first added it, unless each later commit that changed it is a recorded
-  change (results/run_changes.yaml: the commit, why, the runs it changed); an
-  uncommitted edit is named too. Together with "each run's files match its manifest",
-  a run's every byte is tied to the commit that added it.
-- **registrations**: a campaign's registration (docs/campaign_*.md) fixes hypotheses,
-  test and verdict words before its runs; the text above its "## Deviations" heading
-  must be the text of its first commit, unless the Deviations section names (by its
-  abbreviated hash) each later commit that changed it.
-
-Both read git's history: a checkout without it (a shallow clone, an exported tree)
-cannot be checked, and says so as a failure ("history needed").
+Without the history these cannot be checked: a shallow clone fails them
+(`HISTORY_NEEDED`: it is one fetch away); for an exported tree the order says why it is
+unknown (`Order.unknown`).
 """
 
 from __future__ import annotations
@@ -26,16 +20,18 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from envgen.errors import ConfigError, EnvGenError
-from envgen.evidence.registration import HISTORY_NEEDED, git
 from envgen.input_checks import read_yaml_mapping
 from envgen.store.manifest import MANIFEST
 
+HISTORY_NEEDED = "history needed: git fetch --unshallow"
+"""What a shallow clone needs before `envgen verify` can check its history."""
 RUN_CHANGES = Path("results/run_changes.yaml")
 MANIFESTS = f":(glob)results/**/{MANIFEST}"
 AUDIT_RECORDS = ":(glob)results/audit/**/*.json"
@@ -52,6 +48,13 @@ class RunChange:
     why: str
     paths: tuple[str, ...]
     """The run directories and files it changed (repository-relative)."""
+
+
+def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    """`git -C repo ARGS`, its output captured as text."""
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -88,7 +91,7 @@ def recorded_changes(repo: Path, path: Path = RUN_CHANGES) -> list[RunChange]:
         if not isinstance(entry, dict) or set(entry) != {"commit", "why", "paths"}:
             raise ConfigError(where, "needs exactly commit, why and paths", file=file)
         commit, why, paths = entry["commit"], entry["why"], entry["paths"]
-        if not isinstance(commit, str) or len(commit) < 7 or not _is_hex(commit):
+        if not isinstance(commit, str) or not re.fullmatch("[0-9a-fA-F]{7,}", commit):
             raise ConfigError(f"{where}.commit", "a hash of at least 7 hex digits", file=file)
         if not isinstance(why, str) or not why.strip():
             raise ConfigError(f"{where}.why", "say why the runs changed", file=file)
@@ -100,8 +103,52 @@ def recorded_changes(repo: Path, path: Path = RUN_CHANGES) -> list[RunChange]:
     return out
 
 
-def _is_hex(text: str) -> bool:
-    return all(c in "0123456789abcdef" for c in text.lower())
+# --- order -------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Order:
+    """What the history shows: `problem` (the first run not preceded), or `unknown` (why
+    the history cannot tell), or neither (every run comes after its registration)."""
+
+    registration: str
+    """The registration's first commit, abbreviated ("" when unknown)."""
+    runs: int
+    """Run directories checked."""
+    problem: str | None = None
+    unknown: str | None = None
+    shallow: bool = False
+    """A shallow clone: the history that would tell is a fetch away (`HISTORY_NEEDED`)."""
+
+
+def first_commit(repo: Path, path: str) -> str | None:
+    """The oldest commit that touched `path` (a file or folder), or None if none did."""
+    done = git(repo, "log", "--reverse", "--format=%H", "--", path)
+    lines = done.stdout.split() if done.returncode == 0 else []
+    return lines[0] if lines else None
+
+
+def registration_order(repo: Path, document: str, run_dirs: Sequence[str]) -> Order:
+    """Whether `document` (repo-relative) was committed before each of `run_dirs`."""
+    inside = git(repo, "rev-parse", "--is-shallow-repository")
+    if inside.returncode != 0:
+        return Order("", 0, unknown="not a git checkout: the order of commits is not here")
+    if inside.stdout.strip() == "true":
+        why = "a shallow clone: `git fetch --unshallow` brings the history to check"
+        return Order("", 0, unknown=why, shallow=True)
+    registered = first_commit(repo, document)
+    if registered is None:
+        return Order("", 0, problem=f"{document} is in no commit")
+    for count, run_dir in enumerate(run_dirs):
+        first = first_commit(repo, run_dir)
+        if first is None:
+            return Order(registered[:7], count, problem=f"{run_dir} is in no commit; commit it")
+        before = git(repo, "merge-base", "--is-ancestor", registered, first).returncode == 0
+        if first == registered or not before:
+            problem = (
+                f"{run_dir} was first committed in {first[:7]}, which does not come after "
+                f"{document}'s first commit {registered[:7]}"
+            )
+            return Order(registered[:7], count, problem=problem)
+    return Order(registered[:7], len(run_dirs))
 
 
 # --- runs ---------------------------------------------------------------------------------
@@ -266,11 +313,6 @@ def above_deviations(text: str) -> str:
     return head
 
 
-def deviations(text: str) -> str:
-    _, _, tail = text.partition("\n" + DEVIATIONS)
-    return tail
-
-
 def _first_difference(a: str, b: str) -> str:
     for i, (x, y) in enumerate(zip(a.splitlines(), b.splitlines(), strict=False), start=1):
         if x != y:
@@ -288,7 +330,7 @@ def registration_changes(document: str, repo: Path = Path(".")) -> str | None:
     if not path.is_file():
         return f"{document} is missing from the checkout"
     now = path.read_text(encoding="utf-8")
-    disclosed = deviations(now)
+    disclosed = now.partition("\n" + DEVIATIONS)[2]  # the Deviations section
     previous = above_deviations(_git(repo, "show", f"{commits[0]}:{document}"))
     for commit in commits[1:]:
         text = above_deviations(_git(repo, "show", f"{commit}:{document}"))
@@ -304,8 +346,3 @@ def registration_changes(document: str, repo: Path = Path(".")) -> str | None:
             f"({_first_difference(previous, above_deviations(now))})"
         )
     return None
-
-
-def frozen_registrations(documents: Iterable[str], repo: Path = Path(".")) -> list[str]:
-    """The problem of each registration whose text above Deviations changed undisclosed."""
-    return [p for p in (registration_changes(d, repo) for d in documents) if p is not None]

@@ -4,21 +4,17 @@
     envgen rerun results/runs/ca3d42bc0a83/seed-5 --updates 20    # the first 20 updates
     envgen rerun --check --campaign campaign_cpu --updates 3      # 4 runs per row, 3 updates
 
-A run is a function of its config, its seed and the machine: on the machine class that
-trained it, retraining it repeats its logs bit for bit; on another CPU or software stack
-the floats differ in their last digits from the first PPO update on and the runs then
-diverge (README, "Reproducibility"). This command tells which holds for one committed
-run: it trains the run again from step 0 (`envgen run` with the run's config, seed,
-device, GPU kernel settings, torch threads and env workers as its provenance records
-them, LLM replies replayed from the cache) into a temporary directory, stops it after
-`--seconds` or `--updates`, and compares every record both have written: the metrics
-log (timing fields aside), the episode log and the cycle files. It prints how much was
-identical, the first difference with both values, and where the machine or software of
-the two differ. Exit 0: identical over what was compared; 1: a difference (printed on
-stdout) or a mistake (one line on stderr, as every envgen command).
-
-The committed run is only read, through its manifest (a damaged file is named).
-The command's parser lives in `envgen.evidence.rerun_check`, which also runs `--check`.
+On the machine class that trained it, a run retrains bit for bit; on another CPU or
+software stack the floats differ from the first PPO update on and the runs diverge
+(README, "Reproducibility"). This command tells which holds for one committed run: it
+trains it again from step 0 as its provenance records (config, seed, device, GPU kernel
+settings, torch threads, env workers; LLM replies replayed from the cache) into a
+temporary directory, stops after `--seconds` or `--updates`, and compares every record
+both wrote (logs without timing, cycle files): how much was identical, the first
+difference with both values, and where the machines or software differ. Exit 0:
+identical over what was compared; 1: a difference (stdout) or a mistake (one line on
+stderr). The committed run is only read, through its manifest. The parser and `--check`
+are `envgen.evidence.rerun_check`'s; docs/pipeline.md, "Rerun a committed run".
 """
 
 from __future__ import annotations
@@ -46,7 +42,7 @@ from envgen.loop.identity import check_identity
 from envgen.numerics import PORTABLE
 from envgen.store import is_sealed, read_provenance, read_run_bytes, run_file_exists
 from envgen.store.identity import refuse_links
-from envgen.store.provenance import machine, software
+from envgen.store.provenance import PACKAGES, machine, software
 from envgen.store.run_diff import compare_logs, first_difference
 from envgen.store.run_dir import EPISODES_LOG, METRICS_LOG, NOT_CONFIG, CycleDir, RunDir
 
@@ -76,7 +72,6 @@ class Committed:
 def committed_run(run_dir: Path) -> Committed:
     """Read a run directory's config, seed and first session; one `EnvGenError` if it is
     not a run directory or its config no longer hashes to its recorded hash."""
-
     run = RunDir(run_dir)
     path = run.config
     if not path.is_file():
@@ -175,14 +170,12 @@ def _records_written(path: Path) -> int:
 
 def _stop(process: subprocess.Popen) -> None:
     """End the run and its env workers (its own process group)."""
-    for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
-        try:
-            process.wait(wait_s)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(5.0)
             return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def retrain(command: list[str], run_dir: Path, seconds: float, updates: int | None, log: Path):
@@ -209,10 +202,32 @@ def retrain(command: list[str], run_dir: Path, seconds: float, updates: int | No
 
 
 # --- comparing --------------------------------------------------------------------------
+def retrain_in(
+    work: Path,
+    run: Committed,
+    args: argparse.Namespace,
+    updates: int | None,
+    what: str = "the retrained run",
+) -> tuple[Path, bool, float]:
+    """Retrain `run` in `work` (its config written there) for `args.seconds` or `updates`;
+    (the retrained run's directory, finished, elapsed seconds). A failed retrain is one
+    `EnvGenError` line with the last line of its output."""
+    config = work / "config.yaml"
+    config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
+    here = work / "runs" / RunDir(run.run_dir).run_id
+    command = rerun_command(run, config, work / "runs", args)
+    finished, elapsed, code = retrain(command, here, args.seconds, updates, work / "rerun.log")
+    if code not in (None, 0):
+        tail = (work / "rerun.log").read_text(encoding="utf-8", errors="replace").strip()
+        raise EnvGenError(
+            f"{what} failed (exit {code}): {tail.splitlines()[-1] if tail else 'no output'}"
+        )
+    return here, finished, elapsed
+
+
 def run_log(run_dir: Path, name: str) -> list[dict[str, Any]]:
     """A run's log: sealed (checked against its manifest) when it finished, else as far
     as it was written (a last line torn by a stop or a kill dropped)."""
-
     plain = run_dir / name
     if plain.is_file():
         return read_jsonl_written(plain)
@@ -222,7 +237,6 @@ def run_log(run_dir: Path, name: str) -> list[dict[str, Any]]:
 def _cycle_files(committed: Path, here: Path) -> Iterator[tuple[str, Any, Any]]:
     """(name, committed content, here content) of each cycle file both runs hold; a
     cycle's feedback only once the rerun wrote the worlds that follow it."""
-
     for path in sorted(RunDir(here).cycles_root.glob("*/*")):
         rel = path.relative_to(here).as_posix()
         theirs = committed / rel
@@ -259,21 +273,11 @@ def describe(comparison: Any) -> str:
     )
 
 
-# Fields whose difference can change a run's floats; the rest (kernel, core count) is
-# listed but does not explain a difference.
+# Fields whose difference can change a run's floats (every package but the LLM client and
+# DVC); the rest (kernel, core count) is listed but does not explain a difference.
 ARITHMETIC = {
     "machine": ("cpu", "torch_cpu_capability", "device", "gpu"),
-    "software": (
-        "python",
-        "libc",
-        "torch",
-        "numpy",
-        "numba",
-        "opensimplex",
-        "crafter",
-        "procgen-mirror",
-        "lock_sha256",
-    ),
+    "software": ("python", "libc", "lock_sha256", *set(PACKAGES) - {"openai", "dvc"}),
 }
 
 
@@ -289,7 +293,6 @@ def setting_differences(
     `kernels` are the retrained run's GPU kernel settings (its provenance); they are
     compared where both runs recorded them, and change floats only on a GPU. For a
     `portable` run (`envgen.numerics`) the machine changes no float: only software can."""
-
     if session is None:
         return ["the committed run's machine and software are unknown (backfilled)"], True
     on_gpu = device.startswith("cuda")
@@ -312,35 +315,23 @@ def setting_differences(
 
 def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
     """Retrain `run_dir` for `--seconds` or `--updates` and print the comparison."""
-
     run = committed_run(run_dir)
     with contextlib.ExitStack() as stack:
         work = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         work.mkdir(parents=True, exist_ok=True)
-        config = work / "config.yaml"
-        config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
-        runs_root = work / "runs"
-        here = runs_root / RunDir(run_dir).run_id
+        here = work / "runs" / RunDir(run_dir).run_id
         if here.exists():
             raise EnvGenError(f"{here} exists: give --keep an empty directory")
-        command = rerun_command(run, config, runs_root, args)
+        deterministic = run.deterministic if args.deterministic is None else args.deterministic
         limit = f"{args.seconds:g} s" + (f" or {args.updates} updates" if args.updates else "")
         print(
             f"envgen rerun {run_dir}: seed {run.seed} on {args.device or run.device}, "
             f"{args.torch_threads or run.torch_threads} torch thread(s)"
-            + (", deterministic kernels" if "--deterministic" in command else "")
+            + (", deterministic kernels" if deterministic else "")
             + f", up to {limit}",
             flush=True,
         )
-        finished, elapsed, code = retrain(
-            command, here, args.seconds, args.updates, work / "rerun.log"
-        )
-        if code not in (None, 0):
-            tail = (work / "rerun.log").read_text(encoding="utf-8", errors="replace")
-            raise EnvGenError(
-                f"the retrained run failed (exit {code}): "
-                f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}"
-            )
+        _, finished, elapsed = retrain_in(work, run, args, args.updates)
         print(f"retrained {elapsed:.0f} s ({'to the end' if finished else 'stopped'})")
         kernels = ((read_provenance(here) or {}).get("sessions") or [{}])[0].get("kernels")
         comparisons = [
@@ -378,13 +369,9 @@ def rerun_one(args: argparse.Namespace, run_dir: Path) -> int:
     if same:
         print("identical over every record compared: this machine repeats the committed run")
         return 0
-    print("DIFFERS: " + verdict(portable, explains, first_line(lines)))
+    first = next((x for x in lines if "difference" in x or "differing" in x), lines[0])
+    print("DIFFERS: " + verdict(portable, explains, first))
     return 1
-
-
-def first_line(lines: list[str]) -> str:
-    """The first comparison line that names a difference."""
-    return next((line for line in lines if "difference" in line or "differing" in line), lines[0])
 
 
 def verdict(portable: bool, explains: bool, difference: str) -> str:

@@ -3,23 +3,14 @@
     envgen rerun --check --campaign campaign_cpu --sample 4 --updates 3
     envgen rerun --check results/runs/ca3d42bc0a83/seed-5 --updates 3
 
-For each run (named, or `--sample` K drawn per row of each campaign's runs.json with the
-explicit `--sample-seed`), one at a time: retrain its first `--updates` PPO updates here
-from the run's own config, seed, device and kernel settings (`envgen.evidence.rerun`, with one
-torch thread unless `--torch-threads` says otherwise), then compare the retrained
-metrics log update by update (losses, counts; throughput aside) and episode log
-episode by episode with the committed logs. One line per run: "bit-identical through
-update U" or "first differs at update U, metric M (committed X, here Y), episode E",
-with this machine's CPU beside the one the run's provenance records. `--json` writes the
-same as a list of `RunCheck` mappings. Exit 0 when every run checked is identical.
-
-This module registers the `envgen rerun` command (both forms; one run is `envgen.evidence.rerun`),
-above `envgen.evidence.rerun` so that neither imports the other in a circle.
-
-Why only a few updates: floats that differ anywhere differ in the first update (a
-different CPU's vector units, another BLAS path); runs that agree there agree on what
-follows unless the code is nondeterministic, which the full rerun (`envgen rerun`
-without `--check`) tests.
+Each run named, or `--sample` K per row of each campaign's runs.json (`--sample-seed`),
+is retrained for its first `--updates` updates as `envgen.evidence.rerun` does, and its
+metrics and episode logs compared with the committed ones: one line per run,
+"bit-identical through update U" or "first differs at update U, metric M (committed X,
+here Y), episode E", with both CPUs; `--json` writes `RunCheck` mappings. Exit 0 when
+every run is identical. Only a few updates: floats that differ anywhere differ in the
+first update (another CPU's vector units, another BLAS path). This module registers
+`envgen rerun` (both forms), above `envgen.evidence.rerun`, so neither imports the other.
 """
 
 from __future__ import annotations
@@ -28,11 +19,8 @@ import argparse
 import dataclasses
 import random
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from envgen.agents.device import torch_device
 from envgen.errors import ConfigError, EnvGenError
@@ -43,16 +31,15 @@ from envgen.llm.cache import DEFAULT_CACHE_DIR
 from envgen.numerics import PORTABLE
 from envgen.report.inputs import load_table
 from envgen.store.provenance import machine
-from envgen.store.run_diff import behaviour, compare_logs, differing_keys
+from envgen.store.run_diff import compare_logs
 from envgen.store.run_dir import EPISODES_LOG, METRICS_LOG, RunDir
 
 
 @dataclasses.dataclass(frozen=True)
 class RunCheck:
-    """The outcome of retraining one committed run's first updates here."""
+    """The outcome of retraining one committed run's (`run_dir`) first updates here."""
 
     run_dir: str
-    """The committed run."""
     row: str
     """Its campaign row ("" for a run named on the command line)."""
     updates: int
@@ -62,9 +49,8 @@ class RunCheck:
     metric: str | None
     """The first differing metric of the first differing update (None: identical)."""
     committed: Any
-    """Its committed value."""
     here: Any
-    """Its value retrained here."""
+    """The metric's committed value and its value retrained here."""
     episodes: int
     """Episodes compared (those the retrained run finished)."""
     first_episode_differing: int | None
@@ -74,7 +60,6 @@ class RunCheck:
     checked_on: str
     """This machine's CPU."""
     seconds: float
-    """Wall-clock time of the retrain."""
     portable: bool = False
     """Trained in portable CPU numerics (`envgen.numerics`): a difference on any x86-64
     CPU with AVX2 is a failure, not the machine's."""
@@ -119,7 +104,6 @@ class RunCheck:
 # --- which runs -----------------------------------------------------------------------------
 def campaign_runs(campaign: str, results: Path = Path("results")) -> dict[str, list[Path]]:
     """{row: its finished runs' directories} of `results/<campaign>/runs.json`."""
-
     table = load_table(results / campaign / "runs.json")
     return {row.row: [Path(run.run_dir) for run in row.runs] for row in table.rows}
 
@@ -130,35 +114,8 @@ def sample_runs(rows: dict[str, list[Path]], k: int, seed: int) -> list[tuple[st
     picked = []
     for row, runs in rows.items():
         chosen = rng.sample(runs, min(k, len(runs)))
-        picked += [(row, run) for run in sorted(chosen, key=lambda p: _seed(p))]
+        picked += [(row, run) for run in sorted(chosen, key=lambda p: RunDir(p).seed or 0)]
     return picked
-
-
-def _seed(run_dir: Path) -> int:
-    seed = RunDir(run_dir).seed
-    return -1 if seed is None else seed
-
-
-# --- comparing ------------------------------------------------------------------------------
-def first_update_differing(
-    committed: Sequence[dict], here: Sequence[dict]
-) -> tuple[int, str | None, Any, Any]:
-    """(updates identical from the first on, first differing metric, its committed and
-    here values) over the updates `here` logged; throughput fields (`time/`) aside."""
-
-    for i, (a, b) in enumerate(zip(committed, here, strict=False)):
-        a, b = behaviour(a), behaviour(b)
-        if a != b:
-            key = differing_keys(a, b)[0]
-            return i, key, a.get(key), b.get(key)
-    return min(len(committed), len(here)), None, None, None
-
-
-def first_episode_differing(committed: Sequence[dict], here: Sequence[dict]) -> int | None:
-    """1-based index of the first episode that differs over those both logged."""
-
-    comparison = compare_logs(EPISODES_LOG, committed, here)
-    return None if comparison.identical else comparison.index + 1
 
 
 def cpu_label(session: dict[str, Any] | None) -> str:
@@ -172,32 +129,19 @@ def cpu_label(session: dict[str, Any] | None) -> str:
 
 
 def this_cpu(device: str = "cpu") -> str:
-
     return cpu_label({"machine": machine(device)})
 
 
 # --- one run --------------------------------------------------------------------------------
 def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
     """Retrain `run_dir`'s first `args.updates` updates in a temporary directory and
-    compare them with its committed logs."""
+    compare them with its committed logs (throughput fields aside)."""
     run = rerun.committed_run(run_dir)
+    updates = None if args.full else args.updates
     with tempfile.TemporaryDirectory(prefix="envgen-rerun-check-") as tmp:
-        work = Path(tmp)
-        config = work / "config.yaml"
-        config.write_text(yaml.safe_dump(run.config, sort_keys=True), encoding="utf-8")
-        here = work / "runs" / RunDir(run_dir).run_id
-        command = rerun.rerun_command(run, config, work / "runs", args)
-        updates = None if args.full else args.updates
-        finished, elapsed, code = rerun.retrain(
-            command, here, args.seconds, updates, work / "rerun.log"
-        )
-        if code not in (None, 0):
-            tail = (work / "rerun.log").read_text(encoding="utf-8", errors="replace").strip()
-            raise EnvGenError(
-                f"{run_dir}: the retrained run failed (exit {code}): "
-                f"{tail.splitlines()[-1] if tail else 'no output'}"
-            )
-        if args.full and not finished and code is None:
+        what = f"{run_dir}: the retrained run"
+        here, finished, elapsed = rerun.retrain_in(Path(tmp), run, args, updates, what)
+        if args.full and not finished:
             raise EnvGenError(
                 f"{run_dir}: --full: the retrain did not reach the run's end in "
                 f"{args.seconds:g} s; give more --seconds"
@@ -209,19 +153,19 @@ def check_run(run_dir: Path, row: str, args: argparse.Namespace) -> RunCheck:
                 "--seconds"
             )
         episodes_here = rerun.run_log(here, EPISODES_LOG)
-    committed = rerun.run_log(run_dir, METRICS_LOG)
-    through, metric, theirs, ours = first_update_differing(committed, retrained)
-    committed_episodes = rerun.run_log(run_dir, EPISODES_LOG)
+    metrics = compare_logs(METRICS_LOG, rerun.run_log(run_dir, METRICS_LOG), retrained)
+    episodes = compare_logs(EPISODES_LOG, rerun.run_log(run_dir, EPISODES_LOG), episodes_here)
+    metric, theirs, ours = (metrics.keys[0], *metrics.values[0]) if metrics.keys else [None] * 3
     return RunCheck(
         run_dir=run_dir.as_posix(),
         row=row,
         updates=len(retrained),
-        identical_through=through,
+        identical_through=metrics.compared if metrics.identical else metrics.index,
         metric=metric,
         committed=theirs,
         here=ours,
-        episodes=min(len(episodes_here), len(committed_episodes)),
-        first_episode_differing=first_episode_differing(committed_episodes, episodes_here),
+        episodes=episodes.compared,
+        first_episode_differing=None if episodes.identical else episodes.index + 1,
         trained_on=cpu_label(run.session),
         checked_on=this_cpu(args.device or run.device),
         seconds=round(elapsed, 1),
@@ -254,14 +198,8 @@ def check_runs(args: argparse.Namespace) -> int:
     span = "to their end" if args.full else "through their first updates"
     print(f"{same} of {len(checks)} run(s) bit-identical {span} here")
     if args.json:
-        write_json_atomic(
-            args.json,
-            {
-                "command": command_line(args),
-                "checked_on": this_cpu(args.device or "cpu"),
-                "runs": [c.to_dict() for c in checks],
-            },
-        )
+        record = {"command": command_line(args), "checked_on": this_cpu(args.device or "cpu")}
+        write_json_atomic(args.json, {**record, "runs": [c.to_dict() for c in checks]})
     return 0 if same == len(checks) else 1
 
 
@@ -293,11 +231,8 @@ def main(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """The `envgen rerun` command (envgen.cli's registry)."""
-
     parser = subparsers.add_parser(
-        "rerun",
-        description=rerun.__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "rerun", description=rerun.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
         "run_dir",
@@ -355,9 +290,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "no effect on the CPU)",
     )
     parser.add_argument(
-        "--torch-threads",
-        type=whole_number(1),
-        help="torch CPU threads (default: the run's)",
+        "--torch-threads", type=whole_number(1), help="torch CPU threads (default: the run's)"
     )
     parser.add_argument(
         "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="LLM replies to replay"

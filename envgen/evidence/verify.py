@@ -2,44 +2,21 @@
 
     envgen verify            # one line per check; exit 1 on any difference (or history needed)
 
-Trains nothing and calls no LLM. It checks, in order:
-1. the LLM response cache (every file's key and fields, as `envgen llm verify`), and
-   every feedback call of a sealed run filed under its protocol slot;
-2. the run store: every run a runs.json uses is sealed and of the code's results
-   version; every sealed run, in results/runs or anywhere else in the tree (as
-   results/audit's), is the run its folder names (`envgen.loop.identity`: no
-   symbolic links, run.yaml's config hash and seed, final metrics and provenance
-   agree), its files match its manifest, and every number of its final_metrics.json
-   that a report shows is re-derived from its logs (`envgen.evidence.derive`: score,
-   reward, success rates, first unlocks, Heist's sub-goals, global_steps, SFL's
-   and PLR's curation_steps and env_steps, llm_calls, llm_replay), as are its
-   llm_accounting.json counts;
-3. per table (dvc.yaml's runs.json list): runs.json's rows against the plan the
-   pipeline makes from the replication file and profile (`envgen.evidence.verify_plan`:
-   each row lists exactly its planned runs that are finished), a not_recorded or
-   llm_unusable row's reason re-derived from the LLM cache (`envgen.evidence.row_labels`),
-   every run entry re-derived from its run's final metrics, the table's metrics.json
-   and scores.json from runs.json, and the report's results/tables/<table>.md/.csv,
-   score-vs-step CSVs (results/plots/<table>/) and learning curves
-   (results/curves/<table>.csv) rebuilt in a temporary directory and compared byte for
-   byte; a table whose runs cannot be read fails its own line, and the other tables are
-   still checked;
+Trains nothing and calls no LLM. It checks, in order (docs/pipeline.md, "Verify"):
+1. the LLM response cache, and every feedback call of a sealed run under its slot;
+2. the run store: every run a runs.json uses is sealed and current; every sealed run in
+   the tree is the run its folder names, matches its manifest, and has its final metrics
+   and LLM accounting re-derived from its logs (`envgen.evidence.derive`);
+3. per table: runs.json against its plan and a not_recorded or llm_unusable row against
+   the LLM cache (`verify_plan`); its run entries, metrics.json, scores.json, report
+   table, plot CSVs and curves rebuilt in a temporary directory and compared byte for
+   byte (a table that fails does so on its own line);
 4. results/metrics.json and results/CLAIMS.md rebuilt the same way;
-5. the result figures README.md, docs/ and results/**/README.md quote in prose: each
-   passage of docs/templates/ filled from the runs and compared byte for byte at every
-   copy, and any other number that looks like a result named with its file and line
-   (`envgen.evidence.docfigures`, `doc_templates`, `doc_numbers`);
-6. per registered campaign, that git's history has its registration committed before
-   every run its runs.json lists (`envgen.evidence.registration`; in a checkout without
-   the history the line says "not checked" and why; in a shallow clone verify then exits
-   1 with "history needed: git fetch --unshallow", in a tree outside git it counts
-   neither way);
-7. that committed evidence is what its commit added (`envgen.evidence.history`): every
-   committed run's manifest is the one the commit that first added the run wrote,
-   unless each later change is recorded in results/run_changes.yaml, and every
-   registration's text above its "Deviations" is its first commit's, unless its
-   Deviations name each commit that changed it; without git's history (a shallow
-   clone) these fail with "history needed: git fetch --unshallow".
+5. the result figures README.md, docs/ and results/**/README.md quote (`docfigures`);
+6. each registered campaign's registration committed before every run it lists, and
+7. committed evidence as the commit that added it wrote it (`history`); without git's
+   history these say so, and a shallow clone exits 1: "history needed: git fetch
+   --unshallow".
 The figures' images are not compared (their bytes depend on the matplotlib build);
 their data are the plot CSVs and tables above.
 """
@@ -58,9 +35,7 @@ if TYPE_CHECKING:  # the checks load scipy (below): annotations only
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "verify",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "verify", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.set_defaults(func=main)
 

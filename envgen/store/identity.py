@@ -1,19 +1,16 @@
-"""A run's identity: its folder (`<config-hash>/seed-<K>`, where a table looks it up)
-names the run its own files describe: its config (checked by `envgen.loop.identity`,
-which knows configs), its final metrics (hash, seed, method, game) and its provenance
-(game). A random-policy run (`random-<N>ep/seed-<K>`) has no config; its final metrics
-say method "random", seed K and N episodes.
+"""A run's identity: its folder (`<config-hash>/seed-<K>`, where a table looks it up) names
+the run its files describe: its config (checked by `envgen.loop.identity`, which knows
+configs), its final metrics (hash, seed, method, game) and its provenance (game). A
+random-policy run (`random-<N>ep/seed-<K>`) has no config; its final metrics say method
+"random", seed K and N episodes.
 
-Why: a manifest vouches for a run's bytes, not for where the run lies. A run copied into
-another run's folder (the domain-randomization seed-19 run in the Crafter-only seed-19
-folder) passes every manifest check and counts in both arms of a comparison. Symbolic
-links are refused for the same reason: one run would appear in two places, or a file
-outside the store inside it.
+Why: a manifest vouches for a run's bytes, not for where it lies; a run copied into
+another run's folder passes every manifest check and counts in both arms of a
+comparison. Symbolic links are refused for the same reason.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,13 +31,11 @@ def refuse_links(run_dir: Path) -> None:
                 f"{path}: a symbolic link, not a run folder (a run must lie where its name "
                 f"says, once); replace it with the run itself"
             )
-    for root, dirs, files in os.walk(run_dir):
-        for name in sorted(dirs + files):
-            path = Path(root, name)
-            if path.is_symlink():
-                raise RunIdentityError(
-                    f"{path}: a symbolic link inside a run folder; a run holds its own files"
-                )
+    for path in sorted(run_dir.rglob("*")):  # rglob does not descend into a linked folder
+        if path.is_symlink():
+            raise RunIdentityError(
+                f"{path}: a symbolic link inside a run folder; a run holds its own files"
+            )
 
 
 def check_folder(run_dir: Path, config_of: Callable[[RunDir], Any]) -> None:
@@ -53,7 +48,7 @@ def check_folder(run_dir: Path, config_of: Callable[[RunDir], Any]) -> None:
     seed, folder = run.seed, run.config_hash
     if seed is None:
         raise RunIdentityError(f"{run.root}: not a run folder (seed-<K> under its config hash)")
-    final = _mapping(run.final_metrics)
+    final = read_mapping(run.final_metrics)
     if run.config.exists():
         config = config_of(run)
         expected = {"config_hash": folder, "seed": seed, "method": config.method}
@@ -83,7 +78,9 @@ def check_folder(run_dir: Path, config_of: Callable[[RunDir], Any]) -> None:
         )
 
 
-def _mapping(path: Path) -> dict[str, Any]:
+def read_mapping(path: Path) -> dict[str, Any]:
+    """The JSON mapping in a run file, checked against its manifest when sealed (which
+    vouches only for bytes); a `RunIdentityError` line naming it otherwise."""
     try:
         data = json_input.loads(read_run_bytes(path), path)
     except json_input.JSONInputError as exc:

@@ -1,17 +1,14 @@
 """A finished run's manifest: every file with its sha256 and record count, written last.
 
-Sealing a finished run (`seal_run`) gzips its JSON-lines logs (`episodes.jsonl` ->
-`episodes.jsonl.gz`: 7.2 MB -> 0.19 MB for a 1.96M-step Crafter run; docs/
-pipeline.md, "Run store") and then writes `manifest.json`. The manifest is the mark of a
-finished run. Every reader checks what it reads against it (`read_run_bytes`), and
-`verify_run` checks a whole directory: a log cut at a line boundary, an edited number or a
-missing file is one `EnvGenError` naming the file, never a silently different table.
+Sealing a run (`seal_run`) gzips its JSON-lines logs (7.2 MB -> 0.19 MB for a 1.96M-step
+Crafter run) and then writes `manifest.json`, the mark of a finished run. Every reader
+checks what it reads against it (`read_run_bytes`), and `verify_run` a whole directory:
+a cut log, an edited number or a missing file is one `EnvGenError` naming the file.
 
-Why gzip'd JSON lines and not Parquet: the logs keep crafter's `stats.jsonl` schema line
-for line (`zcat episodes.jsonl.gz` is the file a Crafter user knows), the standard
-library reads and writes them (no pyarrow in the training path), and the size is within
-a few percent of Parquet's for these small integer records. The gzip header carries no
-name and no time (`mtime=0`), so sealing the same logs twice gives the same bytes.
+Why gzip'd JSON lines, not Parquet: they keep crafter's `stats.jsonl` schema (`zcat
+episodes.jsonl.gz` is the file a Crafter user knows), need only the standard library,
+and are within a few percent of Parquet's size here. The gzip header holds no name and
+no time, so sealing the same logs twice gives the same bytes.
 """
 
 from __future__ import annotations
@@ -33,14 +30,14 @@ from envgen.json_input import JSONInputError
 MANIFEST = "manifest.json"
 FORMAT = 1
 CHECKPOINT_DIR = "checkpoints"
-# What a run in progress resumes from, relative to its run directory (written by
-# envgen.agents.checkpoint): committed only for a run handed off mid-way, never a result.
+# What a run in progress resumes from (envgen.agents.checkpoint), never a result.
 LATEST_CHECKPOINT = Path(CHECKPOINT_DIR) / "latest.pt"
 PREVIOUS_CHECKPOINT = Path(CHECKPOINT_DIR) / "previous.pt"  # a cohort's, while it writes
 SKIPPED_DIRS = (CHECKPOINT_DIR,)  # never part of a result
 LOG_SUFFIX = ".jsonl"
 GZ_SUFFIX = ".jsonl.gz"
 _SEARCH_DEPTH = 4  # a run file lies at most this deep below its run directory
+RESTORE = "restore it from git (git checkout -- PATH) or retrain the run"
 
 
 class RunStoreError(EnvGenError):
@@ -68,15 +65,24 @@ def count_records(data: bytes) -> int:
 def _run_files(run_dir: Path) -> list[Path]:
     """Every result file of the run, sorted: all regular files but the manifest,
     checkpoints and temporary files."""
-    files = []
-    for path in sorted(run_dir.rglob("*")):
-        rel = path.relative_to(run_dir)
-        if not path.is_file() or rel.parts[0] in SKIPPED_DIRS or rel.as_posix() == MANIFEST:
-            continue
-        if path.name.endswith(".tmp"):
-            continue
-        files.append(path)
-    return files
+    return [
+        path
+        for path in sorted(run_dir.rglob("*"))
+        if path.is_file()
+        and path.relative_to(run_dir).parts[0] not in SKIPPED_DIRS
+        and path.relative_to(run_dir).as_posix() != MANIFEST
+        and not path.name.endswith(".tmp")
+    ]
+
+
+def _gunzip(path: Path, data: bytes, note: str = "") -> bytes:
+    """A sealed log's bytes uncompressed; a `RunStoreError` naming it when damaged."""
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:  # truncated or corrupted
+        raise RunStoreError(
+            f"{path}: a damaged gzip log ({exc.__class__.__name__}: {exc}){note}; {RESTORE}"
+        ) from None
 
 
 def _entry(path: Path) -> dict[str, Any]:
@@ -161,7 +167,7 @@ def _check(path: Path, data: bytes, entry: dict[str, Any] | None) -> None:
                 detail += "; not a whole gzip file"
         raise RunStoreError(
             f"{path}: differs from its run's manifest ({detail}); the file was edited or "
-            "truncated: restore it from git (git checkout -- PATH) or retrain the run"
+            f"truncated: {RESTORE}"
         )
 
 
@@ -175,13 +181,7 @@ def read_run_bytes(path: Path) -> bytes:
     if not path.is_file() and path.name.endswith(LOG_SUFFIX):
         gz = path.with_name(path.name + ".gz")
         if gz.is_file():
-            try:
-                return gzip.decompress(read_run_bytes(gz))
-            except (OSError, EOFError, zlib.error) as exc:  # truncated or corrupted
-                raise RunStoreError(
-                    f"{gz}: a damaged gzip log ({exc.__class__.__name__}: {exc}); restore it "
-                    "from git (git checkout -- PATH) or retrain the run"
-                ) from None
+            return _gunzip(gz, read_run_bytes(gz))
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -201,24 +201,6 @@ def run_file_exists(path: Path) -> bool:
     )
 
 
-def _check_whole_log(path: Path, data: bytes, entry: dict[str, Any]) -> None:
-    """A sealed log decompresses whole to the records its manifest counts: a manifest
-    rewritten over a truncated .gz vouches for bytes no reader can use."""
-    try:
-        records = count_records(gzip.decompress(data))
-    except (OSError, EOFError, zlib.error) as exc:
-        raise RunStoreError(
-            f"{path}: a damaged gzip log ({exc.__class__.__name__}: {exc}), though its "
-            "manifest lists these bytes; restore it from git (git checkout -- PATH) or "
-            "retrain the run"
-        ) from None
-    if "records" in entry and records != entry["records"]:
-        raise RunStoreError(
-            f"{path}: {records} records, its manifest says {entry['records']}; restore it "
-            "from git (git checkout -- PATH) or retrain the run"
-        )
-
-
 def verify_run(run_dir: Path) -> int:
     """Check every file of a sealed run against its manifest; returns the files checked.
 
@@ -234,10 +216,14 @@ def verify_run(run_dir: Path) -> int:
     for rel in sorted(listed):
         if rel not in present:
             raise RunStoreError(f"{run_dir / rel}: listed in the manifest but missing")
-        data = present[rel].read_bytes()
-        _check(present[rel], data, listed[rel])
-        if rel.endswith(GZ_SUFFIX):
-            _check_whole_log(present[rel], data, listed[rel])
+        path, data, entry = present[rel], present[rel].read_bytes(), listed[rel]
+        _check(path, data, entry)
+        if rel.endswith(GZ_SUFFIX):  # whole: a manifest rewritten over a cut .gz lists it
+            records = count_records(_gunzip(path, data, ", though its manifest lists these bytes"))
+            if "records" in entry and records != entry["records"]:
+                raise RunStoreError(
+                    f"{path}: {records} records, its manifest says {entry['records']}; {RESTORE}"
+                )
     extra = sorted(set(present) - set(listed))
     if extra:
         raise RunStoreError(f"{run_dir / extra[0]}: not in its run's manifest")

@@ -1,19 +1,16 @@
 """Where, when and with what a run was produced: `provenance.json` in its directory.
 
-A run is trained in one or more sessions: the first starts at step 0, every later one
-resumes from a checkpoint (after a kill, `envgen campaign stop`, a move to another
-machine). Each session records the machine (CPU model, the vector ISA torch's CPU kernels
-use, GPU model and driver), the software (Python, torch, numpy, crafter, procgen, the lock
-file's hash), thread counts, the GPU kernel settings (`--deterministic`, TF32), the
-git commit and whether the tree had uncommitted changes, its start and end times and
-steps, and the host's load average at both ends. A session with no end was killed;
-the next one's `step` says where training resumed.
+A run trains in one or more sessions: the first starts at step 0, each later one
+resumes from a checkpoint. Each records the machine (CPU, torch's CPU vector ISA, GPU
+and driver), the software (Python, packages, the lock file's hash), thread counts, GPU
+kernel settings, the git commit and whether the tree was dirty, its start and end times
+and steps, and the host's load at both ends; a session with no end was killed.
 
-The file also holds the run's results version (`envgen.results_version`): what decides
-whether a finished run is current. The file fingerprint of the code
-(`envgen.store.fingerprint`) is provenance only: each session records the one it ran
-(a resumed run can run on changed code), and `code_fingerprint` beside the version is
-the last session's (runs begun before sessions recorded theirs keep only that one).
+The file also holds the run's results version, which decides whether it is current.
+The code fingerprint (`code_fingerprint`) is provenance, not currency: editing a comment
+changes it and no result. It covers the training path (`COVERED`) minus command-line
+front ends, and a game's own engine (`GAME_DIRS`: Heist's) only in that game's runs.
+Each session records its own; the top-level `code_fingerprint` is the last session's.
 """
 
 from __future__ import annotations
@@ -27,9 +24,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from envgen import json_input, numerics
+from envgen import json_input
 from envgen.errors import EnvGenError
-from envgen.files import write_json_atomic
 from envgen.results_version import RESULTS_VERSION
 from envgen.store.manifest import is_sealed, read_run_bytes
 
@@ -37,18 +33,49 @@ PROVENANCE = "provenance.json"
 UNKNOWN = "unknown"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCK_FILE = REPO_ROOT / "requirements.lock"
+PACKAGE_ROOT = REPO_ROOT / "envgen"
+COVERED = ("agents", "loop", "llm", "envs", "games.py", "scoring.py")
+GAME_DIRS = {"heist": "envs/heist"}  # a game's own engine: in its runs' fingerprint only
+EXCLUDED_NAMES = ("cli.py", "preview.py")
 PACKAGES = ("torch", "numpy", "numba", "opensimplex", "crafter", "procgen-mirror", "openai", "dvc")
+
+
+def code_fingerprint(game: str = "crafter", root: Path = PACKAGE_ROOT) -> str:
+    """16 hex digits of sha256 over (relative path, content) of every .py file `game`'s
+    fingerprint covers, in the order of their paths relative to `root`."""
+    excluded = tuple(d + "/" for g, d in GAME_DIRS.items() if g != game)
+    paths = [root / entry for entry in COVERED]
+    files = {
+        f.relative_to(root).as_posix(): f
+        for p in paths
+        for f in ([p] if p.is_file() else p.rglob("*.py"))
+    }
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        if files[rel].name not in EXCLUDED_NAMES and not rel.startswith(excluded):
+            digest.update(rel.encode() + b"\0")
+            digest.update(files[rel].read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def now_utc() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
-def _load() -> list[float] | None:
+def load_average() -> list[float] | None:
     try:
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:
         return None
+
+
+def _output(*command: str, timeout: float = 20) -> str | None:
+    """The stripped standard output of `command`, or None when it cannot run or fails."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip()
 
 
 def _cpu_model() -> str:
@@ -65,36 +92,24 @@ def _gpu(device: str) -> dict[str, Any] | None:
     """The GPU the run trains on (None on CPU): model, memory, CUDA and driver versions."""
     if not device.startswith("cuda"):
         return None
-    # lazy: torch (0.86 s, -X importtime); `envgen campaign status` reads provenance without it
-    import torch
+    import torch  # lazy: 0.86 s; `envgen campaign status` reads provenance without it
 
     index = torch.device(device).index or 0
     props = torch.cuda.get_device_properties(index)
-    driver = UNKNOWN
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-        driver = out.stdout.strip().splitlines()[index]
-    except (OSError, subprocess.SubprocessError, IndexError):
-        pass
+    query = ("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+    drivers = (_output(*query, timeout=10) or "").splitlines()
     return {
         "name": props.name,
         "memory_gib": round(props.total_memory / 2**30, 1),
         "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version(),
-        "driver": driver,
+        "driver": drivers[index] if index < len(drivers) else UNKNOWN,
     }
 
 
 def machine(device: str = "cpu") -> dict[str, Any]:
     """The machine: host, CPU model and core count, torch's CPU vector ISA, the GPU."""
-    # lazy: torch (0.86 s, -X importtime); `envgen campaign status` reads provenance without it
-    import torch
+    import torch  # lazy: 0.86 s; `envgen campaign status` reads provenance without it
 
     return {
         "host": platform.node(),
@@ -128,24 +143,12 @@ def software() -> dict[str, Any]:
 
 def git_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
     """The commit the code was at and whether tracked files had uncommitted changes."""
-
-    def git(*args: str) -> str | None:
-        try:
-            out = subprocess.run(
-                ["git", "-C", str(repo), *args],
-                capture_output=True,
-                text=True,
-                timeout=20,
-                check=True,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return out.stdout.strip()
-
-    commit = git("rev-parse", "HEAD")
+    commit = _output("git", "-C", str(repo), "rev-parse", "HEAD")
     if commit is None:
         return {"commit": UNKNOWN, "dirty": None}
-    status = git("status", "--porcelain", "--untracked-files=no", "--", "envgen")
+    status = _output(
+        "git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no", "--", "envgen"
+    )
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 
@@ -156,8 +159,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ENVGEN_ENV_WORKERS")
 
 
 def threads(env_workers: int | None = None) -> dict[str, Any]:
-    # lazy: torch (0.86 s, -X importtime); `envgen campaign status` reads provenance without it
-    import torch
+    import torch  # lazy: 0.86 s; `envgen campaign status` reads provenance without it
 
     return {
         "torch_intra_op": torch.get_num_threads(),
@@ -184,12 +186,10 @@ def read_provenance(run_dir: Path) -> dict[str, Any] | None:
 def recorded_version(run_dir: Path) -> int | None:
     """The results version a run was produced under (None: unknown, so not current).
 
-    Unknown means an unsealed run without a provenance.json, or without a version in it:
-    one made before versions existed, or one in progress. Anything else that is not a
-    whole number raises instead, naming the file: a sealed run without its provenance,
-    a provenance.json that cannot be read or differs from its run's manifest, a version
-    of another type (`"1"`). Damage must stop whoever asked (the pipeline would otherwise
-    judge the run stale and delete it), never pass for another version.
+    Unknown is an unsealed run without a version (made before versions, or in progress).
+    Damage raises, naming the file: a sealed run without one, an unreadable or edited
+    provenance.json, a version of another type (`"1"`); it must stop whoever asked (the
+    pipeline would judge the run stale and delete it), never pass for another version.
     """
     run_dir = Path(run_dir)
     path = run_dir / PROVENANCE
@@ -218,8 +218,7 @@ def is_current(run_dir: Path, key: str) -> bool:
 def kernel_settings() -> dict[str, Any]:
     """The GPU kernel settings `envgen.agents.device.set_deterministic` controls, read from
     torch as they are now: the kernels `envgen rerun` repeats."""
-    # lazy: torch (0.86 s, -X importtime); `envgen campaign status` reads provenance without it
-    import torch
+    import torch  # lazy: 0.86 s; `envgen campaign status` reads provenance without it
 
     return {
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
@@ -229,61 +228,6 @@ def kernel_settings() -> dict[str, Any]:
         "tf32_cudnn": torch.backends.cudnn.allow_tf32,
         "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
     }
-
-
-def begin_session(
-    run_dir: Path,
-    game: str,
-    step: int,
-    device: str = "cpu",
-    env_workers: int | None = None,
-    fingerprint: str | None = None,
-    cohort: dict[str, Any] | None = None,
-    key: str | None = None,
-) -> None:
-    """Record a training session starting (step 0) or resuming (step > 0); `key`: the
-    run's results-version key (`version_key`), its game by default."""
-    key = key or game
-    run_dir = Path(run_dir)
-    path = run_dir / PROVENANCE
-    data = read_provenance(run_dir)
-    if data is None:
-        data = {"game": game, "results_version": RESULTS_VERSION[key], "sessions": []}
-    elif data.get("results_version") != RESULTS_VERSION[key]:
-        # Resuming would label a run that other code trained in part with the old version.
-        raise EnvGenError(
-            f"{run_dir}: started under results version {data.get('results_version')}, the "
-            f"code's is {RESULTS_VERSION[key]}; remove the directory to start over"
-        )
-    if fingerprint is not None:
-        data["code_fingerprint"] = fingerprint
-    data["sessions"].append(
-        {
-            "event": "start" if step == 0 else "resume",
-            "step": step,
-            "started": now_utc(),
-            "load_start": _load(),
-            "machine": machine(device),
-            "software": software(),
-            "threads": threads(env_workers),
-            "kernels": kernel_settings(),
-            "numerics": numerics.state(),
-            **({"cohort": cohort} if cohort else {}),
-            **({"code_fingerprint": fingerprint} if fingerprint is not None else {}),
-            "git": git_state(),
-        }
-    )
-    write_json_atomic(path, data)
-
-
-def end_session(run_dir: Path, step: int) -> None:
-    """Record the last session's end (the run finished at `step`)."""
-    path = Path(run_dir) / PROVENANCE
-    data = read_provenance(run_dir)
-    if data is None or not data.get("sessions"):
-        raise EnvGenError(f"{path}: no session to end; the run was started without provenance")
-    data["sessions"][-1].update(ended=now_utc(), end_step=step, load_end=_load())
-    write_json_atomic(path, data)
 
 
 def machine_label(data: dict[str, Any] | None) -> str:
@@ -345,12 +289,10 @@ def last_session_step(data: dict[str, Any] | None, path: object = PROVENANCE) ->
 
 
 def _check_sessions(path: object, sessions: Any) -> None:
-    """An `EnvGenError` naming the field when `sessions` does not have the shape that
-    `summary` and the campaign's speed read: a list of mappings whose `machine` and `git`
-    are mappings, whose `step` is a whole number >= 0 and whose `load_start` is a list of
-    numbers (each may be absent). Only `summary` checks: a backfilled run's sessions hold
-    "unknown" strings, and `read_provenance` must not refuse a run whose results version
-    is still readable."""
+    """An `EnvGenError` naming the field unless `sessions` is a list of mappings whose
+    `machine` and `git` are mappings, `step` a whole number >= 0 and `load_start` a list
+    of numbers (each may be absent): what `summary` and the campaign's speed read. Only
+    they check: `read_provenance` must not refuse a run whose version is readable."""
     if not isinstance(sessions, list):
         raise EnvGenError(f"{path}: sessions is {sessions!r}, not a list of sessions")
     for i, session in enumerate(sessions):
@@ -364,9 +306,8 @@ def _check_sessions(path: object, sessions: Any) -> None:
         if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
             raise EnvGenError(f"{where}.step is {step!r}, not a whole number >= 0")
         load = session.get("load_start")
-        if load is not None and not (isinstance(load, list) and all(map(_is_number, load))):
+        numbers = isinstance(load, list) and all(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in load
+        )
+        if load is not None and not numbers:
             raise EnvGenError(f"{where}.load_start is {load!r}, not a list of numbers")
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

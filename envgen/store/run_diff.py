@@ -1,10 +1,9 @@
 """Compare what two runs of one (config, seed) wrote, timing aside.
 
-Two uses: the results-version guard (tests/test_results_version.py) compares whole run
-directories written by two versions of the code, and `envgen rerun` compares a
-committed run with the first steps of the same run retrained here. Both ignore what
-differs by design: wall-clock fields (`time/*` in metrics.jsonl, `wall_s` in
-final_metrics.json), the run's provenance and manifest, and checkpoints.
+For the results-version guard (tests/test_results_version.py: whole run directories of
+two code versions) and `envgen rerun` (a committed run against its first steps retrained
+here). Both ignore what differs by design: `time/*` in metrics.jsonl, `wall_s` in
+final_metrics.json, provenance, manifest and checkpoints.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """A run's directory, named in one place: ``<runs_root>/<config-hash>/seed-<K>/``.
 
-`RunDir` is the only place a run file's name is spelled: it is built from a runs root,
-a config hash and a seed (`RunDir.of`), parsed back from a path (`seed`, `config_hash`),
-and names each file a run writes as a property. `final_metrics.json` is written when
-training ends; the run is finished once it is sealed (logs gzipped, provenance closed,
-the manifest written last: `envgen.store.manifest`). Everything in an unsealed directory
-belongs to a run in progress (resumable) or to one that stopped with an error; nothing
-reads it as a result. A random-policy run lies in ``random-<N>ep/seed-<K>/`` and has no
-run.yaml.
+`RunDir` is the only place a run file's name is spelled: built from a runs root, a
+config hash and a seed (`RunDir.of`), parsed back from a path (`seed`, `config_hash`),
+each file a property. A run is finished once sealed (`envgen.store.manifest`); an
+unsealed directory is a run in progress or one that failed, never read as a result. A
+random-policy run lies in ``random-<N>ep/seed-<K>/`` and has no run.yaml.
 """
 
 from __future__ import annotations
@@ -23,14 +20,7 @@ import yaml
 from envgen import json_input, yaml_input
 from envgen.errors import EnvGenError
 from envgen.json_input import JSONInputError
-from envgen.store.manifest import (
-    CHECKPOINT_DIR,
-    LATEST_CHECKPOINT,
-    MANIFEST,
-    RunStoreError,
-    is_sealed,
-    read_run_bytes,
-)
+from envgen.store.manifest import CHECKPOINT_DIR, MANIFEST, RunStoreError, is_sealed, read_run_bytes
 from envgen.store.provenance import PROVENANCE
 
 SEED_DIR = re.compile(r"seed-(0|[1-9][0-9]{0,8})")
@@ -134,7 +124,6 @@ class RunDir:
     provenance = _file(PROVENANCE, "Machine, software and sessions (envgen.store.provenance).")
     manifest = _file(MANIFEST, "Written last when sealed (envgen.store.manifest).")
     checkpoints = _file(CHECKPOINT_DIR, "What a run in progress resumes from; never a result.")
-    latest_checkpoint = _file(LATEST_CHECKPOINT.as_posix(), "The checkpoint resumed from.")
     cycles_root = _file("cycles", "The cycles' folders.")
     summary = _file("summary.json", "`envgen train`'s score over its last steps.")
 
@@ -185,12 +174,9 @@ def read_json(path: Path) -> Any:
     """A run file's JSON, checked against the run's manifest when the run is sealed; a
     damaged one is an `EnvGenError` naming it and the fix."""
     try:
-        return json_input.loads(read_run_bytes(path), path)
-    except RunStoreError:
-        raise
-    except (OSError, JSONInputError) as exc:
-        detail = exc.detail if isinstance(exc, JSONInputError) else exc
+        return json_input.loads(read_run_bytes(path), path)  # a run file: never an OSError
+    except JSONInputError as exc:
         raise EnvGenError(
-            f"{path}: unreadable ({detail}); the run directory is damaged: remove "
+            f"{path}: unreadable ({exc.detail}); the run directory is damaged: remove "
             f"{path.parent} (or the run directory) and run it again with --resume"
         ) from None
