@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from envgen.bench.options import add_count
 from envgen.envs.heist import HeistConfig, HeistVecEnv
 from envgen.envs.heist.engine import NUM_ACTIONS
-from envgen.input_checks import whole_number
 
 BENCH_CONFIGS = (
     HeistConfig(),
@@ -33,30 +33,10 @@ BENCH_CONFIGS = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--num-envs",
-        type=whole_number(1),
-        default=64,
-        help="games stepped together (default %(default)s)",
-    )
-    parser.add_argument(
-        "--steps",
-        type=whole_number(1),
-        default=3000,
-        help="batched steps timed, each side (default %(default)s)",
-    )
-    parser.add_argument(
-        "--chunk",
-        type=whole_number(1),
-        default=50,
-        help="batched steps per alternation (default %(default)s)",
-    )
-    parser.add_argument(
-        "--seed",
-        type=whole_number(0),
-        default=0,
-        help="engine and action seed (default %(default)s)",
-    )
+    add_count(parser, "--num-envs", 64, "games stepped together")
+    add_count(parser, "--steps", 3000, "batched steps timed, each side")
+    add_count(parser, "--chunk", 50, "batched steps per alternation")
+    add_count(parser, "--seed", 0, "engine and action seed", 0)
 
 
 def _chunk_times(

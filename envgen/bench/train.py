@@ -1,42 +1,32 @@
 """End-to-end training speed (env steps/s) of PPO or AD: our trainer against a reference setup,
 and on a GPU, how many runs share one card.
 
-Both sides run the same network, the same agent (`--agent ppo|ad`) and the same
-`Trainer`; only the vector env differs. AD is timed over 8 rollouts by default, so that
-its auxiliary phase (every 8 PPO updates) is counted once. Ours is
-`envgen.envs.vector.CrafterVecEnv` (Crafter-EnvGen worlds); the reference is stock
-`crafter.Env` in one subprocess per env behind multiprocessing pipes, the plain setup of
-the Achievement Distillation code, timed on the CPU after ours (`--no-reference` skips it).
+Both sides run the same network, agent (`--agent ppo|ad`) and `Trainer`; only the vector
+env differs. Ours is `envgen.envs.vector.CrafterVecEnv`; the reference is stock
+`crafter.Env` in one subprocess per env behind pipes (the Achievement Distillation code's
+plain setup), timed on the CPU after ours (`--no-reference` skips it). AD is timed over 8
+rollouts by default, so that its auxiliary phase (every 8 updates) counts once.
 
-Ours is timed at each `--concurrency` level: that many runs started together in their
-own processes on `--device` (default levels: 1 on the CPU, 1 2 4 8 16 on a GPU). Per
-level: total env steps/s of all runs, and per run the collection and the update speed
-separately (transitions of a rollout / seconds spent collecting it, resp. updating on it,
-AD's auxiliary phase included), and peak memory (GPU: `max_memory_allocated`, plus the
-caching allocator's peak reservation and the card's memory in use at the end, which the
-GPU plan must fit; CPU: the process's peak resident size). The last output line is
-JSON: {"device", "mode", "levels": [...], "ours_sps" (1 run), "reference_sps", "ratio"
-(ours / reference), ...}.
+Ours is timed at each `--concurrency` level: that many runs started together in their own
+processes on `--device` (default 1 on the CPU, 1 2 4 8 16 on a GPU). Per level: total env
+steps/s, per run the collection and the update speed (transitions of a rollout / seconds
+collecting, resp. updating on it, AD's auxiliary phase included), and peak memory (GPU:
+`max_memory_allocated`, the allocator's peak reservation and the card's memory in use at
+the end, which the GPU plan must fit; CPU: peak resident size). The last line is JSON:
+{"device", "mode", "levels": [...], "ours_sps" (1 run), "reference_sps", "ratio" (ours /
+reference), ...}.
 
 `--cohort 8,16` also times cohorts (`envgen.agents.cohort`: W seeds as one batched model
-in this process) after the levels; the JSON line then has "cohorts" (one entry per W,
-with its vec env's worker processes, "env_workers": a rate holds only with as many) and,
-for the fastest, "cohort", "cohort_sps", "baseline_sps" (the last --concurrency
-level, e.g. 8 runs in 8 processes), and "ratio" = cohort_sps / baseline_sps (the
-reference's ratio moves to "reference_ratio"). The JSON line, the result so far, is
-also printed after each cohort: a cohort that fails later (a compilation, the card's
-memory) loses no rate measured before it, and the last JSON line printed is always the
-most complete (`envgen gpu probe rate` reads it).
-
-`--cohort-groups 1,2` times each cohort size at each grouping (`groups` 2: a pipelined
-cohort, `envgen.agents.cohort_trainer`, one group collecting while the other updates);
-each "cohorts" entry names its "groups". A pipelined cohort's collection and update
-overlap, so its entry has no "collect_sps" and "update_sps" (null): only "cohort_sps",
-the env steps/s of all its seeds together, compares with the unpipelined entries.
-
-`--kernels eager,graph,compile` times each unpipelined cohort in each update mode
-(`envgen.agents.config.COHORT_KERNELS`; capture and compilation happen in the untimed
-warm-up rollout); each "cohorts" entry names its "kernels".
+in this process); the JSON then has "cohorts" (one entry per setup, with "env_workers":
+a rate holds only with as many worker processes) and, for the fastest, "cohort",
+"cohort_sps", "baseline_sps" (the last --concurrency level) and "ratio" = cohort_sps /
+baseline_sps (the reference's moves to "reference_ratio"). The JSON so far is printed
+after each cohort, so a later failure (a compilation, the card's memory) loses no rate
+measured before it; the last JSON line is the most complete (`envgen gpu probe rate`).
+`--cohort-groups 1,2` times each size pipelined in that many groups (one collects while
+another updates; such an entry's "collect_sps" and "update_sps" are null), `--kernels
+eager,graph,compile` each unpipelined cohort in each update mode
+(`envgen.agents.config.COHORT_KERNELS`; capture and compilation in the untimed warm-up).
 """
 
 from __future__ import annotations
@@ -63,7 +53,6 @@ from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_facto
 from envgen.agents.config import (
     AGENTS,
     COHORT_KERNELS,
-    MODEL_PRESETS,
     ADConfig,
     PPOConfig,
     add_rollout_arguments,
@@ -73,6 +62,7 @@ from envgen.agents.config import (
 from envgen.agents.device import add_device_arguments, describe, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.agents.trainer import EnvFactory, Trainer, crafter_vec_env_factory
+from envgen.bench.options import add_count, add_model
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
 from envgen.input_checks import comma_list, whole_number
@@ -162,12 +152,7 @@ concurrency_levels = comma_list(int, "give run counts like 1,2,4,8,16", allowed=
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model",
-        default="nature",
-        choices=sorted(MODEL_PRESETS),
-        help="network preset (default nature; 'paper' needs a GPU to be practical)",
-    )
+    add_model(parser, "; 'paper' needs a GPU to be practical")
     parser.add_argument(
         "--agent", default="ppo", choices=AGENTS, help="agent to train (default ppo)"
     )
@@ -214,7 +199,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "eager,graph,compile (graph: each minibatch one CUDA graph; compile: torch.compile "
         "inside it; default eager)",
     )
-    parser.add_argument("--seed", type=whole_number(0), default=0, help="seed (default 0)")
+    add_count(parser, "--seed", 0, "seed", 0)
     add_threads_argument(parser)
 
 
@@ -355,7 +340,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"device: {describe(args.device)}; {args.agent}, {args.model}", flush=True)
     result: dict[str, Any] = {"device": describe(args.device), "levels": []}
     for runs in levels:
-        level = _level(args, ppo_cfg, runs) if runs > 1 else _single(args, ppo_cfg)
+        if runs == 1:  # in this process, no spawn: the CPU default and the reference's peer
+            level = _summary([_one_run(args, ppo_cfg, reference=False)])
+        else:
+            level = _level(args, ppo_cfg, runs)
         result["levels"].append(level)
         print(
             f"{runs:3d} run(s): {level['total_sps']:.1f} env steps/s in all; per run: "
@@ -422,11 +410,6 @@ def _with_best_cohort(result: dict[str, Any]) -> None:
         cohort_sps=best["cohort_sps"],
         ratio=best["ratio"],
     )
-
-
-def _single(args: argparse.Namespace, ppo_cfg: PPOConfig) -> dict[str, Any]:
-    """One run in this process (no spawn: the CPU default and the reference's peer)."""
-    return _summary([_one_run(args, ppo_cfg, reference=False)])
 
 
 def precision_mode(args: argparse.Namespace) -> str:
