@@ -383,7 +383,9 @@ def run(args: argparse.Namespace) -> int:
                     f"peak {timed['peak_mib']:.0f} MiB",
                     flush=True,
                 )
-                _with_best_cohort(result)
+                best = max(result["cohorts"], key=lambda c: c["cohort_sps"])  # so far
+                result.update(cohort=best["cohort"], cohort_groups=best["groups"])
+                result.update({k: best[k] for k in ("kernels", "cohort_sps", "ratio")})
                 print(json.dumps(result), flush=True)  # the result so far (module docstring)
         if not result["cohorts"]:
             raise ConfigError("cohort_groups", "no --cohort size splits into these groups")
@@ -397,19 +399,6 @@ def run(args: argparse.Namespace) -> int:
             result["reference_ratio" if args.cohort else "ratio"] = round(ours / reference, 3)
     print(json.dumps(result))
     return 0
-
-
-def _with_best_cohort(result: dict[str, Any]) -> None:
-    """The fastest of `result`'s cohorts so far as its "cohort", "cohort_groups",
-    "kernels", "cohort_sps" and "ratio"."""
-    best = max(result["cohorts"], key=lambda c: c["cohort_sps"])
-    result.update(
-        cohort=best["cohort"],
-        cohort_groups=best["groups"],
-        kernels=best["kernels"],
-        cohort_sps=best["cohort_sps"],
-        ratio=best["ratio"],
-    )
 
 
 def precision_mode(args: argparse.Namespace) -> str:

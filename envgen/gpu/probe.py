@@ -35,7 +35,7 @@ from envgen.agents.device import describe, set_deterministic
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.envs.vector import CrafterVecEnv
 from envgen.files import write_json_atomic
-from envgen.store.run_dir import RunDir
+from envgen.gpu.check import run_logs
 
 # Small rollouts: the checks are about which kernels run, not about learning.
 CHECK_PPO = PPOConfig(num_envs=8, num_steps=32, minibatches=4, epochs=2, checkpoint_every=10**9)
@@ -107,12 +107,7 @@ def _pipelined_equals_groups(
                 trainer.train_until(3 * ppo.rollout_size, WORLD)
             finally:
                 trainer.close()
-            for s, d in zip(chunk, dirs, strict=True):
-                metrics = [
-                    {k: v for k, v in json.loads(line).items() if not k.startswith("time/")}
-                    for line in RunDir(d).metrics.read_text().splitlines()
-                ]
-                out[s] = (RunDir(d).episodes.read_text(), metrics)
+            out.update({s: run_logs(d) for s, d in zip(chunk, dirs, strict=True)})
         return out
 
     with tempfile.TemporaryDirectory() as root:

@@ -68,12 +68,9 @@ class ExecutorConfig:
     def __post_init__(self) -> None:
         if self.kind not in EXECUTORS:
             raise ConfigError("executor", f"{self.kind!r}; use one of {', '.join(EXECUTORS)}")
-        for name in ("workers", "retries"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"execution.{name}", "must be >= 0")
         if self.env_workers < 1:
             raise ConfigError("execution.env_workers", "must be >= 1")
-        for name in ("gpus_per_run", "gpu_memory_gib", "gpu_reserve_gib"):
+        for name in ("workers", "retries", "gpus_per_run", "gpu_memory_gib", "gpu_reserve_gib"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"execution.{name}", "must be >= 0")
 
@@ -177,7 +174,7 @@ def _local_runner(config: ExecutorConfig) -> Runner:
                 futures = {pool.submit(run_job, job, settings): job for job in group}
                 for future in concurrent.futures.as_completed(futures):
                     job = futures[future]
-                    done[job.key] = _result_of(job, future, settings)
+                    done[job.key] = _outcome(job, settings, future.result)
                     report(done[job.key])
         return [done[job.key] for job in jobs]
 
@@ -186,25 +183,23 @@ def _local_runner(config: ExecutorConfig) -> Runner:
 
 def worker_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
     """`workers` spawned processes that end when this one does (`envgen.lifetime`): a
-    killed stage or campaign leaves no worker training on.
-
-    A worker trains the jobs given to it one after another with the code it imported
-    first, while each run records the checkout's commit and code fingerprint at its own
-    start: edit the checkout under a running stage or campaign and a later run's
-    provenance may name newer code than trained it (docs/campaign_llm15.md,
-    "Deviations")."""
+    killed stage or campaign leaves no worker training on. A worker trains its jobs with
+    the code it imported first, while each run records the checkout's commit at its own
+    start: edit the checkout under a running stage and a later run's provenance may name
+    newer code than trained it (docs/campaign_llm15.md, "Deviations")."""
     context = multiprocessing.get_context("spawn")  # torch and forked workers do not mix
     return concurrent.futures.ProcessPoolExecutor(
         workers, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),)
     )
 
 
-def _result_of(job: AnyJob, future: concurrent.futures.Future, settings: Settings) -> JobResult:
-    """A worker that died (killed, out of memory) fails its job instead of the executor."""
+def _outcome(job: AnyJob, settings: Settings, result: Callable[[], JobResult]) -> JobResult:
+    """A worker that died (killed, out of memory, a lost Ray node) fails its job instead
+    of the executor."""
     try:
-        return future.result()
-    except Exception as exc:  # noqa: BLE001 - e.g. BrokenProcessPool
-        return JobResult(job.key, FAILED, str(job_dir(job, settings.runs_root)), repr(exc))
+        return result()
+    except Exception as exc:  # noqa: BLE001 - e.g. BrokenProcessPool, a lost node
+        return JobResult(job.key, FAILED, str(job_dir(job, settings.runs_root)), repr(exc)[:500])
 
 
 def _ray_runner(config: ExecutorConfig) -> Runner:
@@ -231,20 +226,11 @@ def _ray_runner(config: ExecutorConfig) -> Runner:
         while waiting:
             (ref,), waiting = ray.wait(waiting, num_returns=1)
             job = refs[ref]
-            done[job.key] = _ray_result(job, ref, settings)
+            done[job.key] = _outcome(job, settings, lambda ref=ref: ray.get(ref))
             report(done[job.key])
         return [done[job.key] for job in jobs]
 
     return run
-
-
-def _ray_result(job: AnyJob, ref: Any, settings: Settings) -> JobResult:
-    import ray  # lazy: optional dependency (ray)
-
-    try:
-        return ray.get(ref)
-    except Exception as exc:  # noqa: BLE001 - a lost node or a killed worker
-        return JobResult(job.key, FAILED, str(job_dir(job, settings.runs_root)), repr(exc)[:500])
 
 
 def _ray_runtime_env(mode: str = numerics.NATIVE) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """How many runs share one GPU, and how many GPU-hours a plan takes (estimates, stated).
 
-Memory of one run on its GPU (`run_memory`), from the run's network, agent and batch sizes:
+Memory of one run on its GPU (`run_memory`), from its network, agent and batch sizes:
 
 - the CUDA context and torch's kernels of its process, `CONTEXT_GIB`;
 - static state: weights, gradients and Adam moments, 16 bytes per parameter for PPO; AD
@@ -8,33 +8,31 @@ Memory of one run on its GPU (`run_memory`), from the run's network, agent and b
 - buffers: the rollout (uint8 observations and a few floats per step); AD adds its
   auxiliary buffer of `aux_every` rollouts and its memories;
 - saved activations at the largest batch one backward pass sees, times `HEADROOM` for
-  cuDNN workspaces and temporaries. The bytes saved per observation are measured here,
-  on the CPU, with `torch.autograd.graph.saved_tensors_hooks` over a real forward and
-  loss of the network (`activation_bytes_per_row`). PPO's batch is a minibatch,
-  rollout / minibatches observations (paper: 512); AD's auxiliary batches see 3
-  observations per element (the matching loss encodes the anchor's before and after
-  images and the regulariser's step, all with gradients), `3 x ADConfig.batch_size`
-  (1,536), which is why AD needs about 3 times PPO's memory;
+  cuDNN workspaces and temporaries. The bytes saved per observation are measured on the
+  CPU with `torch.autograd.graph.saved_tensors_hooks` over a real forward and loss
+  (`activation_bytes_per_row`). PPO's batch is a minibatch (paper: 512 observations);
+  AD's auxiliary batches see 3 observations per element (the matching loss encodes the
+  anchor's before and after images and the regulariser's step, all with gradients),
+  `3 x ADConfig.batch_size` (1,536): AD needs about 3 times PPO's memory;
 - the three tensor parts together are the peak torch allocates; the card loses
   `RESERVED_FACTOR` times that to the caching allocator's reservation.
 
-Measured on one H100 (torch 2.11 + CUDA 13.0, 2026-11-26; results/gpu/2026-11-26-h100),
-over one or two timed rollouts: a paper-network PPO run's allocated peak was 5,578 MiB,
-10% above what the tensor parts estimate (5,084 MiB); eight such runs at once each
-reserved up to 9,902 MiB and filled the card (80,244 MiB in use); ten at once ran out of
-memory. The plan before this measurement (0.5 GiB context, no reservation factor) put
-13 on the card. A whole 1M-step run's reservation is not measured.
+Measured on one H100 (results/gpu/2026-11-26-h100), over one or two timed rollouts: a
+paper-network PPO run's allocated peak was 5,578 MiB, 10% above the estimate (5,084 MiB);
+eight such runs at once each reserved up to 9,902 MiB and filled the card (80,244 MiB in
+use); ten ran out of memory. A whole 1M-step run's reservation is not measured.
 
-`runs_per_gpu` fits as many such runs as the card's memory less a reserve holds, at least
-one. GPU-hours of a plan divide its env steps by a per-GPU throughput: `--gpu-sps` where
-given, else `MEASURED_GPU_SPS` at the plan's runs per GPU, else `ASSUMED_GPU_SPS`; the
-plan labels each figure measured or assumed.
+`runs_per_gpu` fits as many runs as the card's memory less a reserve holds, at least one.
+GPU-hours divide a plan's env steps by a per-GPU rate: `--gpu-sps` where given, else
+`MEASURED_GPU_SPS` at the plan's runs per GPU, else `ASSUMED_GPU_SPS`, each labelled
+measured or assumed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 
 import numpy as np
 
@@ -238,38 +236,35 @@ def cohort_rate(
     A pipelined cohort (`groups` > 1) takes only a pipelined measurement of its groups,
     a captured or compiled one (`kernels`) only a measurement of its own mode."""
     precision = "bf16" if bf16 else "float32"
-    if kernels != "eager":
-        table_k = MEASURED_KERNEL_COHORT_SPS
-        fitting = [w for (m, p, k, w) in table_k if (m, p, k) == (model, precision, kernels)]
-        fitting = [w for w in fitting if w <= size and groups == 1]
-        if not fitting:
-            return None
-        w = max(fitting)
-        return (
-            table_k[(model, precision, kernels, w)],
-            f"measured on {KERNEL_COHORT_MEASURED_ON}, a {precision} {kernels} cohort of {w}",
-        )
-    if groups > 1:
-        table = MEASURED_PIPELINED_COHORT_SPS
-        fitting = [w for (m, p, w, g) in table if (m, p, g) == (model, precision, groups)]
-        fitting = [w for w in fitting if w <= size]
-        if not fitting:
-            return None
-        w = max(fitting)
-        return (
-            table[(model, precision, w, groups)],
-            f"measured on {PIPELINED_COHORT_MEASURED_ON}, a {precision} cohort of {w} "
-            f"in {groups} groups",
-        )
-    sizes = [w for (m, p, w) in MEASURED_COHORT_SPS if m == model and p == precision]
-    fitting = [w for w in sizes if w <= size]
-    if not fitting:
+    rates = {
+        k[4]: v for k, v in _cohort_rates().items() if k[:4] == (model, precision, kernels, groups)
+    }
+    w = max((w for w in rates if w <= size), default=None)
+    if w is None:
         return None
-    w = max(fitting)
-    return (
-        MEASURED_COHORT_SPS[(model, precision, w)],
-        f"measured on {COHORT_MEASURED_ON}, a {precision} cohort of {w}",
-    )
+    mode = "" if kernels == "eager" else f"{kernels} "
+    split = f" in {groups} groups" if groups > 1 else ""
+    return rates[w][0], f"measured on {rates[w][1]}, a {precision} {mode}cohort of {w}{split}"
+
+
+def _cohort_rates() -> dict[tuple[str, str, str, int, int], tuple[float, str]]:
+    """Every measured cohort rate as {(network, precision, kernels, groups, W): (env
+    steps/s, where measured)}."""
+    rates = {
+        (m, p, "eager", 1, w): (v, COHORT_MEASURED_ON)
+        for (m, p, w), v in MEASURED_COHORT_SPS.items()
+    }
+    for (m, p, w, g), v in MEASURED_PIPELINED_COHORT_SPS.items():
+        rates[(m, p, "eager", g, w)] = (v, PIPELINED_COHORT_MEASURED_ON)
+    for (m, p, k, w), v in MEASURED_KERNEL_COHORT_SPS.items():
+        rates[(m, p, k, 1, w)] = (v, KERNEL_COHORT_MEASURED_ON)
+    return rates
+
+
+# What a cohort's measured rate depends on: `cohort_rate`'s arguments of a `RunConfig`.
+cohort_kind = operator.attrgetter(
+    "model", "bf16_autocast", "cohort", "cohort_groups", "cohort_kernels"
+)
 
 
 def gpu_hours(steps: float, ad_steps: float, rate: float) -> float:

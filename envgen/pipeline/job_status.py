@@ -17,6 +17,7 @@ from envgen.store.run_dir import RunDir
 DONE, FAILED, NOT_RECORDED = "done", "failed", "not_recorded"
 LLM_UNUSABLE = "llm_unusable"  # the recorded reply is unusable even after re-asks: a result
 CONFIG_ERROR = "config_error"  # a setting no attempt can follow (`RunSettingError`): not retried
+PROBLEMS = (FAILED, CONFIG_ERROR, NOT_RECORDED, LLM_UNUSABLE)  # the order a row names them in
 
 
 @dataclasses.dataclass(frozen=True)

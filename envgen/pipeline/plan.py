@@ -12,7 +12,7 @@ are trained once.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,13 +84,9 @@ class TablePlan:
     @property
     def jobs(self) -> list[Job | RandomJob]:
         """Every distinct job the table can run (train and random rows), in row order."""
-        seen: dict[tuple[str, int], Job | RandomJob] = {}
-        for row in self.rows:
-            if row.kind not in (TRAIN, RANDOM):
-                continue
-            for job in row.jobs:
-                seen.setdefault(job.key, job)
-        return list(seen.values())
+        return unique_jobs(
+            job for row in self.rows if row.kind in (TRAIN, RANDOM) for job in row.jobs
+        )
 
 
 def read_replication_file(path: Path | str) -> dict[str, Any]:
@@ -133,11 +129,15 @@ def plan_table(spec: Mapping[str, Any], profile: Profile) -> TablePlan:
 
 def distinct_jobs(plans: Sequence[TablePlan]) -> list[Job | RandomJob]:
     """Every job of `plans` once, in table order: a row shared by tables trains once."""
-    jobs: dict[tuple[str, int], Job | RandomJob] = {}
-    for plan in plans:
-        for job in plan.jobs:
-            jobs.setdefault(job.key, job)
-    return list(jobs.values())
+    return unique_jobs(job for plan in plans for job in plan.jobs)
+
+
+def unique_jobs(jobs: Iterable[Job | RandomJob]) -> list[Job | RandomJob]:
+    """`jobs` without repeats (by key), in the order each first appears."""
+    unique: dict[tuple[str, int], Job | RandomJob] = {}
+    for job in jobs:
+        unique.setdefault(job.key, job)
+    return list(unique.values())
 
 
 def _plan_row(table: str, row: Mapping[str, Any], profile: Profile) -> RowPlan:

@@ -2,13 +2,12 @@
 
 A profile is one entry of ``profiles:`` in params.yaml; the top-level ``profile:`` key
 picks it. Scaling is the only place the pipeline departs from the paper's numbers
-(docs/pipeline.md, "Profiles"); everything it changes is part of each run's config,
-hence of its hash, so runs of different profiles never share a directory.
-
-The profile's own step scale, seeds, initial sets, network, PPO overrides and
-evaluation size are Crafter's (Tables 1-7). Rows of another game (Heist, Table 8) take
-these from the profile's `games.<game>` section instead, since the games differ in
-rollout size, network, test protocol and number of runs.
+(docs/pipeline.md, "Profiles"); all it changes is part of each run's config, hence of its
+hash, so runs of different profiles never share a directory. The profile's own step
+scale, seeds, initial sets, network, PPO overrides and evaluation size are Crafter's
+(Tables 1-7); rows of another game (Heist, Table 8) take these from the profile's
+`games.<game>` section, since the games differ in rollout size, network, test protocol
+and number of runs.
 """
 
 from __future__ import annotations
@@ -42,38 +41,11 @@ from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.numerics import PORTABLE, check_mode
 
 # RunConfig fields counted in env steps; a profile scales each of them.
-STEP_FIELDS: tuple[str, ...] = (
-    "llm_env_steps",
-    "orig_env_steps",
-    "final_steps",
-    "original_only_steps",
-)
+STEP_FIELDS = ("llm_env_steps", "orig_env_steps", "final_steps", "original_only_steps")
 # The largest step count of any row in the paper: Table 8's 25M Heist steps.
 LARGEST_PAPER_STEPS = 25_000_000
-# Profile fields a profile may leave out (their defaults: off, 0 or 1); every other one
-# is required.
-OPTIONAL_FIELDS = frozenset(
-    {
-        "deterministic",
-        "bf16_autocast",
-        "channels_last",
-        "llm_temperature",
-        "llm_redraw_repeats",
-        "cohort",
-        "cohort_groups",
-        "cohort_kernels",
-        "cpu_numerics",
-    }
-)
 # Profile fields a `games.<game>` section sets for that game's rows (all of them).
-GAME_FIELDS: tuple[str, ...] = (
-    "step_scale",
-    "seeds",
-    "initial_sets",
-    "model",
-    "ppo",
-    "eval_episodes",
-)
+GAME_FIELDS = ("step_scale", "seeds", "initial_sets", "model", "ppo", "eval_episodes")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,18 +70,16 @@ class Profile:
     model: str
     """Network preset (`envgen.agents.config.MODEL_PRESETS`)."""
     ppo: PPOOverrides
-    """PPO overrides of the game's defaults (Crafter: Table 9); each run of the profile
-    carries this very object (`RunConfig.ppo`) to its trainer."""
+    """PPO overrides of the game's defaults (Crafter: Table 9), this very object carried
+    to each run's trainer (`RunConfig.ppo`)."""
     eval_episodes: int
-    """Evaluation episodes after each cycle (paper: 12); Heist: also the final agent's
-    test episodes (paper: 100)."""
+    """Evaluation episodes after each cycle (paper: 12); Heist: also the final test's (100)."""
     validation_steps: int
     """Env steps of each curriculum validation agent (paper: unstated)."""
     llm_history_cycles: int | str
-    """History bound of adaptation prompts (0 = whole conversation, the paper; "auto" =
-    the whole conversation while it fits the local model's context, trimmed only
-    beyond); a row's own `llm_history_cycles` wins, 0 included. Small-context local models
-    need a bound for Table 3's 40-cycle row (docs/llm.md, "Context")."""
+    """History bound of adaptation prompts (0 = the whole conversation, the paper; "auto" =
+    whole while it fits the local model's context); a row's own wins, 0 included.
+    Small-context models need a bound for Table 3's 40-cycle row (docs/llm.md, "Context")."""
     random_episodes: int
     """Episodes per seed of the Random row (a uniform random policy in stock Crafter)."""
     torch_threads: int
@@ -119,44 +89,39 @@ class Profile:
     claim_grade: bool
     """Whether runs may reproduce or contradict the paper's claims (paper budgets only)."""
     llm_model: str
-    """Model of the LLM rows that name none of their own (Table 5's rows do): the paper's
-    gpt-4-1106-preview at paper scale, the bundled local model where replies must be
-    recordable offline."""
+    """Model of the LLM rows that name none (Table 5's do): gpt-4-1106-preview at paper
+    scale, the bundled local model where replies must be recordable offline."""
     llm_world_rules: str
     """World rules of designed Crafter environments (`RunConfig.llm_world_rules`): "authors",
     the fork GPT-4's settings were generated in, or "stock"."""
     original_world: str
-    """World rules of the original Crafter game (`RunConfig.original_world`): "stock" or
-    "authors"; a row's own non-default value wins."""
+    """World rules of the original game (`RunConfig.original_world`): "stock" or "authors"."""
     games: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     """Per game other than Crafter: its `GAME_FIELDS` as sorted (name, value) pairs."""
     deterministic: bool = False
     """Deterministic GPU kernels, TF32 off (`envgen.agents.device.set_deterministic`):
-    a GPU repeats its numbers run after run; no effect on the CPU (optional key)."""
+    a GPU repeats its numbers run after run; no effect on the CPU."""
     bf16_autocast: bool = False
-    """Forward passes under bfloat16 autocast (GPU speed; other numbers, other run
-    hashes; optional key)."""
+    """Forward passes under bfloat16 autocast (GPU speed; other numbers, other hashes)."""
     channels_last: bool = False
-    """Convolutions in NHWC layout (GPU speed; other run hashes; optional key)."""
+    """Convolutions in NHWC layout (GPU speed; other run hashes)."""
     llm_temperature: float = 0.0
-    """Sampling temperature of the LLM rows that set none of their own
-    (`RunConfig.llm_temperature`; paper: 0); optional key."""
+    """Sampling temperature of LLM rows that set none (`RunConfig.llm_temperature`; paper: 0)."""
     llm_redraw_repeats: bool = False
-    """Draw an initial reply whose worlds repeat again, in the LLM rows that set none of their
-    own (`RunConfig.llm_redraw_repeats`; not in the paper); optional key."""
+    """Draw an initial reply whose worlds repeat again, in LLM rows that set none
+    (`RunConfig.llm_redraw_repeats`; not in the paper)."""
     cohort: int = 1
-    """Seeds trained together as one batched model (`RunConfig.cohort`) in the rows that
-    may (original_only PPO in Crafter); 1 = every run alone (optional key)."""
+    """Seeds trained as one batched model (`RunConfig.cohort`) in the rows that may
+    (original_only PPO in Crafter); 1 = every run alone."""
     cohort_groups: int = 1
-    """Pipelines those cohorts (`RunConfig.cohort_groups`): groups of cohort /
-    cohort_groups seeds, one collecting while another updates; 1 = not pipelined
-    (optional key)."""
+    """Groups those cohorts pipeline in, one collecting while another updates
+    (`RunConfig.cohort_groups`); 1 = not pipelined."""
     cohort_kernels: str = "eager"
     """How those cohorts run their update (`RunConfig.cohort_kernels`: eager, graph or
-    compile; other numbers, other run hashes); optional key."""
+    compile; other numbers, other hashes)."""
     cpu_numerics: str = "native"
-    """CPU numerics of the rows that set none of their own (`RunConfig.cpu_numerics`:
-    native or portable; other numbers, other run hashes); optional key."""
+    """CPU numerics of rows that set none (`RunConfig.cpu_numerics`: native or portable;
+    other numbers, other hashes)."""
     game: str = "crafter"
     """The game whose rows this profile budgets (`for_game` sets it)."""
 
@@ -169,19 +134,6 @@ class Profile:
         check_temperature(self.llm_temperature, f"{where}.llm_temperature")
         if type(self.cohort) is not int or not 1 <= self.cohort <= 64:
             raise ConfigError(f"{where}.cohort", "a whole number in 1..64 (1: runs alone)")
-        if self.cohort_groups != 1:
-            if self.cohort == 1:
-                raise ConfigError(f"{where}.cohort_groups", "pipelines cohorts: set cohort")
-            try:
-                check_groups(self.cohort, self.cohort_groups)
-            except ConfigError as exc:
-                raise ConfigError(f"{where}.cohort_groups", exc.message) from None
-        try:
-            check_kernels(self.cohort_kernels)
-        except ConfigError as exc:
-            raise ConfigError(f"{where}.cohort_kernels", exc.message) from None
-        if self.cohort_kernels != "eager" and self.cohort == 1:
-            raise ConfigError(f"{where}.cohort_kernels", "a cohort's update mode: set cohort")
         check_mode(self.cpu_numerics, f"{where}.cpu_numerics")
         if self.cpu_numerics == PORTABLE and self.device != "cpu":
             raise ConfigError(f"{where}.cpu_numerics", "portable is a CPU mode; set device: cpu")
@@ -206,7 +158,14 @@ class Profile:
         if self.device != "cpu" and not re.fullmatch(r"cuda(:\d+)?", self.device):
             raise ConfigError(f"{where}.device", f"{self.device!r}; use cpu or cuda (cuda:N)")
         model_preset(self.model)
-        try:
+        try:  # these name a field without the profile's `where`, added here
+            if self.cohort_groups != 1:
+                if self.cohort == 1:
+                    raise ConfigError("cohort_groups", "pipelines cohorts: set cohort")
+                check_groups(self.cohort, self.cohort_groups)
+            check_kernels(self.cohort_kernels)
+            if self.cohort_kernels != "eager" and self.cohort == 1:
+                raise ConfigError("cohort_kernels", "a cohort's update mode: set cohort")
             ppo = PPOOverrides(self.ppo)  # a bad key or type, named
             object.__setattr__(self, "ppo", ppo)
             game_spec(self.game).ppo_config(ppo)  # e.g. minibatches vs the rollout size
@@ -330,6 +289,12 @@ class Profile:
                 cohort_kernels=self.cohort_kernels,
             )
         return applied
+
+
+# Fields a profile may leave out: those with a default (off, 0 or 1), but `games`.
+OPTIONAL_FIELDS = frozenset(
+    f.name for f in dataclasses.fields(Profile) if f.default is not dataclasses.MISSING
+) - {"games", "game"}
 
 
 def load_profile(params: Mapping[str, Any], name: str | None = None) -> Profile:

@@ -12,15 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.loop.identity import check_identity
-from envgen.pipeline.job_status import (
-    CONFIG_ERROR,
-    DONE,
-    FAILED,
-    LLM_UNUSABLE,
-    NOT_RECORDED,
-    JobResult,
-    job_dir,
-)
+from envgen.pipeline.job_status import DONE, NOT_RECORDED, PROBLEMS, JobResult, job_dir
 from envgen.pipeline.plan import REPORTED_ONLY, Job, RandomJob, RowPlan, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.store.provenance import machine_label, read_provenance
@@ -34,9 +26,6 @@ RUN_KEYS = ("score", "reward", "llm_calls", "global_steps")
 GAME_RUN_KEYS = {
     "crafter": ("success_rates", "first_unlock_step"),
     "heist": ("keys_collected", "doors_opened"),
-}
-REASONS = {
-    REPORTED_ONLY: "reported from the paper only (data/paper); this package does not train it",
 }
 
 
@@ -76,8 +65,9 @@ def _row(
         "reported_as": dict(row.reported_as) if row.reported_as else None,
         "runs": [],
     }
-    if row.kind in REASONS:
-        return {**out, "status": row.kind, "reason": REASONS[row.kind]}
+    if row.kind == REPORTED_ONLY:
+        reason = "reported from the paper only (data/paper); this package does not train it"
+        return {**out, "status": row.kind, "reason": reason}
     outcomes = [results[job.key] for job in row.jobs]
     out["runs"] = [
         _run(job, runs_root) for job, r in zip(row.jobs, outcomes, strict=True) if r.status == DONE
@@ -85,7 +75,7 @@ def _row(
     replay = row_replay(out["runs"])
     if replay is not None:
         out["llm_replay"] = replay
-    for status in (FAILED, CONFIG_ERROR, NOT_RECORDED, LLM_UNUSABLE):
+    for status in PROBLEMS:
         problems = [r for r in outcomes if r.status == status]
         if problems:
             reason = f"{len(problems)} of {len(outcomes)} run(s) {status}: {problems[0].reason}"
