@@ -5,13 +5,12 @@ short A/B shows that it learns like float32 (docs/agent.md, "On a GPU"). Each mo
 trains the same seeds (same initial weights, env seeds and generators) as one cohort of
 W = len(--seeds) for --steps env steps per seed; the logs go to --out/MODE/seed-K.
 
-The test, stated before any A/B ran (issue 39, item 5): per seed, the mean episode
-return over the episodes that finish in the last quarter of the steps; the modes
-*agree* when a two-sided Welch test of the per-seed means gives p >= 0.05 and the
-difference of the arm means is at most the larger arm's between-seed standard
-deviation (seed noise). With 4 seeds a side this rules out only large differences:
-the JSON line gives the 95% interval of the difference, which is what the data rule
-out. `--analyse DIR` repeats the test on logs written earlier.
+The test, stated before any A/B ran: per seed, the mean return of the episodes that
+finish in the last quarter of the steps; the modes *agree* when a two-sided Welch test
+of the per-seed means gives p >= 0.05 and the difference of the arm means is at most the
+larger arm's between-seed standard deviation (seed noise). With 4 seeds a side this rules
+out only large differences: the JSON line gives the 95% interval of the difference.
+`--analyse` repeats the test on the logs already in --out.
 """
 
 from __future__ import annotations
@@ -120,13 +119,11 @@ def analyse(out: Path, modes: tuple[str, ...], seeds: tuple[int, ...], steps: in
         other = arms[mode]
         diff = float(other.mean() - base.mean())
         welch = stats.ttest_ind(other, base, equal_var=False)
-        se = float(np.sqrt(other.var(ddof=1) / len(other) + base.var(ddof=1) / len(base)))
-        dof = float(welch.df) if hasattr(welch, "df") else len(seeds) - 1
-        half = float(stats.t.ppf(0.975, dof)) * se
+        ci = welch.confidence_interval(0.95)  # of the difference, Welch's degrees of freedom
         noise = float(max(other.std(ddof=1), base.std(ddof=1)))
         result[f"{mode}_vs_{modes[0]}"] = {
             "difference": round(diff, 3),
-            "ci95": [round(diff - half, 3), round(diff + half, 3)],
+            "ci95": [round(float(ci.low), 3), round(float(ci.high), 3)],
             "welch_p": round(float(welch.pvalue), 4),
             "seed_noise": round(noise, 3),
             "agree": bool(welch.pvalue >= 0.05 and abs(diff) <= noise),

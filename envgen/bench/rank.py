@@ -142,16 +142,9 @@ def report(
         "scores": {str(s): rows for s, rows in scores.items()},
         "pool": [c.to_dict() for c in pool],
         "settings": {
-            "budgets": args.budgets,
-            "model": args.model,
-            "pool_designer": args.pool_designer,
-            "pool_seed": args.pool_seed,
+            **{k: getattr(args, k) for k in ("budgets", "model", "pool_designer", "pool_seed")},
             "seeds": args.seeds,
-            "ppo": {
-                "num_envs": args.num_envs,
-                "num_steps": args.num_steps,
-                "minibatches": args.minibatches,
-            },
+            "ppo": {k: getattr(args, k) for k in ("num_envs", "num_steps", "minibatches")},
             "torch_threads": args.torch_threads,
             "world_rules": "authors",
         },

@@ -238,9 +238,8 @@ CARD_KEYS = ("reserved_mib", "card_used_mib")
 
 
 def _card_mib(device: str) -> dict[str, float]:
-    """What the scheduler must plan with, beyond the tensors' peak: the caching
-    allocator's peak reservation, and the card's memory in use at the end of the run
-    (every process on it: CUDA context, cuDNN/cuBLAS workspaces and reservations)."""
+    """What the GPU plan must fit beyond the tensors' peak: the caching allocator's peak
+    reservation, and the card's memory in use at the end (every process's)."""
     if not device.startswith("cuda"):
         return {}
     free, total = torch.cuda.mem_get_info(device)
@@ -420,19 +419,13 @@ def _cohort_setups(args: argparse.Namespace) -> list[tuple[int, str]]:
 
 
 def cohort_run(
-    args: argparse.Namespace,
-    ppo_cfg: PPOConfig,
-    size: int,
-    groups: int = 1,
-    kernels: str = "eager",
+    args: argparse.Namespace, ppo_cfg: PPOConfig, size: int, groups: int, kernels: str
 ) -> dict[str, Any]:
     """A cohort of `size` seeds (in `groups` groups, pipelined when > 1) in this process:
-    a warm-up rollout, then `args.rollouts` timed ones; env steps/s of all seeds
-    together. A pipelined cohort's timed rollouts overlap as in training (group 0 collects
-    the next rollout during the last group's update) except that the first starts with
-    group 0's collection alone and the last ends with the last group's update alone (as
-    after every checkpoint in training): time 3 or more rollouts; "rollout_s" gives each
-    timed rollout's seconds (the middle ones are the steady state)."""
+    a warm-up rollout, then `args.rollouts` timed ones; env steps/s of all seeds together.
+    A pipelined cohort's first timed rollout starts with group 0's collection alone and
+    its last ends with the last group's update alone (as after every checkpoint in
+    training): "rollout_s" gives each one's seconds, the middle ones the steady state."""
     set_deterministic(args.deterministic)
     model = dataclasses.replace(model_preset(args.model), bf16_autocast=args.bf16)
     seeds = [args.seed + k for k in range(size)]

@@ -60,11 +60,7 @@ def _train(
         agent = CohortPPO(model, ppo, seeds, device, kernels=kernels)
         if not capture:
             agent._update_graph = False  # the same minibatch, op by op
-        gens = []
-        for seed in seeds:
-            g = torch.Generator(device=device)
-            g.manual_seed(seed)
-            gens.append(g)
+        gens = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
         rngs = [np.random.default_rng(s) for s in seeds]
         losses = []
         for _ in range(ROLLOUTS):

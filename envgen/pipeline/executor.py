@@ -1,16 +1,13 @@
 """Run many jobs in parallel: local worker processes, or Ray tasks on a cluster.
 
-Both executors take the same jobs and `Settings` and call `run_job` once per attempt.
-A job whose attempt failed is retried up to `ExecutorConfig.retries` more times;
-not-recorded jobs are not retried (only recording the reply fixes them), nor are
-config_error ones (only another setting fixes them). Finished
-runs are skipped inside `run_job`, so a killed executor run, started again, only
-does the jobs that had not finished.
-
-On a GPU, runs share a card by memory (`envgen.pipeline.gpu_plan`): the local executor
-starts no more runs than the card's memory holds (every run trains on the profile's one
-device); Ray tasks declare the share of a GPU their memory takes, so Ray never packs more
-onto a card. `gpus_per_run` > 0 can only lower the number of runs per GPU.
+Both call `run_job` once per attempt of each job. A failed job is retried up to
+`ExecutorConfig.retries` more times; not_recorded and config_error jobs are not (only
+recording the reply, or another setting, fixes them). `run_job` skips finished runs, so
+a killed executor, started again, does only the jobs that had not finished. On a GPU,
+runs share a card by memory (`envgen.pipeline.gpu_plan`): the local executor starts no
+more runs than the card holds (every run trains on the profile's one device); Ray tasks
+declare the share of a GPU their memory takes. `gpus_per_run` > 0 only lowers the
+number of runs per GPU.
 """
 
 from __future__ import annotations

@@ -59,10 +59,8 @@ MEASURED_GPU_SPS = {"paper": {1: 942.0, 4: 1_216.0, 8: 1_289.0}}
 MEASURED_ON = "one H100, PPO, deterministic float32"
 ASSUMED_GPU_SPS = {"impala-small": 10_000.0, "nature": 20_000.0}
 # Env steps/s of one cohort (`envgen.agents.cohort`) of W PPO seeds on one GPU, by
-# (network, precision, W): `envgen bench train --device cuda --model paper --cohort W`,
-# float32 with --deterministic. W = 8: results/gpu/2026-11-26-h200/bench_*_graphed.log
-# (3 timed rollouts); bf16 W = 4: results/gpu/2026-11-27-h200-steady (8 timed rollouts;
-# the same command's bf16 cohort of 8 ran at 4,397.9).
+# (network, precision, W): `envgen bench train --device cuda --model paper --cohort W`
+# (float32 with --deterministic), 3 or 8 timed rollouts (sources: `MEASURED_SOURCES`).
 MEASURED_COHORT_SPS = {
     ("paper", "float32", 8): 1_702.6,
     ("paper", "bf16", 4): 3_878.6,
@@ -70,11 +68,9 @@ MEASURED_COHORT_SPS = {
 }
 COHORT_MEASURED_ON = "one H200"
 # The same for pipelined cohorts (`RunConfig.cohort_groups`: one group collects while
-# another updates), by (network, precision, W, groups): `envgen bench train --device cuda
-# --model paper --cohort W --cohort-groups 2`, first and last rollout (fill and drain)
-# included. bf16: results/gpu/2026-11-27-h200-steady, 8 timed rollouts for W = 4 and 8,
-# 6 for W = 16; pipelining was 0.85x (W = 4) and 0.89x (W = 8) the unpipelined cohort on
-# the same warm machine. float32 (--deterministic): results/gpu/2026-11-27-h200, 2 rollouts.
+# another updates), by (network, precision, W, groups): `... --cohort W --cohort-groups 2`,
+# fill and drain included; bf16 pipelined ran at 0.85x (W = 4) and 0.89x (W = 8) the
+# unpipelined cohort on the same warm machine.
 MEASURED_PIPELINED_COHORT_SPS: dict[tuple[str, str, int, int], float] = {
     ("paper", "bf16", 4, 2): 3_278.8,
     ("paper", "bf16", 8, 2): 3_929.0,
@@ -82,10 +78,9 @@ MEASURED_PIPELINED_COHORT_SPS: dict[tuple[str, str, int, int], float] = {
     ("paper", "float32", 8, 2): 1_565.7,
 }
 PIPELINED_COHORT_MEASURED_ON = "one H200"
-# The same for unpipelined cohorts whose update is captured ("graph") or compiled too
-# ("compile", `RunConfig.cohort_kernels`), by (network, precision, kernels, W):
-# `envgen bench train --device cuda --model paper --cohort W --kernels K`. None measured
-# yet (results/gpu/next/ prepares the session that measures them).
+# The same for unpipelined cohorts whose update is captured or compiled
+# (`RunConfig.cohort_kernels`), by (network, precision, kernels, W): `... --kernels K`.
+# None measured yet (results/gpu/next/ prepares the session that measures them).
 MEASURED_KERNEL_COHORT_SPS: dict[tuple[str, str, str, int], float] = {}
 KERNEL_COHORT_MEASURED_ON = ""
 AD_COST = 3.0  # AD's env step costs this many PPO steps of GPU time (ASSUMED, not measured)
@@ -175,9 +170,7 @@ def activation_bytes_per_row(model_cfg: ModelConfig, agent: str) -> tuple[int, i
     return (saved(4) - saved(2)) // 2, sum(p.numel() for p in model.parameters())
 
 
-def run_memory(
-    model_cfg: ModelConfig, ppo: PPOConfig, agent: str = "ppo", ad: ADConfig | None = None
-) -> RunMemory:
+def run_memory(model_cfg: ModelConfig, ppo: PPOConfig, agent: str = "ppo") -> RunMemory:
     """The estimate of the module docstring for one run."""
     from envgen.agents.networks import OBS_SHAPE  # lazy: torch, as in activation_bytes_per_row
 
@@ -187,7 +180,7 @@ def run_memory(
     rows = ppo.rollout_size // ppo.minibatches
     static = 16 * parameters
     if agent == "ad":
-        ad = ad or ADConfig()
+        ad = ADConfig()
         hidden = model_cfg.hidden_size * 4
         rollout += (ppo.rollout_size + ppo.num_envs) * hidden
         rollout += ad.aux_every * ppo.rollout_size * (obs_bytes + hidden + 5 * 4)

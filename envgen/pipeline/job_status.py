@@ -1,8 +1,6 @@
-"""What became of a job, and where its run lives.
-
-Kept apart from `envgen.pipeline.jobs`, which runs a job (torch and the training loop,
-imported inside `run_job`) and builds its LLM client: the results tables and `envgen
-campaign status` read finished runs through these names alone.
+"""What became of a job, and where its run lives: all the results tables and `envgen
+campaign status` read of finished runs, apart from `envgen.pipeline.jobs`, which runs a
+job (torch and the training loop) and builds its LLM client.
 """
 
 from __future__ import annotations

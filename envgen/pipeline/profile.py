@@ -17,13 +17,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from envgen.agents.config import (
-    PPOConfig,
-    PPOOverrides,
-    check_groups,
-    check_kernels,
-    model_preset,
-)
+from envgen.agents.config import PPOConfig, PPOOverrides, check_groups, check_kernels, model_preset
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.games import GAMES, game_spec

@@ -24,18 +24,13 @@ from envgen.files import write_json_atomic
 from envgen.input_checks import OneLineParser
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES
 from envgen.llm.client import DEFAULT_BACKEND, KEYS_HELP, LOCAL_MODEL, LOCAL_MODELS
+from envgen.pipeline import recording
 from envgen.pipeline.cost import plan_summary
 from envgen.pipeline.executor import execute
 from envgen.pipeline.job_status import CONFIG_ERROR, FAILED, results_versions
 from envgen.pipeline.jobs import Settings
 from envgen.pipeline.params_stage import check_device, load_settings
 from envgen.pipeline.plan import distinct_jobs, plan_file
-from envgen.pipeline.recording import (
-    llm_spec,
-    local_model_to_serve,
-    recording_estimate,
-    recording_spec,
-)
 from envgen.pipeline.results import table_metrics, table_results, table_scores
 
 
@@ -115,13 +110,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.plan:
             print(plan_summary(plans, profile, executor, args.gpu_sps))
             return 0
-        record = recording_spec(args)
+        record = recording.recording_spec(args)
         if record is not None:
             assert record.record_model is not None
-            print(recording_estimate(plans, record.record_model), flush=True)
+            print(recording.recording_estimate(plans, record.record_model), flush=True)
         check_device(profile, executor)
-        local = local_model_to_serve(plans, args.model if args.backend == "local" else None)
-        with llm_spec(args.llm_mode, args.cache_dir, args.replay, record, local) as llm:
+        local = recording.local_model_to_serve(
+            plans, args.model if args.backend == "local" else None
+        )
+        with recording.llm_spec(args.llm_mode, args.cache_dir, args.replay, record, local) as llm:
             settings = Settings.for_profile(profile, args.runs_root, llm, executor.env_workers)
             results = execute(distinct_jobs(plans), settings, executor)
     except EnvGenError as exc:
