@@ -228,22 +228,18 @@ def _timed(trainer: Trainer, device: str) -> dict[str, float]:
     return seconds
 
 
-def _peak_mib(device: str) -> float:
-    if device.startswith("cuda"):
-        return torch.cuda.max_memory_allocated(device) / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+MEMORY_KEYS = ("peak_mib", "reserved_mib", "card_used_mib")
 
 
-CARD_KEYS = ("reserved_mib", "card_used_mib")
-
-
-def _card_mib(device: str) -> dict[str, float]:
-    """What the GPU plan must fit beyond the tensors' peak: the caching allocator's peak
-    reservation, and the card's memory in use at the end (every process's)."""
+def _memory_mib(device: str) -> dict[str, float]:
+    """Peak memory of the tensors (GPU: `max_memory_allocated`; CPU: the process's peak
+    resident size, `ru_maxrss` in KiB on Linux) and, on a GPU, what the plan must fit
+    beyond it: the allocator's peak reservation and the card's memory in use now."""
     if not device.startswith("cuda"):
-        return {}
+        return {"peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     free, total = torch.cuda.mem_get_info(device)
     return {
+        "peak_mib": torch.cuda.max_memory_allocated(device) / 2**20,
         "reserved_mib": torch.cuda.max_memory_reserved(device) / 2**20,
         "card_used_mib": (total - free) / 2**20,
     }
@@ -277,7 +273,7 @@ def _one_run(
             begin = time.perf_counter()
             trainer.train(args.rollouts * ppo_cfg.rollout_size, [CrafterConfig()])
             wall = time.perf_counter() - begin
-            card = _card_mib(args.device)
+            memory = _memory_mib(args.device)
         finally:
             trainer.close()
     steps = args.rollouts * ppo_cfg.rollout_size
@@ -287,8 +283,7 @@ def _one_run(
         "steps": steps,
         "collect_sps": steps / seconds["collect"],
         "update_sps": steps / seconds["update"],
-        "peak_mib": _peak_mib(args.device),
-        **card,
+        **memory,
     }
 
 
@@ -324,8 +319,7 @@ def _summary(results: list[dict[str, float]]) -> dict[str, Any]:
         "total_sps": round(sum(r["steps"] for r in results) / max(r["wall_s"] for r in results), 1),
         "collect_sps": round(mean["collect_sps"], 1),
         "update_sps": round(mean["update_sps"], 1),
-        "peak_mib": round(max(r["peak_mib"] for r in results), 1),
-        **{k: round(max(r[k] for r in results), 1) for k in CARD_KEYS if k in results[0]},
+        **{k: round(max(r[k] for r in results), 1) for k in MEMORY_KEYS if k in results[0]},
     }
 
 
@@ -452,7 +446,7 @@ def cohort_run(
             begin = time.perf_counter()
             trainer.train_until((1 + args.rollouts) * ppo_cfg.rollout_size, [CrafterConfig()])
             wall = time.perf_counter() - begin
-            card = _card_mib(args.device)
+            memory = _memory_mib(args.device)
         finally:
             trainer.close()
         lines = RunDir(Path(dirs[0])).metrics.read_text().splitlines()[1:]
@@ -468,6 +462,5 @@ def cohort_run(
         "collect_sps": round(steps / seconds["collect"], 1) if groups == 1 else None,
         "update_sps": round(steps / seconds["update"], 1) if groups == 1 else None,
         "rollout_s": [round(t, 3) for t in rollout_s],
-        "peak_mib": round(_peak_mib(args.device), 1),
-        **{k: round(v, 1) for k, v in card.items()},
+        **{k: round(v, 1) for k, v in memory.items()},
     }

@@ -274,10 +274,8 @@ def _scrubbed(reason: str) -> str:
 
 
 def transport_failure(exc: Exception) -> bool:
-    """Whether `exc` says no reply came (`LLMTransportError`: unreachable, an HTTP error
-    such as 401/403/429/5xx, malformed 200 replies; or an older client's connection or
-    5xx error as `__context__`): the server, not an unusable reply, so the job fails and
-    is retried instead of becoming the row's result."""
+    """Whether `exc` says no reply came (`LLMTransportError`, or a client's connection or
+    5xx error as `__context__`): the server's fault, retried, not the row's result."""
     import openai  # lazy: optional dependency (openai; tests/test_lazy_imports.py)
 
     if isinstance(exc, LLMTransportError):  # no reply at all (envgen.llm.client)
@@ -289,17 +287,12 @@ def transport_failure(exc: Exception) -> bool:
 
 
 def _drop_if_stale(run_dir: Path, version: int) -> None:
-    """Remove a run directory that cannot be reused or resumed as it is.
-
-    That is one produced under another results version (or by hand, or before versions
-    existed: no provenance), and an unfinished one without a checkpoint (nothing to
-    resume from; its logs would be appended to twice). A run that finished training but
-    was killed before it was sealed is sealed here. A run whose provenance or manifest
-    is damaged (a sealed run without provenance, a version that is not a
-    whole number) is kept and the job fails with one line saying so: the damage, not a
-    version, is what the user has to see (a committed run restores from git). Only a
-    whole-number version other than the code's makes a sealed run stale.
-    """
+    """Remove a run directory that cannot be reused or resumed as it is: one of another
+    results version (or without provenance), or unfinished without a checkpoint (its logs
+    would be appended to twice). A run killed after training but before its seal is
+    sealed here. A damaged provenance or manifest (a sealed run without provenance, a
+    version that is not a whole number) is kept and fails the job in one line: the
+    damage is what the user has to see (a committed run restores from git)."""
     if not run_dir.exists():
         return
     final = RunDir(run_dir).final_metrics

@@ -261,20 +261,12 @@ class Profile:
             eval_episodes=budget.eval_episodes,
             validation_steps=self.validation_steps,
         )
-        # A row's own bound wins, 0 (the whole history) included; `or` would give a row's
-        # explicit 0 the profile's bound (issue 66).
-        if "llm_history_cycles" not in own:
-            changes["llm_history_cycles"] = self.llm_history_cycles
+        from_profile = ["llm_history_cycles", "cpu_numerics"]  # unless the row sets its own
         if config.uses_llm:
-            for name in ("llm_model", "llm_temperature", "llm_redraw_repeats"):
-                if name not in own:
-                    changes[name] = getattr(self, name)
+            from_profile += ["llm_model", "llm_temperature", "llm_redraw_repeats"]
         if game_spec(config.game).rules.world_rules:
-            for name in ("llm_world_rules", "original_world"):
-                if name not in own:
-                    changes[name] = getattr(self, name)
-        if "cpu_numerics" not in own:
-            changes["cpu_numerics"] = self.cpu_numerics
+            from_profile += ["llm_world_rules", "original_world"]
+        changes.update({name: getattr(self, name) for name in from_profile if name not in own})
         applied = config.replace(**changes)
         if self.cohort > 1 and applied.cohort_eligible and "cohort" not in own:
             applied = applied.replace(
