@@ -1,14 +1,13 @@
 """Heist-EnvGen env steps/s against plain procgen Heist, same run, same random actions.
 
-Plain Heist is `procgen.ProcgenGym3Env(env_name="heist")` stepped with act/observe.
-Heist-EnvGen is `HeistVecEnv` on a mixture of four LLM-style easy-mode configs (sizes,
-colours, keys held), so every episode start pays for the level choice and edits; easy
-mode on both sides, since a hard-mode world (13x13) costs more to render by itself.
-Both take the same pre-drawn uniform random actions and are timed in alternating chunks
-of `--chunk` batched steps (which goes first alternates too). Steps/s are medians over
-chunks and `ratio` is the median of the paired per-chunk ratios, so that bursts of load
-from other processes do not decide the result; `cpu_ratio` compares the process CPU
-time (all engine threads) spent on each, which load from others does not inflate.
+Plain Heist is `procgen.ProcgenGym3Env(env_name="heist")` stepped with act/observe;
+Heist-EnvGen is `HeistVecEnv` on four LLM-style configs (sizes, colours, keys held), so
+every episode start pays for the level choice and edits. Easy mode on both sides (a
+13x13 hard-mode world costs more to render by itself). Both take the same pre-drawn
+random actions, timed in alternating chunks of `--chunk` batched steps (which goes first
+alternates too). Steps/s are medians over chunks and `ratio` the median of the paired
+per-chunk ratios, so that bursts of others' load do not decide it; `cpu_ratio` compares
+the process CPU time (all engine threads) spent on each, which others' load does not inflate.
 """
 
 from __future__ import annotations

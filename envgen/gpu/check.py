@@ -124,13 +124,8 @@ def tiny_runs(work: Path, args: Any) -> dict[str, str]:
 def load_on_cpu(run: Path) -> str:
     state = _weights(run)
     fields = {f.name for f in dataclasses.fields(ModelConfig)}
-    cfg = ModelConfig(
-        **{
-            k: tuple(v) if isinstance(v, list) else v
-            for k, v in state["model_cfg"].items()
-            if k in fields
-        }
-    )
+    saved = {k: tuple(v) if isinstance(v, list) else v for k, v in state["model_cfg"].items()}
+    cfg = ModelConfig(**{k: v for k, v in saved.items() if k in fields})
     model = (ADActorCritic if state.get("agent") == "ad" else ActorCritic)(cfg)
     model.load_state_dict(state["model"])
     logprobs, value = model(torch.zeros((2, *OBS_SHAPE), dtype=torch.uint8))

@@ -1,17 +1,16 @@
 """`envgen gpu probe kernels`: the cohort's kernel modes checked on the device.
 
-`envgen gpu probe kernels --out OUT` trains tiny rollouts of the paper network (or
-`--model`) as cohorts of each `--sizes` W in each precision and writes OUT/kernel_checks.json;
-for every (W, precision, mode other than eager) it checks (docs/agent.md, "Kernels"):
+It trains tiny rollouts of the paper network (or `--model`) as cohorts of each `--sizes`
+W in each precision and writes OUT/kernel_checks.json; for every (W, precision, mode
+other than eager) it checks (docs/agent.md, "Kernels"):
 - captured: on CUDA the update became one CUDA graph (`CohortPPO.update_captured`);
-- replay_equals_uncaptured: the captured update's losses and parameters equal the same
-  mode's run op by op (`_update_graph = False` before the first update), bit for bit;
+- replay_equals_uncaptured: the captured update's losses and parameters equal, bit for
+  bit, the same mode's run op by op (`_update_graph = False` before the first update);
 - repeat_equal: a second captured run equals the first, bit for bit;
 - pipelined_equals_groups: a cohort in 2 groups (`CohortTrainer(groups=2)`) equals its
   groups trained one after the other.
-Exit 1 if a check fails. Off CUDA nothing is captured ("captured" false is expected there)
-and the other checks still run: `make test` runs this tiny on the CPU.
-The rate a training call is sized from is `envgen.gpu.rate`'s (no torch).
+Exit 1 if a check fails. Off CUDA nothing is captured and the other checks still run:
+`make test` runs this tiny on the CPU. (The rate a call is sized from: `envgen.gpu.rate`.)
 """
 
 from __future__ import annotations

@@ -58,12 +58,10 @@ def pick_rate(bench: dict[str, Any]) -> dict[str, Any]:
     """The fastest unpipelined cohort of `envgen bench train`'s JSON line, with the same
     call's baseline (what `gpu run --sps` takes); a field missing or mistyped is a
     `ConfigError`."""
-    try:
-        cohorts = [c for c in bench.get("cohorts") or [] if c.get("groups") == 1]
-    except (AttributeError, TypeError):
-        cohorts = None
-    if cohorts is None:
+    cohorts = bench.get("cohorts") or []
+    if not isinstance(cohorts, list) or not all(isinstance(c, dict) for c in cohorts):
         raise ConfigError("bench", "its `cohorts` is not a list of bench train's cohorts")
+    cohorts = [c for c in cohorts if c.get("groups") == 1]
     if not cohorts:
         raise ConfigError("bench", "no unpipelined cohort in this bench JSON; time --cohort W")
     try:

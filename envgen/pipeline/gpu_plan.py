@@ -60,7 +60,8 @@ MEASURED_ON = "one H100, PPO, deterministic float32"
 ASSUMED_GPU_SPS = {"impala-small": 10_000.0, "nature": 20_000.0}
 # Env steps/s of one cohort (`envgen.agents.cohort`) of W PPO seeds on one GPU, by
 # (network, precision, W): `envgen bench train --device cuda --model paper --cohort W`
-# (float32 with --deterministic), 3 or 8 timed rollouts (sources: `MEASURED_SOURCES`).
+# (float32 with --deterministic), 3 or 8 timed rollouts. Each measured rate's source file
+# is named in tests/test_pipeline_gpu_plan.py (`MEASURED_SOURCES`), which checks it.
 MEASURED_COHORT_SPS = {
     ("paper", "float32", 8): 1_702.6,
     ("paper", "bf16", 4): 3_878.6,
@@ -84,26 +85,6 @@ PIPELINED_COHORT_MEASURED_ON = "one H200"
 MEASURED_KERNEL_COHORT_SPS: dict[tuple[str, str, str, int], float] = {}
 KERNEL_COHORT_MEASURED_ON = ""
 AD_COST = 3.0  # AD's env step costs this many PPO steps of GPU time (ASSUMED, not measured)
-
-# Where each measured rate above was copied from (repository paths): a test
-# (tests/test_pipeline_gpu_plan.py) checks that the file prints it. The H100 levels
-# survive only in that call's README (its bench log kept the warnings, not the lines).
-H100 = "results/gpu/2026-11-26-h100/README.md"
-H200_26 = "results/gpu/2026-11-26-h200/"
-H200_27 = "results/gpu/2026-11-27-h200/"
-STEADY = "results/gpu/2026-11-27-h200-steady/"
-MEASURED_SOURCES: dict[tuple, str] = {
-    ("gpu", "paper", 1): H100,
-    ("gpu", "paper", 4): H100,
-    ("gpu", "paper", 8): H100,
-    ("cohort", "paper", "float32", 8): H200_26 + "bench_float32_graphed.log",
-    ("cohort", "paper", "bf16", 4): STEADY + "bench_bf16_unpipelined_steady.log",
-    ("cohort", "paper", "bf16", 8): H200_26 + "bench_bf16_graphed.log",
-    ("pipelined", "paper", "bf16", 4, 2): STEADY + "bench_bf16_pipelined_steady.log",
-    ("pipelined", "paper", "bf16", 8, 2): STEADY + "bench_bf16_pipelined_steady.log",
-    ("pipelined", "paper", "bf16", 16, 2): STEADY + "bench_bf16_pipelined_16.log",
-    ("pipelined", "paper", "float32", 8, 2): H200_27 + "bench_float32_pipelined.log",
-}
 
 
 @dataclasses.dataclass(frozen=True)
