@@ -65,16 +65,6 @@ def _rate(
     return steps / (time.perf_counter() - start), steps / (time.process_time() - cpu_start)
 
 
-def stock_sps(seconds: float, seed: int) -> tuple[float, float]:
-    env = crafter.Env(seed=seed)
-    return _rate(lambda a: env.step(a)[2], env.reset, seconds, seed)
-
-
-def ours_sps(seconds: float, seed: int) -> tuple[float, float]:
-    env = CrafterEnv(seed=seed)
-    return _rate(lambda a: any(env.step(a)[2:4]), env.reset, seconds, seed)  # ended or cut
-
-
 def vec_sps(seconds: float, seed: int, workers: int) -> tuple[float, float]:
     """`CrafterVecEnv` (8 envs, stock config) with `workers` processes: aggregate steps/s
     by the wall clock, and by CPU time (steps / the busiest process's CPU seconds, the
@@ -144,8 +134,11 @@ def run(args: argparse.Namespace) -> int:
     result: dict[str, float] = {}
     load = os.getloadavg()[0]
     print(f"load average (1 min) at start: {load:.2f} on {os.cpu_count()} cores")
-    result["stock_sps"], result["stock_cpu_sps"] = stock_sps(args.seconds, args.seed)
-    result["ours_sps"], result["ours_cpu_sps"] = ours_sps(args.seconds, args.seed)
+    stock, ours = crafter.Env(seed=args.seed), CrafterEnv(seed=args.seed)
+    stock_rate = _rate(lambda a: stock.step(a)[2], stock.reset, args.seconds, args.seed)
+    result["stock_sps"], result["stock_cpu_sps"] = stock_rate
+    ours_rate = _rate(lambda a: any(ours.step(a)[2:4]), ours.reset, args.seconds, args.seed)
+    result["ours_sps"], result["ours_cpu_sps"] = ours_rate  # [2:4]: ended or cut
     result["ratio"] = result["ours_sps"] / result["stock_sps"]
     result["cpu_ratio"] = result["ours_cpu_sps"] / result["stock_cpu_sps"]
     for name, key in (("stock crafter.Env", "stock"), ("envgen CrafterEnv", "ours")):

@@ -90,12 +90,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_threads_argument(parser)
 
 
-def build_pool(designer: str, size: int, seed: int) -> list[CrafterConfig]:
-    """`size` designed Crafter worlds as the curricula play them (world rules "authors")."""
-    parsed = make_designer(designer, PromptOptions(), seed).generate(size)
-    return [with_world_rules(c, "authors") for c in parsed.configs]
-
-
 def train_agent(
     env: CrafterConfig, seed: int, args: argparse.Namespace, ppo_cfg: PPOConfig, run_dir: Path
 ) -> list[dict[str, Any]]:
@@ -163,7 +157,9 @@ def run(args: argparse.Namespace) -> int:
     args.budgets = sorted(set(args.budgets))
     set_torch_threads(args.torch_threads)
     ppo_cfg = rollout_config(args, checkpoint_every=10**12)
-    pool = build_pool(args.pool_designer, args.pool_size, args.pool_seed)
+    designer = make_designer(args.pool_designer, PromptOptions(), args.pool_seed)
+    # the worlds as the curricula play them (world rules "authors")
+    pool = [with_world_rules(c, "authors") for c in designer.generate(args.pool_size).configs]
     scores: dict[int, list[list[float]]] = {s: [] for s in args.seeds}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

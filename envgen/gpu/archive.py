@@ -143,8 +143,21 @@ def import_archives(archives: Sequence[Path], runs_root: Path) -> list[str]:
     `REFUSED` first on a run that was not imported and why. Every archive is checked
     before any run moves: one that `gpu run` did not write imports nothing of any."""
     for archive in archives:
-        _check_archive_path(archive)
-    _make_store(runs_root)
+        if not archive.is_file():
+            problem = "is a directory" if archive.is_dir() else "no such file"
+            raise EnvGenError(f"{archive}: {problem}; give runs-NN.tar.gz files; nothing imported")
+    if runs_root.exists() and not runs_root.is_dir():
+        raise EnvGenError(
+            f"{runs_root}: is a file; give the run store's directory with --runs-root; "
+            "nothing imported"
+        )
+    try:
+        runs_root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvGenError(
+            f"{runs_root}: cannot be the run store ({exc.strerror or exc}); give a directory "
+            "with --runs-root; nothing imported"
+        ) from None
     lines = []
     with tempfile.TemporaryDirectory(dir=runs_root, prefix=".import-") as tmp:
         staged = [_stage(archive, Path(tmp, str(i))) for i, archive in enumerate(archives)]
@@ -160,27 +173,6 @@ def printable(text: object) -> str:
     return "".join(
         ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(text)
     )
-
-
-def _check_archive_path(archive: Path) -> None:
-    if not archive.is_file():
-        problem = "is a directory" if archive.is_dir() else "no such file"
-        raise EnvGenError(f"{archive}: {problem}; give runs-NN.tar.gz files; nothing imported")
-
-
-def _make_store(runs_root: Path) -> None:
-    if runs_root.exists() and not runs_root.is_dir():
-        raise EnvGenError(
-            f"{runs_root}: is a file; give the run store's directory with --runs-root; "
-            "nothing imported"
-        )
-    try:
-        runs_root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise EnvGenError(
-            f"{runs_root}: cannot be the run store ({exc.strerror or exc}); give a directory "
-            "with --runs-root; nothing imported"
-        ) from None
 
 
 def _stage(archive: Path, dest: Path) -> list[tuple[Path, PurePosixPath]]:

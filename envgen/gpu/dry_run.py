@@ -94,22 +94,14 @@ def call_b(deadline: float, size: int, kernels: str, sps: float) -> tuple[list[S
     start = startup_seconds(kernels)
     train = start + size * RUN_STEPS / sps
     needed = size * RUN_STEPS / (budget_s - start) if budget_s > start else math.inf
+    cohort = f"gpu run: cohort of {size} ({kernels})"
     if train <= budget_s:
-        run = Step(f"gpu run: cohort of {size} ({kernels}) trains", train + PACK_S)
+        note = f"start-up {start:.0f} s, budget {budget_s:.0f} s"
+        run = Step(f"{cohort} trains", train + PACK_S, note)
     else:
-        run = Step(
-            f"gpu run: cohort of {size} ({kernels}) NOT started",
-            PACK_S,
-            f"needs {train:.0f} s of its {budget_s:.0f} s budget at {sps:,.0f} env steps/s",
-        )
-    steps = [
-        Step("install wheels", INSTALL_S),
-        Step("gpu probe params", TOOL_S),
-        dataclasses.replace(
-            run, note=run.note or f"start-up {start:.0f} s, budget {budget_s:.0f} s"
-        ),
-    ]
-    return steps, needed
+        note = f"needs {train:.0f} s of its {budget_s:.0f} s budget at {sps:,.0f} env steps/s"
+        run = Step(f"{cohort} NOT started", PACK_S, note)
+    return [Step("install wheels", INSTALL_S), Step("gpu probe params", TOOL_S), run], needed
 
 
 def session(start_s: float, sps: float | None, size: int = 4, kernels: str = "graph") -> dict:
@@ -124,7 +116,6 @@ def session(start_s: float, sps: float | None, size: int = 4, kernels: str = "gr
     own_deadline = min(CALL_B_DEADLINE_S, SESSION_DEVICE_S - start_s - 30)
     b_own, need_own = call_b(own_deadline, size, kernels, rate)
     return {
-        "start_s": start_s,
         "a": a,
         "b_warm": (warm_deadline, b_warm, need_warm),
         "b_own": (own_deadline, b_own, need_own),

@@ -149,16 +149,10 @@ def kernel_checks(
                 entries.append(entry)
                 print(json.dumps(entry), flush=True)
                 if out is not None:
-                    _write_checks(out, device, entries)
+                    failures = failed(entries, str(device).startswith("cuda"))
+                    checks = {"device": describe(device), "checks": entries, "failed": failures}
+                    write_json_atomic(out / "kernel_checks.json", checks)
     return entries
-
-
-def _write_checks(out: Path, device: str, entries: list[dict[str, Any]]) -> None:
-    on_cuda = str(device).startswith("cuda")
-    write_json_atomic(
-        out / "kernel_checks.json",
-        {"device": describe(device), "checks": entries, "failed": failed(entries, on_cuda)},
-    )
 
 
 def check_names(on_cuda: bool) -> list[str]:

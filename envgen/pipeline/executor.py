@@ -152,19 +152,14 @@ def numerics_of(job: AnyJob) -> str:
     return job.config.cpu_numerics if isinstance(job, Job) else numerics.NATIVE
 
 
-def by_numerics(jobs: Sequence[AnyJob]) -> dict[str, list[AnyJob]]:
-    """The jobs grouped by the numerics mode their worker processes start in."""
-    groups: dict[str, list[AnyJob]] = {}
-    for job in jobs:
-        groups.setdefault(numerics_of(job), []).append(job)
-    return groups
-
-
 def _local_runner(config: ExecutorConfig) -> Runner:
     def run(jobs: Sequence[AnyJob], settings: Settings, report: Report) -> list[JobResult]:
         fit = gpu_fit(jobs, settings, config)
         done: dict[tuple[str, int], JobResult] = {}
-        for mode, group in by_numerics(jobs).items():
+        by_mode: dict[str, list[AnyJob]] = {}  # workers start in their jobs' numerics mode
+        for job in jobs:
+            by_mode.setdefault(numerics_of(job), []).append(job)
+        for mode, group in by_mode.items():
             workers = min(len(group), config.local_workers(usable_cores(), _gpus(), fit))
             # workers read the mode's variables as they load numpy and torch
             with numerics.spawning(mode), worker_pool(workers) as pool:

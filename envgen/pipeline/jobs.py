@@ -172,8 +172,9 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
         llm = settings.llm.build(job.config.llm_model) if job.config.uses_llm else None
         try:
             execute_run(job.config, job.seed, settings.runs_root, llm, options)
-        except CacheMissError:
-            _drop_if_empty(run_dir)
+        except CacheMissError:  # refused at its first LLM call, the run leaves nothing
+            if run_dir.is_dir() and not any(run_dir.iterdir()):
+                shutil.rmtree(run_dir)
             raise
         return JobResult(job.key, DONE, str(run_dir))
     except CacheMissError as exc:
@@ -319,9 +320,3 @@ def _check_identity(run_dir: Path) -> None:
         raise EnvGenError(
             f"{exc} (the run is kept: restore it, or delete {run_dir} to train it again)"
         ) from None
-
-
-def _drop_if_empty(run_dir: Path) -> None:
-    """A run refused at its first LLM call leaves nothing: remove its directory."""
-    if run_dir.is_dir() and not any(run_dir.iterdir()):
-        shutil.rmtree(run_dir)

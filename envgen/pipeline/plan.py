@@ -90,24 +90,20 @@ class TablePlan:
 
 
 def read_replication_file(path: Path | str) -> dict[str, Any]:
-    """A replication file as a mapping, its keys checked."""
-    path = Path(path)
-    data = read_yaml_mapping(path, "a replication table (table:, rows:)")
+    """A replication file as a mapping, its keys checked (`plan_file` names the file)."""
+    data = read_yaml_mapping(Path(path), "a replication table (table:, rows:)")
     unknown = sorted(set(data) - set(TABLE_KEYS))
     if unknown:
-        raise ConfigError(unknown[0], f"unknown key; allowed: {', '.join(TABLE_KEYS)}", file=path)
+        raise ConfigError(unknown[0], f"unknown key; allowed: {', '.join(TABLE_KEYS)}")
     for key in ("table", "rows"):
         if key not in data:
-            raise ConfigError(key, "missing; every replication file sets it", file=path)
+            raise ConfigError(key, "missing; every replication file sets it")
     if not isinstance(data["rows"], list) or not all(isinstance(r, dict) for r in data["rows"]):
-        raise ConfigError("rows", "must be a list of `- row: NAME` mappings", file=path)
-    try:
-        safe_name(data["table"], "table")  # names the table's output files
-    except ConfigError as exc:
-        raise exc.in_file(path) from None
+        raise ConfigError("rows", "must be a list of `- row: NAME` mappings")
+    safe_name(data["table"], "table")  # names the table's output files
     for i, row in enumerate(data["rows"]):
         if not isinstance(row.get("row", ""), str):
-            raise ConfigError(f"rows[{i}].row", "must be a string", file=path)
+            raise ConfigError(f"rows[{i}].row", "must be a string")
     return data
 
 

@@ -146,6 +146,8 @@ class Profile:
                 raise ConfigError(
                     f"{where}.{name}", "give a non-empty list of distinct non-negative integers"
                 )
+            at_most(max(values), 2**31 - 1, f"{where}.{name}", "a 31-bit seed")
+            at_most(len(values), MAX_COUNT, f"{where}.{name}", "runs per row")
         for name in ("llm_world_rules", "original_world"):
             if getattr(self, name) not in WORLD_RULES:
                 raise ConfigError(f"{where}.{name}", f"allowed: {', '.join(WORLD_RULES)}")
@@ -193,9 +195,6 @@ class Profile:
             if getattr(self, name) != AUTO:
                 at_most(getattr(self, name), MAX_COUNT, f"{where}.{name}", "repetitions")
         at_most(self.torch_threads, 1024, f"{where}.torch_threads", "threads per run")
-        for name in ("seeds", "initial_sets"):
-            at_most(max(getattr(self, name)), 2**31 - 1, f"{where}.{name}", "a 31-bit seed")
-            at_most(len(getattr(self, name)), MAX_COUNT, f"{where}.{name}", "runs per row")
         if game_spec(self.game).rules.scored_in_training:
             final = self.steps(RunConfig().final_steps)
             check_scored_phase(final, self.ppo_config.num_envs, f"{where}.step_scale", "step_scale")
