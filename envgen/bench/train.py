@@ -2,31 +2,28 @@
 and on a GPU, how many runs share one card.
 
 Both sides run the same network, agent (`--agent ppo|ad`) and `Trainer`; only the vector
-env differs. Ours is `envgen.envs.vector.CrafterVecEnv`; the reference is stock
+env differs: ours is `envgen.envs.vector.CrafterVecEnv`, the reference stock
 `crafter.Env` in one subprocess per env behind pipes (the Achievement Distillation code's
-plain setup), timed on the CPU after ours (`--no-reference` skips it). AD is timed over 8
+setup), timed on the CPU after ours (`--no-reference` skips it). AD is timed over 8
 rollouts by default, so that its auxiliary phase (every 8 updates) counts once.
 
-Ours is timed at each `--concurrency` level: that many runs started together in their own
-processes on `--device` (default 1 on the CPU, 1 2 4 8 16 on a GPU). Per level: total env
-steps/s, per run the collection and the update speed (transitions of a rollout / seconds
-collecting, resp. updating on it, AD's auxiliary phase included), and peak memory (GPU:
-`max_memory_allocated`, the allocator's peak reservation and the card's memory in use at
-the end, which the GPU plan must fit; CPU: peak resident size). The last line is JSON:
-{"device", "mode", "levels": [...], "ours_sps" (1 run), "reference_sps", "ratio" (ours /
-reference), ...}.
+Ours is timed at each `--concurrency` level, that many runs at once in their own
+processes on `--device` (default 1 on the CPU, 1 2 4 8 16 on a GPU): total env steps/s,
+per run the collection and the update speed (AD's auxiliary phase in the update), and
+peak memory (GPU: allocated, the allocator's reservation and the card's use; CPU: resident
+size). The last line is JSON: {"device", "mode", "levels": [...], "ours_sps" (1 run),
+"reference_sps", "ratio" (ours / reference), ...}.
 
 `--cohort 8,16` also times cohorts (`envgen.agents.cohort`: W seeds as one batched model
-in this process); the JSON then has "cohorts" (one entry per setup, with "env_workers":
-a rate holds only with as many worker processes) and, for the fastest, "cohort",
-"cohort_sps", "baseline_sps" (the last --concurrency level) and "ratio" = cohort_sps /
-baseline_sps (the reference's moves to "reference_ratio"). The JSON so far is printed
-after each cohort, so a later failure (a compilation, the card's memory) loses no rate
-measured before it; the last JSON line is the most complete (`envgen gpu probe rate`).
-`--cohort-groups 1,2` times each size pipelined in that many groups (one collects while
-another updates; such an entry's "collect_sps" and "update_sps" are null), `--kernels
-eager,graph,compile` each unpipelined cohort in each update mode
-(`envgen.agents.config.COHORT_KERNELS`; capture and compilation in the untimed warm-up).
+in this process): "cohorts" (one entry per setup; "env_workers": a rate holds only with
+as many) and, for the fastest, "cohort", "cohort_sps", "baseline_sps" (the last
+--concurrency level) and "ratio" = cohort_sps / baseline_sps (the reference's moves to
+"reference_ratio"). The JSON so far is printed after each cohort: a later failure loses
+no rate, and the last JSON line is the most complete (`envgen gpu probe rate`).
+`--cohort-groups 1,2` times each size pipelined in that many groups (such an entry's
+"collect_sps" and "update_sps" are null), `--kernels eager,graph,compile` each
+unpipelined cohort in each update mode (`COHORT_KERNELS`; capture and compilation in the
+untimed warm-up).
 """
 
 from __future__ import annotations

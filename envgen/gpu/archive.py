@@ -1,19 +1,17 @@
 """Finished runs in and out of a machine that returns at most a few small files.
 
 `pack_runs` puts a run store's sealed runs (manifest written: finished and checked) into
-at most `max_files` `runs-NN.tar.gz` files of at most `max_bytes` per call, each run whole:
-its manifest and the files it lists, no checkpoints or temporary files. A run with final
-metrics but no manifest is unfinished business of its machine and stays there. A list in
-the store remembers what was packed, so the next call sends only runs sealed since.
+at most `max_files` `runs-NN.tar.gz` of at most `max_bytes` per call, each run whole: its
+manifest and the files it lists. A run with final metrics but no manifest is unfinished
+business of its machine and stays there. A list in the store remembers what was packed.
 
 `import_archives` unpacks such files into a run store (results/runs). Every member must
-be a plain file or directory under `runs/<run>/seed-<K>/` (no absolute path, `..`, link
-or device), within `MAX_MEMBER_BYTES` and, all of one archive unpacked,
-`MAX_ARCHIVE_BYTES`; else the whole archive is refused, naming the member. Then each run
-must be the run its folder names (`envgen.loop.identity`) and match its manifest
-(`envgen.store.verify_run`); one that fails is refused by name, the others imported. Only
-the manifest and its files enter the store; a run already there is kept as it is.
-Printed names escape control characters (a member's name comes from someone else).
+be a plain file or directory under `runs/<run>/seed-<K>/`, within `MAX_MEMBER_BYTES` and,
+an archive unpacked, `MAX_ARCHIVE_BYTES`; else the whole archive is refused, naming the
+member. Each run must be the run its folder names (`envgen.loop.identity`) and match its
+manifest (`envgen.store.verify_run`), else it alone is refused; only the manifest and its
+files enter the store, and a run already there is kept. Printed names escape control
+characters (a member's name comes from someone else).
 """
 
 from __future__ import annotations

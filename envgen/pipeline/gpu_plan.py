@@ -1,31 +1,27 @@
 """How many runs share one GPU, and how many GPU-hours a plan takes (estimates, stated).
 
 Memory of one run on its GPU (`run_memory`), from its network, agent and batch sizes:
-
 - the CUDA context and torch's kernels of its process, `CONTEXT_GIB`;
 - static state: weights, gradients and Adam moments, 16 bytes per parameter for PPO; AD
   keeps three Adam optimisers and a frozen copy for its auxiliary phase, 36 bytes;
 - buffers: the rollout (uint8 observations and a few floats per step); AD adds its
   auxiliary buffer of `aux_every` rollouts and its memories;
 - saved activations at the largest batch one backward pass sees, times `HEADROOM` for
-  cuDNN workspaces and temporaries. The bytes saved per observation are measured on the
-  CPU with `torch.autograd.graph.saved_tensors_hooks` over a real forward and loss
-  (`activation_bytes_per_row`). PPO's batch is a minibatch (paper: 512 observations);
-  AD's auxiliary batches see 3 observations per element (the matching loss encodes the
-  anchor's before and after images and the regulariser's step, all with gradients),
-  `3 x ADConfig.batch_size` (1,536): AD needs about 3 times PPO's memory;
-- the three tensor parts together are the peak torch allocates; the card loses
-  `RESERVED_FACTOR` times that to the caching allocator's reservation.
-
-Measured on one H100 (results/gpu/2026-11-26-h100), over one or two timed rollouts: a
-paper-network PPO run's allocated peak was 5,578 MiB, 10% above the estimate (5,084 MiB);
-eight such runs at once each reserved up to 9,902 MiB and filled the card (80,244 MiB in
-use); ten ran out of memory. A whole 1M-step run's reservation is not measured.
+  cuDNN workspaces and temporaries, the bytes per observation measured on the CPU over a
+  real forward and loss (`activation_bytes_per_row`). PPO's batch is a minibatch (paper:
+  512 observations); AD's auxiliary batches see 3 per element (the matching loss encodes
+  the anchor's before and after images and the regulariser's step, all with gradients),
+  `3 x ADConfig.batch_size`: AD needs about 3 times PPO's memory;
+- the three tensor parts are the peak torch allocates; the card loses `RESERVED_FACTOR`
+  times that to the caching allocator's reservation.
+Measured on one H100 (results/gpu/2026-11-26-h100): a paper-network PPO run's allocated
+peak was 5,578 MiB, 10% above the estimate (5,084 MiB); eight at once each reserved up to
+9,902 MiB and filled the card; ten ran out of memory. A whole 1M-step run's reservation
+is not measured.
 
 `runs_per_gpu` fits as many runs as the card's memory less a reserve holds, at least one.
 GPU-hours divide a plan's env steps by a per-GPU rate: `--gpu-sps` where given, else
-`MEASURED_GPU_SPS` at the plan's runs per GPU, else `ASSUMED_GPU_SPS`, each labelled
-measured or assumed.
+`MEASURED_GPU_SPS` at the plan's runs per GPU, else `ASSUMED_GPU_SPS`, each labelled.
 """
 
 from __future__ import annotations

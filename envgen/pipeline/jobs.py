@@ -181,7 +181,7 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
         return JobResult(job.key, NOT_RECORDED, str(run_dir), _scrubbed(str(exc)))
     except (LLMResponseError, LLMTransportError) as exc:
         reason = _scrubbed(str(exc).splitlines()[0])
-        if transport_failure(exc):  # the server, not the reply: retried like any failure
+        if isinstance(exc, LLMTransportError):  # no reply came: the server's, retried
             return JobResult(job.key, FAILED, str(run_dir), reason)
         return JobResult(job.key, LLM_UNUSABLE, str(run_dir), reason)  # replays the same way
     except RunSettingError as exc:  # the same on every attempt: not retried
@@ -272,19 +272,6 @@ def _failure(exc: Exception, torch: Any) -> str:
 def _scrubbed(reason: str) -> str:
     """`reason` without any configured LLM key: it is written to runs.json."""
     return scrub(reason, configured_keys())
-
-
-def transport_failure(exc: Exception) -> bool:
-    """Whether `exc` says no reply came (`LLMTransportError`, or a client's connection or
-    5xx error as `__context__`): the server's fault, retried, not the row's result."""
-    import openai  # lazy: optional dependency (openai; tests/test_lazy_imports.py)
-
-    if isinstance(exc, LLMTransportError):  # no reply at all (envgen.llm.client)
-        return True
-    cause = exc.__context__
-    if isinstance(cause, openai.APIConnectionError):
-        return True
-    return isinstance(cause, openai.APIStatusError) and cause.status_code >= 500
 
 
 def _drop_if_stale(run_dir: Path, version: int) -> None:
