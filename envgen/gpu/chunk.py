@@ -74,16 +74,15 @@ def selected_jobs(args: argparse.Namespace) -> tuple[Any, Any, list]:
     return profile, executor, unique_jobs(jobs)  # a row shared by tables trains once
 
 
-def child_command(args: argparse.Namespace, budget_s: float | None = None) -> list[str]:
+def child_command(args: argparse.Namespace, budget_s: float) -> list[str]:
     cmd = [sys.executable, "-m", "envgen.gpu.chunk", args.profile, *map(str, args.tables)]
     cmd += ["--store", str(args.store), "--params", str(args.params)]
     for row in args.row or ():
         cmd += ["--row", row]
     if args.seeds is not None:
         cmd += ["--seeds", ",".join(map(str, sorted(args.seeds)))]
-    cmd += ["--budget-s", str(budget_s)] if budget_s is not None else []
-    cmd += ["--sps", str(args.sps)] if getattr(args, "sps", None) else []
-    return cmd + ["--checkpoint-minutes", str(args.checkpoint_minutes)]
+    cmd += ["--sps", str(args.sps)] if args.sps else []
+    return cmd + ["--budget-s", str(budget_s), "--checkpoint-minutes", str(args.checkpoint_minutes)]
 
 
 def run_chunk(args: argparse.Namespace, budget_s: float) -> str:
@@ -127,10 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sps", type=number_in(0, math.inf))
     args = parser.parse_args(argv)
     profile, executor, jobs = selected_jobs(args)
+    refused: list[str] = []
     if profile.device.startswith("cuda"):  # the rates the rule takes are a GPU's
         jobs, refused = fitting_jobs(jobs, args.budget_s, args.sps)
-    else:
-        refused = []
     for line in refused:
         print(f"[gpu run] not started: {line}", flush=True)
     llm = LLMSpec("replay", str(REPO / "data" / "llm_cache"))

@@ -95,11 +95,9 @@ def execute(
     log: Callable[[str], Any] = print,
     on_result: Callable[[JobResult], Any] | None = None,
 ) -> dict[tuple[str, int], JobResult]:
-    """Run every job (retrying failures); returns the final result per job key.
-
-    `on_result` is called in this process with each attempt's result as it arrives
-    (e.g. to commit a finished run at once rather than when every job is done).
-    """
+    """Run every job (retrying failures); returns the final result per job key. Each
+    attempt's result goes to `on_result` in this process as it arrives (a campaign
+    commits a finished run at once)."""
     run = _ray_runner(config) if config.kind == "ray" else _local_runner(config)
     results: dict[tuple[str, int], JobResult] = {}
     pending = list(jobs)
