@@ -28,6 +28,7 @@ from scipy import stats
 from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
 from envgen.agents.config import add_rollout_arguments, model_preset, rollout_config
 from envgen.agents.device import describe, set_deterministic
+from envgen.agents.runlog import read_jsonl
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.input_checks import comma_list, torch_device, whole_number
@@ -93,8 +94,7 @@ def train_mode(args: argparse.Namespace, mode: str) -> float:
 
 def window_returns(run_dir: Path, steps: int) -> float:
     """Mean return of the episodes finishing in the last quarter of `steps`."""
-    lines = RunDir(run_dir).episodes.read_text().splitlines()
-    episodes = [json.loads(line) for line in lines]
+    episodes = read_jsonl(RunDir(run_dir).episodes)
     kept = [e["reward"] for e in episodes if steps * (1 - WINDOW) < e["step"] <= steps]
     return float(np.mean(kept)) if kept else float("nan")
 

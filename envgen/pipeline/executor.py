@@ -204,7 +204,11 @@ def _ray_runner(config: ExecutorConfig) -> Runner:
         fit = gpu_fit(jobs, settings, config)
         gpus = config.gpu_share(fit) if fit is not None else config.gpus_per_run
         task = ray.remote(num_cpus=config.env_workers, num_gpus=gpus)(run_job)
-        remote_settings = _absolute(settings)
+        # paths a Ray worker resolves from any directory (the store must be shared)
+        llm = dataclasses.replace(settings.llm, cache_dir=os.path.abspath(settings.llm.cache_dir))
+        remote_settings = dataclasses.replace(
+            settings, runs_root=os.path.abspath(settings.runs_root), llm=llm
+        )
         refs = {
             task.options(max_retries=0, runtime_env=_ray_runtime_env(numerics_of(job))).remote(
                 job, remote_settings
@@ -228,12 +232,6 @@ def _ray_runtime_env(mode: str = numerics.NATIVE) -> dict[str, Any]:
     a portable job's worker with that mode's variables (`envgen.numerics`)."""
     extra = numerics.PORTABLE_ENVIRONMENT if mode == numerics.PORTABLE else {}
     return {"env_vars": {"PYTHONPATH": os.getcwd(), **extra}}
-
-
-def _absolute(settings: Settings) -> Settings:
-    """Paths a Ray worker resolves from any directory (the store must be shared)."""
-    llm = dataclasses.replace(settings.llm, cache_dir=os.path.abspath(settings.llm.cache_dir))
-    return dataclasses.replace(settings, runs_root=os.path.abspath(settings.runs_root), llm=llm)
 
 
 def _gpus() -> int:

@@ -32,9 +32,8 @@ def play_random(episodes: int, seed: int, run_dir: Path) -> Path:
     run = RunDir(run_dir)
     run.provenance.unlink(missing_ok=True)  # a killed attempt starts over
     start_session(run_dir, "crafter", 0)
-    log_path = run.episodes
-    log_path.unlink(missing_ok=True)  # a killed attempt restarts from its first episode
-    log = JsonlLog(log_path)
+    run.episodes.unlink(missing_ok=True)  # a killed attempt restarts from its first episode
+    log = JsonlLog(run.episodes)
     rng = np.random.default_rng(derive_seed(seed, "random_actions"))
     records, step = [], 0
     try:
