@@ -14,10 +14,9 @@ Memory of one run on its GPU (`run_memory`), from its network, agent and batch s
   `3 x ADConfig.batch_size`: AD needs about 3 times PPO's memory;
 - the three tensor parts are the peak torch allocates; the card loses `RESERVED_FACTOR`
   times that to the caching allocator's reservation.
-Measured on one H100 (results/gpu/2026-11-26-h100): a paper-network PPO run's allocated
-peak was 5,578 MiB, 10% above the estimate (5,084 MiB); eight at once each reserved up to
-9,902 MiB and filled the card; ten ran out of memory. A whole 1M-step run's reservation
-is not measured.
+On one H100 (results/gpu/2026-11-26-h100; `RESERVED_FACTOR`), eight paper-network PPO
+runs filled the card and ten ran out of memory; a whole 1M-step run's reservation is not
+measured.
 
 `runs_per_gpu` fits as many runs as the card's memory less a reserve holds, at least one.
 GPU-hours divide a plan's env steps by a per-GPU rate: `--gpu-sps` where given, else
@@ -42,7 +41,7 @@ CONTEXT_GIB = 0.75
 HEADROOM = 1.25  # cuDNN workspaces and temporaries over the saved activations
 # The card's reservation over the *estimated* allocated peak: an H100 reserved up to
 # 9,902 MiB per paper-network PPO run (8 at once, deterministic float32), 1.95 x the
-# 5,084 MiB `RunMemory.allocated` estimates (the measured peak was 5,578: 1.78 x that)
+# 5,084 MiB `RunMemory.allocated` estimates (the measured peak, 5,578, is 10% above it)
 RESERVED_FACTOR = 1.95
 DEFAULT_CARD_GIB = 80.0  # planning size where no GPU is visible (an 80 GB H100 or A100)
 DEFAULT_RESERVE_GIB = 4.0  # left free on each GPU

@@ -44,10 +44,8 @@ GAME_FIELDS = ("step_scale", "seeds", "initial_sets", "model", "ppo", "eval_epis
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    """One named budget: step scale, seeds, network, PPO overrides, evaluation sizes.
-
-    The top-level values budget Crafter rows; `for_game` gives the view of another game.
-    """
+    """One named budget: step scale, seeds, network, PPO overrides, evaluation sizes, of
+    Crafter rows; `for_game` gives the view of another game."""
 
     name: str
     """The key under ``profiles:`` (smoke | cpu | reduced | paper)."""
@@ -64,16 +62,14 @@ class Profile:
     model: str
     """Network preset (`envgen.agents.config.MODEL_PRESETS`)."""
     ppo: PPOOverrides
-    """PPO overrides of the game's defaults (Crafter: Table 9), this very object carried
-    to each run's trainer (`RunConfig.ppo`)."""
+    """PPO overrides of the game's defaults (Crafter: Table 9), as `RunConfig.ppo` holds them."""
     eval_episodes: int
     """Evaluation episodes after each cycle (paper: 12); Heist: also the final test's (100)."""
     validation_steps: int
     """Env steps of each curriculum validation agent (paper: unstated)."""
     llm_history_cycles: int | str
     """History bound of adaptation prompts (0 = the whole conversation, the paper; "auto" =
-    whole while it fits the local model's context); a row's own wins, 0 included.
-    Small-context models need a bound for Table 3's 40-cycle row (docs/llm.md, "Context")."""
+    whole while it fits the local model's context; docs/llm.md, "Context")."""
     random_episodes: int
     """Episodes per seed of the Random row (a uniform random policy in stock Crafter)."""
     torch_threads: int
@@ -93,8 +89,7 @@ class Profile:
     games: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     """Per game other than Crafter: its `GAME_FIELDS` as sorted (name, value) pairs."""
     deterministic: bool = False
-    """Deterministic GPU kernels, TF32 off (`envgen.agents.device.set_deterministic`):
-    a GPU repeats its numbers run after run; no effect on the CPU."""
+    """Deterministic GPU kernels, TF32 off (`set_deterministic`); no effect on the CPU."""
     bf16_autocast: bool = False
     """Forward passes under bfloat16 autocast (GPU speed; other numbers, other hashes)."""
     channels_last: bool = False
@@ -102,8 +97,8 @@ class Profile:
     llm_temperature: float = 0.0
     """Sampling temperature of LLM rows that set none (`RunConfig.llm_temperature`; paper: 0)."""
     llm_redraw_repeats: bool = False
-    """Draw an initial reply whose worlds repeat again, in LLM rows that set none
-    (`RunConfig.llm_redraw_repeats`; not in the paper)."""
+    """Redraw an initial reply whose worlds repeat, in LLM rows that set none (not in the
+    paper; `RunConfig.llm_redraw_repeats`)."""
     cohort: int = 1
     """Seeds trained as one batched model (`RunConfig.cohort`) in the rows that may
     (original_only PPO in Crafter); 1 = every run alone."""
@@ -111,11 +106,9 @@ class Profile:
     """Groups those cohorts pipeline in, one collecting while another updates
     (`RunConfig.cohort_groups`); 1 = not pipelined."""
     cohort_kernels: str = "eager"
-    """How those cohorts run their update (`RunConfig.cohort_kernels`: eager, graph or
-    compile; other numbers, other hashes)."""
+    """How those cohorts run their update: eager, graph or compile (`RunConfig.cohort_kernels`)."""
     cpu_numerics: str = "native"
-    """CPU numerics of rows that set none (`RunConfig.cpu_numerics`: native or portable;
-    other numbers, other hashes)."""
+    """CPU numerics of rows that set none: native or portable (`RunConfig.cpu_numerics`)."""
     game: str = "crafter"
     """The game whose rows this profile budgets (`for_game` sets it)."""
 
