@@ -80,8 +80,7 @@ def _crafter_worker(conn: Connection, seed: int) -> None:
         ret, length = ret + reward, length + 1
         episode = None
         if done:
-            achievements = dict(info["achievements"])
-            episode = {"achievements": achievements, "return": ret, "length": length}
+            episode = {"achievements": dict(info["achievements"]), "return": ret, "length": length}
             episode["config_index"] = 0
             obs, ret, length = env.reset(), 0.0, 0
         conn.send((obs, reward, done, info["discount"] == 0, episode))
