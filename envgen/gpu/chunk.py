@@ -50,9 +50,8 @@ def check_store(store: Path) -> Path:
 
 def selected_jobs(args: argparse.Namespace) -> tuple[Any, Any, list]:
     """(profile, executor, jobs) of `args`: the profile's rows of the replication files,
-    only `--row` and `--seeds` where given. `envgen gpu run` calls it before it starts
-    the child, which calls it again, so a mistake is one line in the parent, not a
-    traceback from the child."""
+    only `--row` and `--seeds` where given. The parent calls it too, before the child:
+    a mistake is one line there, not a traceback from the child."""
     profile, executor = load_settings(args.params, args.profile)
     plans = [plan_file(path, profile) for path in args.tables]
     names = {row.name for plan in plans for row in plan.rows}

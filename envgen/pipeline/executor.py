@@ -72,10 +72,9 @@ class ExecutorConfig:
                 raise ConfigError(f"execution.{name}", "must be >= 0")
 
     def local_workers(self, cores: int, gpus: int, runs_per_gpu: int | None = None) -> int:
-        """Parallel runs on one machine: each run takes `env_workers` cores (its learner
-        alternates with its env workers) unless `workers` fixes the number; on a GPU, no
-        more than one card holds (`runs_per_gpu` by memory, 1 / `gpus_per_run` if set):
-        every local run trains on the profile's one device."""
+        """Parallel runs on one machine: `workers`, else a run per `env_workers` cores (its
+        learner alternates with its env workers); on a GPU, no more than its one card holds
+        (`runs_per_gpu` by memory, 1 / `gpus_per_run` if set)."""
         runs = self.workers or max(1, cores // self.env_workers)
         if gpus and self.gpus_per_run > 0:
             runs = min(runs, max(1, int(1 / self.gpus_per_run)))

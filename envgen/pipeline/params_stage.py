@@ -125,9 +125,8 @@ def check_device(profile: Profile, executor: ExecutorConfig) -> None:
 
 
 def resolved_params(path: Path, tables: Sequence[Path] = ()) -> dict[str, Any]:
-    """The chosen profile and execution settings of params.yaml at `path`, every profile
-    validated, then `tables` planned and the device checked (module docstring); a mistake
-    is a `ConfigError` naming the file and field."""
+    """`load_settings`, then `tables` planned and the device checked (module docstring):
+    the chosen profile and execution settings as a mapping."""
     profile, executor = load_settings(path, None)
     try:
         check_device(profile, executor)
