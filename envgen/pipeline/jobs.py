@@ -275,12 +275,11 @@ def _scrubbed(reason: str) -> str:
 
 
 def _drop_if_stale(run_dir: Path, version: int) -> None:
-    """Remove a run directory that cannot be reused or resumed as it is: one of another
-    results version (or without provenance), or unfinished without a checkpoint (its logs
-    would be appended to twice). A run killed after training but before its seal is
-    sealed here. A damaged provenance or manifest (a sealed run without provenance, a
-    version that is not a whole number) is kept and fails the job in one line: the
-    damage is what the user has to see (a committed run restores from git)."""
+    """Remove a run directory that cannot be reused or resumed as it is: of another results
+    version (or without provenance), or unfinished without a checkpoint (its logs would be
+    appended to twice). A run killed after training, before its seal, is sealed here. A
+    damaged provenance or manifest (a sealed run without provenance, a version not a whole
+    number) is kept and fails the job in one line (a committed run restores from git)."""
     if not run_dir.exists():
         return
     final = RunDir(run_dir).final_metrics

@@ -232,14 +232,10 @@ class Profile:
         return rollouts * self.rollout_size
 
     def apply(self, config: RunConfig, initial_set: int, own: Collection[str] = ()) -> RunConfig:
-        """`config` (paper units) as this profile runs it for one initial set.
-
-        The step scale, network, PPO overrides and evaluation size are those of the
-        config's game (`for_game`); a row's own network is replaced like Crafter's.
-        `own`: the fields the row sets itself; of the LLM model, the world rules and the
-        history bound, a row's own value wins over the profile's (any value, since a
-        default such as 0 may be what the row means).
-        """
+        """`config` (paper units) as this profile runs it for one initial set: the step
+        scale, network (a row's own too), PPO overrides and evaluation size of the config's
+        game (`for_game`). `own`: the fields the row sets; of the LLM settings, world rules,
+        history bound and CPU numerics, a row's own value wins (any value: 0 may be meant)."""
         budget = self.for_game(config.game)
         changes: dict[str, Any] = {
             name: budget.steps(getattr(config, name)) for name in STEP_FIELDS
