@@ -204,16 +204,26 @@ def test_local_workers_are_sized_to_the_machine(cores, gpus, expected):
     assert config.local_workers(cores, gpus) == expected
 
 
-def test_a_server_that_cannot_be_reached_fails_the_job_instead_of_being_its_result():
+def test_a_server_that_cannot_be_reached_fails_the_job_instead_of_being_its_result(
+    tmp_path, monkeypatch
+):
     """A crashed local server (seen: a native llama.cpp build segfaulting on AMX CPUs)
     answers "Connection error."; that is retried, never recorded as llm_unusable."""
     from envgen.llm.client import OpenAIChat
     from envgen.llm.request import Message
-    from envgen.pipeline.jobs import transport_failure
+    from envgen.loop import runner
+    from envgen.pipeline.jobs import run_job
 
     closed = backend_config("local", base_url="http://127.0.0.1:9/v1")
     request = ChatRequest((Message("user", "hi"),), temperature=0, seed=0, max_tokens=8)
     with pytest.raises(LLMTransportError, match="cannot reach") as raised:
         OpenAIChat(closed)(request)
-    assert transport_failure(raised.value)
-    assert not transport_failure(LLMResponseError("found 1 usable environment of 4"))
+    unusable = LLMResponseError("found 1 usable environment of 4")
+    settings = Settings(runs_root=str(tmp_path), versions=dict(RESULTS_VERSION))
+    for error, status in ((raised.value, FAILED), (unusable, LLM_UNUSABLE)):
+
+        def fails(*args, error=error, **kwargs):
+            raise error
+
+        monkeypatch.setattr(runner, "execute_run", fails)
+        assert run_job(Job(RunConfig(method="original_only"), 0), settings).status == status

@@ -1,13 +1,12 @@
 """Crafter-EnvGen env steps/s against stock `crafter.Env`, both measured in this run.
 
 A uniformly random policy drives each env for `--seconds`, resets included (a new world
-per episode is part of the cost). With `--workers N`, `CrafterVecEnv` with 8 envs is
-measured with N workers and with 1. Rates are given by the wall clock and by CPU time:
-on a machine shared with other jobs the wall clock understates what a free core does.
-With `--starts N`, opening and resetting a 2-env vector env with one worker process
-(`num_workers=2`) is timed N times in a fresh process, with workers forked from the
-preloaded forkserver (envgen/envs/worker_preload.py) and without the preload (each
-worker imports and loads the engine itself); every evaluation and curriculum
+per episode is part of the cost). Rates are given by the wall clock and by CPU time: on
+a machine shared with other jobs the wall clock understates what a free core does.
+`--workers N` also measures `CrafterVecEnv` (8 envs) with N workers and with 1.
+`--starts N` times N opens and resets of a 2-env vector env (`num_workers=2`) in a fresh
+process, with workers forked from the preloaded forkserver (envgen/envs/worker_preload.py)
+and without (each worker loads the engine itself): every evaluation and curriculum
 validation agent opens a vector env.
 The last line is JSON (`ours_sps`, `stock_sps`, `ratio` are wall-clock figures).
 """
@@ -25,10 +24,11 @@ from collections.abc import Callable
 import crafter
 import numpy as np
 
+from envgen.bench.options import add_count
 from envgen.envs.crafter import CrafterConfig, CrafterEnv
 from envgen.envs.vector import CrafterVecEnv
 from envgen.errors import EnvGenError
-from envgen.input_checks import positive_number, whole_number
+from envgen.input_checks import positive_number
 
 NUM_ACTIONS = 17
 VEC_ENVS = 8
@@ -41,21 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=10.0,
         help="seconds per measurement (default %(default)s)",
     )
-    parser.add_argument(
-        "--workers",
-        type=whole_number(0),
-        default=0,
-        help="also measure the vector env with this many workers (default 0: not)",
-    )
-    parser.add_argument(
-        "--starts",
-        type=whole_number(0),
-        default=0,
-        help="also time this many vector env starts, preloaded and cold (default 0: not)",
-    )
-    parser.add_argument(
-        "--seed", type=whole_number(0), default=0, help="env and policy seed (default %(default)s)"
-    )
+    add_count(parser, "--workers", 0, "also measure the vector env with this many workers", 0)
+    add_count(parser, "--starts", 0, "also time this many vector env starts, preloaded and cold", 0)
+    add_count(parser, "--seed", 0, "env and policy seed", 0)
 
 
 def _rate(
@@ -75,21 +63,6 @@ def _rate(
                 reset()
         steps += 100
     return steps / (time.perf_counter() - start), steps / (time.process_time() - cpu_start)
-
-
-def stock_sps(seconds: float, seed: int) -> tuple[float, float]:
-    env = crafter.Env(seed=seed)
-    return _rate(lambda a: env.step(a)[2], env.reset, seconds, seed)
-
-
-def ours_sps(seconds: float, seed: int) -> tuple[float, float]:
-    env = CrafterEnv(seed=seed)
-
-    def step(action: int) -> bool:
-        _, _, terminated, truncated, _ = env.step(action)
-        return terminated or truncated
-
-    return _rate(step, env.reset, seconds, seed)
 
 
 def vec_sps(seconds: float, seed: int, workers: int) -> tuple[float, float]:
@@ -161,8 +134,11 @@ def run(args: argparse.Namespace) -> int:
     result: dict[str, float] = {}
     load = os.getloadavg()[0]
     print(f"load average (1 min) at start: {load:.2f} on {os.cpu_count()} cores")
-    result["stock_sps"], result["stock_cpu_sps"] = stock_sps(args.seconds, args.seed)
-    result["ours_sps"], result["ours_cpu_sps"] = ours_sps(args.seconds, args.seed)
+    stock, ours = crafter.Env(seed=args.seed), CrafterEnv(seed=args.seed)
+    stock_rate = _rate(lambda a: stock.step(a)[2], stock.reset, args.seconds, args.seed)
+    result["stock_sps"], result["stock_cpu_sps"] = stock_rate
+    ours_rate = _rate(lambda a: any(ours.step(a)[2:4]), ours.reset, args.seconds, args.seed)
+    result["ours_sps"], result["ours_cpu_sps"] = ours_rate  # [2:4]: ended or cut
     result["ratio"] = result["ours_sps"] / result["stock_sps"]
     result["cpu_ratio"] = result["ours_cpu_sps"] / result["stock_cpu_sps"]
     for name, key in (("stock crafter.Env", "stock"), ("envgen CrafterEnv", "ours")):

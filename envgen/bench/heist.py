@@ -1,14 +1,13 @@
 """Heist-EnvGen env steps/s against plain procgen Heist, same run, same random actions.
 
-Plain Heist is `procgen.ProcgenGym3Env(env_name="heist")` stepped with act/observe.
-Heist-EnvGen is `HeistVecEnv` on a mixture of four LLM-style easy-mode configs (sizes,
-colours, keys held), so every episode start pays for the level choice and edits; easy
-mode on both sides, since a hard-mode world (13x13) costs more to render by itself.
-Both take the same pre-drawn uniform random actions and are timed in alternating chunks
-of `--chunk` batched steps (which goes first alternates too). Steps/s are medians over
-chunks and `ratio` is the median of the paired per-chunk ratios, so that bursts of load
-from other processes do not decide the result; `cpu_ratio` compares the process CPU
-time (all engine threads) spent on each, which load from others does not inflate.
+Plain Heist is `procgen.ProcgenGym3Env(env_name="heist")` stepped with act/observe;
+Heist-EnvGen is `HeistVecEnv` on four LLM-style configs (sizes, colours, keys held), so
+every episode start pays for the level choice and edits. Easy mode on both sides (a
+13x13 hard-mode world costs more to render by itself). Both take the same pre-drawn
+random actions, timed in alternating chunks of `--chunk` batched steps (which goes first
+alternates too). Steps/s are medians over chunks and `ratio` the median of the paired
+per-chunk ratios, so that bursts of others' load do not decide it; `cpu_ratio` compares
+the process CPU time (all engine threads) spent on each, which others' load does not inflate.
 """
 
 from __future__ import annotations
@@ -20,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from envgen.bench.options import add_count
 from envgen.envs.heist import HeistConfig, HeistVecEnv
 from envgen.envs.heist.engine import NUM_ACTIONS
-from envgen.input_checks import whole_number
 
 BENCH_CONFIGS = (
     HeistConfig(),
@@ -33,30 +32,10 @@ BENCH_CONFIGS = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--num-envs",
-        type=whole_number(1),
-        default=64,
-        help="games stepped together (default %(default)s)",
-    )
-    parser.add_argument(
-        "--steps",
-        type=whole_number(1),
-        default=3000,
-        help="batched steps timed, each side (default %(default)s)",
-    )
-    parser.add_argument(
-        "--chunk",
-        type=whole_number(1),
-        default=50,
-        help="batched steps per alternation (default %(default)s)",
-    )
-    parser.add_argument(
-        "--seed",
-        type=whole_number(0),
-        default=0,
-        help="engine and action seed (default %(default)s)",
-    )
+    add_count(parser, "--num-envs", 64, "games stepped together")
+    add_count(parser, "--steps", 3000, "batched steps timed, each side")
+    add_count(parser, "--chunk", 50, "batched steps per alternation")
+    add_count(parser, "--seed", 0, "engine and action seed", 0)
 
 
 def _chunk_times(

@@ -19,24 +19,14 @@ import sys
 from typing import Any
 
 from envgen import numerics
+from envgen.bench.options import add_count, add_model
 from envgen.errors import EnvGenError
-from envgen.input_checks import whole_number
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="nature", help="network preset (default %(default)s)")
-    parser.add_argument(
-        "--rollouts",
-        type=whole_number(1),
-        default=2,
-        help="timed rollouts of 4,096 env steps per side and round (default %(default)s)",
-    )
-    parser.add_argument(
-        "--rounds",
-        type=whole_number(1),
-        default=2,
-        help="alternations of the two sides (default %(default)s)",
-    )
+    add_model(parser)
+    add_count(parser, "--rollouts", 2, "timed rollouts of 4,096 env steps per side and round")
+    add_count(parser, "--rounds", 2, "alternations of the two sides")
 
 
 def _side(args: argparse.Namespace, mode: str) -> dict[str, Any]:

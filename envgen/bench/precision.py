@@ -5,13 +5,12 @@ short A/B shows that it learns like float32 (docs/agent.md, "On a GPU"). Each mo
 trains the same seeds (same initial weights, env seeds and generators) as one cohort of
 W = len(--seeds) for --steps env steps per seed; the logs go to --out/MODE/seed-K.
 
-The test, stated before any A/B ran (issue 39, item 5): per seed, the mean episode
-return over the episodes that finish in the last quarter of the steps; the modes
-*agree* when a two-sided Welch test of the per-seed means gives p >= 0.05 and the
-difference of the arm means is at most the larger arm's between-seed standard
-deviation (seed noise). With 4 seeds a side this rules out only large differences:
-the JSON line gives the 95% interval of the difference, which is what the data rule
-out. `--analyse DIR` repeats the test on logs written earlier.
+The test, stated before any A/B ran: per seed, the mean return of the episodes that
+finish in the last quarter of the steps; the modes *agree* when a two-sided Welch test
+of the per-seed means gives p >= 0.05 and the difference of the arm means is at most the
+larger arm's between-seed standard deviation (seed noise). With 4 seeds a side this rules
+out only large differences: the JSON line gives the 95% interval of the difference.
+`--analyse` repeats the test on the logs already in --out.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from scipy import stats
 from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_factory
 from envgen.agents.config import add_rollout_arguments, model_preset, rollout_config
 from envgen.agents.device import describe, set_deterministic
+from envgen.agents.runlog import read_jsonl
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.input_checks import comma_list, torch_device, whole_number
@@ -94,8 +94,7 @@ def train_mode(args: argparse.Namespace, mode: str) -> float:
 
 def window_returns(run_dir: Path, steps: int) -> float:
     """Mean return of the episodes finishing in the last quarter of `steps`."""
-    lines = RunDir(run_dir).episodes.read_text().splitlines()
-    episodes = [json.loads(line) for line in lines]
+    episodes = read_jsonl(RunDir(run_dir).episodes)
     kept = [e["reward"] for e in episodes if steps * (1 - WINDOW) < e["step"] <= steps]
     return float(np.mean(kept)) if kept else float("nan")
 
@@ -120,13 +119,11 @@ def analyse(out: Path, modes: tuple[str, ...], seeds: tuple[int, ...], steps: in
         other = arms[mode]
         diff = float(other.mean() - base.mean())
         welch = stats.ttest_ind(other, base, equal_var=False)
-        se = float(np.sqrt(other.var(ddof=1) / len(other) + base.var(ddof=1) / len(base)))
-        dof = float(welch.df) if hasattr(welch, "df") else len(seeds) - 1
-        half = float(stats.t.ppf(0.975, dof)) * se
+        ci = welch.confidence_interval(0.95)  # of the difference, Welch's degrees of freedom
         noise = float(max(other.std(ddof=1), base.std(ddof=1)))
         result[f"{mode}_vs_{modes[0]}"] = {
             "difference": round(diff, 3),
-            "ci95": [round(diff - half, 3), round(diff + half, 3)],
+            "ci95": [round(float(ci.low), 3), round(float(ci.high), 3)],
             "welch_p": round(float(welch.pvalue), 4),
             "seed_noise": round(noise, 3),
             "agree": bool(welch.pvalue >= 0.05 and abs(diff) <= noise),

@@ -3,17 +3,15 @@
 Table 2's Easy-to-hard and Adversarial curricula sort 16 designed environments by the
 Crafter score of a fresh validation agent trained `validation_steps` in each
 (`envgen.loop.curricula.rank_by_validation_agents`); the paper does not state that
-budget. A ranking worth acting on should not depend on the validation agent's seed.
-This command builds a pool of 16 environments with a non-LLM designer (no cache, exact
-on every machine; world rules "authors", as designed worlds are played), trains two
-validation agents per environment (seeds `derive_seed(base, "validation", i)` for two
-base seeds, as the curricula derive theirs) up to the largest budget, scores each agent
-at each budget over the episodes it finished by then (`envgen.scoring.summarize`, the
-curricula's score) and prints, per budget, Spearman's rho between the two seeds' 16
-scores and the overlap of their top-4 and bottom-4 (the groups the curricula train
-on). One process: the vec env steps in the trainer's process (no worker processes).
-The last output line is JSON; `--out` also keeps it, rewritten after every agent.
-`--rescore` scores the agents a run kept in `--work-dir` at other budgets, untrained.
+budget, and a ranking worth acting on should not depend on the agent's seed. This builds
+a pool with a non-LLM designer (exact on every machine; world rules "authors", as
+designed worlds are played), trains two validation agents per environment (seeds
+`derive_seed(base, "validation", i)`, as the curricula derive theirs) to the largest
+budget in this process, scores each at each budget over the episodes it finished by then
+(`envgen.scoring.summarize`) and prints, per budget, Spearman's rho between the two
+seeds' scores and the overlap of their top-4 and bottom-4 (the groups the curricula train
+on). The last line is JSON; `--out` keeps it, rewritten after every agent. `--rescore`
+scores the agents a run kept in `--work-dir` at other budgets, untrained.
 """
 
 from __future__ import annotations
@@ -26,21 +24,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envgen.agents.config import (
-    MODEL_PRESETS,
-    PPOConfig,
-    add_rollout_arguments,
-    model_preset,
-    rollout_config,
-)
+from envgen.agents.config import PPOConfig, add_rollout_arguments, model_preset, rollout_config
 from envgen.agents.runlog import read_jsonl
 from envgen.agents.seeding import derive_seed
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.agents.trainer import Trainer, crafter_vec_env_factory
+from envgen.bench.options import add_count, add_model
 from envgen.bench.rank_stats import budget_scores, rank_agreement
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.files import write_json_atomic
-from envgen.input_checks import torch_device, whole_number, writable_dir
+from envgen.input_checks import comma_list, torch_device, writable_dir
 from envgen.llm.conversation import PromptOptions
 from envgen.loop.run_state import with_world_rules
 from envgen.loop.world_designers import DESIGNERS, make_designer
@@ -50,16 +43,7 @@ from envgen.store.run_dir import EPISODES_LOG, RunDir
 POOL_DESIGNERS = tuple(k for k, d in DESIGNERS.items() if not (d.llm or d.rollouts))
 
 
-def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, got {text!r}"
-        ) from None
-    if not values or min(values) < 0:
-        raise argparse.ArgumentTypeError(f"expected non-negative integers, got {text!r}")
-    return values
+_int_list = comma_list(int, "give non-negative integers joined by commas", allowed=lambda v: v >= 0)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,12 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="validation budgets in env steps, comma-separated; every agent trains to the "
         "largest and is scored at each (default 5000,20000,50000,100000)",
     )
-    parser.add_argument(
-        "--model",
-        default="nature",
-        choices=sorted(MODEL_PRESETS),
-        help="network preset (default nature: the fastest on CPU; docs/agent.md)",
-    )
+    add_model(parser, ": the fastest on CPU; docs/agent.md")
     parser.add_argument(
         "--pool-designer",
         default="random",
@@ -83,21 +62,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="who writes the pool: random (16 distinct uniformly sampled worlds, default) "
         "or heuristic (its 8 recipes, so a pool of 16 repeats each twice)",
     )
-    parser.add_argument(
-        "--pool-size", type=whole_number(2), default=16, help="environments (default 16)"
-    )
-    parser.add_argument(
-        "--pool-seed", type=whole_number(0), default=0, help="designer's run seed (default 0)"
-    )
+    add_count(parser, "--pool-size", 16, "environments", least=2)
+    add_count(parser, "--pool-seed", 0, "designer's run seed", least=0)
     parser.add_argument(
         "--seeds",
         type=_int_list,
         default=[0, 1],
-        help="the two base seeds of the validation agents (default 0,1)",
+        help="the validation agents' two base seeds (default 0,1)",
     )
-    parser.add_argument(
-        "--top", type=whole_number(1), default=4, help="group size compared (default 4)"
-    )
+    add_count(parser, "--top", 4, "group size compared")
     add_rollout_arguments(parser)
     parser.add_argument(
         "--device", type=torch_device, default="cpu", help="torch device (default cpu)"
@@ -115,12 +88,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     add_threads_argument(parser)
-
-
-def build_pool(designer: str, size: int, seed: int) -> list[CrafterConfig]:
-    """`size` designed Crafter worlds as the curricula play them (world rules "authors")."""
-    parsed = make_designer(designer, PromptOptions(), seed).generate(size)
-    return [with_world_rules(c, "authors") for c in parsed.configs]
 
 
 def train_agent(
@@ -169,16 +136,9 @@ def report(
         "scores": {str(s): rows for s, rows in scores.items()},
         "pool": [c.to_dict() for c in pool],
         "settings": {
-            "budgets": args.budgets,
-            "model": args.model,
-            "pool_designer": args.pool_designer,
-            "pool_seed": args.pool_seed,
+            **{k: getattr(args, k) for k in ("budgets", "model", "pool_designer", "pool_seed")},
             "seeds": args.seeds,
-            "ppo": {
-                "num_envs": args.num_envs,
-                "num_steps": args.num_steps,
-                "minibatches": args.minibatches,
-            },
+            "ppo": {k: getattr(args, k) for k in ("num_envs", "num_steps", "minibatches")},
             "torch_threads": args.torch_threads,
             "world_rules": "authors",
         },
@@ -197,7 +157,9 @@ def run(args: argparse.Namespace) -> int:
     args.budgets = sorted(set(args.budgets))
     set_torch_threads(args.torch_threads)
     ppo_cfg = rollout_config(args, checkpoint_every=10**12)
-    pool = build_pool(args.pool_designer, args.pool_size, args.pool_seed)
+    designer = make_designer(args.pool_designer, PromptOptions(), args.pool_seed)
+    # the worlds as the curricula play them (world rules "authors")
+    pool = [with_world_rules(c, "authors") for c in designer.generate(args.pool_size).configs]
     scores: dict[int, list[list[float]]] = {s: [] for s in args.seeds}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

@@ -15,11 +15,8 @@ from envgen.scoring import summarize
 
 
 def budget_scores(episodes: Sequence[Mapping[str, Any]], budgets: Sequence[int]) -> list[float]:
-    """Crafter score at each budget over the episodes that ended by then (`step` <= budget).
-
-    The curricula score a validation agent over every episode it finished in its
-    `validation_steps`, and 0.0 when it finished none; a budget here is that number.
-    """
+    """Crafter score at each budget over the episodes that ended by then (`step` <= budget),
+    0.0 when none did: how the curricula score a validation agent of `validation_steps`."""
     out = []
     for budget in budgets:
         done = [ep for ep in episodes if ep["step"] <= budget]
@@ -33,14 +30,11 @@ def curriculum_order(scores: Sequence[float]) -> list[int]:
 
 
 def rank_agreement(a: Sequence[float], b: Sequence[float], k: int = 4) -> dict[str, Any]:
-    """Spearman's rho of two score lists and the overlap of their easiest / hardest `k`.
-
-    Easy-to-hard trains first on the easiest k, Adversarial on the hardest k, so the
-    overlaps say how often the two seeds would pick the same environments (by chance
-    k*k/n). rho is None when either list is constant (no ranking at all); its 95%
-    interval is Fisher's z approximation, to tell a real difference between budgets
-    from the noise of 16 environments.
-    """
+    """Spearman's rho of two score lists and the overlap of their easiest / hardest `k`:
+    how often two seeds would pick the same environments for Easy-to-hard (the easiest k)
+    and Adversarial (the hardest k); by chance k*k/n. rho is None when either list is
+    constant; its 95% interval (Fisher's z) tells a real difference between budgets from
+    the noise of 16 environments."""
     if len(a) != len(b) or len(a) < 2 * k:
         raise ValueError(f"need two equally long score lists of at least {2 * k}")
     constant = len(set(a)) == 1 or len(set(b)) == 1

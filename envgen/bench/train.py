@@ -1,42 +1,29 @@
 """End-to-end training speed (env steps/s) of PPO or AD: our trainer against a reference setup,
 and on a GPU, how many runs share one card.
 
-Both sides run the same network, the same agent (`--agent ppo|ad`) and the same
-`Trainer`; only the vector env differs. AD is timed over 8 rollouts by default, so that
-its auxiliary phase (every 8 PPO updates) is counted once. Ours is
-`envgen.envs.vector.CrafterVecEnv` (Crafter-EnvGen worlds); the reference is stock
-`crafter.Env` in one subprocess per env behind multiprocessing pipes, the plain setup of
-the Achievement Distillation code, timed on the CPU after ours (`--no-reference` skips it).
+Both sides run the same network, agent (`--agent ppo|ad`) and `Trainer`; only the vector
+env differs: ours is `envgen.envs.vector.CrafterVecEnv`, the reference stock
+`crafter.Env` in one subprocess per env behind pipes (the Achievement Distillation code's
+setup), timed on the CPU after ours (`--no-reference` skips it). AD is timed over 8
+rollouts by default, so that its auxiliary phase (every 8 updates) counts once.
 
-Ours is timed at each `--concurrency` level: that many runs started together in their
-own processes on `--device` (default levels: 1 on the CPU, 1 2 4 8 16 on a GPU). Per
-level: total env steps/s of all runs, and per run the collection and the update speed
-separately (transitions of a rollout / seconds spent collecting it, resp. updating on it,
-AD's auxiliary phase included), and peak memory (GPU: `max_memory_allocated`, plus the
-caching allocator's peak reservation and the card's memory in use at the end, which the
-GPU plan must fit; CPU: the process's peak resident size). The last output line is
-JSON: {"device", "mode", "levels": [...], "ours_sps" (1 run), "reference_sps", "ratio"
-(ours / reference), ...}.
+Ours is timed at each `--concurrency` level, that many runs at once in their own
+processes on `--device` (default 1 on the CPU, 1 2 4 8 16 on a GPU): total env steps/s,
+per run the collection and the update speed (AD's auxiliary phase in the update), and
+peak memory (GPU: allocated, the allocator's reservation and the card's use; CPU: resident
+size). The last line is JSON: {"device", "mode", "levels": [...], "ours_sps" (1 run),
+"reference_sps", "ratio" (ours / reference), ...}.
 
 `--cohort 8,16` also times cohorts (`envgen.agents.cohort`: W seeds as one batched model
-in this process) after the levels; the JSON line then has "cohorts" (one entry per W,
-with its vec env's worker processes, "env_workers": a rate holds only with as many) and,
-for the fastest, "cohort", "cohort_sps", "baseline_sps" (the last --concurrency
-level, e.g. 8 runs in 8 processes), and "ratio" = cohort_sps / baseline_sps (the
-reference's ratio moves to "reference_ratio"). The JSON line, the result so far, is
-also printed after each cohort: a cohort that fails later (a compilation, the card's
-memory) loses no rate measured before it, and the last JSON line printed is always the
-most complete (`envgen gpu probe rate` reads it).
-
-`--cohort-groups 1,2` times each cohort size at each grouping (`groups` 2: a pipelined
-cohort, `envgen.agents.cohort_trainer`, one group collecting while the other updates);
-each "cohorts" entry names its "groups". A pipelined cohort's collection and update
-overlap, so its entry has no "collect_sps" and "update_sps" (null): only "cohort_sps",
-the env steps/s of all its seeds together, compares with the unpipelined entries.
-
-`--kernels eager,graph,compile` times each unpipelined cohort in each update mode
-(`envgen.agents.config.COHORT_KERNELS`; capture and compilation happen in the untimed
-warm-up rollout); each "cohorts" entry names its "kernels".
+in this process): "cohorts" (one entry per setup; "env_workers": a rate holds only with
+as many) and, for the fastest, "cohort", "cohort_sps", "baseline_sps" (the last
+--concurrency level) and "ratio" = cohort_sps / baseline_sps (the reference's moves to
+"reference_ratio"). The JSON so far is printed after each cohort: a later failure loses
+no rate, and the last JSON line is the most complete (`envgen gpu probe rate`).
+`--cohort-groups 1,2` times each size pipelined in that many groups (such an entry's
+"collect_sps" and "update_sps" are null), `--kernels eager,graph,compile` each
+unpipelined cohort in each update mode (`COHORT_KERNELS`; capture and compilation in the
+untimed warm-up).
 """
 
 from __future__ import annotations
@@ -63,7 +50,6 @@ from envgen.agents.cohort_trainer import CohortTrainer, crafter_cohort_env_facto
 from envgen.agents.config import (
     AGENTS,
     COHORT_KERNELS,
-    MODEL_PRESETS,
     ADConfig,
     PPOConfig,
     add_rollout_arguments,
@@ -73,6 +59,7 @@ from envgen.agents.config import (
 from envgen.agents.device import add_device_arguments, describe, set_deterministic
 from envgen.agents.threads import add_threads_argument, set_torch_threads
 from envgen.agents.trainer import EnvFactory, Trainer, crafter_vec_env_factory
+from envgen.bench.options import add_count, add_model
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.errors import ConfigError
 from envgen.input_checks import comma_list, whole_number
@@ -93,8 +80,7 @@ def _crafter_worker(conn: Connection, seed: int) -> None:
         ret, length = ret + reward, length + 1
         episode = None
         if done:
-            achievements = dict(info["achievements"])
-            episode = {"achievements": achievements, "return": ret, "length": length}
+            episode = {"achievements": dict(info["achievements"]), "return": ret, "length": length}
             episode["config_index"] = 0
             obs, ret, length = env.reset(), 0.0, 0
         conn.send((obs, reward, done, info["discount"] == 0, episode))
@@ -162,12 +148,7 @@ concurrency_levels = comma_list(int, "give run counts like 1,2,4,8,16", allowed=
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model",
-        default="nature",
-        choices=sorted(MODEL_PRESETS),
-        help="network preset (default nature; 'paper' needs a GPU to be practical)",
-    )
+    add_model(parser, "; 'paper' needs a GPU to be practical")
     parser.add_argument(
         "--agent", default="ppo", choices=AGENTS, help="agent to train (default ppo)"
     )
@@ -214,7 +195,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "eager,graph,compile (graph: each minibatch one CUDA graph; compile: torch.compile "
         "inside it; default eager)",
     )
-    parser.add_argument("--seed", type=whole_number(0), default=0, help="seed (default 0)")
+    add_count(parser, "--seed", 0, "seed", 0)
     add_threads_argument(parser)
 
 
@@ -243,23 +224,18 @@ def _timed(trainer: Trainer, device: str) -> dict[str, float]:
     return seconds
 
 
-def _peak_mib(device: str) -> float:
-    if device.startswith("cuda"):
-        return torch.cuda.max_memory_allocated(device) / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+MEMORY_KEYS = ("peak_mib", "reserved_mib", "card_used_mib")
 
 
-CARD_KEYS = ("reserved_mib", "card_used_mib")
-
-
-def _card_mib(device: str) -> dict[str, float]:
-    """What the scheduler must plan with, beyond the tensors' peak: the caching
-    allocator's peak reservation, and the card's memory in use at the end of the run
-    (every process on it: CUDA context, cuDNN/cuBLAS workspaces and reservations)."""
+def _memory_mib(device: str) -> dict[str, float]:
+    """Peak memory of the tensors (GPU: `max_memory_allocated`; CPU: the process's peak
+    resident size, `ru_maxrss` in KiB on Linux) and, on a GPU, what the plan must fit
+    beyond it: the allocator's peak reservation and the card's memory in use now."""
     if not device.startswith("cuda"):
-        return {}
+        return {"peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     free, total = torch.cuda.mem_get_info(device)
     return {
+        "peak_mib": torch.cuda.max_memory_allocated(device) / 2**20,
         "reserved_mib": torch.cuda.max_memory_reserved(device) / 2**20,
         "card_used_mib": (total - free) / 2**20,
     }
@@ -293,7 +269,7 @@ def _one_run(
             begin = time.perf_counter()
             trainer.train(args.rollouts * ppo_cfg.rollout_size, [CrafterConfig()])
             wall = time.perf_counter() - begin
-            card = _card_mib(args.device)
+            memory = _memory_mib(args.device)
         finally:
             trainer.close()
     steps = args.rollouts * ppo_cfg.rollout_size
@@ -303,8 +279,7 @@ def _one_run(
         "steps": steps,
         "collect_sps": steps / seconds["collect"],
         "update_sps": steps / seconds["update"],
-        "peak_mib": _peak_mib(args.device),
-        **card,
+        **memory,
     }
 
 
@@ -340,8 +315,7 @@ def _summary(results: list[dict[str, float]]) -> dict[str, Any]:
         "total_sps": round(sum(r["steps"] for r in results) / max(r["wall_s"] for r in results), 1),
         "collect_sps": round(mean["collect_sps"], 1),
         "update_sps": round(mean["update_sps"], 1),
-        "peak_mib": round(max(r["peak_mib"] for r in results), 1),
-        **{k: round(max(r[k] for r in results), 1) for k in CARD_KEYS if k in results[0]},
+        **{k: round(max(r[k] for r in results), 1) for k in MEMORY_KEYS if k in results[0]},
     }
 
 
@@ -355,7 +329,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"device: {describe(args.device)}; {args.agent}, {args.model}", flush=True)
     result: dict[str, Any] = {"device": describe(args.device), "levels": []}
     for runs in levels:
-        level = _level(args, ppo_cfg, runs) if runs > 1 else _single(args, ppo_cfg)
+        if runs == 1:  # in this process, no spawn: the CPU default and the reference's peer
+            level = _summary([_one_run(args, ppo_cfg, reference=False)])
+        else:
+            level = _level(args, ppo_cfg, runs)
         result["levels"].append(level)
         print(
             f"{runs:3d} run(s): {level['total_sps']:.1f} env steps/s in all; per run: "
@@ -395,7 +372,9 @@ def run(args: argparse.Namespace) -> int:
                     f"peak {timed['peak_mib']:.0f} MiB",
                     flush=True,
                 )
-                _with_best_cohort(result)
+                best = max(result["cohorts"], key=lambda c: c["cohort_sps"])  # so far
+                result.update(cohort=best["cohort"], cohort_groups=best["groups"])
+                result.update({k: best[k] for k in ("kernels", "cohort_sps", "ratio")})
                 print(json.dumps(result), flush=True)  # the result so far (module docstring)
         if not result["cohorts"]:
             raise ConfigError("cohort_groups", "no --cohort size splits into these groups")
@@ -409,24 +388,6 @@ def run(args: argparse.Namespace) -> int:
             result["reference_ratio" if args.cohort else "ratio"] = round(ours / reference, 3)
     print(json.dumps(result))
     return 0
-
-
-def _with_best_cohort(result: dict[str, Any]) -> None:
-    """The fastest of `result`'s cohorts so far as its "cohort", "cohort_groups",
-    "kernels", "cohort_sps" and "ratio"."""
-    best = max(result["cohorts"], key=lambda c: c["cohort_sps"])
-    result.update(
-        cohort=best["cohort"],
-        cohort_groups=best["groups"],
-        kernels=best["kernels"],
-        cohort_sps=best["cohort_sps"],
-        ratio=best["ratio"],
-    )
-
-
-def _single(args: argparse.Namespace, ppo_cfg: PPOConfig) -> dict[str, Any]:
-    """One run in this process (no spawn: the CPU default and the reference's peer)."""
-    return _summary([_one_run(args, ppo_cfg, reference=False)])
 
 
 def precision_mode(args: argparse.Namespace) -> str:
@@ -448,19 +409,13 @@ def _cohort_setups(args: argparse.Namespace) -> list[tuple[int, str]]:
 
 
 def cohort_run(
-    args: argparse.Namespace,
-    ppo_cfg: PPOConfig,
-    size: int,
-    groups: int = 1,
-    kernels: str = "eager",
+    args: argparse.Namespace, ppo_cfg: PPOConfig, size: int, groups: int, kernels: str
 ) -> dict[str, Any]:
     """A cohort of `size` seeds (in `groups` groups, pipelined when > 1) in this process:
-    a warm-up rollout, then `args.rollouts` timed ones; env steps/s of all seeds
-    together. A pipelined cohort's timed rollouts overlap as in training (group 0 collects
-    the next rollout during the last group's update) except that the first starts with
-    group 0's collection alone and the last ends with the last group's update alone (as
-    after every checkpoint in training): time 3 or more rollouts; "rollout_s" gives each
-    timed rollout's seconds (the middle ones are the steady state)."""
+    a warm-up rollout, then `args.rollouts` timed ones; env steps/s of all seeds together.
+    A pipelined cohort's first timed rollout starts with group 0's collection alone and
+    its last ends with the last group's update alone (as after every checkpoint in
+    training): "rollout_s" gives each one's seconds, the middle ones the steady state."""
     set_deterministic(args.deterministic)
     model = dataclasses.replace(model_preset(args.model), bf16_autocast=args.bf16)
     seeds = [args.seed + k for k in range(size)]
@@ -487,7 +442,7 @@ def cohort_run(
             begin = time.perf_counter()
             trainer.train_until((1 + args.rollouts) * ppo_cfg.rollout_size, [CrafterConfig()])
             wall = time.perf_counter() - begin
-            card = _card_mib(args.device)
+            memory = _memory_mib(args.device)
         finally:
             trainer.close()
         lines = RunDir(Path(dirs[0])).metrics.read_text().splitlines()[1:]
@@ -503,6 +458,5 @@ def cohort_run(
         "collect_sps": round(steps / seconds["collect"], 1) if groups == 1 else None,
         "update_sps": round(steps / seconds["update"], 1) if groups == 1 else None,
         "rollout_s": [round(t, 3) for t in rollout_s],
-        "peak_mib": round(_peak_mib(args.device), 1),
-        **{k: round(v, 1) for k, v in card.items()},
+        **{k: round(v, 1) for k, v in memory.items()},
     }

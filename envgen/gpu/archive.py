@@ -1,23 +1,17 @@
 """Finished runs in and out of a machine that returns at most a few small files.
 
-`pack_runs` puts the sealed runs of a run store (the manifest written: a run that
-finished and was checked) into `runs-NN.tar.gz` files of at most `max_bytes`, at most
-`max_files` of them per call, each run whole: its manifest and the files it lists,
-nothing else (no checkpoints, no temporary files). A run with final metrics but no
-manifest is unfinished business of its machine, not a result: it stays there, unsent.
-A list in the store remembers what was packed, so the next call sends only runs sealed
-since.
+`pack_runs` puts a run store's sealed runs (manifest written: finished and checked) into
+at most `max_files` `runs-NN.tar.gz` of at most `max_bytes` per call, each run whole: its
+manifest and the files it lists. A run with final metrics but no manifest is unfinished
+business of its machine and stays there. A list in the store remembers what was packed.
 
 `import_archives` unpacks such files into a run store (results/runs). Every member must
-be a plain file or directory under `runs/<run>/seed-<K>/`, no absolute path, no `..`,
-no link or device, each at most `MAX_MEMBER_BYTES` and all of one archive at most
-`MAX_ARCHIVE_BYTES` unpacked (anything else refuses the whole archive, naming the
-member: it is not an archive `gpu run` wrote). Then each run is taken on its own: it
-must be the run its folder names (`envgen.loop.identity`) and match its manifest
-(`envgen.store.verify_run`); a run that fails is refused by name and the others are
-imported. Only the manifest and the files it lists enter the store, and a run already
-there is kept as it is. What is printed escapes control characters (a member's name
-comes from someone else).
+be a plain file or directory under `runs/<run>/seed-<K>/`, within `MAX_MEMBER_BYTES` and,
+an archive unpacked, `MAX_ARCHIVE_BYTES`; else the whole archive is refused, naming the
+member. Each run must be the run its folder names (`envgen.loop.identity`) and match its
+manifest (`envgen.store.verify_run`), else it alone is refused; only the manifest and its
+files enter the store, and a run already there is kept. Printed names escape control
+characters (a member's name comes from someone else).
 """
 
 from __future__ import annotations
@@ -50,21 +44,12 @@ PACKED = ".gpu_packed.json"  # in the run store: runs already packed
 RUN_PART = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._-]*$")
 
 
-def finished_runs(store: Path) -> list[Path]:
-    """Run directories of `store` that were sealed, sorted."""
-    return [run.root for run in RunDir.under(store) if run.finished]
-
-
-def run_files(run_dir: Path) -> list[Path]:
-    """What goes into the archive: the manifest and the files it lists."""
-    return [RunDir(run_dir).manifest, *(run_dir / rel for rel in sorted(manifest_of(run_dir)))]
-
-
 def _tar_gz(runs: Sequence[Path], store: Path) -> bytes:
+    """The runs' manifests and the files they list, as a tar.gz."""
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:gz", compresslevel=9) as tar:
         for run in runs:
-            for path in run_files(run):
+            for path in [RunDir(run).manifest, *(run / rel for rel in sorted(manifest_of(run)))]:
                 info = tar.gettarinfo(path, arcname=f"runs/{path.relative_to(store).as_posix()}")
                 info.uid = info.gid = 0
                 info.uname = info.gname = ""
@@ -77,15 +62,13 @@ def pack_runs(
     store: Path, out: Path, max_bytes: int = MAX_BYTES, max_files: int = MAX_FILES
 ) -> tuple[list[Path], list[str]]:
     """Pack the store's finished runs not packed before; returns (files written, notes).
-
-    A run that alone exceeds `max_bytes` compressed is not packed (a note says so).
-    """
+    A run that alone exceeds `max_bytes` compressed is not packed (a note says so)."""
     out.mkdir(parents=True, exist_ok=True)
     packed_list = store / PACKED
     packed = set(json_input.read(packed_list)) if packed_list.is_file() else set()
     notes: list[str] = []
     pending = []
-    for run in finished_runs(store):
+    for run in (run.root for run in RunDir.under(store) if run.finished):  # sealed, sorted
         if run.relative_to(store).as_posix() in packed:
             continue
         try:
@@ -155,15 +138,24 @@ def _check_members(archive: Path, tar: tarfile.TarFile) -> None:
 
 def import_archives(archives: Sequence[Path], runs_root: Path) -> list[str]:
     """Unpack `archives` into `runs_root` (module docstring); returns one line per run,
-    `REFUSED` first on a run that was not imported and why.
-
-    An archive that is not one `gpu run` wrote (not a whole gzip'd tar, a member outside
-    runs/<run>/seed-<K>/, a link, a member over the size caps) imports nothing of any
-    archive given: it is checked before any run moves. A run is refused on its own.
-    """
+    `REFUSED` first on a run that was not imported and why. Every archive is checked
+    before any run moves: one that `gpu run` did not write imports nothing of any."""
     for archive in archives:
-        _check_archive_path(archive)
-    _make_store(runs_root)
+        if not archive.is_file():
+            problem = "is a directory" if archive.is_dir() else "no such file"
+            raise EnvGenError(f"{archive}: {problem}; give runs-NN.tar.gz files; nothing imported")
+    if runs_root.exists() and not runs_root.is_dir():
+        raise EnvGenError(
+            f"{runs_root}: is a file; give the run store's directory with --runs-root; "
+            "nothing imported"
+        )
+    try:
+        runs_root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvGenError(
+            f"{runs_root}: cannot be the run store ({exc.strerror or exc}); give a directory "
+            "with --runs-root; nothing imported"
+        ) from None
     lines = []
     with tempfile.TemporaryDirectory(dir=runs_root, prefix=".import-") as tmp:
         staged = [_stage(archive, Path(tmp, str(i))) for i, archive in enumerate(archives)]
@@ -179,27 +171,6 @@ def printable(text: object) -> str:
     return "".join(
         ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(text)
     )
-
-
-def _check_archive_path(archive: Path) -> None:
-    if not archive.is_file():
-        problem = "is a directory" if archive.is_dir() else "no such file"
-        raise EnvGenError(f"{archive}: {problem}; give runs-NN.tar.gz files; nothing imported")
-
-
-def _make_store(runs_root: Path) -> None:
-    if runs_root.exists() and not runs_root.is_dir():
-        raise EnvGenError(
-            f"{runs_root}: is a file; give the run store's directory with --runs-root; "
-            "nothing imported"
-        )
-    try:
-        runs_root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise EnvGenError(
-            f"{runs_root}: cannot be the run store ({exc.strerror or exc}); give a directory "
-            "with --runs-root; nothing imported"
-        ) from None
 
 
 def _stage(archive: Path, dest: Path) -> list[tuple[Path, PurePosixPath]]:

@@ -70,7 +70,8 @@ def _train(out: Path, agent: str, steps: int, args: Any, resume: bool = False) -
     return cmd
 
 
-def _logs(run: Path) -> tuple[str, list[dict]]:
+def run_logs(run: Path) -> tuple[str, list[dict]]:
+    """(episodes log, metrics without the time/ keys) of a run: what a repeat must equal."""
     metrics = [
         {k: v for k, v in json.loads(line).items() if not k.startswith("time/")}
         for line in RunDir(run).metrics.read_text().splitlines()
@@ -89,7 +90,7 @@ def tiny_runs(work: Path, args: Any) -> dict[str, str]:
     results: dict[str, str] = {}
     for agent in ("ppo", "ad"):
         subprocess.run(_train(work / agent, agent, args.steps, args), check=True)
-        metrics = _logs(work / agent)[1]
+        metrics = run_logs(work / agent)[1]
         aux = sum("losses/aux_match" in m or "losses/aux_prediction" in m for m in metrics)
         if agent == "ad" and not aux and args.steps >= AUX_EVERY * ROLLOUT:
             raise AssertionError("AD's auxiliary phase did not run (no whole episode?)")
@@ -106,7 +107,7 @@ def tiny_runs(work: Path, args: Any) -> dict[str, str]:
         time.sleep(0.02)
     proc.wait()
     subprocess.run(_train(killed, "ad", args.steps, args, resume=True), check=True)
-    same_logs = _logs(killed) == _logs(work / "ad")
+    same_logs = run_logs(killed) == run_logs(work / "ad")
     a, b = _weights(killed)["model"], _weights(work / "ad")["model"]
     same_weights = all(bool((a[k] == b[k]).all()) for k in a)
     if not (same_logs and same_weights):
@@ -115,7 +116,7 @@ def tiny_runs(work: Path, args: Any) -> dict[str, str]:
     results["load on cpu"] = load_on_cpu(work / "ad")
     cpu_args = type(args)(**{**vars(args), "device": "cpu"})
     subprocess.run(_train(killed, "ad", args.steps + ROLLOUT, cpu_args, resume=True), check=True)
-    resumed = len(_logs(killed)[1]) - len(_logs(work / "ad")[1])
+    resumed = len(run_logs(killed)[1]) - len(run_logs(work / "ad")[1])
     results["resume on cpu"] = f"ok: the {args.device} run resumed on the cpu: {resumed} update"
     return results
 
@@ -123,13 +124,8 @@ def tiny_runs(work: Path, args: Any) -> dict[str, str]:
 def load_on_cpu(run: Path) -> str:
     state = _weights(run)
     fields = {f.name for f in dataclasses.fields(ModelConfig)}
-    cfg = ModelConfig(
-        **{
-            k: tuple(v) if isinstance(v, list) else v
-            for k, v in state["model_cfg"].items()
-            if k in fields
-        }
-    )
+    saved = {k: tuple(v) if isinstance(v, list) else v for k, v in state["model_cfg"].items()}
+    cfg = ModelConfig(**{k: v for k, v in saved.items() if k in fields})
     model = (ADActorCritic if state.get("agent") == "ad" else ActorCritic)(cfg)
     model.load_state_dict(state["model"])
     logprobs, value = model(torch.zeros((2, *OBS_SHAPE), dtype=torch.uint8))

@@ -1,13 +1,11 @@
 """Train a profile's rows for at most a wall-clock budget, resumable the next time.
 
-`run_chunk` starts the training in a child process (its own session) and ends it, and
-every process it started, when the budget is spent. Runs continue from their latest
-checkpoint in the next call (`execute_run` resumes; a checkpoint is atomic, so a kill
-while one is written leaves the previous one). Every run checkpoints at least every
-`CHECKPOINT_MINUTES` of wall clock, so a chunk loses at most that much of each run. The
-child is `python -m envgen.gpu.chunk`:
-the rows' jobs, planned from the replication files under the profile and filtered by row
-name and seed, through the pipeline's executor into the run store.
+`run_chunk` starts the training in a child process (`python -m envgen.gpu.chunk`, its own
+session: the rows' jobs, planned from the replication files under the profile and
+filtered by row name and seed, through the pipeline's executor into the run store) and
+ends it, and every process it started, when the budget is spent. Runs continue from
+their latest checkpoint in the next call (`execute_run` resumes; a checkpoint is atomic).
+Every run checkpoints at least every `CHECKPOINT_MINUTES`: a chunk loses at most that.
 """
 
 from __future__ import annotations
@@ -32,7 +30,7 @@ from envgen.pipeline.executor import execute
 from envgen.pipeline.job_status import CONFIG_ERROR, FAILED
 from envgen.pipeline.jobs import LLMSpec, Settings, split_cohorts
 from envgen.pipeline.params_stage import load_settings
-from envgen.pipeline.plan import plan_file
+from envgen.pipeline.plan import plan_file, unique_jobs
 
 REPO = Path(__file__).resolve().parents[2]
 GRACE_S = 15.0  # after SIGTERM, before SIGKILL
@@ -52,9 +50,8 @@ def check_store(store: Path) -> Path:
 
 def selected_jobs(args: argparse.Namespace) -> tuple[Any, Any, list]:
     """(profile, executor, jobs) of `args`: the profile's rows of the replication files,
-    only `--row` and `--seeds` where given. `envgen gpu run` calls it before it starts
-    the child, which calls it again, so a mistake is one line in the parent, not a
-    traceback from the child."""
+    only `--row` and `--seeds` where given. The parent calls it too, before the child:
+    a mistake is one line there, not a traceback from the child."""
     profile, executor = load_settings(args.params, args.profile)
     plans = [plan_file(path, profile) for path in args.tables]
     names = {row.name for plan in plans for row in plan.rows}
@@ -73,22 +70,18 @@ def selected_jobs(args: argparse.Namespace) -> tuple[Any, Any, list]:
     if not jobs and args.seeds is not None:
         seeds = ",".join(map(str, sorted(args.seeds)))
         raise ConfigError("--seeds", f"no run of the chosen rows has seed {seeds}")
-    unique: dict[tuple[str, int], Any] = {}
-    for job in jobs:  # a row shared by tables trains once
-        unique.setdefault(job.key, job)
-    return profile, executor, list(unique.values())
+    return profile, executor, unique_jobs(jobs)  # a row shared by tables trains once
 
 
-def child_command(args: argparse.Namespace, budget_s: float | None = None) -> list[str]:
+def child_command(args: argparse.Namespace, budget_s: float) -> list[str]:
     cmd = [sys.executable, "-m", "envgen.gpu.chunk", args.profile, *map(str, args.tables)]
     cmd += ["--store", str(args.store), "--params", str(args.params)]
     for row in args.row or ():
         cmd += ["--row", row]
     if args.seeds is not None:
         cmd += ["--seeds", ",".join(map(str, sorted(args.seeds)))]
-    cmd += ["--budget-s", str(budget_s)] if budget_s is not None else []
-    cmd += ["--sps", str(args.sps)] if getattr(args, "sps", None) else []
-    return cmd + ["--checkpoint-minutes", str(args.checkpoint_minutes)]
+    cmd += ["--sps", str(args.sps)] if args.sps else []
+    return cmd + ["--budget-s", str(budget_s), "--checkpoint-minutes", str(args.checkpoint_minutes)]
 
 
 def run_chunk(args: argparse.Namespace, budget_s: float) -> str:
@@ -132,10 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sps", type=number_in(0, math.inf))
     args = parser.parse_args(argv)
     profile, executor, jobs = selected_jobs(args)
+    refused: list[str] = []
     if profile.device.startswith("cuda"):  # the rates the rule takes are a GPU's
         jobs, refused = fitting_jobs(jobs, args.budget_s, args.sps)
-    else:
-        refused = []
     for line in refused:
         print(f"[gpu run] not started: {line}", flush=True)
     llm = LLMSpec("replay", str(REPO / "data" / "llm_cache"))
@@ -152,13 +144,10 @@ H200 bench's cohort of 8 took about 40 s to its first timed rollout)."""
 
 COMPILE_S = 120.0
 """Seconds more at the start of a cohort in "compile" kernels: inductor compiling each
-seed's forward and loss, forward and backward, with Triton's kernels, before the first
-update. Always cold on the device: the caches (`.envgen/compile-cache/`) are ignored by
-git, so no call carries them in, and nothing outlives a call. Not measured yet: the probe
-reckons about a minute per compilation (`envgen gpu probe kernels --help`), and this
-allows twice that, so a call does not start a 1M-step run its compile then leaves
-unfinished at the budget. Replace it with a measurement: call A's bench, the compile
-cohort's seconds to its first timed rollout less the graph cohort's."""
+seed's forward, loss and backward before the first update, always cold on the device (no
+call carries the git-ignored `.envgen/compile-cache/` in). Not measured: twice the
+probe's minute per compilation (`envgen gpu probe kernels --help`), so that a call does
+not start a 1M-step run that its compile leaves unfinished at the budget."""
 
 
 def startup_seconds(kernels: str = "eager") -> float:
@@ -180,13 +169,7 @@ def fitting_jobs(jobs: list, budget_s: float, sps: float | None) -> tuple[list, 
         if config is None:  # the Random row: no GPU, seconds
             kept += unit
             continue
-        measured = gpu_plan.cohort_rate(
-            config.model,
-            config.bf16_autocast,
-            config.cohort,
-            config.cohort_groups,
-            config.cohort_kernels,
-        )
+        measured = gpu_plan.cohort_rate(*gpu_plan.cohort_kind(config))
         rate = sps or (measured[0] if config.cohort > 1 and measured else None)
         rate = rate or gpu_plan.gpu_rate(config.model, None, 1)[0]
         kernels = config.cohort_kernels if config.cohort > 1 else "eager"

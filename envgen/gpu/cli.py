@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from envgen.errors import ConfigError
@@ -60,41 +61,29 @@ def _import(args: argparse.Namespace) -> int:
     return 1 if any(line.startswith(REFUSED) for line in lines) else 0
 
 
-def _check(args: argparse.Namespace) -> int:
-    # lazy: torch, 0.85 s more of `envgen gpu --help`, 0.15 s without (measured)
-    from envgen.gpu import check
+def _torch_command(name: str) -> Callable[[argparse.Namespace], int]:
+    """Command `name` of check.py or probe.py, imported only when it runs."""
 
-    return check.check(args)
+    def call(args: argparse.Namespace) -> int:
+        # lazy: torch, 0.85 s more of `envgen gpu --help`, 0.15 s without (measured)
+        from envgen.gpu import check, probe
 
+        commands = {"check": check.check, "bench": check.bench, "kernels": probe.run_kernels}
+        return commands[name](args)
 
-def _bench(args: argparse.Namespace) -> int:
-    from envgen.gpu import check  # lazy: torch, as _check
-
-    return check.bench(args)
-
-
-def _probe_kernels(args: argparse.Namespace) -> int:
-    from envgen.gpu import probe  # lazy: torch, as _check
-
-    return probe.run_kernels(args)
+    return call
 
 
-def _probe_rate(args: argparse.Namespace) -> int:
-    from envgen.gpu import rate  # lazy: the pipeline's params (no torch), as _run
+def _plan_command(name: str) -> Callable[[argparse.Namespace], int]:
+    """Command `name` of rate.py or dry_run.py, imported only when it runs."""
 
-    return rate.run_rate(args)
+    def call(args: argparse.Namespace) -> int:
+        from envgen.gpu import dry_run, rate  # lazy: the pipeline's planner, as _run
 
+        commands = {"rate": rate.run_rate, "params": rate.run_params, "dry-run": dry_run.run}
+        return commands[name](args)
 
-def _probe_params(args: argparse.Namespace) -> int:
-    from envgen.gpu import rate  # lazy: the pipeline's params (no torch), as _run
-
-    return rate.run_params(args)
-
-
-def _dry_run(args: argparse.Namespace) -> int:
-    from envgen.gpu import dry_run  # lazy: the pipeline's planner, as _run
-
-    return dry_run.run(args)
+    return call
 
 
 def _model_name(name: str) -> str:
@@ -131,7 +120,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--steps", type=whole_number(128), default=1024, help="tiny run length (AD's aux: 1024)"
     )
     check.add_argument("--no-device-tests", action="store_true", help="skip the pytest step")
-    check.set_defaults(func=_check)
+    check.set_defaults(func=_torch_command("check"))
 
     text = "envgen bench train for PPO and AD on the device"
     bench = sub.add_parser("bench", help=text, description=f"{text}, at each --concurrency level")
@@ -140,7 +129,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.add_argument("--rollouts", type=whole_number(1))
     bench.add_argument("--deterministic", action="store_true")
     bench.add_argument("--tiny", action="store_true", help="2 envs x 16 steps (a smoke test)")
-    bench.set_defaults(func=_bench)
+    bench.set_defaults(func=_torch_command("bench"))
 
     text = "the cohort's kernel modes checked on the device, and the rate a call is sized from"
     probe = sub.add_parser(
@@ -173,13 +162,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "precision, about a minute each on a GPU)",
     )
     kernels.add_argument("--tiny", action="store_true", help="a tiny network and rollout")
-    kernels.set_defaults(func=_probe_kernels)
+    kernels.set_defaults(func=_torch_command("kernels"))
     rate = inner.add_parser(
         "rate", help="the fastest cohort of `envgen bench train`'s JSON line, for gpu run --sps"
     )
     rate.add_argument("bench", type=Path, help="a file whose last JSON line is bench train's")
     rate.add_argument("--out", type=Path, required=True, help="the rate file to write")
-    rate.set_defaults(func=_probe_rate)
+    rate.set_defaults(func=_plan_command("rate"))
     params = inner.add_parser(
         "params", help="params.yaml plus a profile that trains cohorts at a rate file's W and mode"
     )
@@ -187,7 +176,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     params.add_argument("--out", type=Path, required=True, help="the params file to write")
     params.add_argument("--params", type=Path, default=Path("params.yaml"))
     params.add_argument("--base", default="paper", help="the profile it copies (default paper)")
-    params.set_defaults(func=_probe_params)
+    params.set_defaults(func=_plan_command("params"))
 
     text = "the planned seconds of each step of the prepared session's calls A and B"
     dry = sub.add_parser(
@@ -211,7 +200,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("eager", "graph", "compile"),
         help="call B's kernel mode (default graph)",
     )
-    dry.set_defaults(func=_dry_run)
+    dry.set_defaults(func=_plan_command("dry-run"))
 
     text = "train a profile's rows for at most --budget-min, then pack"
     run = sub.add_parser(

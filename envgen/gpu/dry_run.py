@@ -1,15 +1,12 @@
 """`envgen gpu dry-run`: the planned seconds of each step of the prepared session's two
-calls (results/gpu/next/callA.sh, callB.sh), for a machine that takes `--start-s` to
-start, before any device time is spent.
+calls (results/gpu/next/callA.sh, callB.sh) on a machine that takes `--start-s` to start.
 
 Why: a call is killed at 10 minutes and a session has 15 minutes of device time, machine
-starts included; a step that does not fit should be found here, on the CPU, not on the
-device. The steps follow the scripts' own arithmetic (their default DEADLINEs and
-timeouts are `CALL_A_DEADLINE_S`, `CALL_A_BENCH_RESERVE_S`, `CALL_B_DEADLINE_S`;
-tests/test_gpu_dry_run.py checks the scripts' text against them) and take each step's
-seconds from measured rates (`envgen.pipeline.gpu_plan`; a mode with no rate of its own
-plans at eager's) and from the start-up allowances `envgen gpu run` plans with
-(`envgen.gpu.chunk.startup_seconds`: a cold compile included). No torch: it runs anywhere.
+starts included; a step that does not fit should be found here, on the CPU. The steps
+follow the scripts' own arithmetic (tests/test_gpu_dry_run.py checks their DEADLINEs and
+timeouts against the constants below) and take their seconds from measured rates
+(`envgen.pipeline.gpu_plan`; a mode with no rate of its own plans at eager's) and from
+`envgen gpu run`'s start-up allowances (`envgen.gpu.chunk.startup_seconds`). No torch.
 """
 
 from __future__ import annotations
@@ -29,13 +26,10 @@ SESSION_DEVICE_S = 900.0  # a session's device time: every start, call and idle 
 CALL_A_DEADLINE_S = 390  # callA.sh's default DEADLINE
 CALL_A_BENCH_RESERVE_S = 300  # callA.sh: the kernel checks' timeout leaves this for the bench
 CALL_B_DEADLINE_S = 595  # callB.sh's default DEADLINE (at most this: README step 3)
+# Measured (results/gpu/2026-11-27-h200-steady/call.log): the wheels installed and the
+# versions printed took 7 s; its first bench 196 s, 150 s of it rollouts, for 3 setups.
 INSTALL_S = 10.0
-"""The wheels installed and the versions printed: 7 s measured (results/gpu/
-2026-11-27-h200-steady/call.log: 533 of 540 s left at its first step)."""
-SETUP_S = 15.0
-"""Seconds of a bench setup (one run or one cohort) beyond its rollouts: process start,
-torch, envs, capture. That call's first bench took 196 s, 150 s of it rollouts, for 3
-setups."""
+SETUP_S = 15.0  # a bench setup beyond its rollouts: process start, torch, envs, capture
 TOOL_S = 3.0  # `gpu probe rate|params`: python without torch
 PACK_S = 15.0  # `gpu run` packing a cohort's sealed runs (no checkpoints)
 ROLLOUT_STEPS = 8 * 512  # Table 9's rollout per seed
@@ -74,9 +68,10 @@ def bench_steps(size: int, modes: Sequence[str], rollouts: int = TIMED_ROLLOUTS)
     return steps
 
 
-def call_a(deadline: float = CALL_A_DEADLINE_S, size: int = 4) -> list[Step]:
+def call_a(size: int) -> list[Step]:
     """callA.sh's steps: install, kernel checks (they run to their timeout at the
     latest), the bench (planned whole; its timeout in the note), the rate file."""
+    deadline = CALL_A_DEADLINE_S
     checks = deadline - INSTALL_S - CALL_A_BENCH_RESERVE_S
     bench = bench_steps(size, ("eager", "graph", "compile"))
     bench_s = sum(s.seconds for s in bench)
@@ -99,29 +94,21 @@ def call_b(deadline: float, size: int, kernels: str, sps: float) -> tuple[list[S
     start = startup_seconds(kernels)
     train = start + size * RUN_STEPS / sps
     needed = size * RUN_STEPS / (budget_s - start) if budget_s > start else math.inf
+    cohort = f"gpu run: cohort of {size} ({kernels})"
     if train <= budget_s:
-        run = Step(f"gpu run: cohort of {size} ({kernels}) trains", train + PACK_S)
+        note = f"start-up {start:.0f} s, budget {budget_s:.0f} s"
+        run = Step(f"{cohort} trains", train + PACK_S, note)
     else:
-        run = Step(
-            f"gpu run: cohort of {size} ({kernels}) NOT started",
-            PACK_S,
-            f"needs {train:.0f} s of its {budget_s:.0f} s budget at {sps:,.0f} env steps/s",
-        )
-    steps = [
-        Step("install wheels", INSTALL_S),
-        Step("gpu probe params", TOOL_S),
-        dataclasses.replace(
-            run, note=run.note or f"start-up {start:.0f} s, budget {budget_s:.0f} s"
-        ),
-    ]
-    return steps, needed
+        note = f"needs {train:.0f} s of its {budget_s:.0f} s budget at {sps:,.0f} env steps/s"
+        run = Step(f"{cohort} NOT started", PACK_S, note)
+    return [Step("install wheels", INSTALL_S), Step("gpu probe params", TOOL_S), run], needed
 
 
 def session(start_s: float, sps: float | None, size: int = 4, kernels: str = "graph") -> dict:
     """Both calls on one machine started once (call B at once after A, its DEADLINE what
     the device time leaves less 30 s, at most `CALL_B_DEADLINE_S`), and call B in a
     session of its own for comparison."""
-    a = call_a(size=size)
+    a = call_a(size)
     a_s = sum(s.seconds for s in a)
     rate = sps or cohort_sps(size, kernels)
     warm_deadline = min(CALL_B_DEADLINE_S, SESSION_DEVICE_S - start_s - a_s - 30)
@@ -129,7 +116,6 @@ def session(start_s: float, sps: float | None, size: int = 4, kernels: str = "gr
     own_deadline = min(CALL_B_DEADLINE_S, SESSION_DEVICE_S - start_s - 30)
     b_own, need_own = call_b(own_deadline, size, kernels, rate)
     return {
-        "start_s": start_s,
         "a": a,
         "b_warm": (warm_deadline, b_warm, need_warm),
         "b_own": (own_deadline, b_own, need_own),

@@ -1,17 +1,16 @@
 """`envgen gpu probe kernels`: the cohort's kernel modes checked on the device.
 
-`envgen gpu probe kernels --out OUT` trains tiny rollouts of the paper network (or
-`--model`) as cohorts of each `--sizes` W in each precision and writes OUT/kernel_checks.json;
-for every (W, precision, mode other than eager) it checks (docs/agent.md, "Kernels"):
+It trains tiny rollouts of the paper network (or `--model`) as cohorts of each `--sizes`
+W in each precision and writes OUT/kernel_checks.json; for every (W, precision, mode
+other than eager) it checks (docs/agent.md, "Kernels"):
 - captured: on CUDA the update became one CUDA graph (`CohortPPO.update_captured`);
-- replay_equals_uncaptured: the captured update's losses and parameters equal the same
-  mode's run op by op (`_update_graph = False` before the first update), bit for bit;
+- replay_equals_uncaptured: the captured update's losses and parameters equal, bit for
+  bit, the same mode's run op by op (`_update_graph = False` before the first update);
 - repeat_equal: a second captured run equals the first, bit for bit;
 - pipelined_equals_groups: a cohort in 2 groups (`CohortTrainer(groups=2)`) equals its
   groups trained one after the other.
-Exit 1 if a check fails. Off CUDA nothing is captured ("captured" false is expected there)
-and the other checks still run: `make test` runs this tiny on the CPU.
-The rate a training call is sized from is `envgen.gpu.rate`'s (no torch).
+Exit 1 if a check fails. Off CUDA nothing is captured and the other checks still run:
+`make test` runs this tiny on the CPU. (The rate a call is sized from: `envgen.gpu.rate`.)
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from envgen.agents.device import describe, set_deterministic
 from envgen.envs.crafter.config import CrafterConfig
 from envgen.envs.vector import CrafterVecEnv
 from envgen.files import write_json_atomic
-from envgen.store.run_dir import RunDir
+from envgen.gpu.check import run_logs
 
 # Small rollouts: the checks are about which kernels run, not about learning.
 CHECK_PPO = PPOConfig(num_envs=8, num_steps=32, minibatches=4, epochs=2, checkpoint_every=10**9)
@@ -60,11 +59,7 @@ def _train(
         agent = CohortPPO(model, ppo, seeds, device, kernels=kernels)
         if not capture:
             agent._update_graph = False  # the same minibatch, op by op
-        gens = []
-        for seed in seeds:
-            g = torch.Generator(device=device)
-            g.manual_seed(seed)
-            gens.append(g)
+        gens = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
         rngs = [np.random.default_rng(s) for s in seeds]
         losses = []
         for _ in range(ROLLOUTS):
@@ -107,12 +102,7 @@ def _pipelined_equals_groups(
                 trainer.train_until(3 * ppo.rollout_size, WORLD)
             finally:
                 trainer.close()
-            for s, d in zip(chunk, dirs, strict=True):
-                metrics = [
-                    {k: v for k, v in json.loads(line).items() if not k.startswith("time/")}
-                    for line in RunDir(d).metrics.read_text().splitlines()
-                ]
-                out[s] = (RunDir(d).episodes.read_text(), metrics)
+            out.update({s: run_logs(d) for s, d in zip(chunk, dirs, strict=True)})
         return out
 
     with tempfile.TemporaryDirectory() as root:
@@ -159,16 +149,10 @@ def kernel_checks(
                 entries.append(entry)
                 print(json.dumps(entry), flush=True)
                 if out is not None:
-                    _write_checks(out, device, entries)
+                    failures = failed(entries, str(device).startswith("cuda"))
+                    checks = {"device": describe(device), "checks": entries, "failed": failures}
+                    write_json_atomic(out / "kernel_checks.json", checks)
     return entries
-
-
-def _write_checks(out: Path, device: str, entries: list[dict[str, Any]]) -> None:
-    on_cuda = str(device).startswith("cuda")
-    write_json_atomic(
-        out / "kernel_checks.json",
-        {"device": describe(device), "checks": entries, "failed": failed(entries, on_cuda)},
-    )
 
 
 def check_names(on_cuda: bool) -> list[str]:

@@ -1,12 +1,11 @@
 """`envgen gpu probe rate|params`: the rate a training call is sized from, and the params
 file that trains at it. Plain JSON and YAML, no torch: these run on any machine.
 
-`envgen gpu probe rate BENCH_JSON --out RATE_JSON` picks, from `envgen bench train
---cohort W --kernels ...`'s last JSON line, the fastest cohort and writes what a training call
-needs: its W, kernel mode, precision, env workers and env steps/s, with the one-run
-baseline of the same call beside it. `envgen gpu probe params RATE_JSON --out PARAMS`
-writes params.yaml with one more profile that trains cohorts of that W in that mode, and
-the bench's env worker count as `execution.env_workers`.
+`probe rate BENCH_JSON --out RATE_JSON` writes, from `envgen bench train --cohort W
+--kernels ...`'s last JSON line, the fastest cohort's W, kernel mode, precision, env
+workers and env steps/s, beside the same call's one-run baseline. `probe params RATE_JSON
+--out PARAMS` writes params.yaml with one more profile that trains cohorts of that W in
+that mode, and the bench's env worker count as `execution.env_workers`.
 """
 
 from __future__ import annotations
@@ -29,9 +28,8 @@ from envgen.pipeline.params_stage import load_settings, read_params
 
 
 def read_bench(path: Path) -> dict[str, Any]:
-    """The last JSON line of the file `path` (`envgen bench train`'s output, saved): a
-    missing file, a directory, a malformed line or a line that is not bench train's is one
-    `ConfigError` naming the file, never a traceback (call A's log may be cut short)."""
+    """The last JSON line of the file `path` (`envgen bench train`'s output, saved); any
+    problem is one `ConfigError` naming the file (call A's log may be cut short)."""
     what = "the saved output of `envgen bench train` (its last JSON line is read)"
     lines = [line for line in read_text(path, what).splitlines() if line.startswith("{")]
     bench, problem = None, None
@@ -57,15 +55,13 @@ def read_bench(path: Path) -> dict[str, Any]:
 
 
 def pick_rate(bench: dict[str, Any]) -> dict[str, Any]:
-    """The fastest unpipelined cohort of `envgen bench train`'s JSON line, with the
-    baseline of the same call: what `envgen gpu run --sps` and the plan take. A line
-    missing a field (or holding one of the wrong type) is a `ConfigError`, not a KeyError."""
-    try:
-        cohorts = [c for c in bench.get("cohorts") or [] if c.get("groups") == 1]
-    except (AttributeError, TypeError):
-        cohorts = None
-    if cohorts is None:
+    """The fastest unpipelined cohort of `envgen bench train`'s JSON line, with the same
+    call's baseline (what `gpu run --sps` takes); a field missing or mistyped is a
+    `ConfigError`."""
+    cohorts = bench.get("cohorts") or []
+    if not isinstance(cohorts, list) or not all(isinstance(c, dict) for c in cohorts):
         raise ConfigError("bench", "its `cohorts` is not a list of bench train's cohorts")
+    cohorts = [c for c in cohorts if c.get("groups") == 1]
     if not cohorts:
         raise ConfigError("bench", "no unpipelined cohort in this bench JSON; time --cohort W")
     try:
@@ -96,14 +92,11 @@ ROW_SEEDS = 10  # Table 1's seeds (paper section 4.1: 10 seeds per row)
 
 def session_params(params: dict[str, Any], rate: dict[str, Any], base: str = "paper") -> dict:
     """params.yaml's mapping with one more profile, `SESSION_PROFILE`: `base` trained as
-    cohorts of the rate's W in its kernel mode and precision, with enough seeds for whole
-    cohorts of at least `ROW_SEEDS` (a cohort's seeds must all be there: `split_cohorts`).
-    A call trains some of them (`gpu run --seeds`); the rest wait for later sessions.
-
-    `execution.env_workers` becomes the bench's worker count: params.yaml's 1 is a CPU
-    campaign's (one core per run), and a cohort stepping its W x 8 envs in one worker
-    trains far below the rate that `gpu run --sps` sizes the call from (the H200 bench
-    stepped them in 15)."""
+    cohorts of the rate's W, kernel mode and precision, with seeds for whole cohorts of at
+    least `ROW_SEEDS` (a cohort's seeds must all be there: `split_cohorts`); a call trains
+    some of them (`gpu run --seeds`). `execution.env_workers` becomes the bench's worker
+    count: params.yaml's 1 is a CPU campaign's, and a cohort stepping its W x 8 envs in
+    one worker trains far below the rate the call is sized from."""
     size, kernels = int(rate["cohort"]), str(rate["kernels"])
     if kernels not in COHORT_KERNELS or size < 2:
         raise ConfigError("rate", f"cohort {size}, kernels {kernels!r}: not a cohort's rate")

@@ -6,7 +6,7 @@ without `envgen.gpu.chunk`, measured)."""
 
 from __future__ import annotations
 
-import argparse
+from envgen.input_checks import comma_list
 
 # Every run also checkpoints this long after its last checkpoint: 7 paper-network runs on
 # one H100 train about 196 env steps/s each, so `checkpoint_every` (102,400 steps) alone
@@ -16,14 +16,7 @@ BUDGET_MIN = 9.0  # a call's wall-clock budget: the job limit is 10 minutes
 PACK_RESERVE_S = 45.0  # of the budget (a quarter at most), kept for stopping and packing
 
 
-def seed_list(text: str) -> frozenset[int]:
-    """An argparse `type` for `--seeds`: comma-separated whole numbers (e.g. 0,1,2)."""
-    try:
-        seeds = frozenset(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a list of seeds; give whole numbers joined by commas, e.g. 0,1,2"
-        ) from None
-    if any(seed < 0 for seed in seeds):
-        raise argparse.ArgumentTypeError(f"{text!r}: seeds are >= 0")
-    return seeds
+# An argparse `type` for `--seeds`: comma-separated whole numbers (e.g. 0,1,2).
+seed_list = comma_list(
+    int, "give whole numbers >= 0 joined by commas, e.g. 0,1,2", allowed=lambda s: s >= 0
+)

@@ -8,7 +8,6 @@ of `envgen.pipeline.gpu_plan`, each figure labelled measured or assumed. Nothing
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from envgen.pipeline import gpu_plan
 from envgen.pipeline.executor import ExecutorConfig
@@ -53,12 +52,12 @@ def gpu_summary(
         lines.append(f"  {'/'.join(kind)}: {alone} runs per GPU; {memory.describe()}")
     lines.append(f"  runs per GPU when these rows run together: {fit} (the largest run's)")
     total, sources = 0.0, set()
-    for kind in sorted({_cohort_kind(c) for c in configs if c.cohort > 1}):
+    for kind in sorted({gpu_plan.cohort_kind(c) for c in configs if c.cohort > 1}):
         measured = gpu_plan.cohort_rate(*kind)
         if measured is None:
             continue  # no cohort of this kind measured: planned with the runs' rate below
-        steps = sum(c.total_steps for c in configs if _cohort_kind(c) == kind)
-        configs = [c for c in configs if _cohort_kind(c) != kind]
+        steps = sum(c.total_steps for c in configs if gpu_plan.cohort_kind(c) == kind)
+        configs = [c for c in configs if gpu_plan.cohort_kind(c) != kind]
         hours = gpu_plan.gpu_hours(steps, 0, measured[0])
         sources.add(f"{kind[0]} cohorts: {measured[1]}")
         total += hours
@@ -95,16 +94,4 @@ def _budget(jobs: Sequence[Job | RandomJob]) -> str:
     return (
         f"{len(trained):4d} training runs, {steps / 1e6:9.2f}M env steps"
         f" (+{episodes} random-policy episodes)"
-    )
-
-
-def _cohort_kind(config: Any) -> tuple[str, bool, int, int, str]:
-    """What a cohort's measured rate depends on (a `RunConfig`): network, bf16, W, groups,
-    kernel mode."""
-    return (
-        config.model,
-        config.bf16_autocast,
-        config.cohort,
-        config.cohort_groups,
-        config.cohort_kernels,
     )

@@ -1,16 +1,13 @@
 """Run many jobs in parallel: local worker processes, or Ray tasks on a cluster.
 
-Both executors take the same jobs and `Settings` and call `run_job` once per attempt.
-A job whose attempt failed is retried up to `ExecutorConfig.retries` more times;
-not-recorded jobs are not retried (only recording the reply fixes them), nor are
-config_error ones (only another setting fixes them). Finished
-runs are skipped inside `run_job`, so a killed executor run, started again, only
-does the jobs that had not finished.
-
-On a GPU, runs share a card by memory (`envgen.pipeline.gpu_plan`): the local executor
-starts no more runs than the card's memory holds (every run trains on the profile's one
-device); Ray tasks declare the share of a GPU their memory takes, so Ray never packs more
-onto a card. `gpus_per_run` > 0 can only lower the number of runs per GPU.
+Both call `run_job` once per attempt of each job. A failed job is retried up to
+`ExecutorConfig.retries` more times; not_recorded and config_error jobs are not (only
+recording the reply, or another setting, fixes them). `run_job` skips finished runs, so
+a killed executor, started again, does only the jobs that had not finished. On a GPU,
+runs share a card by memory (`envgen.pipeline.gpu_plan`): the local executor starts no
+more runs than the card holds (every run trains on the profile's one device); Ray tasks
+declare the share of a GPU their memory takes. `gpus_per_run` > 0 only lowers the
+number of runs per GPU.
 """
 
 from __future__ import annotations
@@ -68,20 +65,16 @@ class ExecutorConfig:
     def __post_init__(self) -> None:
         if self.kind not in EXECUTORS:
             raise ConfigError("executor", f"{self.kind!r}; use one of {', '.join(EXECUTORS)}")
-        for name in ("workers", "retries"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"execution.{name}", "must be >= 0")
         if self.env_workers < 1:
             raise ConfigError("execution.env_workers", "must be >= 1")
-        for name in ("gpus_per_run", "gpu_memory_gib", "gpu_reserve_gib"):
+        for name in ("workers", "retries", "gpus_per_run", "gpu_memory_gib", "gpu_reserve_gib"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"execution.{name}", "must be >= 0")
 
     def local_workers(self, cores: int, gpus: int, runs_per_gpu: int | None = None) -> int:
-        """Parallel runs on one machine: each run takes `env_workers` cores (its learner
-        alternates with its env workers) unless `workers` fixes the number; on a GPU, no
-        more than one card holds (`runs_per_gpu` by memory, 1 / `gpus_per_run` if set):
-        every local run trains on the profile's one device."""
+        """Parallel runs on one machine: `workers`, else a run per `env_workers` cores (its
+        learner alternates with its env workers); on a GPU, no more than its one card holds
+        (`runs_per_gpu` by memory, 1 / `gpus_per_run` if set)."""
         runs = self.workers or max(1, cores // self.env_workers)
         if gpus and self.gpus_per_run > 0:
             runs = min(runs, max(1, int(1 / self.gpus_per_run)))
@@ -101,11 +94,9 @@ def execute(
     log: Callable[[str], Any] = print,
     on_result: Callable[[JobResult], Any] | None = None,
 ) -> dict[tuple[str, int], JobResult]:
-    """Run every job (retrying failures); returns the final result per job key.
-
-    `on_result` is called in this process with each attempt's result as it arrives
-    (e.g. to commit a finished run at once rather than when every job is done).
-    """
+    """Run every job (retrying failures); returns the final result per job key. Each
+    attempt's result goes to `on_result` in this process as it arrives (a campaign
+    commits a finished run at once)."""
     run = _ray_runner(config) if config.kind == "ray" else _local_runner(config)
     results: dict[tuple[str, int], JobResult] = {}
     pending = list(jobs)
@@ -158,26 +149,21 @@ def numerics_of(job: AnyJob) -> str:
     return job.config.cpu_numerics if isinstance(job, Job) else numerics.NATIVE
 
 
-def by_numerics(jobs: Sequence[AnyJob]) -> dict[str, list[AnyJob]]:
-    """The jobs grouped by the numerics mode their worker processes start in."""
-    groups: dict[str, list[AnyJob]] = {}
-    for job in jobs:
-        groups.setdefault(numerics_of(job), []).append(job)
-    return groups
-
-
 def _local_runner(config: ExecutorConfig) -> Runner:
     def run(jobs: Sequence[AnyJob], settings: Settings, report: Report) -> list[JobResult]:
         fit = gpu_fit(jobs, settings, config)
         done: dict[tuple[str, int], JobResult] = {}
-        for mode, group in by_numerics(jobs).items():
+        by_mode: dict[str, list[AnyJob]] = {}  # workers start in their jobs' numerics mode
+        for job in jobs:
+            by_mode.setdefault(numerics_of(job), []).append(job)
+        for mode, group in by_mode.items():
             workers = min(len(group), config.local_workers(usable_cores(), _gpus(), fit))
             # workers read the mode's variables as they load numpy and torch
             with numerics.spawning(mode), worker_pool(workers) as pool:
                 futures = {pool.submit(run_job, job, settings): job for job in group}
                 for future in concurrent.futures.as_completed(futures):
                     job = futures[future]
-                    done[job.key] = _result_of(job, future, settings)
+                    done[job.key] = _outcome(job, settings, future.result)
                     report(done[job.key])
         return [done[job.key] for job in jobs]
 
@@ -186,25 +172,23 @@ def _local_runner(config: ExecutorConfig) -> Runner:
 
 def worker_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
     """`workers` spawned processes that end when this one does (`envgen.lifetime`): a
-    killed stage or campaign leaves no worker training on.
-
-    A worker trains the jobs given to it one after another with the code it imported
-    first, while each run records the checkout's commit and code fingerprint at its own
-    start: edit the checkout under a running stage or campaign and a later run's
-    provenance may name newer code than trained it (docs/campaign_llm15.md,
-    "Deviations")."""
+    killed stage or campaign leaves no worker training on. A worker trains its jobs with
+    the code it imported first, while each run records the checkout's commit at its own
+    start: edit the checkout under a running stage and a later run's provenance may name
+    newer code than trained it (docs/campaign_llm15.md, "Deviations")."""
     context = multiprocessing.get_context("spawn")  # torch and forked workers do not mix
     return concurrent.futures.ProcessPoolExecutor(
         workers, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),)
     )
 
 
-def _result_of(job: AnyJob, future: concurrent.futures.Future, settings: Settings) -> JobResult:
-    """A worker that died (killed, out of memory) fails its job instead of the executor."""
+def _outcome(job: AnyJob, settings: Settings, result: Callable[[], JobResult]) -> JobResult:
+    """A worker that died (killed, out of memory, a lost Ray node) fails its job instead
+    of the executor."""
     try:
-        return future.result()
-    except Exception as exc:  # noqa: BLE001 - e.g. BrokenProcessPool
-        return JobResult(job.key, FAILED, str(job_dir(job, settings.runs_root)), repr(exc))
+        return result()
+    except Exception as exc:  # noqa: BLE001 - e.g. BrokenProcessPool, a lost node
+        return JobResult(job.key, FAILED, str(job_dir(job, settings.runs_root)), repr(exc)[:500])
 
 
 def _ray_runner(config: ExecutorConfig) -> Runner:
@@ -219,7 +203,11 @@ def _ray_runner(config: ExecutorConfig) -> Runner:
         fit = gpu_fit(jobs, settings, config)
         gpus = config.gpu_share(fit) if fit is not None else config.gpus_per_run
         task = ray.remote(num_cpus=config.env_workers, num_gpus=gpus)(run_job)
-        remote_settings = _absolute(settings)
+        # paths a Ray worker resolves from any directory (the store must be shared)
+        llm = dataclasses.replace(settings.llm, cache_dir=os.path.abspath(settings.llm.cache_dir))
+        remote_settings = dataclasses.replace(
+            settings, runs_root=os.path.abspath(settings.runs_root), llm=llm
+        )
         refs = {
             task.options(max_retries=0, runtime_env=_ray_runtime_env(numerics_of(job))).remote(
                 job, remote_settings
@@ -231,20 +219,11 @@ def _ray_runner(config: ExecutorConfig) -> Runner:
         while waiting:
             (ref,), waiting = ray.wait(waiting, num_returns=1)
             job = refs[ref]
-            done[job.key] = _ray_result(job, ref, settings)
+            done[job.key] = _outcome(job, settings, lambda ref=ref: ray.get(ref))
             report(done[job.key])
         return [done[job.key] for job in jobs]
 
     return run
-
-
-def _ray_result(job: AnyJob, ref: Any, settings: Settings) -> JobResult:
-    import ray  # lazy: optional dependency (ray)
-
-    try:
-        return ray.get(ref)
-    except Exception as exc:  # noqa: BLE001 - a lost node or a killed worker
-        return JobResult(job.key, FAILED, str(job_dir(job, settings.runs_root)), repr(exc)[:500])
 
 
 def _ray_runtime_env(mode: str = numerics.NATIVE) -> dict[str, Any]:
@@ -252,12 +231,6 @@ def _ray_runtime_env(mode: str = numerics.NATIVE) -> dict[str, Any]:
     a portable job's worker with that mode's variables (`envgen.numerics`)."""
     extra = numerics.PORTABLE_ENVIRONMENT if mode == numerics.PORTABLE else {}
     return {"env_vars": {"PYTHONPATH": os.getcwd(), **extra}}
-
-
-def _absolute(settings: Settings) -> Settings:
-    """Paths a Ray worker resolves from any directory (the store must be shared)."""
-    llm = dataclasses.replace(settings.llm, cache_dir=os.path.abspath(settings.llm.cache_dir))
-    return dataclasses.replace(settings, runs_root=os.path.abspath(settings.runs_root), llm=llm)
 
 
 def _gpus() -> int:

@@ -1,40 +1,33 @@
 """How many runs share one GPU, and how many GPU-hours a plan takes (estimates, stated).
 
-Memory of one run on its GPU (`run_memory`), from the run's network, agent and batch sizes:
-
+Memory of one run on its GPU (`run_memory`), from its network, agent and batch sizes:
 - the CUDA context and torch's kernels of its process, `CONTEXT_GIB`;
 - static state: weights, gradients and Adam moments, 16 bytes per parameter for PPO; AD
   keeps three Adam optimisers and a frozen copy for its auxiliary phase, 36 bytes;
 - buffers: the rollout (uint8 observations and a few floats per step); AD adds its
   auxiliary buffer of `aux_every` rollouts and its memories;
 - saved activations at the largest batch one backward pass sees, times `HEADROOM` for
-  cuDNN workspaces and temporaries. The bytes saved per observation are measured here,
-  on the CPU, with `torch.autograd.graph.saved_tensors_hooks` over a real forward and
-  loss of the network (`activation_bytes_per_row`). PPO's batch is a minibatch,
-  rollout / minibatches observations (paper: 512); AD's auxiliary batches see 3
-  observations per element (the matching loss encodes the anchor's before and after
-  images and the regulariser's step, all with gradients), `3 x ADConfig.batch_size`
-  (1,536), which is why AD needs about 3 times PPO's memory;
-- the three tensor parts together are the peak torch allocates; the card loses
-  `RESERVED_FACTOR` times that to the caching allocator's reservation.
+  cuDNN workspaces and temporaries, the bytes per observation measured on the CPU over a
+  real forward and loss (`activation_bytes_per_row`). PPO's batch is a minibatch (paper:
+  512 observations); AD's auxiliary batches see 3 per element (the matching loss encodes
+  the anchor's before and after images and the regulariser's step, all with gradients),
+  `3 x ADConfig.batch_size`: AD needs about 3 times PPO's memory;
+- the three tensor parts are the peak torch allocates; the card loses `RESERVED_FACTOR`
+  times that to the caching allocator's reservation.
+On one H100 (results/gpu/2026-11-26-h100; `RESERVED_FACTOR`), eight paper-network PPO
+runs filled the card and ten ran out of memory; a whole 1M-step run's reservation is not
+measured.
 
-Measured on one H100 (torch 2.11 + CUDA 13.0, 2026-11-26; results/gpu/2026-11-26-h100),
-over one or two timed rollouts: a paper-network PPO run's allocated peak was 5,578 MiB,
-10% above what the tensor parts estimate (5,084 MiB); eight such runs at once each
-reserved up to 9,902 MiB and filled the card (80,244 MiB in use); ten at once ran out of
-memory. The plan before this measurement (0.5 GiB context, no reservation factor) put
-13 on the card. A whole 1M-step run's reservation is not measured.
-
-`runs_per_gpu` fits as many such runs as the card's memory less a reserve holds, at least
-one. GPU-hours of a plan divide its env steps by a per-GPU throughput: `--gpu-sps` where
-given, else `MEASURED_GPU_SPS` at the plan's runs per GPU, else `ASSUMED_GPU_SPS`; the
-plan labels each figure measured or assumed.
+`runs_per_gpu` fits as many runs as the card's memory less a reserve holds, at least one.
+GPU-hours divide a plan's env steps by a per-GPU rate: `--gpu-sps` where given, else
+`MEASURED_GPU_SPS` at the plan's runs per GPU, else `ASSUMED_GPU_SPS`, each labelled.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 
 import numpy as np
 
@@ -48,7 +41,7 @@ CONTEXT_GIB = 0.75
 HEADROOM = 1.25  # cuDNN workspaces and temporaries over the saved activations
 # The card's reservation over the *estimated* allocated peak: an H100 reserved up to
 # 9,902 MiB per paper-network PPO run (8 at once, deterministic float32), 1.95 x the
-# 5,084 MiB `RunMemory.allocated` estimates (the measured peak was 5,578: 1.78 x that)
+# 5,084 MiB `RunMemory.allocated` estimates (the measured peak, 5,578, is 10% above it)
 RESERVED_FACTOR = 1.95
 DEFAULT_CARD_GIB = 80.0  # planning size where no GPU is visible (an 80 GB H100 or A100)
 DEFAULT_RESERVE_GIB = 4.0  # left free on each GPU
@@ -61,10 +54,9 @@ MEASURED_GPU_SPS = {"paper": {1: 942.0, 4: 1_216.0, 8: 1_289.0}}
 MEASURED_ON = "one H100, PPO, deterministic float32"
 ASSUMED_GPU_SPS = {"impala-small": 10_000.0, "nature": 20_000.0}
 # Env steps/s of one cohort (`envgen.agents.cohort`) of W PPO seeds on one GPU, by
-# (network, precision, W): `envgen bench train --device cuda --model paper --cohort W`,
-# float32 with --deterministic. W = 8: results/gpu/2026-11-26-h200/bench_*_graphed.log
-# (3 timed rollouts); bf16 W = 4: results/gpu/2026-11-27-h200-steady (8 timed rollouts;
-# the same command's bf16 cohort of 8 ran at 4,397.9).
+# (network, precision, W): `envgen bench train --device cuda --model paper --cohort W`
+# (float32 with --deterministic), 3 or 8 timed rollouts. Each measured rate's source file
+# is named in tests/test_pipeline_gpu_plan.py (`MEASURED_SOURCES`), which checks it.
 MEASURED_COHORT_SPS = {
     ("paper", "float32", 8): 1_702.6,
     ("paper", "bf16", 4): 3_878.6,
@@ -72,11 +64,9 @@ MEASURED_COHORT_SPS = {
 }
 COHORT_MEASURED_ON = "one H200"
 # The same for pipelined cohorts (`RunConfig.cohort_groups`: one group collects while
-# another updates), by (network, precision, W, groups): `envgen bench train --device cuda
-# --model paper --cohort W --cohort-groups 2`, first and last rollout (fill and drain)
-# included. bf16: results/gpu/2026-11-27-h200-steady, 8 timed rollouts for W = 4 and 8,
-# 6 for W = 16; pipelining was 0.85x (W = 4) and 0.89x (W = 8) the unpipelined cohort on
-# the same warm machine. float32 (--deterministic): results/gpu/2026-11-27-h200, 2 rollouts.
+# another updates), by (network, precision, W, groups): `... --cohort W --cohort-groups 2`,
+# fill and drain included; bf16 pipelined ran at 0.85x (W = 4) and 0.89x (W = 8) the
+# unpipelined cohort on the same warm machine.
 MEASURED_PIPELINED_COHORT_SPS: dict[tuple[str, str, int, int], float] = {
     ("paper", "bf16", 4, 2): 3_278.8,
     ("paper", "bf16", 8, 2): 3_929.0,
@@ -84,33 +74,12 @@ MEASURED_PIPELINED_COHORT_SPS: dict[tuple[str, str, int, int], float] = {
     ("paper", "float32", 8, 2): 1_565.7,
 }
 PIPELINED_COHORT_MEASURED_ON = "one H200"
-# The same for unpipelined cohorts whose update is captured ("graph") or compiled too
-# ("compile", `RunConfig.cohort_kernels`), by (network, precision, kernels, W):
-# `envgen bench train --device cuda --model paper --cohort W --kernels K`. None measured
-# yet (results/gpu/next/ prepares the session that measures them).
+# The same for unpipelined cohorts whose update is captured or compiled
+# (`RunConfig.cohort_kernels`), by (network, precision, kernels, W): `... --kernels K`.
+# None measured yet (results/gpu/next/ prepares the session that measures them).
 MEASURED_KERNEL_COHORT_SPS: dict[tuple[str, str, str, int], float] = {}
 KERNEL_COHORT_MEASURED_ON = ""
 AD_COST = 3.0  # AD's env step costs this many PPO steps of GPU time (ASSUMED, not measured)
-
-# Where each measured rate above was copied from (repository paths): a test
-# (tests/test_pipeline_gpu_plan.py) checks that the file prints it. The H100 levels
-# survive only in that call's README (its bench log kept the warnings, not the lines).
-H100 = "results/gpu/2026-11-26-h100/README.md"
-H200_26 = "results/gpu/2026-11-26-h200/"
-H200_27 = "results/gpu/2026-11-27-h200/"
-STEADY = "results/gpu/2026-11-27-h200-steady/"
-MEASURED_SOURCES: dict[tuple, str] = {
-    ("gpu", "paper", 1): H100,
-    ("gpu", "paper", 4): H100,
-    ("gpu", "paper", 8): H100,
-    ("cohort", "paper", "float32", 8): H200_26 + "bench_float32_graphed.log",
-    ("cohort", "paper", "bf16", 4): STEADY + "bench_bf16_unpipelined_steady.log",
-    ("cohort", "paper", "bf16", 8): H200_26 + "bench_bf16_graphed.log",
-    ("pipelined", "paper", "bf16", 4, 2): STEADY + "bench_bf16_pipelined_steady.log",
-    ("pipelined", "paper", "bf16", 8, 2): STEADY + "bench_bf16_pipelined_steady.log",
-    ("pipelined", "paper", "bf16", 16, 2): STEADY + "bench_bf16_pipelined_16.log",
-    ("pipelined", "paper", "float32", 8, 2): H200_27 + "bench_float32_pipelined.log",
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,9 +146,7 @@ def activation_bytes_per_row(model_cfg: ModelConfig, agent: str) -> tuple[int, i
     return (saved(4) - saved(2)) // 2, sum(p.numel() for p in model.parameters())
 
 
-def run_memory(
-    model_cfg: ModelConfig, ppo: PPOConfig, agent: str = "ppo", ad: ADConfig | None = None
-) -> RunMemory:
+def run_memory(model_cfg: ModelConfig, ppo: PPOConfig, agent: str = "ppo") -> RunMemory:
     """The estimate of the module docstring for one run."""
     from envgen.agents.networks import OBS_SHAPE  # lazy: torch, as in activation_bytes_per_row
 
@@ -189,7 +156,7 @@ def run_memory(
     rows = ppo.rollout_size // ppo.minibatches
     static = 16 * parameters
     if agent == "ad":
-        ad = ad or ADConfig()
+        ad = ADConfig()
         hidden = model_cfg.hidden_size * 4
         rollout += (ppo.rollout_size + ppo.num_envs) * hidden
         rollout += ad.aux_every * ppo.rollout_size * (obs_bytes + hidden + 5 * 4)
@@ -238,38 +205,35 @@ def cohort_rate(
     A pipelined cohort (`groups` > 1) takes only a pipelined measurement of its groups,
     a captured or compiled one (`kernels`) only a measurement of its own mode."""
     precision = "bf16" if bf16 else "float32"
-    if kernels != "eager":
-        table_k = MEASURED_KERNEL_COHORT_SPS
-        fitting = [w for (m, p, k, w) in table_k if (m, p, k) == (model, precision, kernels)]
-        fitting = [w for w in fitting if w <= size and groups == 1]
-        if not fitting:
-            return None
-        w = max(fitting)
-        return (
-            table_k[(model, precision, kernels, w)],
-            f"measured on {KERNEL_COHORT_MEASURED_ON}, a {precision} {kernels} cohort of {w}",
-        )
-    if groups > 1:
-        table = MEASURED_PIPELINED_COHORT_SPS
-        fitting = [w for (m, p, w, g) in table if (m, p, g) == (model, precision, groups)]
-        fitting = [w for w in fitting if w <= size]
-        if not fitting:
-            return None
-        w = max(fitting)
-        return (
-            table[(model, precision, w, groups)],
-            f"measured on {PIPELINED_COHORT_MEASURED_ON}, a {precision} cohort of {w} "
-            f"in {groups} groups",
-        )
-    sizes = [w for (m, p, w) in MEASURED_COHORT_SPS if m == model and p == precision]
-    fitting = [w for w in sizes if w <= size]
-    if not fitting:
+    rates = {
+        k[4]: v for k, v in _cohort_rates().items() if k[:4] == (model, precision, kernels, groups)
+    }
+    w = max((w for w in rates if w <= size), default=None)
+    if w is None:
         return None
-    w = max(fitting)
-    return (
-        MEASURED_COHORT_SPS[(model, precision, w)],
-        f"measured on {COHORT_MEASURED_ON}, a {precision} cohort of {w}",
-    )
+    mode = "" if kernels == "eager" else f"{kernels} "
+    split = f" in {groups} groups" if groups > 1 else ""
+    return rates[w][0], f"measured on {rates[w][1]}, a {precision} {mode}cohort of {w}{split}"
+
+
+def _cohort_rates() -> dict[tuple[str, str, str, int, int], tuple[float, str]]:
+    """Every measured cohort rate as {(network, precision, kernels, groups, W): (env
+    steps/s, where measured)}."""
+    rates = {
+        (m, p, "eager", 1, w): (v, COHORT_MEASURED_ON)
+        for (m, p, w), v in MEASURED_COHORT_SPS.items()
+    }
+    for (m, p, w, g), v in MEASURED_PIPELINED_COHORT_SPS.items():
+        rates[(m, p, "eager", g, w)] = (v, PIPELINED_COHORT_MEASURED_ON)
+    for (m, p, k, w), v in MEASURED_KERNEL_COHORT_SPS.items():
+        rates[(m, p, k, 1, w)] = (v, KERNEL_COHORT_MEASURED_ON)
+    return rates
+
+
+# What a cohort's measured rate depends on: `cohort_rate`'s arguments of a `RunConfig`.
+cohort_kind = operator.attrgetter(
+    "model", "bf16_autocast", "cohort", "cohort_groups", "cohort_kernels"
+)
 
 
 def gpu_hours(steps: float, ad_steps: float, rate: float) -> float:

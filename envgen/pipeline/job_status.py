@@ -1,8 +1,6 @@
-"""What became of a job, and where its run lives.
-
-Kept apart from `envgen.pipeline.jobs`, which runs a job (torch and the training loop,
-imported inside `run_job`) and builds its LLM client: the results tables and `envgen
-campaign status` read finished runs through these names alone.
+"""What became of a job, and where its run lives: all the results tables and `envgen
+campaign status` read of finished runs, apart from `envgen.pipeline.jobs`, which runs a
+job (torch and the training loop) and builds its LLM client.
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ from envgen.store.run_dir import RunDir
 DONE, FAILED, NOT_RECORDED = "done", "failed", "not_recorded"
 LLM_UNUSABLE = "llm_unusable"  # the recorded reply is unusable even after re-asks: a result
 CONFIG_ERROR = "config_error"  # a setting no attempt can follow (`RunSettingError`): not retried
+PROBLEMS = (FAILED, CONFIG_ERROR, NOT_RECORDED, LLM_UNUSABLE)  # the order a row names them in
 
 
 @dataclasses.dataclass(frozen=True)

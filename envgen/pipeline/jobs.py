@@ -1,16 +1,14 @@
 """One job, start to finish, inside whichever worker process or Ray task runs it.
 
-`run_job` never raises for a run that cannot complete: it returns a `JobResult` whose
-status says why (not_recorded: an LLM reply is missing from the cache; llm_unusable:
-the recorded reply stays unusable after the designer's re-asks, which replays the same
-way every time, so it is the row's result and not retried; config_error: a setting no
-attempt of the run can follow (`RunSettingError`: `llm_history_cycles: auto` for a model
-of unknown context), not retried either; failed: any other error, a server that could
-not be reached or gave no reply included (401/403, 429 past the retries, malformed
-replies), retried by the executor). Reasons are scrubbed of every configured LLM key
-before they reach runs.json. A finished (sealed) run whose results
-version is the code's is returned as is; one produced under another version is removed
-and run again (`envgen.results_version`).
+`run_job` never raises for a run that cannot complete: its `JobResult` says why.
+not_recorded: an LLM reply is missing from the cache. llm_unusable: the recorded reply
+stays unusable after the designer's re-asks; it replays so every time, so it is the
+row's result, not retried. config_error: a setting no attempt can follow
+(`RunSettingError`, e.g. `llm_history_cycles: auto` for a model of unknown context), not
+retried either. failed: any other error (a server unreachable or without a reply
+included), retried by the executor. Reasons are scrubbed of every configured LLM key
+before they reach runs.json. A sealed run of the code's results version is returned as
+is; one of another version is removed and run again (`envgen.results_version`).
 """
 
 from __future__ import annotations
@@ -158,16 +156,10 @@ GPU_ALLOC_FAILURES = (
 
 def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
     """Run one job (see the module docstring); safe to call again after a kill."""
-    # lazy: torch and the training loop, imported where a job runs: the pipeline's planning,
-    # its results tables and `envgen campaign status` load this module and no torch
-    # (tests/test_lazy_imports.py)
-    import torch
-
-    from envgen.loop.runner import RunOptions, execute_run  # lazy: torch, as above
+    torch, options = _start(settings)
+    from envgen.loop.runner import execute_run  # lazy: torch, as in _start
 
     run_dir = job_dir(job, settings.runs_root)
-    torch.set_num_threads(settings.torch_threads)
-    set_deterministic(settings.deterministic)
     version = settings.versions[job_version_key(job)]
     try:
         _drop_if_stale(run_dir, version)
@@ -178,45 +170,33 @@ def run_job(job: Job | RandomJob, settings: Settings) -> JobResult:
             play_random(job.episodes, job.seed, run_dir)
             return JobResult(job.key, DONE, str(run_dir))
         llm = settings.llm.build(job.config.llm_model) if job.config.uses_llm else None
-        options = RunOptions(
-            device=settings.device,
-            num_workers=settings.env_workers,
-            checkpoint_minutes=settings.checkpoint_minutes,
-        )
         try:
             execute_run(job.config, job.seed, settings.runs_root, llm, options)
-        except CacheMissError:
-            _drop_if_empty(run_dir)
+        except CacheMissError:  # refused at its first LLM call, the run leaves nothing
+            if run_dir.is_dir() and not any(run_dir.iterdir()):
+                shutil.rmtree(run_dir)
             raise
         return JobResult(job.key, DONE, str(run_dir))
     except CacheMissError as exc:
         return JobResult(job.key, NOT_RECORDED, str(run_dir), _scrubbed(str(exc)))
     except (LLMResponseError, LLMTransportError) as exc:
         reason = _scrubbed(str(exc).splitlines()[0])
-        if transport_failure(exc):  # the server, not the reply: retried like any failure
+        if isinstance(exc, LLMTransportError):  # no reply came: the server's, retried
             return JobResult(job.key, FAILED, str(run_dir), reason)
         return JobResult(job.key, LLM_UNUSABLE, str(run_dir), reason)  # replays the same way
     except RunSettingError as exc:  # the same on every attempt: not retried
         return JobResult(job.key, CONFIG_ERROR, str(run_dir), _scrubbed(str(exc)))
     except Exception as exc:  # noqa: BLE001 - reported per job, retried by the executor
-        if _out_of_gpu_memory(exc, torch):  # the fix first: the log line is cut at 200
-            reason = OUT_OF_MEMORY + " ".join(str(exc).split())  # CUDA's text spans lines
-        else:
-            reason = traceback.format_exception_only(exc)[-1].strip()
-        return JobResult(job.key, FAILED, str(run_dir), _scrubbed(reason))
+        return JobResult(job.key, FAILED, str(run_dir), _failure(exc, torch))
 
 
 def run_cohort(jobs: Sequence[Job], settings: Settings) -> list[JobResult]:
     """Run the jobs of one cohort (one config, `config.cohort` seeds) together
     (`envgen.loop.cohort_run`); one result per job, in order. A failure fails them all:
     their seeds train as one."""
-    import torch  # lazy: torch, as in run_job
+    torch, options = _start(settings)
+    from envgen.loop.cohort_run import execute_cohort  # lazy: torch, as in _start
 
-    from envgen.loop.cohort_run import execute_cohort  # lazy: torch, as in run_job
-    from envgen.loop.runner import RunOptions  # lazy: torch, as in run_job
-
-    torch.set_num_threads(settings.torch_threads)
-    set_deterministic(settings.deterministic)
     config, seeds = jobs[0].config, [job.seed for job in jobs]
     dirs = [job_dir(job, settings.runs_root) for job in jobs]
     try:
@@ -226,28 +206,37 @@ def run_cohort(jobs: Sequence[Job], settings: Settings) -> list[JobResult]:
                 f"a cohort of {config.cohort} got {len(jobs)} seed(s) ({seeds}); give each "
                 f"row's seeds in multiples of {config.cohort}",
             )
-        version = settings.versions[config.game]
         for run_dir in dirs:
-            _drop_if_stale(run_dir, version)
+            _drop_if_stale(run_dir, settings.versions[config.game])
         if not all(is_sealed(d) for d in dirs):
-            options = RunOptions(
-                device=settings.device,
-                num_workers=settings.env_workers,
-                checkpoint_minutes=settings.checkpoint_minutes,
-            )
             execute_cohort(config, seeds, settings.runs_root, options)
         for run_dir in dirs:
             _check_identity(run_dir)
         return [JobResult(job.key, DONE, str(d)) for job, d in zip(jobs, dirs, strict=True)]
     except Exception as exc:  # noqa: BLE001 - reported per job, retried by the executor
-        if _out_of_gpu_memory(exc, torch):
-            reason = OUT_OF_MEMORY + " ".join(str(exc).split())
-        else:
-            reason = traceback.format_exception_only(exc)[-1].strip()
+        reason = _failure(exc, torch)
         return [
-            JobResult(job.key, FAILED, str(d), _scrubbed(reason))
-            for job, d in zip(jobs, dirs, strict=True)
+            JobResult(job.key, FAILED, str(d), reason) for job, d in zip(jobs, dirs, strict=True)
         ]
+
+
+def _start(settings: Settings) -> tuple[Any, Any]:
+    """(torch, the `RunOptions` of `settings`), this process's torch set as they say."""
+    # lazy: torch and the training loop, imported where a job runs: the pipeline's planning,
+    # its results tables and `envgen campaign status` load this module and no torch
+    # (tests/test_lazy_imports.py)
+    import torch
+
+    from envgen.loop.runner import RunOptions  # lazy: torch, as above
+
+    torch.set_num_threads(settings.torch_threads)
+    set_deterministic(settings.deterministic)
+    options = RunOptions(
+        device=settings.device,
+        num_workers=settings.env_workers,
+        checkpoint_minutes=settings.checkpoint_minutes,
+    )
+    return torch, options
 
 
 def split_cohorts(jobs: Sequence[Job | RandomJob]) -> tuple[list[list[Job]], list]:
@@ -269,12 +258,15 @@ def split_cohorts(jobs: Sequence[Job | RandomJob]) -> tuple[list[list[Job]], lis
     return cohorts, rest
 
 
-def _out_of_gpu_memory(exc: Exception, torch: Any) -> bool:
-    """torch's out-of-memory error, or a cuBLAS or cuDNN allocation failure, which torch
-    raises as a plain RuntimeError."""
-    return isinstance(exc, torch.cuda.OutOfMemoryError) or (
+def _failure(exc: Exception, torch: Any) -> str:
+    """The reason of a failed job, scrubbed: out of GPU memory (torch's error, or a cuBLAS
+    or cuDNN allocation failure it raises as a plain RuntimeError) says the fix first, as
+    the log cuts its line at 200 characters; otherwise the exception's last line."""
+    if isinstance(exc, torch.cuda.OutOfMemoryError) or (
         isinstance(exc, RuntimeError) and any(text in str(exc) for text in GPU_ALLOC_FAILURES)
-    )
+    ):
+        return _scrubbed(OUT_OF_MEMORY + " ".join(str(exc).split()))  # CUDA's text spans lines
+    return _scrubbed(traceback.format_exception_only(exc)[-1].strip())
 
 
 def _scrubbed(reason: str) -> str:
@@ -282,33 +274,12 @@ def _scrubbed(reason: str) -> str:
     return scrub(reason, configured_keys())
 
 
-def transport_failure(exc: Exception) -> bool:
-    """Whether `exc` says no reply came (`LLMTransportError`: unreachable, an HTTP error
-    such as 401/403/429/5xx, malformed 200 replies; or an older client's connection or
-    5xx error as `__context__`): the server, not an unusable reply, so the job fails and
-    is retried instead of becoming the row's result."""
-    import openai  # lazy: optional dependency (openai; tests/test_lazy_imports.py)
-
-    if isinstance(exc, LLMTransportError):  # no reply at all (envgen.llm.client)
-        return True
-    cause = exc.__context__
-    if isinstance(cause, openai.APIConnectionError):
-        return True
-    return isinstance(cause, openai.APIStatusError) and cause.status_code >= 500
-
-
 def _drop_if_stale(run_dir: Path, version: int) -> None:
-    """Remove a run directory that cannot be reused or resumed as it is.
-
-    That is one produced under another results version (or by hand, or before versions
-    existed: no provenance), and an unfinished one without a checkpoint (nothing to
-    resume from; its logs would be appended to twice). A run that finished training but
-    was killed before it was sealed is sealed here. A run whose provenance or manifest
-    is damaged (a sealed run without provenance, a version that is not a
-    whole number) is kept and the job fails with one line saying so: the damage, not a
-    version, is what the user has to see (a committed run restores from git). Only a
-    whole-number version other than the code's makes a sealed run stale.
-    """
+    """Remove a run directory that cannot be reused or resumed as it is: of another results
+    version (or without provenance), or unfinished without a checkpoint (its logs would be
+    appended to twice). A run killed after training, before its seal, is sealed here. A
+    damaged provenance or manifest (a sealed run without provenance, a version not a whole
+    number) is kept and fails the job in one line (a committed run restores from git)."""
     if not run_dir.exists():
         return
     final = RunDir(run_dir).final_metrics
@@ -335,9 +306,3 @@ def _check_identity(run_dir: Path) -> None:
         raise EnvGenError(
             f"{exc} (the run is kept: restore it, or delete {run_dir} to train it again)"
         ) from None
-
-
-def _drop_if_empty(run_dir: Path) -> None:
-    """A run refused at its first LLM call leaves nothing: remove its directory."""
-    if run_dir.is_dir() and not any(run_dir.iterdir()):
-        shutil.rmtree(run_dir)

@@ -5,17 +5,15 @@
 
 `load_settings` gives a train stage (and a campaign, `envgen gpu run`) its profile and
 executor with every profile checked first: a typo in `paper` is found while `smoke`
-runs, before anyone spends a GPU-day on it. As a stage of its own it runs before every
-train stage: DVC removes a stage's outputs before running its command, so a train
-stage that found `step_scale: tiny` itself would fail only after its committed
-runs.json, metrics.json and scores.json were gone (`cache: false`: only git brings them
-back). Every train stage depends on this stage's output, so `dvc repro` runs it first
-and stops here, one line on stderr, with nothing removed (the output is `persist: true`
-and written only when every profile and the execution settings are valid). It checks,
-too, what a train stage would refuse before training: each replication file given with
---tables, planned under the chosen profile, and a GPU profile on a machine without a
-GPU. The output is the chosen profile and execution settings as resolved, for the
-record.
+runs, before anyone spends a GPU-day on it. As a stage it runs before every train stage
+(they depend on its output): DVC removes a stage's outputs before running its command,
+so a train stage that found `step_scale: tiny` itself would fail only after its
+committed runs.json, metrics.json and scores.json were gone (`cache: false`: only git
+brings them back). This stage stops `dvc repro` first, one line on stderr, nothing
+removed (its output is `persist: true`, written only when all is valid). It also checks
+what a train stage would refuse before training: each replication file of --tables
+planned under the chosen profile, and a GPU profile on a machine without a GPU. The
+output is the chosen profile and execution settings as resolved, for the record.
 """
 
 from __future__ import annotations
@@ -67,13 +65,9 @@ def executor_config(params: dict[str, Any]) -> ExecutorConfig:
 
 
 def check_params(params: dict[str, Any]) -> Profile:
-    """Every profile and the execution settings of params.yaml; returns the chosen profile.
-
-    Validating all profiles (not only the chosen one) catches a typo in `paper` while
-    `smoke` runs, before anyone spends a GPU-day to find it. An unknown top-level key
-    (`profle: paper`) is refused with the nearest known name: ignored, it would train
-    another profile than the one meant.
-    """
+    """Every profile (module docstring) and the execution settings of params.yaml;
+    returns the chosen profile. An unknown top-level key (`profle: paper`) is refused
+    with the nearest known name: ignored, it would train another profile than meant."""
     unknown = sorted(set(params) - set(PARAMS_KEYS), key=str)
     if unknown:
         raise unknown_key(str(unknown[0]), unknown[0], PARAMS_KEYS)
@@ -87,8 +81,7 @@ def check_params(params: dict[str, Any]) -> Profile:
 
 def check_runs_per_row(profile: Profile) -> None:
     """At most `MAX_RUNS_PER_ROW` runs (seeds x initial sets) per row, for each game the
-    profile budgets: 200,000 seeds kept the stage planning past 120 s, where one line now
-    says what to lower."""
+    profile budgets: one line says what to lower, before the planning takes minutes."""
     for game in (profile.game, *(g for g, _ in profile.games)):
         budget = profile.for_game(game)
         runs = len(budget.seeds) * len(budget.initial_sets)
@@ -132,13 +125,10 @@ def check_device(profile: Profile, executor: ExecutorConfig) -> None:
 
 
 def resolved_params(path: Path, tables: Sequence[Path] = ()) -> dict[str, Any]:
-    """The chosen profile and execution settings of params.yaml at `path`, every profile
-    validated, then `tables` planned and the device checked (module docstring); a mistake
-    is a `ConfigError` naming the file and field."""
+    """`load_settings`, then `tables` planned and the device checked (module docstring):
+    the chosen profile and execution settings as a mapping."""
+    profile, executor = load_settings(path, None)
     try:
-        params = read_params(path)
-        profile = check_params(params)
-        executor = executor_config(params)
         check_device(profile, executor)
     except ConfigError as exc:
         raise exc.in_file(path) from None

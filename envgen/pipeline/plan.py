@@ -12,7 +12,7 @@ are trained once.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,34 +84,26 @@ class TablePlan:
     @property
     def jobs(self) -> list[Job | RandomJob]:
         """Every distinct job the table can run (train and random rows), in row order."""
-        seen: dict[tuple[str, int], Job | RandomJob] = {}
-        for row in self.rows:
-            if row.kind not in (TRAIN, RANDOM):
-                continue
-            for job in row.jobs:
-                seen.setdefault(job.key, job)
-        return list(seen.values())
+        return unique_jobs(
+            job for row in self.rows if row.kind in (TRAIN, RANDOM) for job in row.jobs
+        )
 
 
 def read_replication_file(path: Path | str) -> dict[str, Any]:
-    """A replication file as a mapping, its keys checked."""
-    path = Path(path)
-    data = read_yaml_mapping(path, "a replication table (table:, rows:)")
+    """A replication file as a mapping, its keys checked (`plan_file` names the file)."""
+    data = read_yaml_mapping(Path(path), "a replication table (table:, rows:)")
     unknown = sorted(set(data) - set(TABLE_KEYS))
     if unknown:
-        raise ConfigError(unknown[0], f"unknown key; allowed: {', '.join(TABLE_KEYS)}", file=path)
+        raise ConfigError(unknown[0], f"unknown key; allowed: {', '.join(TABLE_KEYS)}")
     for key in ("table", "rows"):
         if key not in data:
-            raise ConfigError(key, "missing; every replication file sets it", file=path)
+            raise ConfigError(key, "missing; every replication file sets it")
     if not isinstance(data["rows"], list) or not all(isinstance(r, dict) for r in data["rows"]):
-        raise ConfigError("rows", "must be a list of `- row: NAME` mappings", file=path)
-    try:
-        safe_name(data["table"], "table")  # names the table's output files
-    except ConfigError as exc:
-        raise exc.in_file(path) from None
+        raise ConfigError("rows", "must be a list of `- row: NAME` mappings")
+    safe_name(data["table"], "table")  # names the table's output files
     for i, row in enumerate(data["rows"]):
         if not isinstance(row.get("row", ""), str):
-            raise ConfigError(f"rows[{i}].row", "must be a string", file=path)
+            raise ConfigError(f"rows[{i}].row", "must be a string")
     return data
 
 
@@ -133,11 +125,15 @@ def plan_table(spec: Mapping[str, Any], profile: Profile) -> TablePlan:
 
 def distinct_jobs(plans: Sequence[TablePlan]) -> list[Job | RandomJob]:
     """Every job of `plans` once, in table order: a row shared by tables trains once."""
-    jobs: dict[tuple[str, int], Job | RandomJob] = {}
-    for plan in plans:
-        for job in plan.jobs:
-            jobs.setdefault(job.key, job)
-    return list(jobs.values())
+    return unique_jobs(job for plan in plans for job in plan.jobs)
+
+
+def unique_jobs(jobs: Iterable[Job | RandomJob]) -> list[Job | RandomJob]:
+    """`jobs` without repeats (by key), in the order each first appears."""
+    unique: dict[tuple[str, int], Job | RandomJob] = {}
+    for job in jobs:
+        unique.setdefault(job.key, job)
+    return list(unique.values())
 
 
 def _plan_row(table: str, row: Mapping[str, Any], profile: Profile) -> RowPlan:

@@ -2,13 +2,12 @@
 
 A profile is one entry of ``profiles:`` in params.yaml; the top-level ``profile:`` key
 picks it. Scaling is the only place the pipeline departs from the paper's numbers
-(docs/pipeline.md, "Profiles"); everything it changes is part of each run's config,
-hence of its hash, so runs of different profiles never share a directory.
-
-The profile's own step scale, seeds, initial sets, network, PPO overrides and
-evaluation size are Crafter's (Tables 1-7). Rows of another game (Heist, Table 8) take
-these from the profile's `games.<game>` section instead, since the games differ in
-rollout size, network, test protocol and number of runs.
+(docs/pipeline.md, "Profiles"); all it changes is part of each run's config, hence of its
+hash, so runs of different profiles never share a directory. The profile's own step
+scale, seeds, initial sets, network, PPO overrides and evaluation size are Crafter's
+(Tables 1-7); rows of another game (Heist, Table 8) take these from the profile's
+`games.<game>` section, since the games differ in rollout size, network, test protocol
+and number of runs.
 """
 
 from __future__ import annotations
@@ -18,13 +17,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from envgen.agents.config import (
-    PPOConfig,
-    PPOOverrides,
-    check_groups,
-    check_kernels,
-    model_preset,
-)
+from envgen.agents.config import PPOConfig, PPOOverrides, check_groups, check_kernels, model_preset
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.games import GAMES, game_spec
@@ -42,46 +35,17 @@ from envgen.loop.config import RunConfig, check_scored_phase
 from envgen.numerics import PORTABLE, check_mode
 
 # RunConfig fields counted in env steps; a profile scales each of them.
-STEP_FIELDS: tuple[str, ...] = (
-    "llm_env_steps",
-    "orig_env_steps",
-    "final_steps",
-    "original_only_steps",
-)
+STEP_FIELDS = ("llm_env_steps", "orig_env_steps", "final_steps", "original_only_steps")
 # The largest step count of any row in the paper: Table 8's 25M Heist steps.
 LARGEST_PAPER_STEPS = 25_000_000
-# Profile fields a profile may leave out (their defaults: off, 0 or 1); every other one
-# is required.
-OPTIONAL_FIELDS = frozenset(
-    {
-        "deterministic",
-        "bf16_autocast",
-        "channels_last",
-        "llm_temperature",
-        "llm_redraw_repeats",
-        "cohort",
-        "cohort_groups",
-        "cohort_kernels",
-        "cpu_numerics",
-    }
-)
 # Profile fields a `games.<game>` section sets for that game's rows (all of them).
-GAME_FIELDS: tuple[str, ...] = (
-    "step_scale",
-    "seeds",
-    "initial_sets",
-    "model",
-    "ppo",
-    "eval_episodes",
-)
+GAME_FIELDS = ("step_scale", "seeds", "initial_sets", "model", "ppo", "eval_episodes")
 
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    """One named budget: step scale, seeds, network, PPO overrides, evaluation sizes.
-
-    The top-level values budget Crafter rows; `for_game` gives the view of another game.
-    """
+    """One named budget: step scale, seeds, network, PPO overrides, evaluation sizes, of
+    Crafter rows; `for_game` gives the view of another game."""
 
     name: str
     """The key under ``profiles:`` (smoke | cpu | reduced | paper)."""
@@ -98,18 +62,14 @@ class Profile:
     model: str
     """Network preset (`envgen.agents.config.MODEL_PRESETS`)."""
     ppo: PPOOverrides
-    """PPO overrides of the game's defaults (Crafter: Table 9); each run of the profile
-    carries this very object (`RunConfig.ppo`) to its trainer."""
+    """PPO overrides of the game's defaults (Crafter: Table 9), as `RunConfig.ppo` holds them."""
     eval_episodes: int
-    """Evaluation episodes after each cycle (paper: 12); Heist: also the final agent's
-    test episodes (paper: 100)."""
+    """Evaluation episodes after each cycle (paper: 12); Heist: also the final test's (100)."""
     validation_steps: int
     """Env steps of each curriculum validation agent (paper: unstated)."""
     llm_history_cycles: int | str
-    """History bound of adaptation prompts (0 = whole conversation, the paper; "auto" =
-    the whole conversation while it fits the local model's context, trimmed only
-    beyond); a row's own `llm_history_cycles` wins, 0 included. Small-context local models
-    need a bound for Table 3's 40-cycle row (docs/llm.md, "Context")."""
+    """History bound of adaptation prompts (0 = the whole conversation, the paper; "auto" =
+    whole while it fits the local model's context; docs/llm.md, "Context")."""
     random_episodes: int
     """Episodes per seed of the Random row (a uniform random policy in stock Crafter)."""
     torch_threads: int
@@ -119,44 +79,36 @@ class Profile:
     claim_grade: bool
     """Whether runs may reproduce or contradict the paper's claims (paper budgets only)."""
     llm_model: str
-    """Model of the LLM rows that name none of their own (Table 5's rows do): the paper's
-    gpt-4-1106-preview at paper scale, the bundled local model where replies must be
-    recordable offline."""
+    """Model of the LLM rows that name none (Table 5's do): gpt-4-1106-preview at paper
+    scale, the bundled local model where replies must be recordable offline."""
     llm_world_rules: str
     """World rules of designed Crafter environments (`RunConfig.llm_world_rules`): "authors",
     the fork GPT-4's settings were generated in, or "stock"."""
     original_world: str
-    """World rules of the original Crafter game (`RunConfig.original_world`): "stock" or
-    "authors"; a row's own non-default value wins."""
+    """World rules of the original game (`RunConfig.original_world`): "stock" or "authors"."""
     games: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     """Per game other than Crafter: its `GAME_FIELDS` as sorted (name, value) pairs."""
     deterministic: bool = False
-    """Deterministic GPU kernels, TF32 off (`envgen.agents.device.set_deterministic`):
-    a GPU repeats its numbers run after run; no effect on the CPU (optional key)."""
+    """Deterministic GPU kernels, TF32 off (`set_deterministic`); no effect on the CPU."""
     bf16_autocast: bool = False
-    """Forward passes under bfloat16 autocast (GPU speed; other numbers, other run
-    hashes; optional key)."""
+    """Forward passes under bfloat16 autocast (GPU speed; other numbers, other hashes)."""
     channels_last: bool = False
-    """Convolutions in NHWC layout (GPU speed; other run hashes; optional key)."""
+    """Convolutions in NHWC layout (GPU speed; other run hashes)."""
     llm_temperature: float = 0.0
-    """Sampling temperature of the LLM rows that set none of their own
-    (`RunConfig.llm_temperature`; paper: 0); optional key."""
+    """Sampling temperature of LLM rows that set none (`RunConfig.llm_temperature`; paper: 0)."""
     llm_redraw_repeats: bool = False
-    """Draw an initial reply whose worlds repeat again, in the LLM rows that set none of their
-    own (`RunConfig.llm_redraw_repeats`; not in the paper); optional key."""
+    """Redraw an initial reply whose worlds repeat, in LLM rows that set none (not in the
+    paper; `RunConfig.llm_redraw_repeats`)."""
     cohort: int = 1
-    """Seeds trained together as one batched model (`RunConfig.cohort`) in the rows that
-    may (original_only PPO in Crafter); 1 = every run alone (optional key)."""
+    """Seeds trained as one batched model (`RunConfig.cohort`) in the rows that may
+    (original_only PPO in Crafter); 1 = every run alone."""
     cohort_groups: int = 1
-    """Pipelines those cohorts (`RunConfig.cohort_groups`): groups of cohort /
-    cohort_groups seeds, one collecting while another updates; 1 = not pipelined
-    (optional key)."""
+    """Groups those cohorts pipeline in, one collecting while another updates
+    (`RunConfig.cohort_groups`); 1 = not pipelined."""
     cohort_kernels: str = "eager"
-    """How those cohorts run their update (`RunConfig.cohort_kernels`: eager, graph or
-    compile; other numbers, other run hashes); optional key."""
+    """How those cohorts run their update: eager, graph or compile (`RunConfig.cohort_kernels`)."""
     cpu_numerics: str = "native"
-    """CPU numerics of the rows that set none of their own (`RunConfig.cpu_numerics`:
-    native or portable; other numbers, other run hashes); optional key."""
+    """CPU numerics of rows that set none: native or portable (`RunConfig.cpu_numerics`)."""
     game: str = "crafter"
     """The game whose rows this profile budgets (`for_game` sets it)."""
 
@@ -169,19 +121,6 @@ class Profile:
         check_temperature(self.llm_temperature, f"{where}.llm_temperature")
         if type(self.cohort) is not int or not 1 <= self.cohort <= 64:
             raise ConfigError(f"{where}.cohort", "a whole number in 1..64 (1: runs alone)")
-        if self.cohort_groups != 1:
-            if self.cohort == 1:
-                raise ConfigError(f"{where}.cohort_groups", "pipelines cohorts: set cohort")
-            try:
-                check_groups(self.cohort, self.cohort_groups)
-            except ConfigError as exc:
-                raise ConfigError(f"{where}.cohort_groups", exc.message) from None
-        try:
-            check_kernels(self.cohort_kernels)
-        except ConfigError as exc:
-            raise ConfigError(f"{where}.cohort_kernels", exc.message) from None
-        if self.cohort_kernels != "eager" and self.cohort == 1:
-            raise ConfigError(f"{where}.cohort_kernels", "a cohort's update mode: set cohort")
         check_mode(self.cpu_numerics, f"{where}.cpu_numerics")
         if self.cpu_numerics == PORTABLE and self.device != "cpu":
             raise ConfigError(f"{where}.cpu_numerics", "portable is a CPU mode; set device: cpu")
@@ -200,13 +139,22 @@ class Profile:
                 raise ConfigError(
                     f"{where}.{name}", "give a non-empty list of distinct non-negative integers"
                 )
+            at_most(max(values), 2**31 - 1, f"{where}.{name}", "a 31-bit seed")
+            at_most(len(values), MAX_COUNT, f"{where}.{name}", "runs per row")
         for name in ("llm_world_rules", "original_world"):
             if getattr(self, name) not in WORLD_RULES:
                 raise ConfigError(f"{where}.{name}", f"allowed: {', '.join(WORLD_RULES)}")
         if self.device != "cpu" and not re.fullmatch(r"cuda(:\d+)?", self.device):
             raise ConfigError(f"{where}.device", f"{self.device!r}; use cpu or cuda (cuda:N)")
         model_preset(self.model)
-        try:
+        try:  # these name a field without the profile's `where`, added here
+            if self.cohort_groups != 1:
+                if self.cohort == 1:
+                    raise ConfigError("cohort_groups", "pipelines cohorts: set cohort")
+                check_groups(self.cohort, self.cohort_groups)
+            check_kernels(self.cohort_kernels)
+            if self.cohort_kernels != "eager" and self.cohort == 1:
+                raise ConfigError("cohort_kernels", "a cohort's update mode: set cohort")
             ppo = PPOOverrides(self.ppo)  # a bad key or type, named
             object.__setattr__(self, "ppo", ppo)
             game_spec(self.game).ppo_config(ppo)  # e.g. minibatches vs the rollout size
@@ -240,9 +188,6 @@ class Profile:
             if getattr(self, name) != AUTO:
                 at_most(getattr(self, name), MAX_COUNT, f"{where}.{name}", "repetitions")
         at_most(self.torch_threads, 1024, f"{where}.torch_threads", "threads per run")
-        for name in ("seeds", "initial_sets"):
-            at_most(max(getattr(self, name)), 2**31 - 1, f"{where}.{name}", "a 31-bit seed")
-            at_most(len(getattr(self, name)), MAX_COUNT, f"{where}.{name}", "runs per row")
         if game_spec(self.game).rules.scored_in_training:
             final = self.steps(RunConfig().final_steps)
             check_scored_phase(final, self.ppo_config.num_envs, f"{where}.step_scale", "step_scale")
@@ -287,14 +232,10 @@ class Profile:
         return rollouts * self.rollout_size
 
     def apply(self, config: RunConfig, initial_set: int, own: Collection[str] = ()) -> RunConfig:
-        """`config` (paper units) as this profile runs it for one initial set.
-
-        The step scale, network, PPO overrides and evaluation size are those of the
-        config's game (`for_game`); a row's own network is replaced like Crafter's.
-        `own`: the fields the row sets itself; of the LLM model, the world rules and the
-        history bound, a row's own value wins over the profile's (any value, since a
-        default such as 0 may be what the row means).
-        """
+        """`config` (paper units) as this profile runs it for one initial set: the step
+        scale, network (a row's own too), PPO overrides and evaluation size of the config's
+        game (`for_game`). `own`: the fields the row sets; of the LLM settings, world rules,
+        history bound and CPU numerics, a row's own value wins (any value: 0 may be meant)."""
         budget = self.for_game(config.game)
         changes: dict[str, Any] = {
             name: budget.steps(getattr(config, name)) for name in STEP_FIELDS
@@ -308,20 +249,12 @@ class Profile:
             eval_episodes=budget.eval_episodes,
             validation_steps=self.validation_steps,
         )
-        # A row's own bound wins, 0 (the whole history) included; `or` would give a row's
-        # explicit 0 the profile's bound (issue 66).
-        if "llm_history_cycles" not in own:
-            changes["llm_history_cycles"] = self.llm_history_cycles
+        from_profile = ["llm_history_cycles", "cpu_numerics"]  # unless the row sets its own
         if config.uses_llm:
-            for name in ("llm_model", "llm_temperature", "llm_redraw_repeats"):
-                if name not in own:
-                    changes[name] = getattr(self, name)
+            from_profile += ["llm_model", "llm_temperature", "llm_redraw_repeats"]
         if game_spec(config.game).rules.world_rules:
-            for name in ("llm_world_rules", "original_world"):
-                if name not in own:
-                    changes[name] = getattr(self, name)
-        if "cpu_numerics" not in own:
-            changes["cpu_numerics"] = self.cpu_numerics
+            from_profile += ["llm_world_rules", "original_world"]
+        changes.update({name: getattr(self, name) for name in from_profile if name not in own})
         applied = config.replace(**changes)
         if self.cohort > 1 and applied.cohort_eligible and "cohort" not in own:
             applied = applied.replace(
@@ -330,6 +263,12 @@ class Profile:
                 cohort_kernels=self.cohort_kernels,
             )
         return applied
+
+
+# Fields a profile may leave out: those with a default (off, 0 or 1), but `games`.
+OPTIONAL_FIELDS = frozenset(
+    f.name for f in dataclasses.fields(Profile) if f.default is not dataclasses.MISSING
+) - {"games", "game"}
 
 
 def load_profile(params: Mapping[str, Any], name: str | None = None) -> Profile:

@@ -20,7 +20,7 @@ from envgen.agents.runlog import JsonlLog, episode_record
 from envgen.agents.seeding import derive_seed
 from envgen.envs.crafter.determinism import make_deterministic
 from envgen.files import write_json_atomic
-from envgen.scoring import ACHIEVEMENTS, summarize
+from envgen.scoring import final_phase_summary
 from envgen.store.lifecycle import finish_run, start_session
 from envgen.store.run_dir import RunDir
 
@@ -32,9 +32,8 @@ def play_random(episodes: int, seed: int, run_dir: Path) -> Path:
     run = RunDir(run_dir)
     run.provenance.unlink(missing_ok=True)  # a killed attempt starts over
     start_session(run_dir, "crafter", 0)
-    log_path = run.episodes
-    log_path.unlink(missing_ok=True)  # a killed attempt restarts from its first episode
-    log = JsonlLog(log_path)
+    run.episodes.unlink(missing_ok=True)  # a killed attempt restarts from its first episode
+    log = JsonlLog(run.episodes)
     rng = np.random.default_rng(derive_seed(seed, "random_actions"))
     records, step = [], 0
     try:
@@ -58,21 +57,13 @@ def play_random(episodes: int, seed: int, run_dir: Path) -> Path:
 
 
 def random_metrics(records: list[dict[str, Any]], seed: int, started: float) -> dict[str, Any]:
-    """The final metrics of a random run (no training, no LLM)."""
-    summary = summarize(records)
-    first_unlock = {
-        a: next((r["step"] for r in records if r[f"achievement_{a}"] > 0), None)
-        for a in ACHIEVEMENTS
-    }
+    """The final metrics of a random run (no training, no LLM): every episode is of the
+    scored phase, which starts at step 0."""
     return {
         "config_hash": None,
         "seed": seed,
         "method": "random",
-        "score": summary["score"],
-        "reward": summary["reward"],
-        "episodes": summary["episodes"],
-        "success_rates": summary["success_rates"],
-        "first_unlock_step": first_unlock,
+        **final_phase_summary(records),
         "global_steps": records[-1]["step"],
         "llm_calls": 0,
         "wall_s": round(time.monotonic() - started, 1),

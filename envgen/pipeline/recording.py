@@ -1,12 +1,11 @@
 """Where the train stage's LLM replies come from: the cache, or a recording session.
 
-Replay (the pipeline's default) needs nothing but the cache. `--llm-mode fill` records
-the missing replies: of the bundled local model through a server started here
-(docs/pipeline.md, "Recording the local model's adaptation calls"), or with `--backend
-openai|compatible --model M` of model M, after printing the calls and their estimated
-cost (`recording_estimate`) and under a spending cap (docs/llm.md, "Recording the
-paper's model"). Kept apart from the stage so that a campaign starts the same server
-the same way (`llm_spec`).
+Replay (the default) needs nothing but the cache. `--llm-mode fill` records the missing
+replies: of the bundled local model through a server started here (docs/pipeline.md,
+"Recording the local model's adaptation calls"), or with `--backend openai|compatible
+--model M` of model M, after printing the calls and their estimated cost and under a
+spending cap (docs/llm.md, "Recording the paper's model"). Apart from the stage so that a
+campaign starts the same server the same way (`llm_spec`).
 """
 
 from __future__ import annotations

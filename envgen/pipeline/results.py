@@ -2,7 +2,7 @@
 
 The format (docs/pipeline.md, "runs.json") is what `envgen.report` reads. A row is
 "done" only when every one of its runs finished; otherwise its status names the first
-problem in the order failed, not_recorded, and `reason` says how to fix it.
+problem in the order of `PROBLEMS`, and `reason` says how to fix it.
 """
 
 from __future__ import annotations
@@ -12,15 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.loop.identity import check_identity
-from envgen.pipeline.job_status import (
-    CONFIG_ERROR,
-    DONE,
-    FAILED,
-    LLM_UNUSABLE,
-    NOT_RECORDED,
-    JobResult,
-    job_dir,
-)
+from envgen.pipeline.job_status import DONE, NOT_RECORDED, PROBLEMS, JobResult, job_dir, job_game
 from envgen.pipeline.plan import REPORTED_ONLY, Job, RandomJob, RowPlan, TablePlan
 from envgen.pipeline.profile import Profile
 from envgen.store.provenance import machine_label, read_provenance
@@ -35,9 +27,6 @@ GAME_RUN_KEYS = {
     "crafter": ("success_rates", "first_unlock_step"),
     "heist": ("keys_collected", "doors_opened"),
 }
-REASONS = {
-    REPORTED_ONLY: "reported from the paper only (data/paper); this package does not train it",
-}
 
 
 def table_results(
@@ -48,10 +37,8 @@ def table_results(
     versions: Mapping[str, int],
     fill_command: str = "",
 ) -> dict[str, Any]:
-    """The runs.json mapping of one table; `fill_command` records its missing replies.
-
-    `versions`: {game: results version} the runs were checked against.
-    """
+    """The runs.json mapping of one table, its runs checked against `versions` ({game:
+    results version}); `fill_command` records its missing replies."""
     return {
         "table": plan.table,
         "caption": plan.caption,
@@ -76,8 +63,9 @@ def _row(
         "reported_as": dict(row.reported_as) if row.reported_as else None,
         "runs": [],
     }
-    if row.kind in REASONS:
-        return {**out, "status": row.kind, "reason": REASONS[row.kind]}
+    if row.kind == REPORTED_ONLY:
+        reason = "reported from the paper only (data/paper); this package does not train it"
+        return {**out, "status": row.kind, "reason": reason}
     outcomes = [results[job.key] for job in row.jobs]
     out["runs"] = [
         _run(job, runs_root) for job, r in zip(row.jobs, outcomes, strict=True) if r.status == DONE
@@ -85,7 +73,7 @@ def _row(
     replay = row_replay(out["runs"])
     if replay is not None:
         out["llm_replay"] = replay
-    for status in (FAILED, CONFIG_ERROR, NOT_RECORDED, LLM_UNUSABLE):
+    for status in PROBLEMS:
         problems = [r for r in outcomes if r.status == status]
         if problems:
             reason = f"{len(problems)} of {len(outcomes)} run(s) {status}: {problems[0].reason}"
@@ -105,9 +93,8 @@ def row_designer(row: RowPlan) -> str | None:
 
 
 def _run(job: Job | RandomJob, runs_root: Path | str) -> dict[str, Any]:
-    game = job.config.game if isinstance(job, Job) else "crafter"
     initial_set = job.config.initial_set if isinstance(job, Job) else 0
-    return run_entry(job_dir(job, runs_root), job.seed, initial_set, job.key[0], game)
+    return run_entry(job_dir(job, runs_root), job.seed, initial_set, job.key[0], job_game(job))
 
 
 def run_entry(

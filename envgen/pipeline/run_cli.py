@@ -1,18 +1,14 @@
 """`envgen run CONFIG --profile NAME --seed K`: one run at a profile's scale, no Python.
 
-The config is read in paper units, as a replication file's `run:` row is, and the
-profile scales it exactly as the pipeline plans that row (`envgen.pipeline.plan`):
-`Profile.apply(config, initial_set, own)`, `own` being the fields the file sets. So the
-run is the one `python -m envgen.pipeline.train` trains for such a row, under the same
-config hash and run directory. The initial set is the file's `initial_set` where it sets
-one, else the profile's first (the row's first run, the one its runs.json names).
-
-Why here and not in `envgen.loop.cli`: profiles are the pipeline's and `loop` sits below
-`pipeline` (tests/test_import_layers.py), so this module registers `envgen run` through
-`envgen.loop.cli.register` and adds the two options on top. The device and torch
-threads stay the command's own options (--device, --torch-threads; defaults cpu and 1,
-as the smoke and cpu profiles set them): the pipeline gives them to a run apart from
-its config.
+The config is read in paper units, as a replication file's `run:` row is, and scaled
+exactly as the pipeline plans that row (`Profile.apply(config, initial_set, own)`, `own`
+the fields the file sets): the run `python -m envgen.pipeline.train` trains for such a
+row, under the same config hash and run directory. The initial set is the file's
+`initial_set` where it sets one, else the profile's first (the one runs.json names).
+Here, not in `envgen.loop.cli`, because profiles are the pipeline's and `loop` sits below
+`pipeline` (tests/test_import_layers.py): this module adds the two options to `envgen
+run` as `envgen.loop.cli.register` builds it. The device and torch threads stay the
+command's own options, as the pipeline gives them to a run apart from its config.
 """
 
 from __future__ import annotations
@@ -49,8 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def profiled(profile: Profile) -> loop_cli.ConfigAdjust:
-    """The change `profile` makes to a config read from its file (see the module
-    docstring): the file's own fields win where the pipeline lets a row's win."""
+    """The change `profile` makes to a config read from its file (module docstring)."""
 
     def adjust(config: RunConfig, path: Path) -> RunConfig:
         own = frozenset(read_yaml_mapping(path, "a run config"))

@@ -24,39 +24,14 @@ from envgen.files import write_json_atomic
 from envgen.input_checks import OneLineParser
 from envgen.llm.cache import DEFAULT_CACHE_DIR, MATCHES
 from envgen.llm.client import DEFAULT_BACKEND, KEYS_HELP, LOCAL_MODEL, LOCAL_MODELS
+from envgen.pipeline import recording
 from envgen.pipeline.cost import plan_summary
-from envgen.pipeline.executor import ExecutorConfig, execute
+from envgen.pipeline.executor import execute
 from envgen.pipeline.job_status import CONFIG_ERROR, FAILED, results_versions
-from envgen.pipeline.jobs import LLMSpec, Settings
+from envgen.pipeline.jobs import Settings
 from envgen.pipeline.params_stage import check_device, load_settings
-from envgen.pipeline.plan import TablePlan, distinct_jobs, plan_file
-from envgen.pipeline.profile import Profile
-from envgen.pipeline.recording import (
-    llm_spec,
-    local_model_to_serve,
-    recording_estimate,
-    recording_spec,
-)
+from envgen.pipeline.plan import distinct_jobs, plan_file
 from envgen.pipeline.results import table_metrics, table_results, table_scores
-
-
-def check_outputs(paths: Sequence[Path]) -> None:
-    """Fail before any run when an output path cannot be written as a file."""
-    for path in paths:
-        if path.is_dir():
-            raise ConfigError("", "is a directory; give a JSON file path", file=path)
-
-
-def run_plans(
-    plans: Sequence[TablePlan],
-    profile: Profile,
-    executor: ExecutorConfig,
-    runs_root: Path,
-    llm: LLMSpec,
-) -> dict:
-    """Run the distinct jobs of all `plans` together; returns results by job key."""
-    settings = Settings.for_profile(profile, runs_root, llm, executor.env_workers)
-    return execute(distinct_jobs(plans), settings, executor)
 
 
 def build_parser() -> OneLineParser:
@@ -129,18 +104,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         profile, executor = load_settings(args.params, args.profile)
         plans = [plan_file(path, profile) for path in args.tables]
-        check_outputs([*args.out, *args.metrics, *args.plots])
+        for path in [*args.out, *args.metrics, *args.plots]:  # before any run
+            if path.is_dir():
+                raise ConfigError("", "is a directory; give a JSON file path", file=path)
         if args.plan:
             print(plan_summary(plans, profile, executor, args.gpu_sps))
             return 0
-        record = recording_spec(args)
+        record = recording.recording_spec(args)
         if record is not None:
             assert record.record_model is not None
-            print(recording_estimate(plans, record.record_model), flush=True)
+            print(recording.recording_estimate(plans, record.record_model), flush=True)
         check_device(profile, executor)
-        local = local_model_to_serve(plans, args.model if args.backend == "local" else None)
-        with llm_spec(args.llm_mode, args.cache_dir, args.replay, record, local) as llm:
-            results = run_plans(plans, profile, executor, args.runs_root, llm)
+        local = recording.local_model_to_serve(
+            plans, args.model if args.backend == "local" else None
+        )
+        with recording.llm_spec(args.llm_mode, args.cache_dir, args.replay, record, local) as llm:
+            settings = Settings.for_profile(profile, args.runs_root, llm, executor.env_workers)
+            results = execute(distinct_jobs(plans), settings, executor)
     except EnvGenError as exc:
         print(f"envgen.pipeline.train: {exc}", file=sys.stderr)
         return 1
@@ -159,23 +139,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             if paths:
                 write_json_atomic(paths[i], data)
                 print(f"[pipeline] wrote {paths[i]}")
-    failed = [r for r in results.values() if r.status == FAILED]
-    if failed:
-        print(
-            f"envgen.pipeline.train: {len(failed)} run(s) failed after retries (first: "
-            f"{failed[0].run_dir}: {failed[0].reason}); the stage fails so that the next "
+    for status, what in (
+        (
+            FAILED,
+            "failed after retries (first: {}); the stage fails so that the next "
             "`dvc repro` tries them again",
-            file=sys.stderr,
-        )
-        return 2
-    refused = [r for r in results.values() if r.status == CONFIG_ERROR]
-    if refused:
-        print(
-            f"envgen.pipeline.train: {len(refused)} run(s) have a setting no run can follow "
-            f"(first: {refused[0].run_dir}: {refused[0].reason})",
-            file=sys.stderr,
-        )
-        return 2
+        ),
+        (CONFIG_ERROR, "have a setting no run can follow (first: {})"),
+    ):
+        bad = [r for r in results.values() if r.status == status]
+        if bad:
+            first = f"{bad[0].run_dir}: {bad[0].reason}"
+            print(f"envgen.pipeline.train: {len(bad)} run(s) {what.format(first)}", file=sys.stderr)
+            return 2
     return 0
 
 
