@@ -86,11 +86,16 @@ class GameSpec:
         """Table 9's `PPOConfig` with this game's defaults, then a run's `ppo` `overrides`."""
         return PPOOverrides(overrides).apply(self.ppo_defaults)
 
-    def model_config(self, preset: str, **gpu_options: bool) -> ModelConfig:
+    def model_config(
+        self, preset: str, *, bf16_autocast: bool = False, channels_last: bool = False
+    ) -> ModelConfig:
         """The named network preset with this game's action count and the GPU options
-        (`bf16_autocast`, `channels_last`: `RunConfig.gpu_options`; unset: off)."""
+        (`RunConfig.gpu_options`; only these two, so no option reshapes the network)."""
         return dataclasses.replace(
-            model_preset(preset), num_actions=self.num_actions, **gpu_options
+            model_preset(preset),
+            num_actions=self.num_actions,
+            bf16_autocast=bf16_autocast,
+            channels_last=channels_last,
         )
 
 

@@ -28,9 +28,12 @@ MODE_VARIABLE = "ENVGEN_CPU_NUMERICS"
 """The mode a process was started in (unset: native)."""
 
 # NumPy 1.26's dispatch targets above AVX2 and later ones (naming one the host lacks is allowed)
-NUMPY_ABOVE_AVX2 = (
-    "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"
-).split()
+NUMPY_ABOVE_AVX2 = tuple(
+    (
+        "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX "
+        "AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"
+    ).split()
+)
 
 PORTABLE_ENVIRONMENT: dict[str, str] = {
     MODE_VARIABLE: PORTABLE,

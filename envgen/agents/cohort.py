@@ -465,6 +465,8 @@ class CohortPPO:
         Adam's state that the warm-up created (a first update) is kept with zeroed
         moments and step: a fresh Adam's."""
         tensors = self._written()
+        if len(tensors) < len(saved):  # Adam's state only grows: a copy of another graph
+            raise RuntimeError(f"{len(saved)} saved training tensors for {len(tensors)}")
         with torch.no_grad():
             for tensor, copy in zip(tensors, saved, strict=False):
                 tensor.copy_(copy)

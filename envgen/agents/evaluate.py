@@ -131,6 +131,14 @@ def crafter_evaluate(
     `runs` evaluation seeds of `episodes` episodes each in `original`, without the
     episode records."""
     factory = crafter_vec_env_factory(workers)
-    result = evaluate_policy(model, seed, runs, episodes, device, factory, original)
+    result = evaluate_policy(
+        model,
+        seed,
+        num_seeds=runs,
+        episodes_per_seed=episodes,
+        device=device,
+        env_factory=factory,
+        config=original,
+    )
     result.pop("episodes")
     return result

@@ -173,7 +173,8 @@ class RolloutLoop:
                 self.checkpoint()
         bar.close()
 
-    def _rollout(self, phase: str, until: int) -> list[dict[str, Any]]: ...
+    def _rollout(self, phase: str, until: int) -> list[dict[str, Any]]:
+        raise NotImplementedError
 
     def _postfix(self) -> dict[str, str]:
         return {}
@@ -211,9 +212,11 @@ class RolloutLoop:
     def _checkpoint_due(self) -> bool:
         return self.counters.rollouts % self.ppo_cfg.checkpoint_rollouts == 0 or self._clock_due()
 
-    def checkpoint(self) -> Any: ...
+    def checkpoint(self) -> Any:
+        raise NotImplementedError
 
-    def close_env(self) -> None: ...
+    def close_env(self) -> None:
+        raise NotImplementedError
 
     def close(self) -> None:
         """Close the envs and every run's logs."""
@@ -377,11 +380,14 @@ class RolloutLoop:
         step = max(common)
         return step, [f[step] for f in found]
 
-    def _slice_step(self, path: Path, cohort: Any) -> int | None: ...
+    def _slice_step(self, path: Path, cohort: Any) -> int | None:
+        raise NotImplementedError
 
-    def _load_learners(self, states: list[dict[str, Any]]) -> None: ...
+    def _load_learners(self, states: list[dict[str, Any]]) -> None:
+        raise NotImplementedError
 
-    def _resume_envs(self, envs: list[tuple[Any, dict[str, Any]] | None]) -> None: ...
+    def _resume_envs(self, envs: list[tuple[Any, dict[str, Any]] | None]) -> None:
+        raise NotImplementedError
 
 
 class Trainer(RolloutLoop):

@@ -209,7 +209,11 @@ class CrafterVecEnv:
         if set(merged) != set(range(self.num_envs)):
             raise ValueError(f"env states: expected envs 0..{self.num_envs - 1}")
         self.configs, self.config_indices = configs, indices
-        self._call("set_state", merged)  # each block takes its own envs' states
+        self._check_open()  # each block is sent its own envs' states only
+        for link, block in zip(self._links, self._slices[1:], strict=True):
+            link.conn.send(("set_state", {i: merged[i] for i in range(block.start, block.stop)}))
+        local = {i: merged[i] for i in range(self._slices[0].start, self._slices[0].stop)}
+        self._checked([self._run_local("set_state", local)] + [link.recv() for link in self._links])
         self._obs[:] = obs
 
     def worker_cpu_seconds(self) -> list[float]:

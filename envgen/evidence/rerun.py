@@ -277,7 +277,12 @@ def describe(comparison: Any) -> str:
 # DVC); the rest (kernel, core count) is listed but does not explain a difference.
 ARITHMETIC = {
     "machine": ("cpu", "torch_cpu_capability", "device", "gpu"),
-    "software": ("python", "libc", "lock_sha256", *set(PACKAGES) - {"openai", "dvc"}),
+    "software": (
+        "python",
+        "libc",
+        "lock_sha256",
+        *(p for p in PACKAGES if p not in ("openai", "dvc")),
+    ),
 }
 
 

@@ -101,7 +101,7 @@ def execute_cohort(
         trainer.close_env()
         wall = time.monotonic() - started
         for seed, p in zip(seeds, paths, strict=True):
-            run = Run(config, seed, p, trainer, options, None, None, game)  # type: ignore[arg-type]
+            run = Run(config, seed, p, trainer, options, llm=None, designer=None, game=game)  # type: ignore[arg-type]
             metrics = crafter_final_metrics(run, wall)
             write_json_atomic(p.final_metrics, metrics)
             finish_run(p.root, trainer.global_step)

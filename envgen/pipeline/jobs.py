@@ -5,8 +5,10 @@ not_recorded: an LLM reply is missing from the cache. llm_unusable: the recorded
 stays unusable after the designer's re-asks; it replays so every time, so it is the
 row's result, not retried. config_error: a setting no attempt can follow
 (`RunSettingError`, e.g. `llm_history_cycles: auto` for a model of unknown context), not
-retried either. failed: any other error (a server unreachable or without a reply
-included), retried by the executor. Reasons are scrubbed of every configured LLM key
+retried either. failed: any other error, a server unreachable or without a reply
+included (`LLMTransportError`, which the LLM client raises for openai's connection and
+status errors; a client that raises `LLMResponseError` for them has its runs labelled
+llm_unusable), retried by the executor. Reasons are scrubbed of every configured LLM key
 before they reach runs.json. A sealed run of the code's results version is returned as
 is; one of another version is removed and run again (`envgen.results_version`).
 """

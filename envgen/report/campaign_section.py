@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from statistics import fmean
 
 import numpy as np
 
@@ -172,13 +171,13 @@ def _references(
     scaled to our baseline and the paper's own (confirm)."""
     if registration.paper_references:  # the score: the paper reports both rows
         return [
-            (words, paper.effect(Claim(words, a, b, r.claim.metric))[2].diff)
+            (words, _paper_diff(paper, Claim(words, a, b, r.claim.metric)))
             for words, a, b in registration.paper_references
         ]
     refs = []
     earlier = _rows(first, r.claim.metric) if first is not None else {}
     if earlier.get(r.claim.a) and earlier.get(r.claim.b):
-        diff = fmean(earlier[r.claim.a]) - fmean(earlier[r.claim.b])
+        diff = _mean(earlier[r.claim.a]) - _mean(earlier[r.claim.b])
         refs.append(("the first campaign's observed difference", diff))
     if not math.isnan(r.scaled_diff):
         refs.append(
@@ -187,6 +186,17 @@ def _references(
     if not math.isnan(r.paper_diff):
         refs.append(("the paper's own difference", r.paper_diff))
     return refs
+
+
+def _paper_diff(paper: PaperNumbers, claim: Claim) -> float:
+    diff = paper.effect(claim)[2].diff
+    assert diff is not None, claim  # the score: the paper reports both rows
+    return diff
+
+
+def _mean(values: Sequence[float]) -> float:
+    """The plain mean the registered numbers were computed with (not `fmean`'s fsum)."""
+    return sum(values) / len(values)
 
 
 def _line(r: CampaignResult, notes: Notes, registered: bool) -> str:
@@ -237,7 +247,7 @@ def _baseline(
     assert cross.ours_a is not None and cross.ours_b is not None
     assert primary.ours_a is not None and primary.ours_b is not None
     registered = primary.ours_a.mean - primary.ours_b.mean
-    mean = {(name, row): fmean(rows[row]) for name, rows in (("first", earlier), ("ours", ours))
+    mean = {(name, row): _mean(rows[row]) for name, rows in (("first", earlier), ("ours", ours))
             for row in (h1.a, h1.b)}  # fmt: skip
     return [
         *head,

@@ -84,7 +84,7 @@ def read_mapping(path: Path) -> dict[str, Any]:
     try:
         data = json_input.loads(read_run_bytes(path), path)
     except json_input.JSONInputError as exc:
-        raise RunIdentityError(str(exc)) from None
+        raise RunIdentityError(f"{exc}; {FIX}") from None
     if not isinstance(data, dict):
         raise RunIdentityError(f"{path}: holds a {type(data).__name__}, not a mapping; {FIX}")
     return data
