@@ -289,3 +289,15 @@ def check_kernels(kernels: str) -> None:
         raise ConfigError(
             "cohort_kernels", f"{kernels!r}: one of {', '.join(COHORT_KERNELS)} (default eager)"
         )
+
+
+def check_cohort(size: int, groups: int, kernels: str) -> None:
+    """A cohort of `size` seeds with its grouping and kernel mode; both need size above 1
+    unless left at their defaults (one group, eager)."""
+    if groups != 1:
+        if size == 1:
+            raise ConfigError("cohort_groups", "pipelines a cohort: set cohort above 1")
+        check_groups(size, groups)
+    check_kernels(kernels)
+    if kernels != "eager" and size == 1:
+        raise ConfigError("cohort_kernels", "a cohort's update mode: set cohort above 1")

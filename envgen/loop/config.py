@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.agents.config import AGENTS, PPOOverrides, check_groups, check_kernels
+from envgen.agents.config import AGENTS, PPOOverrides, check_cohort
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.envs.game_rules import GAME_RULES
 from envgen.errors import ConfigError
@@ -204,13 +204,7 @@ class RunConfig:
                 raise ConfigError(name, f"{getattr(self, name)!r}; allowed: {', '.join(allowed)}")
         if type(self.cohort) is not int or not 1 <= self.cohort <= MAX_COHORT:
             raise ConfigError("cohort", f"{self.cohort!r}: a whole number in 1..{MAX_COHORT}")
-        if self.cohort_groups != 1:
-            if self.cohort == 1:
-                raise ConfigError("cohort_groups", "pipelines a cohort: set cohort above 1")
-            check_groups(self.cohort, self.cohort_groups)
-        check_kernels(self.cohort_kernels)
-        if self.cohort_kernels != "eager" and self.cohort == 1:
-            raise ConfigError("cohort_kernels", "a cohort's update mode: set cohort above 1")
+        check_cohort(self.cohort, self.cohort_groups, self.cohort_kernels)
         check_mode(self.cpu_numerics)
         if self.cohort > 1 and not self.cohort_eligible:
             raise ConfigError(

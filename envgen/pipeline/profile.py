@@ -17,7 +17,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from envgen.agents.config import PPOConfig, PPOOverrides, check_groups, check_kernels, model_preset
+from envgen.agents.config import PPOConfig, PPOOverrides, check_cohort, model_preset
 from envgen.envs.crafter.config import WORLD_RULES
 from envgen.errors import ConfigError
 from envgen.games import GAMES, game_spec
@@ -148,13 +148,7 @@ class Profile:
             raise ConfigError(f"{where}.device", f"{self.device!r}; use cpu or cuda (cuda:N)")
         model_preset(self.model)
         try:  # these name a field without the profile's `where`, added here
-            if self.cohort_groups != 1:
-                if self.cohort == 1:
-                    raise ConfigError("cohort_groups", "pipelines cohorts: set cohort")
-                check_groups(self.cohort, self.cohort_groups)
-            check_kernels(self.cohort_kernels)
-            if self.cohort_kernels != "eager" and self.cohort == 1:
-                raise ConfigError("cohort_kernels", "a cohort's update mode: set cohort")
+            check_cohort(self.cohort, self.cohort_groups, self.cohort_kernels)
             ppo = PPOOverrides(self.ppo)  # a bad key or type, named
             object.__setattr__(self, "ppo", ppo)
             game_spec(self.game).ppo_config(ppo)  # e.g. minibatches vs the rollout size
