@@ -335,8 +335,8 @@ def _auto_designer(context: int | None, cycles: int) -> tuple[EnvironmentDesigne
     options = PromptOptions(history_cycles=AUTO, context_tokens=context)
     designer = EnvironmentDesigner(options, llm)
     designer.generate(1)
-    for _ in range(cycles):
-        designer.adapt(STATS)
+    for cycle in range(cycles):  # rates that differ by cycle, so no two exchanges match
+        designer.adapt({name: (mean + cycle, std) for name, (mean, std) in STATS.items()})
     return designer, llm
 
 
@@ -350,24 +350,28 @@ def test_auto_history_keeps_a_short_conversation_whole():
     assert [len(r.messages) for r in llm.requests] == [1, 1, 3, 5, 7, 9, 11]
 
 
-def test_auto_history_trims_a_long_conversation_to_fit_from_the_oldest_later_exchange():
-    _, whole = _auto_designer(10**6, 6)
-    adapt5 = whole.requests[4].messages  # 7 messages: the whole history of cycle 5
-    context = token_bound(adapt5) + (10**6 - _room(10**6))  # adapt5 just fits
-    designer, llm = _auto_designer(context, 6)
+def test_auto_history_drops_old_exchanges_in_blocks_so_requests_share_their_start():
+    _, whole = _auto_designer(10**6, 16)
+    adapt9 = whole.requests[8].messages  # 15 messages: the whole history of cycle 9
+    context = token_bound(adapt9) + (10**6 - _room(10**6))  # adapt9 just fits
+    designer, llm = _auto_designer(context, 16)
     sent = [r.messages for r in llm.requests]
-    assert [len(m) for m in sent[:5]] == [1, 1, 3, 5, 7]  # whole while it fits
+    assert [len(m) for m in sent[:9]] == [len(r.messages) for r in whole.requests[:9]]
     assert all(token_bound(m) <= _room(context) for m in sent)
-    for trimmed, untrimmed in zip(sent[5:], whole.requests[5:], strict=True):
-        assert len(trimmed) < len(untrimmed.messages)  # the first exchange, the latest that fit
-        assert trimmed[:2] == (designer.messages[2], designer.messages[3])
-    adapt7 = sent[6]
-    dropped = len(whole.requests[6].messages) - len(adapt7)
-    assert dropped % 2 == 0 and dropped >= 2
-    one_more = whole.requests[6].messages[:2] + whole.requests[6].messages[2 + dropped - 2 :]
-    assert token_bound(one_more) > _room(context)  # keeping one more exchange would not fit
+    first = (designer.messages[2], designer.messages[3])  # adapt2's exchange
+    assert all(m[:2] == first for m in sent[3:])
+    drops = [i for i in range(9, len(sent)) if sent[i][: len(sent[i - 1])] != sent[i - 1]]
+    assert drops[0] == 9 and len(drops) >= 2, drops  # the window moved, then again
+    for i in range(10, len(sent)):
+        if i not in drops:  # the request before, its reply, then the new prompt
+            assert sent[i][:-2] == sent[i - 1] and len(sent[i]) == len(sent[i - 1]) + 2
+    for i in drops:  # the window left takes at most half the room the rest leaves
+        window = sent[i][2:-1]
+        left = _room(context) - token_bound([*first, sent[i][-1]])
+        assert 0 < token_bound(window) <= left // 2
+        assert token_bound([*sent[i - 1], *sent[i][-2:]]) > _room(context)  # had to move
     with pytest.raises(ConfigError, match="alone exceed"):
-        _auto_designer(token_bound(adapt5[:1]) + (10**6 - _room(10**6)) - 1, 2)
+        _auto_designer(token_bound(adapt9[:1]) + (10**6 - _room(10**6)) - 1, 2)
 
 
 def test_auto_history_needs_a_known_context_and_the_bound_holds_on_every_cached_request():

@@ -146,18 +146,37 @@ def fitting_exchanges(
     exchanges: Sequence[tuple[Message, Message]], prompt: Message, room: int
 ) -> list[tuple[Message, Message]]:
     """The exchanges an "auto" request sends before `prompt`: all of them while
-    `token_bound` of them and the prompt is at most `room` tokens, else the first and
-    as many of the latest as fit. A `ConfigError` when not even the first fits."""
+    `token_bound` of them and the prompt is at most `room` tokens. Beyond, the first and a
+    window of the latest that moves in blocks: when the window overflows, its oldest
+    exchanges go until it takes at most half the room the first exchange and the prompt
+    leave, and the requests after add to it until it overflows again.
+
+    Why blocks: between two drops each request starts with the one before it, so the
+    server reuses that prefix and a call costs about its new tokens; dropping one exchange
+    a cycle changed the start of every request and reprocessed the whole prompt at every
+    call (docs/llm.md, "Context"). The window is replayed from the exchanges' own
+    prompts, so a request depends on its chain alone and replays from the cache.
+    A `ConfigError` when not even the first exchange and the prompt fit."""
     first, later = list(exchanges[:1]), list(exchanges[1:])
-    for dropped in range(len(later) + 1):  # the oldest later exchanges go first
-        kept = [*first, *later[dropped:]]
-        if token_bound([*(m for pair in kept for m in pair), prompt]) <= room:
-            return kept
-    raise ConfigError(
-        "history_cycles",
-        f"auto: the prompt and the first adaptation's exchange alone exceed the {room} "
-        "tokens the context leaves after the reply budgets; use a model with a longer context",
-    )
+    prompts = [user for user, _ in later] + [prompt]  # the prompt of each request since
+    start = 0  # the window's oldest exchange, in `later`
+    for end, asked in enumerate(prompts):  # the request sent before later[end]
+        left = room - token_bound([*(m for pair in first for m in pair), asked])
+        if left < 0:
+            raise ConfigError(
+                "history_cycles",
+                f"auto: the prompt and the first adaptation's exchange alone exceed the "
+                f"{room} tokens the context leaves after the reply budgets; use a model "
+                "with a longer context",
+            )
+        if _bound(later[start:end]) > left:
+            while _bound(later[start:end]) > left // 2:
+                start += 1
+    return [*first, *later[start:]]
+
+
+def _bound(exchanges: Sequence[tuple[Message, Message]]) -> int:
+    return token_bound([m for pair in exchanges for m in pair])
 
 
 REASK_SUFFIX = "/reask"
