@@ -19,6 +19,7 @@ from envgen.llm.conversation import (
     PromptOptions,
     base_label,
     context_window,
+    fitting_exchanges,
     max_tokens,
     token_bound,
 )
@@ -372,6 +373,17 @@ def test_auto_history_drops_old_exchanges_in_blocks_so_requests_share_their_star
         assert token_bound([*sent[i - 1], *sent[i][-2:]]) > _room(context)  # had to move
     with pytest.raises(ConfigError, match="alone exceed"):
         _auto_designer(token_bound(adapt9[:1]) + (10**6 - _room(10**6)) - 1, 2)
+
+
+def test_auto_history_keeps_the_newest_exchange_while_it_fits_though_it_outgrows_half():
+    first = (Message("user", "a" * 200), Message("assistant", "b" * 200))
+    later = [(Message("user", f"r{i}" * 50), Message("assistant", "d" * 3000)) for i in range(4)]
+    prompt = Message("user", "p" * 100)
+    base, one = token_bound([*first, prompt]), token_bound(list(later[0]))
+    room = base + one * 3 // 2  # one later exchange fits, two do not, one is over half
+    for k in range(1, 5):
+        assert fitting_exchanges([first, *later[:k]], prompt, room) == [first, later[k - 1]]
+    assert fitting_exchanges([first, *later[:2]], prompt, base + one - 1) == [first]  # none fits
 
 
 def test_auto_history_needs_a_known_context_and_the_bound_holds_on_every_cached_request():

@@ -80,7 +80,8 @@ def _unlikeness(candidate: Call, here: Sequence[Message]) -> tuple[bool, bool, i
     often repeats its reply word for word, so the reply alone cannot tell them apart:
     first the candidate whose whole request starts this one (the whole history), then
     the one whose reply this one carries (a re-asked reply is the re-ask's), then the
-    one whose length is nearest (a trimmed chain keeps one length)."""
+    one whose length is nearest (a fixed trim keeps one length; auto's grows by one
+    exchange a cycle between its drops)."""
     prefix = list(here[: len(candidate.messages)]) == list(candidate.messages)
     replied = candidate.entry["response"]["text"] == here[-2].content
     return (not prefix, not replied, abs(len(candidate.messages) - (len(here) - 2)))

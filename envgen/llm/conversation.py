@@ -149,7 +149,8 @@ def fitting_exchanges(
     `token_bound` of them and the prompt is at most `room` tokens. Beyond, the first and a
     window of the latest that moves in blocks: when the window overflows, its oldest
     exchanges go until it takes at most half the room the first exchange and the prompt
-    leave, and the requests after add to it until it overflows again.
+    leave (the newest stays while it fits that room), and the requests after add to it
+    until it overflows again.
 
     Why blocks: between two drops each request starts with the one before it, so the
     server reuses that prefix and a call costs about its new tokens; dropping one exchange
@@ -170,8 +171,10 @@ def fitting_exchanges(
                 "with a longer context",
             )
         if _bound(later[start:end]) > left:
-            while _bound(later[start:end]) > left // 2:
-                start += 1
+            half = [s for s in range(start, end) if _bound(later[s:end]) <= left // 2]
+            # the newest exchange stays while it fits: a request without its predecessor's
+            # prompt and reply would break the chain `envgen verify` follows (`chains`)
+            start = half[0] if half else end - (_bound(later[end - 1 : end]) <= left)
     return [*first, *later[start:]]
 
 
