@@ -1116,6 +1116,8 @@ def sfl_text(tmp_path: Path, fresh: int, sfl_shift: float) -> tuple[str, dict[st
         ),
     ]
     sfl = campaign_table("campaign_sfl", arms, 20)
+    for r in sfl["rows"]:  # as collect names them: D2 reads the worlds of designed rows
+        r["designer"] = "sfl" if r["row"] == H1_SFL.a else "random"
     paths = [test_report_tables.write(tmp_path, t) for t in (*others, sfl)]
     section = report_claims.claims_markdown(load_tables(paths)).split("### campaign_sfl")[1]
     return section, scores
@@ -1190,3 +1192,102 @@ def test_sfl_no_difference_names_the_registered_paper_references_unscaled(tmp_pa
         "; it rules out +2.30 (the paper's PPO + EnvGen − Fixed); it rules out +5.80 "
         "(the paper's PPO + EnvGen − Crafter-only)."
     )
+
+
+# --- the registered campaign `headline` ------------------------------------------------------
+def headline_text(tmp_path: Path, fresh: int) -> str:
+    """CLAIMS.md's headline section beside the four earlier campaigns (`fresh` runs of each
+    arm in, 16 planned). Arm a's synthetic runs point at llm15's committed runs of the
+    same config, so D3 reads real worlds and replies; every score is synthetic."""
+    rng = np.random.default_rng(5)
+
+    def folders(campaign: str, row: str) -> list[Path]:
+        committed = json.loads((REPO / f"results/{campaign}/runs.json").read_text())
+        return [
+            REPO / x["run_dir"] for r in committed["rows"] if r["row"] == row for x in r["runs"]
+        ]
+
+    real = {  # runs whose files a section reads: arm a's worlds, sfl's budget (D4)
+        ("campaign_headline", LLM): folders("campaign_llm15", LLM),
+        ("campaign_sfl", DR): folders("campaign_sfl", DR),
+    }
+    furnace = [30.0] * 20
+
+    def arms(name, rows, planned, first_seed):
+        data = campaign_table(
+            name, {label: campaign_runs(list(scores), furnace[: len(scores)], first_seed)
+                   for label, scores in rows.items()}, planned)  # fmt: skip
+        for r in data["rows"]:
+            if name == "campaign_headline":
+                r["designer"] = {LLM: "llm:qwen2.5-coder-1.5b-instruct"}.get(r["row"])
+                for i, run in enumerate(r["runs"]):  # D2's CPU classes, most runs first
+                    run["machine"] = "Intel (AMX), cpu" if i % 4 == 0 else "AMD (AVX512), cpu"
+            for i, run in enumerate(r["runs"]) if (name, r["row"]) in real else ():
+                run["run_dir"] = str(real[name, r["row"]][i])
+        return data
+
+    n = rng.normal
+    tables = [
+        arms("campaign_cpu", {CO: FIRST_CO, DR: FIRST_DR}, 5, 0),
+        arms("campaign_confirm", {CO: 15 + n(0, 2, 15), DR: 21.5 + n(0, 1, 15)}, 15, 5),
+        arms("campaign_llm15", {LLM: 20 + n(0, 1, 16), DR: 22 + n(0, 1, 16)}, 16, 20),
+        arms("campaign_sfl", {DR: 22 + n(0, 1, 20)}, 20, 36),
+        arms("campaign_headline", {LLM: 20 + n(0, 1, fresh), CO: 15 + n(0, 2, fresh)}, 16, 56),
+    ]
+    paths = [test_report_tables.write(tmp_path, t) for t in tables]
+    return report_claims.claims_markdown(load_tables(paths)).split("### campaign_headline")[1]
+
+
+def test_headline_reports_its_registered_descriptives_in_the_registrations_order(tmp_path):
+    """docs/campaign_headline.md's D1-D3, in its order and words: every achievement with the
+    paper's Figure 4 skills it names marked; each arm beside the six earlier arms it names,
+    never pooled, with the CPU classes of each; the worlds of arm a (the Crafter-only arm
+    has none) and its designer's replies."""
+    section = headline_text(tmp_path, fresh=16)
+    headings = [line for line in section.splitlines() if line.startswith("#### D")]
+    assert [h.split(":")[0][5:] for h in headings] == [
+        "D1, descriptive", "D2, descriptive", "D3, descriptive", "D3, continued"
+    ]  # fmt: skip
+    d1 = section.split("#### D1")[1].split("#### D2")[0]
+    named = (
+        "place_furnace",
+        "make_stone_pickaxe",
+        "make_stone_sword",
+        "collect_coal",
+        "collect_iron",
+    )
+    marked = [
+        line.split(" |")[0][2:]
+        for line in d1.splitlines()
+        if line.startswith("| ") and "(the paper's Figure 4)" in line
+    ]
+    assert marked == [f"{a} (the paper's Figure 4)" for a in ACHIEVEMENTS if a in named]
+    assert d1.count("\n| ") == 1 + len(ACHIEVEMENTS)
+    d2 = section.split("#### D2")[1].split("#### D3")[0]
+    shown = [line.split(" | ")[0][2:] for line in d2.splitlines() if line.startswith("| camp")]
+    assert shown == [
+        f"campaign_headline: {LLM}", f"campaign_headline: {CO}", f"campaign_llm15: {LLM}",
+        f"campaign_confirm: {CO}", f"campaign_cpu: {CO}", f"campaign_confirm: {DR}",
+        f"campaign_llm15: {DR}", f"campaign_sfl: {DR}",
+    ]  # fmt: skip
+    assert "| Runs | Score (n) | Trained on |" in d2 and "never pooled" in d2
+    assert "not given" not in d2
+    assert "| campaign_cpu: PPO 1.96M Crafter only | 19.75 ± 2.74 (5) | unknown: 5 runs |" in d2
+    headline = [line for line in d2.splitlines() if "headline: " in line]
+    assert len(headline) == 2
+    assert all(
+        r.endswith("| AMD (AVX512), cpu: 12 runs; Intel (AMX), cpu: 4 runs |") for r in headline
+    )
+    d3 = section.split("#### D3, descriptive")[1].split("#### D3, continued")[0]
+    assert f"| {LLM} | 16 | " in d3 and f"| {CO} |" not in d3  # Crafter-only: no worlds
+    assert "| start with iron_sword | " in d3 and "SFL's choice" not in d3
+    replies = section.split("#### D3, continued")[1]
+    assert "distinct replies of arm a's 16 runs" in replies
+
+
+def test_headline_withholds_its_scores_but_not_its_worlds_until_all_32_runs_are_in(tmp_path):
+    section = headline_text(tmp_path, fresh=15)
+    assert_h1_withheld(section, fresh=15, planned=16)
+    assert section.count("registered verdict withheld: 30 of 32 runs") == 3  # H1, D1, D2
+    assert "| campaign_llm15: " not in section and "(the paper's Figure 4) |" not in section
+    assert f"| {LLM} | 15 | " in section.split("#### D3, descriptive")[1]  # no score: shown

@@ -113,3 +113,17 @@ def test_a_misspelt_declaration_key_is_one_line_naming_the_file_and_key(tmp_path
     assert done.returncode != 0 and "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert "campaign_toy.yaml: campaign.famlies: unknown; allowed: analyses, families" in line
+
+
+def test_a_misspelt_analysis_option_is_one_line_naming_it_and_the_options(tmp_path):
+    (tmp_path / "replication").mkdir()
+    bad = TOY.replace(
+        '[{per_achievement: "D1, descriptive"}]',
+        '[{per_achievement: {heading: "D1, descriptive", name: [collect_coal]}}]',
+    )
+    (tmp_path / "replication" / "campaign_toy.yaml").write_text(bad)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(tiny_smoke_params()))
+    done = envgen_subprocess("campaign", "status", "toy", cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "campaign.analyses.per_achievement: unknown option(s) name: choose from heading" in line

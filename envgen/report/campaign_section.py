@@ -17,7 +17,7 @@ import numpy as np
 
 from envgen.errors import EnvGenError
 from envgen.llm.cache import DEFAULT_CACHE_DIR
-from envgen.report.inputs import DONE, TableRecord
+from envgen.report.inputs import DONE, TableRecord, machine_counts
 from envgen.report.notes import Notes, number
 from envgen.report.reproduction import reproduction_sentence
 from envgen.report.rliable_campaign import claims_line
@@ -339,17 +339,21 @@ def _pooled(
     return [*lines, *notes.lines()]
 
 
-def _per_achievement(table: TableRecord, primary: CampaignResult, name: str) -> list[str]:
+def _per_achievement(table: TableRecord, primary: CampaignResult, arg: str | Mapping) -> list[str]:
     """Every achievement's a − b of the primary claim, unadjusted p; descriptive (the
-    confirm campaign's S3, llm15's D3)."""
+    confirm campaign's S3, llm15's D3). `arg`: the heading, or {heading, named: the
+    achievements a registration names, named_as: whose they are}, marked in the table."""
+    spec = {"heading": arg} if isinstance(arg, str) else arg
+    named, named_as = tuple(spec.get("named", ())), spec.get("named_as", "")
     m = len(ACHIEVEMENTS)
     a_row, b_row = primary.claim.a, primary.claim.b
     head = [
-        f"#### {name}: {a_row} − {b_row}, every achievement",
+        f"#### {spec['heading']}: {a_row} − {b_row}, every achievement",
         "",
         f"{m} comparisons with unadjusted two-sided Welch p: about one below 0.05 is "
         f"expected by chance with no true difference; Bonferroni's threshold is "
-        f"{ALPHA / m:.2g}. No finding is drawn from them.",
+        f"{ALPHA / m:.2g}. No finding is drawn from them."
+        + (f" Marked ({named_as}): {', '.join(named)}." if named else ""),
     ]
     if primary.withheld:
         return [*head, "", f"**{primary.verdict}** (given with the primary verdict)."]
@@ -361,8 +365,9 @@ def _per_achievement(table: TableRecord, primary: CampaignResult, name: str) -> 
             continue
         sa, sb = SampleStats.of(a, a_row), SampleStats.of(b, b_row)
         p = welch_test(a, b).p
+        mark = f" ({named_as})" if achievement in named else ""
         lines.append(
-            f"| {achievement} | {_arm(sa)} | {_arm(sb)} | {sa.mean - sb.mean:+.2f} "
+            f"| {achievement}{mark} | {_arm(sa)} | {_arm(sb)} | {sa.mean - sb.mean:+.2f} "
             f"| {number(p, '.3g')} |"
         )
     return lines
@@ -371,12 +376,15 @@ def _per_achievement(table: TableRecord, primary: CampaignResult, name: str) -> 
 def _beside_crafter_only(
     table: TableRecord, primary: CampaignResult, by_id: Mapping[str, TableRecord], arg: Mapping
 ) -> list[str]:
-    """D1 (llm15, sfl): each arm's mean beside the whole rows of the tables `arg["rows_of"]`
-    and the Crafter-only row (`arg["crafter_only"]`) of each of `arg["crafter_only_of"]`,
-    one campaign at a time, never pooled (their Crafter-only runs differ for a reason not
-    found); no test, no verdict."""
+    """Each arm's mean beside earlier campaigns' rows, one campaign at a time, never pooled
+    (their Crafter-only runs differ for a reason not found); no test, no verdict. `arg`:
+    `rows_of`, tables whose every row is shown; `arms`, [table, row] pairs; `crafter_only`,
+    the row shown of each of `crafter_only_of`; `machines`, a column of the CPU classes
+    each row's runs trained on; `heading` (llm15's and sfl's D1 by default)."""
+    heading = arg.get("heading", "D1, descriptive: each arm beside the earlier campaigns' "
+                                 "Crafter-only runs")  # fmt: skip
     head = [
-        "#### D1, descriptive: each arm beside the earlier campaigns' Crafter-only runs",
+        f"#### {heading}",
         "",
         "Reported separately, never pooled: the first campaign's Crafter-only runs and the "
         "confirm campaign's differ for a reason not found (docs/campaign_confirm.md, "
@@ -384,35 +392,41 @@ def _beside_crafter_only(
     ]
     if primary.withheld:
         return [*head, "", f"**{primary.verdict}** (given with the primary verdict)."]
-    ours = _rows(table, "score")
-    lines = [*head, "", "| Runs | Score (n) |", "|---|---|"]
-    for row in (primary.claim.a, primary.claim.b):
-        if len(ours.get(row, [])) >= 2:
-            lines.append(f"| {table.table}: {row} | {_arm(SampleStats.of(ours[row], row))} |")
+    machines = bool(arg.get("machines"))
+    lines = [*head, "", "| Runs | Score (n) |" + (" Trained on |" if machines else "")]
+    lines.append("|---|---|" + ("---|" if machines else ""))
+    by_id = {**by_id, table.table: table}
+    pairs = [(table.table, row) for row in (primary.claim.a, primary.claim.b)]
     for name in arg.get("rows_of", ()):
-        for row, values in _rows(by_id[name], "score").items() if name in by_id else ():
-            if len(values) >= 2:
-                lines.append(f"| {name}: {row} | {_arm(SampleStats.of(values, row))} |")
-    row = arg["crafter_only"]
-    for name in arg.get("crafter_only_of", ()):
-        crafter_only = _rows(by_id[name], "score").get(row, []) if name in by_id else []
-        if len(crafter_only) >= 2:
-            lines.append(f"| {name}: {row} | {_arm(SampleStats.of(crafter_only, row))} |")
+        pairs += [(name, r.row) for r in by_id[name].rows] if name in by_id else []
+    required = [tuple(pair) for pair in arg.get("arms", ())]
+    required += [(name, arg["crafter_only"]) for name in arg.get("crafter_only_of", ())]
+    for name, row in [*pairs, *required]:
+        done = [r for r in by_id[name].rows if r.row == row and r.status == DONE] if (
+            name in by_id) else []  # fmt: skip
+        runs = done[0].runs if done else ()
+        if len(runs) >= 2:
+            s = SampleStats.of([run.score for run in runs], row)
+            cells = [_arm(s), *([machine_counts(runs)] if machines else [])]
+        elif (name, row) in required:
+            cells = ["- (its runs.json was not given to the report)", *(["-"] if machines else [])]
         else:
-            lines.append(f"| {name}: {row} | - (its runs.json was not given to the report) |")
+            continue
+        lines.append(f"| {name}: {row} | " + " | ".join(cells) + " |")
     return lines
 
 
-def _trained_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
-    """sfl's D2: the diversity of the worlds each arm trained on (`envgen.report.world_diversity`,
-    fixed before the campaign's runs): distinct worlds, each knob's coverage beside domain
-    randomization's expectation, and per cycle what SFL's choice did. No score enters
-    them, so they are shown while the verdict is withheld."""
-    head = ["#### D2, descriptive: the worlds each arm trained on", ""]
+def _trained_worlds(table: TableRecord, primary: CampaignResult, heading: str | None) -> list[str]:
+    """sfl's D2: the diversity of the worlds each arm with designed worlds trained on
+    (`envgen.report.world_diversity`, fixed before the campaign's runs): distinct worlds,
+    each knob's coverage beside domain randomization's expectation, and per cycle what an
+    SFL arm's choice did. No score enters them, so they are shown while the verdict is
+    withheld."""
+    head = [f"#### {heading or 'D2, descriptive: the worlds each arm trained on'}", ""]
     arm = next((r for r in table.rows if r.row == primary.claim.a), None)
     where = f"results/runs/{arm.config_hash}" if arm and arm.config_hash else "<arm a's runs>"
     command = f"`python -m envgen.report.world_diversity {where}/seed-*`"
-    done = [row for row in table.rows if row.runs]
+    done = [row for row in table.rows if row.runs and row.designer]
     if not done:
         return [*head, f"No run yet. Per arm: {command}."]
     lines = [
@@ -432,7 +446,9 @@ def _trained_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
             f"{per_run['mean']:.1f} ({per_run['min']}-{per_run['max']}) | {changed} |"
         )
     lines += ["", *_knob_coverage(arms)]
-    choices = [sfl_choices(run.run_dir) for run in (arm.runs if arm else [])]
+    choices = (
+        [sfl_choices(run.run_dir) for run in arm.runs] if arm and arm.designer == "sfl" else []
+    )
     if choices:
         lines += ["", *_sfl_choice(choices)]
     return [*lines, "", f"Per arm, as JSON: {command}."]
@@ -526,7 +542,10 @@ def _span(values: Sequence[int]) -> str:
     return f"{low:,}" if low == high else f"{low:,}-{high:,}"
 
 
-def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
+DESIGNER_WORLDS = "D2, descriptive: the designer's worlds"
+
+
+def _designer_worlds(table: TableRecord, primary: CampaignResult, heading: str | None) -> list[str]:
     """llm15's D2: the measures of docs/llm.md, "Design quality", over the recorded replies
     of the arm a runs this table lists, re-derived from the cache on every build (no score
     enters them, so they are shown while the verdict is withheld)."""
@@ -536,7 +555,7 @@ def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
 
     arm = next((r for r in table.rows if r.row == primary.claim.a), None)
     where = f"results/runs/{arm.config_hash}" if arm and arm.config_hash else "<arm a's runs>"
-    head = ["#### D2, descriptive: the designer's worlds", ""]
+    head = [f"#### {heading or DESIGNER_WORLDS}", ""]
     command = (
         "Per reply: `python -m envgen.report.design_quality --model "
         f"qwen2.5-coder-1.5b-instruct --runs {where}`. They read no score."
@@ -572,16 +591,17 @@ def _designer_worlds(table: TableRecord, primary: CampaignResult) -> list[str]:
 ANALYSES: dict[str, Callable[..., list[str]]] = {
     "baseline": lambda t, p, first, paper, by_id, _: _baseline(t, first, p, paper),
     "pooled": lambda t, p, first, paper, by_id, _: _pooled(t, first, p, paper),
-    "per_achievement": lambda t, p, first, paper, by_id, heading: _per_achievement(t, p, heading),
+    "per_achievement": lambda t, p, first, paper, by_id, arg: _per_achievement(t, p, arg),
     "beside": lambda t, p, first, paper, by_id, arg: _beside_crafter_only(t, p, by_id, arg),
-    "trained_worlds": lambda t, p, first, paper, by_id, _: _trained_worlds(t, p),
+    "trained_worlds": lambda t, p, first, paper, by_id, heading: _trained_worlds(t, p, heading),
     "budget": lambda t, p, first, paper, by_id, _: _budget(t),
-    "designer_worlds": lambda t, p, first, paper, by_id, _: _designer_worlds(t, p),
+    "designer_worlds": lambda t, p, first, paper, by_id, heading: _designer_worlds(t, p, heading),
 }
 """The analyses a registered campaign's `analyses:` may name, shown after its claims, as
 f(table, primary result, the table it pools with (`CampaignSpec.pooled_with`) or None,
 the paper's numbers, every campaign table by id, the analysis's argument: per_achievement
-its heading, beside its tables and row)."""
+its heading (or heading and the achievements to mark), beside its tables, rows and
+options, trained_worlds and designer_worlds their heading (None: D2's))."""
 
 
 def _rows(table: TableRecord, metric: str) -> dict[str, list[float]]:

@@ -129,6 +129,13 @@ class RowRecord:
         return SAME_EXPERIMENT.get(label, label)
 
 
+def machine_counts(runs: Sequence[RunRecord]) -> str:
+    """Each machine `runs` trained on, as "label: n runs", most first."""
+    counts = Counter(run.machine for run in runs)
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return "; ".join(f"{label}: {n} run{'s' if n != 1 else ''}" for label, n in ranked)
+
+
 @dataclasses.dataclass(frozen=True)
 class TableRecord:
     """One table's runs.json."""
@@ -153,10 +160,7 @@ class TableRecord:
 
     def machines(self) -> str:
         """Each machine the done rows' runs trained on, as "label: n runs", most first."""
-        done = [row for row in self.rows if row.status == DONE]
-        counts = Counter(run.machine for row in done for run in row.runs)
-        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-        return "; ".join(f"{label}: {n} run{'s' if n != 1 else ''}" for label, n in ranked)
+        return machine_counts([run for row in self.rows if row.status == DONE for run in row.runs])
 
     @property
     def is_campaign(self) -> bool:

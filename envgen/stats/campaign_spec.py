@@ -271,8 +271,25 @@ def _family(value: object, where: str, registered: bool) -> Family:
     return _make(Family, f, where, "registered", claims=claims, registered=registered)
 
 
+ANALYSIS_OPTIONS = {
+    "per_achievement": ("heading", "named", "named_as"),
+    "beside": ("heading", "rows_of", "arms", "crafter_only", "crafter_only_of", "machines"),
+}
+"""The options of an analysis whose argument may be a mapping (docs/pipeline.md, "Add a
+campaign"); per_achievement's may also be its heading alone."""
+
+
 def _analysis(value: object) -> tuple[str, Any]:
     name, arg = next(iter(value.items())) if isinstance(value, dict) else (value, None)
     if name not in ANALYSES:
         raise ConfigError("campaign.analyses", f"{name!r}: choose from {', '.join(ANALYSES)}")
+    if name == "per_achievement" and not arg:
+        raise ConfigError("campaign.analyses", "per_achievement: give its heading")
+    unknown = set(arg) - set(ANALYSIS_OPTIONS.get(name, ())) if isinstance(arg, dict) else ()
+    if unknown:
+        raise ConfigError(
+            f"campaign.analyses.{name}",
+            f"unknown option(s) {', '.join(sorted(unknown))}: "
+            f"choose from {', '.join(ANALYSIS_OPTIONS.get(name, ())) or 'none'}",
+        )
     return str(name), arg
