@@ -346,12 +346,12 @@ def test_claims_md_gives_sfls_d2_and_d4_from_the_runs_files(sfl_run: Path):
         global_steps=1,
     )
     rows = tuple(
-        RowRecord(label, "done", "", "abc", None, (run,), planned_runs=20)
-        for label in (H1_SFL.a, H1_SFL.b)
+        RowRecord(label, "done", "", "abc", None, (run,), designer=designer, planned_runs=20)
+        for label, designer in ((H1_SFL.a, "sfl"), (H1_SFL.b, "random"))
     )
     table = TableRecord("campaign_sfl", "sfl", "cpu", False, rows, Path("runs.json"))
     primary = types.SimpleNamespace(claim=H1_SFL)  # D2 reads only the claim's arms
-    lines = _trained_worlds(table, primary)
+    lines = _trained_worlds(table, primary, None)  # sfl's own heading (D2)
     text = "\n".join(lines)
     from envgen.report.world_diversity import diversity, run_cycles, sfl_choices
 
