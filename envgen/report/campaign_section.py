@@ -373,6 +373,13 @@ def _per_achievement(table: TableRecord, primary: CampaignResult, arg: str | Map
     return lines
 
 
+BESIDE = "D1, descriptive: each arm beside the earlier campaigns' Crafter-only runs"
+TRAINED_WORLDS = "D2, descriptive: the worlds each arm trained on"
+DESIGNER_WORLDS = "D2, descriptive: the designer's worlds"
+"""The default headings of `beside`, `trained_worlds` and `designer_worlds` (llm15's and
+sfl's); a declaration may name its own."""
+
+
 def _beside_crafter_only(
     table: TableRecord, primary: CampaignResult, by_id: Mapping[str, TableRecord], arg: Mapping
 ) -> list[str]:
@@ -381,10 +388,8 @@ def _beside_crafter_only(
     `rows_of`, tables whose every row is shown; `arms`, [table, row] pairs; `crafter_only`,
     the row shown of each of `crafter_only_of`; `machines`, a column of the CPU classes
     each row's runs trained on; `heading` (llm15's and sfl's D1 by default)."""
-    heading = arg.get("heading", "D1, descriptive: each arm beside the earlier campaigns' "
-                                 "Crafter-only runs")  # fmt: skip
     head = [
-        f"#### {heading}",
+        f"#### {arg.get('heading', BESIDE)}",
         "",
         "Reported separately, never pooled: the first campaign's Crafter-only runs and the "
         "confirm campaign's differ for a reason not found (docs/campaign_confirm.md, "
@@ -402,8 +407,8 @@ def _beside_crafter_only(
     required = [tuple(pair) for pair in arg.get("arms", ())]
     required += [(name, arg["crafter_only"]) for name in arg.get("crafter_only_of", ())]
     for name, row in [*pairs, *required]:
-        done = [r for r in by_id[name].rows if r.row == row and r.status == DONE] if (
-            name in by_id) else []  # fmt: skip
+        source = by_id.get(name)
+        done = [r for r in source.rows if r.row == row and r.status == DONE] if source else []
         runs = done[0].runs if done else ()
         if len(runs) >= 2:
             s = SampleStats.of([run.score for run in runs], row)
@@ -422,7 +427,7 @@ def _trained_worlds(table: TableRecord, primary: CampaignResult, heading: str | 
     each knob's coverage beside domain randomization's expectation, and per cycle what an
     SFL arm's choice did. No score enters them, so they are shown while the verdict is
     withheld."""
-    head = [f"#### {heading or 'D2, descriptive: the worlds each arm trained on'}", ""]
+    head = [f"#### {heading or TRAINED_WORLDS}", ""]
     arm = next((r for r in table.rows if r.row == primary.claim.a), None)
     where = f"results/runs/{arm.config_hash}" if arm and arm.config_hash else "<arm a's runs>"
     command = f"`python -m envgen.report.world_diversity {where}/seed-*`"
@@ -540,9 +545,6 @@ def _budget(table: TableRecord) -> list[str]:
 def _span(values: Sequence[int]) -> str:
     low, high = min(values), max(values)
     return f"{low:,}" if low == high else f"{low:,}-{high:,}"
-
-
-DESIGNER_WORLDS = "D2, descriptive: the designer's worlds"
 
 
 def _designer_worlds(table: TableRecord, primary: CampaignResult, heading: str | None) -> list[str]:
