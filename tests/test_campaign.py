@@ -1075,6 +1075,12 @@ def test_each_registered_campaign_declares_words_its_registration_holds():
     assert missing_words(confirm, edited) == confirm.verdict.coda
 
 
+def committed_run_dirs(campaign: str) -> dict[str, list[Path]]:
+    """{row: its committed runs' folders} of a campaign's committed runs.json."""
+    committed = json.loads((REPO / f"results/{campaign}/runs.json").read_text())
+    return {r["row"]: [REPO / x["run_dir"] for x in r["runs"]] for r in committed["rows"]}
+
+
 def sfl_text(tmp_path: Path, fresh: int, sfl_shift: float) -> tuple[str, dict[str, list[float]]]:
     """CLAIMS.md's sfl section with the first, confirm and llm15 campaigns and sfl
     (`fresh` runs of each of its arms in, 20 planned; arm a `sfl_shift` points above arm
@@ -1082,8 +1088,7 @@ def sfl_text(tmp_path: Path, fresh: int, sfl_shift: float) -> tuple[str, dict[st
     campaign's committed run folders of its arm, so D2 reads real worlds and SFL
     choices."""
     rng = np.random.default_rng(11)
-    committed = json.loads((REPO / "results/campaign_sfl/runs.json").read_text())
-    folders = {r["row"]: [REPO / x["run_dir"] for x in r["runs"]] for r in committed["rows"]}
+    folders = committed_run_dirs("campaign_sfl")
     arms, scores = {}, {}
     for label, shift in ((H1_SFL.a, sfl_shift), (H1_SFL.b, 0.0)):
         scores[label] = list(22.0 + shift + rng.normal(0, 1.5, fresh))
@@ -1200,16 +1205,9 @@ def headline_text(tmp_path: Path, fresh: int) -> str:
     arm in, 16 planned). Arm a's synthetic runs point at llm15's committed runs of the
     same config, so D3 reads real worlds and replies; every score is synthetic."""
     rng = np.random.default_rng(5)
-
-    def folders(campaign: str, row: str) -> list[Path]:
-        committed = json.loads((REPO / f"results/{campaign}/runs.json").read_text())
-        return [
-            REPO / x["run_dir"] for r in committed["rows"] if r["row"] == row for x in r["runs"]
-        ]
-
     real = {  # runs whose files a section reads: arm a's worlds, sfl's budget (D4)
-        ("campaign_headline", LLM): folders("campaign_llm15", LLM),
-        ("campaign_sfl", DR): folders("campaign_sfl", DR),
+        ("campaign_headline", LLM): committed_run_dirs("campaign_llm15")[LLM],
+        ("campaign_sfl", DR): committed_run_dirs("campaign_sfl")[DR],
     }
     furnace = [30.0] * 20
 

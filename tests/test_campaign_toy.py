@@ -104,26 +104,26 @@ def test_a_campaign_added_by_two_files_runs_to_its_report(tmp_path):
     assert "  - paper_figures/rliable_campaign_toy.png\n" in dvc
 
 
-def test_a_misspelt_declaration_key_is_one_line_naming_the_file_and_key(tmp_path):
+def _refused(tmp_path: Path, declaration: str) -> str:
+    """The one line `envgen campaign status toy` fails with on `declaration`."""
     (tmp_path / "replication").mkdir()
-    bad = TOY.replace("  families:", "  famlies:")
-    (tmp_path / "replication" / "campaign_toy.yaml").write_text(bad)
+    (tmp_path / "replication" / "campaign_toy.yaml").write_text(declaration)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(tiny_smoke_params()))
     done = envgen_subprocess("campaign", "status", "toy", cwd=tmp_path)
     assert done.returncode != 0 and "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()
+    return line
+
+
+def test_a_misspelt_declaration_key_is_one_line_naming_the_file_and_key(tmp_path):
+    line = _refused(tmp_path, TOY.replace("  families:", "  famlies:"))
     assert "campaign_toy.yaml: campaign.famlies: unknown; allowed: analyses, families" in line
 
 
 def test_a_misspelt_analysis_option_is_one_line_naming_it_and_the_options(tmp_path):
-    (tmp_path / "replication").mkdir()
     bad = TOY.replace(
         '[{per_achievement: "D1, descriptive"}]',
         '[{per_achievement: {heading: "D1, descriptive", name: [collect_coal]}}]',
     )
-    (tmp_path / "replication" / "campaign_toy.yaml").write_text(bad)
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(tiny_smoke_params()))
-    done = envgen_subprocess("campaign", "status", "toy", cwd=tmp_path)
-    assert done.returncode != 0 and "Traceback" not in done.stderr
-    (line,) = done.stderr.strip().splitlines()
+    line = _refused(tmp_path, bad)
     assert "campaign.analyses.per_achievement: unknown option(s) name: choose from heading" in line

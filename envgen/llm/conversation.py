@@ -162,7 +162,7 @@ def fitting_exchanges(
     prompts = [user for user, _ in later] + [prompt]  # the prompt of each request since
     start = 0  # the window's oldest exchange, in `later`
     for end, asked in enumerate(prompts):  # the request sent before later[end]
-        left = room - token_bound([*(m for pair in first for m in pair), asked])
+        left = room - _bound(first) - token_bound([asked])
         if left < 0:
             raise ConfigError(
                 "history_cycles",
@@ -174,7 +174,10 @@ def fitting_exchanges(
             half = [s for s in range(start, end) if _bound(later[s:end]) <= left // 2]
             # the newest exchange stays while it fits: a request without its predecessor's
             # prompt and reply would break the chain `envgen verify` follows (`chains`)
-            start = half[0] if half else end - (_bound(later[end - 1 : end]) <= left)
+            if half:
+                start = half[0]
+            else:
+                start = end - 1 if _bound(later[end - 1 : end]) <= left else end
     return [*first, *later[start:]]
 
 
