@@ -113,6 +113,47 @@ def test_the_llm15_verdicts_figures_in_the_readme_are_checked(values, docs_copy)
     assert "llm15.diff" not in docfigures.figures(tables, REPO)
 
 
+def _as_headline(tables, shift: float = 0.0, short: bool = False):
+    """llm15's table as if it were the headline campaign's (its DR row standing in for
+    Crafter-only), arm a's scores moved by `shift`, arm a one run short if `short`."""
+    out = []
+    for table in tables:
+        if table.table == "campaign_llm15":
+            a, b = table.rows
+            runs = tuple(dataclasses.replace(r, score=r.score + shift) for r in a.runs)
+            a = dataclasses.replace(a, runs=runs[:-1] if short else runs)
+            b = dataclasses.replace(b, row="PPO 1.96M Crafter only")
+            table = dataclasses.replace(table, table="campaign_headline", rows=(a, b))
+        out.append(table)
+    return out
+
+
+def test_the_headline_verdict_is_its_registered_sentence_once_every_run_is_in():
+    """The README's headline passage quotes `headline.verdict`: the registration's words
+    (docs/campaign_headline.md, "Verdicts") filled from the complete campaign's runs."""
+    runs = [REPO / p for p in docfigures.runs_json_files(REPO / "dvc.yaml")]
+    tables = load_tables(runs)
+    worse = docfigures.figures(_as_headline(tables), REPO)
+    assert (worse["headline.diff"], worse["headline.upper"]) == ("-1.98", "-1.11")
+    assert worse["headline.verdict"] == (
+        "worse: PPO + EnvGen with the 1.5B LLM designer scored 1.98 points below PPO with "
+        "the same 1.96M steps in Crafter alone (one-sided 95% upper bound -1.11; 16 + 16 "
+        "seeds)."
+    )
+    level = docfigures.figures(_as_headline(tables, shift=2.48), REPO)["headline.verdict"]
+    assert level.startswith("no difference detected: +0.50 points (one-sided 95% bounds [")
+    assert level.endswith(  # the paper's two differences the registration names
+        "; it rules out +5.80 (the paper's PPO + EnvGen − Crafter-only); it rules out +2.30 "
+        "(the paper's PPO + EnvGen − Fixed)."
+    ), level
+    better = docfigures.figures(_as_headline(tables, shift=6.0), REPO)
+    assert better["headline.verdict"].startswith("better: PPO + EnvGen with the 1.5B LLM")
+    bound = f"lower bound {better['headline.lower']}, p = {better['headline.p']};"
+    assert bound in better["headline.verdict"]
+    withheld = docfigures.figures(_as_headline(tables, short=True), REPO)
+    assert not [name for name in withheld if name.startswith("headline.")]
+
+
 def test_a_headline_figure_copied_outside_every_passage_is_named(values, docs_copy):
     page = docs_copy / "docs" / "loop.md"
     page.write_text(

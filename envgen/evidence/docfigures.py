@@ -28,10 +28,10 @@ from scipy import stats as scipy_stats
 from envgen.errors import EnvGenError
 from envgen.evidence import doc_numbers, doc_templates
 from envgen.evidence.doc_templates import Problem
-from envgen.report.campaign_section import withheld_runs
+from envgen.report.campaign_section import registered_references, withheld_runs
 from envgen.report.inputs import DONE, TableRecord, load_tables, runs_json_files
-from envgen.stats.campaign_claims import CampaignResult, evaluate_campaign
-from envgen.stats.campaign_spec import CampaignClaim, families, primary
+from envgen.stats.campaign_claims import CampaignResult, evaluate_campaign, registered_sentence
+from envgen.stats.campaign_spec import CampaignClaim, families, primary, words
 from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import PaperNumbers
 from envgen.stats.runs import SampleStats
@@ -40,7 +40,7 @@ from envgen.store.identity import read_mapping
 from envgen.store.run_dir import RunDir
 
 FIRST, CONFIRM, LLM15 = "campaign_cpu", "campaign_confirm", "campaign_llm15"
-SFL = "campaign_sfl"
+SFL, HEADLINE = "campaign_sfl", "campaign_headline"
 Rows = dict[str, dict[str, list[float]]]  # {row: {metric: per-run values}}
 
 # {alias: (table, row)}: rows whose figures a passage quotes, as row.<alias> (mean ± std
@@ -69,7 +69,8 @@ RUNS: dict[str, str] = {
 # collide with unrelated numbers in the docs.
 GUARDED = tuple(
     "confirm.dr_mean confirm.co_mean confirm.diff confirm.lower first.dr_mean first.co_mean "
-    "first.diff cross.diff llm15.diff llm15.a_mean llm15.b_mean sfl.a_mean sfl.b_mean".split()
+    "first.diff cross.diff llm15.diff llm15.a_mean llm15.b_mean sfl.a_mean sfl.b_mean "
+    "headline.diff headline.a_mean headline.b_mean".split()
 )
 
 
@@ -92,10 +93,12 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
             out[f"row.{alias}"] = f"{s.mean:.2f} ± {s.std:.2f}"
     out |= _run_figures(runs_root)
     paper = PaperNumbers.load()
-    for name, table_id in (("llm15", LLM15), ("sfl", SFL)):  # a campaign's H1: a vs b
-        if table_id in by_id and withheld_runs(by_id[table_id]) is None:
+    for name, table_id in (("llm15", LLM15), ("sfl", SFL), ("headline", HEADLINE)):
+        if table_id in by_id and withheld_runs(by_id[table_id]) is None:  # H1: a vs b
             r = _h1(primary(table_id), paper, _rows(by_id[table_id]))
             out |= _pair(name, r, "a", "b") | {f"{name}.upper": f"{r.bounds[1]:+.2f}"}
+            if name == "headline":
+                out |= _verdict(name, r, table_id, paper)
     if FIRST not in by_id or CONFIRM not in by_id:
         return out
     if withheld_runs(by_id[CONFIRM]) is not None:  # figures wait as the verdict does
@@ -205,6 +208,19 @@ def _pair(prefix: str, r: CampaignResult, a: str = "dr", b: str = "co") -> dict[
         f"{prefix}.{a}_mean": f"{arm_a.mean:.2f}",
         f"{prefix}.{b}_mean": f"{arm_b.mean:.2f}",
         f"{prefix}.diff": f"{_diff(r):+.2f}",
+    }
+
+
+def _verdict(prefix: str, r: CampaignResult, table_id: str, paper: PaperNumbers) -> dict[str, str]:
+    """A registered campaign's H1 as its registration worded each verdict, with its lower
+    bound and p as the verdict prints them (`{prefix}.verdict`, `.lower`, `.p`)."""
+    registration = words(table_id)
+    assert registration is not None, f"{table_id} registers no verdict words"
+    refs = registered_references(r, None, registration, paper)
+    return {
+        f"{prefix}.verdict": registered_sentence(r, refs, registration),
+        f"{prefix}.lower": f"{r.bounds[0]:+.2f}",
+        f"{prefix}.p": f"{r.p_adj:.3g}",
     }
 
 

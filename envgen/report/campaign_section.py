@@ -157,13 +157,13 @@ def _family_lines(
     if family.registered and registration is not None:
         for r in results:
             if not r.withheld and not math.isnan(r.bounds[0]):
-                refs = _references(r, first, registration, paper)
+                refs = registered_references(r, first, registration, paper)
                 sentence = registered_sentence(r, refs, registration)
                 notes.add(f"Registered wording ({registration.document}): {sentence}")
     return [*lines, *notes.lines()]
 
 
-def _references(
+def registered_references(
     r: CampaignResult, first: TableRecord | None, registration: Registration, paper: PaperNumbers
 ) -> list[tuple[str, float]]:
     """The registered reference effects (the registration's "Verdicts"): those it names
