@@ -1261,6 +1261,7 @@ def test_headline_reports_its_registered_descriptives_in_the_registrations_order
     ]
     assert marked == [f"{a} (the paper's Figure 4)" for a in ACHIEVEMENTS if a in named]
     assert d1.count("\n| ") == 1 + len(ACHIEVEMENTS)
+    assert "the tests above stay the primary; its registration's D4, chosen before" in section
     d2 = section.split("#### D2")[1].split("#### D3")[0]
     shown = [line.split(" | ")[0][2:] for line in d2.splitlines() if line.startswith("| camp")]
     assert shown == [
@@ -1271,6 +1272,7 @@ def test_headline_reports_its_registered_descriptives_in_the_registrations_order
     assert "| Runs | Score (n) | Trained on |" in d2 and "never pooled" in d2
     assert "not given" not in d2
     assert "| campaign_cpu: PPO 1.96M Crafter only | 19.75 ± 2.74 (5) | unknown: 5 runs |" in d2
+    assert "\ncampaign_cpu's unknown machine: Where its provenance is unrecorded, retraining" in d2
     headline = [line for line in d2.splitlines() if "headline: " in line]
     assert len(headline) == 2
     assert all(

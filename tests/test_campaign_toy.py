@@ -120,6 +120,13 @@ def test_a_misspelt_declaration_key_is_one_line_naming_the_file_and_key(tmp_path
     assert "campaign_toy.yaml: campaign.famlies: unknown; allowed: analyses, families" in line
 
 
+def test_an_after_better_reference_not_declared_is_one_line_naming_the_allowed(tmp_path):
+    bad = TOY.replace("    coda:", "    after_better: [a gain]\n    coda:")
+    line = _refused(tmp_path, bad)
+    assert "campaign.verdict.after_better: 'a gain' names none of paper_references" in line
+    assert "(allowed: none declared)" in line
+
+
 def test_a_misspelt_analysis_option_is_one_line_naming_it_and_the_options(tmp_path):
     bad = TOY.replace(
         '[{per_achievement: "D1, descriptive"}]',

@@ -406,6 +406,7 @@ def _beside_crafter_only(
         pairs += [(name, r.row) for r in by_id[name].rows] if name in by_id else []
     required = [tuple(pair) for pair in arg.get("arms", ())]
     required += [(name, arg["crafter_only"]) for name in arg.get("crafter_only_of", ())]
+    shown: list[tuple[str, str]] = []  # (table, its machines cell)
     for name, row in [*pairs, *required]:
         source = by_id.get(name)
         done = [r for r in source.rows if r.row == row and r.status == DONE] if source else []
@@ -413,11 +414,16 @@ def _beside_crafter_only(
         if len(runs) >= 2:
             s = SampleStats.of([run.score for run in runs], row)
             cells = [_arm(s), *([machine_counts(runs)] if machines else [])]
+            shown += [(name, cells[-1])] if machines else []
         elif (name, row) in required:
             cells = ["- (its runs.json was not given to the report)", *(["-"] if machines else [])]
         else:
             continue
         lines.append(f"| {name}: {row} | " + " | ".join(cells) + " |")
+    for name in dict.fromkeys(name for name, cell in shown if "unknown: " in cell):
+        spec = by_table(name)  # what its campaign knows of a machine provenance lacks
+        if spec and spec.machine_note:
+            lines += ["", f"{name}'s unknown machine: {spec.machine_note}"]
     return lines
 
 

@@ -198,23 +198,32 @@ def registered_sentence(
     on = f" on {rate}" if rate else ""
     if low > 0:
         coda = registration.coda.format(rate=rate or "the Crafter score")
-        return (
+        better = (
             f"better: {what} scored {diff:+.2f} points above {against}{on} (one-sided "
             f"{conf} lower bound {low:+.2f}, p = {r.p_adj:.3g}; {runs}). {coda}"
         )
+        said = [(w, x) for w, x in references if w in registration.after_better and not rate]
+        if not said:
+            return better
+        return f"{better} The data rule out an effect of {high:+.2f} or more{_ruled(high, said)}."
     if high < 0:
         return (
             f"worse: {what} scored {abs(diff):.2f} points below {against}{on} (one-sided "
             f"{conf} upper bound {high:+.2f}; {runs_otherwise})."
         )
-    refs = "".join(
-        f"; it {'rules out' if high < x else 'does not rule out'} {x:+.2f} ({label})"
-        for label, x in references
-    )
     return (
         f"no difference detected{on}: {diff:+.2f} points (one-sided {conf} bounds "
         f"[{low:+.2f}, {high:+.2f}], p = {r.p_adj:.3g}; {runs_otherwise}). The data rule out "
-        f"an effect of {high:+.2f} or more{refs}."
+        f"an effect of {high:+.2f} or more{_ruled(high, references)}."
+    )
+
+
+def _ruled(high: float, references: Sequence[tuple[str, float]]) -> str:
+    """The registered clause per reference X: "; it rules out +X (what X is)" when the
+    one-sided upper bound `high` lies below X, else "; it does not rule out +X (...)"."""
+    return "".join(
+        f"; it {'rules out' if high < x else 'does not rule out'} {x:+.2f} ({label})"
+        for label, x in references
     )
 
 

@@ -76,6 +76,9 @@ class Registration:
     says it rules out or not (none: the report's own, as confirm registered them)."""
     runs_otherwise: str = ""
     """The run counts' words in the worse and no-difference verdicts ("": as `runs`)."""
+    after_better: tuple[str, ...] = ()
+    """The words of the `paper_references` a better verdict also says it rules out or not,
+    so that a gain smaller than the paper's is said (headline's "Verdicts")."""
 
 
 REPLICATION = Path("replication")
@@ -255,9 +258,17 @@ def _make(cls: type, value: object, where: str, derived: str = "", **parsed: Any
 
 def _verdict(value: object, document: str, first: Family) -> Registration:
     refs = _mapping(value, "campaign.verdict").get("paper_references") or ()
+    after = tuple(_mapping(value, "campaign.verdict").get("after_better") or ())
+    named = [str(r[0]) for r in refs]
+    unknown = [a for a in after if a not in named]
+    if unknown:
+        allowed = "; ".join(named) or "none declared"
+        what = f"{unknown[0]!r} names none of paper_references (allowed: {allowed})"
+        raise ConfigError("campaign.verdict.after_better", what)
     return _make(
         Registration, value, "campaign.verdict", "document primary", document=document,
         primary=first.claims[0], paper_references=tuple(tuple(r) for r in refs),
+        after_better=after,
     )  # fmt: skip
 
 
