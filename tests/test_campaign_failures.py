@@ -16,6 +16,7 @@ import pytest
 
 from envgen.agents.checkpoint_counters import checked_counters
 from envgen.campaign.failures import failures_file, read_failures
+from envgen.campaign.handoff import in_flight
 from envgen.campaign.process import Process
 from envgen.campaign.progress import FAILED_RUN, RUNNING, job_states
 from envgen.campaign.run import failure_hook, load_campaign
@@ -75,3 +76,18 @@ def test_a_refused_resume_reads_refused_until_the_run_writes_again(plan, tmp_pat
 
     hook(JobResult(job.key, DONE, str(run_dir)))  # finished: the record goes
     assert read_failures(failures_file("cpu")) == {} and log == []
+
+
+def test_a_handoff_waits_for_no_checkpoint_of_a_run_whose_last_attempt_failed(
+    plan, tmp_path, monkeypatch
+):
+    """A resume that failed left the run's files recent: the handoff took it for running
+    and waited its whole --wait-s for a checkpoint that could not come."""
+    codes = results_versions()
+    synthetic_store(plan, codes, tmp_path / "runs")
+    monkeypatch.chdir(tmp_path)
+    job = jobs_by_row(plan)[ROWS[2]][0]  # unfinished, written just now
+    run_dir = job_dir(job, tmp_path / "runs")
+    assert run_dir in [s.run_dir for s in in_flight("cpu", plan, tmp_path / "runs", codes)]
+    failure_hook("cpu", print, None)(JobResult(job.key, FAILED, str(run_dir), "out of luck"))
+    assert run_dir not in [s.run_dir for s in in_flight("cpu", plan, tmp_path / "runs", codes)]

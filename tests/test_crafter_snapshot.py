@@ -95,3 +95,21 @@ def test_every_object_kind_round_trips():
         rng.bit_generator.state = state
         assert _play(snapshot.restore(data), rng, 20) == expected
     assert seen >= {"Player", "Cow", "Zombie", "Skeleton", "Arrow", "Plant"}, seen
+
+
+def test_a_sleeping_players_half_step_counters_round_trip():
+    """Asleep without food, the game moves `_recover` by -0.5 (stock crafter's
+    `Player._recover_health`) and hunger and thirst by 0.5: a snapshot taken then restores
+    and plays on alike (a handoff's checkpoint once held such a player)."""
+    env = CrafterEnv(CrafterConfig(length=300), seed=5)
+    env.reset()
+    player = env._player
+    player.sleeping, player.inventory["food"], player.inventory["energy"] = True, 0, 0
+    env.step(0)  # noop, asleep and hungry
+    assert type(player._recover) is float and player._recover % 1 == 0.5, player._recover
+    data = snapshot.capture(env)
+    rng = np.random.default_rng(2)
+    state = rng.bit_generator.state
+    expected = _play(env, rng, 40)
+    rng.bit_generator.state = state
+    assert _play(snapshot.restore(data), rng, 40) == expected

@@ -13,16 +13,18 @@ under way.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from envgen.campaign.failures import failures_file, read_failures
 from envgen.campaign.gitcommit import commit_partial
 from envgen.campaign.process import live_process, stop
 from envgen.campaign.progress import DAMAGED, PARTIAL, RUNNING, JobState, job_states
 from envgen.campaign.registry import Campaign
 from envgen.campaign.run import load_campaign, reply_files
 from envgen.pipeline.job_status import results_versions
+from envgen.pipeline.plan import TablePlan
 from envgen.store.manifest import LATEST_CHECKPOINT, is_sealed
 
 POLL_S = 5.0
@@ -36,6 +38,15 @@ def distinct(states: list[JobState], state: str) -> list[JobState]:
         if s.state == state:
             found.setdefault(s.run_dir, s)
     return list(found.values())
+
+
+def in_flight(
+    name: str, plan: TablePlan, runs_root: Path, versions: Mapping[str, int]
+) -> list[JobState]:
+    """The runs of campaign `name` training now: running, less those whose last attempt
+    failed (`envgen.campaign.failures`), which write no checkpoint to wait for."""
+    failures = read_failures(failures_file(name))
+    return distinct(job_states(plan, runs_root, versions, alive=True, failures=failures), RUNNING)
 
 
 def _mtime(run_dir: Path) -> float:
@@ -88,7 +99,7 @@ def handoff(
     versions = results_versions()
     process = live_process(campaign)
     if process is not None:
-        running = distinct(job_states(plan, runs_root, versions, alive=True), RUNNING)
+        running = in_flight(campaign.name, plan, runs_root, versions)
         if running and wait_s > 0:
             wait_for_checkpoints(running, wait_s, log)
         stop(campaign, wait_s=60.0)

@@ -164,7 +164,8 @@ ATTRIBUTES = {
 """Each game object's attributes (stock crafter's `objects.py`): a snapshot holds these,
 no more and no fewer, so no stored attribute can shadow a method."""
 _SMALL = 2**31
-_INTS = {"_fatigue", "_last_health", "_recover", "cooldown", "reload", "grown"}
+_INTS = {"_fatigue", "_last_health", "cooldown", "reload", "grown"}
+_HALVES = {"_hunger", "_recover", "_thirst"}  # asleep, the game moves them by 0.5
 
 
 def _checked_attr(name: str, value: Any, world: Any) -> Any:
@@ -189,7 +190,7 @@ def _checked_attr(name: str, value: Any, world: Any) -> Any:
         ok = type(value) is bool
     elif name in _INTS:
         ok = type(value) is int and abs(value) < _SMALL
-    elif name in ("_hunger", "_thirst"):
+    elif name in _HALVES:
         ok = type(value) in (int, float) and math.isfinite(value) and abs(value) < _SMALL
     elif name == "action":
         ok = value in constants.actions
