@@ -113,3 +113,17 @@ def test_a_sleeping_players_half_step_counters_round_trip():
     expected = _play(env, rng, 40)
     rng.bit_generator.state = state
     assert _play(snapshot.restore(data), rng, 40) == expected
+
+
+def test_snapshots_through_a_sleepy_random_play_all_restore():
+    """Every 50 steps of 3,000, a third of them asleep: each snapshot restores (restore
+    checks every attribute's type against what the game writes)."""
+    env = CrafterEnv(CrafterConfig(length=3000, world_rules="authors"), seed=2)
+    env.reset()
+    rng = np.random.default_rng(2)
+    for t in range(3000):
+        *_, terminated, truncated, _ = env.step(6 if rng.random() < 0.3 else int(rng.integers(17)))
+        if terminated or truncated:  # 6 above: sleep
+            env.reset()
+        if t % 50 == 0:
+            snapshot.restore(snapshot.capture(env))
