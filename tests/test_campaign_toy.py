@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from envgen.report.dvc_campaigns import regenerate
@@ -120,11 +121,21 @@ def test_a_misspelt_declaration_key_is_one_line_naming_the_file_and_key(tmp_path
     assert "campaign_toy.yaml: campaign.famlies: unknown; allowed: analyses, families" in line
 
 
-def test_an_after_better_reference_not_declared_is_one_line_naming_the_allowed(tmp_path):
-    bad = TOY.replace("    coda:", "    after_better: [a gain]\n    coda:")
-    line = _refused(tmp_path, bad)
-    assert "campaign.verdict.after_better: 'a gain' names none of paper_references" in line
-    assert "(allowed: none declared)" in line
+@pytest.mark.parametrize(
+    "keys, error",
+    [
+        (
+            "after_better: [a gain]",
+            "campaign.verdict.after_better: 'a gain' names none of paper_references "
+            "(allowed: none declared)",
+        ),
+        ("after_better: a gain", "campaign.verdict.after_better: must be a list of"),
+        ("paper_references: [5]", "campaign.verdict.paper_references: must be a list of ["),
+    ],
+)
+def test_malformed_verdict_references_are_one_line_naming_the_key(tmp_path, keys, error):
+    line = _refused(tmp_path, TOY.replace("    coda:", f"    {keys}\n    coda:"))
+    assert error in line
 
 
 def test_a_misspelt_analysis_option_is_one_line_naming_it_and_the_options(tmp_path):

@@ -116,14 +116,15 @@ def test_a_sleeping_players_half_step_counters_round_trip():
 
 
 def test_snapshots_through_a_sleepy_random_play_all_restore():
-    """Every 50 steps of 3,000, a third of them asleep: each snapshot restores (restore
-    checks every attribute's type against what the game writes)."""
+    """Every 50 steps of 3,000, a third of the actions sleep: each snapshot restores
+    (restore checks every attribute's type against what the game writes)."""
     env = CrafterEnv(CrafterConfig(length=3000, world_rules="authors"), seed=2)
     env.reset()
     rng = np.random.default_rng(2)
     for t in range(3000):
-        *_, terminated, truncated, _ = env.step(6 if rng.random() < 0.3 else int(rng.integers(17)))
-        if terminated or truncated:  # 6 above: sleep
+        action = 6 if rng.random() < 0.3 else int(rng.integers(17))  # 6: sleep
+        *_, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
             env.reset()
         if t % 50 == 0:
             snapshot.restore(snapshot.capture(env))

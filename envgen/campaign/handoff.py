@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from envgen.campaign.failures import failures_file, read_failures
+from envgen.campaign.failures import failures_file, read_failures, run_key
 from envgen.campaign.gitcommit import commit_partial
 from envgen.campaign.process import live_process, stop
 from envgen.campaign.progress import DAMAGED, PARTIAL, RUNNING, JobState, job_states
@@ -56,19 +56,35 @@ def _mtime(run_dir: Path) -> float:
         return 0.0
 
 
-def wait_for_checkpoints(running: list[JobState], wait_s: float, log: Log) -> None:
-    """Until every run in `running` has written a checkpoint newer than now, or `wait_s`."""
+def wait_for_checkpoints(name: str, running: list[JobState], wait_s: float, log: Log) -> None:
+    """Until every run in `running` has written a checkpoint newer than now, finished or
+    failed (neither writes one more), or `wait_s`."""
+    started = time.time()
     before = {s.run_dir: _mtime(s.run_dir) for s in running}
     log(
         f"[handoff] waiting up to {wait_s:.0f} s for the next checkpoint of "
         f"{len(running)} run(s) in flight"
     )
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline and not all(_mtime(d) > t for d, t in before.items()):
+    while time.monotonic() < deadline and not all(
+        _settled(name, d, t, started) for d, t in before.items()
+    ):
         time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
     for run_dir, t in before.items():
-        fresh = _mtime(run_dir) > t
-        log(f"[handoff] {run_dir}: {'new checkpoint' if fresh else 'no new checkpoint in time'}")
+        what = _settled(name, run_dir, t, started) or "no new checkpoint in time"
+        log(f"[handoff] {run_dir}: {what}")
+
+
+def _settled(name: str, run_dir: Path, checkpoint_mtime: float, started: float) -> str:
+    """Why `run_dir` needs no more waiting, or "": a checkpoint newer than the one it had,
+    sealed (a run writes no checkpoint at its end), or an attempt of campaign `name` that
+    failed since `started`."""
+    if _mtime(run_dir) > checkpoint_mtime:
+        return "new checkpoint"
+    if is_sealed(run_dir):
+        return "finished"
+    failure = read_failures(failures_file(name)).get(run_key(run_dir))
+    return "its attempt failed" if failure and failure.at >= started else ""
 
 
 def commit_partial_runs(name: str, states: list[JobState], log: Log, repo: Path) -> int:
@@ -101,7 +117,7 @@ def handoff(
     if process is not None:
         running = in_flight(campaign.name, plan, runs_root, versions)
         if running and wait_s > 0:
-            wait_for_checkpoints(running, wait_s, log)
+            wait_for_checkpoints(campaign.name, running, wait_s, log)
         stop(campaign, wait_s=60.0)
     count = commit_partial_runs(
         campaign.name, job_states(plan, runs_root, versions, alive=False), log, Path(".")

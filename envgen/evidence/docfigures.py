@@ -96,9 +96,7 @@ def figures(tables: Sequence[TableRecord], runs_root: Path = Path(".")) -> dict[
     for name, table_id in (("llm15", LLM15), ("sfl", SFL), ("headline", HEADLINE)):
         if table_id in by_id and withheld_runs(by_id[table_id]) is None:  # H1: a vs b
             r = _h1(primary(table_id), paper, _rows(by_id[table_id]))
-            out |= _pair(name, r, "a", "b") | {f"{name}.upper": f"{r.bounds[1]:+.2f}"}
-            if name == "headline":
-                out |= _verdict(name, r, table_id, paper)
+            out |= _pair(name, r, "a", "b") | _verdict(name, r, table_id, paper)
     if FIRST not in by_id or CONFIRM not in by_id:
         return out
     if withheld_runs(by_id[CONFIRM]) is not None:  # figures wait as the verdict does
@@ -212,14 +210,16 @@ def _pair(prefix: str, r: CampaignResult, a: str = "dr", b: str = "co") -> dict[
 
 
 def _verdict(prefix: str, r: CampaignResult, table_id: str, paper: PaperNumbers) -> dict[str, str]:
-    """A registered campaign's H1 as its registration worded each verdict, with its lower
-    bound and p as the verdict prints them (`{prefix}.verdict`, `.lower`, `.p`)."""
+    """A registered campaign's H1 as its registration worded each verdict, with its bounds
+    and p as the verdict prints them (`{prefix}.verdict`, `.lower`, `.upper`, `.p`); the
+    references are those it names from the paper (llm15's, sfl's, headline's)."""
     registration = words(table_id)
-    assert registration is not None, f"{table_id} registers no verdict words"
+    assert registration is not None and registration.paper_references, table_id
     refs = registered_references(r, None, registration, paper)
     return {
         f"{prefix}.verdict": registered_sentence(r, refs, registration),
         f"{prefix}.lower": f"{r.bounds[0]:+.2f}",
+        f"{prefix}.upper": f"{r.bounds[1]:+.2f}",
         f"{prefix}.p": f"{r.p_adj:.3g}",
     }
 

@@ -34,7 +34,7 @@ from envgen.stats.compare import welch_test
 from envgen.stats.paper_claims import Claim, PaperNumbers
 from envgen.stats.runs import SampleStats
 from envgen.stats.verdict import ALPHA
-from envgen.store.provenance import PROVENANCE
+from envgen.store.provenance import PROVENANCE, UNKNOWN
 from envgen.store.run_dir import FINAL_METRICS, RunDir, read_json
 
 CAMPAIGN_SECTION = "Campaigns"
@@ -387,7 +387,8 @@ def _beside_crafter_only(
     (their Crafter-only runs differ for a reason not found); no test, no verdict. `arg`:
     `rows_of`, tables whose every row is shown; `arms`, [table, row] pairs; `crafter_only`,
     the row shown of each of `crafter_only_of`; `machines`, a column of the CPU classes
-    each row's runs trained on; `heading` (llm15's and sfl's D1 by default)."""
+    each row's runs trained on (where they read unknown, `_machine_notes`); `heading`
+    (llm15's and sfl's D1 by default)."""
     head = [
         f"#### {arg.get('heading', BESIDE)}",
         "",
@@ -406,7 +407,7 @@ def _beside_crafter_only(
         pairs += [(name, r.row) for r in by_id[name].rows] if name in by_id else []
     required = [tuple(pair) for pair in arg.get("arms", ())]
     required += [(name, arg["crafter_only"]) for name in arg.get("crafter_only_of", ())]
-    shown: list[tuple[str, str]] = []  # (table, its machines cell)
+    unknown: list[str] = []  # the tables of rows with a run whose machine is unknown
     for name, row in [*pairs, *required]:
         source = by_id.get(name)
         done = [r for r in source.rows if r.row == row and r.status == DONE] if source else []
@@ -414,14 +415,21 @@ def _beside_crafter_only(
         if len(runs) >= 2:
             s = SampleStats.of([run.score for run in runs], row)
             cells = [_arm(s), *([machine_counts(runs)] if machines else [])]
-            shown += [(name, cells[-1])] if machines else []
+            unknown += [name] if machines and any(r.machine == UNKNOWN for r in runs) else []
         elif (name, row) in required:
             cells = ["- (its runs.json was not given to the report)", *(["-"] if machines else [])]
         else:
             continue
         lines.append(f"| {name}: {row} | " + " | ".join(cells) + " |")
-    for name in dict.fromkeys(name for name, cell in shown if "unknown: " in cell):
-        spec = by_table(name)  # what its campaign knows of a machine provenance lacks
+    return lines + _machine_notes(unknown)
+
+
+def _machine_notes(tables: Sequence[str]) -> list[str]:
+    """What each campaign's declaration knows of a machine its runs' provenance does not
+    name (`machine_note`), under D2's table: there the runs read "unknown"."""
+    lines = []
+    for name in dict.fromkeys(tables):
+        spec = by_table(name)
         if spec and spec.machine_note:
             lines += ["", f"{name}'s unknown machine: {spec.machine_note}"]
     return lines

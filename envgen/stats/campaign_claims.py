@@ -6,7 +6,8 @@ difference with the paper's; they ask whether a beats b (docs/stats.md, "Campaig
 claims"): a one-sided Welch test of a > b at alpha / m, m = the claims of its family
 (fixed, so a verdict does not move when another claim becomes testable). No difference
 detected says what the data rule out: effects at or above the one-sided upper bound, and
-whether the paper's difference (and its gain scaled to our baseline) is among them. The
+whether the paper's difference (and its gain scaled to our baseline) is among them; a
+registration may ask a better verdict to say it too (`Registration.after_better`). The
 power beside it is a planning figure, from simulating the test itself. Families
 (`envgen.stats.campaign_spec.Family`) are planned, post hoc or registered (verdict
 withheld until every planned run is in)."""
@@ -202,8 +203,8 @@ def registered_sentence(
             f"better: {what} scored {diff:+.2f} points above {against}{on} (one-sided "
             f"{conf} lower bound {low:+.2f}, p = {r.p_adj:.3g}; {runs}). {coda}"
         )
-        said = [(w, x) for w, x in references if w in registration.after_better and not rate]
-        if not said:
+        said = [(w, x) for w, x in references if w in registration.after_better]
+        if rate or not said:  # the paper references are score differences
             return better
         return f"{better} The data rule out an effect of {high:+.2f} or more{_ruled(high, said)}."
     if high < 0:

@@ -257,19 +257,42 @@ def _make(cls: type, value: object, where: str, derived: str = "", **parsed: Any
 
 
 def _verdict(value: object, document: str, first: Family) -> Registration:
-    refs = _mapping(value, "campaign.verdict").get("paper_references") or ()
-    after = tuple(_mapping(value, "campaign.verdict").get("after_better") or ())
-    named = [str(r[0]) for r in refs]
-    unknown = [a for a in after if a not in named]
-    if unknown:
-        allowed = "; ".join(named) or "none declared"
-        what = f"{unknown[0]!r} names none of paper_references (allowed: {allowed})"
-        raise ConfigError("campaign.verdict.after_better", what)
+    """The registration's words (`campaign.verdict`), its H1 the first family's first claim."""
+    refs = _paper_references(_mapping(value, "campaign.verdict").get("paper_references"))
     return _make(
         Registration, value, "campaign.verdict", "document primary", document=document,
-        primary=first.claims[0], paper_references=tuple(tuple(r) for r in refs),
-        after_better=after,
+        primary=first.claims[0], paper_references=refs,
+        after_better=_after_better(_mapping(value, "campaign.verdict").get("after_better"), refs),
     )  # fmt: skip
+
+
+def _paper_references(value: object) -> tuple[tuple[str, str, str], ...]:
+    """`paper_references`: [words, paper row a, paper row b] lists; else one line."""
+    refs = value or []
+    if not isinstance(refs, list) or not all(
+        isinstance(r, list) and len(r) == 3 and all(isinstance(x, str) for x in r) for r in refs
+    ):
+        what = "must be a list of [words, paper row a, paper row b]"
+        raise ConfigError("campaign.verdict.paper_references", what)
+    return tuple((a, b, c) for a, b, c in refs)
+
+
+def _after_better(value: object, refs: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
+    """`after_better`: a list of `paper_references`' words; one line naming the first that
+    is none of them (a typo would silently drop the clause the registration asks for)."""
+    where = "campaign.verdict.after_better"
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(where, "must be a list of paper_references' words")
+    named = [r[0] for r in refs]
+    unknown = [v for v in value if v not in named]
+    if unknown:
+        allowed = "; ".join(map(str, named)) or "none declared"
+        raise ConfigError(
+            where, f"{unknown[0]!r} names none of paper_references (allowed: {allowed})"
+        )
+    return tuple(value)
 
 
 def _family(value: object, where: str, registered: bool) -> Family:
