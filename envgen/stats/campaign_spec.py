@@ -277,7 +277,7 @@ def _paper_references(value: object) -> tuple[tuple[str, str, str], ...]:
     return tuple((a, b, c) for a, b, c in refs)
 
 
-def _after_better(value: object, refs: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
+def _after_better(value: object, refs: tuple[tuple[str, str, str], ...]) -> tuple[str, ...]:
     """`after_better`: a list of `paper_references`' words; one line naming the first that
     is none of them (a typo would silently drop the clause the registration asks for)."""
     where = "campaign.verdict.after_better"
@@ -288,7 +288,7 @@ def _after_better(value: object, refs: tuple[tuple[str, ...], ...]) -> tuple[str
     named = [r[0] for r in refs]
     unknown = [v for v in value if v not in named]
     if unknown:
-        allowed = "; ".join(map(str, named)) or "none declared"
+        allowed = "; ".join(named) or "none declared"
         raise ConfigError(
             where, f"{unknown[0]!r} names none of paper_references (allowed: {allowed})"
         )
