@@ -163,6 +163,43 @@ def test_the_headline_verdict_is_its_registered_sentence_once_every_run_is_in():
     assert not [name for name in withheld if name.startswith("headline.")]
 
 
+def test_a_verdict_sentence_in_a_passage_is_found_written_and_checked(docs_copy):
+    """A figure whose value is a sentence (`headline.verdict`) is found in its doc as
+    any text on one line: `--write` puts the verdict in place of a placeholder, and a
+    word edited in it afterwards is named with what the runs give."""
+    runs = [REPO / p for p in docfigures.runs_json_files(REPO / "dvc.yaml")]
+    values = docfigures.figures(_as_headline(load_tables(runs)), REPO)  # llm15 stands in
+    verdict = values["headline.verdict"]
+    assert "1.98 points below" in verdict
+    (docs_copy / "docs" / "templates" / "standin.md").write_text(
+        "# Passages of docs/standin.md\n\n~~~\nIn a campaign standing in for `headline`, the "
+        'verdict is\n"{headline.verdict}"\n~~~\n',
+        encoding="utf-8",
+    )
+    doc = docs_copy / "docs" / "standin.md"
+    doc.write_text(
+        'A stand-in.\nIn a campaign standing in for `headline`, the verdict is\n"to come" '
+        "(the registration).\n",
+        encoding="utf-8",
+    )
+
+    def problems() -> list[str]:
+        found = docfigures.check(values, docs_copy)[0]
+        return [str(p) for p in found if str(p).startswith("docs/standin.md")]
+
+    assert problems() == [
+        f"docs/standin.md line 3: headline.verdict reads 'to come', the runs give {verdict!r}"
+    ]
+    docfigures.check(values, docs_copy, write=True)
+    written = doc.read_text(encoding="utf-8")
+    assert f'the verdict is\n"{verdict}" (the registration).\n' in written
+    assert problems() == []
+    doc.write_text(written.replace("1.98 points below", "1.89 points below"), encoding="utf-8")
+    (wrong,) = problems()
+    assert wrong.startswith("docs/standin.md line 3: headline.verdict reads 'worse: PPO")
+    assert "1.89 points below" in wrong and wrong.endswith(f"the runs give {verdict!r}")
+
+
 def test_a_headline_figure_copied_outside_every_passage_is_named(values, docs_copy):
     page = docs_copy / "docs" / "loop.md"
     page.write_text(

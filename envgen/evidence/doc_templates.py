@@ -7,7 +7,8 @@ between two `~~~` lines with its exact words and line breaks, every figure a `{n
 (`envgen.evidence.docfigures` derives them). Text outside the fences is free comment.
 
 `check` finds every copy of every passage in its doc (words fixed, figures any short
-text, whitespace flexible) and compares it byte for byte with the passage filled from
+text, a figure whose value is a sentence, such as a registered verdict, any text on one
+line; whitespace flexible) and compares it byte for byte with the passage filled from
 the runs; `write` puts the filled passage in place of each copy that differs. A passage
 the doc lacks is named, as is a guarded headline figure copied outside every passage.
 """
@@ -29,7 +30,9 @@ _HEAD = re.compile(r"# Passages of (\S+)")
 _NAME = re.compile(r"\{([a-z0-9_.]+)\}")
 _ANY_NUMBER = r"[-+−\[]{0,2}\d[-+−\d.,e%±\[\]\s]{0,40}?"
 _ANY_WORD = r"[a-z_]+"
+_ANY_PHRASE = r"[^\n]{1,2000}?"  # a sentence figure (`headline.verdict`): one line, any words
 _DECIMAL = re.compile(r"\d+\.\d{2,}")
+_SENTENCE = re.compile(r"[A-Za-z]{2,} ")  # a value with words in it (not "21.55 ± 1.29")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,13 +55,18 @@ class Passage:
         """The passage as the doc must print it, each figure its value."""
         return _NAME.sub(lambda m: values[m.group(1)], self.text)
 
-    def pattern(self) -> re.Pattern[str]:
+    def pattern(self, phrases: frozenset[str] = frozenset()) -> re.Pattern[str]:
         """Any copy of the passage: its words with whitespace flexible, each figure any
-        short number or word (group `f{i}`); a table row only from a line's start."""
+        short number or word (group `f{i}`), or for a name in `phrases` (figures whose
+        value is a sentence) any text on one line; a table row only from a line's start."""
         parts: list[str] = []
         pos = 0
         for i, m in enumerate(_NAME.finditer(self.text)):
             parts.append(_literal(self.text[pos : m.start()]))
+            if m.group(1) in phrases:
+                parts.append(f"(?P<f{i}>{_ANY_PHRASE})")
+                pos = m.end()
+                continue
             parts.append(f"(?P<f{i}>{_ANY_NUMBER}|{_ANY_WORD})(?!\\.\\d)")  # not mid-number
             pos = m.end()
         parts.append(_literal(self.text[pos:]))
@@ -148,7 +156,8 @@ def check(
         if unknown or text is None:
             continue
         filled = passage.fill(values)
-        copies = list(passage.pattern().finditer(text))
+        phrases = frozenset(n for n in names if _SENTENCE.search(values[n]))
+        copies = list(passage.pattern(phrases).finditer(text))
         if not copies:
             what = f"passage of {passage.template} not found ({passage.text[:60]!r}...)"
             problems.append(Problem(path, None, f"{what}: word the doc and its template alike"))
