@@ -24,9 +24,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def values() -> dict[str, str]:
-    runs = [REPO / p for p in docfigures.runs_json_files(REPO / "dvc.yaml")]
-    return docfigures.figures(load_tables(runs), REPO)
+def tables():
+    """The pipeline's tables, read once from every runs.json dvc.yaml names."""
+    return load_tables([REPO / p for p in docfigures.runs_json_files(REPO / "dvc.yaml")])
+
+
+@pytest.fixture(scope="module")
+def values(tables) -> dict[str, str]:
+    return docfigures.figures(tables, REPO)
 
 
 @pytest.fixture
@@ -95,7 +100,7 @@ def test_a_figure_in_a_registration_and_in_claims_audit_is_checked_too(values, d
     ), problems
 
 
-def test_the_llm15_verdicts_figures_in_the_readme_are_checked(values, docs_copy):
+def test_the_llm15_verdicts_figures_in_the_readme_are_checked(values, tables, docs_copy):
     """Its figures come from the complete campaign's runs (none while any is missing)."""
     assert (values["llm15.diff"], values["llm15.upper"]) == ("-1.98", "-1.11")
     readme = docs_copy / "README.md"
@@ -103,14 +108,13 @@ def test_the_llm15_verdicts_figures_in_the_readme_are_checked(values, docs_copy)
     readme.write_text(text.replace("upper bound -1.11;", "upper bound -1.21;"), encoding="utf-8")
     problems = [str(p) for p in docfigures.check(values, docs_copy)[0]]
     assert any("llm15.upper reads '-1.21', the runs give '-1.11'" in p for p in problems)
-    runs = [REPO / p for p in docfigures.runs_json_files(REPO / "dvc.yaml")]
-    tables = []
-    for table in load_tables(runs):
+    shorter = []
+    for table in tables:
         if table.table == "campaign_llm15":  # one run short: no figure
             short = dataclasses.replace(table.rows[0], runs=table.rows[0].runs[:-1])
             table = dataclasses.replace(table, rows=(short, *table.rows[1:]))
-        tables.append(table)
-    assert "llm15.diff" not in docfigures.figures(tables, REPO)
+        shorter.append(table)
+    assert "llm15.diff" not in docfigures.figures(shorter, REPO)
 
 
 def _as_headline(tables, shift: float = 0.0, short: bool = False):
@@ -131,11 +135,9 @@ def _as_headline(tables, shift: float = 0.0, short: bool = False):
     return out
 
 
-def test_the_headline_verdict_is_its_registered_sentence_once_every_run_is_in():
+def test_the_headline_verdict_is_its_registered_sentence_once_every_run_is_in(tables):
     """The README's headline passage quotes `headline.verdict`: the registration's words
     (docs/campaign_headline.md, "Verdicts") filled from the complete campaign's runs."""
-    runs = [REPO / p for p in docfigures.runs_json_files(REPO / "dvc.yaml")]
-    tables = load_tables(runs)
     worse = docfigures.figures(_as_headline(tables), REPO)
     assert (worse["headline.diff"], worse["headline.upper"]) == ("-1.98", "-1.11")
     assert worse["headline.verdict"] == (
@@ -163,12 +165,11 @@ def test_the_headline_verdict_is_its_registered_sentence_once_every_run_is_in():
     assert not [name for name in withheld if name.startswith("headline.")]
 
 
-def test_a_verdict_sentence_in_a_passage_is_found_written_and_checked(docs_copy):
+def test_a_verdict_sentence_in_a_passage_is_found_written_and_checked(tables, docs_copy):
     """A figure whose value is a sentence (`headline.verdict`) is found in its doc as
     any text on one line: `--write` puts the verdict in place of a placeholder, and a
     word edited in it afterwards is named with what the runs give."""
-    runs = [REPO / p for p in docfigures.runs_json_files(REPO / "dvc.yaml")]
-    values = docfigures.figures(_as_headline(load_tables(runs)), REPO)  # llm15 stands in
+    values = docfigures.figures(_as_headline(tables), REPO)  # llm15 stands in
     verdict = values["headline.verdict"]
     assert "1.98 points below" in verdict
     (docs_copy / "docs" / "templates" / "standin.md").write_text(

@@ -65,9 +65,8 @@ class Passage:
             parts.append(_literal(self.text[pos : m.start()]))
             if m.group(1) in phrases:
                 parts.append(f"(?P<f{i}>{_ANY_PHRASE})")
-                pos = m.end()
-                continue
-            parts.append(f"(?P<f{i}>{_ANY_NUMBER}|{_ANY_WORD})(?!\\.\\d)")  # not mid-number
+            else:
+                parts.append(f"(?P<f{i}>{_ANY_NUMBER}|{_ANY_WORD})(?!\\.\\d)")  # not mid-number
             pos = m.end()
         parts.append(_literal(self.text[pos:]))
         start = "(?m:^)" if self.text.startswith("|") else ""
