@@ -55,6 +55,10 @@ class Passage:
         """The passage as the doc must print it, each figure its value."""
         return _NAME.sub(lambda m: values[m.group(1)], self.text)
 
+    def phrases(self, values: Mapping[str, str]) -> frozenset[str]:
+        """Its figures whose value is a sentence (`headline.verdict`), for `pattern`."""
+        return frozenset(n for n in self.names if _SENTENCE.search(values[n]))
+
     def pattern(self, phrases: frozenset[str] = frozenset()) -> re.Pattern[str]:
         """Any copy of the passage: its words with whitespace flexible, each figure any
         short number or word (group `f{i}`), or for a name in `phrases` (figures whose
@@ -155,8 +159,7 @@ def check(
         if unknown or text is None:
             continue
         filled = passage.fill(values)
-        phrases = frozenset(n for n in names if _SENTENCE.search(values[n]))
-        copies = list(passage.pattern(phrases).finditer(text))
+        copies = list(passage.pattern(passage.phrases(values)).finditer(text))
         if not copies:
             what = f"passage of {passage.template} not found ({passage.text[:60]!r}...)"
             problems.append(Problem(path, None, f"{what}: word the doc and its template alike"))
