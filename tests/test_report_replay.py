@@ -46,6 +46,20 @@ def test_tables_and_claims_show_each_tables_drift(tmp_path):
     assert line.startswith("- table1: replayed 8 calls (5 exact, 3 by slot)")
 
 
+def test_calls_asked_live_are_counted_apart_from_replayed_ones(tmp_path):
+    """A campaign's recording runs ask the server as they train: those calls are not
+    replayed, and the line says so (before, "replayed 64 calls (37 exact, 0 by slot)")."""
+    recorded = row("PPO + EnvGen", runs=[run(0, 2.0), run(1, 3.0)])
+    recorded["llm_replay"] = {**summary(5, 0, 0.0, 0.0), "calls": 8, "live": 3}
+    loaded = load_table(write(tmp_path, table("campaign_x", [recorded])))
+    assert replay.row_lines(loaded)[-1] == (
+        "- PPO + EnvGen: 8 calls: 3 asked live as the runs trained (recorded with them), "
+        "5 replayed exact, 0 by slot; feedback drift up to 0.0 points (mean 0.00)"
+    )
+    (line,) = [x for x in replay.claims_lines([loaded]) if x.startswith("- ")]
+    assert line.startswith("- campaign_x: 8 calls: 3 asked live")
+
+
 def test_a_malformed_replay_summary_is_named(tmp_path):
     bad = row("PPO + EnvGen", runs=[run(0, 2.0)])
     bad["llm_replay"] = {"calls": "eight"}

@@ -14,10 +14,20 @@ from envgen.report.inputs import DONE, TableRecord
 
 
 def describe(replay: Mapping[str, Any]) -> str:
-    """One row's or table's replay in words."""
+    """One row's or table's replay in words. Calls a run made live (a campaign's recording
+    runs ask the server as they train) are counted apart: they were not replayed."""
+    live = replay.get("live", 0)
+    if live:
+        served = (
+            f"{replay['calls']} calls: {live} asked live as the runs trained (recorded with "
+            f"them), {replay['exact']} replayed exact, {replay['slot']} by slot"
+        )
+    else:
+        served = (
+            f"replayed {replay['calls']} calls ({replay['exact']} exact, {replay['slot']} by slot)"
+        )
     return (
-        f"replayed {replay['calls']} calls ({replay['exact']} exact, {replay['slot']} by slot); "
-        f"feedback drift up to {replay['max_drift']:.1f} points "
+        f"{served}; feedback drift up to {replay['max_drift']:.1f} points "
         f"(mean {replay['mean_drift']:.2f})"
     )
 
@@ -28,6 +38,7 @@ def table_replay(table: TableRecord) -> dict[str, Any] | None:
     if not replays:
         return None
     total = {k: sum(r[k] for r in replays) for k in ("calls", "exact", "slot")}
+    total["live"] = sum(r.get("live", 0) for r in replays)
     weights = [r.get("feedback_calls", 0) for r in replays]
     total["max_drift"] = max(r["max_drift"] for r in replays)
     total["mean_drift"] = (
