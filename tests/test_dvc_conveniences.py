@@ -48,8 +48,8 @@ def test_gym_deprecation_notice_is_not_printed():
 
 def test_dvc_yaml_lists_each_declared_campaign_as_generated():
     """dvc.yaml's campaign lists (collect stages, the report's runs.json, the figures) are
-    what `python -m envgen.report.dvc_campaigns` writes from replication/campaign_*.yaml;
-    `headline` joins when its last run is in (its `report: false`)."""
+    what `python -m envgen.report.dvc_campaigns` writes from replication/campaign_*.yaml,
+    each campaign once its `report` is on (headline's was switched on with its last run)."""
     text = (REPO / "dvc.yaml").read_text()
     assert regenerate(text, REPO / "replication") == text
     assert yaml.safe_load(text)["vars"][0]["campaigns"] == {
@@ -57,4 +57,5 @@ def test_dvc_yaml_lists_each_declared_campaign_as_generated():
         "confirm": "cpu",
         "llm15": "cpu",
         "sfl": "cpu",
+        "headline": "cpu",
     }

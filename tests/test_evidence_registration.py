@@ -122,5 +122,6 @@ def test_verify_checks_every_registered_campaign_of_this_repository():
         "campaign_confirm registration",
         "campaign_llm15 registration",
         "campaign_sfl registration",
+        "campaign_headline registration",
     }
     assert all(c.ok for c in checks), [c.line() for c in checks]
