@@ -142,3 +142,17 @@ def summarize_calls(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             else 0.0
         ),
     }
+
+
+def combine_summaries(replays: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several `summarize_calls` summaries as one (a row's runs, a table's rows): the
+    counts summed, the largest drift, the mean drift weighted by the calls that carried
+    feedback (unrounded)."""
+    keys = ("calls", "exact", "slot", "live", "feedback_calls")
+    total: dict[str, Any] = {k: sum(r[k] for r in replays) for k in keys}
+    total["max_drift"] = max(r["max_drift"] for r in replays)
+    compared = total["feedback_calls"]
+    total["mean_drift"] = (
+        sum(r["mean_drift"] * r["feedback_calls"] for r in replays) / compared if compared else 0.0
+    )
+    return total

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from envgen.llm.slots import combine_summaries
 from envgen.loop.identity import check_identity
 from envgen.pipeline.job_status import DONE, NOT_RECORDED, PROBLEMS, JobResult, job_dir, job_game
 from envgen.pipeline.plan import REPORTED_ONLY, Job, RandomJob, RowPlan, TablePlan
@@ -124,15 +125,8 @@ def row_replay(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
     replays = [r["llm_replay"] for r in runs if r.get("llm_replay")]
     if not replays:
         return None
-    total = {k: sum(r[k] for r in replays) for k in ("calls", "exact", "slot", "live")}
-    compared = sum(r["feedback_calls"] for r in replays)
-    total["feedback_calls"] = compared
-    total["max_drift"] = max(r["max_drift"] for r in replays)
-    total["mean_drift"] = (
-        round(sum(r["mean_drift"] * r["feedback_calls"] for r in replays) / compared, 3)
-        if compared
-        else 0.0
-    )
+    total = combine_summaries(replays)
+    total["mean_drift"] = round(total["mean_drift"], 3)
     return total
 
 

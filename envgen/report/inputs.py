@@ -258,7 +258,7 @@ def _replay(data: Any, where: str) -> Mapping[str, Any] | None:
     if data is None:
         return None
     data = _mapping(data, where)
-    for key in ("calls", "exact", "slot", "max_drift", "mean_drift"):
+    for key in ("calls", "exact", "slot", "live", "feedback_calls", "max_drift", "mean_drift"):
         if not isinstance(data.get(key), int | float):
             raise ReportInputError(f"{where}.{key}", "missing or not a number")
     return data

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from envgen.llm.slots import combine_summaries
 from envgen.report.inputs import DONE, TableRecord
 
 
@@ -37,16 +38,7 @@ def table_replay(table: TableRecord) -> dict[str, Any] | None:
     replays = [r.llm_replay for r in table.rows if r.status == DONE and r.llm_replay]
     if not replays:
         return None
-    total = {k: sum(r[k] for r in replays) for k in ("calls", "exact", "slot")}
-    total["live"] = sum(r.get("live", 0) for r in replays)
-    weights = [r.get("feedback_calls", 0) for r in replays]
-    total["max_drift"] = max(r["max_drift"] for r in replays)
-    total["mean_drift"] = (
-        sum(r["mean_drift"] * w for r, w in zip(replays, weights, strict=True)) / sum(weights)
-        if sum(weights)
-        else 0.0
-    )
-    return total
+    return combine_summaries(replays)
 
 
 def row_lines(table: TableRecord) -> list[str]:
